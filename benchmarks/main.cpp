@@ -1,0 +1,77 @@
+// The `bench` binary: Google Benchmark's main with every --benchmark_* flag, plus
+//   --full            the full sweep (also GPUBENCH_FULL=1)
+// and a default --benchmark_min_time of 0.1 s per benchmark unless one is given, which keeps the
+// default sweep inside its time budget. GPU benchmarks are registered only when a device is
+// visible; otherwise one line on stderr says why they were skipped and the CPU benchmarks run.
+
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "benchmarks/registration.hpp"
+#include "benchmarks/sweep.hpp"
+#include "harness/context.hpp"
+#include "harness/gpu_info.hpp"
+
+namespace {
+
+bool has_flag(int argc, char** argv, const char* prefix) {
+  for (int index = 1; index < argc; ++index) {
+    if (std::strncmp(argv[index], prefix, std::strlen(prefix)) == 0) return true;
+  }
+  return false;
+}
+
+std::string flag_value(int argc, char** argv, const std::string& prefix) {
+  for (int index = 1; index < argc; ++index) {
+    const std::string argument = argv[index];
+    if (argument.rfind(prefix, 0) == 0) return argument.substr(prefix.size());
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool full = gpubench::take_full_sweep_flag(&argc, argv);
+
+  std::vector<char*> arguments(argv, argv + argc);
+  std::string default_min_time = "--benchmark_min_time=0.1";
+  if (!has_flag(argc, argv, "--benchmark_min_time")) arguments.push_back(default_min_time.data());
+  int argument_count = static_cast<int>(arguments.size());
+  arguments.push_back(nullptr);
+
+  benchmark::Initialize(&argument_count, arguments.data());
+  if (benchmark::ReportUnrecognizedArguments(argument_count, arguments.data())) return 2;
+
+  gpubench::add_custom_context(full ? "full" : "default");
+  const gpubench::Sweep sweep = gpubench::make_sweep(full);
+  gpubench::register_matmul_cpu(sweep);
+  // @mlp-register-cpu
+  const bool has_gpu = gpubench::gpu_info().has_value();
+#if GPUBENCH_HAS_CUDA
+  if (has_gpu) {
+    gpubench::register_matmul_gpu(sweep);
+    gpubench::register_overhead_probes(sweep);
+    // @mlp-register-gpu
+  }
+#endif
+  if (!has_gpu) {
+    std::cerr << "gpubench: GPU benchmarks skipped: " << gpubench::gpu_unavailable_reason()
+              << "\n";
+  }
+
+  const std::size_t ran = benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (ran == 0) {
+    const std::string filter = flag_value(argc, argv, "--benchmark_filter=");
+    std::cerr << "gpubench: no benchmark matches --benchmark_filter='" << filter << "'"
+              << (has_gpu ? "" : " (GPU benchmarks are not available in this run)")
+              << "; list the names with --benchmark_list_tests\n";
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,277 @@
+// matmul/gpu/cublas_kernel/dtype:D/m:M/n:N/k:K/manual_time
+//   operands already on the device; CUDA events around the GEMM only; L2 flushed before each
+//   iteration (outside the events) so every iteration starts from cold caches.
+// matmul/gpu/cublas_e2e/dtype:D/host:<pinned|pageable>/m:M/n:N/k:K/manual_time
+//   host operands -> H2D -> GEMM -> D2H -> synchronise. Events between every phase give t_h2d,
+//   t_compute, t_d2h; the host steady clock around the synchronised iteration gives t_wall, which
+//   is also the iteration time reported (what an application waiting for C experiences).
+//
+// The stream, cuBLAS handle, events and buffers are created once per benchmark, outside the timed
+// loop, and the GEMM is run once for validation and a few times to warm up (module load, cuBLAS
+// heuristics, first-touch of device pages) before timing starts.
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "benchmarks/bench_support.hpp"
+#include "benchmarks/registration.hpp"
+#include "harness/cuda_check.hpp"
+#include "harness/cuda_resources.hpp"
+#include "harness/gpu_info.hpp"
+#include "harness/host_buffer.hpp"
+#include "harness/l2_flush.hpp"
+#include "harness/validation.hpp"
+#include "kernels/cuda/gemm.hpp"
+
+namespace gpubench {
+
+namespace {
+
+using cuda::Precision;
+
+constexpr int kWarmupIterations = 3;
+
+struct GemmBytes {
+  std::size_t a, b, c;
+  GemmBytes(Precision precision, const MatmulShape& shape)
+      : a(static_cast<std::size_t>(shape.m) * shape.k * cuda::operand_element_bytes(precision)),
+        b(static_cast<std::size_t>(shape.k) * shape.n * cuda::operand_element_bytes(precision)),
+        c(static_cast<std::size_t>(shape.m) * shape.n * cuda::output_element_bytes(precision)) {}
+};
+
+// True if `bytes` fit in the device's free memory (with 5% left for cuBLAS's workspace); otherwise
+// reports SkipWithError naming both numbers.
+bool fits_on_device(benchmark::State& state, std::size_t bytes) {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  GPUBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (static_cast<double>(bytes) <= 0.95 * static_cast<double>(free_bytes)) return true;
+  const std::string message = "does not fit in device memory: needs " + std::to_string(bytes) +
+                              " bytes, " + std::to_string(free_bytes) + " of " +
+                              std::to_string(total_bytes) + " bytes free";
+  state.SkipWithError(message.c_str());
+  return false;
+}
+
+// Host copies of A and B in the precision's storage type, from fixed-seed uniform values.
+struct HostOperands {
+  std::vector<std::byte> a, b;
+  HostOperands(Precision precision, const MatmulShape& shape) {
+    const std::size_t a_count = static_cast<std::size_t>(shape.m) * shape.k;
+    const std::size_t b_count = static_cast<std::size_t>(shape.k) * shape.n;
+    std::vector<float> values(std::max(a_count, b_count));
+    a.resize(a_count * cuda::operand_element_bytes(precision));
+    b.resize(b_count * cuda::operand_element_bytes(precision));
+    fill_uniform(values.data(), a_count, 1);
+    cuda::convert_operands_from_float(precision, values.data(), a.data(), a_count);
+    fill_uniform(values.data(), b_count, 2);
+    cuda::convert_operands_from_float(precision, values.data(), b.data(), b_count);
+  }
+};
+
+// Checks host copy `c_host` of C against a double reference built from the exact operand values the
+// GPU multiplied. tf32 rounds operands inside the tensor cores, which the reference does not see.
+CheckResult check_result(Precision precision, const MatmulShape& shape, const HostOperands& host,
+                         const void* c_host) {
+  const double u_operand =
+      precision == Precision::tf32 ? cuda::operand_unit_roundoff(Precision::tf32) : 0.0;
+  return check_gemm_sampled(
+      shape.m, shape.n, shape.k,
+      [&](std::size_t i) { return cuda::operand_as_double(precision, host.a.data(), i); },
+      [&](std::size_t i) { return cuda::operand_as_double(precision, host.b.data(), i); },
+      [&](std::size_t i) { return cuda::output_as_double(precision, c_host, i); }, u_operand,
+      cuda::accumulator_unit_roundoff(precision));
+}
+
+void write_shape_counters(benchmark::State& state, const MatmulShape& shape) {
+  state.counters["m"] = shape.m;
+  state.counters["n"] = shape.n;
+  state.counters["k"] = shape.k;
+}
+
+void matmul_gpu_kernel(benchmark::State& state, Precision precision, MatmulShape shape) {
+  run_guarded(state, [&] {
+    const GpuInfo& gpu = *gpu_info();
+    const GemmBytes bytes(precision, shape);
+    const std::size_t device_bytes = bytes.a + bytes.b + bytes.c + 2 * gpu.l2_cache_bytes;
+    if (!fits_on_device(state, device_bytes)) return;
+
+    Stream stream;
+    CublasHandle handle(stream.get());
+    Event start;
+    Event stop;
+    L2Flusher flusher(gpu.l2_cache_bytes);
+    DeviceBuffer a(bytes.a);
+    DeviceBuffer b(bytes.b);
+    DeviceBuffer c(bytes.c);
+    {
+      const HostOperands host(precision, shape);
+      GPUBENCH_CUDA_CHECK(cudaMemcpy(a.data(), host.a.data(), bytes.a, cudaMemcpyHostToDevice));
+      GPUBENCH_CUDA_CHECK(cudaMemcpy(b.data(), host.b.data(), bytes.b, cudaMemcpyHostToDevice));
+      // All-ones bytes are NaN in fp32 and fp64: an element the GEMM does not write fails the check.
+      GPUBENCH_CUDA_CHECK(cudaMemsetAsync(c.data(), 0xFF, bytes.c, stream.get()));
+      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n,
+                                                 shape.k, a.data(), b.data(), c.data()));
+      std::vector<std::byte> c_host(bytes.c);
+      GPUBENCH_CUDA_CHECK(
+          cudaMemcpyAsync(c_host.data(), c.data(), bytes.c, cudaMemcpyDeviceToHost, stream.get()));
+      stream.synchronize();
+      const CheckResult check = check_result(precision, shape, host, c_host.data());
+      if (!check.passed) {
+        state.SkipWithError(check.message.c_str());
+        return;
+      }
+      state.counters["max_error_over_bound"] = check.worst_error_over_bound;
+    }
+    for (int warmup = 0; warmup < kWarmupIterations; ++warmup) {
+      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n,
+                                                 shape.k, a.data(), b.data(), c.data()));
+    }
+    stream.synchronize();
+
+    PhaseTotals totals;
+    for (auto _ : state) {
+      flusher.flush(stream.get());
+      stream.synchronize();  // the flush must not run inside the host wall-clock window
+      const auto wall_start = std::chrono::steady_clock::now();
+      start.record(stream.get());
+      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n,
+                                                 shape.k, a.data(), b.data(), c.data()));
+      stop.record(stream.get());
+      stop.synchronize();
+      const double wall = seconds_since(wall_start);
+      const double compute = Event::seconds_between(start, stop);
+      state.SetIterationTime(compute);
+      totals.add(0, compute, 0, wall);
+    }
+
+    totals.write_counters(state);
+    const double seconds_per_iteration = totals.compute_s / static_cast<double>(totals.iterations);
+    write_flop_counters(state, 2.0 * shape.m * shape.n * shape.k, seconds_per_iteration,
+                        gpu_peak_flops(gpu, cuda::precision_name(precision)));
+    write_shape_counters(state, shape);
+    state.counters["bytes_h2d"] = 0;
+    state.counters["bytes_d2h"] = 0;
+    state.counters["kernels"] = 1;  // cuBLAS may split-K into 2; counted as one library call
+    state.counters["device_bytes"] = static_cast<double>(device_bytes);
+    state.SetLabel(std::string("dtype=") + cuda::precision_name(precision) +
+                   " shape=" + shape.family);
+  });
+}
+
+void matmul_gpu_e2e(benchmark::State& state, Precision precision, MatmulShape shape,
+                    HostMemory host_memory) {
+  run_guarded(state, [&] {
+    const GpuInfo& gpu = *gpu_info();
+    const GemmBytes bytes(precision, shape);
+    const std::size_t device_bytes = bytes.a + bytes.b + bytes.c;
+    if (!fits_on_device(state, device_bytes)) return;
+
+    Stream stream;
+    CublasHandle handle(stream.get());
+    Event before_h2d;
+    Event after_h2d;
+    Event after_compute;
+    Event after_d2h;
+    DeviceBuffer a(bytes.a);
+    DeviceBuffer b(bytes.b);
+    DeviceBuffer c(bytes.c);
+    HostBuffer a_host(bytes.a, host_memory);
+    HostBuffer b_host(bytes.b, host_memory);
+    HostBuffer c_host(bytes.c, host_memory);
+    const HostOperands operands(precision, shape);
+    std::memcpy(a_host.data(), operands.a.data(), bytes.a);
+    std::memcpy(b_host.data(), operands.b.data(), bytes.b);
+
+    const auto iteration = [&] {
+      before_h2d.record(stream.get());
+      GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(a.data(), a_host.data(), bytes.a, cudaMemcpyHostToDevice,
+                                          stream.get()));
+      GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(b.data(), b_host.data(), bytes.b, cudaMemcpyHostToDevice,
+                                          stream.get()));
+      after_h2d.record(stream.get());
+      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n,
+                                                 shape.k, a.data(), b.data(), c.data()));
+      after_compute.record(stream.get());
+      GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(c_host.data(), c.data(), bytes.c, cudaMemcpyDeviceToHost,
+                                          stream.get()));
+      after_d2h.record(stream.get());
+      after_d2h.synchronize();
+    };
+
+    // Validation on the host result of one untimed iteration, with C poisoned beforehand.
+    std::memset(c_host.data(), 0xFF, bytes.c);
+    GPUBENCH_CUDA_CHECK(cudaMemsetAsync(c.data(), 0xFF, bytes.c, stream.get()));
+    iteration();
+    const CheckResult check = check_result(precision, shape, operands, c_host.data());
+    if (!check.passed) {
+      state.SkipWithError(check.message.c_str());
+      return;
+    }
+    for (int warmup = 0; warmup < kWarmupIterations; ++warmup) iteration();
+
+    PhaseTotals totals;
+    for (auto _ : state) {
+      const auto wall_start = std::chrono::steady_clock::now();
+      iteration();
+      const double wall = seconds_since(wall_start);
+      totals.add(Event::seconds_between(before_h2d, after_h2d),
+                 Event::seconds_between(after_h2d, after_compute),
+                 Event::seconds_between(after_compute, after_d2h), wall);
+      state.SetIterationTime(wall);
+    }
+
+    totals.write_counters(state);
+    const double seconds_per_iteration = totals.wall_s / static_cast<double>(totals.iterations);
+    write_flop_counters(state, 2.0 * shape.m * shape.n * shape.k, seconds_per_iteration,
+                        gpu_peak_flops(gpu, cuda::precision_name(precision)));
+    write_shape_counters(state, shape);
+    state.counters["bytes_h2d"] = static_cast<double>(bytes.a + bytes.b);
+    state.counters["bytes_d2h"] = static_cast<double>(bytes.c);
+    state.counters["kernels"] = 1;
+    state.counters["pinned"] = host_memory == HostMemory::pinned ? 1 : 0;
+    state.counters["device_bytes"] = static_cast<double>(device_bytes);
+    state.counters["max_error_over_bound"] = check.worst_error_over_bound;
+    state.SetLabel(std::string("dtype=") + cuda::precision_name(precision) +
+                   " shape=" + shape.family + " host=" + host_memory_name(host_memory));
+  });
+}
+
+std::string shape_segments(const MatmulShape& shape) {
+  return segment("m", shape.m) + segment("n", shape.n) + segment("k", shape.k);
+}
+
+}  // namespace
+
+void register_matmul_gpu(const Sweep& sweep) {
+  for (Precision precision : cuda::kAllPrecisions) {
+    for (const MatmulShape& shape : sweep.gpu_shapes) {
+      const std::string name = std::string("matmul/gpu/cublas_kernel") +
+                               segment("dtype", cuda::precision_name(precision)) +
+                               shape_segments(shape);
+      benchmark::RegisterBenchmark(name.c_str(), matmul_gpu_kernel, precision, shape)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  for (Precision precision : {Precision::fp32, Precision::bf16}) {
+    for (HostMemory host_memory : {HostMemory::pinned, HostMemory::pageable}) {
+      for (const MatmulShape& shape : sweep.gpu_e2e_shapes) {
+        const std::string name = std::string("matmul/gpu/cublas_e2e") +
+                                 segment("dtype", cuda::precision_name(precision)) +
+                                 segment("host", host_memory_name(host_memory)) +
+                                 shape_segments(shape);
+        benchmark::RegisterBenchmark(name.c_str(), matmul_gpu_e2e, precision, shape, host_memory)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+}
+
+}  // namespace gpubench

@@ -1,0 +1,16 @@
+#pragma once
+// Each benchmark file registers its benchmarks for a sweep. GPU families are registered only when
+// a device is visible, so a CPU-only run has no GPU rows at all.
+
+#include "benchmarks/sweep.hpp"
+
+namespace gpubench {
+
+void register_matmul_cpu(const Sweep& sweep);
+#if GPUBENCH_HAS_CUDA
+void register_matmul_gpu(const Sweep& sweep);
+void register_overhead_probes(const Sweep& sweep);
+#endif
+// @mlp-registration (tiny-MLP registration functions are declared here)
+
+}  // namespace gpubench

@@ -1,0 +1,35 @@
+#pragma once
+// What the default and the full sweep measure. The default run of `bench` is sized to finish in about
+// three minutes on a 2-core machine without a GPU and five on an H100; the full sweep (`--full`, or
+// GPUBENCH_FULL=1) adds the large sizes.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace gpubench {
+
+struct MatmulShape {
+  int m = 0;
+  int n = 0;
+  int k = 0;
+  std::string family;  // "square", "mlp_layer" (m = batch, n = k = width) or "deepbench"
+};
+
+struct Sweep {
+  bool full = false;
+  std::vector<MatmulShape> cpu_shapes;
+  std::vector<MatmulShape> cpu_fp64_shapes;
+  std::vector<MatmulShape> gpu_shapes;      // kernel-only, every precision
+  std::vector<MatmulShape> gpu_e2e_shapes;  // end-to-end, fp32 and bf16, pinned and pageable
+  std::vector<int> cpu_threads;             // 1 and all cores
+  std::vector<std::size_t> transfer_bytes;  // 4 B .. 1 GiB
+  std::vector<int> launch_counts;           // kernels per burst / nodes per graph
+};
+
+Sweep make_sweep(bool full);
+
+// Removes `--full` from argv if present; true if it was there or GPUBENCH_FULL is set to 1.
+bool take_full_sweep_flag(int* argc, char** argv);
+
+}  // namespace gpubench

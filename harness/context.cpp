@@ -1,0 +1,84 @@
+#include "harness/context.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <sstream>
+#include <string>
+
+#include "harness/cpu_info.hpp"
+#include "harness/gpu_info.hpp"
+#include "kernels/cpu/gemm.hpp"
+
+#ifndef GPUBENCH_GIT_COMMIT
+#define GPUBENCH_GIT_COMMIT "unknown"
+#endif
+
+namespace gpubench {
+
+namespace {
+std::string number(double value) {
+  std::ostringstream stream;
+  stream.precision(6);
+  stream << value;
+  return stream.str();
+}
+
+std::string version_text(int packed_major_minor) {
+  // CUDA packs versions as 1000 * major + 10 * minor.
+  return std::to_string(packed_major_minor / 1000) + "." +
+         std::to_string((packed_major_minor % 1000) / 10);
+}
+}  // namespace
+
+void add_custom_context(const std::string& sweep_name) {
+  using benchmark::AddCustomContext;
+  AddCustomContext("gpubench_git_commit", GPUBENCH_GIT_COMMIT);
+  AddCustomContext("gpubench_sweep", sweep_name);
+  AddCustomContext("gpubench_cuda_build", GPUBENCH_HAS_CUDA ? "yes" : "no");
+
+  const CpuInfo& cpu = cpu_info();
+  AddCustomContext("cpu_model", cpu.model);
+  AddCustomContext("cpu_logical_cpus", std::to_string(cpu.logical_cpus));
+  AddCustomContext("cpu_physical_cores", std::to_string(cpu.physical_cores));
+  AddCustomContext("cpu_isa", cpu.isa_flags.empty() ? "none" : cpu.isa_flags);
+  AddCustomContext("cpu_clock_hz", number(cpu.clock_hz));
+  AddCustomContext("cpu_clock_source", cpu.clock_source);
+  AddCustomContext("cpu_fp32_flop_per_cycle_per_core", number(cpu.fp32_flop_per_cycle_per_core));
+  AddCustomContext("cpu_peak_fp32_flops", number(cpu_peak_flops(cpu.physical_cores, false)));
+  AddCustomContext("cpu_peak_fp64_flops", number(cpu_peak_flops(cpu.physical_cores, true)));
+  AddCustomContext("openblas_config", cpu::blas_config());
+  AddCustomContext("openblas_default_threads", std::to_string(cpu::blas_threads()));
+
+  const auto& gpu = gpu_info();
+  if (!gpu) {
+    AddCustomContext("gpu", "none");
+    AddCustomContext("gpu_unavailable_reason", gpu_unavailable_reason());
+    return;
+  }
+  AddCustomContext("gpu", gpu->name);
+  AddCustomContext("gpu_compute_capability", std::to_string(gpu->compute_capability_major) + "." +
+                                                 std::to_string(gpu->compute_capability_minor));
+  AddCustomContext("gpu_sm_count", std::to_string(gpu->multiprocessor_count));
+  AddCustomContext("gpu_sm_clock_hz", number(gpu->sm_clock_khz * 1e3));
+  AddCustomContext("gpu_memory_clock_hz", number(gpu->memory_clock_khz * 1e3));
+  AddCustomContext("gpu_memory_bytes", std::to_string(gpu->total_memory_bytes));
+  AddCustomContext("gpu_memory_bus_width_bits", std::to_string(gpu->memory_bus_width_bits));
+  AddCustomContext("gpu_memory_bandwidth_bytes_per_s", number(gpu->memory_bandwidth_bytes_per_s));
+  AddCustomContext("gpu_l2_bytes", std::to_string(gpu->l2_cache_bytes));
+  AddCustomContext("gpu_pci_bus_id", gpu->pci_bus_id);
+  AddCustomContext("gpu_pcie_link", gpu->pcie_link);
+  AddCustomContext("gpu_pcie_bandwidth_bytes_per_s", number(gpu->pcie_bandwidth_bytes_per_s));
+  AddCustomContext("cuda_driver_version", version_text(gpu->driver_version));
+  AddCustomContext("cuda_runtime_version", version_text(gpu->runtime_version));
+  AddCustomContext("cublas_version", std::to_string(gpu->cublas_version / 10000) + "." +
+                                         std::to_string((gpu->cublas_version / 100) % 100) + "." +
+                                         std::to_string(gpu->cublas_version % 100));
+  AddCustomContext("gpu_peak_fp32_flops", number(gpu->peak.fp32));
+  AddCustomContext("gpu_peak_tf32_flops", number(gpu->peak.tf32));
+  AddCustomContext("gpu_peak_fp16_flops", number(gpu->peak.fp16));
+  AddCustomContext("gpu_peak_bf16_flops", number(gpu->peak.bf16));
+  AddCustomContext("gpu_peak_fp64_flops", number(gpu->peak.fp64));
+  AddCustomContext("gpu_peak_source", gpu->peak.source);
+}
+
+}  // namespace gpubench

@@ -1,0 +1,90 @@
+#include "harness/cpu_info.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace gpubench {
+
+namespace {
+
+std::string trim(const std::string& text) {
+  const auto begin = text.find_first_not_of(" \t");
+  const auto end = text.find_last_not_of(" \t\r\n");
+  return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+}
+
+bool has_word(const std::string& words, const std::string& word) {
+  std::istringstream stream(words);
+  std::string token;
+  while (stream >> token) {
+    if (token == word) return true;
+  }
+  return false;
+}
+
+CpuInfo read_cpu_info() {
+  CpuInfo info;
+  info.logical_cpus = std::max(1U, std::thread::hardware_concurrency());
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::string flags;
+  double mhz = 0;
+  std::set<std::pair<std::string, std::string>> cores;  // (physical id, core id)
+  std::string physical_id;
+  while (std::getline(cpuinfo, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, colon));
+    const std::string value = trim(line.substr(colon + 1));
+    if (key == "model name" && info.model.empty()) info.model = value;
+    if (key == "flags" && flags.empty()) flags = value;
+    if (key == "cpu MHz" && mhz == 0) mhz = std::atof(value.c_str());
+    if (key == "physical id") physical_id = value;
+    if (key == "core id") cores.insert({physical_id, value});
+  }
+  if (info.model.empty()) info.model = "unknown";
+  info.physical_cores =
+      cores.empty() ? info.logical_cpus : std::min<int>(info.logical_cpus, cores.size());
+  info.has_avx2 = has_word(flags, "avx2");
+  info.has_fma = has_word(flags, "fma");
+  info.has_avx512f = has_word(flags, "avx512f");
+  for (const char* flag : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile"}) {
+    if (has_word(flags, flag)) info.isa_flags += std::string(info.isa_flags.empty() ? "" : " ") + flag;
+  }
+  if (info.has_avx512f) {
+    info.fp32_flop_per_cycle_per_core = 64;
+  } else if (info.has_avx2 && info.has_fma) {
+    info.fp32_flop_per_cycle_per_core = 32;
+  }
+  std::ifstream max_frequency("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+  double khz = 0;
+  if (max_frequency >> khz && khz > 0) {
+    info.clock_hz = khz * 1e3;
+    info.clock_source = "cpufreq cpuinfo_max_freq";
+  } else {
+    info.clock_hz = mhz * 1e6;
+    info.clock_source = "/proc/cpuinfo cpu MHz";
+  }
+  return info;
+}
+
+}  // namespace
+
+const CpuInfo& cpu_info() {
+  static const CpuInfo info = read_cpu_info();
+  return info;
+}
+
+double cpu_peak_flops(int threads, bool double_precision) {
+  const CpuInfo& info = cpu_info();
+  const int cores = std::max(1, std::min(threads, info.physical_cores));
+  const double fp32 = cores * info.fp32_flop_per_cycle_per_core * info.clock_hz;
+  return double_precision ? fp32 / 2 : fp32;
+}
+
+}  // namespace gpubench

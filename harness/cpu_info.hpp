@@ -1,0 +1,30 @@
+#pragma once
+// What the suite knows about the host CPU, read from /proc/cpuinfo and sysfs once per process.
+
+#include <string>
+
+namespace gpubench {
+
+struct CpuInfo {
+  std::string model;
+  int logical_cpus = 1;    // online hardware threads
+  int physical_cores = 1;  // distinct (package, core) pairs; SMT siblings share FMA units
+  bool has_avx2 = false;
+  bool has_fma = false;
+  bool has_avx512f = false;
+  std::string isa_flags;  // the SIMD flags above that are present, space separated
+  double clock_hz = 0;    // cpuinfo_max_freq from cpufreq, else "cpu MHz" from /proc/cpuinfo
+  std::string clock_source;
+  // fp32 FLOP per cycle per core: 2 FMA units x SIMD lanes x 2 (multiply + add).
+  // AVX-512: 2 x 16 x 2 = 64; AVX2 + FMA: 2 x 8 x 2 = 32; SSE only: 2 x 4 (no FMA) = 8. fp64 is
+  // half of fp32. Some AVX-512 parts have one 512-bit FMA unit; the table counts two, so pct_peak
+  // is conservative there.
+  double fp32_flop_per_cycle_per_core = 8;
+};
+
+const CpuInfo& cpu_info();
+
+// Theoretical peak for `threads` threads: min(threads, physical cores) x FLOP/cycle x clock.
+double cpu_peak_flops(int threads, bool double_precision);
+
+}  // namespace gpubench

@@ -1,0 +1,190 @@
+#pragma once
+// RAII owners for every CUDA and cuBLAS resource the suite creates. Each is move-only; destructors
+// never throw (a failure while releasing is ignored: the context is being torn down anyway).
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "harness/cuda_check.hpp"
+
+namespace gpubench {
+
+// Memory on the device (cudaMalloc).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) GPUBENCH_CUDA_CHECK(cudaMalloc(&data_, bytes_));
+  }
+  ~DeviceBuffer() {
+    if (data_ != nullptr) cudaFree(data_);
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* data() const { return data_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Page-locked host memory (cudaMallocHost): the DMA engines read it directly, so copies run at the
+// link's speed and can be asynchronous.
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer() = default;
+  explicit PinnedHostBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) GPUBENCH_CUDA_CHECK(cudaMallocHost(&data_, bytes_));
+  }
+  ~PinnedHostBuffer() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+  }
+  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+
+  void* data() const { return data_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// A non-blocking stream: it does not synchronise with the legacy default stream, so nothing else
+// in the process serialises with the benchmark's work.
+class Stream {
+ public:
+  Stream() { GPUBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~Stream() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream& operator=(Stream&& other) noexcept {
+    std::swap(stream_, other.stream_);
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  cudaStream_t get() const { return stream_; }
+  void synchronize() const { GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// A timing event (default flags: timing enabled, blocking-sync off so waiting spins rather than
+// sleeping, which keeps wake-up latency out of t_wall).
+class Event {
+ public:
+  Event() { GPUBENCH_CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~Event() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  Event& operator=(Event&& other) noexcept {
+    std::swap(event_, other.event_);
+    return *this;
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  cudaEvent_t get() const { return event_; }
+  void record(cudaStream_t stream) const { GPUBENCH_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  void synchronize() const { GPUBENCH_CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+  // Seconds between two recorded events; both must have completed (synchronize on `end` first).
+  static double seconds_between(const Event& start, const Event& end) {
+    float milliseconds = 0.0F;
+    GPUBENCH_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start.event_, end.event_));
+    return static_cast<double>(milliseconds) * 1e-3;
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// A cuBLAS handle bound to one stream.
+class CublasHandle {
+ public:
+  explicit CublasHandle(cudaStream_t stream) {
+    GPUBENCH_CUBLAS_CHECK(cublasCreate(&handle_));
+    GPUBENCH_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+  }
+  ~CublasHandle() {
+    if (handle_ != nullptr) cublasDestroy(handle_);
+  }
+  CublasHandle(CublasHandle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  CublasHandle& operator=(CublasHandle&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+// A captured CUDA graph and its executable instance.
+class CudaGraph {
+ public:
+  CudaGraph() = default;
+  // Ends the capture begun on `stream` and instantiates it.
+  static CudaGraph end_capture(cudaStream_t stream) {
+    CudaGraph graph;
+    GPUBENCH_CUDA_CHECK(cudaStreamEndCapture(stream, &graph.graph_));
+    GPUBENCH_CUDA_CHECK(cudaGraphInstantiate(&graph.exec_, graph.graph_, 0));
+    return graph;
+  }
+  ~CudaGraph() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  }
+  CudaGraph(CudaGraph&& other) noexcept
+      : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}
+  CudaGraph& operator=(CudaGraph&& other) noexcept {
+    std::swap(graph_, other.graph_);
+    std::swap(exec_, other.exec_);
+    return *this;
+  }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+
+  void launch(cudaStream_t stream) const { GPUBENCH_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+}  // namespace gpubench

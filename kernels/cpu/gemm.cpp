@@ -1,0 +1,32 @@
+#include "kernels/cpu/gemm.hpp"
+
+#include <cblas.h>
+
+namespace gpubench::cpu {
+
+void sgemm_row_major(int m, int n, int k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0F, a, /*lda=*/k, b,
+              /*ldb=*/n, 0.0F, c, /*ldc=*/n);
+}
+
+void dgemm_row_major(int m, int n, int k, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, /*lda=*/k, b,
+              /*ldb=*/n, 0.0, c, /*ldc=*/n);
+}
+
+void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+
+int blas_threads() { return openblas_get_num_threads(); }
+
+std::string blas_config() {
+  const char* config = openblas_get_config();
+  std::string text = config != nullptr ? config : "unknown";
+  const char* core = openblas_get_corename();
+  if (core != nullptr) {
+    text += " core=";
+    text += core;
+  }
+  return text;
+}
+
+}  // namespace gpubench::cpu

@@ -1,0 +1,22 @@
+#pragma once
+// Row-major GEMM on the CPU through OpenBLAS's CBLAS interface.
+//
+// Layout: every matrix is row-major and densely packed, so the leading dimension of each operand is
+// its row length: A is m x k (lda = k), B is k x n (ldb = n), C is m x n (ldc = n). C = A * B.
+
+#include <string>
+
+namespace gpubench::cpu {
+
+void sgemm_row_major(int m, int n, int k, const float* a, const float* b, float* c);
+void dgemm_row_major(int m, int n, int k, const double* a, const double* b, double* c);
+
+// OpenBLAS keeps one global thread pool; every benchmark sets the count it wants explicitly, since
+// the default (all cores, or OPENBLAS_NUM_THREADS) would silently change what a name means.
+void set_blas_threads(int threads);
+int blas_threads();
+
+// OpenBLAS's own build description, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64".
+std::string blas_config();
+
+}  // namespace gpubench::cpu

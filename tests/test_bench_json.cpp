@@ -1,0 +1,121 @@
+// The contract between `bench` and the tools: names, counters and context keys in the JSON, the
+// filter, the no-GPU path and bad input. Runs the real binary in a separate process.
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "tests/bench_process.hpp"
+
+namespace {
+
+using gpubench::testing::run_bench;
+
+const char* const kTinyCpuFilter =
+    "--benchmark_filter='^matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1$' "
+    "--benchmark_min_time=0.01";
+
+TEST(BenchJson, CpuRowCarriesNameCountersAndLabel) {
+  const auto run = run_bench(kTinyCpuFilter);
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << "no JSON written; stderr: " << run.stderr_text;
+  const auto& rows = run.json["benchmarks"];
+  ASSERT_EQ(rows.size(), 1U);
+  const auto& row = rows[0];
+  EXPECT_EQ(row["name"], "matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1");
+  EXPECT_EQ(row["label"], "dtype=fp32 shape=square");
+  for (const char* counter : {"flop", "FLOP/s", "pct_peak", "m", "n", "k", "threads", "bytes_h2d",
+                              "bytes_d2h", "max_error_over_bound"}) {
+    EXPECT_TRUE(row.contains(counter)) << "missing counter " << counter;
+  }
+  EXPECT_DOUBLE_EQ(row["flop"].get<double>(), 2.0 * 16 * 16 * 16);
+  EXPECT_DOUBLE_EQ(row["m"].get<double>(), 16);
+  EXPECT_DOUBLE_EQ(row["threads"].get<double>(), 1);
+  EXPECT_GT(row["FLOP/s"].get<double>(), 0);
+  EXPECT_GT(row["pct_peak"].get<double>(), 0);
+  EXPECT_LE(row["max_error_over_bound"].get<double>(), 1.0);
+  // FLOP/s agrees with the flop count and the reported time (real_time is in microseconds).
+  const double seconds = row["real_time"].get<double>() * 1e-6;
+  EXPECT_NEAR(row["FLOP/s"].get<double>() * seconds / row["flop"].get<double>(), 1.0, 0.25);
+}
+
+TEST(BenchJson, ContextDescribesTheMachine) {
+  const auto run = run_bench(kTinyCpuFilter);
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  const auto& context = run.json["context"];
+  for (const char* key :
+       {"gpubench_git_commit", "gpubench_sweep", "cpu_model", "cpu_logical_cpus",
+        "cpu_physical_cores", "cpu_isa", "cpu_clock_hz", "cpu_peak_fp32_flops",
+        "openblas_config", "gpu", "num_cpus", "mhz_per_cpu", "library_build_type"}) {
+    EXPECT_TRUE(context.contains(key)) << "missing context key " << key;
+  }
+  EXPECT_EQ(context["gpubench_sweep"], "default");
+  EXPECT_NE(context["openblas_config"].get<std::string>().find("OpenBLAS"), std::string::npos);
+  if (context["gpu"] != "none") {
+    for (const char* key : {"gpu_compute_capability", "gpu_sm_count", "gpu_sm_clock_hz",
+                            "gpu_memory_bytes", "gpu_memory_bandwidth_bytes_per_s",
+                            "gpu_pcie_link", "cuda_driver_version", "cuda_runtime_version",
+                            "cublas_version", "gpu_peak_fp32_flops", "gpu_peak_bf16_flops"}) {
+      EXPECT_TRUE(context.contains(key)) << "missing GPU context key " << key;
+    }
+  }
+}
+
+TEST(BenchJson, NoGpuRunsCpuBenchmarksSaysSoAndExitsZero) {
+  // CUDA_VISIBLE_DEVICES set to nothing hides every device, on a GPU machine too.
+  const auto run = run_bench(
+      "--benchmark_filter='/m:16/n:16/k:16/' --benchmark_min_time=0.01", "CUDA_VISIBLE_DEVICES=");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  EXPECT_EQ(run.json["context"]["gpu"], "none");
+  EXPECT_TRUE(run.json["context"].contains("gpu_unavailable_reason"));
+  EXPECT_NE(run.stderr_text.find("GPU benchmarks skipped"), std::string::npos) << run.stderr_text;
+  int cpu_rows = 0;
+  for (const auto& row : run.json["benchmarks"]) {
+    const std::string name = row["name"];
+    EXPECT_EQ(name.find("/gpu/"), std::string::npos) << name;
+    if (name.rfind("matmul/cpu/", 0) == 0) ++cpu_rows;
+    EXPECT_FALSE(row.contains("error_occurred") && row["error_occurred"].get<bool>()) << name;
+  }
+  EXPECT_GE(cpu_rows, 2);  // fp32 at 1 thread and at all cores (or 1 row per thread count)
+}
+
+TEST(BenchJson, FilterSelectsExactlyTheMatmulBenchmarks) {
+  const auto run = run_bench("--benchmark_list_tests --benchmark_filter=matmul", "", false);
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  std::istringstream lines(run.stdout_text);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    EXPECT_EQ(line.rfind("matmul/", 0), 0U) << line;
+    ++count;
+  }
+  EXPECT_GT(count, 20);
+}
+
+TEST(BenchJson, UnknownFilterIsAClearErrorWithExitCode2) {
+  const auto run = run_bench("--benchmark_filter=no_such_benchmark_anywhere", "", false);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.stderr_text.find("no benchmark matches"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("no_such_benchmark_anywhere"), std::string::npos);
+}
+
+TEST(BenchJson, UnknownFlagIsRejected) {
+  const auto run = run_bench("--benchmark_no_such_flag=1", "", false);
+  EXPECT_NE(run.exit_code, 0);
+}
+
+TEST(BenchJson, FullSweepAddsLargeSizes) {
+  const auto default_run = run_bench("--benchmark_list_tests --benchmark_filter=matmul/cpu", "",
+                                     false);
+  const auto full_run = run_bench("--full --benchmark_list_tests --benchmark_filter=matmul/cpu",
+                                  "", false);
+  ASSERT_EQ(full_run.exit_code, 0) << full_run.stderr_text;
+  EXPECT_EQ(default_run.stdout_text.find("m:4096/n:4096/k:4096"), std::string::npos);
+  EXPECT_NE(full_run.stdout_text.find("m:4096/n:4096/k:4096"), std::string::npos);
+  EXPECT_NE(full_run.stdout_text.find("m:1760/n:7000/k:1760"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,111 @@
+// CPU GEMM (row-major OpenBLAS) against a naive triple loop, on odd shapes and both thread counts,
+// and the sampled validator itself: it must reject a wrong product.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "harness/validation.hpp"
+#include "kernels/cpu/gemm.hpp"
+
+namespace {
+
+using Shape = std::tuple<int, int, int>;
+
+std::vector<double> naive_product(int m, int n, int k, const std::vector<float>& a,
+                                  const std::vector<float>& b) {
+  std::vector<double> c(static_cast<std::size_t>(m) * n, 0.0);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int l = 0; l < k; ++l) sum += double(a[i * k + l]) * double(b[l * n + j]);
+      c[static_cast<std::size_t>(i) * n + j] = sum;
+    }
+  }
+  return c;
+}
+
+class CpuGemm : public ::testing::TestWithParam<std::tuple<Shape, int>> {};
+
+TEST_P(CpuGemm, MatchesNaiveTripleLoop) {
+  const auto [shape, threads] = GetParam();
+  const auto [m, n, k] = shape;
+  gpubench::cpu::set_blas_threads(threads);
+  std::vector<float> a(static_cast<std::size_t>(m) * k);
+  std::vector<float> b(static_cast<std::size_t>(k) * n);
+  gpubench::fill_uniform(a.data(), a.size(), 7);
+  gpubench::fill_uniform(b.data(), b.size(), 8);
+  std::vector<float> c(static_cast<std::size_t>(m) * n, NAN);
+  gpubench::cpu::sgemm_row_major(m, n, k, a.data(), b.data(), c.data());
+  const std::vector<double> expected = naive_product(m, n, k, a, b);
+  // fp32 accumulation error of a length-k dot product of values in [-1, 1]: <= k * 2^-24 * k.
+  const double tolerance = 4.0 * k * 0x1p-24 * k + 1e-6;
+  for (std::size_t index = 0; index < c.size(); ++index) {
+    ASSERT_NEAR(c[index], expected[index], tolerance) << "element " << index;
+  }
+
+  std::vector<double> a64(a.begin(), a.end());
+  std::vector<double> b64(b.begin(), b.end());
+  std::vector<double> c64(c.size(), NAN);
+  gpubench::cpu::dgemm_row_major(m, n, k, a64.data(), b64.data(), c64.data());
+  for (std::size_t index = 0; index < c64.size(); ++index) {
+    ASSERT_NEAR(c64[index], expected[index], 1e-12 * k) << "element " << index;
+  }
+}
+
+int all_cores() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
+
+INSTANTIATE_TEST_SUITE_P(OddShapes, CpuGemm,
+                         ::testing::Combine(::testing::Values(Shape{1, 1, 1}, Shape{3, 5, 7},
+                                                              Shape{17, 33, 65},
+                                                              Shape{1000, 1, 1000}),
+                                            ::testing::Values(1, all_cores())));
+
+TEST(CpuGemm, SetsThreadCountExplicitly) {
+  gpubench::cpu::set_blas_threads(1);
+  EXPECT_EQ(gpubench::cpu::blas_threads(), 1);
+}
+
+TEST(SampledValidation, AcceptsCorrectProductAndRejectsWrongOne) {
+  const int m = 64, n = 48, k = 80;
+  std::vector<float> a(m * k), b(k * n), c(m * n);
+  gpubench::fill_uniform(a.data(), a.size(), 1);
+  gpubench::fill_uniform(b.data(), b.size(), 2);
+  gpubench::cpu::sgemm_row_major(m, n, k, a.data(), b.data(), c.data());
+  auto reader = [](const std::vector<float>& v) {
+    return [&v](std::size_t i) { return static_cast<double>(v[i]); };
+  };
+  const auto good = gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(c), 0,
+                                                 0x1p-24, /*samples=*/m * n);
+  EXPECT_TRUE(good.passed) << good.message;
+  EXPECT_LE(good.worst_error_over_bound, 1.0);
+
+  // One element off by a little more than rounding allows: caught when sampled.
+  std::vector<float> wrong = c;
+  wrong[5 * n + 7] += 1e-2F;
+  const auto bad = gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(wrong), 0,
+                                                0x1p-24, /*samples=*/m * n * 4);
+  EXPECT_FALSE(bad.passed);
+  EXPECT_NE(bad.message.find("C[5][7]"), std::string::npos) << bad.message;
+
+  // C read with the wrong leading dimension (the classic row/column-major mix-up) fails even
+  // with few samples.
+  std::vector<float> scrambled(m * n);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) scrambled[i * n + j] = c[j * m + i];
+  }
+  EXPECT_FALSE(gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(scrambled), 0,
+                                            0x1p-24, 16)
+                   .passed);
+
+  // An unwritten (NaN-poisoned) output never passes.
+  std::vector<float> unwritten(m * n, NAN);
+  EXPECT_FALSE(gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(unwritten), 0,
+                                            0x1p-24, 1)
+                   .passed);
+}
+
+}  // namespace
