@@ -1,6 +1,6 @@
 // The `bench` binary: Google Benchmark's main with every --benchmark_* flag, plus
 //   --full            the full sweep (also GPUBENCH_FULL=1)
-// and a default --benchmark_min_time of 0.1 s per benchmark unless one is given, which keeps the
+// and a default --benchmark_min_time of 0.05 s per benchmark unless one is given, which keeps the
 // default sweep inside its time budget. GPU benchmarks are registered only when a device is
 // visible; otherwise one line on stderr says why they were skipped and the CPU benchmarks run.
 
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   const bool full = gpubench::take_full_sweep_flag(&argc, argv);
 
   std::vector<char*> arguments(argv, argv + argc);
-  std::string default_min_time = "--benchmark_min_time=0.1";
+  std::string default_min_time = "--benchmark_min_time=0.05";
   if (!has_flag(argc, argv, "--benchmark_min_time")) arguments.push_back(default_min_time.data());
   int argument_count = static_cast<int>(arguments.size());
   arguments.push_back(nullptr);
@@ -51,12 +51,14 @@ int main(int argc, char** argv) {
   const gpubench::Sweep sweep = gpubench::make_sweep(full);
   gpubench::register_matmul_cpu(sweep);
   // @mlp-register-cpu
+  gpubench::register_mlp_cpu(sweep);
   const bool has_gpu = gpubench::gpu_info().has_value();
 #if GPUBENCH_HAS_CUDA
   if (has_gpu) {
     gpubench::register_matmul_gpu(sweep);
     gpubench::register_overhead_probes(sweep);
     // @mlp-register-gpu
+    gpubench::register_mlp_gpu(sweep);
   }
 #endif
   if (!has_gpu) {

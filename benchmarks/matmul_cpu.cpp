@@ -52,7 +52,8 @@ void matmul_cpu(benchmark::State& state, MatmulShape shape, int threads) {
     const CheckResult check = check_gemm_sampled(
         m, n, k, [&](std::size_t i) { return static_cast<double>(a[i]); },
         [&](std::size_t i) { return static_cast<double>(b[i]); },
-        [&](std::size_t i) { return static_cast<double>(c[i]); }, 0.0, unit_roundoff);
+        [&](std::size_t i) { return static_cast<double>(c[i]); },
+        GemmRoundoff{0.0, unit_roundoff, 0.0});
     if (!check.passed) {
       state.SkipWithError(check.message.c_str());
       return;

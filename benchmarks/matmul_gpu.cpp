@@ -84,8 +84,9 @@ CheckResult check_result(Precision precision, const MatmulShape& shape, const Ho
       shape.m, shape.n, shape.k,
       [&](std::size_t i) { return cuda::operand_as_double(precision, host.a.data(), i); },
       [&](std::size_t i) { return cuda::operand_as_double(precision, host.b.data(), i); },
-      [&](std::size_t i) { return cuda::output_as_double(precision, c_host, i); }, u_operand,
-      cuda::accumulator_unit_roundoff(precision));
+      [&](std::size_t i) { return cuda::output_as_double(precision, c_host, i); },
+      GemmRoundoff{u_operand, cuda::accumulator_unit_roundoff(precision),
+                   cuda::output_unit_roundoff(precision)});
 }
 
 void write_shape_counters(benchmark::State& state, const MatmulShape& shape) {
@@ -98,7 +99,7 @@ void matmul_gpu_kernel(benchmark::State& state, Precision precision, MatmulShape
   run_guarded(state, [&] {
     const GpuInfo& gpu = *gpu_info();
     const GemmBytes bytes(precision, shape);
-    const std::size_t device_bytes = bytes.a + bytes.b + bytes.c + 2 * gpu.l2_cache_bytes;
+    const std::size_t device_bytes = bytes.a + bytes.b + bytes.c + gpu.l2_cache_bytes;
     if (!fits_on_device(state, device_bytes)) return;
 
     Stream stream;
@@ -113,7 +114,7 @@ void matmul_gpu_kernel(benchmark::State& state, Precision precision, MatmulShape
       const HostOperands host(precision, shape);
       GPUBENCH_CUDA_CHECK(cudaMemcpy(a.data(), host.a.data(), bytes.a, cudaMemcpyHostToDevice));
       GPUBENCH_CUDA_CHECK(cudaMemcpy(b.data(), host.b.data(), bytes.b, cudaMemcpyHostToDevice));
-      // All-ones bytes are NaN in fp32 and fp64: an element the GEMM does not write fails the check.
+      // All-ones bytes are NaN in every output type: an element the GEMM does not write fails.
       GPUBENCH_CUDA_CHECK(cudaMemsetAsync(c.data(), 0xFF, bytes.c, stream.get()));
       GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n,
                                                  shape.k, a.data(), b.data(), c.data()));
@@ -249,15 +250,18 @@ std::string shape_segments(const MatmulShape& shape) {
 }  // namespace
 
 void register_matmul_gpu(const Sweep& sweep) {
+  const auto register_kernel = [](Precision precision, const MatmulShape& shape) {
+    const std::string name = std::string("matmul/gpu/cublas_kernel") +
+                             segment("dtype", cuda::precision_name(precision)) +
+                             shape_segments(shape);
+    benchmark::RegisterBenchmark(name.c_str(), matmul_gpu_kernel, precision, shape)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  };
   for (Precision precision : cuda::kAllPrecisions) {
-    for (const MatmulShape& shape : sweep.gpu_shapes) {
-      const std::string name = std::string("matmul/gpu/cublas_kernel") +
-                               segment("dtype", cuda::precision_name(precision)) +
-                               shape_segments(shape);
-      benchmark::RegisterBenchmark(name.c_str(), matmul_gpu_kernel, precision, shape)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-    }
+    for (const MatmulShape& shape : sweep.gpu_shapes) register_kernel(precision, shape);
+    if (precision != Precision::fp32 && precision != Precision::bf16) continue;
+    for (const MatmulShape& shape : sweep.gpu_layer_shapes) register_kernel(precision, shape);
   }
   for (Precision precision : {Precision::fp32, Precision::bf16}) {
     for (HostMemory host_memory : {HostMemory::pinned, HostMemory::pageable}) {

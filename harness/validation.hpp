@@ -22,11 +22,18 @@ using ElementReader = std::function<double(std::size_t index)>;
 // reference accumulated in double from the same operand values, plus the four corners.
 // Bound per entry (a standard forward error bound for a dot product, Higham, "Accuracy and
 // Stability of Numerical Algorithms", section 3.1, with a safety factor of 2):
-//   |c - ref| <= 2 * (2 * u_operand + k * u_accumulator) * sum_l |a_il * b_lj| + tiny
+//   |c - ref| <= 2 * (2 * u_operand + k * u_accumulator) * sum_l |a_il * b_lj|
+//                + 2 * u_output * |ref| + tiny
 // where u_operand is the rounding the hardware applies to operands that the reference does not see
-// (tf32) and u_accumulator the unit roundoff of the accumulation. NaN or Inf never passes.
+// (tf32), u_accumulator the unit roundoff of the accumulation and u_output that of storing C
+// (fp16/bf16 outputs). NaN or Inf never passes.
+struct GemmRoundoff {
+  double operand = 0;
+  double accumulator = 0x1p-24;
+  double output = 0;
+};
 CheckResult check_gemm_sampled(int m, int n, int k, const ElementReader& a, const ElementReader& b,
-                               const ElementReader& c, double u_operand, double u_accumulator,
+                               const ElementReader& c, const GemmRoundoff& roundoff,
                                int samples = 256, std::uint64_t seed = 12345);
 
 // Fills `count` floats with uniform values in [-1, 1) from a fixed seed (never zeros: zeros hide

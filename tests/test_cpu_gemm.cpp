@@ -78,16 +78,16 @@ TEST(SampledValidation, AcceptsCorrectProductAndRejectsWrongOne) {
   auto reader = [](const std::vector<float>& v) {
     return [&v](std::size_t i) { return static_cast<double>(v[i]); };
   };
-  const auto good = gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(c), 0,
-                                                 0x1p-24, /*samples=*/m * n);
+  const auto good = gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(c),
+                                                 gpubench::GemmRoundoff{}, /*samples=*/m * n);
   EXPECT_TRUE(good.passed) << good.message;
   EXPECT_LE(good.worst_error_over_bound, 1.0);
 
   // One element off by a little more than rounding allows: caught when sampled.
   std::vector<float> wrong = c;
   wrong[5 * n + 7] += 1e-2F;
-  const auto bad = gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(wrong), 0,
-                                                0x1p-24, /*samples=*/m * n * 4);
+  const auto bad = gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(wrong),
+                                                gpubench::GemmRoundoff{}, /*samples=*/m * n * 4);
   EXPECT_FALSE(bad.passed);
   EXPECT_NE(bad.message.find("C[5][7]"), std::string::npos) << bad.message;
 
@@ -97,14 +97,14 @@ TEST(SampledValidation, AcceptsCorrectProductAndRejectsWrongOne) {
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) scrambled[i * n + j] = c[j * m + i];
   }
-  EXPECT_FALSE(gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(scrambled), 0,
-                                            0x1p-24, 16)
+  EXPECT_FALSE(gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(scrambled),
+                                            gpubench::GemmRoundoff{}, 16)
                    .passed);
 
   // An unwritten (NaN-poisoned) output never passes.
   std::vector<float> unwritten(m * n, NAN);
-  EXPECT_FALSE(gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(unwritten), 0,
-                                            0x1p-24, 1)
+  EXPECT_FALSE(gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(unwritten),
+                                            gpubench::GemmRoundoff{}, 1)
                    .passed);
 }
 

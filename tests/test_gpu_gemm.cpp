@@ -66,11 +66,14 @@ TEST_P(GpuGemm, RowMajorCublasEqualsOpenBlas) {
   stream.synchronize();
 
   const double u_operand = precision == Precision::tf32 ? 0x1p-11 : 0.0;
-  const double relative = 2.0 * (2.0 * u_operand + k * gpubench::cuda::accumulator_unit_roundoff(precision));
+  const double relative =
+      2.0 * (2.0 * u_operand + k * gpubench::cuda::accumulator_unit_roundoff(precision));
+  const double output_relative = 2.0 * gpubench::cuda::output_unit_roundoff(precision);
   for (std::size_t index = 0; index < c_count; ++index) {
     const double value = gpubench::cuda::output_as_double(precision, c_host.data(), index);
     ASSERT_TRUE(std::isfinite(value)) << "element " << index << " not written";
-    ASSERT_NEAR(value, expected[index], relative * magnitude[index] + 1e-300)
+    ASSERT_NEAR(value, expected[index],
+                relative * magnitude[index] + output_relative * std::fabs(expected[index]) + 1e-300)
         << gpubench::cuda::precision_name(precision) << " element (" << index / n << ", "
         << index % n << ") of " << m << "x" << n << "x" << k;
   }

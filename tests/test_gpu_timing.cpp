@@ -21,7 +21,8 @@ std::map<std::string, nlohmann::json> rows_by_name(const nlohmann::json& json) {
 
 TEST(GpuTiming, EndToEndPhasesAddUpToAtMostWallTime) {
   const auto run = run_bench(
-      "--benchmark_filter='^matmul/gpu/cublas_e2e/dtype:fp32/.*/m:(64|512|1024)/n:\\1/' "
+      "--benchmark_filter='^matmul/gpu/cublas_e2e/dtype:fp32/host:(pinned|pageable)/"
+      "m:(64|512|1024)/n:(64|512|1024)/k:(64|512|1024)/' "
       "--benchmark_min_time=0.05");
   ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
   ASSERT_TRUE(run.json.is_object()) << run.stderr_text;

@@ -36,8 +36,9 @@ cublasStatus_t gemm_row_major(cublasHandle_t handle, Precision precision, int m,
       if (precision == Precision::tf32) compute_type = CUBLAS_COMPUTE_32F_FAST_TF32;
       if (precision == Precision::fp16) operand_type = CUDA_R_16F;
       if (precision == Precision::bf16) operand_type = CUDA_R_16BF;
+      // C in the operand type, rounded from the fp32 accumulator (what torch.mm does).
       return cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows_of_ct, cols_of_ct, k, &alpha, b,
-                          operand_type, lda_b, a, operand_type, lda_a, &beta, c, CUDA_R_32F, ldc,
+                          operand_type, lda_b, a, operand_type, lda_a, &beta, c, operand_type, ldc,
                           compute_type, CUBLAS_GEMM_DEFAULT);
     }
   }

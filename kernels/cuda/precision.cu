@@ -35,7 +35,7 @@ std::size_t operand_element_bytes(Precision precision) {
 }
 
 std::size_t output_element_bytes(Precision precision) {
-  return precision == Precision::fp64 ? 8 : 4;
+  return operand_element_bytes(precision);
 }
 
 double operand_unit_roundoff(Precision precision) {
@@ -51,6 +51,14 @@ double operand_unit_roundoff(Precision precision) {
 
 double accumulator_unit_roundoff(Precision precision) {
   return precision == Precision::fp64 ? 0x1p-53 : 0x1p-24;
+}
+
+double output_unit_roundoff(Precision precision) {
+  switch (precision) {
+    case Precision::fp16: return 0x1p-11;
+    case Precision::bf16: return 0x1p-8;
+    default: return accumulator_unit_roundoff(precision);
+  }
 }
 
 void convert_operands_from_float(Precision precision, const float* source, void* destination,
@@ -87,8 +95,8 @@ double operand_as_double(Precision precision, const void* buffer, std::size_t in
 }
 
 double output_as_double(Precision precision, const void* buffer, std::size_t index) {
-  if (precision == Precision::fp64) return static_cast<const double*>(buffer)[index];
-  return static_cast<const float*>(buffer)[index];
+  // C is stored in the operand type except for tf32 (fp32 storage), which operand_as_double reads.
+  return operand_as_double(precision, buffer, index);
 }
 
 }  // namespace gpubench::cuda

@@ -3,7 +3,8 @@
 //
 // fp16 and bf16 operands are 2-byte types accumulated in fp32 with an fp32 output (CUBLAS_COMPUTE_32F),
 // tf32 reads fp32 operands and lets the tensor cores round them to 10 mantissa bits, fp32 and fp64
-// are the classic SGEMM/DGEMM. The output C is fp32 for every precision except fp64.
+// are the classic SGEMM/DGEMM. C has the operand type (fp16 and bf16 outputs are rounded from the
+// fp32 accumulator, as in frameworks' matmul), except tf32 whose C is fp32.
 
 #include <cstddef>
 #include <optional>
@@ -27,6 +28,8 @@ std::size_t output_element_bytes(Precision precision);
 // fp16, 2^-8 for bf16, 2^-53 for fp64) and of the accumulator. Used to scale validation tolerances.
 double operand_unit_roundoff(Precision precision);
 double accumulator_unit_roundoff(Precision precision);
+// Unit roundoff of the stored output C (rounding of the accumulator into C's type).
+double output_unit_roundoff(Precision precision);
 
 // Host-side conversion of `count` floats (or doubles for fp64) to the operand storage type.
 // fp32/tf32 copy, fp16/bf16 round to nearest even, fp64 widens from float.
