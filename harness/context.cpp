@@ -2,6 +2,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -48,6 +49,8 @@ void add_custom_context(const std::string& sweep_name) {
   AddCustomContext("cpu_peak_fp64_flops", number(cpu_peak_flops(cpu.physical_cores, true)));
   AddCustomContext("openblas_config", cpu::blas_config());
   AddCustomContext("openblas_default_threads", std::to_string(cpu::blas_threads()));
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  AddCustomContext("openblas_coretype_env", coretype != nullptr ? coretype : "unset");
 
   const auto& gpu = gpu_info();
   if (!gpu) {

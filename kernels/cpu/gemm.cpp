@@ -20,13 +20,12 @@ int blas_threads() { return openblas_get_num_threads(); }
 
 std::string blas_config() {
   const char* config = openblas_get_config();
-  std::string text = config != nullptr ? config : "unknown";
+  return std::string(config != nullptr ? config : "unknown") + " core=" + blas_core_name();
+}
+
+std::string blas_core_name() {
   const char* core = openblas_get_corename();
-  if (core != nullptr) {
-    text += " core=";
-    text += core;
-  }
-  return text;
+  return core != nullptr ? core : "unknown";
 }
 
 }  // namespace gpubench::cpu

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what gpubench needs and is missing: the C++ libraries from the distribution's packages
+# (apt, as root or through sudo) and the Python tools' packages into .venv.
+# The CUDA toolkit is not installed here: with nvcc present the GPU path is built, without it the
+# project builds CPU-only.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+packages=(cmake g++ make git pkg-config libopenblas-dev nlohmann-json3-dev libbenchmark-dev
+          libgtest-dev python3-venv)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "gpubench: installing ${missing[*]}"
+  sudo_prefix=()
+  [[ $(id -u) -ne 0 ]] && sudo_prefix=(sudo)
+  "${sudo_prefix[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_prefix[@]}" apt-get install -y -qq "${missing[@]}"
+fi
+
+if [[ ! -x $VENV/bin/python ]]; then
+  python3 -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$ROOT/tools/requirements.txt"
+echo "gpubench: dependencies ready (Python tools in $VENV)"
