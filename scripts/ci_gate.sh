@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# CPU smoke regression gate.
+#
+# Runs a short single-threaded OpenBLAS fp32 GEMM sweep with repetitions and compares it with the
+# committed baseline reports/baselines/ci-cpu.json using the thresholds next to it. The gate is
+# built for shared, noisy CI machines; docs/regression-gate.md explains every choice.
+#
+# Usage:
+#   scripts/ci_gate.sh                      run the sweep, gate it; exit 0 pass, 1 regression, 2 unusable
+#   scripts/ci_gate.sh --update-baseline    run the sweep and write it as the new baseline
+#   scripts/ci_gate.sh --contender F.json   gate an existing result instead of running bench
+#
+# Environment:
+#   BENCH       bench binary                  (default build/benchmarks/bench)
+#   BASELINE    baseline JSON                 (default reports/baselines/ci-cpu.json)
+#   GATE_CONFIG thresholds                    (default reports/baselines/ci-cpu.thresholds.json)
+#   OUT_DIR     where results and reports go  (default reports/ci)
+#   REPS        repetitions per benchmark     (default 9)
+#   MIN_TIME    seconds per repetition        (default 0.1)
+#   PYTHON      interpreter for the compare tool (default .venv/bin/python, else python3)
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "$0")")/.."
+
+BENCH=${BENCH:-build/benchmarks/bench}
+BASELINE=${BASELINE:-reports/baselines/ci-cpu.json}
+GATE_CONFIG=${GATE_CONFIG:-reports/baselines/ci-cpu.thresholds.json}
+OUT_DIR=${OUT_DIR:-reports/ci}
+REPS=${REPS:-9}
+MIN_TIME=${MIN_TIME:-0.1}
+if [[ -z ${PYTHON:-} ]]; then
+  # The project's own environment (scripts/install-deps.sh) when there is one.
+  if [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
+
+# Square fp32 GEMMs, one thread: sizes from launch-bound (64) to compute-bound (512) so that both a
+# per-call overhead and a kernel regression show. One thread because cpu_time, which this gate
+# compares, counts only the main thread, and because a second thread would fight the other jobs
+# of a 2-core machine. m:256 is also the reference every time is normalised by.
+SIZES=(64 192 256 384 512)
+shapes=()
+for s in "${SIZES[@]}"; do shapes+=("m:$s/n:$s/k:$s"); done
+FILTER="^matmul/cpu/openblas/dtype:fp32/($(
+  IFS='|'
+  echo "${shapes[*]}"
+))/threads:1\$"
+
+die() {
+  echo "ci_gate: error: $*" >&2
+  exit 2
+}
+
+usage() {
+  sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
+}
+
+mode=gate
+contender=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --update-baseline) mode=update ;;
+    --contender)
+      [[ $# -ge 2 ]] || die "--contender needs a file"
+      contender=$2
+      shift
+      ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    *) die "unknown argument '$1' (try --help)" ;;
+  esac
+  shift
+done
+[[ $mode == update && -n $contender ]] && die "--update-baseline measures a new run; it takes no --contender"
+
+run_sweep() { # $1 = output JSON
+  [[ -x $BENCH ]] || die "bench binary '$BENCH' not found or not executable (build it, or set BENCH)"
+  mkdir -p "$(dirname "$1")"
+  local start=$SECONDS
+  # Random interleaving spreads each benchmark's repetitions over the whole run, so a burst of
+  # load from a neighbour hits one repetition of several benchmarks (which the median ignores)
+  # instead of every repetition of one benchmark (which would move its median).
+  if ! "$BENCH" --benchmark_filter="$FILTER" \
+    --benchmark_repetitions="$REPS" \
+    --benchmark_min_time="$MIN_TIME" \
+    --benchmark_enable_random_interleaving=true \
+    --benchmark_out="$1" --benchmark_out_format=json >"$1.log" 2>&1; then
+    tail -n 20 "$1.log" >&2
+    die "bench failed (full output in $1.log)"
+  fi
+  echo "ci_gate: smoke sweep took $((SECONDS - start)) s ($REPS repetitions, min_time $MIN_TIME s) -> $1"
+}
+
+compare() { # $1 baseline, $2 contender, then extra compare arguments
+  local base=$1 cont=$2
+  shift 2
+  PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.compare \
+    "$base" "$cont" --config "$GATE_CONFIG" "$@"
+}
+
+if [[ $mode == update ]]; then
+  tmp="$OUT_DIR/ci-cpu-new-baseline.json"
+  run_sweep "$tmp"
+  # A baseline that cannot be read, or that misses the reference benchmark, would turn every
+  # later CI run into exit 2: check it against itself before it replaces the old one.
+  compare "$tmp" "$tmp" --quiet >/dev/null || die "the new run does not compare cleanly; baseline not updated"
+  mkdir -p "$(dirname "$BASELINE")"
+  cp "$tmp" "$BASELINE"
+  echo "ci_gate: baseline written to $BASELINE: commit it"
+  exit 0
+fi
+
+[[ -f $BASELINE ]] || die "no baseline at $BASELINE (create one with scripts/ci_gate.sh --update-baseline)"
+if [[ -z $contender ]]; then
+  contender="$OUT_DIR/ci-cpu.json"
+  run_sweep "$contender"
+fi
+mkdir -p "$OUT_DIR"
+set +e
+compare "$BASELINE" "$contender" --markdown "$OUT_DIR/ci-cpu-compare.md" --json "$OUT_DIR/ci-cpu-compare.json"
+status=$?
+set -e
+echo "ci_gate: exit $status (0 pass, 1 regression, 2 unusable input); report in $OUT_DIR/ci-cpu-compare.md"
+exit $status

@@ -1,0 +1,91 @@
+"""Shared helpers for the tool tests: paths, a Google-Benchmark-shaped row builder, and one
+report generated per session from the H100 fixture (charts are slow enough to share)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def gb_row(
+    name: str,
+    time_s: float,
+    counters: dict[str, float] | None = None,
+    label: str = "",
+    *,
+    unit: str = "us",
+    run_type: str = "iteration",
+    repetition_index: int = 0,
+    repetitions: int = 1,
+    aggregate_name: str | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """A row the way Google Benchmark 1.7.1 writes it, with the time given in seconds."""
+    scale = {"ns": 1e9, "us": 1e6, "ms": 1e3, "s": 1.0}[unit]
+    row: dict[str, Any] = {
+        "name": name if aggregate_name is None else f"{name}_{aggregate_name}",
+        "family_index": 0,
+        "per_family_instance_index": 0,
+        "run_name": name,
+        "run_type": run_type,
+        "repetitions": repetitions,
+        "threads": 1,
+        "iterations": 0 if error else 100,
+        "real_time": time_s * scale,
+        "cpu_time": time_s * scale,
+        "time_unit": unit,
+    }
+    if run_type == "iteration":
+        row["repetition_index"] = repetition_index
+    if aggregate_name is not None:
+        row["aggregate_name"] = aggregate_name
+        row["aggregate_unit"] = "percentage" if aggregate_name == "cv" else "time"
+    if error is not None:
+        row["error_occurred"] = True
+        row["error_message"] = error
+    row.update(counters or {})
+    row["label"] = label
+    return row
+
+
+def write_bench_json(
+    path: Path, rows: list[dict[str, Any]], context: dict[str, Any] | None = None
+) -> Path:
+    ctx = {"cpu_model": "Test CPU", "gpu": "none"} if context is None else context
+    path.write_text(json.dumps({"context": ctx, "benchmarks": rows}, indent=1))
+    return path
+
+
+GPU_CONTEXT: dict[str, Any] = {
+    "cpu_model": "Test CPU",
+    "gpu": "NVIDIA Test GPU",
+    "gpu_sm_count": "100",
+    "gpu_peak_fp32_flops": "5e+13",
+    "gpu_peak_bf16_flops": "1e+15",
+}
+
+
+@pytest.fixture(scope="session")
+def h100_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Run the report once on the H100 fixture; tests inspect what it wrote."""
+    from gpubench_tools.report import main
+
+    out = tmp_path_factory.mktemp("h100_report")
+    import contextlib
+    import io
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main([str(FIXTURES / "h100.json"), "--out", str(out)])
+    return {"code": code, "out": out, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+
+
+def bench_binary() -> Path:
+    return Path(os.environ.get("GPUBENCH_BENCH", REPO / "build" / "benchmarks" / "bench"))

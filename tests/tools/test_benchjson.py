@@ -1,0 +1,209 @@
+"""The shared loader: units, counters, labels, repetitions, truncation and bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, gb_row, write_bench_json
+
+from gpubench_tools.benchjson import (
+    BenchJsonError,
+    iteration_rows,
+    load_report,
+    median_by_name,
+    parse_label,
+)
+
+
+def test_real_cpu_file_loads_with_units_counters_and_labels() -> None:
+    rep = load_report(str(FIXTURES / "cpu_only.json"))
+    assert len(rep.rows) == 54
+    assert not rep.recovered_from_truncation and rep.warnings == []
+    first = rep.rows[0]
+    assert first.name == "matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1"
+    assert first.real_time_s == pytest.approx(0.2904122620267966e-6)  # written in us
+    assert first.labels == {"dtype": "fp32", "shape": "square"}
+    assert first.counters["flop"] == 8192.0
+    assert "real_time" not in first.counters and "iterations" not in first.counters
+    assert rep.context["cpu_model"] == "AMD EPYC"
+
+
+def test_threads_user_counter_is_kept_apart_from_google_benchmark_threads() -> None:
+    # The file holds "threads": 1 (Google Benchmark) and later "threads": 2.0 (the counter).
+    rep = load_report(str(FIXTURES / "cpu_only.json"))
+    two = [r for r in rep.rows if r.name.endswith("threads:2")]
+    assert two and all(r.counters["threads"] == 2.0 for r in two)
+
+
+def test_gpu_rows_without_threads_counter_have_none(tmp_path: Path) -> None:
+    path = write_bench_json(tmp_path / "g.json", [gb_row("matmul/gpu/x", 1e-5, {"t_wall": 1e-5})])
+    assert "threads" not in load_report(str(path)).rows[0].counters
+
+
+@pytest.mark.parametrize("unit", ["ns", "us", "ms", "s"])
+def test_time_units_convert_to_seconds(tmp_path: Path, unit: str) -> None:
+    path = write_bench_json(tmp_path / "u.json", [gb_row("a", 2.5e-3, unit=unit)])
+    row = load_report(str(path)).rows[0]
+    assert row.real_time_s == pytest.approx(2.5e-3)
+    assert row.cpu_time_s == pytest.approx(2.5e-3)
+
+
+def test_cv_aggregate_is_a_ratio_not_a_time(tmp_path: Path) -> None:
+    rows = [
+        gb_row("a", 1e-6),
+        gb_row("a", 0.05, run_type="aggregate", aggregate_name="cv", unit="s"),
+    ]
+    rows[1]["real_time"] = 0.05
+    rows[1]["time_unit"] = "us"
+    rep = load_report(str(write_bench_json(tmp_path / "cv.json", rows)))
+    assert rep.rows[1].real_time_s == pytest.approx(0.05)
+
+
+def test_repetitions_give_median_min_max_and_skip_aggregates() -> None:
+    rep = load_report(str(FIXTURES / "h100_reps.json"))
+    iters = iteration_rows(rep)
+    assert all(r.run_type == "iteration" for r in iters)
+    assert len(rep.rows) > len(iters)  # the mean/median/stddev/cv rows are there but skipped
+    stats = median_by_name(rep)
+    name = "matmul/cpu/openblas/dtype:fp32/m:256/n:256/k:256/threads:16"
+    times = sorted(r.real_time_s for r in iters if r.run_name == name)
+    assert len(times) == 3
+    assert stats[name] == pytest.approx((times[1], times[0], times[2]))
+
+
+def test_median_by_name_custom_value(tmp_path: Path) -> None:
+    rows = [
+        gb_row("a", 1e-6, {"x": v}, repetition_index=i, repetitions=3)
+        for i, v in enumerate([3.0, 1.0, 2.0])
+    ]
+    rep = load_report(str(write_bench_json(tmp_path / "m.json", rows)))
+    assert median_by_name(rep, value=lambda r: r.counters["x"]) == {"a": (2.0, 1.0, 3.0)}
+
+
+def test_error_rows_are_loaded_but_not_measured(tmp_path: Path) -> None:
+    rows = [gb_row("ok", 1e-6), gb_row("bad", 0.0, error="does not fit in device memory")]
+    del rows[1]["real_time"]  # some error rows carry no times at all
+    rep = load_report(str(write_bench_json(tmp_path / "e.json", rows)))
+    assert rep.rows[1].error == "does not fit in device memory"
+    assert math.isnan(rep.rows[1].real_time_s)
+    assert [r.name for r in iteration_rows(rep)] == ["ok"]
+
+
+@pytest.mark.parametrize(
+    "label, expected",
+    [
+        (
+            "dtype=bf16 shape=square host=pinned",
+            {"dtype": "bf16", "shape": "square", "host": "pinned"},
+        ),
+        ("", {}),
+        ("  probe=h2d   host=pinned ", {"probe": "h2d", "host": "pinned"}),
+        ("flag a=b=c", {"flag": "", "a": "b=c"}),
+    ],
+)
+def test_parse_label(label: str, expected: dict[str, str]) -> None:
+    assert parse_label(label) == expected
+
+
+def _complete_rows_before(text: str, cut: int) -> int:
+    """How many row objects are complete in text[:cut] (rows are the only '{' at depth 2)."""
+    doc = json.loads(text)
+    count = 0
+    start = text.index('"benchmarks"')
+    pos = start
+    for _ in doc["benchmarks"]:
+        open_at = text.index("{", pos)
+        depth, i = 0, open_at
+        while True:
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        if i < cut:
+            count += 1
+        pos = i + 1
+    return count
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.5, 0.77, 0.999])
+def test_truncated_file_recovers_complete_rows(tmp_path: Path, fraction: float) -> None:
+    text = (FIXTURES / "cpu_only.json").read_text()
+    cut = int(len(text) * fraction)
+    path = tmp_path / "cut.json"
+    path.write_text(text[:cut])
+    rep = load_report(str(path))
+    expected = _complete_rows_before(text, cut)
+    assert expected > 0
+    assert rep.recovered_from_truncation
+    assert len(rep.rows) == expected
+    assert rep.warnings == [
+        f"recovered {expected} complete benchmark rows from truncated file {path}"
+    ]
+    assert rep.context["cpu_model"] == "AMD EPYC"
+    assert rep.rows[-1].real_time_s > 0
+
+
+def test_truncated_before_any_row_is_an_error(tmp_path: Path) -> None:
+    text = (FIXTURES / "cpu_only.json").read_text()
+    path = tmp_path / "early.json"
+    path.write_text(text[: text.index('"benchmarks"') + 20])
+    with pytest.raises(BenchJsonError, match="truncated and holds no complete benchmark row"):
+        load_report(str(path))
+
+
+MALFORMED = {
+    "empty": ("", "file is empty"),
+    "blank": ("  \n\n", "file is empty"),
+    "not_json": ("hello world\n", "not valid JSON"),
+    "top_level_list": ("[1, 2, 3]", "top level is a list"),
+    "top_level_number": ("42", "top level is int"),
+    "foreign_object": ('{"name": "package.json", "version": "1.0"}', "no 'benchmarks' list"),
+    "benchmarks_not_list": ('{"context": {}, "benchmarks": {"a": 1}}', "no 'benchmarks' list"),
+    "row_not_object": (
+        '{"context": {}, "benchmarks": [1]}',
+        "benchmark row 0 is not a JSON object",
+    ),
+    "row_without_name": ('{"benchmarks": [{"real_time": 1.0}]}', "benchmark row 0 has no 'name'"),
+    "row_without_time": (
+        '{"benchmarks": [{"name": "a", "real_time": 1, "time_unit": "us"}, {"name": "b"}]}',
+        "benchmark row 1 ('b') has no numeric 'real_time'",
+    ),
+    "bad_time_unit": (
+        '{"benchmarks": [{"name": "a", "real_time": 1, "time_unit": "h"}]}',
+        "unknown time_unit 'h'",
+    ),
+    "corrupt_middle": (
+        '{"context": {}, "benchmarks": [{"name": "a", "real_time": 1}, {"name": "b", "real_time": x}]\n}',
+        "not valid JSON",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_input_raises_one_line_error_naming_file(tmp_path: Path, case: str) -> None:
+    content, message = MALFORMED[case]
+    path = tmp_path / f"{case}.json"
+    path.write_text(content)
+    with pytest.raises(BenchJsonError) as info:
+        load_report(str(path))
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith(str(path) + ": ")
+    assert message in text
+
+
+def test_binary_and_missing_files(tmp_path: Path) -> None:
+    binary = tmp_path / "image.png"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    with pytest.raises(BenchJsonError, match="not valid UTF-8"):
+        load_report(str(binary))
+    with pytest.raises(BenchJsonError, match="cannot read file"):
+        load_report(str(tmp_path / "missing.json"))
+    with pytest.raises(BenchJsonError, match="cannot read file"):
+        load_report(str(tmp_path))

@@ -1,0 +1,246 @@
+"""The report command end to end: files written, robustness, error exits, the real binary."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, REPO, bench_binary
+
+from gpubench_tools.report import main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+GPU_CHARTS = [
+    "matmul_time",
+    "speedup_square",
+    "speedup_shapes",
+    "breakdown_h100_80gb_hbm3",
+    "utilisation",
+    "overhead_copies",
+    "overhead_launch",
+    "overhead_model",
+    "mlp_iris",
+    "mlp_epoch_time",
+    "mlp_heatmap_h100_80gb_hbm3",
+    "mlp_readback",
+]
+
+
+def run_report(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_chart_is_written_and_non_empty(h100_report: dict[str, Any]) -> None:
+    assert h100_report["code"] == 0
+    out: Path = h100_report["out"]
+    for key in GPU_CHARTS:
+        png, svg = out / f"{key}.png", out / f"{key}.svg"
+        assert png.read_bytes()[:8] == PNG_MAGIC, key
+        assert png.stat().st_size > 10_000, key
+        assert svg.read_text().lstrip().startswith("<?xml"), key
+    written = {p.stem for p in out.glob("*.png")}
+    assert written == set(GPU_CHARTS)
+
+
+def test_html_is_self_contained_and_markdown_links_charts(h100_report: dict[str, Any]) -> None:
+    out: Path = h100_report["out"]
+    html = (out / "report.html").read_text()
+    assert html.count('src="data:image/png;base64,') == len(GPU_CHARTS)
+    assert '<img src="http' not in html and "<script" not in html
+    md = (out / "report.md").read_text()
+    for key in GPU_CHARTS:
+        assert f"]({key}.png)" in md
+    # Hardware table and fitted constants with units.
+    assert "| GPU | NVIDIA H100 80GB HBM3 |" in md
+    assert "alpha = 2.20 us, beta = 52.00 GB/s" in md
+    # Sentences with the numbers of the fixture.
+    assert "it overtakes the CPU at n~230 (compute-only: n~40)" in md
+    assert "on Iris the eager GPU path spends 95% of each epoch on 14 launches" in md
+    assert "the fused path removes them and runs 2.4x faster than the CPU" in md
+    # The skipped benchmark is listed.
+    assert "needs 103079215104 bytes of device memory" in md
+
+
+def test_prints_the_report_path_last(h100_report: dict[str, Any]) -> None:
+    lines = h100_report["stdout"].strip().splitlines()
+    assert lines[-1] == str(h100_report["out"] / "report.html")
+    assert "1 benchmark in" in h100_report["stderr"]
+
+
+def test_overlay_of_two_machines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run_report(
+        [str(FIXTURES / "h100.json"), str(FIXTURES / "a100_pcie.json"), "--out", str(tmp_path)],
+        capsys,
+    )
+    assert code == 0
+    md = (tmp_path / "report.md").read_text()
+    assert "A100-PCIE-40GB against AMD EPYC 7742 64-Core Processor" in md
+    assert "H100 80GB HBM3 against Intel Xeon Platinum 8480+" in md
+    # One breakdown per machine; the overlaid charts once.
+    assert (tmp_path / "breakdown_a100_pcie_40gb.png").stat().st_size > 0
+    assert (tmp_path / "breakdown_h100_80gb_hbm3.png").stat().st_size > 0
+    assert "A100-PCIE-40GB" in (tmp_path / "speedup_square.svg").read_text()
+
+
+def test_cpu_only_input_draws_cpu_charts_and_says_no_gpu_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_report([str(FIXTURES / "cpu_only.json"), "--out", str(tmp_path)], capsys)
+    assert code == 0
+    assert {p.stem for p in tmp_path.glob("*.png")} == {"matmul_time", "utilisation"}
+    md = (tmp_path / "report.md").read_text()
+    assert "No GPU data in" in md
+    assert "No MLP data" in md
+    assert "the CPU reaches at most 55% of its fp32 peak (2 threads, n=1024)" in md
+    assert "no GPU data in any input" in err
+
+
+def test_repetitions_plot_medians(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run_report([str(FIXTURES / "h100_reps.json"), "--out", str(tmp_path)], capsys)
+    assert code == 0
+    assert (tmp_path / "speedup_square.png").stat().st_size > 0
+    assert "No MLP data" in (tmp_path / "report.md").read_text()
+
+
+def test_truncated_input_uses_complete_rows_and_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (FIXTURES / "cpu_only.json").read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    code, out, err = run_report([str(cut), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0
+    assert f"recovered 26 complete benchmark rows from truncated file {cut}" in err
+    assert "recovered 26 complete benchmark rows" in (tmp_path / "r" / "report.md").read_text()
+
+
+ERROR_CASES = {
+    "empty.json": ("", "file is empty"),
+    "notjson.json": ("this is not json", "not valid JSON"),
+    "list.json": ("[]", "top level is a list"),
+    "foreign.json": ('{"compilerOptions": {"strict": true}}', "no 'benchmarks' list"),
+    "noname.json": ('{"benchmarks": [{"real_time": 3}]}', "has no 'name'"),
+    "notime.json": ('{"benchmarks": [{"name": "x"}]}', "has no numeric 'real_time'"),
+    "onlyfailed.json": (
+        '{"benchmarks": [{"name": "x", "run_type": "iteration", "error_occurred": true, "error_message": "no GPU"}]}',
+        "no successful benchmark rows",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERROR_CASES))
+def test_bad_input_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    content, message = ERROR_CASES[name]
+    path = tmp_path / name
+    path.write_text(content)
+    code, out, err = run_report([str(path), "--out", str(tmp_path / "r")], capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert str(path) in lines[0] and message in lines[0]
+    assert not (tmp_path / "r" / "report.html").exists()
+
+
+def test_one_bad_file_among_good_ones_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    code, _, err = run_report(
+        [str(FIXTURES / "cpu_only.json"), str(bad), "--out", str(tmp_path / "r")], capsys
+    )
+    assert code == 2 and str(bad) in err
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_report([str(tmp_path / "nope.json"), "--out", str(tmp_path)], capsys)
+    assert code == 2 and "cannot read file" in err
+
+
+def _module_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "tools") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_module_entry_point_reports_errors_on_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1]")
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpubench_tools.report", str(bad), "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        env=_module_env(),
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"gpubench-report: error: {bad}: top level is a list, expected a JSON object"
+    ]
+
+
+def test_real_binary_output_makes_a_report(tmp_path: Path) -> None:
+    bench = bench_binary()
+    if not (bench.is_file() and os.access(bench, os.X_OK)):
+        pytest.skip(f"bench binary not found at {bench} (build it, or set GPUBENCH_BENCH)")
+    out_json = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [
+            str(bench),
+            "--benchmark_filter=matmul/cpu/openblas/dtype:fp32/m:(16|32|64)/",
+            "--benchmark_min_time=0.01",
+            f"--benchmark_out={out_json}",
+            "--benchmark_out_format=json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpubench_tools.report",
+            str(out_json),
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        env=_module_env(),
+        timeout=300,
+    )
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.strip().splitlines()[-1] == str(tmp_path / "r" / "report.html")
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "the CPU reaches at most" in md
+    assert (tmp_path / "r" / "matmul_time.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("prefix", ["matmul/gpu/", "overhead/", "mlp/", "mlp/cpu/", "matmul/cpu/"])
+def test_partial_runs_still_make_a_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], prefix: str
+) -> None:
+    """A filtered run (--benchmark_filter) holds only some workloads: every other section must
+    say what is missing instead of failing."""
+    doc = json.loads((FIXTURES / "h100.json").read_text())
+    doc["benchmarks"] = [r for r in doc["benchmarks"] if r["name"].startswith(prefix)]
+    path = tmp_path / "part.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run_report([str(path), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert md.startswith("# gpubench report")
+    if not prefix.startswith("mlp"):
+        assert "No MLP data" in md

@@ -1,0 +1,322 @@
+"""Load the Google Benchmark JSON that the `bench` binary writes.
+
+This module is the single place that knows the file format; every other tool works on
+`BenchReport` / `BenchRow`. It reads JSON only and never touches the C++ code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = [
+    "BenchJsonError",
+    "BenchRow",
+    "BenchReport",
+    "load_report",
+    "parse_label",
+    "iteration_rows",
+    "median_by_name",
+    "GBENCH_KEYS",
+]
+
+# Keys Google Benchmark writes itself; every other numeric top-level key is a user counter.
+GBENCH_KEYS: frozenset[str] = frozenset(
+    {
+        "name",
+        "family_index",
+        "per_family_instance_index",
+        "run_name",
+        "run_type",
+        "repetitions",
+        "repetition_index",
+        "threads",
+        "iterations",
+        "real_time",
+        "cpu_time",
+        "time_unit",
+        "label",
+        "aggregate_name",
+        "aggregate_unit",
+        "error_occurred",
+        "error_message",
+    }
+)
+
+_TIME_UNIT_TO_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+class BenchJsonError(Exception):
+    """A file that is not usable bench JSON. str() is one line naming the file and the problem."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+@dataclass
+class BenchRow:
+    name: str
+    run_name: str
+    run_type: str
+    aggregate_name: str | None
+    repetition_index: int | None
+    iterations: int
+    real_time_s: float
+    cpu_time_s: float
+    label: str
+    labels: dict[str, str]
+    counters: dict[str, float]
+    error: str | None
+
+
+@dataclass
+class BenchReport:
+    path: str
+    context: dict[str, Any]
+    rows: list[BenchRow]
+    recovered_from_truncation: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_label(label: str) -> dict[str, str]:
+    """Split "dtype=fp32 shape=square" into {"dtype": "fp32", "shape": "square"}.
+
+    A bare word without '=' maps to "" so that nothing in the label is silently lost.
+    """
+    out: dict[str, str] = {}
+    for token in label.split():
+        key, sep, value = token.partition("=")
+        if key:
+            out[key] = value if sep else ""
+    return out
+
+
+class _Pairs(list):
+    """Marker type: a JSON object kept as its ordered (key, value) pairs.
+
+    Google Benchmark writes its own "threads" key and then, for benchmarks that define a
+    "threads" user counter, the same key again. A plain dict would keep only the last one,
+    so the loader sees the pairs and decides which is which.
+    """
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> Any:
+    return _Pairs(pairs)
+
+
+def _to_plain(value: Any) -> Any:
+    """Turn _Pairs objects (used outside rows, e.g. the context) back into dicts."""
+    if isinstance(value, _Pairs):
+        return {k: _to_plain(v) for k, v in value}
+    if isinstance(value, list):
+        return [_to_plain(v) for v in value]
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _make_row(path: str, index: int, obj: Any) -> BenchRow:
+    if not isinstance(obj, _Pairs):
+        raise BenchJsonError(path, f"benchmark row {index} is not a JSON object")
+    seen: dict[str, Any] = {}
+    counters: dict[str, float] = {}
+    for key, value in obj:
+        if key == "threads" and "threads" in seen:
+            # Second "threads": the user counter (first one is Google Benchmark's thread count).
+            if _is_number(value):
+                counters["threads"] = float(value)
+            continue
+        seen[key] = value
+        if key not in GBENCH_KEYS and _is_number(value):
+            counters[key] = float(value)
+        elif key == "threads" and isinstance(value, float):
+            # Google Benchmark writes its thread count as an integer and user counters as
+            # floats, so a lone float "threads" (a file rewritten by a JSON library that kept
+            # only the last duplicate key) is the counter.
+            counters["threads"] = value
+
+    name = seen.get("name")
+    if not isinstance(name, str) or not name:
+        raise BenchJsonError(path, f"benchmark row {index} has no 'name'")
+    error: str | None = None
+    if seen.get("error_occurred"):
+        error = str(seen.get("error_message") or "error_occurred without a message")
+    real_time = seen.get("real_time")
+    if not _is_number(real_time):
+        if error is None:
+            raise BenchJsonError(
+                path, f"benchmark row {index} ('{name}') has no numeric 'real_time'"
+            )
+        real_time = math.nan
+    cpu_time = seen.get("cpu_time")
+    if not _is_number(cpu_time):
+        cpu_time = math.nan
+    unit = seen.get("time_unit", "ns")
+    if unit not in _TIME_UNIT_TO_S:
+        raise BenchJsonError(
+            path, f"benchmark row {index} ('{name}') has unknown time_unit {unit!r}"
+        )
+    # A "cv" aggregate is a ratio, not a time: Google Benchmark marks it aggregate_unit=percentage.
+    scale = 1.0 if seen.get("aggregate_unit") == "percentage" else _TIME_UNIT_TO_S[unit]
+
+    label = seen.get("label", "")
+    label = label if isinstance(label, str) else str(label)
+    rep = seen.get("repetition_index")
+    agg = seen.get("aggregate_name")
+    iterations = seen.get("iterations", 0)
+    return BenchRow(
+        name=name,
+        run_name=str(seen.get("run_name", name)),
+        run_type=str(seen.get("run_type", "iteration")),
+        aggregate_name=str(agg) if agg is not None else None,
+        repetition_index=int(rep) if _is_number(rep) else None,
+        iterations=int(iterations) if _is_number(iterations) else 0,
+        real_time_s=float(real_time) * scale,
+        cpu_time_s=float(cpu_time) * scale,
+        label=label,
+        labels=parse_label(label),
+        counters=counters,
+        error=error,
+    )
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _recover_truncated(path: str, text: str) -> tuple[dict[str, Any], list[Any]] | None:
+    """Parse the complete prefix of a file whose writer was interrupted.
+
+    Google Benchmark writes the context first and then one row object at a time, so an
+    interrupted run leaves `{"context": {...}, "benchmarks": [ {..}, {..}, {.` . Returns
+    (context, complete row objects), or None when the text does not look like such a prefix.
+    """
+    stripped = text.rstrip()
+    # A file that ends like a complete document ("...]\n}") but still fails to parse is
+    # corrupt, not cut off, and must not be passed off as a partial run.
+    if stripped.endswith("}") and stripped[:-1].rstrip().endswith("]"):
+        return None
+    decoder = json.JSONDecoder(object_pairs_hook=_pairs_hook)
+    context: dict[str, Any] = {}
+    ctx_at = text.find('"context"')
+    bench_at = text.find('"benchmarks"')
+    if bench_at < 0:
+        if ctx_at >= 0:
+            return {}, []  # cut off inside the context: a run that wrote no row at all
+        return None
+    if 0 <= ctx_at < bench_at:
+        colon = _skip_ws(text, ctx_at + len('"context"'))
+        if colon < len(text) and text[colon] == ":":
+            try:
+                ctx_obj, _ = decoder.raw_decode(text, _skip_ws(text, colon + 1))
+                context = _to_plain(ctx_obj)
+            except json.JSONDecodeError:
+                return None
+    pos = _skip_ws(text, bench_at + len('"benchmarks"'))
+    if pos >= len(text) or text[pos] != ":":
+        return None
+    pos = _skip_ws(text, pos + 1)
+    if pos >= len(text) or text[pos] != "[":
+        return None
+    pos += 1
+    rows: list[Any] = []
+    while True:
+        pos = _skip_ws(text, pos)
+        if pos < len(text) and text[pos] == ",":
+            pos = _skip_ws(text, pos + 1)
+        if pos >= len(text) or text[pos] == "]":
+            break
+        try:
+            obj, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break  # the incomplete last row
+        rows.append(obj)
+        pos = end
+    return (context if isinstance(context, dict) else {}), rows
+
+
+def load_report(path: str) -> BenchReport:
+    """Read one bench JSON file. Raises BenchJsonError for anything that is not bench output."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise BenchJsonError(path, f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BenchJsonError(
+            path, "not a text file (not valid UTF-8), expected bench JSON"
+        ) from None
+    if not text.strip():
+        raise BenchJsonError(path, "file is empty, expected bench JSON")
+
+    warnings: list[str] = []
+    recovered = False
+    try:
+        doc = json.loads(text, object_pairs_hook=_pairs_hook)
+    except json.JSONDecodeError as exc:
+        salvage = _recover_truncated(path, text) if text.lstrip().startswith("{") else None
+        if salvage is None:
+            raise BenchJsonError(
+                path, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            ) from None
+        context, raw_rows = salvage
+        if not raw_rows:
+            raise BenchJsonError(path, "file is truncated and holds no complete benchmark row")
+        recovered = True
+        warnings.append(
+            f"recovered {len(raw_rows)} complete benchmark rows from truncated file {path}"
+        )
+    else:
+        if not isinstance(doc, _Pairs):
+            kind = "a list" if isinstance(doc, list) else type(doc).__name__
+            raise BenchJsonError(path, f"top level is {kind}, expected a JSON object")
+        top = dict(doc)
+        raw_rows = top.get("benchmarks")
+        if not isinstance(raw_rows, list) or isinstance(raw_rows, _Pairs):
+            raise BenchJsonError(
+                path, "no 'benchmarks' list: not Google Benchmark JSON from the bench binary"
+            )
+        context_obj = top.get("context", {})
+        context = _to_plain(context_obj) if isinstance(context_obj, _Pairs) else {}
+
+    rows = [_make_row(path, i, obj) for i, obj in enumerate(raw_rows)]
+    return BenchReport(
+        path=path,
+        context=context,
+        rows=rows,
+        recovered_from_truncation=recovered,
+        warnings=warnings,
+    )
+
+
+def iteration_rows(report: BenchReport) -> list[BenchRow]:
+    """Measured rows only: no aggregates (mean/median/...) and no failed or skipped rows."""
+    return [r for r in report.rows if r.run_type == "iteration" and r.error is None]
+
+
+def median_by_name(
+    report: BenchReport, value: Callable[[BenchRow], float] = lambda r: r.real_time_s
+) -> dict[str, tuple[float, float, float]]:
+    """run_name -> (median, min, max) of `value` over the repetitions of that benchmark."""
+    groups: dict[str, list[float]] = {}
+    for row in iteration_rows(report):
+        v = value(row)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        groups.setdefault(row.run_name, []).append(float(v))
+    return {
+        name: (statistics.median(vals), min(vals), max(vals))
+        for name, vals in groups.items()
+        if vals
+    }

@@ -1,0 +1,516 @@
+"""Compare two bench JSON files and gate on regressions.
+
+    python -m gpubench_tools.compare BASELINE.json CONTENDER.json [--config FILE]
+        [--markdown OUT.md] [--json OUT.json] [--fail-on-missing] [--counters FLOP/s,pct_peak,t_epoch]
+
+Per benchmark (repetitions grouped by run_name; Google Benchmark's own aggregate rows are ignored
+and everything is recomputed from the raw repetitions): median ratio, spread, Mann-Whitney U test
+and a verdict (faster / slower / same / noisy), for the time and for chosen counters.
+
+Exit status: 1 when a benchmark is significantly slower beyond its threshold (or its work
+changed, or it now fails), 0 otherwise, 2 when the input is unusable (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+from .benchjson import BenchJsonError, BenchReport, BenchRow, load_report
+from .compare_config import TIME_FIELDS, CompareConfig, ConfigError, load_config
+from .compare_stats import CHANGED, FASTER, NOISY, SAME, SLOWER, MetricResult, compare_metric
+
+__all__ = ["CompareResult", "BenchComparison", "UsageError", "compare_reports", "main"]
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_UNUSABLE = 2
+
+# Verdict of a whole benchmark, besides the metric verdicts: it ran in the baseline and now fails.
+ERROR = "error"
+
+# Context keys that name the hardware: if they differ, ratios compare machines, not code.
+HARDWARE_KEYS: tuple[str, ...] = (
+    "cpu_model",
+    "cpu_logical_cpus",
+    "gpu",
+    "gpu_compute_capability",
+    "gpu_sm_count",
+    "gpu_memory_bytes",
+)
+# Context keys that change results without being hardware: shown, not shouted.
+ENVIRONMENT_KEYS: tuple[str, ...] = (
+    "openblas_config",
+    "openblas_coretype_env",
+    "gpubench_cuda_build",
+    "cuda_driver_version",
+    "cuda_runtime_version",
+    "cublas_version",
+    "gpu_sm_clock_hz",
+    "gpubench_sweep",
+    "library_build_type",
+)
+
+# Where the default thresholds live in a checkout: tools/compare-thresholds.json.
+DEFAULT_CONFIG_PATH = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "compare-thresholds.json"
+)
+
+
+class UsageError(Exception):
+    """Input that cannot be compared (exit 2). str() is the one line printed on stderr."""
+
+
+@dataclass
+class Group:
+    """The repetitions of one benchmark in one file."""
+
+    key: str
+    label: str
+    rows: list[BenchRow] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BenchComparison:
+    name: str
+    label: str
+    verdict: str
+    metrics: list[MetricResult]
+    overrides: list[str]
+    error: str | None = None
+
+    @property
+    def fails(self) -> bool:
+        return self.verdict == ERROR or any(m.fails for m in self.metrics)
+
+    def metric(self, name: str) -> MetricResult | None:
+        return next((m for m in self.metrics if m.metric == name), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "label": self.label,
+            "verdict": self.verdict,
+            "fails": self.fails,
+            "error": self.error,
+            "overrides": list(self.overrides),
+            "metrics": [m.as_dict() for m in self.metrics],
+        }
+
+
+@dataclass
+class CompareResult:
+    baseline: BenchReport
+    contender: BenchReport
+    config: CompareConfig
+    benchmarks: list[BenchComparison]
+    only_in_baseline: list[str]
+    only_in_contender: list[str]
+    hardware_differences: list[tuple[str, str, str]]
+    environment_differences: list[tuple[str, str, str]]
+    warnings: list[str]
+    fail_on_missing: bool
+    # The benchmarks whose times normalise the others (config "normalize"), empty without one.
+    reference: list[str] = field(default_factory=list)
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for b in self.benchmarks if b.verdict == verdict)
+
+    @property
+    def failing(self) -> list[BenchComparison]:
+        return [b for b in self.benchmarks if b.fails]
+
+    @property
+    def exit_code(self) -> int:
+        if self.failing or (self.fail_on_missing and self.only_in_baseline):
+            return EXIT_REGRESSION
+        return EXIT_OK
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "compared": len(self.benchmarks),
+            "slower": self.count(SLOWER),
+            "faster": self.count(FASTER),
+            "same": self.count(SAME),
+            "noisy": self.count(NOISY),
+            "changed": self.count(CHANGED),
+            "error": self.count(ERROR),
+            "only_in_baseline": len(self.only_in_baseline),
+            "only_in_contender": len(self.only_in_contender),
+            "failing": len(self.failing),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        def side(report: BenchReport) -> dict[str, Any]:
+            ctx = report.context
+            return {
+                "path": report.path,
+                "git_commit": ctx.get("gpubench_git_commit"),
+                "date": ctx.get("date"),
+                "host_name": ctx.get("host_name"),
+                "cpu_model": ctx.get("cpu_model"),
+                "gpu": ctx.get("gpu"),
+                "recovered_from_truncation": report.recovered_from_truncation,
+            }
+
+        diff = [{"key": k, "baseline": b, "contender": c} for k, b, c in self.hardware_differences]
+        env = [
+            {"key": k, "baseline": b, "contender": c} for k, b, c in self.environment_differences
+        ]
+        return _json_safe(
+            {
+                "schema": "gpubench-compare/1",
+                "exit_code": self.exit_code,
+                "baseline": side(self.baseline),
+                "contender": side(self.contender),
+                "hardware_differs": bool(self.hardware_differences),
+                "hardware_differences": diff,
+                "environment_differences": env,
+                "time": self.config.time,
+                "normalize_reference": self.reference,
+                "config": self.config.as_dict(),
+                "fail_on_missing": self.fail_on_missing,
+                "summary": self.summary(),
+                "benchmarks": [b.as_dict() for b in self.benchmarks],
+                "only_in_baseline": self.only_in_baseline,
+                "only_in_contender": self.only_in_contender,
+                "warnings": self.warnings,
+            }
+        )
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinity are not JSON: write null so every JSON parser can read the output."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _group(report: BenchReport, ambiguous: set[str]) -> dict[str, Group]:
+    """Repetitions of each benchmark, keyed by run_name.
+
+    A run_name that appears with different labels (two registrations that happen to print the
+    same name, e.g. a square and an MLP-layer GEMM of equal size) would mix two benchmarks into
+    one sample; those are keyed "run_name [label]" instead.
+    """
+    groups: dict[str, Group] = {}
+    for row in report.rows:
+        if row.run_type != "iteration":
+            continue  # mean/median/stddev/cv aggregates: recomputed from the repetitions
+        key = f"{row.run_name} [{row.label}]" if row.run_name in ambiguous else row.run_name
+        group = groups.setdefault(key, Group(key=key, label=row.label))
+        if row.error is not None:
+            group.errors.append(row.error)
+        else:
+            group.rows.append(row)
+    return groups
+
+
+def _ambiguous_names(*reports: BenchReport) -> set[str]:
+    out: set[str] = set()
+    for report in reports:
+        labels: dict[str, set[str]] = {}
+        for row in report.rows:
+            if row.run_type == "iteration":
+                labels.setdefault(row.run_name, set()).add(row.label)
+        out |= {name for name, seen in labels.items() if len(seen) > 1}
+    return out
+
+
+def _context_differences(
+    base: dict[str, Any], cont: dict[str, Any], keys: Sequence[str]
+) -> list[tuple[str, str, str]]:
+    out = []
+    for key in keys:
+        b, c = base.get(key), cont.get(key)
+        if b is None and c is None:
+            continue
+        if str(b) != str(c):
+            out.append(
+                (key, "(absent)" if b is None else str(b), "(absent)" if c is None else str(c))
+            )
+    return out
+
+
+def _log_median(values: list[float]) -> float:
+    med = statistics.median(values)
+    return math.log(med) if med > 0 else math.nan
+
+
+def _normaliser(
+    key: str, reference: list[str], base_log: dict[str, float], cont_log: dict[str, float]
+) -> tuple[float, float] | None:
+    """(baseline, contender) divisor for one benchmark: geometric mean of the reference medians.
+
+    The benchmark itself is left out of its own divisor, so a regression in it cannot shrink its
+    own normalised ratio; averaging several references makes the divisor steadier than any single
+    benchmark's median on a noisy machine.
+    """
+    others = [r for r in reference if r != key]
+    if not others:
+        return None
+    base = statistics.fmean(base_log[r] for r in others)
+    cont = statistics.fmean(cont_log[r] for r in others)
+    return math.exp(base), math.exp(cont)
+
+
+def _natural_key(name: str) -> list[Any]:
+    """Sort m:64 before m:256: repetitions may be interleaved, so file order means nothing."""
+    return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name)]
+
+
+def _overall(metrics: list[MetricResult]) -> str:
+    """One verdict per benchmark: a gating regression anywhere wins, then change, speed-up, noise."""
+    gating = [m for m in metrics if m.gating]
+    for verdict in (SLOWER, CHANGED):
+        if any(m.verdict == verdict for m in gating):
+            return verdict
+    time_like = [m for m in gating if m.metric in ("time", "time/ref")]
+    if any(m.verdict == FASTER for m in gating):
+        return FASTER
+    if any(m.verdict == NOISY for m in time_like):
+        return NOISY
+    return SAME
+
+
+def compare_reports(
+    baseline: BenchReport,
+    contender: BenchReport,
+    config: CompareConfig,
+    counters: list[str] | None = None,
+    fail_on_missing: bool = False,
+) -> CompareResult:
+    """Compare two loaded reports. Raises UsageError when there is nothing to compare."""
+    ambiguous = _ambiguous_names(baseline, contender)
+    base_groups = _group(baseline, ambiguous)
+    cont_groups = _group(contender, ambiguous)
+    counters = list(config.counters if counters is None else counters)
+    # Exact counters (the work of an iteration) are checked whenever both sides carry them.
+    checked_counters = counters + [c for c in config.exact_counters if c not in counters]
+
+    warnings = list(baseline.warnings) + list(contender.warnings)
+    if ambiguous:
+        warnings.append(
+            f"{len(ambiguous)} benchmark name(s) are used by benchmarks with different labels; "
+            "they are compared as 'name [label]'"
+        )
+    base_ok = sorted((k for k, g in base_groups.items() if g.rows), key=_natural_key)
+    cont_ok = {k for k, g in cont_groups.items() if g.rows}
+    common = [k for k in base_ok if k in cont_ok]
+    newly_failing = [k for k in base_ok if k not in cont_ok and cont_groups.get(k)]
+    if not common and not newly_failing:
+        if not base_ok:
+            raise UsageError(f"{baseline.path}: no successfully measured benchmark to compare")
+        if not cont_ok:
+            raise UsageError(f"{contender.path}: no successfully measured benchmark to compare")
+        raise UsageError(
+            f"no common benchmarks: {baseline.path} and {contender.path} share no benchmark name"
+        )
+
+    def clock(row: BenchRow) -> float:
+        return row.cpu_time_s if config.time == "cpu_time" else row.real_time_s
+
+    reference: list[str] = []
+    base_log: dict[str, float] = {}
+    cont_log: dict[str, float] = {}
+    if config.normalize is not None:
+        pattern = config.normalize.reference
+        reference = [k for k in common if pattern.search(k)]
+        if not reference:
+            raise UsageError(
+                f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
+                f"{baseline.path} and {contender.path}"
+            )
+        for key in reference:
+            base_log[key] = _log_median([clock(r) for r in base_groups[key].rows])
+            cont_log[key] = _log_median([clock(r) for r in cont_groups[key].rows])
+            if math.isnan(base_log[key]) or math.isnan(cont_log[key]):
+                raise UsageError(f"normalize.reference {key!r} has a zero median time")
+
+    results: list[BenchComparison] = []
+    for key in base_ok:
+        if key not in cont_groups:
+            continue
+        bgroup, cgroup = base_groups[key], cont_groups[key]
+        thresholds, matched = config.thresholds_for(key)
+        if not cgroup.rows:
+            msg = cgroup.errors[0] if cgroup.errors else "no measured repetition"
+            results.append(BenchComparison(key, bgroup.label, ERROR, [], matched, msg))
+            continue
+        btimes = [clock(r) for r in bgroup.rows]
+        ctimes = [clock(r) for r in cgroup.rows]
+        metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds)]
+        divisor = _normaliser(key, reference, base_log, cont_log) if reference else None
+        if divisor is not None:
+            metrics.append(
+                compare_metric(
+                    "time/ref",
+                    "lower",
+                    [t / divisor[0] for t in btimes],
+                    [t / divisor[1] for t in ctimes],
+                    config.normalize.thresholds,
+                )
+            )
+        for counter in checked_counters:
+            bvals = [r.counters[counter] for r in bgroup.rows if counter in r.counters]
+            cvals = [r.counters[counter] for r in cgroup.rows if counter in r.counters]
+            if not bvals or not cvals:
+                continue  # a counter this benchmark does not have (e.g. t_epoch on a GEMM)
+            better = config.direction(counter)
+            # Exact counters cannot be noisy, so they always gate; timing-derived ones only
+            # when the config says so (they carry the same noise as the time itself).
+            gating = better == "exact" or config.gate_counters
+            metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
+        if reference and divisor is None:
+            metrics[0].notes.append("the only normalisation reference: no time/ref of its own")
+        if cgroup.errors:
+            metrics[0].notes.append(
+                f"{len(cgroup.errors)} repetition(s) failed in the contender: {cgroup.errors[0]}"
+            )
+        results.append(BenchComparison(key, bgroup.label, _overall(metrics), metrics, matched))
+
+    only_base = sorted((k for k in base_groups if k not in cont_groups), key=_natural_key)
+    only_cont = sorted((k for k in cont_groups if k not in base_groups), key=_natural_key)
+    # Errored in the baseline: nothing to compare against. Listed, never failed.
+    for key, group in base_groups.items():
+        if not group.rows and key in cont_groups:
+            warnings.append(f"{key}: failed in the baseline ({group.errors[0]}), not compared")
+
+    return CompareResult(
+        baseline=baseline,
+        contender=contender,
+        config=config,
+        benchmarks=results,
+        only_in_baseline=only_base,
+        only_in_contender=only_cont,
+        hardware_differences=_context_differences(
+            baseline.context, contender.context, HARDWARE_KEYS
+        ),
+        environment_differences=_context_differences(
+            baseline.context, contender.context, ENVIRONMENT_KEYS
+        ),
+        warnings=warnings,
+        fail_on_missing=fail_on_missing,
+        reference=reference,
+    )
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpubench_tools.compare",
+        description=(
+            "Compare a contender bench JSON against a baseline. Exit 1 on a significant "
+            "slowdown beyond threshold, 0 otherwise, 2 on unusable input."
+        ),
+    )
+    parser.add_argument("baseline", help="bench JSON of the reference run")
+    parser.add_argument("contender", help="bench JSON of the run to judge")
+    parser.add_argument(
+        "--config",
+        help=(
+            "threshold file (JSON); default: tools/compare-thresholds.json when present, "
+            "else built-in defaults"
+        ),
+    )
+    parser.add_argument("--markdown", metavar="OUT.md", help="also write a Markdown report")
+    parser.add_argument("--json", metavar="OUT.json", help="also write the result as JSON")
+    parser.add_argument(
+        "--fail-on-missing",
+        action="store_true",
+        help="exit 1 when a baseline benchmark is missing from the contender",
+    )
+    parser.add_argument(
+        "--counters",
+        help="comma-separated counters to compare (default from the config: FLOP/s,pct_peak,t_epoch); "
+        "'' for none",
+    )
+    parser.add_argument(
+        "--time",
+        choices=TIME_FIELDS,
+        help="clock to compare (default from the config: real_time)",
+    )
+    parser.add_argument("--max-ratio", type=float, help="override the global max_ratio")
+    parser.add_argument("--alpha", type=float, help="override the global U-test alpha")
+    parser.add_argument("--max-cv", type=float, help="override the global max_cv")
+    parser.add_argument(
+        "--quiet", action="store_true", help="print only the summary line and failures"
+    )
+    return parser.parse_args(argv)
+
+
+def _write(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .compare_render import render_markdown, render_markdown_error, render_terminal
+
+    args = _parse_args(argv)
+    try:
+        config_path = args.config
+        if config_path is None and os.path.exists(DEFAULT_CONFIG_PATH):
+            config_path = DEFAULT_CONFIG_PATH
+        config = load_config(config_path)
+        cli = {
+            k: v
+            for k, v in (
+                ("max_ratio", args.max_ratio),
+                ("alpha", args.alpha),
+                ("max_cv", args.max_cv),
+            )
+            if v is not None
+        }
+        if cli:
+            if args.max_ratio is not None and args.max_ratio < 1.0:
+                raise UsageError("--max-ratio must be >= 1 (1.05 = 5 % slower)")
+            config.thresholds = replace(config.thresholds, **cli)
+        if args.time is not None:
+            config.time = args.time
+        counters = None
+        if args.counters is not None:
+            counters = [c.strip() for c in args.counters.split(",") if c.strip()]
+        baseline = load_report(args.baseline)
+        contender = load_report(args.contender)
+        result = compare_reports(baseline, contender, config, counters, args.fail_on_missing)
+    except (BenchJsonError, ConfigError, UsageError) as exc:
+        line = str(exc).replace("\n", " ")
+        print(f"gpubench compare: error: {line}", file=sys.stderr)
+        try:
+            if args.markdown:
+                _write(args.markdown, render_markdown_error(line))
+            if args.json:
+                _write(args.json, json.dumps({"exit_code": EXIT_UNUSABLE, "error": line}) + "\n")
+        except OSError:
+            pass  # the stderr line above is the message that matters
+        return EXIT_UNUSABLE
+
+    try:
+        if args.markdown:
+            _write(args.markdown, render_markdown(result))
+        if args.json:
+            _write(args.json, json.dumps(result.as_dict(), indent=2) + "\n")
+    except OSError as exc:
+        print(f"gpubench compare: error: cannot write output: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    color = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
+    sys.stdout.write(render_terminal(result, color=color, quiet=args.quiet))
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Threshold configuration of the regression compare tool.
+
+The file is JSON (no extra dependency, and the same format as the results). Shape:
+
+    {
+      "time": "real_time",
+      "thresholds": {"max_ratio": 1.05, "alpha": 0.05, "max_cv": 0.10},
+      "counters": ["FLOP/s", "pct_peak", "t_epoch"],
+      "counter_direction": {"FLOP/s": "higher", "t_epoch": "lower", "flop": "exact"},
+      "exact_counters": ["flop"],
+      "gate_counters": true,
+      "overrides": [
+        {"pattern": "^overhead/", "max_ratio": 1.25, "max_cv": 0.30, "why": "..."}
+      ],
+      "normalize": {"reference": "regex", "max_ratio": 1.25, "alpha": 0.01, "max_cv": 0.25}
+    }
+
+Every key is optional. "time" picks the clock that is compared: real_time (the default: wall or,
+for GPU benchmarks, CUDA-event time) or cpu_time (CPU time of the benchmark's main thread, which a
+single-threaded CPU benchmark does not accumulate while other processes hold the core). Exact
+counters always gate (they cannot be noisy); "gate_counters" decides whether the timing-derived
+counters (FLOP/s, pct_peak, t_epoch, ...) gate too or are only shown. Overrides are regular expressions searched in the benchmark name; every
+matching override applies, in file order, so a later, more specific entry can refine an earlier,
+broader one. Keys starting with "_" and "why"/"comment" are free text for the reader.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .compare_stats import BETTER_CHOICES, Thresholds, guess_better
+
+__all__ = [
+    "TIME_FIELDS",
+    "CompareConfig",
+    "ConfigError",
+    "NormalizeSpec",
+    "Override",
+    "load_config",
+    "parse_config",
+]
+
+TIME_FIELDS = ("real_time", "cpu_time")
+_THRESHOLD_KEYS = ("max_ratio", "alpha", "max_cv", "check_fastest")
+_TEXT_KEYS = ("why", "comment", "note")
+
+
+class ConfigError(Exception):
+    """An unusable config file. str() is one line naming the file and the problem."""
+
+
+@dataclass
+class Override:
+    pattern: re.Pattern[str]
+    values: dict[str, Any]
+    why: str = ""
+
+
+@dataclass
+class NormalizeSpec:
+    """Divide every time by the reference time of the same file.
+
+    The reference is the geometric mean of the median times of the benchmarks the regex matches
+    (one or several), leaving out the benchmark being normalised. That cancels whatever slows or
+    speeds up a whole run (another CPU model, a lower clock, a neighbour busy for the whole run),
+    leaving what changed for one benchmark relative to the others.
+    """
+
+    reference: re.Pattern[str]
+    thresholds: Thresholds
+
+
+@dataclass
+class CompareConfig:
+    time: str = "real_time"
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    counters: list[str] = field(default_factory=lambda: ["FLOP/s", "pct_peak", "t_epoch"])
+    counter_direction: dict[str, str] = field(default_factory=dict)
+    exact_counters: list[str] = field(default_factory=lambda: ["flop"])
+    gate_counters: bool = True
+    overrides: list[Override] = field(default_factory=list)
+    normalize: NormalizeSpec | None = None
+    source: str = "built-in defaults"
+
+    def thresholds_for(self, name: str) -> tuple[Thresholds, list[str]]:
+        """Thresholds of one benchmark and the override patterns that produced them."""
+        current = self.thresholds
+        matched: list[str] = []
+        for override in self.overrides:
+            if override.pattern.search(name):
+                current = replace(current, **override.values)
+                matched.append(override.pattern.pattern)
+        return current, matched
+
+    def direction(self, counter: str) -> str:
+        if counter in self.counter_direction:
+            return self.counter_direction[counter]
+        if counter in self.exact_counters:
+            return "exact"
+        return guess_better(counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "time": self.time,
+            "thresholds": self.thresholds.as_dict(),
+            "counters": list(self.counters),
+            "exact_counters": list(self.exact_counters),
+            "counter_direction": {c: self.direction(c) for c in self.counters},
+            "gate_counters": self.gate_counters,
+            "overrides": [
+                {"pattern": o.pattern.pattern, **o.values, **({"why": o.why} if o.why else {})}
+                for o in self.overrides
+            ],
+            "normalize": (
+                None
+                if self.normalize is None
+                else {
+                    "reference": self.normalize.reference.pattern,
+                    **self.normalize.thresholds.as_dict(),
+                }
+            ),
+        }
+
+
+def _fail(path: str, problem: str) -> ConfigError:
+    return ConfigError(f"{path}: {problem}")
+
+
+def _check_unknown(path: str, where: str, obj: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in obj:
+        if key.startswith("_") or key in _TEXT_KEYS or key in allowed:
+            continue
+        raise _fail(path, f"unknown key {key!r} in {where} (allowed: {', '.join(allowed)})")
+
+
+def _threshold_values(path: str, where: str, obj: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key in _THRESHOLD_KEYS:
+        if key not in obj:
+            continue
+        value = obj[key]
+        if key == "check_fastest":
+            if not isinstance(value, bool):
+                raise _fail(path, f"{where}.check_fastest must be true or false, got {value!r}")
+            values[key] = value
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _fail(path, f"{where}.{key} must be a number, got {value!r}")
+        value = float(value)
+        if key == "max_ratio" and value < 1.0:
+            raise _fail(path, f"{where}.max_ratio must be >= 1 (1.05 = 5 % slower), got {value}")
+        if key == "alpha" and not 0.0 < value < 1.0:
+            raise _fail(path, f"{where}.alpha must be between 0 and 1, got {value}")
+        if key == "max_cv" and value <= 0.0:
+            raise _fail(path, f"{where}.max_cv must be > 0, got {value}")
+        values[key] = value
+    return values
+
+
+def _regex(path: str, where: str, text: Any) -> re.Pattern[str]:
+    if not isinstance(text, str) or not text:
+        raise _fail(path, f"{where} must be a non-empty regular expression string")
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise _fail(path, f"{where} {text!r} is not a valid regular expression ({exc})") from None
+
+
+def _str_list(path: str, where: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(path, f"{where} must be a list of strings")
+    return list(value)
+
+
+def parse_config(doc: Any, path: str = "<config>") -> CompareConfig:
+    if not isinstance(doc, dict):
+        raise _fail(path, "top level must be a JSON object")
+    _check_unknown(
+        path,
+        "the top level",
+        doc,
+        (
+            "time",
+            "thresholds",
+            "counters",
+            "counter_direction",
+            "exact_counters",
+            "gate_counters",
+            "overrides",
+            "normalize",
+        ),
+    )
+    cfg = CompareConfig(source=path)
+    if "time" in doc:
+        if doc["time"] not in TIME_FIELDS:
+            raise _fail(
+                path, f"'time' must be one of {', '.join(TIME_FIELDS)}, got {doc['time']!r}"
+            )
+        cfg.time = doc["time"]
+    if "thresholds" in doc:
+        if not isinstance(doc["thresholds"], dict):
+            raise _fail(path, "'thresholds' must be an object")
+        _check_unknown(path, "thresholds", doc["thresholds"], _THRESHOLD_KEYS)
+        cfg.thresholds = replace(
+            cfg.thresholds, **_threshold_values(path, "thresholds", doc["thresholds"])
+        )
+    if "counters" in doc:
+        cfg.counters = _str_list(path, "counters", doc["counters"])
+    if "exact_counters" in doc:
+        cfg.exact_counters = _str_list(path, "exact_counters", doc["exact_counters"])
+    if "counter_direction" in doc:
+        directions = doc["counter_direction"]
+        if not isinstance(directions, dict):
+            raise _fail(path, "'counter_direction' must be an object of counter -> direction")
+        for counter, better in directions.items():
+            if better not in BETTER_CHOICES:
+                raise _fail(
+                    path,
+                    f"counter_direction[{counter!r}] is {better!r}, expected one of "
+                    f"{', '.join(BETTER_CHOICES)}",
+                )
+            cfg.counter_direction[counter] = better
+    if "gate_counters" in doc:
+        if not isinstance(doc["gate_counters"], bool):
+            raise _fail(path, "'gate_counters' must be true or false")
+        cfg.gate_counters = doc["gate_counters"]
+    overrides = doc.get("overrides", [])
+    if not isinstance(overrides, list):
+        raise _fail(path, "'overrides' must be a list of objects")
+    for i, entry in enumerate(overrides):
+        where = f"overrides[{i}]"
+        if not isinstance(entry, dict):
+            raise _fail(path, f"{where} must be an object")
+        _check_unknown(path, where, entry, ("pattern",) + _THRESHOLD_KEYS)
+        cfg.overrides.append(
+            Override(
+                pattern=_regex(path, f"{where}.pattern", entry.get("pattern")),
+                values=_threshold_values(path, where, entry),
+                why=str(entry.get("why", "")),
+            )
+        )
+    norm = doc.get("normalize")
+    if norm is not None:
+        if not isinstance(norm, dict):
+            raise _fail(path, "'normalize' must be an object with a 'reference' regex")
+        _check_unknown(path, "normalize", norm, ("reference",) + _THRESHOLD_KEYS)
+        cfg.normalize = NormalizeSpec(
+            reference=_regex(path, "normalize.reference", norm.get("reference")),
+            thresholds=replace(cfg.thresholds, **_threshold_values(path, "normalize", norm)),
+        )
+    return cfg
+
+
+def load_config(path: str | None) -> CompareConfig:
+    """Read a config file; None gives the built-in defaults."""
+    if path is None:
+        return CompareConfig()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise _fail(path, f"cannot read config: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(
+            path, f"config is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    return parse_config(doc, path)

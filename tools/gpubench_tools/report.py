@@ -1,0 +1,80 @@
+"""gpubench-report: turn bench JSON files into charts, report.html and report.md.
+
+    python -m gpubench_tools.report IN.json [IN2.json ...] --out DIR
+
+Several files (for example from different machines) are overlaid in the same charts and
+labelled with their device names. Exit status: 0 on success, 2 for unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .benchjson import BenchJsonError
+from .dataset import load_sources
+from .report_writer import write_html, write_markdown
+
+__all__ = ["main", "build_report"]
+
+PROG = "gpubench-report"
+
+
+def build_report(inputs: list[str], out_dir: Path) -> tuple[Path, Path, list[str]]:
+    """Write every chart plus report.html and report.md into out_dir.
+
+    Returns (html path, markdown path, warnings). Raises BenchJsonError for unusable input.
+    """
+    sources, warnings = load_sources(inputs)
+    if not any(s.points for s in sources):
+        raise BenchJsonError(
+            inputs[0] if len(inputs) == 1 else ", ".join(inputs),
+            "no successful benchmark rows to report on",
+        )
+    # Imported only now so that `--help` and input errors answer without loading matplotlib.
+    from .sections import build_document
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc = build_document(sources, out_dir, warnings)
+    html_path, md_path = out_dir / "report.html", out_dir / "report.md"
+    write_html(doc, html_path)
+    write_markdown(doc, md_path)
+    return html_path, md_path, doc.warnings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Charts and an explained report (HTML + Markdown) from gpubench JSON results.",
+    )
+    parser.add_argument(
+        "inputs", nargs="+", metavar="IN.json", help="bench --benchmark_out JSON file(s)"
+    )
+    parser.add_argument(
+        "--out",
+        default="reports/latest",
+        metavar="DIR",
+        help="output folder for report.html, report.md and the PNG/SVG charts (default: %(default)s)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        html_path, md_path, warnings = build_report(args.inputs, Path(args.out))
+    except BenchJsonError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(
+            f"{PROG}: error: cannot write the report to {args.out}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 1
+    for w in warnings:
+        print(f"{PROG}: warning: {w}", file=sys.stderr)
+    print(f"markdown: {md_path}")
+    print(html_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

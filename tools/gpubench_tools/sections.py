@@ -1,0 +1,303 @@
+"""Assemble the report: for each topic, the charts, the sentences and the tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from . import charts_matmul as cm
+from . import charts_mlp as cmlp
+from . import charts_overhead as co
+from .charts_common import ChartFile
+from .dataset import Source
+from .matmul_analysis import speedup_series
+from .mlp_analysis import mlp_points
+from .overhead_model import OverheadModel, build_model
+from .report_writer import Document, Section, Table
+from .sentences import (
+    breakdown_sentences,
+    crossover_clause,
+    mlp_sentences,
+    overhead_sentences,
+    speedup_sentences,
+    utilisation_sentences,
+)
+from .units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate
+
+__all__ = ["build_document", "context_table"]
+
+
+def _num(fmt: Callable[[float], str]) -> Callable[[Any], str]:
+    def f(value: Any) -> str:
+        try:
+            return fmt(float(value))
+        except (TypeError, ValueError):
+            return str(value)
+
+    return f
+
+
+def _hz(v: float) -> str:
+    return f"{v / 1e9:.2f} GHz"
+
+
+def _caches(value: Any) -> str:
+    if not isinstance(value, list):
+        return str(value)
+    out = []
+    for c in value:
+        if isinstance(c, dict):
+            kind = {"Data": "d", "Instruction": "i", "Unified": ""}.get(str(c.get("type")), "")
+            out.append(f"L{c.get('level')}{kind} {fmt_bytes(float(c.get('size', 0)))}")
+    return ", ".join(out)
+
+
+# (row title, context key, formatter); the order a reader scans a machine description in.
+_CONTEXT_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
+    ("GPU", "gpu", str),
+    ("GPU unavailable because", "gpu_unavailable_reason", str),
+    ("compute capability", "gpu_compute_capability", str),
+    ("SMs", "gpu_sm_count", str),
+    ("SM clock", "gpu_sm_clock_hz", _num(_hz)),
+    ("GPU memory", "gpu_memory_bytes", _num(fmt_bytes)),
+    ("memory bandwidth", "gpu_memory_bandwidth_bytes_per_s", _num(fmt_rate)),
+    ("L2 cache", "gpu_l2_bytes", _num(fmt_bytes)),
+    ("PCIe link", "gpu_pcie_link", str),
+    ("PCIe bandwidth", "gpu_pcie_bandwidth_bytes_per_s", _num(fmt_rate)),
+    ("GPU peak fp32", "gpu_peak_fp32_flops", _num(fmt_flops)),
+    ("GPU peak tf32", "gpu_peak_tf32_flops", _num(fmt_flops)),
+    ("GPU peak fp16", "gpu_peak_fp16_flops", _num(fmt_flops)),
+    ("GPU peak bf16", "gpu_peak_bf16_flops", _num(fmt_flops)),
+    ("GPU peak fp64", "gpu_peak_fp64_flops", _num(fmt_flops)),
+    ("GPU peak source", "gpu_peak_source", str),
+    ("PCI bus id", "gpu_pci_bus_id", str),
+    ("CUDA driver", "cuda_driver_version", str),
+    ("CUDA runtime", "cuda_runtime_version", str),
+    ("cuBLAS", "cublas_version", str),
+    ("CPU", "cpu_model", str),
+    ("physical cores", "cpu_physical_cores", str),
+    ("logical CPUs", "cpu_logical_cpus", str),
+    ("ISA", "cpu_isa", str),
+    ("CPU clock", "cpu_clock_hz", _num(_hz)),
+    ("CPU clock source", "cpu_clock_source", str),
+    ("fp32 flop/cycle/core", "cpu_fp32_flop_per_cycle_per_core", str),
+    ("CPU peak fp32", "cpu_peak_fp32_flops", _num(fmt_flops)),
+    ("CPU peak fp64", "cpu_peak_fp64_flops", _num(fmt_flops)),
+    ("caches", "caches", _caches),
+    ("OpenBLAS", "openblas_config", str),
+    ("OpenBLAS default threads", "openblas_default_threads", str),
+    ("host", "host_name", str),
+    ("date", "date", str),
+    ("suite commit", "gpubench_git_commit", str),
+    ("sweep", "gpubench_sweep", str),
+    ("built with CUDA", "gpubench_cuda_build", str),
+    ("library build type", "library_build_type", str),
+    ("executable", "executable", str),
+    (
+        "load average",
+        "load_avg",
+        lambda v: ", ".join(f"{x:.2f}" for x in v) if isinstance(v, list) else str(v),
+    ),
+]
+
+
+def context_table(sources: list[Source]) -> Table:
+    rows = []
+    known = {key for _, key, _ in _CONTEXT_ROWS}
+    for title, key, fmt in _CONTEXT_ROWS:
+        if any(key in s.report.context for s in sources):
+            rows.append(
+                [title]
+                + [fmt(s.report.context[key]) if key in s.report.context else "" for s in sources]
+            )
+    # Keys added to the context later still show up, so a newer file is never silently trimmed.
+    extra = sorted({k for s in sources for k in s.report.context} - known)
+    for key in extra:
+        vals = [s.report.context.get(key, "") for s in sources]
+        if all(isinstance(v, (str, int, float, bool)) for v in vals):
+            rows.append([key] + [str(v) for v in vals])
+    return Table(headers=["", *[f"{s.label} ({Path(s.path).name})" for s in sources]], rows=rows)
+
+
+def _crossover_table(sources: list[Source]) -> Table | None:
+    rows = []
+    for src in sources:
+        for s in speedup_series(src):
+            c = s.crossover
+            rows.append(
+                [
+                    src.label,
+                    s.variant,
+                    s.dtype,
+                    crossover_clause(c),
+                    f"{s.speedup[0]:.2g}x at n={s.xs[0]:.0f}",
+                    f"{s.speedup[-1]:.3g}x at n={s.xs[-1]:.0f}",
+                ]
+            )
+    if not rows:
+        return None
+    return Table(
+        headers=[
+            "GPU",
+            "variant",
+            "precision",
+            "crossover (speedup = 1)",
+            "smallest size",
+            "largest size",
+        ],
+        rows=rows,
+        caption="Crossover sizes, square GEMM (interpolated between measured sizes in log-log space)",
+    )
+
+
+def _model_table(sources: list[Source], models: list[OverheadModel]) -> Table | None:
+    rows = []
+    for src, m in zip(sources, models):
+        for (d, h), f in sorted(
+            m.copies.items(), key=lambda kv: (kv[0][1] != "pinned", kv[0][0] != "h2d")
+        ):
+            rows.append(
+                [
+                    src.label,
+                    f"{d.upper()} copy, {h}",
+                    f"alpha = {f.alpha_s * 1e6:.2f} us, beta = {f.beta_bytes_per_s / 1e9:.2f} GB/s",
+                    f"half bandwidth at {fmt_bytes(f.half_bandwidth_bytes)}; fit rms error {fmt_pct(f.rms_rel_error)} over {len(f.nbytes)} sizes",
+                ]
+            )
+        for name, v in m.launch.items():
+            rows.append([src.label, name, f"{v * 1e6:.2f} us", ""])
+    if not rows:
+        return None
+    return Table(
+        headers=["GPU", "constant", "fitted / measured value", "note"],
+        rows=rows,
+        caption="Overhead-model constants",
+    )
+
+
+def _failed_table(sources: list[Source]) -> Table | None:
+    rows = [[Path(s.path).name, r.run_name, r.error or ""] for s in sources for r in s.failed]
+    if not rows:
+        return None
+    return Table(headers=["file", "benchmark", "message"], rows=rows)
+
+
+def _keep(*charts: ChartFile | None) -> list[ChartFile]:
+    return [c for c in charts if c is not None]
+
+
+def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Document:
+    models = [build_model(s) for s in sources]
+    any_gpu = any(s.has_gpu for s in sources)
+
+    intro = [
+        "Inputs: "
+        + "; ".join(
+            f"{Path(s.path).name} ({s.label}"
+            + (f" with {s.cpu_label}" if s.gpu_name else ", CPU only")
+            + f", {len(s.points)} benchmarks)"
+            for s in sources
+        )
+        + "."
+    ]
+    summary = []
+    for src, model in zip(sources, models):
+        summary += speedup_sentences(src)[:1]
+        if not src.has_gpu:
+            summary += [t for t in utilisation_sentences(src)[:1] if t not in summary]
+        if mlp_points(src):
+            summary += mlp_sentences(src, model)[:1]
+    sections = [Section("Summary", paragraphs=summary)]
+    sections.append(Section("Hardware and software", tables=[context_table(sources)]))
+
+    sec = Section("1. Speedup: GPU against CPU (matrix multiplication)")
+    sec.notes.append(
+        "CPU reference for each shape: the fastest CPU fp32 run over the thread counts measured; "
+        "fp64 GPU runs compare with CPU fp64 where it was measured. Speedup = CPU time / GPU time "
+        "(medians over repetitions; bands and error bars span min..max). Kernel-only times are "
+        "CUDA-event times of the GEMM with operands on the device; end-to-end times are host wall "
+        "clock around copies in, GEMM, copy out and synchronisation. Crossovers are interpolated "
+        "between measured sizes, linearly in log(size) and log(speedup)."
+    )
+    for src in sources:
+        sec.paragraphs += speedup_sentences(src)
+    sec.charts = _keep(
+        cm.chart_matmul_time(sources, out),
+        cm.chart_speedup_square(sources, out),
+        cm.chart_speedup_shapes(sources, out),
+    )
+    table = _crossover_table(sources)
+    if table:
+        sec.tables.append(table)
+    sections.append(sec)
+
+    sec = Section("2. Where the GPU time goes (end to end)")
+    for src, model in zip(sources, models):
+        sec.paragraphs += breakdown_sentences(src)
+        if src.has_gpu:
+            sec.charts += _keep(cm.chart_breakdown(src, model, out))
+    sec.notes.append(
+        "Phases are CUDA-event times of each step of one iteration; t_overhead = t_wall - "
+        "(t_h2d + t_compute + t_d2h) is launch, API and synchronisation cost. The dashed line "
+        "is the overhead model of section 4."
+    )
+    sections.append(sec)
+
+    sec = Section("3. Utilisation")
+    for src in sources:
+        sec.paragraphs += utilisation_sentences(src)
+    if not sec.paragraphs:
+        sec.paragraphs.append("No matrix-multiplication rows with pct_peak in the input files.")
+    sec.charts = _keep(cm.chart_utilisation(sources, out))
+    sec.notes.append(
+        "pct_peak: achieved FLOP/s as a percentage of the theoretical peak for that precision (CPU: of the cores the run used; GPU: table by compute capability, see the context)."
+    )
+    sections.append(sec)
+
+    sec = Section("4. The overhead model")
+    sec.notes.append(
+        "T_copy(bytes) = alpha + bytes / beta is fitted to the transfer probes by least squares on "
+        "the relative error (so 4-byte and 1 GiB copies weigh the same), with alpha, beta >= 0. "
+        "t_launch is the slope of burst time over kernel count; t_sync is the stream-synchronise "
+        "probe. T_gpu = T_h2d(bytes_h2d) + flop / (u * peak) + T_d2h(bytes_d2h) + kernels * t_launch + t_sync, "
+        "with u from the kernel-only run of the same GEMM."
+    )
+    for src, model in zip(sources, models):
+        sec.paragraphs += overhead_sentences(src, model)
+    gpu_pairs = [(s, m) for s, m in zip(sources, models) if s.has_gpu]
+    if gpu_pairs:
+        gs, gm = [s for s, _ in gpu_pairs], [m for _, m in gpu_pairs]
+        sec.charts = _keep(
+            co.chart_copies(gs, gm, out), co.chart_launch(gs, gm, out), co.chart_model(gs, gm, out)
+        )
+        table = _model_table(gs, gm)
+        if table:
+            sec.tables.append(table)
+    sections.append(sec)
+
+    sec = Section("5. Tiny-MLP training")
+    has_mlp = [s for s in sources if mlp_points(s)]
+    if not has_mlp:
+        sec.paragraphs.append("No MLP data in the input files (run the mlp/ benchmarks to add it).")
+    else:
+        for src, model in zip(sources, models):
+            sec.paragraphs += mlp_sentences(src, model)
+        sec.charts = _keep(cmlp.chart_iris(has_mlp, out), cmlp.chart_epoch_time(has_mlp, out))
+        sec.charts += _keep(*[cmlp.chart_heatmap(s, out) for s in has_mlp if s.has_gpu])
+        sec.charts += _keep(cmlp.chart_readback(has_mlp, out))
+        sec.notes.append(
+            "t_epoch is the time of one training epoch; GPU launches per step come from the kernels "
+            "counter; the share of an epoch spent launching is launches x t_launch (section 4) / t_epoch. "
+            "Charts show nets with one hidden layer. GPU bars and lines use the runs that never read "
+            "the loss back where those exist (the CPU paths always have it on the host); the "
+            "heatmap compares each GPU path with the fastest CPU run of the same batch and width."
+        )
+    sections.append(sec)
+
+    failed = _failed_table(sources)
+    if failed:
+        sections.append(Section("Failed or skipped benchmarks", tables=[failed]))
+
+    if not any_gpu:
+        warnings = warnings + ["no GPU data in any input: GPU charts are omitted"]
+    return Document(title="gpubench report", intro=intro, warnings=warnings, sections=sections)
