@@ -6,6 +6,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -15,6 +18,7 @@
 #include "benchmarks/sweep.hpp"
 #include "harness/context.hpp"
 #include "harness/gpu_info.hpp"
+#include "harness/openblas_core.hpp"
 
 namespace {
 
@@ -36,6 +40,16 @@ std::string flag_value(int argc, char** argv, const std::string& prefix) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A mis-detected CPU would make OpenBLAS run SSE3 kernels (harness/openblas_core.hpp). The kernel
+  // set is fixed when the library loads, so set OPENBLAS_CORETYPE and restart once.
+  if (const auto coretype = gpubench::better_openblas_coretype()) {
+    std::cerr << "gpubench: OpenBLAS chose its generic kernels for this CPU; restarting with "
+                 "OPENBLAS_CORETYPE="
+              << *coretype << " (set OPENBLAS_CORETYPE yourself to choose)\n";
+    setenv("OPENBLAS_CORETYPE", coretype->c_str(), 1);
+    execv("/proc/self/exe", argv);
+    std::cerr << "gpubench: restart failed; measuring with OpenBLAS's own choice\n";
+  }
   const bool full = gpubench::take_full_sweep_flag(&argc, argv);
 
   std::vector<char*> arguments(argv, argv + argc);
@@ -62,8 +76,7 @@ int main(int argc, char** argv) {
   }
 #endif
   if (!has_gpu) {
-    std::cerr << "gpubench: GPU benchmarks skipped: " << gpubench::gpu_unavailable_reason()
-              << "\n";
+    std::cerr << "gpubench: GPU benchmarks skipped: " << gpubench::gpu_unavailable_reason() << "\n";
   }
 
   const std::size_t ran = benchmark::RunSpecifiedBenchmarks();

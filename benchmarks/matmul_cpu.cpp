@@ -31,7 +31,7 @@ void gemm(int m, int n, int k, const Real* a, const Real* b, Real* c) {
 }
 
 template <typename Real>
-void matmul_cpu(benchmark::State& state, MatmulShape shape, int threads) {
+void matmul_cpu(benchmark::State& state, const MatmulShape& shape, int threads) {
   run_guarded(state, [&] {
     const auto [m, n, k, family] = shape;
     constexpr bool kDouble = sizeof(Real) == 8;

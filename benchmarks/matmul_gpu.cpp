@@ -116,8 +116,8 @@ void matmul_gpu_kernel(benchmark::State& state, Precision precision, MatmulShape
       GPUBENCH_CUDA_CHECK(cudaMemcpy(b.data(), host.b.data(), bytes.b, cudaMemcpyHostToDevice));
       // All-ones bytes are NaN in every output type: an element the GEMM does not write fails.
       GPUBENCH_CUDA_CHECK(cudaMemsetAsync(c.data(), 0xFF, bytes.c, stream.get()));
-      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n,
-                                                 shape.k, a.data(), b.data(), c.data()));
+      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n, shape.k,
+                                                 a.data(), b.data(), c.data()));
       std::vector<std::byte> c_host(bytes.c);
       GPUBENCH_CUDA_CHECK(
           cudaMemcpyAsync(c_host.data(), c.data(), bytes.c, cudaMemcpyDeviceToHost, stream.get()));
@@ -130,8 +130,8 @@ void matmul_gpu_kernel(benchmark::State& state, Precision precision, MatmulShape
       state.counters["max_error_over_bound"] = check.worst_error_over_bound;
     }
     for (int warmup = 0; warmup < kWarmupIterations; ++warmup) {
-      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n,
-                                                 shape.k, a.data(), b.data(), c.data()));
+      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n, shape.k,
+                                                 a.data(), b.data(), c.data()));
     }
     stream.synchronize();
 
@@ -141,8 +141,8 @@ void matmul_gpu_kernel(benchmark::State& state, Precision precision, MatmulShape
       stream.synchronize();  // the flush must not run inside the host wall-clock window
       const auto wall_start = std::chrono::steady_clock::now();
       start.record(stream.get());
-      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n,
-                                                 shape.k, a.data(), b.data(), c.data()));
+      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n, shape.k,
+                                                 a.data(), b.data(), c.data()));
       stop.record(stream.get());
       stop.synchronize();
       const double wall = seconds_since(wall_start);
@@ -191,16 +191,16 @@ void matmul_gpu_e2e(benchmark::State& state, Precision precision, MatmulShape sh
 
     const auto iteration = [&] {
       before_h2d.record(stream.get());
-      GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(a.data(), a_host.data(), bytes.a, cudaMemcpyHostToDevice,
-                                          stream.get()));
-      GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(b.data(), b_host.data(), bytes.b, cudaMemcpyHostToDevice,
-                                          stream.get()));
+      GPUBENCH_CUDA_CHECK(
+          cudaMemcpyAsync(a.data(), a_host.data(), bytes.a, cudaMemcpyHostToDevice, stream.get()));
+      GPUBENCH_CUDA_CHECK(
+          cudaMemcpyAsync(b.data(), b_host.data(), bytes.b, cudaMemcpyHostToDevice, stream.get()));
       after_h2d.record(stream.get());
-      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n,
-                                                 shape.k, a.data(), b.data(), c.data()));
+      GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n, shape.k,
+                                                 a.data(), b.data(), c.data()));
       after_compute.record(stream.get());
-      GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(c_host.data(), c.data(), bytes.c, cudaMemcpyDeviceToHost,
-                                          stream.get()));
+      GPUBENCH_CUDA_CHECK(
+          cudaMemcpyAsync(c_host.data(), c.data(), bytes.c, cudaMemcpyDeviceToHost, stream.get()));
       after_d2h.record(stream.get());
       after_d2h.synchronize();
     };

@@ -149,7 +149,8 @@ void transfer(benchmark::State& state, bool host_to_device, HostMemory host_memo
     void* destination = host_to_device ? device.data() : host.data();
     const void* source = host_to_device ? host.data() : device.data();
     const cudaMemcpyKind kind = host_to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
-    GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, kind, stream.get()));  // warm-up
+    GPUBENCH_CUDA_CHECK(
+        cudaMemcpyAsync(destination, source, bytes, kind, stream.get()));  // warm-up
     stream.synchronize();
     double copy_s = 0;
     double wall_s = 0;

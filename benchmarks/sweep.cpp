@@ -6,19 +6,44 @@
 #include <string>
 #include <thread>
 
+#include "harness/dataset.hpp"
+#include "kernels/cpu/mlp.hpp"
+
 namespace gpubench {
 
 namespace {
 
+// Adds a shape unless one with the same m, n, k is already there (an MLP layer 128 x 128 x 128
+// is also the square 128): names must be unique.
+void add_shape(std::vector<MatmulShape>* shapes, const MatmulShape& shape) {
+  for (const MatmulShape& existing : *shapes) {
+    if (existing.m == shape.m && existing.n == shape.n && existing.k == shape.k) return;
+  }
+  shapes->push_back(shape);
+}
+
+// Removes from `shapes` those also in `measured` (a 128 x 128 x 128 layer is measured as a square).
+void remove_measured(std::vector<MatmulShape>* shapes, const std::vector<MatmulShape>& measured) {
+  std::vector<MatmulShape> kept;
+  for (const MatmulShape& shape : *shapes) {
+    bool found = false;
+    for (const MatmulShape& other : measured) {
+      found = found || (other.m == shape.m && other.n == shape.n && other.k == shape.k);
+    }
+    if (!found) kept.push_back(shape);
+  }
+  *shapes = kept;
+}
+
 void add_squares(std::vector<MatmulShape>* shapes, const std::vector<int>& sizes) {
-  for (int size : sizes) shapes->push_back({size, size, size, "square"});
+  for (int size : sizes) add_shape(shapes, {size, size, size, "square"});
 }
 
 // An MLP layer's forward product: activations (batch x width) times weights (width x width).
 void add_mlp_layers(std::vector<MatmulShape>* shapes, const std::vector<int>& batches,
                     const std::vector<int>& widths) {
   for (int width : widths) {
-    for (int batch : batches) shapes->push_back({batch, width, width, "mlp_layer"});
+    for (int batch : batches) add_shape(shapes, {batch, width, width, "mlp_layer"});
   }
 }
 
@@ -27,7 +52,89 @@ void add_mlp_layers(std::vector<MatmulShape>* shapes, const std::vector<int>& ba
 void add_deepbench(std::vector<MatmulShape>* shapes, const std::vector<int>& sizes,
                    const std::vector<int>& columns) {
   for (int size : sizes) {
-    for (int n : columns) shapes->push_back({size, n, size, "deepbench"});
+    for (int n : columns) add_shape(shapes, {size, n, size, "deepbench"});
+  }
+}
+
+// The CPU side of the MLP sweep is sized from the layer-product flop of one step and the rate the
+// 2-core CI machine sustains on these shapes with OpenBLAS (about 20 GFLOP/s measured on
+// 4096 x 512 and 65536 x 512; tiny shapes run slower, but cost little): a CPU iteration runs only
+// as many steps as fit in about half a second, and a shape whose single step would take more than
+// a second is not run on the CPU at all (its memory would be gigabytes too).
+constexpr double kCpuMlpFlopPerSecond = 20e9;
+constexpr double kCpuMlpIterationSeconds = 0.5;
+
+double mlp_case_step_flop(const MlpCase& mlp_case) {
+  MlpSpec spec;
+  // Features and classes of each data set (harness/dataset.hpp): iris 4 and 3, digits 64 and 10.
+  spec.inputs = mlp_case.data == "iris" ? 4 : (mlp_case.data == "digits" ? 64 : kSyntheticFeatures);
+  spec.classes = mlp_case.data == "iris" ? 3 : (mlp_case.data == "digits" ? 10 : kSyntheticClasses);
+  spec.hidden = mlp_case.hidden;
+  return mlp_step_flop(spec, mlp_case.batch);
+}
+
+MlpCase mlp_case(const std::string& data, int batch, std::vector<int> hidden, int epochs) {
+  MlpCase result;
+  result.data = data;
+  result.batch = batch;
+  result.hidden = std::move(hidden);
+  result.epochs = epochs;
+  const double step_seconds = mlp_case_step_flop(result) / kCpuMlpFlopPerSecond;
+  if (step_seconds <= 2 * kCpuMlpIterationSeconds) {
+    const int fitting = static_cast<int>(kCpuMlpIterationSeconds / step_seconds);
+    result.cpu_epochs = std::clamp(fitting, 1, epochs);
+  }
+  const int widest = *std::max_element(result.hidden.begin(), result.hidden.end());
+  // Where the hand-written path beats (or ties) OpenBLAS, measured with
+  // `bench --benchmark_filter=mlp/cpu` on the 2-core CI machine: hidden layers up to 32 wide and
+  // batches of 8 to 4096 rows (Iris 1.3 vs 6.7 us per epoch; synthetic 4096 x 8: 378 vs 627 us).
+  // At 64-wide layers OpenBLAS's register-blocked kernels win, and a batch below 8 wastes most of
+  // the small path's 8-sample lanes.
+  result.small_path = widest <= 32 && batch >= 8 && batch <= 4096;
+  // On chip (one block's shared memory, 227 KB on an H100) only at small batch x width; the
+  // fused benchmark measures the rest as skipped with the bytes it would need.
+  result.fused = batch <= 256 && widest <= 256;
+  return result;
+}
+
+void add_mlp_cases(Sweep* sweep, const std::string& data, const std::vector<int>& batches,
+                   const std::vector<int>& widths, int layers, int epochs) {
+  for (int width : widths) {
+    for (int batch : batches) {
+      sweep->mlp_cases.push_back(
+          mlp_case(data, batch, std::vector<int>(static_cast<std::size_t>(layers), width), epochs));
+    }
+  }
+}
+
+void add_mlp_sweep(Sweep* sweep, bool full) {
+  // The classic: 4-10-3, full batch of the 120 training rows, 20000 epochs. Every readback mode
+  // and the per-step input copy, since this is the case the suite explains.
+  MlpCase iris = mlp_case("iris", 120, {10}, 20000);
+  iris.gpu_readbacks = {1, 200, 0};
+  iris.input_transfer = true;
+  sweep->mlp_cases.push_back(iris);
+
+  const int digits_epochs = 100;
+  const int synthetic_steps = 20;
+  if (!full) {
+    add_mlp_cases(sweep, "digits", {64, 1437}, {32, 256}, 1, digits_epochs);
+    add_mlp_cases(sweep, "synthetic", {1, 16, 256, 4096, 65536}, {8, 64, 512, 4096}, 1,
+                  synthetic_steps);
+    add_mlp_cases(sweep, "synthetic", {256, 4096}, {64, 512}, 2, synthetic_steps);
+  } else {
+    add_mlp_cases(sweep, "digits", {16, 64, 256, 1437}, {16, 32, 64, 128, 256, 512}, 1,
+                  digits_epochs);
+    const std::vector<int> batches = {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536};
+    const std::vector<int> widths = {8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+    add_mlp_cases(sweep, "synthetic", batches, widths, 1, synthetic_steps);
+    add_mlp_cases(sweep, "synthetic", batches, widths, 2, synthetic_steps);
+  }
+  // The cost of reading the loss back every step, across the synthetic batch sizes.
+  for (MlpCase& mlp : sweep->mlp_cases) {
+    if (mlp.data == "synthetic" && mlp.hidden.size() == 1 && mlp.hidden[0] == 64) {
+      mlp.gpu_readbacks = {1, 0};
+    }
   }
 }
 
@@ -54,8 +161,9 @@ Sweep make_sweep(bool full) {
 
   add_squares(&sweep.gpu_shapes, small_squares);
   add_squares(&sweep.gpu_shapes, gpu_only_squares);
-  add_mlp_layers(&sweep.gpu_shapes, {1, 16, 128, 1024}, {128, 1024});
-  add_deepbench(&sweep.gpu_shapes, deepbench_sizes, deepbench_columns);
+  // Layer and DeepBench shapes in the two precisions of the e2e path; squares in all five.
+  add_mlp_layers(&sweep.gpu_layer_shapes, {1, 16, 128, 1024}, {128, 1024});
+  add_deepbench(&sweep.gpu_layer_shapes, deepbench_sizes, deepbench_columns);
 
   add_squares(&sweep.gpu_e2e_shapes, small_squares);
   add_squares(&sweep.gpu_e2e_shapes, {1536, 2048, 4096});
@@ -74,11 +182,13 @@ Sweep make_sweep(bool full) {
     add_deepbench(&sweep.cpu_shapes, deepbench_sizes, deepbench_columns);
     add_squares(&sweep.cpu_fp64_shapes, {16, 128, 512, 2048});
     add_squares(&sweep.gpu_shapes, {12288, 16384});
-    add_mlp_layers(&sweep.gpu_shapes, {8192, 65536}, {128, 1024, 4096});
+    add_mlp_layers(&sweep.gpu_layer_shapes, {8192, 65536}, {128, 1024, 4096});
     sweep.gpu_e2e_shapes = sweep.cpu_shapes;
     add_squares(&sweep.gpu_e2e_shapes, {8192});
     sweep.launch_counts.push_back(10000);
   }
+  remove_measured(&sweep.gpu_layer_shapes, sweep.gpu_shapes);
+  add_mlp_sweep(&sweep, full);
   return sweep;
 }
 

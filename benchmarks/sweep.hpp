@@ -16,15 +16,30 @@ struct MatmulShape {
   std::string family;  // "square", "mlp_layer" (m = batch, n = k = width) or "deepbench"
 };
 
+// One tiny-MLP training workload (names: mlp/<cpu|gpu>/<variant>/data:D/batch:B/hidden:H/...).
+struct MlpCase {
+  std::string data;         // "iris", "digits" or "synthetic" (harness/dataset.hpp)
+  int batch = 0;            // rows per SGD step
+  std::vector<int> hidden;  // width of each hidden layer (one or two)
+  int epochs = 0;           // SGD steps in one timed GPU iteration
+  int cpu_epochs = 0;       // the same on the CPU (fewer for the largest shapes); 0: no CPU run
+  bool small_path = false;  // also the hand-written CPU path (where it beats OpenBLAS)
+  bool fused = false;       // also the fused GPU kernel (it skips itself when it does not fit)
+  std::vector<int> gpu_readbacks = {0};  // loss read back every 1 / 200 steps, or 0 = never
+  bool input_transfer = false;  // also the variants that copy the batch from host every step
+};
+
 struct Sweep {
   bool full = false;
   std::vector<MatmulShape> cpu_shapes;
   std::vector<MatmulShape> cpu_fp64_shapes;
   std::vector<MatmulShape> gpu_shapes;      // kernel-only, every precision
+  std::vector<MatmulShape> gpu_layer_shapes;  // kernel-only, fp32 and bf16: MLP layers, DeepBench
   std::vector<MatmulShape> gpu_e2e_shapes;  // end-to-end, fp32 and bf16, pinned and pageable
   std::vector<int> cpu_threads;             // 1 and all cores
   std::vector<std::size_t> transfer_bytes;  // 4 B .. 1 GiB
   std::vector<int> launch_counts;           // kernels per burst / nodes per graph
+  std::vector<MlpCase> mlp_cases;           // tiny-MLP training: iris, digits, synthetic grid
 };
 
 Sweep make_sweep(bool full);

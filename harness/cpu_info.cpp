@@ -54,7 +54,8 @@ CpuInfo read_cpu_info() {
   info.has_fma = has_word(flags, "fma");
   info.has_avx512f = has_word(flags, "avx512f");
   for (const char* flag : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile"}) {
-    if (has_word(flags, flag)) info.isa_flags += std::string(info.isa_flags.empty() ? "" : " ") + flag;
+    if (has_word(flags, flag))
+      info.isa_flags += std::string(info.isa_flags.empty() ? "" : " ") + flag;
   }
   if (info.has_avx512f) {
     info.fp32_flop_per_cycle_per_core = 64;

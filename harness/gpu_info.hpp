@@ -10,11 +10,11 @@ namespace gpubench {
 
 struct GpuPeakFlops {
   // Dense (non-sparse) theoretical peaks in FLOP/s; 0 where the table has no entry.
-  double fp32 = 0;  // CUDA cores (FFMA)
-  double tf32 = 0;  // tensor cores
-  double fp16 = 0;  // tensor cores, fp32 accumulate
-  double bf16 = 0;  // tensor cores, fp32 accumulate
-  double fp64 = 0;  // tensor cores where the chip has fp64 tensor cores, else FP64 units
+  double fp32 = 0;     // CUDA cores (FFMA)
+  double tf32 = 0;     // tensor cores
+  double fp16 = 0;     // tensor cores, fp32 accumulate
+  double bf16 = 0;     // tensor cores, fp32 accumulate
+  double fp64 = 0;     // tensor cores where the chip has fp64 tensor cores, else FP64 units
   std::string source;  // where the per-SM numbers come from
 };
 
@@ -34,8 +34,8 @@ struct GpuInfo {
   int runtime_version = 0;
   int cublas_version = 0;  // e.g. 130000 for 13.0.0
   std::string pci_bus_id;
-  std::string pcie_link;                    // e.g. "gen5 x16", or "unknown"
-  double pcie_bandwidth_bytes_per_s = 0;    // per direction, after line encoding; 0 if unknown
+  std::string pcie_link;                  // e.g. "gen5 x16", or "unknown"
+  double pcie_bandwidth_bytes_per_s = 0;  // per direction, after line encoding; 0 if unknown
   GpuPeakFlops peak;
 };
 

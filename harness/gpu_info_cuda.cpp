@@ -51,8 +51,8 @@ void read_pcie_link(GpuInfo* gpu) {
     if (std::fabs(transfers_per_s / 1e9 - rates_gt_per_s[index]) < 0.1) generation = index + 1;
   }
   gpu->pcie_bandwidth_bytes_per_s = transfers_per_s * coding * lanes / 8.0;
-  gpu->pcie_link = "gen" + std::to_string(generation) + " x" + std::to_string(lanes) + " (" +
-                   speed + ")";
+  gpu->pcie_link =
+      "gen" + std::to_string(generation) + " x" + std::to_string(lanes) + " (" + speed + ")";
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ class L2Flusher {
  public:
   explicit L2Flusher(std::size_t l2_bytes) : buffer_(l2_bytes) {}
   void flush(cudaStream_t stream) const {
-    if (buffer_.bytes() > 0) GPUBENCH_CUDA_CHECK(cudaMemsetAsync(buffer_.data(), 0, buffer_.bytes(), stream));
+    if (buffer_.bytes() > 0)
+      GPUBENCH_CUDA_CHECK(cudaMemsetAsync(buffer_.data(), 0, buffer_.bytes(), stream));
   }
   std::size_t bytes() const { return buffer_.bytes(); }
 

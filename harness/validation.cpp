@@ -10,13 +10,14 @@
 namespace gpubench {
 
 CheckResult check_gemm_sampled(int m, int n, int k, const ElementReader& a, const ElementReader& b,
-                               const ElementReader& c, const GemmRoundoff& roundoff,
-                               int samples, std::uint64_t seed) {
+                               const ElementReader& c, const GemmRoundoff& roundoff, int samples,
+                               std::uint64_t seed) {
   std::vector<std::pair<int, int>> positions = {{0, 0}, {0, n - 1}, {m - 1, 0}, {m - 1, n - 1}};
   std::mt19937_64 generator(seed);
   std::uniform_int_distribution<int> row(0, m - 1);
   std::uniform_int_distribution<int> column(0, n - 1);
-  for (int sample = 0; sample < samples; ++sample) positions.emplace_back(row(generator), column(generator));
+  for (int sample = 0; sample < samples; ++sample)
+    positions.emplace_back(row(generator), column(generator));
 
   CheckResult result;
   result.passed = true;
@@ -25,7 +26,8 @@ CheckResult check_gemm_sampled(int m, int n, int k, const ElementReader& a, cons
     double reference = 0;
     double magnitude = 0;
     for (int l = 0; l < k; ++l) {
-      const double product = a(static_cast<std::size_t>(i) * k + l) * b(static_cast<std::size_t>(l) * n + j);
+      const double product =
+          a(static_cast<std::size_t>(i) * k + l) * b(static_cast<std::size_t>(l) * n + j);
       reference += product;
       magnitude += std::fabs(product);
     }

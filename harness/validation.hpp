@@ -1,6 +1,6 @@
 #pragma once
-// Result checks. A fast wrong answer is a bug, not a result: every benchmark checks its output once,
-// outside the timed loop, and reports SkipWithError with the measured error when it is wrong.
+// Result checks. A fast wrong answer is a bug, not a result: every benchmark checks its output
+// once, outside the timed loop, and reports SkipWithError with the measured error when it is wrong.
 
 #include <cstddef>
 #include <cstdint>

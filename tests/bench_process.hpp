@@ -4,13 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace gpubench::testing {
 
@@ -32,8 +32,8 @@ inline std::string read_file(const std::string& path) {
 inline BenchRun run_bench(const std::string& arguments, const std::string& environment = "",
                           bool write_json = true) {
   static int counter = 0;
-  const std::string stem = "/tmp/gpubench_test_" + std::to_string(getpid()) + "_" +
-                           std::to_string(counter++);
+  const std::string stem =
+      "/tmp/gpubench_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
   const std::string json_path = stem + ".json";
   std::string command = environment + " \"" GPUBENCH_BENCH_BINARY "\" " + arguments;
   if (write_json) command += " --benchmark_out=" + json_path + " --benchmark_out_format=json";

@@ -8,12 +8,12 @@
 
 #include "harness/gpu_info.hpp"
 
-#define GPUBENCH_GPU_TEST_MAIN()                                                               \
-  int main(int argc, char** argv) {                                                            \
-    if (!gpubench::gpu_info()) {                                                               \
-      std::printf("SKIPPED: no GPU: %s\n", gpubench::gpu_unavailable_reason().c_str());        \
-      return GPUBENCH_SKIP_CODE;                                                               \
-    }                                                                                          \
-    ::testing::InitGoogleTest(&argc, argv);                                                    \
-    return RUN_ALL_TESTS();                                                                    \
+#define GPUBENCH_GPU_TEST_MAIN()                                                        \
+  int main(int argc, char** argv) {                                                     \
+    if (!gpubench::gpu_info()) {                                                        \
+      std::printf("SKIPPED: no GPU: %s\n", gpubench::gpu_unavailable_reason().c_str()); \
+      return GPUBENCH_SKIP_CODE;                                                        \
+    }                                                                                   \
+    ::testing::InitGoogleTest(&argc, argv);                                             \
+    return RUN_ALL_TESTS();                                                             \
   }

@@ -46,17 +46,17 @@ TEST(BenchJson, ContextDescribesTheMachine) {
   const auto& context = run.json["context"];
   for (const char* key :
        {"gpubench_git_commit", "gpubench_sweep", "cpu_model", "cpu_logical_cpus",
-        "cpu_physical_cores", "cpu_isa", "cpu_clock_hz", "cpu_peak_fp32_flops",
-        "openblas_config", "gpu", "num_cpus", "mhz_per_cpu", "library_build_type"}) {
+        "cpu_physical_cores", "cpu_isa", "cpu_clock_hz", "cpu_peak_fp32_flops", "openblas_config",
+        "gpu", "num_cpus", "mhz_per_cpu", "library_build_type"}) {
     EXPECT_TRUE(context.contains(key)) << "missing context key " << key;
   }
   EXPECT_EQ(context["gpubench_sweep"], "default");
   EXPECT_NE(context["openblas_config"].get<std::string>().find("OpenBLAS"), std::string::npos);
   if (context["gpu"] != "none") {
-    for (const char* key : {"gpu_compute_capability", "gpu_sm_count", "gpu_sm_clock_hz",
-                            "gpu_memory_bytes", "gpu_memory_bandwidth_bytes_per_s",
-                            "gpu_pcie_link", "cuda_driver_version", "cuda_runtime_version",
-                            "cublas_version", "gpu_peak_fp32_flops", "gpu_peak_bf16_flops"}) {
+    for (const char* key :
+         {"gpu_compute_capability", "gpu_sm_count", "gpu_sm_clock_hz", "gpu_memory_bytes",
+          "gpu_memory_bandwidth_bytes_per_s", "gpu_pcie_link", "cuda_driver_version",
+          "cuda_runtime_version", "cublas_version", "gpu_peak_fp32_flops", "gpu_peak_bf16_flops"}) {
       EXPECT_TRUE(context.contains(key)) << "missing GPU context key " << key;
     }
   }
@@ -64,8 +64,8 @@ TEST(BenchJson, ContextDescribesTheMachine) {
 
 TEST(BenchJson, NoGpuRunsCpuBenchmarksSaysSoAndExitsZero) {
   // CUDA_VISIBLE_DEVICES set to nothing hides every device, on a GPU machine too.
-  const auto run = run_bench(
-      "--benchmark_filter='/m:16/n:16/k:16/' --benchmark_min_time=0.01", "CUDA_VISIBLE_DEVICES=");
+  const auto run = run_bench("--benchmark_filter='/m:16/n:16/k:16/' --benchmark_min_time=0.01",
+                             "CUDA_VISIBLE_DEVICES=");
   ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
   ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
   EXPECT_EQ(run.json["context"]["gpu"], "none");
@@ -108,10 +108,10 @@ TEST(BenchJson, UnknownFlagIsRejected) {
 }
 
 TEST(BenchJson, FullSweepAddsLargeSizes) {
-  const auto default_run = run_bench("--benchmark_list_tests --benchmark_filter=matmul/cpu", "",
-                                     false);
-  const auto full_run = run_bench("--full --benchmark_list_tests --benchmark_filter=matmul/cpu",
-                                  "", false);
+  const auto default_run =
+      run_bench("--benchmark_list_tests --benchmark_filter=matmul/cpu", "", false);
+  const auto full_run =
+      run_bench("--full --benchmark_list_tests --benchmark_filter=matmul/cpu", "", false);
   ASSERT_EQ(full_run.exit_code, 0) << full_run.stderr_text;
   EXPECT_EQ(default_run.stdout_text.find("m:4096/n:4096/k:4096"), std::string::npos);
   EXPECT_NE(full_run.stdout_text.find("m:4096/n:4096/k:4096"), std::string::npos);

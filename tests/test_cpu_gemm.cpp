@@ -71,7 +71,8 @@ TEST(CpuGemm, SetsThreadCountExplicitly) {
 
 TEST(SampledValidation, AcceptsCorrectProductAndRejectsWrongOne) {
   const int m = 64, n = 48, k = 80;
-  std::vector<float> a(m * k), b(k * n), c(m * n);
+  const auto count = [](int rows, int columns) { return static_cast<std::size_t>(rows) * columns; };
+  std::vector<float> a(count(m, k)), b(count(k, n)), c(count(m, n));
   gpubench::fill_uniform(a.data(), a.size(), 1);
   gpubench::fill_uniform(b.data(), b.size(), 2);
   gpubench::cpu::sgemm_row_major(m, n, k, a.data(), b.data(), c.data());
@@ -93,7 +94,7 @@ TEST(SampledValidation, AcceptsCorrectProductAndRejectsWrongOne) {
 
   // C read with the wrong leading dimension (the classic row/column-major mix-up) fails even
   // with few samples.
-  std::vector<float> scrambled(m * n);
+  std::vector<float> scrambled(count(m, n));
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) scrambled[i * n + j] = c[j * m + i];
   }
@@ -102,7 +103,7 @@ TEST(SampledValidation, AcceptsCorrectProductAndRejectsWrongOne) {
                    .passed);
 
   // An unwritten (NaN-poisoned) output never passes.
-  std::vector<float> unwritten(m * n, NAN);
+  std::vector<float> unwritten(count(m, n), NAN);
   EXPECT_FALSE(gpubench::check_gemm_sampled(m, n, k, reader(a), reader(b), reader(unwritten),
                                             gpubench::GemmRoundoff{}, 1)
                    .passed);

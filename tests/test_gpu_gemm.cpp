@@ -54,12 +54,13 @@ TEST_P(GpuGemm, RowMajorCublasEqualsOpenBlas) {
   gpubench::CublasHandle handle(stream.get());
   gpubench::DeviceBuffer a_device(a_host.size()), b_device(b_host.size());
   gpubench::DeviceBuffer c_device(c_count * gpubench::cuda::output_element_bytes(precision));
-  GPUBENCH_CUDA_CHECK(cudaMemcpy(a_device.data(), a_host.data(), a_host.size(), cudaMemcpyHostToDevice));
-  GPUBENCH_CUDA_CHECK(cudaMemcpy(b_device.data(), b_host.data(), b_host.size(), cudaMemcpyHostToDevice));
+  GPUBENCH_CUDA_CHECK(
+      cudaMemcpy(a_device.data(), a_host.data(), a_host.size(), cudaMemcpyHostToDevice));
+  GPUBENCH_CUDA_CHECK(
+      cudaMemcpy(b_device.data(), b_host.data(), b_host.size(), cudaMemcpyHostToDevice));
   GPUBENCH_CUDA_CHECK(cudaMemset(c_device.data(), 0xFF, c_device.bytes()));  // NaN poison
-  GPUBENCH_CUBLAS_CHECK(gpubench::cuda::gemm_row_major(handle.get(), precision, m, n, k,
-                                                       a_device.data(), b_device.data(),
-                                                       c_device.data()));
+  GPUBENCH_CUBLAS_CHECK(gpubench::cuda::gemm_row_major(
+      handle.get(), precision, m, n, k, a_device.data(), b_device.data(), c_device.data()));
   std::vector<std::byte> c_host(c_device.bytes());
   GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(c_host.data(), c_device.data(), c_device.bytes(),
                                       cudaMemcpyDeviceToHost, stream.get()));

@@ -30,8 +30,8 @@ TEST(GpuTiming, EndToEndPhasesAddUpToAtMostWallTime) {
   for (const auto& row : run.json["benchmarks"]) {
     const std::string name = row["name"];
     ASSERT_FALSE(row.contains("error_occurred")) << name << ": " << row.value("error_message", "");
-    const double phases = row["t_h2d"].get<double>() + row["t_compute"].get<double>() +
-                          row["t_d2h"].get<double>();
+    const double phases =
+        row["t_h2d"].get<double>() + row["t_compute"].get<double>() + row["t_d2h"].get<double>();
     EXPECT_GT(row["t_h2d"].get<double>(), 0) << name;
     EXPECT_GT(row["t_compute"].get<double>(), 0) << name;
     EXPECT_GT(row["t_d2h"].get<double>(), 0) << name;
@@ -63,7 +63,8 @@ TEST(GpuTiming, ProbesArePositiveAndOrdered) {
   const double roundtrip = rows.at("overhead/launch/roundtrip/manual_time")["t_wall"];
   const double per_launch_in_burst =
       rows.at("overhead/launch/burst/kernels:1000/manual_time")["t_per_launch"];
-  const double per_graph_node = rows.at("overhead/launch/graph/nodes:1000/manual_time")["t_per_node"];
+  const double per_graph_node =
+      rows.at("overhead/launch/graph/nodes:1000/manual_time")["t_per_node"];
   EXPECT_GT(roundtrip, 0);
   EXPECT_LT(roundtrip, 1e-3);  // a launch + sync round trip is microseconds, not milliseconds
   // Pipelined launches cost less each than a full round trip.

@@ -16,7 +16,8 @@ void dgemm_row_major(int m, int n, int k, const double* a, const double* b, doub
 void set_blas_threads(int threads);
 int blas_threads();
 
-// OpenBLAS's own build description, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64".
+// OpenBLAS's own build description, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell
+// MAX_THREADS=64".
 std::string blas_config();
 // The kernel set OpenBLAS chose for this CPU, e.g. "Haswell", "SkylakeX", "Prescott".
 std::string blas_core_name();

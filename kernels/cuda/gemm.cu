@@ -22,8 +22,8 @@ cublasStatus_t gemm_row_major(cublasHandle_t handle, Precision precision, int m,
       const double alpha = 1.0;
       const double beta = 0.0;
       return cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows_of_ct, cols_of_ct, k, &alpha,
-                         static_cast<const double*>(b), lda_b, static_cast<const double*>(a),
-                         lda_a, &beta, static_cast<double*>(c), ldc);
+                         static_cast<const double*>(b), lda_b, static_cast<const double*>(a), lda_a,
+                         &beta, static_cast<double*>(c), ldc);
     }
     case Precision::tf32:
     case Precision::fp16:

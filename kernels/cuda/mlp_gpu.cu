@@ -1,1 +1,446 @@
-// placeholder
+#include "kernels/cuda/mlp_gpu.hpp"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "harness/cuda_check.hpp"
+#include "kernels/cuda/mlp_kernels.cuh"
+
+namespace gpubench::cuda {
+
+namespace {
+
+// cuBLAS's workspace, given explicitly so that captured GEMMs never allocate during capture
+// (cuBLAS documentation, "CUDA Graphs Support"); 32 MiB is what it recommends for Hopper.
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
+// Products whose reduction is at most this long never split K (see mlp_gpu.hpp).
+constexpr int kShortReduction = 256;
+
+class LtHandle {
+ public:
+  LtHandle() { GPUBENCH_CUBLAS_CHECK(cublasLtCreate(&handle_)); }
+  ~LtHandle() {
+    if (handle_ != nullptr) cublasLtDestroy(handle_);
+  }
+  LtHandle(const LtHandle&) = delete;
+  LtHandle& operator=(const LtHandle&) = delete;
+  cublasLtHandle_t get() const { return handle_; }
+
+ private:
+  cublasLtHandle_t handle_ = nullptr;
+};
+
+// One fp32 product, column-major C (m x n) = op(A) op(B), described as for cublasSgemm, with its
+// algorithm chosen once. Owns its cuBLASLt descriptors.
+class LtProduct {
+ public:
+  LtProduct(cublasLtHandle_t lt, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+            int k, int lda, int ldb, int ldc) {
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(&description_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(description_, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                         &transa, sizeof transa));
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(description_, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                         &transb, sizeof transb));
+    const bool a_plain = transa == CUBLAS_OP_N;
+    const bool b_plain = transb == CUBLAS_OP_N;
+    GPUBENCH_CUBLAS_CHECK(
+        cublasLtMatrixLayoutCreate(&a_, CUDA_R_32F, a_plain ? m : k, a_plain ? k : m, lda));
+    GPUBENCH_CUBLAS_CHECK(
+        cublasLtMatrixLayoutCreate(&b_, CUDA_R_32F, b_plain ? k : n, b_plain ? n : k, ldb));
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c_, CUDA_R_32F, m, n, ldc));
+    choose_algorithm(lt, k);
+  }
+  ~LtProduct() {
+    if (c_ != nullptr) cublasLtMatrixLayoutDestroy(c_);
+    if (b_ != nullptr) cublasLtMatrixLayoutDestroy(b_);
+    if (a_ != nullptr) cublasLtMatrixLayoutDestroy(a_);
+    if (description_ != nullptr) cublasLtMatmulDescDestroy(description_);
+  }
+  LtProduct(const LtProduct&) = delete;
+  LtProduct& operator=(const LtProduct&) = delete;
+
+  void run(cublasLtHandle_t lt, const float* a, const float* b, float* c,
+           const DeviceBuffer& workspace, cudaStream_t stream) const {
+    const float one = 1.0F;
+    const float zero = 0.0F;
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatmul(lt, description_, &one, a, a_, b, b_, &zero, c, c_, c, c_,
+                                         &algorithm_, workspace.data(), workspace.bytes(), stream));
+  }
+
+ private:
+  static std::int32_t split_k(const cublasLtMatmulAlgo_t& algorithm) {
+    std::int32_t splits = 1;
+    std::size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                             sizeof splits, &written) != CUBLAS_STATUS_SUCCESS) {
+      return 1;
+    }
+    return splits;
+  }
+
+  void choose_algorithm(cublasLtHandle_t lt, int k) {
+    cublasLtMatmulPreference_t preference = nullptr;
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    const std::size_t workspace_bytes = kCublasWorkspaceBytes;
+    cublasStatus_t status =
+        cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &workspace_bytes, sizeof workspace_bytes);
+    constexpr int kCandidates = 16;
+    cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
+    int count = 0;
+    if (status == CUBLAS_STATUS_SUCCESS) {
+      status = cublasLtMatmulAlgoGetHeuristic(lt, description_, a_, b_, c_, c_, preference,
+                                              kCandidates, results, &count);
+    }
+    cublasLtMatmulPreferenceDestroy(preference);
+    GPUBENCH_CUBLAS_CHECK(status);
+    if (count < 1) throw CudaError("cuBLASLt has no algorithm for an MLP product");
+    algorithm_ = results[0].algo;
+    if (k > kShortReduction || split_k(algorithm_) <= 1) return;
+    for (int i = 1; i < count; ++i) {
+      if (split_k(results[i].algo) <= 1) {
+        algorithm_ = results[i].algo;
+        return;
+      }
+    }
+    // Every candidate splits K: take the first with split-K turned off, if cuBLASLt accepts it.
+    cublasLtMatmulAlgo_t unsplit = results[0].algo;
+    const std::int32_t one_split = 1;
+    cublasLtMatmulHeuristicResult_t check = {};
+    if (cublasLtMatmulAlgoConfigSetAttribute(&unsplit, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one_split,
+                                             sizeof one_split) == CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulAlgoCheck(lt, description_, a_, b_, c_, c_, &unsplit, &check) ==
+            CUBLAS_STATUS_SUCCESS &&
+        check.workspaceSize <= kCublasWorkspaceBytes) {
+      algorithm_ = unsplit;
+    }
+  }
+
+  cublasLtMatmulDesc_t description_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr;
+  cublasLtMatrixLayout_t b_ = nullptr;
+  cublasLtMatrixLayout_t c_ = nullptr;
+  cublasLtMatmulAlgo_t algorithm_ = {};
+};
+
+const MlpSpec& checked(const MlpSpec& spec, int batch) {
+  spec.validate();
+  validate_batch(spec, batch, /*rows_available=*/batch);  // only the lower bound applies here
+  return spec;
+}
+
+std::size_t floats(std::size_t count) { return count * sizeof(float); }
+
+}  // namespace
+
+struct MlpGpuTrainer::Products {
+  LtHandle lt;
+  // Per layer: Z = A W, dW = A^T dZ, dA = dZ W^T (none for the first layer).
+  std::vector<std::unique_ptr<LtProduct>> forward;
+  std::vector<std::unique_ptr<LtProduct>> weight_gradient;
+  std::vector<std::unique_ptr<LtProduct>> input_gradient;
+};
+
+const char* mlp_input_name(MlpInput input) {
+  switch (input) {
+    case MlpInput::resident:
+      return "resident";
+    case MlpInput::pageable:
+      return "pageable";
+    case MlpInput::pinned:
+      return "pinned";
+  }
+  return "unknown";
+}
+
+MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs, const int* labels,
+                             const float* initial_parameters)
+    : spec_(checked(spec, batch)),
+      batch_(batch),
+      pageable_inputs_(floats(static_cast<std::size_t>(batch) * spec.inputs), HostMemory::pageable),
+      pageable_labels_(static_cast<std::size_t>(batch) * sizeof(int), HostMemory::pageable),
+      pinned_inputs_(floats(static_cast<std::size_t>(batch) * spec.inputs), HostMemory::pinned),
+      pinned_labels_(static_cast<std::size_t>(batch) * sizeof(int), HostMemory::pinned),
+      loss_host_(sizeof(float)) {
+  for (int row = 0; row < batch; ++row) {
+    if (labels[row] < 0 || labels[row] >= spec_.classes) {
+      throw std::invalid_argument("label " + std::to_string(labels[row]) + " of row " +
+                                  std::to_string(row) + " is outside 0.." +
+                                  std::to_string(spec_.classes - 1));
+    }
+  }
+  const auto rows = static_cast<std::size_t>(batch);
+  const std::size_t parameter_bytes = floats(spec_.parameter_count());
+  cublas_workspace_ = allocate(kCublasWorkspaceBytes);
+  side_cublas_workspace_ = allocate(kCublasWorkspaceBytes);
+  // The products, row-major through column-major cuBLASLt (kernels/cuda/gemm.hpp): plain fp32
+  // (CUBLAS_COMPUTE_32F, no TF32), so the losses can be compared with the CPU's.
+  products_ = std::make_unique<Products>();
+  for (int layer = 0; layer < spec_.layer_count(); ++layer) {
+    const int fan_in = spec_.fan_in(layer);
+    const int fan_out = spec_.fan_out(layer);
+    const cublasLtHandle_t lt = products_->lt.get();
+    // Z (batch x fan_out) = A W: column-major Z^T = W^T A^T, both operands as stored.
+    products_->forward.push_back(std::make_unique<LtProduct>(
+        lt, CUBLAS_OP_N, CUBLAS_OP_N, fan_out, batch, fan_in, fan_out, fan_in, fan_out));
+    // dW = A^T dZ, row-major fan_in x fan_out. Column-major (the bytes cuBLAS sees), that is
+    // dW^T = dZ^T A: dZ's bytes are the column-major fan_out x batch dZ^T (no transpose) and A's
+    // bytes the column-major fan_in x batch A^T (transposed back by CUBLAS_OP_T).
+    products_->weight_gradient.push_back(std::make_unique<LtProduct>(
+        lt, CUBLAS_OP_N, CUBLAS_OP_T, fan_out, fan_in, batch, fan_out, fan_in, fan_out));
+    // dA = dZ W^T, row-major batch x fan_in; column-major dA^T = W dZ^T: W's bytes are the
+    // column-major fan_out x fan_in W^T (transposed back), dZ's bytes are dZ^T.
+    products_->input_gradient.push_back(
+        layer == 0 ? nullptr
+                   : std::make_unique<LtProduct>(lt, CUBLAS_OP_T, CUBLAS_OP_N, fan_in, batch,
+                                                 fan_out, fan_out, fan_out, fan_in));
+  }
+  parameters_ = allocate(parameter_bytes);
+  initial_parameters_ = allocate(parameter_bytes);
+  gradient_ = allocate(parameter_bytes);
+  inputs_ = allocate(pageable_inputs_.bytes());
+  labels_ = allocate(pageable_labels_.bytes());
+  for (int width : spec_.hidden) {
+    activations_.push_back(allocate(floats(rows * width)));
+    deltas_.push_back(allocate(floats(rows * width)));
+  }
+  logits_ = allocate(floats(rows * spec_.classes));
+  loss_ = allocate(sizeof(float));
+  loss_partials_ = allocate(floats(softmax_cross_entropy_blocks(batch)));
+  loss_counter_ = allocate(sizeof(unsigned));
+  std::size_t bias_partials = 0;
+  std::size_t bias_counters = 0;
+  for (int layer = 0; layer < spec_.layer_count(); ++layer) {
+    bias_partials = std::max(bias_partials, bias_gradient_partials(batch, spec_.fan_out(layer)));
+    bias_counters = std::max(bias_counters, bias_gradient_counters(spec_.fan_out(layer)));
+  }
+  bias_partials_ = allocate(floats(bias_partials));
+  bias_counters_ = allocate(bias_counters * sizeof(unsigned));
+  concurrent_gradients_ = static_cast<long long>(batch) * spec_.widest_layer() <= (1LL << 18);
+
+  std::memcpy(pageable_inputs_.data(), inputs, pageable_inputs_.bytes());
+  std::memcpy(pinned_inputs_.data(), inputs, pinned_inputs_.bytes());
+  std::memcpy(pageable_labels_.data(), labels, pageable_labels_.bytes());
+  std::memcpy(pinned_labels_.data(), labels, pinned_labels_.bytes());
+  const cudaStream_t stream = stream_.get();
+  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(loss_counter_.data(), 0, sizeof(unsigned), stream));
+  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(bias_counters_.data(), 0, bias_counters_.bytes(), stream));
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(inputs_.data(), pinned_inputs_.data(), inputs_.bytes(),
+                                      cudaMemcpyHostToDevice, stream));
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), pinned_labels_.data(), labels_.bytes(),
+                                      cudaMemcpyHostToDevice, stream));
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(initial_parameters_.data(), initial_parameters,
+                                      parameter_bytes, cudaMemcpyHostToDevice, stream));
+  enqueue_reset();
+  stream_.synchronize();
+}
+
+MlpGpuTrainer::~MlpGpuTrainer() = default;
+
+DeviceBuffer MlpGpuTrainer::allocate(std::size_t bytes) {
+  device_bytes_ += bytes;
+  return DeviceBuffer(bytes);
+}
+
+std::size_t MlpGpuTrainer::input_bytes_per_step() const {
+  if (config_.input == MlpInput::resident) return 0;
+  return inputs_.bytes() + labels_.bytes();
+}
+
+void MlpGpuTrainer::enqueue_reset() {
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(parameters_.data(), initial_parameters_.data(),
+                                      parameters_.bytes(), cudaMemcpyDeviceToDevice,
+                                      stream_.get()));
+}
+
+void MlpGpuTrainer::enqueue_input_copy(MlpInput input) {
+  if (input == MlpInput::resident) return;
+  const HostBuffer& host_inputs = input == MlpInput::pinned ? pinned_inputs_ : pageable_inputs_;
+  const HostBuffer& host_labels = input == MlpInput::pinned ? pinned_labels_ : pageable_labels_;
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(inputs_.data(), host_inputs.data(), inputs_.bytes(),
+                                      cudaMemcpyHostToDevice, stream_.get()));
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), host_labels.data(), labels_.bytes(),
+                                      cudaMemcpyHostToDevice, stream_.get()));
+}
+
+void MlpGpuTrainer::enqueue_readback() {
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(loss_host_.data(), loss_.data(), sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream_.get()));
+}
+
+void MlpGpuTrainer::enqueue_step(bool concurrent) {
+  const cudaStream_t stream = stream_.get();
+  const cublasLtHandle_t lt = products_->lt.get();
+  // Where the weight and bias gradients go: the main stream, or the side stream forked from it.
+  const cudaStream_t gradient_stream = concurrent ? side_stream_.get() : stream;
+  const DeviceBuffer& gradient_workspace = concurrent ? side_cublas_workspace_ : cublas_workspace_;
+  const int layers = spec_.layer_count();
+  const int batch = batch_;
+  float* parameters = parameters_.as<float>();
+  float* gradient = gradient_.as<float>();
+  const float* inputs = inputs_.as<float>();
+
+  const float* previous = inputs;
+  for (int layer = 0; layer < layers; ++layer) {
+    const bool last = layer == layers - 1;
+    const int fan_out = spec_.fan_out(layer);
+    float* output = last ? logits_.as<float>() : activations_[layer].as<float>();
+    products_->forward[layer]->run(lt, parameters + spec_.weight_offset(layer), previous, output,
+                                   cublas_workspace_, stream);
+    launch_bias_activation(output, parameters + spec_.bias_offset(layer), batch, fan_out,
+                           /*relu=*/!last, stream);
+    previous = output;
+  }
+  launch_softmax_cross_entropy(logits_.as<float>(), labels_.as<int>(), batch, spec_.classes,
+                               loss_.as<float>(), loss_partials_.as<float>(),
+                               loss_counter_.as<unsigned>(), stream);
+
+  float* delta = logits_.as<float>();
+  for (int layer = layers - 1; layer >= 0; --layer) {
+    const int fan_in = spec_.fan_in(layer);
+    const int fan_out = spec_.fan_out(layer);
+    const float* input = layer == 0 ? inputs : activations_[layer - 1].as<float>();
+    if (concurrent) {
+      gradient_ready_.record(stream);
+      GPUBENCH_CUDA_CHECK(cudaStreamWaitEvent(gradient_stream, gradient_ready_.get(), 0));
+    }
+    products_->weight_gradient[layer]->run(lt, delta, input, gradient + spec_.weight_offset(layer),
+                                           gradient_workspace, gradient_stream);
+    launch_bias_gradient(delta, batch, fan_out, gradient + spec_.bias_offset(layer),
+                         bias_partials_.as<float>(), bias_counters_.as<unsigned>(),
+                         gradient_stream);
+    if (layer == 0) break;
+    float* below = deltas_[layer - 1].as<float>();
+    products_->input_gradient[layer]->run(lt, parameters + spec_.weight_offset(layer), delta, below,
+                                          cublas_workspace_, stream);
+    launch_relu_backward(below, input, static_cast<std::size_t>(batch) * fan_in, stream);
+    delta = below;
+  }
+  if (concurrent) {  // join: the update needs every gradient
+    side_done_.record(gradient_stream);
+    GPUBENCH_CUDA_CHECK(cudaStreamWaitEvent(stream, side_done_.get(), 0));
+  }
+  launch_sgd_update(parameters, gradient, spec_.parameter_count(), spec_.learning_rate, stream);
+}
+
+CudaGraph MlpGpuTrainer::capture(int steps, MlpInput input, bool readback_at_end, bool concurrent) {
+  const cudaStream_t stream = stream_.get();
+  GPUBENCH_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int step = 0; step < steps; ++step) {
+      enqueue_input_copy(input);
+      enqueue_step(concurrent);
+    }
+    if (readback_at_end) enqueue_readback();
+  } catch (...) {
+    // Leave the stream usable: end the broken capture and drop what it recorded.
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(stream, &broken);
+    if (broken != nullptr) cudaGraphDestroy(broken);
+    throw;
+  }
+  return CudaGraph::end_capture(stream);
+}
+
+void MlpGpuTrainer::prepare(const MlpRunConfig& config, int steps) {
+  if (steps < 1) throw std::invalid_argument("an MLP run needs at least one step");
+  if (config.readback_every < 0) throw std::invalid_argument("readback interval must be >= 0");
+  config_ = config;
+  prepared_steps_ = steps;
+  graph_ = CudaGraph();
+  remainder_graph_ = CudaGraph();
+  graph_steps_ = 0;
+  if (config.execution == MlpExecution::eager) return;
+  if (config.input == MlpInput::pageable) {
+    throw std::invalid_argument(
+        "a CUDA graph cannot capture copies from pageable host memory; use input pinned or "
+        "resident");
+  }
+  graph_steps_ =
+      config.readback_every > 0 ? config.readback_every : std::clamp(config.graph_steps, 1, steps);
+  const int full_graphs = steps / graph_steps_;
+  const int remainder = steps % graph_steps_;
+  if (full_graphs > 0) {
+    graph_ = capture(graph_steps_, config.input, config.readback_every > 0, concurrent_gradients_);
+  }
+  if (remainder > 0) {
+    remainder_graph_ = capture(remainder, config.input, false, concurrent_gradients_);
+  }
+  // The first launch of an executable graph uploads it to the device; do that here, not in a
+  // timed run, then undo the training it did.
+  if (full_graphs > 0) graph_.launch(stream_.get());
+  if (remainder > 0) remainder_graph_.launch(stream_.get());
+  enqueue_reset();
+  stream_.synchronize();
+}
+
+void MlpGpuTrainer::run(int steps, std::vector<float>* readback_losses) {
+  const int every = config_.readback_every;
+  const auto read = [&] {
+    stream_.synchronize();
+    if (readback_losses != nullptr) readback_losses->push_back(*loss_host_.as<float>());
+  };
+  if (config_.execution == MlpExecution::eager) {
+    for (int step = 1; step <= steps; ++step) {
+      enqueue_input_copy(config_.input);
+      enqueue_step(/*concurrent=*/false);
+      if (every > 0 && step % every == 0) {
+        enqueue_readback();
+        read();
+      }
+    }
+    return;
+  }
+  if (steps != prepared_steps_) {
+    throw std::logic_error("MlpGpuTrainer::run: graphs were prepared for " +
+                           std::to_string(prepared_steps_) + " steps, not " +
+                           std::to_string(steps));
+  }
+  const int full_graphs = steps / graph_steps_;
+  for (int graph = 0; graph < full_graphs; ++graph) {
+    graph_.launch(stream_.get());
+    if (every > 0) read();  // graph_steps_ == every: each replay ends with the readback
+  }
+  if (steps % graph_steps_ > 0) remainder_graph_.launch(stream_.get());
+}
+
+float MlpGpuTrainer::step_and_read_loss() {
+  enqueue_step(/*concurrent=*/false);
+  enqueue_readback();
+  stream_.synchronize();
+  return *loss_host_.as<float>();
+}
+
+double MlpGpuTrainer::measure_step_seconds(int steps, bool as_graph) {
+  const CudaGraph graph =
+      capture(steps, MlpInput::resident, false, as_graph && concurrent_gradients_);
+  Event start;
+  Event stop;
+  graph.launch(stream_.get());  // upload and warm up
+  start.record(stream_.get());
+  graph.launch(stream_.get());
+  stop.record(stream_.get());
+  stop.synchronize();
+  return Event::seconds_between(start, stop) / steps;
+}
+
+float MlpGpuTrainer::last_loss() {
+  enqueue_readback();
+  stream_.synchronize();
+  return *loss_host_.as<float>();
+}
+
+std::vector<float> MlpGpuTrainer::parameters() {
+  std::vector<float> values(spec_.parameter_count());
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(values.data(), parameters_.data(), parameters_.bytes(),
+                                      cudaMemcpyDeviceToHost, stream_.get()));
+  stream_.synchronize();
+  return values;
+}
+
+}  // namespace gpubench::cuda

@@ -9,11 +9,16 @@ namespace gpubench::cuda {
 
 const char* precision_name(Precision precision) {
   switch (precision) {
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-    case Precision::fp64: return "fp64";
+    case Precision::fp32:
+      return "fp32";
+    case Precision::tf32:
+      return "tf32";
+    case Precision::fp16:
+      return "fp16";
+    case Precision::bf16:
+      return "bf16";
+    case Precision::fp64:
+      return "fp64";
   }
   return "unknown";
 }
@@ -28,23 +33,28 @@ std::optional<Precision> precision_from_name(const std::string& name) {
 std::size_t operand_element_bytes(Precision precision) {
   switch (precision) {
     case Precision::fp16:
-    case Precision::bf16: return 2;
-    case Precision::fp64: return 8;
-    default: return 4;
+    case Precision::bf16:
+      return 2;
+    case Precision::fp64:
+      return 8;
+    default:
+      return 4;
   }
 }
 
-std::size_t output_element_bytes(Precision precision) {
-  return operand_element_bytes(precision);
-}
+std::size_t output_element_bytes(Precision precision) { return operand_element_bytes(precision); }
 
 double operand_unit_roundoff(Precision precision) {
   switch (precision) {
-    case Precision::fp32: return 0x1p-24;
+    case Precision::fp32:
+      return 0x1p-24;
     case Precision::tf32:  // tensor cores round fp32 inputs to 10 explicit mantissa bits
-    case Precision::fp16: return 0x1p-11;
-    case Precision::bf16: return 0x1p-8;
-    case Precision::fp64: return 0x1p-53;
+    case Precision::fp16:
+      return 0x1p-11;
+    case Precision::bf16:
+      return 0x1p-8;
+    case Precision::fp64:
+      return 0x1p-53;
   }
   return 1.0;
 }
@@ -55,9 +65,12 @@ double accumulator_unit_roundoff(Precision precision) {
 
 double output_unit_roundoff(Precision precision) {
   switch (precision) {
-    case Precision::fp16: return 0x1p-11;
-    case Precision::bf16: return 0x1p-8;
-    default: return accumulator_unit_roundoff(precision);
+    case Precision::fp16:
+      return 0x1p-11;
+    case Precision::bf16:
+      return 0x1p-8;
+    default:
+      return accumulator_unit_roundoff(precision);
   }
 }
 
@@ -65,7 +78,9 @@ void convert_operands_from_float(Precision precision, const float* source, void*
                                  std::size_t count) {
   switch (precision) {
     case Precision::fp32:
-    case Precision::tf32: std::memcpy(destination, source, count * sizeof(float)); return;
+    case Precision::tf32:
+      std::memcpy(destination, source, count * sizeof(float));
+      return;
     case Precision::fp16: {
       auto* out = static_cast<__half*>(destination);
       for (std::size_t i = 0; i < count; ++i) out[i] = __float2half_rn(source[i]);
@@ -86,11 +101,14 @@ void convert_operands_from_float(Precision precision, const float* source, void*
 
 double operand_as_double(Precision precision, const void* buffer, std::size_t index) {
   switch (precision) {
-    case Precision::fp16: return __half2float(static_cast<const __half*>(buffer)[index]);
+    case Precision::fp16:
+      return __half2float(static_cast<const __half*>(buffer)[index]);
     case Precision::bf16:
       return __bfloat162float(static_cast<const __nv_bfloat16*>(buffer)[index]);
-    case Precision::fp64: return static_cast<const double*>(buffer)[index];
-    default: return static_cast<const float*>(buffer)[index];
+    case Precision::fp64:
+      return static_cast<const double*>(buffer)[index];
+    default:
+      return static_cast<const float*>(buffer)[index];
   }
 }
 

@@ -1,10 +1,11 @@
 #pragma once
 // The GEMM precisions of the GPU path and how their operands are stored.
 //
-// fp16 and bf16 operands are 2-byte types accumulated in fp32 with an fp32 output (CUBLAS_COMPUTE_32F),
-// tf32 reads fp32 operands and lets the tensor cores round them to 10 mantissa bits, fp32 and fp64
-// are the classic SGEMM/DGEMM. C has the operand type (fp16 and bf16 outputs are rounded from the
-// fp32 accumulator, as in frameworks' matmul), except tf32 whose C is fp32.
+// fp16 and bf16 operands are 2-byte types accumulated in fp32 with an fp32 output
+// (CUBLAS_COMPUTE_32F), tf32 reads fp32 operands and lets the tensor cores round them to 10
+// mantissa bits, fp32 and fp64 are the classic SGEMM/DGEMM. C has the operand type (fp16 and bf16
+// outputs are rounded from the fp32 accumulator, as in frameworks' matmul), except tf32 whose C is
+// fp32.
 
 #include <cstddef>
 #include <optional>

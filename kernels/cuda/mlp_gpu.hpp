@@ -1,0 +1,156 @@
+#pragma once
+// The tiny MLP trained on the GPU the way a framework does it, and the same step captured in a CUDA
+// graph.
+//
+// One SGD step (network and parameter layout as in kernels/cpu/mlp.hpp; L = layers) is 6L
+// operations, each its own launch:
+//   forward, per layer:   Z = A W (cuBLAS), Z += b and ReLU (kernel)                     2L
+//   loss:                 softmax cross-entropy, dZ and the mean loss (kernel)            1
+//   backward, per layer:  dW = A^T dZ (cuBLAS), db = column sums of dZ (kernel)           2L
+//                         below the first layer: dA = dZ W^T (cuBLAS), ReLU mask (kernel) 2(L-1)
+//   update:               parameters -= lr * gradient, all layers at once (kernel)        1
+// Row-major products through column-major cuBLAS(Lt) as kernels/cuda/gemm.hpp explains; the
+// backward products use transpose flags instead of copies (see mlp_gpu.cu). Every step trains on
+// the same batch; the loss stays on the device unless a readback copies it to the host.
+// The products go through cuBLASLt with the algorithm chosen once per shape: its heuristic's
+// first choice, except that a product with a short reduction (k <= 256) takes the best algorithm
+// without split-K. cuBLAS's own choice for Iris's tiny products splits K and adds a reduction
+// kernel to every product (10 kernels instead of 5 per step, measured with Nsight Compute on an
+// H100), which costs more than the parallelism it buys when k is a few hundred at most.
+//
+// Eager: the 6L launches are issued from the host every step, one after the other on one stream.
+// Graph: `graph_steps` consecutive steps (with their input copies and the loss readback) are
+// captured once and replayed, so a replay costs one launch however many operations it holds; the
+// capture also lets each layer's weight and bias gradients run beside the input-gradient chain
+// (a second stream forked and joined inside the capture), which a graph replays as parallel
+// branches: the same operations, a shorter critical path. Only for small steps (batch x widest
+// layer <= 2^18), where each kernel leaves most of the GPU idle; larger kernels fill the GPU
+// alone, and running two at once was measured slower (65536 x 64: 449 vs 381 us per step).
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "harness/cuda_resources.hpp"
+#include "harness/host_buffer.hpp"
+#include "kernels/cpu/mlp.hpp"
+
+namespace gpubench::cuda {
+
+// Where each step's batch comes from: already on the device (uploaded once), or copied from
+// host memory before every step, like a data loader (pageable: an ordinary host array; pinned:
+// page-locked).
+enum class MlpInput { resident, pageable, pinned };
+const char* mlp_input_name(MlpInput input);
+
+enum class MlpExecution { eager, graph };
+
+struct MlpRunConfig {
+  MlpExecution execution = MlpExecution::eager;
+  // Copy the loss to the host and wait for it (like loss.item()) after every `readback_every`-th
+  // step; 0 = never.
+  int readback_every = 0;
+  MlpInput input = MlpInput::resident;
+  // Graph only: steps captured per graph. With readbacks it is forced to readback_every, so the
+  // readback ends each replay.
+  int graph_steps = 1;
+};
+
+class MlpGpuTrainer {
+ public:
+  // Validates the network (std::invalid_argument naming the problem), allocates every device
+  // buffer once, uploads the batch (batch x spec.inputs, row-major; labels in 0..classes-1) and the
+  // initial parameters, and keeps host copies of the batch for the input-transfer variants.
+  MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs, const int* labels,
+                const float* initial_parameters);
+  ~MlpGpuTrainer();
+  MlpGpuTrainer(const MlpGpuTrainer&) = delete;
+  MlpGpuTrainer& operator=(const MlpGpuTrainer&) = delete;
+  MlpGpuTrainer(MlpGpuTrainer&&) = delete;
+  MlpGpuTrainer& operator=(MlpGpuTrainer&&) = delete;
+
+  // Sets the mode for run(steps). For graphs it captures and instantiates them now, outside any
+  // timing: one graph of graph_steps steps, and one for the remainder of `steps` if any.
+  void prepare(const MlpRunConfig& config, int steps);
+
+  // Enqueues a device-to-device copy of the initial parameters: every run starts from them.
+  void enqueue_reset();
+
+  // Trains `steps` SGD steps in the prepared mode (steps must be what prepare() was given for
+  // graphs). Returns once the last step is enqueued, or once its readback is on the host. Losses
+  // read back are appended to `readback_losses` when it is non-null.
+  void run(int steps, std::vector<float>* readback_losses);
+
+  // One eager step followed by a synchronous readback of its loss (validation and warm-up).
+  float step_and_read_loss();
+
+  // GPU time of one step with nothing else in the way: `steps` steps captured in a graph and
+  // replayed, CUDA-event time / steps; ordered as the graph variant runs them when `as_graph`,
+  // else one after the other as eager issues them. Trains the parameters; reset afterwards.
+  double measure_step_seconds(int steps, bool as_graph);
+
+  // Synchronous reads (they wait for the stream): the loss of the last step, the parameters.
+  float last_loss();
+  std::vector<float> parameters();
+
+  cudaStream_t stream() const { return stream_.get(); }
+  const MlpSpec& spec() const { return spec_; }
+  int batch() const { return batch_; }
+  // Operations per step (a cuBLAS product counts as one launch): 6 x layers.
+  int launches_per_step() const { return 6 * spec_.layer_count(); }
+  std::size_t input_bytes_per_step() const;
+  std::size_t device_bytes() const { return device_bytes_; }
+  int graph_steps() const { return graph_steps_; }
+
+ private:
+  // `concurrent` (only while capturing): weight and bias gradients on the side stream.
+  void enqueue_step(bool concurrent);
+  void enqueue_input_copy(MlpInput input);
+  void enqueue_readback();
+  CudaGraph capture(int steps, MlpInput input, bool readback_at_end, bool concurrent);
+  DeviceBuffer allocate(std::size_t bytes);
+
+  MlpSpec spec_;
+  int batch_;
+  std::size_t device_bytes_ = 0;
+  Stream stream_;
+  Stream side_stream_;    // gradient branches inside a graph capture
+  Event gradient_ready_;  // fork: this layer's dZ is complete
+  Event side_done_;       // join: every weight and bias gradient is complete
+  struct Products;        // cuBLASLt handle and the planned products (mlp_gpu.cu)
+  std::unique_ptr<Products> products_;
+  DeviceBuffer cublas_workspace_;       // for products on stream_
+  DeviceBuffer side_cublas_workspace_;  // for products on side_stream_
+  DeviceBuffer parameters_;
+  DeviceBuffer initial_parameters_;
+  DeviceBuffer gradient_;
+  DeviceBuffer inputs_;
+  DeviceBuffer labels_;
+  std::vector<DeviceBuffer> activations_;  // each hidden layer, batch x width
+  DeviceBuffer logits_;                    // batch x classes, becomes dZ of the last layer
+  // dZ of each hidden layer, batch x width: one buffer per layer (not two reused in turn), so a
+  // gradient branch still reading a layer's dZ never races with the chain writing a lower one.
+  std::vector<DeviceBuffer> deltas_;
+  DeviceBuffer loss_;
+  DeviceBuffer loss_partials_;
+  DeviceBuffer loss_counter_;
+  // Bias-gradient scratch, shared by the layers: their bias gradients run one after the other on
+  // one stream (the main one, or the side one inside a graph).
+  DeviceBuffer bias_partials_;
+  DeviceBuffer bias_counters_;
+  bool concurrent_gradients_ = false;  // graphs: gradient branches beside the chain
+  HostBuffer pageable_inputs_;
+  HostBuffer pageable_labels_;
+  HostBuffer pinned_inputs_;
+  HostBuffer pinned_labels_;
+  PinnedHostBuffer loss_host_;
+  MlpRunConfig config_;
+  int prepared_steps_ = 0;
+  int graph_steps_ = 0;
+  CudaGraph graph_;            // graph_steps_ steps, when prepared_steps_ >= graph_steps_
+  CudaGraph remainder_graph_;  // prepared_steps_ % graph_steps_ steps, when that is not 0
+};
+
+}  // namespace gpubench::cuda
