@@ -353,3 +353,53 @@ def test_mlp_rows_of_deeper_nets_and_input_copies_stay_out_of_the_main_charts() 
     batches, hiddens, grid = speedup_grid(one_layer, "eager")
     assert batches == [1, 16, 256, 4096, 65536] and hiddens == [8, 64, 512, 4096]
     assert all(math.isfinite(v) for row in grid for v in row)
+
+
+# --- several files of one machine ------------------------------------------------------------
+
+
+def _ctx(**extra: Any) -> dict[str, Any]:
+    return {**GPU_CONTEXT, "cpu_logical_cpus": "16", **extra}
+
+
+def test_same_machine_compares_gpu_cpu_threads_and_host_where_both_have_one() -> None:
+    from gpubench_tools.dataset import same_machine
+
+    assert same_machine(_ctx(host_name="a"), _ctx(host_name="a", date="later"))
+    assert same_machine(_ctx(host_name="a"), _ctx())  # host recorded in one file only
+    assert not same_machine(_ctx(host_name="a"), _ctx(host_name="b"))
+    assert not same_machine(_ctx(), _ctx(gpu="NVIDIA Other GPU"))
+    assert not same_machine(_ctx(), _ctx(cpu_model="Other CPU"))
+    assert not same_machine(_ctx(), _ctx(cpu_logical_cpus="32"))
+    assert not same_machine({}, {})  # a context that names no hardware identifies nothing
+
+
+def test_files_of_one_machine_merge_and_shared_benchmarks_become_repetitions(
+    tmp_path: Path,
+) -> None:
+    counters = {"m": 64.0, "n": 64.0, "k": 64.0, "flop": 2.0 * 64**3, "pct_peak": 40.0}
+    label = "dtype=fp32 shape=square"
+    shared = "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1"
+    only_b = "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:2"
+    a = write_bench_json(
+        tmp_path / "a.json", [gb_row(shared, 1e-5, counters, label)], _ctx(host_name="n1")
+    )
+    b = write_bench_json(
+        tmp_path / "b.json",
+        [
+            gb_row(shared, 3e-5, counters, label, repetitions=2),
+            gb_row(shared, 2e-5, counters, label, repetition_index=1, repetitions=2),
+            gb_row(only_b, 4e-5, dict(counters, threads=2.0), label),
+        ],
+        _ctx(host_name="n1", date="later"),
+    )
+    (src,), warnings = load_sources([str(a), str(b)])
+    assert src.paths == [str(a), str(b)] and src.tag == "" and src.label == "Test GPU"
+    assert src.report.context.get("date") is None  # the context of the first file
+    points = {p.run_name: p for p in src.points}
+    assert set(points) == {shared, only_b}
+    assert points[shared].repetitions == 3
+    assert points[shared].time == pytest.approx(2e-5)  # median of 1, 3 and 2 us
+    (warning,) = warnings
+    assert "1 benchmark appears in more than one of" in warning
+    assert "treated as repetitions" in warning and shared in warning

@@ -244,3 +244,75 @@ def test_partial_runs_still_make_a_report(
     assert md.startswith("# gpubench report")
     if not prefix.startswith("mlp"):
         assert "No MLP data" in md
+
+
+def _split_h100(tmp_path: Path) -> tuple[Path, Path]:
+    """The H100 fixture as one session writes it with one file per workload: matmul and
+    overhead probes in one file, the MLP rows in another, the same context in both."""
+    doc = json.loads((FIXTURES / "h100.json").read_text())
+    mlp = [r for r in doc["benchmarks"] if r["name"].startswith("mlp/")]
+    rest = [r for r in doc["benchmarks"] if not r["name"].startswith("mlp/")]
+    a, b = tmp_path / "h100-matmul.json", tmp_path / "h100-mlp.json"
+    a.write_text(json.dumps({"context": doc["context"], "benchmarks": rest}))
+    later = dict(doc["context"], date="2026-01-01T12:00:00+00:00", load_avg=[0.1, 0.1, 0.1])
+    b.write_text(json.dumps({"context": later, "benchmarks": mlp}))
+    return a, b
+
+
+def test_two_files_from_one_machine_are_merged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], h100_report: dict[str, Any]
+) -> None:
+    a, b = _split_h100(tmp_path)
+    code, _, err = run_report([str(a), str(b), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    # One machine, labelled by its device name alone, with both files on the inputs line.
+    assert "Inputs: h100-matmul.json + h100-mlp.json (H100 80GB HBM3 with Intel Xeon " in md
+    assert "2 files from one machine, merged" in md
+    assert "h100-matmul)" not in md and "h100-mlp)" not in md
+    assert "|  | H100 80GB HBM3 (h100-matmul.json + h100-mlp.json) |" in md
+    # The matmul sentence and the MLP sentence both, and no "missing data" sentence for either.
+    assert "H100 80GB HBM3 against Intel Xeon Platinum 8480+: at n=" in md
+    assert "it overtakes the CPU at n~230 (compute-only: n~40)" in md
+    assert (
+        "H100 80GB HBM3: on Iris the eager GPU path spends 95% of each epoch on 14 launches" in md
+    )
+    for missing in (
+        "no MLP data",
+        "No MLP data",
+        "no GPU matrix-multiplication rows",
+        "no overhead probe rows",
+    ):
+        assert missing not in md
+    # One series: one breakdown and one heatmap, named by the device alone.
+    written = {p.stem for p in (tmp_path / "r").glob("*.png")}
+    assert written == set(GPU_CHARTS)
+    # Merging the halves tells the same story as the single file they came from.
+    whole = (h100_report["out"] / "report.md").read_text()
+    assert (
+        md.split("## Summary")[1].split("## Hardware")[0]
+        == whole.split("## Summary")[1].split("## Hardware")[0]
+    )
+    assert (
+        md.split("## 1. Speedup")[1].split("## Failed")[0]
+        == whole.split("## 1. Speedup")[1].split("## Failed")[0]
+    )
+    # The failed row keeps the file it came from; no repetition warning without shared names.
+    assert "| h100-matmul.json | matmul/gpu/" in md
+    assert "treated as repetitions" not in err
+
+
+def test_files_of_machines_that_differ_only_in_host_stay_separate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = _split_h100(tmp_path)
+    doc = json.loads(b.read_text())
+    doc["context"]["host_name"] = "other-node"
+    b.write_text(json.dumps(doc))
+    code, _, err = run_report([str(a), str(b), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    # Same device names on two hosts: told apart by host name, each with its own sentences.
+    assert "H100 80GB HBM3 (h100-node)" in md and "H100 80GB HBM3 (other-node)" in md
+    assert "H100 80GB HBM3 (h100-node): no MLP data." in md
+    assert "merged" not in md.split("## Summary")[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,6 @@ from .charts_common import (
     ChartFile,
     Line2D,
     log2_size_axis,
-    log_flop_axis,
     log_time_axis,
     new_figure,
     pct_axis,
@@ -187,65 +187,105 @@ def chart_speedup_square(sources: list[Source], out: Path) -> ChartFile | None:
     )
 
 
+_SHAPE_FAMILIES = {"mlp_layer": "MLP layers", "deepbench": "DeepBench"}
+
+
 def chart_speedup_shapes(sources: list[Source], out: Path) -> ChartFile | None:
-    """Non-square families (MLP layers, DeepBench) have no single size: x is the flop count."""
+    """Non-square families (MLP layers, DeepBench) have no single size, and different shapes
+    can share a flop count: one x slot per shape (grouped by family, ordered by work), named
+    m x n x k under the axis, with one marker per precision and file side by side."""
     rows = []
     for si, src in enumerate(sources):
-        for shape in ("mlp_layer", "deepbench"):
+        for shape in _SHAPE_FAMILIES:
             rows += [(si, shape, s) for s in speedup_series(src, shape)]
     if not rows:
         return None
+    families = [f for f in _SHAPE_FAMILIES if any(sh == f for _, sh, _ in rows)]
     panels = [(v, t) for v, t in _PANELS if any(s.variant == v for _, _, s in rows)]
-    fig, axes = new_figure(1, len(panels), w=4.6, h=4.3, sharey=True)
-    shape_marker = {"mlp_layer": "o", "deepbench": "s"}
-    for ax, (variant, title) in zip(axes, panels):
-        for si, shape, s in rows:
-            if s.variant != variant:
-                continue
-            color = DTYPE_COLORS.get(s.dtype, "0.3")
-            style = source_style(si)
-            ax.plot(s.xs, s.speedup, color=color, ls=style["linestyle"], lw=0.8, alpha=0.6)
-            ax.scatter(s.xs, s.speedup, color=color, marker=shape_marker[shape], s=22, zorder=3)
-            err = np.array([np.array(s.speedup) - s.lo, np.array(s.hi) - s.speedup])
-            ax.errorbar(s.xs, s.speedup, yerr=err, fmt="none", ecolor=color, lw=0.8)
-        if variant == panels[0][0]:
-            _label_shapes(ax, [s for si, _, s in rows if si == 0 and s.variant == variant])
-        ax.axhline(1.0, color="black", lw=1.0, ls="--", zorder=1)
-        ax.set_title(title)
-        log_flop_axis(ax)
-    ratio_axis(axes[0], "speedup = CPU time / GPU time")
-    for ax in axes[1:]:
-        ax.set_ylabel("")
+    slots: list[list[tuple[int, int, tuple[int, int, int]]]] = []
+    for variant, _ in panels:
+        keys = {
+            (families.index(shape), math.prod(g.mnk), g.mnk)
+            for _, shape, s in rows
+            if s.variant == variant
+            for g in s.gpu
+        }
+        slots.append(sorted(keys))
     dtypes = sorted(
         {s.dtype for _, _, s in rows},
         key=lambda d: list(DTYPE_COLORS).index(d) if d in DTYPE_COLORS else 9,
     )
-    handles = [Line2D([], [], color=DTYPE_COLORS.get(d, "0.3"), lw=2, label=d) for d in dtypes]
-    handles += [
-        Line2D([], [], color="0.3", marker=m, ls="", label=f"shape={sh} (m x n x k)")
-        for sh, m in shape_marker.items()
-        if any(shape == sh for _, shape, _ in rows)
+    combos = sorted({(si, s.dtype) for si, _, s in rows}, key=lambda c: (c[0], dtypes.index(c[1])))
+    step = min(0.22, 0.7 / max(1, len(combos)))
+    dodge = {c: (i - (len(combos) - 1) / 2) * step for i, c in enumerate(combos)}
+    fig, axes = new_figure(
+        1,
+        len(panels),
+        w=max(3.2, 0.45 * max(len(k) for k in slots) + 1.0),
+        h=4.4,
+        sharey=True,
+        gridspec_kw={"width_ratios": [max(1, len(k)) for k in slots]},
+    )
+    for ax, (variant, title), keys in zip(axes, panels, slots):
+        index = {(fam, mnk): i for i, (fam, _, mnk) in enumerate(keys)}
+        for si, shape, s in rows:
+            if s.variant != variant:
+                continue
+            color = DTYPE_COLORS.get(s.dtype, "0.3")
+            fam = families.index(shape)
+            xs = [index[(fam, g.mnk)] + dodge[(si, s.dtype)] for g in s.gpu]
+            err = np.array([np.array(s.speedup) - s.lo, np.array(s.hi) - s.speedup])
+            ax.errorbar(
+                xs,
+                s.speedup,
+                yerr=err,
+                fmt=str(source_style(si)["marker"]),
+                ms=5,
+                color=color,
+                ecolor=color,
+                elinewidth=0.8,
+                lw=0,
+                zorder=3,
+            )
+        ax.axhline(1.0, color="black", lw=1.0, ls="--", zorder=1)
+        ax.set_xticks(range(len(keys)))
+        ax.set_xticklabels(
+            [f"{m}x{n}x{k}" for _, _, (m, n, k) in keys],
+            rotation=35,
+            ha="right",
+            rotation_mode="anchor",
+            fontsize=7.5,
+        )
+        ax.set_xlim(-0.6, len(keys) - 0.4)
+        ax.grid(axis="x", visible=False)
+        # Family names over their slots, with a divider where one family ends.
+        for fam_i, fam in enumerate(families):
+            where = [i for i, (f, _, _) in enumerate(keys) if f == fam_i]
+            if not where:
+                continue
+            if where[0] > 0:
+                ax.axvline(where[0] - 0.5, color="0.6", lw=0.8)
+            ax.text(
+                (where[0] + where[-1]) / 2,
+                1.0,
+                _SHAPE_FAMILIES[fam],
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=7.5,
+                color="0.35",
+            )
+        ax.set_title(title, pad=14)
+        ax.set_xlabel("GEMM shape m x n x k (ordered by work, 2mnk flop)")
+    ratio_axis(axes[0], "speedup = CPU time / GPU time")
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    handles = [
+        Line2D([], [], color=DTYPE_COLORS.get(d, "0.3"), marker="o", ls="", label=d) for d in dtypes
     ]
     handles += _source_legend(fig, sources)
     _fig_legend(fig, handles, 6)
     return save(fig, out, "speedup_shapes", "GPU speedup for MLP-layer and DeepBench GEMM shapes")
-
-
-def _label_shapes(ax: Axes, series: list[SpeedupSeries]) -> None:
-    """Name each GEMM shape once (first panel, first file); alternate below/above in x order so
-    neighbouring labels do not collide."""
-    pts = sorted((x, y, g.mnk) for s in series for g, x, y in zip(s.gpu, s.xs, s.speedup))
-    for j, (x, y, (m, n, k)) in enumerate(pts):
-        below = j % 2 == 0
-        ax.annotate(
-            f"{m}x{n}x{k}",
-            (x, y),
-            textcoords="offset points",
-            xytext=(5, -11) if below else (-5, 7),
-            ha="left" if below else "right",
-            fontsize=6.5,
-            color="0.3",
-        )
 
 
 def chart_breakdown(src: Source, model: OverheadModel | None, out: Path) -> ChartFile | None:

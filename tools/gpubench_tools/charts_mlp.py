@@ -150,7 +150,7 @@ def chart_heatmap(src: Source, out: Path) -> ChartFile | None:
         ax.set_ylabel("hidden width")
         ax.set_title(f"GPU {variant} vs best CPU")
         ax.grid(False)
-    cbar = fig.colorbar(im, ax=axes, shrink=0.85)
+    cbar = fig.colorbar(im, ax=axes, shrink=0.85, pad=0.01, aspect=25)
     ticks = [t for t in range(-int(span), int(span) + 1)]
     cbar.set_ticks(ticks)
     cbar.set_ticklabels([f"{10.0**t:g}x" for t in ticks])

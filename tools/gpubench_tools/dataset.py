@@ -12,10 +12,18 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .benchjson import BenchReport, BenchRow, iteration_rows, load_report
 
-__all__ = ["Point", "Source", "load_sources", "short_gpu_name", "short_cpu_name"]
+__all__ = [
+    "Point",
+    "Source",
+    "load_sources",
+    "same_machine",
+    "short_gpu_name",
+    "short_cpu_name",
+]
 
 
 @dataclass
@@ -111,15 +119,29 @@ def short_cpu_name(name: str) -> str:
 
 @dataclass
 class Source:
-    """One input file: its context, its points and the names used to label it in charts."""
+    """One machine: the context, the points and the names used to label it in charts.
 
-    path: str
+    Several input files recorded on the same hardware (for example one file per workload of
+    one session) are merged into one Source; `paths` lists them in the order given.
+    """
+
+    paths: list[str]
     report: BenchReport
     points: list[Point]
     gpu_name: str | None
     cpu_name: str
-    tag: str = ""  # disambiguates two files from identical hardware
-    failed: list[BenchRow] = field(default_factory=list)
+    tag: str = ""  # disambiguates two machines whose device names are the same
+    failed: list[tuple[str, BenchRow]] = field(default_factory=list)  # (file, row)
+
+    @property
+    def path(self) -> str:
+        """The input file(s) as one string for sentences: "a.json" or "a.json + b.json"."""
+        return " + ".join(self.paths)
+
+    @property
+    def file_names(self) -> str:
+        """The base names of the input file(s), for headers and the inputs line."""
+        return " + ".join(Path(p).name for p in self.paths)
 
     @property
     def has_gpu(self) -> bool:
@@ -215,29 +237,112 @@ def points_of(report: BenchReport) -> list[Point]:
     return points
 
 
+_MACHINE_KEYS = ("gpu", "cpu_model", "cpu_logical_cpus")
+
+
+def _ctx_str(context: dict[str, Any], key: str) -> str | None:
+    value = context.get(key)
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """True when two contexts describe the same hardware: the same GPU, CPU model and logical
+    CPU count, and the same host name where both files record one.
+
+    A context that names neither a GPU nor a CPU identifies nothing and never matches.
+    """
+    gpu = _ctx_str(a, "gpu")
+    if _ctx_str(a, "cpu_model") is None and (gpu is None or gpu.lower() == "none"):
+        return False
+    if any(_ctx_str(a, k) != _ctx_str(b, k) for k in _MACHINE_KEYS):
+        return False
+    ha, hb = _ctx_str(a, "host_name"), _ctx_str(b, "host_name")
+    return ha is None or hb is None or ha == hb
+
+
+def _failed_rows(report: BenchReport) -> list[BenchRow]:
+    failed = [r for r in report.rows if r.error is not None and r.run_type == "iteration"]
+    # One line per failed benchmark, not per repetition.
+    seen: set[str] = set()
+    return [r for r in failed if not (r.run_name in seen or seen.add(r.run_name))]
+
+
+def _merge(reports: list[BenchReport]) -> tuple[BenchReport, list[str]]:
+    """One report from files of the same machine: rows concatenated, context of the first.
+
+    A benchmark present in more than one file is reduced over all its rows (median), as if
+    they were repetitions; the returned warnings say so.
+    """
+    first = reports[0]
+    if len(reports) == 1:
+        return first, []
+    warnings: list[str] = []
+    names_in: dict[str, list[str]] = {}
+    for rep in reports:
+        for name in sorted({r.run_name for r in iteration_rows(rep)}):
+            names_in.setdefault(name, []).append(rep.path)
+    shared = [name for name, files in names_in.items() if len(files) > 1]
+    if shared:
+        files = sorted({f for name in shared for f in names_in[name]})
+        what = "benchmark appears" if len(shared) == 1 else "benchmarks appear"
+        warnings.append(
+            f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): "
+            f"their rows are treated as repetitions and reduced to medians "
+            f"(for example {shared[0]})"
+        )
+    merged = BenchReport(
+        path=first.path,
+        context=first.context,
+        rows=[r for rep in reports for r in rep.rows],
+        recovered_from_truncation=any(rep.recovered_from_truncation for rep in reports),
+        warnings=[w for rep in reports for w in rep.warnings],
+    )
+    return merged, warnings
+
+
 def load_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
-    """Load every file (BenchJsonError propagates) and name each by its hardware."""
+    """Load every file (BenchJsonError propagates), merge the files of one machine and name
+    each machine by its hardware.
+
+    Files whose contexts describe the same hardware (see `same_machine`) become one Source;
+    only genuinely different machines stay separate, to be overlaid in the charts.
+    """
+    reports = [load_report(path) for path in paths]
+    groups: list[list[BenchReport]] = []
+    for report in reports:
+        home = next((g for g in groups if same_machine(g[0].context, report.context)), None)
+        if home is None:
+            groups.append([report])
+        else:
+            home.append(report)
+
     sources: list[Source] = []
     warnings: list[str] = []
-    for path in paths:
-        report = load_report(path)
+    for group in groups:
+        report, merge_warnings = _merge(group)
         warnings += report.warnings
+        failed: list[tuple[str, BenchRow]] = []
+        for part in group:
+            rows = _failed_rows(part)
+            if rows:
+                what = (
+                    "benchmark in {} failed or was"
+                    if len(rows) == 1
+                    else "benchmarks in {} failed or were"
+                )
+                warnings.append(
+                    f"{len(rows)} {what.format(part.path)} skipped (listed in the report)"
+                )
+            failed += [(part.path, r) for r in rows]
+        warnings += merge_warnings
         ctx = report.context
         gpu = str(ctx.get("gpu", "none"))
-        failed = [r for r in report.rows if r.error is not None and r.run_type == "iteration"]
-        # One line per failed benchmark, not per repetition.
-        seen: set[str] = set()
-        failed = [r for r in failed if not (r.run_name in seen or seen.add(r.run_name))]
-        if failed:
-            what = (
-                "benchmark in {} failed or was"
-                if len(failed) == 1
-                else "benchmarks in {} failed or were"
-            )
-            warnings.append(f"{len(failed)} {what.format(path)} skipped (listed in the report)")
         sources.append(
             Source(
-                path=path,
+                paths=[part.path for part in group],
                 report=report,
                 points=points_of(report),
                 gpu_name=None if gpu.lower() in ("", "none") else gpu,
@@ -245,9 +350,15 @@ def load_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
                 failed=failed,
             )
         )
-    # Two files from the same machines would get the same legend entry: add the file name.
+    # Two machines with the same device names would get the same legend entry: tell them
+    # apart by host name where every such machine records a different one, else by file.
     names = Counter((s.gpu_name, s.cpu_name) for s in sources)
-    for s in sources:
-        if names[(s.gpu_name, s.cpu_name)] > 1:
-            s.tag = Path(s.path).stem
+    for key, count in names.items():
+        if count < 2:
+            continue
+        twins = [s for s in sources if (s.gpu_name, s.cpu_name) == key]
+        hosts = [_ctx_str(s.report.context, "host_name") for s in twins]
+        by_host = None not in hosts and len(set(hosts)) == len(hosts)
+        for s, host in zip(twins, hosts):
+            s.tag = str(host) if by_host else Path(s.paths[0]).stem
     return sources, warnings

@@ -2,8 +2,10 @@
 
     python -m gpubench_tools.report IN.json [IN2.json ...] --out DIR
 
-Several files (for example from different machines) are overlaid in the same charts and
-labelled with their device names. Exit status: 0 on success, 2 for unusable input.
+Files recorded on the same hardware (same GPU, CPU model and logical CPU count, and host name
+where both record one), such as one file per workload of one session, are merged and reported
+as one machine. Different machines are overlaid in the same charts and labelled with their
+device names. Exit status: 0 on success, 2 for unusable input.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def context_table(sources: list[Source]) -> Table:
         vals = [s.report.context.get(key, "") for s in sources]
         if all(isinstance(v, (str, int, float, bool)) for v in vals):
             rows.append([key] + [str(v) for v in vals])
-    return Table(headers=["", *[f"{s.label} ({Path(s.path).name})" for s in sources]], rows=rows)
+    return Table(headers=["", *[f"{s.label} ({s.file_names})" for s in sources]], rows=rows)
 
 
 def _crossover_table(sources: list[Source]) -> Table | None:
@@ -176,7 +176,7 @@ def _model_table(sources: list[Source], models: list[OverheadModel]) -> Table | 
 
 
 def _failed_table(sources: list[Source]) -> Table | None:
-    rows = [[Path(s.path).name, r.run_name, r.error or ""] for s in sources for r in s.failed]
+    rows = [[Path(f).name, r.run_name, r.error or ""] for s in sources for f, r in s.failed]
     if not rows:
         return None
     return Table(headers=["file", "benchmark", "message"], rows=rows)
@@ -193,9 +193,11 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
     intro = [
         "Inputs: "
         + "; ".join(
-            f"{Path(s.path).name} ({s.label}"
+            f"{s.file_names} ({s.label}"
             + (f" with {s.cpu_label}" if s.gpu_name else ", CPU only")
-            + f", {len(s.points)} benchmarks)"
+            + f", {len(s.points)} benchmarks"
+            + (f", {len(s.paths)} files from one machine, merged" if len(s.paths) > 1 else "")
+            + ")"
             for s in sources
         )
         + "."
@@ -208,7 +210,14 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
         if mlp_points(src):
             summary += mlp_sentences(src, model)[:1]
     sections = [Section("Summary", paragraphs=summary)]
-    sections.append(Section("Hardware and software", tables=[context_table(sources)]))
+    hardware = Section("Hardware and software", tables=[context_table(sources)])
+    for src in sources:
+        if len(src.paths) > 1:
+            hardware.notes.append(
+                f"{src.file_names} record the same hardware ({src.label}) and are reported as one "
+                f"machine; the context shown is that of {Path(src.paths[0]).name}."
+            )
+    sections.append(hardware)
 
     sec = Section("1. Speedup: GPU against CPU (matrix multiplication)")
     sec.notes.append(
@@ -290,7 +299,8 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
             "counter; the share of an epoch spent launching is launches x t_launch (section 4) / t_epoch. "
             "Charts show nets with one hidden layer. GPU bars and lines use the runs that never read "
             "the loss back where those exist (the CPU paths always have it on the host); the "
-            "heatmap compares each GPU path with the fastest CPU run of the same batch and width."
+            "heatmap compares each GPU path with the fastest CPU run of the same batch and width "
+            "('-': no run of that GPU path, or no CPU run, for that cell)."
         )
     sections.append(sec)
 

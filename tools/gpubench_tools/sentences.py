@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Sequence
 
 from .crossover import Crossover, find_crossover
@@ -285,12 +286,15 @@ def overhead_sentences(src: Source, model: OverheadModel) -> list[str]:
             if model.predict(p) is not None and p.c("t_wall", p.time) > 0
         ]
         wp = pts[worst_i]
-        med = sorted(abs(e) for e in errors)[len(errors) // 2]
+        # The same median as the model chart's title, so the two never disagree.
+        med = statistics.median(abs(e) for e in errors)
         side = "below" if errors[worst_i] < 0 else "above"
+        m, n, k = wp.mnk
+        where = f"n={fmt_size(n)}" if wp.shape == "square" else f"{m}x{n}x{k} ({wp.shape})"
         out.append(
             f"The model reproduces the measured end-to-end time within {fmt_pct(med)} "
             f"(median |error| over {len(errors)} runs); the largest deviation is "
-            f"{fmt_pct(abs(errors[worst_i]))} {side} the measurement at n={fmt_size(wp.c('n'))} "
+            f"{fmt_pct(abs(errors[worst_i]))} {side} the measurement at {where} "
             f"({wp.dtype}, {wp.labels.get('host')})."
         )
     return out
