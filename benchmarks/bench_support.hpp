@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace gpubench {
 
@@ -32,6 +33,22 @@ inline std::string segment(const char* name, long long value) {
 }
 inline std::string segment(const char* name, const std::string& value) {
   return std::string("/") + name + ":" + value;
+}
+
+// "hidden:H" for one hidden layer, "hidden:HxL" for L layers of width H.
+inline std::string hidden_segment(const std::vector<int>& hidden) {
+  std::string value = std::to_string(hidden.front());
+  if (hidden.size() > 1) value += "x" + std::to_string(hidden.size());
+  return segment("hidden", value);
+}
+
+// Registers a benchmark whose iteration time the body reports with SetIterationTime (CUDA events
+// or the host clock), in microseconds.
+template <typename... Args>
+void register_manual_time(const std::string& name, Args&&... args) {
+  benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
 }
 
 // Sums of per-iteration phase times; counters report their mean per iteration.

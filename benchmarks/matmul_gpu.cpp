@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "benchmarks/bench_support.hpp"
+#include "benchmarks/gpu_support.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/cuda_check.hpp"
 #include "harness/cuda_resources.hpp"
@@ -43,20 +44,6 @@ struct GemmBytes {
         b(static_cast<std::size_t>(shape.k) * shape.n * cuda::operand_element_bytes(precision)),
         c(static_cast<std::size_t>(shape.m) * shape.n * cuda::output_element_bytes(precision)) {}
 };
-
-// True if `bytes` fit in the device's free memory (with 5% left for cuBLAS's workspace); otherwise
-// reports SkipWithError naming both numbers.
-bool fits_on_device(benchmark::State& state, std::size_t bytes) {
-  std::size_t free_bytes = 0;
-  std::size_t total_bytes = 0;
-  GPUBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (static_cast<double>(bytes) <= 0.95 * static_cast<double>(free_bytes)) return true;
-  const std::string message = "does not fit in device memory: needs " + std::to_string(bytes) +
-                              " bytes, " + std::to_string(free_bytes) + " of " +
-                              std::to_string(total_bytes) + " bytes free";
-  state.SkipWithError(message.c_str());
-  return false;
-}
 
 // Host copies of A and B in the precision's storage type, from fixed-seed uniform values.
 struct HostOperands {
@@ -254,9 +241,7 @@ void register_matmul_gpu(const Sweep& sweep) {
     const std::string name = std::string("matmul/gpu/cublas_kernel") +
                              segment("dtype", cuda::precision_name(precision)) +
                              shape_segments(shape);
-    benchmark::RegisterBenchmark(name.c_str(), matmul_gpu_kernel, precision, shape)
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
+    register_manual_time(name, matmul_gpu_kernel, precision, shape);
   };
   for (Precision precision : cuda::kAllPrecisions) {
     for (const MatmulShape& shape : sweep.gpu_shapes) register_kernel(precision, shape);
@@ -270,9 +255,7 @@ void register_matmul_gpu(const Sweep& sweep) {
                                  segment("dtype", cuda::precision_name(precision)) +
                                  segment("host", host_memory_name(host_memory)) +
                                  shape_segments(shape);
-        benchmark::RegisterBenchmark(name.c_str(), matmul_gpu_e2e, precision, shape, host_memory)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
+        register_manual_time(name, matmul_gpu_e2e, precision, shape, host_memory);
       }
     }
   }

@@ -31,12 +31,6 @@ namespace {
 
 constexpr std::uint64_t kInitialWeightSeed = 1;
 
-std::string hidden_segment(const std::vector<int>& hidden) {
-  std::string value = std::to_string(hidden.front());
-  if (hidden.size() > 1) value += "x" + std::to_string(hidden.size());
-  return segment("hidden", value);
-}
-
 void mlp_cpu(benchmark::State& state, MlpCase mlp_case, bool small, int threads) {
   run_guarded(state, [&] {
     if (small && !cpu::small_path_supported()) {

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "benchmarks/bench_support.hpp"
+#include "benchmarks/gpu_support.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/cuda_check.hpp"
 #include "harness/cuda_resources.hpp"
@@ -148,17 +149,6 @@ bool check_trajectory(benchmark::State& state, const std::vector<float>& referen
     }
   }
   return true;
-}
-
-bool fits_on_device(benchmark::State& state, std::size_t bytes) {
-  std::size_t free_bytes = 0;
-  std::size_t total_bytes = 0;
-  GPUBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (static_cast<double>(bytes) <= 0.95 * static_cast<double>(free_bytes)) return true;
-  const std::string message = "does not fit in device memory: needs " + std::to_string(bytes) +
-                              " bytes, " + std::to_string(free_bytes) + " free";
-  state.SkipWithError(message.c_str());
-  return false;
 }
 
 // What MlpGpuTrainer allocates, before allocating it.
@@ -352,22 +342,9 @@ void mlp_gpu_fused(benchmark::State& state, MlpCase mlp_case) {
   });
 }
 
-std::string hidden_segment(const std::vector<int>& hidden) {
-  std::string value = std::to_string(hidden.front());
-  if (hidden.size() > 1) value += "x" + std::to_string(hidden.size());
-  return segment("hidden", value);
-}
-
 std::string case_segments(const MlpCase& mlp_case, int readback) {
   return segment("data", mlp_case.data) + segment("batch", mlp_case.batch) +
          hidden_segment(mlp_case.hidden) + segment("readback", readback);
-}
-
-template <typename... Args>
-void add(const std::string& name, Args&&... args) {
-  benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace
@@ -376,22 +353,24 @@ void register_mlp_gpu(const Sweep& sweep) {
   for (const MlpCase& mlp_case : sweep.mlp_cases) {
     for (int readback : mlp_case.gpu_readbacks) {
       const std::string segments = case_segments(mlp_case, readback);
-      add("mlp/gpu/eager" + segments, mlp_gpu_stepwise, mlp_case, MlpExecution::eager, readback,
-          MlpInput::resident);
-      add("mlp/gpu/graph" + segments, mlp_gpu_stepwise, mlp_case, MlpExecution::graph, readback,
-          MlpInput::resident);
+      register_manual_time("mlp/gpu/eager" + segments, mlp_gpu_stepwise, mlp_case,
+                           MlpExecution::eager, readback, MlpInput::resident);
+      register_manual_time("mlp/gpu/graph" + segments, mlp_gpu_stepwise, mlp_case,
+                           MlpExecution::graph, readback, MlpInput::resident);
     }
     if (mlp_case.input_transfer) {
       const std::string segments = case_segments(mlp_case, 0);
       for (MlpInput input : {MlpInput::pageable, MlpInput::pinned}) {
-        add("mlp/gpu/eager" + segments + segment("input", cuda::mlp_input_name(input)),
+        register_manual_time(
+            "mlp/gpu/eager" + segments + segment("input", cuda::mlp_input_name(input)),
             mlp_gpu_stepwise, mlp_case, MlpExecution::eager, 0, input);
       }
       // A graph cannot capture a copy from pageable memory: pinned only.
-      add("mlp/gpu/graph" + segments + segment("input", "pinned"), mlp_gpu_stepwise, mlp_case,
-          MlpExecution::graph, 0, MlpInput::pinned);
+      register_manual_time("mlp/gpu/graph" + segments + segment("input", "pinned"),
+                           mlp_gpu_stepwise, mlp_case, MlpExecution::graph, 0, MlpInput::pinned);
     }
-    if (mlp_case.fused) add("mlp/gpu/fused" + case_segments(mlp_case, 0), mlp_gpu_fused, mlp_case);
+    if (mlp_case.fused)
+      register_manual_time("mlp/gpu/fused" + case_segments(mlp_case, 0), mlp_gpu_fused, mlp_case);
   }
 }
 

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "benchmarks/bench_support.hpp"
+#include "benchmarks/gpu_support.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/cuda_check.hpp"
 #include "harness/cuda_resources.hpp"
@@ -131,15 +132,7 @@ void event_record(benchmark::State& state) {
 void transfer(benchmark::State& state, bool host_to_device, HostMemory host_memory,
               std::size_t bytes) {
   run_guarded(state, [&] {
-    std::size_t free_bytes = 0;
-    std::size_t total_bytes = 0;
-    GPUBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (bytes > free_bytes / 2) {
-      const std::string message = "does not fit in device memory: needs " + std::to_string(bytes) +
-                                  " bytes, " + std::to_string(free_bytes) + " free";
-      state.SkipWithError(message.c_str());
-      return;
-    }
+    if (!fits_on_device(state, bytes)) return;
     Stream stream;
     Event start;
     Event stop;
@@ -200,36 +193,30 @@ void synchronize_idle(benchmark::State& state, bool whole_device) {
   });
 }
 
-template <typename... Args>
-void add(const std::string& name, Args&&... args) {
-  benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
-}
-
 }  // namespace
 
 void register_overhead_probes(const Sweep& sweep) {
   for (int kernels : sweep.launch_counts) {
-    add("overhead/launch/burst" + segment("kernels", kernels), launch_burst, kernels);
+    register_manual_time("overhead/launch/burst" + segment("kernels", kernels), launch_burst,
+                         kernels);
   }
-  add("overhead/launch/roundtrip", launch_roundtrip);
+  register_manual_time("overhead/launch/roundtrip", launch_roundtrip);
   for (int nodes : sweep.launch_counts) {
-    add("overhead/launch/graph" + segment("nodes", nodes), launch_graph, nodes);
+    register_manual_time("overhead/launch/graph" + segment("nodes", nodes), launch_graph, nodes);
   }
-  add("overhead/launch/event_record", event_record);
+  register_manual_time("overhead/launch/event_record", event_record);
   for (bool host_to_device : {true, false}) {
     for (HostMemory host_memory : {HostMemory::pinned, HostMemory::pageable}) {
       for (std::size_t bytes : sweep.transfer_bytes) {
         const std::string name = std::string("overhead/") + (host_to_device ? "h2d/" : "d2h/") +
                                  host_memory_name(host_memory) +
                                  segment("bytes", static_cast<long long>(bytes));
-        add(name, transfer, host_to_device, host_memory, bytes);
+        register_manual_time(name, transfer, host_to_device, host_memory, bytes);
       }
     }
   }
-  add("overhead/sync/stream", synchronize_idle, false);
-  add("overhead/sync/device", synchronize_idle, true);
+  register_manual_time("overhead/sync/stream", synchronize_idle, false);
+  register_manual_time("overhead/sync/device", synchronize_idle, true);
 }
 
 }  // namespace gpubench

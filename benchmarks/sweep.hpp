@@ -1,7 +1,7 @@
 #pragma once
-// What the default and the full sweep measure. The default run of `bench` is sized to finish in about
-// three minutes on a 2-core machine without a GPU and five on an H100; the full sweep (`--full`, or
-// GPUBENCH_FULL=1) adds the large sizes.
+// What the default and the full sweep measure. The default run of `bench` is sized to finish in
+// about three minutes on a 2-core machine without a GPU and five on an H100; the full sweep
+// (`--full`, or GPUBENCH_FULL=1) adds the large sizes.
 
 #include <cstddef>
 #include <string>
@@ -33,13 +33,13 @@ struct Sweep {
   bool full = false;
   std::vector<MatmulShape> cpu_shapes;
   std::vector<MatmulShape> cpu_fp64_shapes;
-  std::vector<MatmulShape> gpu_shapes;      // kernel-only, every precision
+  std::vector<MatmulShape> gpu_shapes;        // kernel-only, every precision
   std::vector<MatmulShape> gpu_layer_shapes;  // kernel-only, fp32 and bf16: MLP layers, DeepBench
-  std::vector<MatmulShape> gpu_e2e_shapes;  // end-to-end, fp32 and bf16, pinned and pageable
-  std::vector<int> cpu_threads;             // 1 and all cores
-  std::vector<std::size_t> transfer_bytes;  // 4 B .. 1 GiB
-  std::vector<int> launch_counts;           // kernels per burst / nodes per graph
-  std::vector<MlpCase> mlp_cases;           // tiny-MLP training: iris, digits, synthetic grid
+  std::vector<MatmulShape> gpu_e2e_shapes;    // end-to-end, fp32 and bf16, pinned and pageable
+  std::vector<int> cpu_threads;               // 1 and all cores
+  std::vector<std::size_t> transfer_bytes;    // 4 B .. 1 GiB
+  std::vector<int> launch_counts;             // kernels per burst / nodes per graph
+  std::vector<MlpCase> mlp_cases;             // tiny-MLP training: iris, digits, synthetic grid
 };
 
 Sweep make_sweep(bool full);

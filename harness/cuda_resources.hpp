@@ -12,25 +12,26 @@
 
 namespace gpubench {
 
-// Memory on the device (cudaMalloc).
-class DeviceBuffer {
+// Owns one allocation made by `Allocate` and released by `Release` (both CUDA runtime calls).
+template <cudaError_t (*Allocate)(void**, std::size_t), cudaError_t (*Release)(void*)>
+class CudaMemory {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) GPUBENCH_CUDA_CHECK(cudaMalloc(&data_, bytes_));
+  CudaMemory() = default;
+  explicit CudaMemory(std::size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) GPUBENCH_CUDA_CHECK(Allocate(&data_, bytes_));
   }
-  ~DeviceBuffer() {
-    if (data_ != nullptr) cudaFree(data_);
+  ~CudaMemory() {
+    if (data_ != nullptr) Release(data_);
   }
-  DeviceBuffer(DeviceBuffer&& other) noexcept
+  CudaMemory(CudaMemory&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+  CudaMemory& operator=(CudaMemory&& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(bytes_, other.bytes_);
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CudaMemory(const CudaMemory&) = delete;
+  CudaMemory& operator=(const CudaMemory&) = delete;
 
   void* data() const { return data_; }
   template <typename T>
@@ -43,39 +44,23 @@ class DeviceBuffer {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+namespace detail {
+// Non-template overloads, so their addresses can be template arguments.
+inline cudaError_t device_allocate(void** data, std::size_t bytes) {
+  return cudaMalloc(data, bytes);
+}
+inline cudaError_t host_allocate(void** data, std::size_t bytes) {
+  return cudaMallocHost(data, bytes);
+}
+}  // namespace detail
+
+// Memory on the device (cudaMalloc).
+using DeviceBuffer = CudaMemory<detail::device_allocate, cudaFree>;
 
 // Page-locked host memory (cudaMallocHost): the DMA engines read it directly, so copies run at the
 // link's speed and can be asynchronous.
-class PinnedHostBuffer {
- public:
-  PinnedHostBuffer() = default;
-  explicit PinnedHostBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) GPUBENCH_CUDA_CHECK(cudaMallocHost(&data_, bytes_));
-  }
-  ~PinnedHostBuffer() {
-    if (data_ != nullptr) cudaFreeHost(data_);
-  }
-  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(bytes_, other.bytes_);
-    return *this;
-  }
-  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
-  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
-
-  void* data() const { return data_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
+using PinnedHostBuffer = CudaMemory<detail::host_allocate, cudaFreeHost>;
 
 // A non-blocking stream: it does not synchronise with the legacy default stream, so nothing else
 // in the process serialises with the benchmark's work.

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 import time
 from typing import Any
+
+from benchmark_json import benchmark_row, write_benchmark_file
 
 
 def load_training_rows(path: str, torch: Any) -> tuple[Any, Any]:
@@ -39,9 +40,9 @@ def load_training_rows(path: str, torch: Any) -> tuple[Any, Any]:
 
 def seconds_per_epoch(torch: Any, device: str, x: Any, y: Any, epochs: int, readback: int) -> float:
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(4, 10), torch.nn.ReLU(), torch.nn.Linear(10, 3)
-    ).to(device)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 10), torch.nn.ReLU(), torch.nn.Linear(10, 3)).to(
+        device
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_function = torch.nn.CrossEntropyLoss()
     x, y = x.to(device), y.to(device)
@@ -85,34 +86,17 @@ def main() -> int:
             seconds = seconds_per_epoch(torch, device, x, y, arguments.epochs, readback)
             backend = "gpu" if device == "cuda" else "cpu"
             name = f"mlp/{backend}/torch_eager/data:iris/batch:120/hidden:10/readback:{readback}"
-            rows.append(
-                {
-                    "name": name,
-                    "run_name": name,
-                    "run_type": "iteration",
-                    "repetitions": 1,
-                    "repetition_index": 0,
-                    "threads": 1,
-                    "iterations": 1,
-                    "real_time": seconds * arguments.epochs * 1e6,
-                    "cpu_time": seconds * arguments.epochs * 1e6,
-                    "time_unit": "us",
-                    "label": "data=iris variant=torch_eager input=resident",
-                    "batch": 120,
-                    "hidden": 10,
-                    "readback": readback,
-                    "epochs": arguments.epochs,
-                    "t_epoch": seconds,
-                }
-            )
+            counters = {"batch": 120, "hidden": 10, "readback": readback}
+            counters.update({"epochs": arguments.epochs, "t_epoch": seconds})
+            label = "data=iris variant=torch_eager input=resident"
+            rows.append(benchmark_row(name, seconds * arguments.epochs, 1, label, counters))
             print(f"{name}: {seconds * 1e6:.1f} us per epoch")
     context = {
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
         "torch_version": torch.__version__,
         "torch_threads": str(torch.get_num_threads()),
     }
-    with open(arguments.out, "w", encoding="utf-8") as file:
-        json.dump({"context": context, "benchmarks": rows}, file, indent=1)
+    write_benchmark_file(arguments.out, context, rows)
     return 0
 
 

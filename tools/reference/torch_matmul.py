@@ -12,10 +12,11 @@ Usage: python3 tools/reference/torch_matmul.py --out torch-matmul.json [--sizes 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from typing import Any
+
+from benchmark_json import benchmark_row, write_benchmark_file
 
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp64")
 
@@ -72,27 +73,10 @@ def main() -> int:
             seconds = time_matmul(torch, dtype_name, size, size, size, arguments.iterations)
             flop = 2.0 * size**3
             name = f"matmul/gpu/torch_mm/dtype:{dtype_name}/m:{size}/n:{size}/k:{size}/manual_time"
-            rows.append(
-                {
-                    "name": name,
-                    "run_name": name,
-                    "run_type": "iteration",
-                    "repetitions": 1,
-                    "repetition_index": 0,
-                    "threads": 1,
-                    "iterations": arguments.iterations,
-                    "real_time": seconds * 1e6,
-                    "cpu_time": seconds * 1e6,
-                    "time_unit": "us",
-                    "label": f"dtype={dtype_name} shape=square",
-                    "m": size,
-                    "n": size,
-                    "k": size,
-                    "flop": flop,
-                    "FLOP/s": flop / seconds,
-                    "t_compute": seconds,
-                }
-            )
+            counters = {"m": size, "n": size, "k": size, "flop": flop, "FLOP/s": flop / seconds}
+            label = f"dtype={dtype_name} shape=square"
+            counters["t_compute"] = seconds
+            rows.append(benchmark_row(name, seconds, arguments.iterations, label, counters))
             print(f"{name}: {seconds * 1e6:.1f} us, {flop / seconds / 1e12:.1f} TFLOP/s")
     context = {
         "gpu": torch.cuda.get_device_name(0),
@@ -100,8 +84,7 @@ def main() -> int:
         "cuda_runtime_version": str(torch.version.cuda),
         "timing": "median of CUDA-event times of one torch.mm, L2 flushed before each",
     }
-    with open(arguments.out, "w", encoding="utf-8") as file:
-        json.dump({"context": context, "benchmarks": rows}, file, indent=1)
+    write_benchmark_file(arguments.out, context, rows)
     return 0
 
 
