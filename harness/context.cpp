@@ -10,11 +10,10 @@
 #include "harness/gpu_info.hpp"
 #include "kernels/cpu/gemm.hpp"
 
-#ifndef GPUBENCH_GIT_COMMIT
-#define GPUBENCH_GIT_COMMIT "unknown"
-#endif
-
 namespace gpubench {
+
+// Defined in the generated git_commit.cpp (cmake/write_git_commit.cmake).
+const char* suite_git_commit();
 
 namespace {
 std::string number(double value) {
@@ -33,7 +32,7 @@ std::string version_text(int packed_major_minor) {
 
 void add_custom_context(const std::string& sweep_name) {
   using benchmark::AddCustomContext;
-  AddCustomContext("gpubench_git_commit", GPUBENCH_GIT_COMMIT);
+  AddCustomContext("gpubench_git_commit", suite_git_commit());
   AddCustomContext("gpubench_sweep", sweep_name);
   AddCustomContext("gpubench_cuda_build", GPUBENCH_HAS_CUDA ? "yes" : "no");
 

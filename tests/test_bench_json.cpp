@@ -51,6 +51,9 @@ TEST(BenchJson, ContextDescribesTheMachine) {
     EXPECT_TRUE(context.contains(key)) << "missing context key " << key;
   }
   EXPECT_EQ(context["gpubench_sweep"], "default");
+  // The tests run from a git checkout, so the commit is known (12 hex digits, maybe "+modified").
+  EXPECT_NE(context["gpubench_git_commit"], "unknown");
+  EXPECT_GE(context["gpubench_git_commit"].get<std::string>().size(), 12U);
   EXPECT_NE(context["openblas_config"].get<std::string>().find("OpenBLAS"), std::string::npos);
   if (context["gpu"] != "none") {
     for (const char* key :
