@@ -37,6 +37,8 @@ class TempCsv {
   ~TempCsv() { std::remove(path_.c_str()); }
   TempCsv(const TempCsv&) = delete;
   TempCsv& operator=(const TempCsv&) = delete;
+  TempCsv(TempCsv&&) = delete;
+  TempCsv& operator=(TempCsv&&) = delete;
   const std::string& path() const { return path_; }
 
  private:

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -36,8 +37,9 @@ double reference_loss(const MlpSpec& spec, const std::vector<double>& parameters
                       const std::vector<float>& inputs, const std::vector<int>& labels, int batch) {
   double total = 0;
   for (int row = 0; row < batch; ++row) {
-    std::vector<double> current(inputs.begin() + row * spec.inputs,
-                                inputs.begin() + (row + 1) * spec.inputs);
+    std::vector<double> current(
+        inputs.begin() + static_cast<std::ptrdiff_t>(row) * spec.inputs,
+        inputs.begin() + static_cast<std::ptrdiff_t>(row + 1) * spec.inputs);
     for (int layer = 0; layer < spec.layer_count(); ++layer) {
       const int fan_in = spec.fan_in(layer);
       const int fan_out = spec.fan_out(layer);
@@ -45,7 +47,8 @@ double reference_loss(const MlpSpec& spec, const std::vector<double>& parameters
       for (int j = 0; j < fan_out; ++j) {
         double z = parameters[spec.bias_offset(layer) + j];
         for (int i = 0; i < fan_in; ++i) {
-          z += current[i] * parameters[spec.weight_offset(layer) + i * fan_out + j];
+          z += current[i] *
+               parameters[spec.weight_offset(layer) + static_cast<std::size_t>(i) * fan_out + j];
         }
         next[j] = layer + 1 < spec.layer_count() ? std::max(z, 0.0) : z;
       }

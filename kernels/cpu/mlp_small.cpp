@@ -5,6 +5,7 @@
 #include "kernels/cpu/mlp_small.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -105,6 +106,10 @@ inline Vec log_at_least_one(Vec x) {
 // 3x slower on Iris), and each broadcast weight feeds four FMAs.
 constexpr int kChunksPerBlock = 4;
 constexpr int kBlockLanes = kChunksPerBlock * kLanes;
+// Pointer offsets of chunks 1-3 within a block (compile-time constants).
+constexpr std::ptrdiff_t kChunk1 = kLanes;
+constexpr std::ptrdiff_t kChunk2 = 2 * kChunk1;
+constexpr std::ptrdiff_t kChunk3 = 3 * kChunk1;
 
 // out (fan_out x stride) = act(W^T in + b), in is fan_in x stride, W fan_in x fan_out row-major.
 void forward_layer(const float* __restrict in, int fan_in, const float* __restrict weights,
@@ -123,14 +128,14 @@ void forward_layer(const float* __restrict in, int fan_in, const float* __restri
         const float w = weights[static_cast<std::size_t>(i) * fan_out + j];
         const float* a = in + static_cast<std::size_t>(i) * stride + c;
         acc0 += w * load(a);
-        acc1 += w * load(a + kLanes);
-        acc2 += w * load(a + 2 * kLanes);
-        acc3 += w * load(a + 3 * kLanes);
+        acc1 += w * load(a + kChunk1);
+        acc2 += w * load(a + kChunk2);
+        acc3 += w * load(a + kChunk3);
       }
       store(o + c, relu ? max(acc0, zero) : acc0);
-      store(o + c + kLanes, relu ? max(acc1, zero) : acc1);
-      store(o + c + 2 * kLanes, relu ? max(acc2, zero) : acc2);
-      store(o + c + 3 * kLanes, relu ? max(acc3, zero) : acc3);
+      store(o + c + kChunk1, relu ? max(acc1, zero) : acc1);
+      store(o + c + kChunk2, relu ? max(acc2, zero) : acc2);
+      store(o + c + kChunk3, relu ? max(acc3, zero) : acc3);
     }
     for (; c < stride; c += kLanes) {
       Vec acc = splat(bias[j]);
@@ -196,14 +201,14 @@ void backward_input(const float* __restrict delta, int fan_out, const float* __r
       for (int k = 0; k < fan_out; ++k) {
         const float* d = delta + static_cast<std::size_t>(k) * stride + c;
         acc0 += w[k] * load(d);
-        acc1 += w[k] * load(d + kLanes);
-        acc2 += w[k] * load(d + 2 * kLanes);
-        acc3 += w[k] * load(d + 3 * kLanes);
+        acc1 += w[k] * load(d + kChunk1);
+        acc2 += w[k] * load(d + kChunk2);
+        acc3 += w[k] * load(d + kChunk3);
       }
       store(b + c, load(a + c) > 0.0F ? acc0 : zero);
-      store(b + c + kLanes, load(a + c + kLanes) > 0.0F ? acc1 : zero);
-      store(b + c + 2 * kLanes, load(a + c + 2 * kLanes) > 0.0F ? acc2 : zero);
-      store(b + c + 3 * kLanes, load(a + c + 3 * kLanes) > 0.0F ? acc3 : zero);
+      store(b + c + kChunk1, load(a + c + kChunk1) > 0.0F ? acc1 : zero);
+      store(b + c + kChunk2, load(a + c + kChunk2) > 0.0F ? acc2 : zero);
+      store(b + c + kChunk3, load(a + c + kChunk3) > 0.0F ? acc3 : zero);
     }
     for (; c < stride; c += kLanes) {
       Vec acc{};
