@@ -6,6 +6,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <regex.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -83,6 +84,14 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   if (ran == 0) {
     const std::string filter = flag_value(argc, argv, "--benchmark_filter=");
+    // Google Benchmark compiles the filter as a POSIX extended regular expression.
+    regex_t compiled;
+    if (regcomp(&compiled, filter.c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
+      std::cerr << "gpubench: --benchmark_filter='" << filter
+                << "' is not a valid regular expression\n";
+      return 2;
+    }
+    regfree(&compiled);
     std::cerr << "gpubench: no benchmark matches --benchmark_filter='" << filter << "'"
               << (has_gpu ? "" : " (GPU benchmarks are not available in this run)")
               << "; list the names with --benchmark_list_tests\n";

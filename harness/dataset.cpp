@@ -95,9 +95,9 @@ Dataset load_csv_dataset(const std::string& path, const std::string& name) {
     const std::vector<std::string> fields = split_fields(line);
     const std::string where = path + ":" + std::to_string(line_number) + ": ";
     values.resize(fields.size());
-    bool all_numbers = true;
+    bool any_number = false;
     for (std::size_t i = 0; i < fields.size(); ++i) {
-      all_numbers = all_numbers && parse_number(fields[i], &values[i]);
+      any_number = parse_number(fields[i], &values[i]) || any_number;
     }
     if (first_content_line) {
       first_content_line = false;
@@ -108,7 +108,9 @@ Dataset load_csv_dataset(const std::string& path, const std::string& name) {
                                  "and a label), found " +
                                  std::to_string(columns));
       }
-      if (!all_numbers) continue;  // header
+      // A header has no numeric field; a first row with some numbers is data (and a bad field in
+      // it is reported below instead of the row being dropped as a header).
+      if (!any_number) continue;
     }
     if (fields.size() != columns) {
       throw std::runtime_error(where + "expected " + std::to_string(columns) + " fields, found " +

@@ -105,6 +105,13 @@ TEST(BenchJson, UnknownFilterIsAClearErrorWithExitCode2) {
   EXPECT_NE(run.stderr_text.find("no_such_benchmark_anywhere"), std::string::npos);
 }
 
+TEST(BenchJson, InvalidFilterRegexIsNamedAsSuch) {
+  const auto run = run_bench("--benchmark_filter='['", "", false);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.stderr_text.find("is not a valid regular expression"), std::string::npos)
+      << run.stderr_text;
+}
+
 TEST(BenchJson, UnknownFlagIsRejected) {
   const auto run = run_bench("--benchmark_no_such_flag=1", "", false);
   EXPECT_NE(run.exit_code, 0);

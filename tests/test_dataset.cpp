@@ -158,6 +158,12 @@ TEST(Dataset, MalformedCsvIsAClearErrorWithLineAndField) {
             std::string::npos)
       << error_of(not_a_number.path());
 
+  // Without a header, a bad field in the first row is reported, not mistaken for a header.
+  const TempCsv bad_first_row("5.1,abc,0\n4.9,3.0,1\n");
+  EXPECT_NE(error_of(bad_first_row.path()).find(":1: field 2 'abc' is not a finite number"),
+            std::string::npos)
+      << error_of(bad_first_row.path());
+
   const TempCsv bad_label("f1,f2,label\n1,2,0.5\n");
   EXPECT_NE(error_of(bad_label.path()).find("is not a non-negative integer"), std::string::npos)
       << error_of(bad_label.path());
