@@ -36,7 +36,9 @@ fi
 # Square fp32 GEMMs, one thread: sizes from launch-bound (64) to compute-bound (512) so that both a
 # per-call overhead and a kernel regression show. One thread because cpu_time, which this gate
 # compares, counts only the main thread, and because a second thread would fight the other jobs
-# of a 2-core machine. m:256 is also the reference every time is normalised by.
+# of a 2-core machine. These benchmarks are also the normalisation reference of the thresholds
+# ("normalize" in $GATE_CONFIG): each time is divided by the geometric mean of the median times of
+# the other single-threaded fp32 benchmarks of the same run (itself left out).
 SIZES=(64 192 256 384 512)
 shapes=()
 for s in "${SIZES[@]}"; do shapes+=("m:$s/n:$s/k:$s"); done

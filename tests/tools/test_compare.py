@@ -604,11 +604,75 @@ def test_too_few_repetitions_for_the_u_test_judge_on_ranges() -> None:
     assert any("cannot reach alpha" in n for n in result.notes)
 
 
-def test_single_repetition_compares_ratio_only() -> None:
+def test_single_repetition_is_never_judged_slower_or_faster() -> None:
+    # One repetition a side: "ranges do not overlap" holds for any two numbers, so it is no
+    # evidence; a 2x difference is "too noisy to judge", never a regression.
     result = compare_metric("time", "lower", [100.0], [200.0], Thresholds())
     assert result.p_value is None and math.isnan(result.base.cv)
-    assert result.verdict == "slower"
+    assert result.verdict == "noisy" and not result.fails
+    assert any("n=1: rerun with --benchmark_repetitions>=3 to judge" in n for n in result.notes)
+    assert compare_metric("time", "lower", [200.0], [100.0], Thresholds()).verdict == "noisy"
     assert compare_metric("time", "lower", [100.0], [101.0], Thresholds()).verdict == "same"
+    # Rates too, and a single repetition on one side only.
+    rate = compare_metric("FLOP/s", "higher", [2e9] * 7, [1e9], Thresholds())
+    assert rate.verdict == "noisy"
+    assert any("n=7 vs 1: rerun with --benchmark_repetitions>=3" in n for n in rate.notes)
+
+
+def test_two_repetitions_are_never_judged_slower_or_faster() -> None:
+    result = compare_metric("time", "lower", [100.0, 101.0], [200.0, 201.0], Thresholds())
+    assert result.verdict == "noisy" and not result.fails
+    assert any("n=2: rerun with --benchmark_repetitions>=3 to judge" in n for n in result.notes)
+    faster = compare_metric("time", "lower", [200.0, 201.0], [100.0, 101.0], Thresholds())
+    assert faster.verdict == "noisy"
+
+
+def test_single_repetition_run_exits_0_and_says_to_rerun(pair, capsys, no_default_config) -> None:
+    base_rows = gemm_rows(64, [6.0], with_aggregates=False)
+    base_rows += gemm_rows(512, [2700.0], with_aggregates=False)
+    cont_rows = gemm_rows(64, [6.0], with_aggregates=False)
+    cont_rows += gemm_rows(512, [2 * 2700.0], with_aggregates=False)
+    base, cont = pair(base_rows, cont_rows)
+    code, out, _ = run_cli(capsys, base, cont, "--config", no_default_config)
+    assert code == 0, out
+    assert "SLOWER" not in out and "REGRESSION" not in out
+    assert "1 too noisy to judge, 1 same" in out
+    assert "rerun with --benchmark_repetitions>=3 to judge" in out
+
+
+def test_failure_reason_on_ranges_does_not_claim_p_below_alpha(
+    pair, capsys, no_default_config
+) -> None:
+    # 3 vs 3 separated: smallest p is 0.1, so the ranges decided, not the U test.
+    base, cont = pair(gemm_rows(64, [6.0, 6.1, 5.9]), gemm_rows(64, [9.0, 9.1, 8.9]))
+    code, out, _ = run_cli(capsys, base, cont, "--config", no_default_config)
+    assert code == 1
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("REGRESSION")]
+    assert "ranges do not overlap (p=0.1: too few repetitions for the U test)" in line
+    assert "< 0.05" not in line
+    # With enough repetitions the U test decides and the line says p < alpha.
+    base, cont = pair(gemm_rows(64, samples(6.0, seed=1)), gemm_rows(64, samples(9.0, seed=2)))
+    code, out, _ = run_cli(capsys, base, cont, "--config", no_default_config)
+    assert code == 1
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("REGRESSION")]
+    assert "< 0.05)" in line and "ranges do not overlap" not in line
+
+
+@pytest.mark.parametrize("side", ["baseline", "contender"])
+def test_aggregates_only_file_exits_2_and_says_why(
+    side, pair, capsys, no_default_config, tmp_path
+) -> None:
+    full = sweep(seed=1)
+    aggregates = [r for r in full if r["run_type"] == "aggregate"]
+    base, cont = pair(aggregates, full) if side == "baseline" else pair(full, aggregates)
+    code, out, err = run_cli(capsys, base, cont, "--config", no_default_config)
+    assert code == 2 and out == ""
+    path = base if side == "baseline" else cont
+    assert err == (
+        f"gpubench compare: error: {path}: only aggregate rows (written with "
+        "--benchmark_report_aggregates_only); rerun without it so the repetitions can be "
+        "compared\n"
+    )
 
 
 def test_same_name_different_labels_are_kept_apart(pair) -> None:

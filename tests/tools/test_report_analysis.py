@@ -12,7 +12,7 @@ from conftest import GPU_CONTEXT, gb_row, write_bench_json
 from gpubench_tools.crossover import find_crossover
 from gpubench_tools.dataset import load_sources
 from gpubench_tools.matmul_analysis import speedup_series
-from gpubench_tools.overhead_model import build_model, fit_line
+from gpubench_tools.overhead_model import build_model, copy_count, fit_line
 from gpubench_tools.sentences import (
     breakdown_sentences,
     mlp_sentences,
@@ -226,6 +226,37 @@ def test_launch_costs_and_model_terms(tmp_path: Path) -> None:
     assert terms.compute == pytest.approx(t_compute, rel=1e-9)
     assert terms.launch == pytest.approx(2.5e-6)
     assert terms.total == pytest.approx(terms.h2d + terms.compute + terms.d2h + 2.5e-6 + 4e-6)
+
+
+def test_each_copy_call_pays_alpha(tmp_path: Path) -> None:
+    """The e2e GEMM copies A and B with two cudaMemcpyAsync calls: T_h2d carries 2 alpha."""
+    alpha, beta, n = 7e-6, 25e9, 256
+    rows = _probe_rows(alpha, beta) + _launch_rows(2.5e-6, 4e-6)
+    rows += _square_rows({}, {"kernel": {n: 1e-4}})
+    e2e = _square_rows({}, {"pinned": {n: 1e-3}})
+    e2e[0].update(copies_h2d=2.0, copies_d2h=1.0)
+    path = write_bench_json(tmp_path / "c.json", rows + e2e, GPU_CONTEXT)
+    (src,), _ = load_sources([str(path)])
+    (p,) = src.matmul_e2e()
+    terms = build_model(src).predict(p)
+    assert terms is not None
+    assert terms.h2d == pytest.approx(2 * alpha + 8.0 * n * n / beta, rel=1e-6)
+    assert terms.d2h == pytest.approx(1 * alpha + 4.0 * n * n / beta, rel=1e-6)
+
+
+def test_files_without_copy_counters_count_one_copy_per_phase() -> None:
+    """reports/baselines/h100-80gb-hbm3-matmul.json predates copies_h2d / copies_d2h."""
+    baseline = Path(__file__).resolve().parents[2] / "reports/baselines/h100-80gb-hbm3-matmul.json"
+    (src,), _ = load_sources([str(baseline)])
+    model = build_model(src)
+    points = [p for p in src.matmul_e2e() if model.predict(p) is not None]
+    assert points
+    for p in points:
+        assert not p.has("copies_h2d") and copy_count(p, "h2d") == 1.0
+        terms = model.predict(p)
+        fit = model.copies[("h2d", p.labels.get("host", "pinned"))]
+        assert terms is not None
+        assert terms.h2d == pytest.approx(fit.alpha_s + p.c("bytes_h2d") / fit.beta_bytes_per_s)
 
 
 # --- sentences -------------------------------------------------------------------------------

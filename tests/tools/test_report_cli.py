@@ -50,6 +50,12 @@ def test_every_chart_is_written_and_non_empty(h100_report: dict[str, Any]) -> No
     assert written == set(GPU_CHARTS)
 
 
+def test_model_note_counts_the_copy_calls(h100_report: dict[str, Any]) -> None:
+    md = (h100_report["out"] / "report.md").read_text()
+    assert "T_h2d = copies_h2d * alpha + bytes_h2d / beta" in md
+    assert "2 host-to-device copies (A and B)" in md
+
+
 def test_html_is_self_contained_and_markdown_links_charts(h100_report: dict[str, Any]) -> None:
     out: Path = h100_report["out"]
     html = (out / "report.html").read_text()

@@ -25,7 +25,16 @@ from typing import Any, Sequence
 
 from .benchjson import BenchJsonError, BenchReport, BenchRow, load_report
 from .compare_config import TIME_FIELDS, CompareConfig, ConfigError, load_config
-from .compare_stats import CHANGED, FASTER, NOISY, SAME, SLOWER, MetricResult, compare_metric
+from .compare_stats import (
+    CHANGED,
+    FASTER,
+    MIN_REPETITIONS,
+    NOISY,
+    SAME,
+    SLOWER,
+    MetricResult,
+    compare_metric,
+)
 
 __all__ = ["CompareResult", "BenchComparison", "UsageError", "compare_reports", "main"]
 
@@ -244,6 +253,17 @@ def _context_differences(
     return out
 
 
+def _nothing_measured(report: BenchReport) -> str:
+    """Why a file has no benchmark to compare: the one line for UsageError."""
+    if report.rows and all(row.run_type == "aggregate" for row in report.rows):
+        return (
+            f"{report.path}: only aggregate rows (written with "
+            "--benchmark_report_aggregates_only); rerun without it so the repetitions can be "
+            "compared"
+        )
+    return f"{report.path}: no successfully measured benchmark to compare"
+
+
 def _log_median(values: list[float]) -> float:
     med = statistics.median(values)
     return math.log(med) if med > 0 else math.nan
@@ -312,9 +332,9 @@ def compare_reports(
     newly_failing = [k for k in base_ok if k not in cont_ok and cont_groups.get(k)]
     if not common and not newly_failing:
         if not base_ok:
-            raise UsageError(f"{baseline.path}: no successfully measured benchmark to compare")
+            raise UsageError(_nothing_measured(baseline))
         if not cont_ok:
-            raise UsageError(f"{contender.path}: no successfully measured benchmark to compare")
+            raise UsageError(_nothing_measured(contender))
         raise UsageError(
             f"no common benchmarks: {baseline.path} and {contender.path} share no benchmark name"
         )
@@ -380,6 +400,19 @@ def compare_reports(
                 f"{len(cgroup.errors)} repetition(s) failed in the contender: {cgroup.errors[0]}"
             )
         results.append(BenchComparison(key, bgroup.label, _overall(metrics), metrics, matched))
+
+    few = [
+        b
+        for b in results
+        if b.metrics and min(b.metrics[0].base.n, b.metrics[0].cont.n) < MIN_REPETITIONS
+    ]
+    if few:
+        n = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in few)
+        warnings.append(
+            f"{len(few)} benchmark(s) with fewer than {MIN_REPETITIONS} repetitions on a side "
+            f"(as few as n={n}): not judged slower or faster; rerun with "
+            f"--benchmark_repetitions>={MIN_REPETITIONS} to judge"
+        )
 
     only_base = sorted((k for k in base_groups if k not in cont_groups), key=_natural_key)
     only_cont = sorted((k for k in cont_groups if k not in base_groups), key=_natural_key)

@@ -5,7 +5,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from .compare_stats import CHANGED, FASTER, INFO, NOISY, SAME, SLOWER, MetricResult
+from .compare_stats import (
+    CHANGED,
+    FASTER,
+    INFO,
+    MIN_REPETITIONS,
+    NOISY,
+    SAME,
+    SLOWER,
+    MetricResult,
+)
 
 if TYPE_CHECKING:  # only for type hints: compare imports this module lazily
     from .compare import BenchComparison, CompareResult
@@ -104,11 +113,16 @@ def failure_reason(bench: "BenchComparison") -> str:
                 "(the benchmark's work changed: re-record the baseline if intended)"
             )
         else:
-            evidence = (
-                "ranges do not overlap"
-                if m.p_value is None
-                else f"p={m.p_value:.2g} < {m.thresholds.alpha:g}"
-            )
+            alpha = m.thresholds.alpha
+            if m.p_value is not None and m.p_value < alpha:
+                evidence = f"p={m.p_value:.2g} < {alpha:g}"
+            elif m.p_value is not None:
+                # Significant only because the ranges are apart: the U test could not say so.
+                evidence = (
+                    f"ranges do not overlap (p={m.p_value:.2g}: too few repetitions for the U test)"
+                )
+            else:
+                evidence = "ranges do not overlap"
             parts.append(
                 f"{_metric_name(m)} {m.slowdown:.2f}x worse (limit {m.thresholds.max_ratio:g}x, "
                 f"{evidence})"
@@ -178,7 +192,8 @@ def _thresholds_line(result: "CompareResult") -> str:
     text = (
         f"{result.config.time} compared; "
         f"slower/faster when the median ratio is beyond {t.max_ratio:g}x and the U test gives "
-        f"p < {t.alpha:g}; too noisy above cv {t.max_cv:.0%}"
+        f"p < {t.alpha:g}; too noisy above cv {t.max_cv:.0%}; never with fewer than "
+        f"{MIN_REPETITIONS} repetitions a side"
     )
     if result.config.overrides:
         text += f"; {len(result.config.overrides)} per-name override(s)"

@@ -17,6 +17,7 @@ from scipy.stats import mannwhitneyu
 
 __all__ = [
     "BETTER_CHOICES",
+    "MIN_REPETITIONS",
     "MetricResult",
     "SampleStats",
     "Thresholds",
@@ -36,6 +37,11 @@ SAME = "same"
 NOISY = "noisy"
 CHANGED = "changed"
 INFO = "info"
+
+# Fewest repetitions a side for a slower/faster verdict. With 1 or 2 a side, two ranges that do
+# not overlap are no evidence at all (a single repetition "never overlaps" any other), so the
+# tool would call every difference beyond max_ratio significant.
+MIN_REPETITIONS = 3
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
 # benchmark's arguments, so only float formatting can make them differ.
@@ -198,7 +204,9 @@ def compare_metric(
     slower/faster: the median slowdown is beyond max_ratio (either way) AND the difference is
     significant (U test p < alpha, or with too few repetitions for the test, ranges that do not
     overlap). A spread above max_cv turns that into "noisy" unless the ranges do not overlap at
-    all, because then the noise cannot have produced the difference.
+    all, because then the noise cannot have produced the difference. With fewer than
+    MIN_REPETITIONS on either side nothing is significant: a difference beyond max_ratio is
+    "noisy" (too noisy to judge), anything else "same", and a note asks for more repetitions.
     """
     if better not in BETTER_CHOICES:
         raise ValueError(f"metric {metric!r}: 'better' must be one of {BETTER_CHOICES}")
@@ -245,6 +253,16 @@ def compare_metric(
     p_value: float | None = None
     if base.n >= 2 and cont.n >= 2:
         p_value = _u_test(base.values, cont.values)
+
+    if min(base.n, cont.n) < MIN_REPETITIONS:
+        reps = str(base.n) if base.n == cont.n else f"{base.n} vs {cont.n}"
+        notes.append(
+            f"n={reps}: rerun with --benchmark_repetitions>={MIN_REPETITIONS} to judge "
+            f"(the median moved {slowdown:.2f}x)"
+        )
+        beyond = slowdown > thresholds.max_ratio or slowdown < 1.0 / thresholds.max_ratio
+        return result(NOISY if beyond else SAME, slowdown, p_value, best_slowdown)
+
     floor = min_two_sided_p(base.n, cont.n)
     if floor < thresholds.alpha:
         significant = p_value is not None and p_value < thresholds.alpha
@@ -258,8 +276,6 @@ def compare_metric(
 
     cvs = [c for c in (base.cv, cont.cv) if not math.isnan(c)]
     noisy = bool(cvs) and max(cvs) > thresholds.max_cv
-    if not cvs:
-        notes.append("single repetition: no spread known, rerun with --benchmark_repetitions")
 
     worse = slowdown > thresholds.max_ratio
     improved = slowdown < 1.0 / thresholds.max_ratio

@@ -268,8 +268,12 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
         "T_copy(bytes) = alpha + bytes / beta is fitted to the transfer probes by least squares on "
         "the relative error (so 4-byte and 1 GiB copies weigh the same), with alpha, beta >= 0. "
         "t_launch is the slope of burst time over kernel count; t_sync is the stream-synchronise "
-        "probe. T_gpu = T_h2d(bytes_h2d) + flop / (u * peak) + T_d2h(bytes_d2h) + kernels * t_launch + t_sync, "
-        "with u from the kernel-only run of the same GEMM."
+        "probe. T_gpu = T_h2d + flop / (u * peak) + T_d2h + kernels * t_launch + t_sync, "
+        "with u from the kernel-only run of the same GEMM. Each copy call pays alpha once: "
+        "T_h2d = copies_h2d * alpha + bytes_h2d / beta and T_d2h = copies_d2h * alpha + "
+        "bytes_d2h / beta, where the end-to-end GEMM makes 2 host-to-device copies (A and B) and "
+        "1 device-to-host copy (C); files without the copies_h2d / copies_d2h counters count one "
+        "copy per direction."
     )
     for src, model in zip(sources, models):
         sec.paragraphs += overhead_sentences(src, model)
