@@ -18,15 +18,6 @@ std::string trim(const std::string& text) {
   return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
 }
 
-bool has_word(const std::string& words, const std::string& word) {
-  std::istringstream stream(words);
-  std::string token;
-  while (stream >> token) {
-    if (token == word) return true;
-  }
-  return false;
-}
-
 CpuInfo read_cpu_info() {
   CpuInfo info;
   info.logical_cpus = std::max(1U, std::thread::hardware_concurrency());
@@ -50,11 +41,13 @@ CpuInfo read_cpu_info() {
   if (info.model.empty()) info.model = "unknown";
   info.physical_cores =
       cores.empty() ? info.logical_cpus : std::min<int>(info.logical_cpus, cores.size());
-  info.has_avx2 = has_word(flags, "avx2");
-  info.has_fma = has_word(flags, "fma");
-  info.has_avx512f = has_word(flags, "avx512f");
+  std::istringstream words(flags);
+  for (std::string word; words >> word;) info.flags.insert(word);
+  info.has_avx2 = info.has_flag("avx2");
+  info.has_fma = info.has_flag("fma");
+  info.has_avx512f = info.has_flag("avx512f");
   for (const char* flag : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile"}) {
-    if (has_word(flags, flag))
+    if (info.has_flag(flag))
       info.isa_flags += std::string(info.isa_flags.empty() ? "" : " ") + flag;
   }
   if (info.has_avx512f) {

@@ -1,6 +1,7 @@
 #pragma once
 // What the suite knows about the host CPU, read from /proc/cpuinfo and sysfs once per process.
 
+#include <set>
 #include <string>
 
 namespace gpubench {
@@ -12,8 +13,10 @@ struct CpuInfo {
   bool has_avx2 = false;
   bool has_fma = false;
   bool has_avx512f = false;
-  std::string isa_flags;  // the SIMD flags above that are present, space separated
-  double clock_hz = 0;    // cpuinfo_max_freq from cpufreq, else "cpu MHz" from /proc/cpuinfo
+  std::string isa_flags;        // the SIMD flags above that are present, space separated
+  std::set<std::string> flags;  // every flag /proc/cpuinfo lists for the first CPU
+  bool has_flag(const std::string& flag) const { return flags.count(flag) != 0; }
+  double clock_hz = 0;  // cpuinfo_max_freq from cpufreq, else "cpu MHz" from /proc/cpuinfo
   std::string clock_source;
   // fp32 FLOP per cycle per core: 2 FMA units x SIMD lanes x 2 (multiply + add).
   // AVX-512: 2 x 16 x 2 = 64; AVX2 + FMA: 2 x 8 x 2 = 32; SSE only: 2 x 4 (no FMA) = 8. fp64 is
