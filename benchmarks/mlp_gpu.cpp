@@ -1,5 +1,5 @@
 // mlp/gpu/eager/data:D/batch:B/hidden:H/readback:R[/input:pageable|pinned]/manual_time
-//   one launch per operation from the host, like a framework (kernels/cuda/mlp_gpu.hpp): cuBLAS
+//   one launch per operation from the host, like a framework (harness/mlp_gpu_trainer.hpp): cuBLAS
 //   layer products plus small kernels, 6 x layers launches per step.
 // mlp/gpu/graph/data:D/batch:B/hidden:H/readback:R[/input:pinned]/manual_time
 //   the same operations captured once in a CUDA graph of graph_steps steps and replayed.
@@ -44,11 +44,11 @@
 #include "harness/dataset.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/host_buffer.hpp"
+#include "harness/mlp_fused_trainer.hpp"
+#include "harness/mlp_gpu_trainer.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/mlp.hpp"
 #include "kernels/cpu/mlp_small.hpp"
-#include "kernels/cuda/mlp_fused.cuh"
-#include "kernels/cuda/mlp_gpu.hpp"
 
 namespace gpubench {
 
@@ -293,7 +293,7 @@ void mlp_gpu_fused(benchmark::State& state, MlpCase mlp_case) {
     const MlpSpec& spec = workload.spec;
     const int batch = mlp_case.batch;
     const int epochs = spec.epochs;
-    const cuda::MlpFusedPlan plan = cuda::plan_mlp_fused(spec, batch);
+    const cuda::MlpFusedPlan plan = cuda::plan_mlp_fused_on_current_device(spec, batch);
     if (!plan.fits()) {
       state.SkipWithError(plan.why_not().c_str());
       return;

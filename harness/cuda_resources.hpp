@@ -6,7 +6,10 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "harness/cuda_check.hpp"
 
@@ -115,6 +118,21 @@ class Event {
  private:
   cudaEvent_t event_ = nullptr;
 };
+
+// The first `count` floats of `buffer`, copied to the host after the work already on `stream`
+// (synchronous: it waits for the stream).
+inline std::vector<float> read_device_floats(const DeviceBuffer& buffer, std::size_t count,
+                                             cudaStream_t stream) {
+  if (count * sizeof(float) > buffer.bytes()) {
+    throw std::out_of_range("read_device_floats: " + std::to_string(count) + " floats asked of a " +
+                            std::to_string(buffer.bytes()) + "-byte buffer");
+  }
+  std::vector<float> values(count);
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(values.data(), buffer.data(), count * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream));
+  GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return values;
+}
 
 // A cuBLAS handle bound to one stream.
 class CublasHandle {

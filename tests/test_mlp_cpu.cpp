@@ -299,6 +299,14 @@ TEST(MlpCpu, BadConfigurationsAreClearErrors) {
             std::string::npos);
   EXPECT_NE(message_of([&] { gpubench::cpu::MlpBlasTrainer(small_net(), 0); }).find("batch 0"),
             std::string::npos);
+  const std::vector<int> labels_with_negative = {2, 0, -1};
+  EXPECT_NE(message_of([&] {
+              gpubench::validate_labels(small_net(), labels_with_negative.data(), 3);
+            }).find("label -1 of row 2 is outside 0..2"),
+            std::string::npos);
+  const std::vector<int> labels_in_range = {2, 0, 1};
+  EXPECT_EQ(message_of([&] { gpubench::validate_labels(small_net(), labels_in_range.data(), 3); }),
+            "no error");
   if (gpubench::cpu::small_path_supported()) {
     gpubench::cpu::MlpSmallTrainer small(small_net(), 2);
     const std::vector<float> inputs(6, 0.5F);

@@ -5,16 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "harness/dataset.hpp"
+#include "harness/mlp_fused_trainer.hpp"
+#include "harness/mlp_gpu_trainer.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/mlp.hpp"
-#include "kernels/cuda/mlp_fused.cuh"
-#include "kernels/cuda/mlp_gpu.hpp"
 #include "tests/bench_process.hpp"
 #include "tests/gpu_test_main.hpp"
 
@@ -49,6 +50,7 @@ std::vector<float> cpu_losses(const MlpSpec& spec, const Dataset& batch,
   std::vector<float> parameters = gpubench::initial_parameters(spec);
   gpubench::cpu::MlpBlasTrainer trainer(spec, batch.rows());
   std::vector<float> losses;
+  losses.reserve(static_cast<std::size_t>(spec.epochs));
   for (int epoch = 0; epoch < spec.epochs; ++epoch) {
     losses.push_back(trainer.step(parameters.data(), batch.inputs.data(), batch.labels.data()));
   }
@@ -229,7 +231,8 @@ TEST(MlpGpu, BadConfigurationsAreClearErrors) {
   // Digits at full batch and a wide layer does not fit in one block's shared memory.
   const gpubench::MlpData digits = gpubench::load_mlp_data("digits", 1437);
   const MlpSpec big = spec_for(digits.batch, {256}, 10);
-  const gpubench::cuda::MlpFusedPlan plan = gpubench::cuda::plan_mlp_fused(big, 1437);
+  const gpubench::cuda::MlpFusedPlan plan =
+      gpubench::cuda::plan_mlp_fused_on_current_device(big, 1437);
   EXPECT_FALSE(plan.fits());
   EXPECT_GT(plan.available_bytes, 0U);
   const std::vector<float> big_parameters = gpubench::initial_parameters(big);

@@ -67,6 +67,16 @@ void validate_batch(const MlpSpec& spec, int batch, int rows_available) {
   }
 }
 
+void validate_labels(const MlpSpec& spec, const int* labels, int rows) {
+  for (int row = 0; row < rows; ++row) {
+    if (labels[row] < 0 || labels[row] >= spec.classes) {
+      throw std::invalid_argument("label " + std::to_string(labels[row]) + " of row " +
+                                  std::to_string(row) + " is outside 0.." +
+                                  std::to_string(spec.classes - 1));
+    }
+  }
+}
+
 std::vector<float> initial_parameters(const MlpSpec& spec) {
   spec.validate();
   std::vector<float> parameters(spec.parameter_count());

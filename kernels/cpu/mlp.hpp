@@ -73,6 +73,10 @@ struct MlpSpec {
 // Throws std::invalid_argument unless 1 <= batch <= rows_available, with a message naming both.
 void validate_batch(const MlpSpec& spec, int batch, int rows_available);
 
+// Throws std::invalid_argument naming the first of `rows` labels outside 0..spec.classes-1 (a GPU
+// kernel would read out of bounds with it).
+void validate_labels(const MlpSpec& spec, const int* labels, int rows);
+
 // Initial parameters from spec.seed: every weight and bias uniform in [-1/sqrt(fan_in),
 // 1/sqrt(fan_in)], PyTorch's nn.Linear default, so the Iris run starts where the classic example
 // starts. The same vector seeds every path.

@@ -301,16 +301,12 @@ MlpSmallTrainer::MlpSmallTrainer(const MlpSpec& spec, int batch) : spec_(spec), 
 }
 
 void MlpSmallTrainer::set_batch(const float* inputs, const int* labels) {
+  validate_labels(spec_, labels, batch_);
   const auto stride = static_cast<std::size_t>(stride_);
   for (int row = 0; row < batch_; ++row) {
     for (int feature = 0; feature < spec_.inputs; ++feature) {
       inputs_[feature * stride + row] =
           inputs[static_cast<std::size_t>(row) * spec_.inputs + feature];
-    }
-    if (labels[row] < 0 || labels[row] >= spec_.classes) {
-      throw std::invalid_argument("label " + std::to_string(labels[row]) + " of row " +
-                                  std::to_string(row) + " is outside 0.." +
-                                  std::to_string(spec_.classes - 1));
     }
     labels_[row] = labels[row];
   }

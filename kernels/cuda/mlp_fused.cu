@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
-
-#include "harness/cuda_check.hpp"
+#include <string>
 
 namespace gpubench::cuda {
 
@@ -384,7 +383,7 @@ std::string MlpFusedPlan::why_not() const {
          network + ", batch " + std::to_string(batch) + ")";
 }
 
-MlpFusedPlan plan_mlp_fused(const MlpSpec& spec, int batch) {
+MlpFusedPlan plan_mlp_fused(const MlpSpec& spec, int batch, std::size_t available_shared_bytes) {
   spec.validate();
   validate_batch(spec, batch, /*rows_available=*/batch);
   if (spec.layer_count() > kFusedMaxLayers) {
@@ -404,12 +403,7 @@ MlpFusedPlan plan_mlp_fused(const MlpSpec& spec, int batch) {
   const std::size_t float_count =
       spec.parameter_count() + rows * static_cast<std::size_t>(plan.stride) + kWarp;
   plan.shared_bytes = float_count * sizeof(float) + static_cast<std::size_t>(batch) * sizeof(int);
-  int device = 0;
-  int available = 0;
-  GPUBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  GPUBENCH_CUDA_CHECK(
-      cudaDeviceGetAttribute(&available, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  plan.available_bytes = static_cast<std::size_t>(available);
+  plan.available_bytes = available_shared_bytes;
 
   const auto parameters = static_cast<long long>(spec.parameter_count());
   int split = 1;
@@ -426,76 +420,18 @@ MlpFusedPlan plan_mlp_fused(const MlpSpec& spec, int batch) {
   return plan;
 }
 
-MlpFusedTrainer::MlpFusedTrainer(const MlpSpec& spec, int batch, const float* inputs,
-                                 const int* labels, const float* initial_parameters)
-    : spec_(spec), batch_(batch), plan_(plan_mlp_fused(spec, batch)) {
-  if (!plan_.fits()) throw std::runtime_error(plan_.why_not());
-  for (int row = 0; row < batch; ++row) {
-    if (labels[row] < 0 || labels[row] >= spec_.classes) {
-      throw std::invalid_argument("label " + std::to_string(labels[row]) + " of row " +
-                                  std::to_string(row) + " is outside 0.." +
-                                  std::to_string(spec_.classes - 1));
-    }
-  }
-  const std::size_t parameter_bytes = spec_.parameter_count() * sizeof(float);
-  parameters_ = DeviceBuffer(parameter_bytes);
-  initial_parameters_ = DeviceBuffer(parameter_bytes);
-  inputs_ = DeviceBuffer(static_cast<std::size_t>(batch) * spec_.inputs * sizeof(float));
-  labels_ = DeviceBuffer(static_cast<std::size_t>(batch) * sizeof(int));
-  loss_history_ = DeviceBuffer(static_cast<std::size_t>(spec_.epochs) * sizeof(float));
-  const cudaStream_t stream = stream_.get();
-  GPUBENCH_CUDA_CHECK(
-      cudaMemcpyAsync(inputs_.data(), inputs, inputs_.bytes(), cudaMemcpyHostToDevice, stream));
-  GPUBENCH_CUDA_CHECK(
-      cudaMemcpyAsync(labels_.data(), labels, labels_.bytes(), cudaMemcpyHostToDevice, stream));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(initial_parameters_.data(), initial_parameters,
-                                      parameter_bytes, cudaMemcpyHostToDevice, stream));
-  enqueue_reset();
-  // Above 48 KB a kernel must opt in to its dynamic shared memory.
-  GPUBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel_for(spec_),
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(plan_.shared_bytes)));
-  stream_.synchronize();
+cudaError_t allow_mlp_fused_shared_memory(const MlpSpec& spec, const MlpFusedPlan& plan) {
+  return cudaFuncSetAttribute(kernel_for(spec), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(plan.shared_bytes));
 }
 
-void MlpFusedTrainer::enqueue_reset() {
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(parameters_.data(), initial_parameters_.data(),
-                                      parameters_.bytes(), cudaMemcpyDeviceToDevice,
-                                      stream_.get()));
-}
-
-void MlpFusedTrainer::launch(int epochs) {
-  if (epochs < 1 || epochs > spec_.epochs) {
-    throw std::invalid_argument("fused launch: epochs must be in 1.." +
-                                std::to_string(spec_.epochs));
-  }
-  const FusedLayout layout = layout_for(spec_, plan_);
-  kernel_for(spec_)<<<1, plan_.threads, plan_.shared_bytes, stream_.get()>>>(
-      layout, parameters_.as<float>(), inputs_.as<float>(), labels_.as<int>(),
-      loss_history_.as<float>(), epochs);
-  GPUBENCH_CUDA_CHECK_LAST_LAUNCH();
-}
-
-std::vector<float> MlpFusedTrainer::loss_history(int epochs) {
-  std::vector<float> losses(static_cast<std::size_t>(std::clamp(epochs, 0, spec_.epochs)));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(losses.data(), loss_history_.data(),
-                                      losses.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                      stream_.get()));
-  stream_.synchronize();
-  return losses;
-}
-
-std::vector<float> MlpFusedTrainer::parameters() {
-  std::vector<float> values(spec_.parameter_count());
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(values.data(), parameters_.data(), parameters_.bytes(),
-                                      cudaMemcpyDeviceToHost, stream_.get()));
-  stream_.synchronize();
-  return values;
-}
-
-std::size_t MlpFusedTrainer::device_bytes() const {
-  return parameters_.bytes() + initial_parameters_.bytes() + inputs_.bytes() + labels_.bytes() +
-         loss_history_.bytes();
+cudaError_t launch_mlp_fused(const MlpSpec& spec, const MlpFusedPlan& plan, float* parameters,
+                             const float* inputs, const int* labels, float* loss_history,
+                             int epochs, cudaStream_t stream) {
+  const FusedLayout layout = layout_for(spec, plan);
+  kernel_for(spec)<<<1, plan.threads, plan.shared_bytes, stream>>>(layout, parameters, inputs,
+                                                                   labels, loss_history, epochs);
+  return cudaGetLastError();
 }
 
 }  // namespace gpubench::cuda

@@ -25,9 +25,7 @@
 
 #include <cstddef>
 #include <string>
-#include <vector>
 
-#include "harness/cuda_resources.hpp"
 #include "kernels/cpu/mlp.hpp"
 
 namespace gpubench::cuda {
@@ -51,41 +49,24 @@ struct MlpFusedPlan {
   std::string why_not() const;
 };
 
-// The plan for the current device. Throws std::invalid_argument for an invalid network or batch, or
-// more than kFusedMaxLayers layers.
-MlpFusedPlan plan_mlp_fused(const MlpSpec& spec, int batch);
+// The plan for a device whose blocks can opt in to `available_shared_bytes` of shared memory
+// (cudaDevAttrMaxSharedMemoryPerBlockOptin; harness/mlp_fused_trainer.hpp asks the current device).
+// Throws std::invalid_argument for an invalid network or batch, or more than kFusedMaxLayers
+// layers.
+MlpFusedPlan plan_mlp_fused(const MlpSpec& spec, int batch, std::size_t available_shared_bytes);
 
-class MlpFusedTrainer {
- public:
-  // Uploads the batch (batch x spec.inputs, row-major) and the initial parameters. Throws
-  // std::runtime_error with MlpFusedPlan::why_not() when the net does not fit on chip.
-  MlpFusedTrainer(const MlpSpec& spec, int batch, const float* inputs, const int* labels,
-                  const float* initial_parameters);
+// Lets the kernel for `spec` use plan.shared_bytes of dynamic shared memory (above 48 KB a kernel
+// must opt in). Once per plan, before the first launch.
+[[nodiscard]] cudaError_t allow_mlp_fused_shared_memory(const MlpSpec& spec,
+                                                        const MlpFusedPlan& plan);
 
-  // Enqueues a device-to-device copy of the initial parameters.
-  void enqueue_reset();
-  // Enqueues the single kernel that trains `epochs` epochs (1 <= epochs <= spec.epochs) and writes
-  // the mean loss of each to the device loss history.
-  void launch(int epochs);
-
-  // Synchronous reads: the first `epochs` losses of the last launch, the parameters.
-  std::vector<float> loss_history(int epochs);
-  std::vector<float> parameters();
-
-  cudaStream_t stream() const { return stream_.get(); }
-  const MlpFusedPlan& plan() const { return plan_; }
-  std::size_t device_bytes() const;
-
- private:
-  MlpSpec spec_;
-  int batch_;
-  MlpFusedPlan plan_;
-  Stream stream_;
-  DeviceBuffer parameters_;
-  DeviceBuffer initial_parameters_;
-  DeviceBuffer inputs_;
-  DeviceBuffer labels_;
-  DeviceBuffer loss_history_;
-};
+// Enqueues the single kernel that trains `epochs` epochs on `stream`, updating `parameters` in
+// place (spec's layout) and writing the mean loss of each epoch to loss_history[0..epochs).
+// `inputs` is batch x spec.inputs, row-major; `labels` batch class indices. Returns the launch's
+// status for the caller to check.
+[[nodiscard]] cudaError_t launch_mlp_fused(const MlpSpec& spec, const MlpFusedPlan& plan,
+                                           float* parameters, const float* inputs,
+                                           const int* labels, float* loss_history, int epochs,
+                                           cudaStream_t stream);
 
 }  // namespace gpubench::cuda

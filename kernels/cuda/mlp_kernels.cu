@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "harness/cuda_check.hpp"
-
 namespace gpubench::cuda {
 
 namespace {
@@ -183,22 +181,22 @@ __global__ void sgd_update_kernel(float* parameters, const float* gradient, std:
 
 }  // namespace
 
-void launch_bias_activation(float* z, const float* bias, int rows, int cols, bool relu,
-                            cudaStream_t stream) {
+cudaError_t launch_bias_activation(float* z, const float* bias, int rows, int cols, bool relu,
+                                   cudaStream_t stream) {
   const std::size_t count = static_cast<std::size_t>(rows) * cols;
   bias_activation_kernel<<<elementwise_blocks(count), kElementwiseThreads, 0, stream>>>(
       z, bias, count, cols, relu);
-  GPUBENCH_CUDA_CHECK_LAST_LAUNCH();
+  return cudaGetLastError();
 }
 
 int softmax_cross_entropy_blocks(int rows) { return (rows + kLossThreads - 1) / kLossThreads; }
 
-void launch_softmax_cross_entropy(float* logits, const int* labels, int rows, int classes,
-                                  float* loss, float* partials, unsigned* counter,
-                                  cudaStream_t stream) {
+cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int rows, int classes,
+                                         float* loss, float* partials, unsigned* counter,
+                                         cudaStream_t stream) {
   softmax_cross_entropy_kernel<<<softmax_cross_entropy_blocks(rows), kLossThreads, 0, stream>>>(
       logits, labels, rows, classes, loss, partials, counter);
-  GPUBENCH_CUDA_CHECK_LAST_LAUNCH();
+  return cudaGetLastError();
 }
 
 std::size_t bias_gradient_partials(int rows, int cols) {
@@ -210,28 +208,28 @@ std::size_t bias_gradient_counters(int cols) {
   return static_cast<std::size_t>((cols + kBiasColumns - 1) / kBiasColumns);
 }
 
-void launch_bias_gradient(const float* delta, int rows, int cols, float* bias_gradient,
-                          float* partials, unsigned* counters, cudaStream_t stream) {
+cudaError_t launch_bias_gradient(const float* delta, int rows, int cols, float* bias_gradient,
+                                 float* partials, unsigned* counters, cudaStream_t stream) {
   const dim3 block(kBiasColumns, kBiasRowLanes);
   const dim3 grid(static_cast<unsigned>(bias_gradient_counters(cols)),
                   static_cast<unsigned>((rows + kBiasRowsPerBlock - 1) / kBiasRowsPerBlock));
   bias_gradient_kernel<<<grid, block, 0, stream>>>(delta, rows, cols, bias_gradient, partials,
                                                    counters);
-  GPUBENCH_CUDA_CHECK_LAST_LAUNCH();
+  return cudaGetLastError();
 }
 
-void launch_relu_backward(float* gradient, const float* activation, std::size_t count,
-                          cudaStream_t stream) {
+cudaError_t launch_relu_backward(float* gradient, const float* activation, std::size_t count,
+                                 cudaStream_t stream) {
   relu_backward_kernel<<<elementwise_blocks(count), kElementwiseThreads, 0, stream>>>(
       gradient, activation, count);
-  GPUBENCH_CUDA_CHECK_LAST_LAUNCH();
+  return cudaGetLastError();
 }
 
-void launch_sgd_update(float* parameters, const float* gradient, std::size_t count,
-                       float learning_rate, cudaStream_t stream) {
+cudaError_t launch_sgd_update(float* parameters, const float* gradient, std::size_t count,
+                              float learning_rate, cudaStream_t stream) {
   sgd_update_kernel<<<elementwise_blocks(count), kElementwiseThreads, 0, stream>>>(
       parameters, gradient, count, learning_rate);
-  GPUBENCH_CUDA_CHECK_LAST_LAUNCH();
+  return cudaGetLastError();
 }
 
 }  // namespace gpubench::cuda

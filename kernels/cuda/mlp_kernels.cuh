@@ -1,9 +1,10 @@
 #pragma once
 // The small kernels of the eager MLP step: everything between the cuBLAS layer products, one launch
 // per operation, as a framework runs them. All matrices are row-major (one sample per row), the
-// parameter layout is the one in kernels/cpu/mlp.hpp. Each launcher enqueues on `stream`, checks
-// the launch (GPUBENCH_CUDA_CHECK_LAST_LAUNCH, so a bad configuration throws gpubench::CudaError
-// with file:line) and is safe to call during stream capture.
+// parameter layout is the one in kernels/cpu/mlp.hpp. Each launcher enqueues on `stream`, returns
+// the launch's status (cudaGetLastError(): a bad configuration shows here, an error inside the
+// kernel only at the next synchronisation) for the caller to check, and is safe to call during
+// stream capture.
 
 #include <cuda_runtime.h>
 
@@ -12,8 +13,8 @@
 namespace gpubench::cuda {
 
 // z (rows x cols) += bias (broadcast over rows), then max(z, 0) if `relu`.
-void launch_bias_activation(float* z, const float* bias, int rows, int cols, bool relu,
-                            cudaStream_t stream);
+[[nodiscard]] cudaError_t launch_bias_activation(float* z, const float* bias, int rows, int cols,
+                                                 bool relu, cudaStream_t stream);
 
 // Softmax cross-entropy of `rows` rows of `classes` logits (numerically stable: the row maximum is
 // subtracted before exp). Replaces the logits with dL/dZ = (softmax - one_hot(label)) / rows and
@@ -21,9 +22,9 @@ void launch_bias_activation(float* z, const float* bias, int rows, int cols, boo
 // partial sums by the last block to finish), so the result is deterministic and needs no memset:
 // `partials` holds softmax_cross_entropy_blocks(rows) floats and `counter` one unsigned that must
 // be zero before the first launch; the kernel leaves it at zero.
-void launch_softmax_cross_entropy(float* logits, const int* labels, int rows, int classes,
-                                  float* loss, float* partials, unsigned* counter,
-                                  cudaStream_t stream);
+[[nodiscard]] cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int rows,
+                                                       int classes, float* loss, float* partials,
+                                                       unsigned* counter, cudaStream_t stream);
 int softmax_cross_entropy_blocks(int rows);
 
 // bias_gradient[c] = sum over rows of delta[r][c] (delta is rows x cols), summed in a fixed order.
@@ -31,18 +32,20 @@ int softmax_cross_entropy_blocks(int rows);
 // (bias_gradient_partials(rows, cols) floats) and the last block of each 32-column tile adds them,
 // counted in `counters` (bias_gradient_counters(cols) unsigneds, zero before the first launch and
 // left at zero), as the loss kernel does.
-void launch_bias_gradient(const float* delta, int rows, int cols, float* bias_gradient,
-                          float* partials, unsigned* counters, cudaStream_t stream);
+[[nodiscard]] cudaError_t launch_bias_gradient(const float* delta, int rows, int cols,
+                                               float* bias_gradient, float* partials,
+                                               unsigned* counters, cudaStream_t stream);
 std::size_t bias_gradient_partials(int rows, int cols);
 std::size_t bias_gradient_counters(int cols);
 
 // gradient[i] = activation[i] > 0 ? gradient[i] : 0 (the ReLU's backward, in place).
-void launch_relu_backward(float* gradient, const float* activation, std::size_t count,
-                          cudaStream_t stream);
+[[nodiscard]] cudaError_t launch_relu_backward(float* gradient, const float* activation,
+                                               std::size_t count, cudaStream_t stream);
 
 // parameters[i] -= learning_rate * gradient[i] over the whole parameter vector (one launch for
 // every layer, as PyTorch's fused foreach SGD does).
-void launch_sgd_update(float* parameters, const float* gradient, std::size_t count,
-                       float learning_rate, cudaStream_t stream);
+[[nodiscard]] cudaError_t launch_sgd_update(float* parameters, const float* gradient,
+                                            std::size_t count, float learning_rate,
+                                            cudaStream_t stream);
 
 }  // namespace gpubench::cuda

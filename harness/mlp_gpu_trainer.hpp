@@ -10,8 +10,8 @@
 //                         below the first layer: dA = dZ W^T (cuBLAS), ReLU mask (kernel) 2(L-1)
 //   update:               parameters -= lr * gradient, all layers at once (kernel)        1
 // Row-major products through column-major cuBLAS(Lt) as kernels/cuda/gemm.hpp explains; the
-// backward products use transpose flags instead of copies (see mlp_gpu.cu). Every step trains on
-// the same batch; the loss stays on the device unless a readback copies it to the host.
+// backward products use transpose flags instead of copies (see mlp_gpu_trainer.cpp). Every step
+// trains on the same batch; the loss stays on the device unless a readback copies it to the host.
 // The products go through cuBLASLt with the algorithm chosen once per shape: its heuristic's
 // first choice, except that a product with a short reduction (k <= 256) takes the best algorithm
 // without split-K. cuBLAS's own choice for Iris's tiny products splits K and adds a reduction
@@ -119,7 +119,7 @@ class MlpGpuTrainer {
   Stream side_stream_;    // gradient branches inside a graph capture
   Event gradient_ready_;  // fork: this layer's dZ is complete
   Event side_done_;       // join: every weight and bias gradient is complete
-  struct Products;        // cuBLASLt handle and the planned products (mlp_gpu.cu)
+  struct Products;        // cuBLASLt handle and the planned products (mlp_gpu_trainer.cpp)
   std::unique_ptr<Products> products_;
   DeviceBuffer cublas_workspace_;       // for products on stream_
   DeviceBuffer side_cublas_workspace_;  // for products on side_stream_

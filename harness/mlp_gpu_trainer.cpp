@@ -1,4 +1,4 @@
-#include "kernels/cuda/mlp_gpu.hpp"
+#include "harness/mlp_gpu_trainer.hpp"
 
 #include <cublasLt.h>
 
@@ -18,7 +18,7 @@ namespace {
 // cuBLAS's workspace, given explicitly so that captured GEMMs never allocate during capture
 // (cuBLAS documentation, "CUDA Graphs Support"); 32 MiB is what it recommends for Hopper.
 constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
-// Products whose reduction is at most this long never split K (see mlp_gpu.hpp).
+// Products whose reduction is at most this long never split K (see mlp_gpu_trainer.hpp).
 constexpr int kShortReduction = 256;
 
 class LtHandle {
@@ -29,6 +29,8 @@ class LtHandle {
   }
   LtHandle(const LtHandle&) = delete;
   LtHandle& operator=(const LtHandle&) = delete;
+  LtHandle(LtHandle&&) = delete;
+  LtHandle& operator=(LtHandle&&) = delete;
   cublasLtHandle_t get() const { return handle_; }
 
  private:
@@ -63,6 +65,8 @@ class LtProduct {
   }
   LtProduct(const LtProduct&) = delete;
   LtProduct& operator=(const LtProduct&) = delete;
+  LtProduct(LtProduct&&) = delete;
+  LtProduct& operator=(LtProduct&&) = delete;
 
   void run(cublasLtHandle_t lt, const float* a, const float* b, float* c,
            const DeviceBuffer& workspace, cudaStream_t stream) const {
@@ -167,13 +171,7 @@ MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs
       pinned_inputs_(floats(static_cast<std::size_t>(batch) * spec.inputs), HostMemory::pinned),
       pinned_labels_(static_cast<std::size_t>(batch) * sizeof(int), HostMemory::pinned),
       loss_host_(sizeof(float)) {
-  for (int row = 0; row < batch; ++row) {
-    if (labels[row] < 0 || labels[row] >= spec_.classes) {
-      throw std::invalid_argument("label " + std::to_string(labels[row]) + " of row " +
-                                  std::to_string(row) + " is outside 0.." +
-                                  std::to_string(spec_.classes - 1));
-    }
-  }
+  validate_labels(spec_, labels, batch);
   const auto rows = static_cast<std::size_t>(batch);
   const std::size_t parameter_bytes = floats(spec_.parameter_count());
   cublas_workspace_ = allocate(kCublasWorkspaceBytes);
@@ -292,13 +290,14 @@ void MlpGpuTrainer::enqueue_step(bool concurrent) {
     float* output = last ? logits_.as<float>() : activations_[layer].as<float>();
     products_->forward[layer]->run(lt, parameters + spec_.weight_offset(layer), previous, output,
                                    cublas_workspace_, stream);
-    launch_bias_activation(output, parameters + spec_.bias_offset(layer), batch, fan_out,
-                           /*relu=*/!last, stream);
+    GPUBENCH_CUDA_CHECK(launch_bias_activation(output, parameters + spec_.bias_offset(layer), batch,
+                                               fan_out,
+                                               /*relu=*/!last, stream));
     previous = output;
   }
-  launch_softmax_cross_entropy(logits_.as<float>(), labels_.as<int>(), batch, spec_.classes,
-                               loss_.as<float>(), loss_partials_.as<float>(),
-                               loss_counter_.as<unsigned>(), stream);
+  GPUBENCH_CUDA_CHECK(launch_softmax_cross_entropy(
+      logits_.as<float>(), labels_.as<int>(), batch, spec_.classes, loss_.as<float>(),
+      loss_partials_.as<float>(), loss_counter_.as<unsigned>(), stream));
 
   float* delta = logits_.as<float>();
   for (int layer = layers - 1; layer >= 0; --layer) {
@@ -311,21 +310,23 @@ void MlpGpuTrainer::enqueue_step(bool concurrent) {
     }
     products_->weight_gradient[layer]->run(lt, delta, input, gradient + spec_.weight_offset(layer),
                                            gradient_workspace, gradient_stream);
-    launch_bias_gradient(delta, batch, fan_out, gradient + spec_.bias_offset(layer),
-                         bias_partials_.as<float>(), bias_counters_.as<unsigned>(),
-                         gradient_stream);
+    GPUBENCH_CUDA_CHECK(launch_bias_gradient(
+        delta, batch, fan_out, gradient + spec_.bias_offset(layer), bias_partials_.as<float>(),
+        bias_counters_.as<unsigned>(), gradient_stream));
     if (layer == 0) break;
     float* below = deltas_[layer - 1].as<float>();
     products_->input_gradient[layer]->run(lt, parameters + spec_.weight_offset(layer), delta, below,
                                           cublas_workspace_, stream);
-    launch_relu_backward(below, input, static_cast<std::size_t>(batch) * fan_in, stream);
+    GPUBENCH_CUDA_CHECK(
+        launch_relu_backward(below, input, static_cast<std::size_t>(batch) * fan_in, stream));
     delta = below;
   }
   if (concurrent) {  // join: the update needs every gradient
     side_done_.record(gradient_stream);
     GPUBENCH_CUDA_CHECK(cudaStreamWaitEvent(stream, side_done_.get(), 0));
   }
-  launch_sgd_update(parameters, gradient, spec_.parameter_count(), spec_.learning_rate, stream);
+  GPUBENCH_CUDA_CHECK(launch_sgd_update(parameters, gradient, spec_.parameter_count(),
+                                        spec_.learning_rate, stream));
 }
 
 CudaGraph MlpGpuTrainer::capture(int steps, MlpInput input, bool readback_at_end, bool concurrent) {
@@ -436,11 +437,7 @@ float MlpGpuTrainer::last_loss() {
 }
 
 std::vector<float> MlpGpuTrainer::parameters() {
-  std::vector<float> values(spec_.parameter_count());
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(values.data(), parameters_.data(), parameters_.bytes(),
-                                      cudaMemcpyDeviceToHost, stream_.get()));
-  stream_.synchronize();
-  return values;
+  return read_device_floats(parameters_, spec_.parameter_count(), stream_.get());
 }
 
 }  // namespace gpubench::cuda

@@ -1,0 +1,54 @@
+"""The layering rule of the source tree: each folder includes only from the folders below it.
+
+kernels/ holds the compute and may use OpenBLAS, CUDA and cuBLAS only; harness/ may use kernels/;
+benchmarks/ may use both. The Python tools read JSON and never import or run the C++.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CPP_SUFFIXES = {".cpp", ".hpp", ".cu", ".cuh", ".h"}
+PROJECT_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/', re.MULTILINE)
+
+ALLOWED = {
+    "kernels": {"kernels"},
+    "harness": {"harness", "kernels"},
+    "benchmarks": {"benchmarks", "harness", "kernels"},
+}
+
+
+def project_includes(folder: str) -> list[tuple[Path, str]]:
+    """Every (file, top-level folder) pair for the project headers that files under `folder` include."""
+    found = []
+    for path in sorted((REPO / folder).rglob("*")):
+        if path.suffix in CPP_SUFFIXES:
+            for match in PROJECT_INCLUDE.finditer(path.read_text(encoding="utf-8")):
+                found.append((path.relative_to(REPO), match.group(1)))
+    return found
+
+
+@pytest.mark.parametrize("folder", sorted(ALLOWED))
+def test_cpp_layers_include_only_from_below(folder: str) -> None:
+    includes = project_includes(folder)
+    assert includes, f"no project includes found under {folder}/: the scan is broken"
+    wrong = [f"{path} includes {top}/" for path, top in includes if top not in ALLOWED[folder]]
+    assert not wrong, "layering broken:\n" + "\n".join(wrong)
+
+
+def test_python_tools_never_touch_the_cpp() -> None:
+    package = REPO / "tools" / "gpubench_tools"
+    sources = sorted(package.glob("*.py"))
+    assert sources, "tools/gpubench_tools has no Python files: the scan is broken"
+    forbidden = re.compile(r"\bsubprocess\b|\bctypes\b|\bos\.system\b|benchmarks/bench\b")
+    wrong = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in sources
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if forbidden.search(line)
+    ]
+    assert not wrong, "the tools must read JSON only:\n" + "\n".join(wrong)
