@@ -18,6 +18,7 @@
 #   REPS        repetitions per benchmark     (default 9)
 #   MIN_TIME    seconds per repetition        (default 0.1)
 #   PYTHON      interpreter for the compare tool (default .venv/bin/python, else python3)
+#   OPENBLAS_CORETYPE is set to the kernels the baseline was measured with (see below).
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "$0")")/.."
@@ -115,6 +116,18 @@ fi
 
 [[ -f $BASELINE ]] || die "no baseline at $BASELINE (create one with scripts/ci_gate.sh --update-baseline)"
 if [[ -z $contender ]]; then
+  # Measure with the baseline's OpenBLAS kernels. OpenBLAS picks them per CPU (or from
+  # OPENBLAS_CORETYPE), and on one machine two kernel sets differ by 2x or more: a contender on
+  # other kernels would hide a real slowdown or fake one.
+  baseline_core=$(PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c '
+import sys
+from gpubench_tools.benchjson import load_report
+from gpubench_tools.compare import openblas_core
+print(openblas_core(load_report(sys.argv[1]).context) or "")' "$BASELINE" 2>/dev/null) || baseline_core=""
+  if [[ -n $baseline_core && ${OPENBLAS_CORETYPE:-} != "$baseline_core" ]]; then
+    echo "ci_gate: OPENBLAS_CORETYPE=$baseline_core (the baseline's kernels; was '${OPENBLAS_CORETYPE:-unset}')"
+    export OPENBLAS_CORETYPE=$baseline_core
+  fi
   contender="$OUT_DIR/ci-cpu.json"
   run_sweep "$contender"
 fi

@@ -199,6 +199,29 @@ TEST(MlpGpu, StepwisePathsMatchTheCpuOnTwoHiddenLayersAndOddBatch) {
                     wide_reference);
 }
 
+// Every MLP kernel and every launch path, a few steps each: the case tools/gpu-check runs under
+// compute-sanitizer, whose racecheck makes each shared-memory access a checked event (the 20000-
+// epoch fused Iris run does not finish under it in ten minutes).
+TEST(MlpGpu, ShortRunsOfEveryKernelForTheSanitizers) {
+  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const MlpSpec spec = spec_for(iris.batch, {10}, 5);
+  const std::vector<float> reference = cpu_losses(spec, iris.batch, nullptr);
+  // Eager with a copy and a readback every step; a graph whose gradient branches run on the side
+  // stream (120 x 10 is a small step); a graph with pinned input copies.
+  train_and_compare(spec, iris.batch, {MlpExecution::eager, 1, MlpInput::pageable}, reference);
+  train_and_compare(spec, iris.batch, {MlpExecution::graph, 0, MlpInput::resident}, reference);
+  train_and_compare(spec, iris.batch, {MlpExecution::graph, 1, MlpInput::pinned}, reference);
+  // More than 1024 rows: the loss and the bias gradients finish in their last block.
+  const Dataset tall = gpubench::make_gaussian_clusters(2500, 6, 4, 5);
+  const MlpSpec tall_spec = spec_for(tall, {40, 20}, 3);
+  train_and_compare(tall_spec, tall, {MlpExecution::eager, 1, MlpInput::resident},
+                    cpu_losses(tall_spec, tall, nullptr));
+  // The fused kernel: Iris compiled in (phase A in registers), and run-time widths.
+  expect_fused_matches_cpu(spec, iris.batch, true);
+  const Dataset odd = gpubench::make_gaussian_clusters(37, 5, 4, 3);
+  expect_fused_matches_cpu(spec_for(odd, {17, 9}, 5), odd, false);
+}
+
 template <typename Error, typename Body>
 std::string error_of(Body&& body) {
   try {

@@ -306,6 +306,21 @@ def test_same_hardware_has_no_warning(pair, capsys, no_default_config) -> None:
     assert "DIFFERENT HARDWARE" not in out
 
 
+def test_other_openblas_kernels_are_warned(pair, capsys, no_default_config) -> None:
+    config = "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY {0} MAX_THREADS=64 core={0}"
+    haswell = dict(CPU_CONTEXT, openblas_config=config.format("Haswell"))
+    cooperlake = dict(CPU_CONTEXT, openblas_config=config.format("Cooperlake"))
+    base, cont = pair(sweep(seed=1), sweep(seed=2), haswell, cooperlake)
+    _, out, _ = run_cli(capsys, base, cont, "--config", no_default_config)
+    assert "warning: OpenBLAS ran different kernels: core=Haswell in the baseline, " in out
+    assert "set OPENBLAS_CORETYPE=Haswell" in out
+    same_base, same_cont = pair(sweep(seed=1), sweep(seed=2), haswell, dict(haswell))
+    _, same_out, _ = run_cli(capsys, same_base, same_cont, "--config", no_default_config)
+    assert "OpenBLAS ran different kernels" not in same_out
+    assert compare.openblas_core({"openblas_config": "OpenBLAS 0.3.26 core=SkylakeX"}) == "SkylakeX"
+    assert compare.openblas_core({}) is None
+
+
 @pytest.mark.parametrize(
     "fixture", ["malformed.json", "not_bench.json", "empty.json", "does-not-exist.json"]
 )

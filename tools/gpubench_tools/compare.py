@@ -253,6 +253,25 @@ def _context_differences(
     return out
 
 
+def openblas_core(context: dict[str, Any]) -> str | None:
+    """The OpenBLAS kernel set a run used: `core=X` at the end of openblas_get_config()."""
+    match = re.search(r"\bcore=(\S+)", str(context.get("openblas_config", "")))
+    return match.group(1) if match else None
+
+
+def _openblas_kernel_change(base: dict[str, Any], cont: dict[str, Any]) -> str | None:
+    """A warning when the two runs used different OpenBLAS kernels (OPENBLAS_CORETYPE, or another
+    CPU): every CPU ratio then compares two kernel sets, and can hide or fake a regression."""
+    b, c = openblas_core(base), openblas_core(cont)
+    if b is None or c is None or b == c:
+        return None
+    return (
+        f"OpenBLAS ran different kernels: core={b} in the baseline, core={c} in the contender; "
+        f"CPU ratios compare the two kernel sets, not the code (set OPENBLAS_CORETYPE={b} to "
+        "measure like the baseline)"
+    )
+
+
 def _nothing_measured(report: BenchReport) -> str:
     """Why a file has no benchmark to compare: the one line for UsageError."""
     if report.rows and all(row.run_type == "aggregate" for row in report.rows):
@@ -413,6 +432,10 @@ def compare_reports(
             f"(as few as n={n}): not judged slower or faster; rerun with "
             f"--benchmark_repetitions>={MIN_REPETITIONS} to judge"
         )
+
+    kernel_change = _openblas_kernel_change(baseline.context, contender.context)
+    if kernel_change:
+        warnings.append(kernel_change)
 
     only_base = sorted((k for k in base_groups if k not in cont_groups), key=_natural_key)
     only_cont = sorted((k for k in cont_groups if k not in base_groups), key=_natural_key)
