@@ -36,6 +36,12 @@ void matmul_cpu(benchmark::State& state, const MatmulShape& shape, int threads) 
     const auto [m, n, k, family] = shape;
     constexpr bool kDouble = sizeof(Real) == 8;
     cpu::set_blas_threads(threads);
+    if (cpu::blas_threads() != threads) {
+      state.SkipWithError(("OpenBLAS runs " + std::to_string(cpu::blas_threads()) +
+                           " threads, not the " + std::to_string(threads) + " this row names")
+                              .c_str());
+      return;
+    }
 
     std::vector<float> a_values(static_cast<std::size_t>(m) * k);
     std::vector<float> b_values(static_cast<std::size_t>(k) * n);
@@ -73,7 +79,7 @@ void matmul_cpu(benchmark::State& state, const MatmulShape& shape, int threads) 
     state.counters["m"] = m;
     state.counters["n"] = n;
     state.counters["k"] = k;
-    state.counters["threads"] = threads;
+    state.counters["blas_threads"] = threads;
     state.counters["bytes_h2d"] = 0;
     state.counters["bytes_d2h"] = 0;
     state.counters["max_error_over_bound"] = check.worst_error_over_bound;

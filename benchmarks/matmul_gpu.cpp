@@ -100,8 +100,13 @@ void matmul_gpu_kernel(benchmark::State& state, Precision precision, MatmulShape
     DeviceBuffer c(bytes.c);
     {
       const HostOperands host(precision, shape);
-      GPUBENCH_CUDA_CHECK(cudaMemcpy(a.data(), host.a.data(), bytes.a, cudaMemcpyHostToDevice));
-      GPUBENCH_CUDA_CHECK(cudaMemcpy(b.data(), host.b.data(), bytes.b, cudaMemcpyHostToDevice));
+      // Every copy on the benchmark's own stream: a plain cudaMemcpy runs on the legacy default
+      // stream, which a non-blocking stream does not wait for, and from pageable memory it may
+      // return before the data has landed, so the GEMM could read half-copied operands.
+      GPUBENCH_CUDA_CHECK(
+          cudaMemcpyAsync(a.data(), host.a.data(), bytes.a, cudaMemcpyHostToDevice, stream.get()));
+      GPUBENCH_CUDA_CHECK(
+          cudaMemcpyAsync(b.data(), host.b.data(), bytes.b, cudaMemcpyHostToDevice, stream.get()));
       // All-ones bytes are NaN in every output type: an element the GEMM does not write fails.
       GPUBENCH_CUDA_CHECK(cudaMemsetAsync(c.data(), 0xFF, bytes.c, stream.get()));
       GPUBENCH_CUBLAS_CHECK(cuda::gemm_row_major(handle.get(), precision, shape.m, shape.n, shape.k,

@@ -123,7 +123,7 @@ void mlp_cpu(benchmark::State& state, MlpCase mlp_case, bool small, int threads)
     state.counters["hidden_layers"] = static_cast<double>(spec.hidden.size());
     state.counters["readback"] = 1;
     state.counters["epochs"] = epochs;
-    state.counters["threads"] = threads;
+    state.counters["blas_threads"] = threads;
     state.SetLabel("data=" + mlp_case.data + " variant=" + (small ? "small" : "openblas") +
                    " input=resident");
   });

@@ -32,7 +32,6 @@
 #include <chrono>
 #include <cmath>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -90,8 +89,6 @@ Workload make_workload(const MlpCase& mlp_case) {
   return workload;
 }
 
-int all_cores() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
-
 bool close(double value, double reference, double relative) {
   return std::fabs(value - reference) <= relative * std::fabs(reference) + 1e-6;
 }
@@ -109,7 +106,7 @@ std::vector<float> cpu_trajectory(const Workload& workload) {
     trainer.set_batch(workload.data.batch.inputs.data(), workload.data.batch.labels.data());
     for (float& loss : losses) loss = trainer.step(parameters.data());
   } else {
-    cpu::set_blas_threads(all_cores());
+    cpu::set_blas_threads(cpu::blas_threads_for_all_cores());
     cpu::MlpBlasTrainer trainer(spec, batch);
     for (float& loss : losses) {
       loss = trainer.step(parameters.data(), workload.data.batch.inputs.data(),
@@ -121,7 +118,7 @@ std::vector<float> cpu_trajectory(const Workload& workload) {
 
 // SkipWithError and false unless the first-step loss matches the CPU's forward pass.
 bool check_first_loss(benchmark::State& state, const Workload& workload, float gpu_loss) {
-  cpu::set_blas_threads(all_cores());
+  cpu::set_blas_threads(cpu::blas_threads_for_all_cores());
   cpu::MlpBlasTrainer reference(workload.spec, workload.data.batch.rows());
   const float expected = reference.loss(workload.initial.data(), workload.data.batch.inputs.data(),
                                         workload.data.batch.labels.data());

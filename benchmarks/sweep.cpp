@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "harness/dataset.hpp"
+#include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/mlp.hpp"
 
 namespace gpubench {
@@ -143,7 +143,7 @@ void add_mlp_sweep(Sweep* sweep, bool full) {
 Sweep make_sweep(bool full) {
   Sweep sweep;
   sweep.full = full;
-  const int all_cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int all_cores = cpu::blas_threads_for_all_cores();
   sweep.cpu_threads = {1};
   if (all_cores > 1) sweep.cpu_threads.push_back(all_cores);
 

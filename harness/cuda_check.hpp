@@ -44,6 +44,10 @@ inline std::string cublas_status_name(cublasStatus_t status) {
 
 inline void check_cuda(cudaError_t error, const char* expression, const char* file, int line) {
   if (error == cudaSuccess) return;
+  // A failed runtime call also leaves its error as the thread's "last error"; clear it, or the
+  // next cudaGetLastError() (after an unrelated kernel launch, in a later benchmark) would report
+  // this failure again with the wrong file:line. Sticky errors (a faulted context) stay anyway.
+  static_cast<void>(cudaGetLastError());
   throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + expression +
                   " failed: " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
 }

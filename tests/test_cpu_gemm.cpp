@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -56,13 +55,11 @@ TEST_P(CpuGemm, MatchesNaiveTripleLoop) {
   }
 }
 
-int all_cores() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
-
-INSTANTIATE_TEST_SUITE_P(OddShapes, CpuGemm,
-                         ::testing::Combine(::testing::Values(Shape{1, 1, 1}, Shape{3, 5, 7},
-                                                              Shape{17, 33, 65},
-                                                              Shape{1000, 1, 1000}),
-                                            ::testing::Values(1, all_cores())));
+INSTANTIATE_TEST_SUITE_P(
+    OddShapes, CpuGemm,
+    ::testing::Combine(::testing::Values(Shape{1, 1, 1}, Shape{3, 5, 7}, Shape{17, 33, 65},
+                                         Shape{1000, 1, 1000}),
+                       ::testing::Values(1, gpubench::cpu::blas_threads_for_all_cores())));
 
 TEST(CpuGemm, SetsThreadCountExplicitly) {
   gpubench::cpu::set_blas_threads(1);

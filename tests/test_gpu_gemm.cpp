@@ -54,11 +54,14 @@ TEST_P(GpuGemm, RowMajorCublasEqualsOpenBlas) {
   gpubench::CublasHandle handle(stream.get());
   gpubench::DeviceBuffer a_device(a_host.size()), b_device(b_host.size());
   gpubench::DeviceBuffer c_device(c_count * gpubench::cuda::output_element_bytes(precision));
+  // Copies, poison and GEMM in order on one stream (the handle's): the legacy default stream that
+  // plain cudaMemcpy and cudaMemset use does not order work against a non-blocking stream.
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(a_device.data(), a_host.data(), a_host.size(),
+                                      cudaMemcpyHostToDevice, stream.get()));
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(b_device.data(), b_host.data(), b_host.size(),
+                                      cudaMemcpyHostToDevice, stream.get()));
   GPUBENCH_CUDA_CHECK(
-      cudaMemcpy(a_device.data(), a_host.data(), a_host.size(), cudaMemcpyHostToDevice));
-  GPUBENCH_CUDA_CHECK(
-      cudaMemcpy(b_device.data(), b_host.data(), b_host.size(), cudaMemcpyHostToDevice));
-  GPUBENCH_CUDA_CHECK(cudaMemset(c_device.data(), 0xFF, c_device.bytes()));  // NaN poison
+      cudaMemsetAsync(c_device.data(), 0xFF, c_device.bytes(), stream.get()));  // NaN poison
   GPUBENCH_CUBLAS_CHECK(gpubench::cuda::gemm_row_major(
       handle.get(), precision, m, n, k, a_device.data(), b_device.data(), c_device.data()));
   std::vector<std::byte> c_host(c_device.bytes());

@@ -10,7 +10,6 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "harness/dataset.hpp"
@@ -169,8 +168,7 @@ TEST(MlpCpu, BlasPathGivesTheSameResultOnAllCores) {
   gpubench::cpu::MlpBlasTrainer trainer(spec, batch);
   gpubench::cpu::set_blas_threads(1);
   const float loss_one = trainer.step(one_thread.data(), data.inputs.data(), data.labels.data());
-  gpubench::cpu::set_blas_threads(
-      static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
+  gpubench::cpu::set_blas_threads(gpubench::cpu::blas_threads_for_all_cores());
   const float loss_all = trainer.step(all_cores.data(), data.inputs.data(), data.labels.data());
   gpubench::cpu::set_blas_threads(1);
   EXPECT_NEAR(loss_all, loss_one, 1e-6 * loss_one);

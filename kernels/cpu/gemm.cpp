@@ -2,6 +2,11 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <regex>
+#include <string>
+#include <thread>
+
 namespace gpubench::cpu {
 
 void sgemm_row_major(int m, int n, int k, const float* a, const float* b, float* c) {
@@ -17,6 +22,17 @@ void dgemm_row_major(int m, int n, int k, const double* a, const double* b, doub
 void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
 
 int blas_threads() { return openblas_get_num_threads(); }
+
+int blas_threads_for_all_cores() {
+  const int logical_cpus = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const char* config = openblas_get_config();
+  std::smatch match;
+  const std::string text = config != nullptr ? config : "";
+  if (std::regex_search(text, match, std::regex(R"(MAX_THREADS=(\d+))"))) {
+    return std::clamp(std::stoi(match[1].str()), 1, logical_cpus);
+  }
+  return logical_cpus;
+}
 
 std::string blas_config() {
   const char* config = openblas_get_config();

@@ -15,6 +15,9 @@ void dgemm_row_major(int m, int n, int k, const double* a, const double* b, doub
 // the default (all cores, or OPENBLAS_NUM_THREADS) would silently change what a name means.
 void set_blas_threads(int threads);
 int blas_threads();
+// The thread count that uses every logical CPU: their number, capped at the MAX_THREADS OpenBLAS
+// was built with (64 in Debian's build), since OpenBLAS silently runs at most that many.
+int blas_threads_for_all_cores();
 
 // OpenBLAS's own build description, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell
 // MAX_THREADS=64".

@@ -38,6 +38,13 @@ def test_threads_user_counter_is_kept_apart_from_google_benchmark_threads() -> N
     assert two and all(r.counters["threads"] == 2.0 for r in two)
 
 
+def test_blas_threads_counter_is_read_as_threads(tmp_path: Path) -> None:
+    # Files from this version on name the OpenBLAS thread count "blas_threads".
+    row = gb_row("matmul/cpu/openblas/m:8/threads:2", 1e-5, {"blas_threads": 2.0})
+    counters = load_report(str(write_bench_json(tmp_path / "b.json", [row]))).rows[0].counters
+    assert counters["threads"] == 2.0 and counters["blas_threads"] == 2.0
+
+
 def test_gpu_rows_without_threads_counter_have_none(tmp_path: Path) -> None:
     path = write_bench_json(tmp_path / "g.json", [gb_row("matmul/gpu/x", 1e-5, {"t_wall": 1e-5})])
     assert "threads" not in load_report(str(path)).rows[0].counters

@@ -142,6 +142,11 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
             # only the last duplicate key) is the counter.
             counters["threads"] = value
 
+    if "blas_threads" in counters:
+        # The OpenBLAS thread count of a CPU row. Files written before it had this name carry it
+        # as a second "threads" key (handled above); the tools read it as "threads".
+        counters["threads"] = counters["blas_threads"]
+
     name = seen.get("name")
     if not isinstance(name, str) or not name:
         raise BenchJsonError(path, f"benchmark row {index} has no 'name'")
