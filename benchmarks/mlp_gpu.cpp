@@ -182,7 +182,9 @@ void write_common_counters(benchmark::State& state, const Workload& workload, do
                       gpu_peak_flops(*gpu_info(), "fp32"));
   state.counters["t_epoch"] = wall_s / epochs;
   state.counters["samples_per_s"] = batch * epochs / wall_s;
-  state.counters["kernels"] = kernels_per_step;
+  // `kernels` is per iteration like every counter (DESIGN.md); an iteration trains `epochs` steps.
+  state.counters["kernels"] = kernels_per_step * epochs;
+  state.counters["kernels_per_step"] = kernels_per_step;
   state.counters["readbacks"] = readbacks;
   state.counters["bytes_h2d"] = bytes_h2d;
   state.counters["final_loss"] = final_loss;

@@ -43,6 +43,7 @@ void add_custom_context(const std::string& sweep_name) {
   AddCustomContext("cpu_isa", cpu.isa_flags.empty() ? "none" : cpu.isa_flags);
   AddCustomContext("cpu_clock_hz", number(cpu.clock_hz));
   AddCustomContext("cpu_clock_source", cpu.clock_source);
+  AddCustomContext("cpu_nominal_clock_hz", number(cpu.nominal_clock_hz));
   AddCustomContext("cpu_fp32_flop_per_cycle_per_core", number(cpu.fp32_flop_per_cycle_per_core));
   AddCustomContext("cpu_peak_fp32_flops", number(cpu_peak_flops(cpu.physical_cores, false)));
   AddCustomContext("cpu_peak_fp64_flops", number(cpu_peak_flops(cpu.physical_cores, true)));

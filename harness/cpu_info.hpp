@@ -16,12 +16,15 @@ struct CpuInfo {
   std::string isa_flags;        // the SIMD flags above that are present, space separated
   std::set<std::string> flags;  // every flag /proc/cpuinfo lists for the first CPU
   bool has_flag(const std::string& flag) const { return flags.count(flag) != 0; }
-  double clock_hz = 0;  // cpuinfo_max_freq from cpufreq, else "cpu MHz" from /proc/cpuinfo
+  // The peak's clock: cpufreq's cpuinfo_max_freq (the boost clock), else the clock measured on one
+  // busy core when it is above the nominal one (harness/cpu_clock.hpp), else the nominal clock.
+  double clock_hz = 0;
   std::string clock_source;
+  double nominal_clock_hz = 0;  // "cpu MHz" from /proc/cpuinfo
   // fp32 FLOP per cycle per core: 2 FMA units x SIMD lanes x 2 (multiply + add).
   // AVX-512: 2 x 16 x 2 = 64; AVX2 + FMA: 2 x 8 x 2 = 32; SSE only: 2 x 4 (no FMA) = 8. fp64 is
-  // half of fp32. Some AVX-512 parts have one 512-bit FMA unit; the table counts two, so pct_peak
-  // is conservative there.
+  // half of fp32. AMD Zen 4 executes AVX-512 on 256-bit units: 32. Some Intel AVX-512 parts have
+  // one 512-bit FMA unit; the table counts two, so pct_peak is conservative there.
   double fp32_flop_per_cycle_per_core = 8;
 };
 

@@ -262,7 +262,7 @@ def test_files_without_copy_counters_count_one_copy_per_phase() -> None:
 # --- sentences -------------------------------------------------------------------------------
 
 
-def _story_file(tmp_path: Path) -> Path:
+def _story_file(tmp_path: Path, kernels_per_step_counter: bool = False) -> Path:
     """Data built so that the speedup sentence has known numbers: at n=256 the e2e GPU run is
     4.1x slower with 71% host-to-device copy, crossovers at n=900 (e2e) and n=180 (kernel)."""
     sizes = [128, 256, 512, 2048]
@@ -292,8 +292,12 @@ def _story_file(tmp_path: Path) -> Path:
             "t_epoch": t,
             "samples_per_s": 120 / t,
         }
-        if kernels is not None:
-            c["kernels"] = kernels
+        if kernels is not None and kernels_per_step_counter:
+            # Files from this version on: `kernels` per iteration (20000 steps) and per step.
+            c["kernels"] = kernels * 20000
+            c["kernels_per_step"] = kernels
+        elif kernels is not None:
+            c["kernels"] = kernels  # older files: launches per step under `kernels`
         if threads is not None:
             c["threads"] = threads
         backend = "gpu" if kernels is not None else "cpu"
@@ -318,8 +322,9 @@ def test_speedup_sentence_carries_the_numbers(tmp_path: Path) -> None:
     )
 
 
-def test_mlp_verdict_sentence(tmp_path: Path) -> None:
-    (src,), _ = load_sources([str(_story_file(tmp_path))])
+@pytest.mark.parametrize("kernels_per_step_counter", [False, True])
+def test_mlp_verdict_sentence(tmp_path: Path, kernels_per_step_counter: bool) -> None:
+    (src,), _ = load_sources([str(_story_file(tmp_path, kernels_per_step_counter))])
     verdict = mlp_sentences(src, build_model(src))[0]
     # 14 launches x 2.74 us / 40 us = 95.9% of the epoch.
     assert verdict == (

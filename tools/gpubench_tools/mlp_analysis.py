@@ -44,7 +44,11 @@ class MlpPoint:
 
     @property
     def kernels(self) -> float | None:
-        k = self.point.c("kernels")
+        """Kernel launches per step (files written before `kernels_per_step` existed carried
+        that number as `kernels`)."""
+        k = self.point.c("kernels_per_step")
+        if not math.isfinite(k):
+            k = self.point.c("kernels")
         return k if math.isfinite(k) else None
 
     @property
