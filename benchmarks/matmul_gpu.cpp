@@ -87,7 +87,8 @@ void matmul_gpu_kernel(benchmark::State& state, Precision precision, MatmulShape
   run_guarded(state, [&] {
     const GpuInfo& gpu = *gpu_info();
     const GemmBytes bytes(precision, shape);
-    const std::size_t device_bytes = bytes.a + bytes.b + bytes.c + gpu.l2_cache_bytes;
+    const std::size_t device_bytes =
+        bytes.a + bytes.b + bytes.c + L2Flusher::bytes_for(gpu.l2_cache_bytes);
     if (!fits_on_device(state, device_bytes)) return;
 
     Stream stream;
@@ -128,12 +129,13 @@ void matmul_gpu_kernel(benchmark::State& state, Precision precision, MatmulShape
     }
     stream.synchronize();
 
-    // The flush is enqueued but not waited for: an L2-sized memset keeps the GPU busy for tens of
-    // microseconds while the host enqueues the start event, the GEMM and the stop event, so the
-    // event window holds the GEMM's execution alone. Waiting for the flush first would leave the
-    // GPU idle when the start event fires and count the host's launch latency as compute (the
-    // pitfall nvbench's blocking kernel avoids). Launch and synchronisation costs are what the e2e
-    // rows and the overhead probes measure; this row has no t_wall.
+    // The flush is enqueued but not waited for: the memset (L2-sized, at least 32 MiB; see
+    // harness/l2_flush.hpp) keeps the GPU busy for 10 us or more while the host enqueues the start
+    // event, the GEMM and the stop event, so the event window holds the GEMM's execution alone.
+    // Waiting for the flush first would leave the GPU idle when the start event fires and count the
+    // host's launch latency as compute (the pitfall nvbench's blocking kernel avoids). Launch and
+    // synchronisation costs are what the e2e rows and the overhead probes measure; this row has no
+    // t_wall.
     double compute_s = 0;
     for (auto _ : state) {
       flusher.flush(stream.get());
