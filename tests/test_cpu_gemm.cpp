@@ -14,14 +14,23 @@ namespace {
 
 using Shape = std::tuple<int, int, int>;
 
+// The exact-in-double product C = A B, and sum_l |a_il| |b_lj| for each element (the scale of its
+// rounding error bound).
 std::vector<double> naive_product(int m, int n, int k, const std::vector<float>& a,
-                                  const std::vector<float>& b) {
+                                  const std::vector<float>& b, std::vector<double>* magnitude) {
   std::vector<double> c(static_cast<std::size_t>(m) * n, 0.0);
+  magnitude->assign(c.size(), 0.0);
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
       double sum = 0;
-      for (int l = 0; l < k; ++l) sum += double(a[i * k + l]) * double(b[l * n + j]);
+      double sum_abs = 0;
+      for (int l = 0; l < k; ++l) {
+        const double term = double(a[i * k + l]) * double(b[l * n + j]);
+        sum += term;
+        sum_abs += std::fabs(term);
+      }
       c[static_cast<std::size_t>(i) * n + j] = sum;
+      (*magnitude)[static_cast<std::size_t>(i) * n + j] = sum_abs;
     }
   }
   return c;
@@ -39,10 +48,15 @@ TEST_P(CpuGemm, MatchesNaiveTripleLoop) {
   gpubench::fill_uniform(b.data(), b.size(), 8);
   std::vector<float> c(static_cast<std::size_t>(m) * n, NAN);
   gpubench::cpu::sgemm_row_major(m, n, k, a.data(), b.data(), c.data());
-  const std::vector<double> expected = naive_product(m, n, k, a, b);
-  // fp32 accumulation error of a length-k dot product of values in [-1, 1]: <= k * 2^-24 * k.
-  const double tolerance = 4.0 * k * 0x1p-24 * k + 1e-6;
+  std::vector<double> magnitude;
+  const std::vector<double> expected = naive_product(m, n, k, a, b, &magnitude);
+  // Any order of fp32 multiply-adds over a length-k dot product errs by at most
+  // gamma_k * sum|a||b| with gamma_k ~ k u, u = 2^-24 (Higham, Accuracy and Stability of Numerical
+  // Algorithms, 3.1); twice that leaves room for the rounding of the result itself. A transposed
+  // operand or a wrong leading dimension is off by O(sum|a||b|), far outside.
   for (std::size_t index = 0; index < c.size(); ++index) {
+    const double tolerance =
+        2.0 * k * 0x1p-24 * magnitude[index] + 0x1p-24 * std::fabs(expected[index]);
     ASSERT_NEAR(c[index], expected[index], tolerance) << "element " << index;
   }
 
@@ -51,7 +65,8 @@ TEST_P(CpuGemm, MatchesNaiveTripleLoop) {
   std::vector<double> c64(c.size(), NAN);
   gpubench::cpu::dgemm_row_major(m, n, k, a64.data(), b64.data(), c64.data());
   for (std::size_t index = 0; index < c64.size(); ++index) {
-    ASSERT_NEAR(c64[index], expected[index], 1e-12 * k) << "element " << index;
+    ASSERT_NEAR(c64[index], expected[index], 2.0 * k * 0x1p-53 * magnitude[index])
+        << "element " << index;
   }
 }
 
