@@ -35,13 +35,7 @@ void matmul_cpu(benchmark::State& state, const MatmulShape& shape, int threads) 
   run_guarded(state, [&] {
     const auto [m, n, k, family] = shape;
     constexpr bool kDouble = sizeof(Real) == 8;
-    cpu::set_blas_threads(threads);
-    if (cpu::blas_threads() != threads) {
-      state.SkipWithError(("OpenBLAS runs " + std::to_string(cpu::blas_threads()) +
-                           " threads, not the " + std::to_string(threads) + " this row names")
-                              .c_str());
-      return;
-    }
+    cpu::set_blas_threads(threads);  // throws (a skipped row) if OpenBLAS runs another count
 
     std::vector<float> a_values(static_cast<std::size_t>(m) * k);
     std::vector<float> b_values(static_cast<std::size_t>(k) * n);

@@ -9,6 +9,7 @@ namespace gpubench {
 // Hz of the calling thread's core while it is busy: a chain of dependent integer additions, one
 // per cycle on every x86-64 and AArch64 core, timed with the steady clock; the fastest of several
 // trials (an interrupted trial only looks slower). 0 where the architecture is not supported.
+// harness/cpu_info.cpp decides whether to believe it.
 double measure_core_clock_hz();
 
 }  // namespace gpubench

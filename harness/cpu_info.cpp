@@ -15,10 +15,35 @@ namespace gpubench {
 
 namespace {
 
+constexpr double kHighestPlausibleClockHz = 6.5e9;
+
 std::string trim(const std::string& text) {
   const auto begin = text.find_first_not_of(" \t");
   const auto end = text.find_last_not_of(" \t\r\n");
   return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+}
+
+// The peak's clock is the highest of three readings, each of which can be low: "cpu MHz" is the
+// nominal clock in a virtual machine and the current one on bare metal; cpufreq's
+// cpuinfo_max_freq is absent in most virtual machines and is the base clock under acpi-cpufreq;
+// the measured clock is that of one busy core now (another tenant's load can lower it). A measured
+// clock above 6.5 GHz, or above twice the nominal one, is not a real core's, and is not used.
+void choose_peak_clock(CpuInfo* info) {
+  info->clock_hz = info->nominal_clock_hz;
+  info->clock_source = "/proc/cpuinfo cpu MHz";
+  std::ifstream max_frequency("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+  double khz = 0;
+  if (max_frequency >> khz && khz * 1e3 > info->clock_hz) {
+    info->clock_hz = khz * 1e3;
+    info->clock_source = "cpufreq cpuinfo_max_freq";
+  }
+  const double measured = measure_core_clock_hz();
+  const bool plausible = measured <= kHighestPlausibleClockHz &&
+                         (info->nominal_clock_hz <= 0 || measured <= 2 * info->nominal_clock_hz);
+  if (plausible && measured > info->clock_hz) {
+    info->clock_hz = measured;
+    info->clock_source = "measured: dependent-add chain on one busy core";
+  }
 }
 
 CpuInfo read_cpu_info() {
@@ -67,19 +92,7 @@ CpuInfo read_cpu_info() {
     info.fp32_flop_per_cycle_per_core = 32;
   }
   info.nominal_clock_hz = mhz * 1e6;
-  std::ifstream max_frequency("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
-  double khz = 0;
-  if (max_frequency >> khz && khz > 0) {
-    info.clock_hz = khz * 1e3;
-    info.clock_source = "cpufreq cpuinfo_max_freq";
-  } else if (const double measured = measure_core_clock_hz(); measured > info.nominal_clock_hz) {
-    // No cpufreq (a virtual machine): the boost clock is only known by measuring it.
-    info.clock_hz = measured;
-    info.clock_source = "measured: dependent-add chain on one busy core (no cpufreq)";
-  } else {
-    info.clock_hz = info.nominal_clock_hz;
-    info.clock_source = "/proc/cpuinfo cpu MHz";
-  }
+  choose_peak_clock(&info);
   return info;
 }
 

@@ -16,8 +16,8 @@ struct CpuInfo {
   std::string isa_flags;        // the SIMD flags above that are present, space separated
   std::set<std::string> flags;  // every flag /proc/cpuinfo lists for the first CPU
   bool has_flag(const std::string& flag) const { return flags.count(flag) != 0; }
-  // The peak's clock: cpufreq's cpuinfo_max_freq (the boost clock), else the clock measured on one
-  // busy core when it is above the nominal one (harness/cpu_clock.hpp), else the nominal clock.
+  // The peak's clock: the highest of the nominal clock, cpufreq's cpuinfo_max_freq and the clock
+  // measured on one busy core (harness/cpu_clock.hpp); clock_source names the one used.
   double clock_hz = 0;
   std::string clock_source;
   double nominal_clock_hz = 0;  // "cpu MHz" from /proc/cpuinfo

@@ -124,9 +124,21 @@ import sys
 from gpubench_tools.benchjson import load_report
 from gpubench_tools.compare import openblas_core
 print(openblas_core(load_report(sys.argv[1]).context) or "")' "$BASELINE" 2>/dev/null) || baseline_core=""
+  # A forced core type is not checked against the CPU: kernels it cannot run die with SIGILL.
+  case $baseline_core in
+    Haswell | Zen) needed_flag=avx2 ;;
+    SkylakeX) needed_flag=avx512f ;;
+    Cooperlake) needed_flag=avx512_bf16 ;;
+    SapphireRapids) needed_flag=amx_tile ;;
+    *) needed_flag="" ;;
+  esac
   if [[ -n $baseline_core && ${OPENBLAS_CORETYPE:-} != "$baseline_core" ]]; then
-    echo "ci_gate: OPENBLAS_CORETYPE=$baseline_core (the baseline's kernels; was '${OPENBLAS_CORETYPE:-unset}')"
-    export OPENBLAS_CORETYPE=$baseline_core
+    if [[ -n $needed_flag ]] && ! grep -qw "$needed_flag" /proc/cpuinfo; then
+      echo "ci_gate: warning: this CPU lacks $needed_flag, so it cannot run the baseline's $baseline_core kernels; measuring with OpenBLAS's own choice (the comparison says which kernels differ)" >&2
+    else
+      echo "ci_gate: OPENBLAS_CORETYPE=$baseline_core (the baseline's kernels; was '${OPENBLAS_CORETYPE:-unset}')"
+      export OPENBLAS_CORETYPE=$baseline_core
+    fi
   fi
   contender="$OUT_DIR/ci-cpu.json"
   run_sweep "$contender"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -19,7 +20,13 @@ void dgemm_row_major(int m, int n, int k, const double* a, const double* b, doub
               /*ldb=*/n, 0.0, c, /*ldc=*/n);
 }
 
-void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+void set_blas_threads(int threads) {
+  openblas_set_num_threads(threads);
+  if (const int running = openblas_get_num_threads(); running != threads) {
+    throw std::runtime_error("OpenBLAS runs " + std::to_string(running) + " threads, not the " +
+                             std::to_string(threads) + " asked for (" + blas_config() + ")");
+  }
+}
 
 int blas_threads() { return openblas_get_num_threads(); }
 
@@ -28,6 +35,8 @@ int blas_threads_for_all_cores() {
   const char* config = openblas_get_config();
   std::smatch match;
   const std::string text = config != nullptr ? config : "";
+  // A serial build runs every call on the caller's thread and says so instead of MAX_THREADS.
+  if (openblas_get_parallel() == 0 || text.find("SINGLE_THREADED") != std::string::npos) return 1;
   if (std::regex_search(text, match, std::regex(R"(MAX_THREADS=(\d+))"))) {
     return std::clamp(std::stoi(match[1].str()), 1, logical_cpus);
   }
