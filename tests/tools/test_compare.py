@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import gb_row
 
 from gpubench_tools import compare
 from gpubench_tools.compare_config import ConfigError, parse_config
@@ -349,19 +350,7 @@ def test_no_common_benchmarks_exits_2(pair, capsys, no_default_config, tmp_path)
 
 
 def test_all_failed_contender_exits_2(pair, capsys, no_default_config) -> None:
-    failed = [
-        {
-            "name": GEMM.format(m=64),
-            "run_name": GEMM.format(m=64),
-            "run_type": "iteration",
-            "iterations": 0,
-            "real_time": 0,
-            "cpu_time": 0,
-            "time_unit": "us",
-            "error_occurred": True,
-            "error_message": "no usable CUDA device",
-        }
-    ]
+    failed = [gb_row(GEMM.format(m=64), 0.0, error="no usable CUDA device")]
     base, cont = pair(
         bench("mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:1", samples(5e5)), failed
     )
@@ -374,17 +363,7 @@ def test_benchmark_that_now_fails_is_a_regression(pair, capsys, no_default_confi
     rows = sweep(seed=1)
     name = GEMM.format(m=64)
     broken = [r for r in sweep(seed=1) if r["run_name"] != name] + [
-        {
-            "name": name,
-            "run_name": name,
-            "run_type": "iteration",
-            "iterations": 0,
-            "real_time": 0,
-            "cpu_time": 0,
-            "time_unit": "us",
-            "error_occurred": True,
-            "error_message": "result differs from the reference beyond tolerance",
-        }
+        gb_row(name, 0.0, error="result differs from the reference beyond tolerance")
     ]
     base, cont = pair(rows, broken)
     code, out, _ = run_cli(capsys, base, cont, "--config", no_default_config)
