@@ -7,7 +7,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "kernels/cpu/gemm.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/gemm/gemm_cpu.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

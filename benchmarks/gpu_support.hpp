@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string>
 
-#include "harness/cuda_check.hpp"
+#include "kernels/common/cuda_check.hpp"
 
 namespace gpubench {
 

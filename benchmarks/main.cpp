@@ -65,14 +65,12 @@ int main(int argc, char** argv) {
   gpubench::add_custom_context(full ? "full" : "default");
   const gpubench::Sweep sweep = gpubench::make_sweep(full);
   gpubench::register_matmul_cpu(sweep);
-  // @mlp-register-cpu
   gpubench::register_mlp_cpu(sweep);
   const bool has_gpu = gpubench::gpu_info().has_value();
 #if GPUBENCH_HAS_CUDA
   if (has_gpu) {
     gpubench::register_matmul_gpu(sweep);
     gpubench::register_overhead_probes(sweep);
-    // @mlp-register-gpu
     gpubench::register_mlp_gpu(sweep);
   }
 #endif

@@ -15,7 +15,8 @@
 #include "benchmarks/registration.hpp"
 #include "harness/cpu_info.hpp"
 #include "harness/validation.hpp"
-#include "kernels/cpu/gemm.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/gemm/gemm_cpu.hpp"
 
 namespace gpubench {
 

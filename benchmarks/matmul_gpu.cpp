@@ -22,13 +22,13 @@
 #include "benchmarks/bench_support.hpp"
 #include "benchmarks/gpu_support.hpp"
 #include "benchmarks/registration.hpp"
-#include "harness/cuda_check.hpp"
-#include "harness/cuda_resources.hpp"
 #include "harness/gpu_info.hpp"
-#include "harness/host_buffer.hpp"
 #include "harness/l2_flush.hpp"
 #include "harness/validation.hpp"
-#include "kernels/cuda/gemm.hpp"
+#include "kernels/common/cuda_check.hpp"
+#include "kernels/common/cuda_resources.hpp"
+#include "kernels/common/host_buffer.hpp"
+#include "kernels/gemm/gemm_cuda.hpp"
 
 namespace gpubench {
 

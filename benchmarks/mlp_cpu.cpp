@@ -1,7 +1,7 @@
 // mlp/cpu/openblas/data:D/batch:B/hidden:H/readback:1/threads:T
 //   layer products through cblas_sgemm (OpenBLAS thread count set explicitly), the rest in loops.
 // mlp/cpu/small/data:D/batch:B/hidden:H/readback:1/threads:1
-//   the hand-written small-matrix path (kernels/cpu/mlp_small.hpp), single-threaded, no BLAS.
+//   the hand-written small-matrix path (kernels/mlp/mlp_cpu_small.hpp), single-threaded, no BLAS.
 //
 // One timed iteration trains the case's epochs (SGD steps) from the same initial weights: the
 // weights are reset before each iteration with timing paused, so every iteration does identical
@@ -21,9 +21,9 @@
 #include "benchmarks/registration.hpp"
 #include "harness/cpu_info.hpp"
 #include "harness/dataset.hpp"
-#include "kernels/cpu/gemm.hpp"
-#include "kernels/cpu/mlp.hpp"
-#include "kernels/cpu/mlp_small.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/mlp/mlp_cpu.hpp"
+#include "kernels/mlp/mlp_cpu_small.hpp"
 
 namespace gpubench {
 

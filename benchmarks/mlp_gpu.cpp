@@ -1,11 +1,11 @@
 // mlp/gpu/eager/data:D/batch:B/hidden:H/readback:R[/input:pageable|pinned]/manual_time
-//   one launch per operation from the host, like a framework (harness/mlp_gpu_trainer.hpp): cuBLAS
-//   layer products plus small kernels, 6 x layers launches per step.
+//   one launch per operation from the host, like a framework (kernels/mlp/mlp_cuda_trainer.hpp):
+//   cuBLAS layer products plus small kernels, 6 x layers launches per step.
 // mlp/gpu/graph/data:D/batch:B/hidden:H/readback:R[/input:pinned]/manual_time
 //   the same operations captured once in a CUDA graph of graph_steps steps and replayed.
 // mlp/gpu/fused/data:D/batch:B/hidden:H/readback:0/manual_time
 //   every epoch in one kernel launch on one block, when the net fits in shared memory
-//   (kernels/cuda/mlp_fused.cuh); otherwise skipped with the bytes it would need.
+//   (kernels/mlp/mlp_cuda_fused.cuh); otherwise skipped with the bytes it would need.
 //
 // readback:R copies the loss to the host and waits for it after every R-th step (R = 1: every step,
 // like printing loss.item(); 0: never). input:pageable|pinned copies the batch from host memory
@@ -38,16 +38,16 @@
 #include "benchmarks/bench_support.hpp"
 #include "benchmarks/gpu_support.hpp"
 #include "benchmarks/registration.hpp"
-#include "harness/cuda_check.hpp"
-#include "harness/cuda_resources.hpp"
 #include "harness/dataset.hpp"
 #include "harness/gpu_info.hpp"
-#include "harness/host_buffer.hpp"
-#include "harness/mlp_fused_trainer.hpp"
-#include "harness/mlp_gpu_trainer.hpp"
-#include "kernels/cpu/gemm.hpp"
-#include "kernels/cpu/mlp.hpp"
-#include "kernels/cpu/mlp_small.hpp"
+#include "kernels/common/cuda_check.hpp"
+#include "kernels/common/cuda_resources.hpp"
+#include "kernels/common/host_buffer.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/mlp/mlp_cpu.hpp"
+#include "kernels/mlp/mlp_cpu_small.hpp"
+#include "kernels/mlp/mlp_cuda_fused_trainer.hpp"
+#include "kernels/mlp/mlp_cuda_trainer.hpp"
 
 namespace gpubench {
 

@@ -25,10 +25,10 @@
 #include "benchmarks/bench_support.hpp"
 #include "benchmarks/gpu_support.hpp"
 #include "benchmarks/registration.hpp"
-#include "harness/cuda_check.hpp"
-#include "harness/cuda_resources.hpp"
-#include "harness/host_buffer.hpp"
-#include "kernels/cuda/empty_kernel.hpp"
+#include "kernels/common/cuda_check.hpp"
+#include "kernels/common/cuda_resources.hpp"
+#include "kernels/common/host_buffer.hpp"
+#include "kernels/probes/empty_kernel.hpp"
 
 namespace gpubench {
 

@@ -11,7 +11,6 @@ void register_matmul_cpu(const Sweep& sweep);
 void register_matmul_gpu(const Sweep& sweep);
 void register_overhead_probes(const Sweep& sweep);
 #endif
-// @mlp-registration (tiny-MLP registration functions are declared here)
 void register_mlp_cpu(const Sweep& sweep);
 #if GPUBENCH_HAS_CUDA
 void register_mlp_gpu(const Sweep& sweep);

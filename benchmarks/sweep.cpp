@@ -6,8 +6,8 @@
 #include <string>
 
 #include "harness/dataset.hpp"
-#include "kernels/cpu/gemm.hpp"
-#include "kernels/cpu/mlp.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/mlp/mlp_cpu.hpp"
 
 namespace gpubench {
 

@@ -8,7 +8,7 @@
 
 #include "harness/cpu_info.hpp"
 #include "harness/gpu_info.hpp"
-#include "kernels/cpu/gemm.hpp"
+#include "kernels/common/openblas.hpp"
 
 namespace gpubench {
 

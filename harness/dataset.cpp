@@ -10,7 +10,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include "kernels/cpu/mlp.hpp"
+#include "kernels/common/seeded_random.hpp"
+#include "kernels/mlp/mlp_spec.hpp"
 
 #ifndef GPUBENCH_DATA_DIR
 #define GPUBENCH_DATA_DIR "data"

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "harness/cuda_check.hpp"
 #include "harness/gpu_info.hpp"
+#include "kernels/common/cuda_check.hpp"
 
 namespace gpubench {
 

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "harness/cuda_resources.hpp"
+#include "kernels/common/cuda_resources.hpp"
 
 namespace gpubench {
 

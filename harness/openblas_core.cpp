@@ -5,7 +5,7 @@
 #include <string>
 
 #include "harness/cpu_info.hpp"
-#include "kernels/cpu/gemm.hpp"
+#include "kernels/common/openblas.hpp"
 
 namespace gpubench {
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "kernels/common/openblas.hpp"
 #include "tests/bench_process.hpp"
 
 namespace {

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "harness/validation.hpp"
-#include "kernels/cpu/gemm.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/gemm/gemm_cpu.hpp"
 
 namespace {
 

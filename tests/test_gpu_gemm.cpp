@@ -8,10 +8,11 @@
 #include <tuple>
 #include <vector>
 
-#include "harness/cuda_resources.hpp"
 #include "harness/validation.hpp"
-#include "kernels/cpu/gemm.hpp"
-#include "kernels/cuda/gemm.hpp"
+#include "kernels/common/cuda_resources.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/gemm/gemm_cpu.hpp"
+#include "kernels/gemm/gemm_cuda.hpp"
 #include "tests/gpu_test_main.hpp"
 
 namespace {

@@ -14,9 +14,9 @@
 
 #include "harness/dataset.hpp"
 #include "harness/validation.hpp"
-#include "kernels/cpu/gemm.hpp"
-#include "kernels/cpu/mlp.hpp"
-#include "kernels/cpu/mlp_small.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/mlp/mlp_cpu.hpp"
+#include "kernels/mlp/mlp_cpu_small.hpp"
 
 namespace {
 

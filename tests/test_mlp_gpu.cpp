@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "harness/dataset.hpp"
-#include "harness/mlp_fused_trainer.hpp"
-#include "harness/mlp_gpu_trainer.hpp"
-#include "kernels/cpu/gemm.hpp"
-#include "kernels/cpu/mlp.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/mlp/mlp_cpu.hpp"
+#include "kernels/mlp/mlp_cuda_fused_trainer.hpp"
+#include "kernels/mlp/mlp_cuda_trainer.hpp"
 #include "tests/bench_process.hpp"
 #include "tests/gpu_test_main.hpp"
 

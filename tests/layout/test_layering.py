@@ -1,7 +1,9 @@
 """The layering rule of the source tree: each folder includes only from the folders below it.
 
-kernels/ holds the compute and may use OpenBLAS, CUDA and cuBLAS only; harness/ may use kernels/;
-benchmarks/ may use both. The Python tools read JSON and never import or run the C++.
+kernels/ holds the compute and may use OpenBLAS, CUDA and cuBLAS only; inside it each workload folder
+(gemm/, mlp/, cnn/, probes/) uses only itself and common/, so a workload can be read, moved or
+removed on its own. harness/ (measurement) may use kernels/; benchmarks/ may use both. The Python
+tools read JSON and never import or run the C++.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ ALLOWED = {
 }
 
 
+PROJECT_INCLUDE_PATH = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
 def project_includes(folder: str) -> list[tuple[Path, str]]:
     """Every (file, top-level folder) pair for the project headers that files under `folder` include."""
     found = []
@@ -30,6 +35,29 @@ def project_includes(folder: str) -> list[tuple[Path, str]]:
             for match in PROJECT_INCLUDE.finditer(path.read_text(encoding="utf-8")):
                 found.append((path.relative_to(REPO), match.group(1)))
     return found
+
+
+def test_kernel_workloads_include_only_themselves_and_common() -> None:
+    kernels = REPO / "kernels"
+    workloads = sorted(path.name for path in kernels.iterdir() if path.is_dir())
+    assert {"common", "gemm", "mlp"} <= set(workloads), f"kernels/ holds {workloads}"
+    wrong = []
+    for workload in workloads:
+        allowed = {"kernels/common/", f"kernels/{workload}/"}
+        for path in sorted((kernels / workload).rglob("*")):
+            if path.suffix not in CPP_SUFFIXES:
+                continue
+            for match in PROJECT_INCLUDE_PATH.finditer(path.read_text(encoding="utf-8")):
+                header = match.group(1)
+                if header.startswith("kernels/") and not header.startswith(tuple(allowed)):
+                    wrong.append(f"{path.relative_to(REPO)} includes {header}")
+    assert not wrong, "a kernel workload reaches into another:\n" + "\n".join(wrong)
+
+
+def test_harness_holds_no_workload_compute() -> None:
+    # The trainers (buffers, graphs, cuBLASLt plans) are compute and live beside their kernels.
+    trainers = sorted(path.name for path in (REPO / "harness").glob("*trainer*"))
+    assert not trainers, f"trainers belong in kernels/<workload>/: {trainers}"
 
 
 @pytest.mark.parametrize("folder", sorted(ALLOWED))

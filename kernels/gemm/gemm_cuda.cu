@@ -1,4 +1,4 @@
-#include "kernels/cuda/gemm.hpp"
+#include "kernels/gemm/gemm_cuda.hpp"
 
 namespace gpubench::cuda {
 

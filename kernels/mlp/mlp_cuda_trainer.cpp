@@ -1,4 +1,4 @@
-#include "harness/mlp_gpu_trainer.hpp"
+#include "kernels/mlp/mlp_cuda_trainer.hpp"
 
 #include <cublasLt.h>
 
@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/cuda_check.hpp"
-#include "kernels/cuda/mlp_kernels.cuh"
+#include "kernels/common/cuda_check.hpp"
+#include "kernels/mlp/mlp_cuda_kernels.cuh"
 
 namespace gpubench::cuda {
 
@@ -18,7 +18,7 @@ namespace {
 // cuBLAS's workspace, given explicitly so that captured GEMMs never allocate during capture
 // (cuBLAS documentation, "CUDA Graphs Support"); 32 MiB is what it recommends for Hopper.
 constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
-// Products whose reduction is at most this long never split K (see mlp_gpu_trainer.hpp).
+// Products whose reduction is at most this long never split K (see mlp_cuda_trainer.hpp).
 constexpr int kShortReduction = 256;
 
 class LtHandle {
@@ -176,7 +176,7 @@ MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs
   const std::size_t parameter_bytes = floats(spec_.parameter_count());
   cublas_workspace_ = allocate(kCublasWorkspaceBytes);
   side_cublas_workspace_ = allocate(kCublasWorkspaceBytes);
-  // The products, row-major through column-major cuBLASLt (kernels/cuda/gemm.hpp): plain fp32
+  // The products, row-major through column-major cuBLASLt (kernels/gemm/gemm_cuda.hpp): plain fp32
   // (CUBLAS_COMPUTE_32F, no TF32), so the losses can be compared with the CPU's.
   products_ = std::make_unique<Products>();
   for (int layer = 0; layer < spec_.layer_count(); ++layer) {

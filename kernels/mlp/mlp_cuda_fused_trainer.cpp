@@ -1,10 +1,10 @@
-#include "harness/mlp_fused_trainer.hpp"
+#include "kernels/mlp/mlp_cuda_fused_trainer.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "harness/cuda_check.hpp"
+#include "kernels/common/cuda_check.hpp"
 
 namespace gpubench::cuda {
 

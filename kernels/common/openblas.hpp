@@ -1,15 +1,10 @@
 #pragma once
-// Row-major GEMM on the CPU through OpenBLAS's CBLAS interface.
-//
-// Layout: every matrix is row-major and densely packed, so the leading dimension of each operand is
-// its row length: A is m x k (lda = k), B is k x n (ldb = n), C is m x n (ldc = n). C = A * B.
+// OpenBLAS's global state that every CPU workload sets or records: its thread count and the kernel
+// set it chose.
 
 #include <string>
 
 namespace gpubench::cpu {
-
-void sgemm_row_major(int m, int n, int k, const float* a, const float* b, float* c);
-void dgemm_row_major(int m, int n, int k, const double* a, const double* b, double* c);
 
 // OpenBLAS keeps one global thread pool; every benchmark sets the count it wants explicitly, since
 // the default (all cores, or OPENBLAS_NUM_THREADS) would silently change what a name means.

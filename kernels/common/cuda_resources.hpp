@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/cuda_check.hpp"
+#include "kernels/common/cuda_check.hpp"
 
 namespace gpubench {
 

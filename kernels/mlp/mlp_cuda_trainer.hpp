@@ -2,15 +2,15 @@
 // The tiny MLP trained on the GPU the way a framework does it, and the same step captured in a CUDA
 // graph.
 //
-// One SGD step (network and parameter layout as in kernels/cpu/mlp.hpp; L = layers) is 6L
+// One SGD step (network and parameter layout as in kernels/mlp/mlp_spec.hpp; L = layers) is 6L
 // operations, each its own launch:
 //   forward, per layer:   Z = A W (cuBLAS), Z += b and ReLU (kernel)                     2L
 //   loss:                 softmax cross-entropy, dZ and the mean loss (kernel)            1
 //   backward, per layer:  dW = A^T dZ (cuBLAS), db = column sums of dZ (kernel)           2L
 //                         below the first layer: dA = dZ W^T (cuBLAS), ReLU mask (kernel) 2(L-1)
 //   update:               parameters -= lr * gradient, all layers at once (kernel)        1
-// Row-major products through column-major cuBLAS(Lt) as kernels/cuda/gemm.hpp explains; the
-// backward products use transpose flags instead of copies (see mlp_gpu_trainer.cpp). Every step
+// Row-major products through column-major cuBLAS(Lt) as kernels/gemm/gemm_cuda.hpp explains; the
+// backward products use transpose flags instead of copies (see mlp_cuda_trainer.cpp). Every step
 // trains on the same batch; the loss stays on the device unless a readback copies it to the host.
 // The products go through cuBLASLt with the algorithm chosen once per shape: its heuristic's
 // first choice, except that a product with a short reduction (k <= 256) takes the best algorithm
@@ -33,9 +33,9 @@
 #include <memory>
 #include <vector>
 
-#include "harness/cuda_resources.hpp"
-#include "harness/host_buffer.hpp"
-#include "kernels/cpu/mlp.hpp"
+#include "kernels/common/cuda_resources.hpp"
+#include "kernels/common/host_buffer.hpp"
+#include "kernels/mlp/mlp_spec.hpp"
 
 namespace gpubench::cuda {
 
@@ -119,7 +119,7 @@ class MlpGpuTrainer {
   Stream side_stream_;    // gradient branches inside a graph capture
   Event gradient_ready_;  // fork: this layer's dZ is complete
   Event side_done_;       // join: every weight and bias gradient is complete
-  struct Products;        // cuBLASLt handle and the planned products (mlp_gpu_trainer.cpp)
+  struct Products;        // cuBLASLt handle and the planned products (mlp_cuda_trainer.cpp)
   std::unique_ptr<Products> products_;
   DeviceBuffer cublas_workspace_;       // for products on stream_
   DeviceBuffer side_cublas_workspace_;  // for products on side_stream_

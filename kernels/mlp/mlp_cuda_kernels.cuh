@@ -1,9 +1,9 @@
 #pragma once
 // The small kernels of the eager MLP step: everything between the cuBLAS layer products, one launch
 // per operation, as a framework runs them. All matrices are row-major (one sample per row), the
-// parameter layout is the one in kernels/cpu/mlp.hpp. Each launcher enqueues on `stream`, returns
-// the launch's status (cudaGetLastError(): a bad configuration shows here, an error inside the
-// kernel only at the next synchronisation) for the caller to check, and is safe to call during
+// parameter layout is the one in kernels/mlp/mlp_spec.hpp. Each launcher enqueues on `stream`,
+// returns the launch's status (cudaGetLastError(): a bad configuration shows here, an error inside
+// the kernel only at the next synchronisation) for the caller to check, and is safe to call during
 // stream capture.
 
 #include <cuda_runtime.h>

@@ -1,16 +1,17 @@
 #pragma once
-// Owns what the fused MLP kernel (kernels/cuda/mlp_fused.cuh) trains on: the parameters, the batch
-// and the loss history on the device, and the stream it runs on. The kernel itself, its shared-
-// memory plan and the reason a net does not fit on chip are in kernels/cuda/mlp_fused.cuh.
+// Owns what the fused MLP kernel (kernels/mlp/mlp_cuda_fused.cuh) trains on: the parameters, the
+// batch and the loss history on the device, and the stream it runs on. The kernel itself, its
+// shared- memory plan and the reason a net does not fit on chip are in
+// kernels/mlp/mlp_cuda_fused.cuh.
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <vector>
 
-#include "harness/cuda_resources.hpp"
-#include "kernels/cpu/mlp.hpp"
-#include "kernels/cuda/mlp_fused.cuh"
+#include "kernels/common/cuda_resources.hpp"
+#include "kernels/mlp/mlp_cuda_fused.cuh"
+#include "kernels/mlp/mlp_spec.hpp"
 
 namespace gpubench::cuda {
 

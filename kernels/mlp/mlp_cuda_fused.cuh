@@ -4,7 +4,7 @@
 // cost of a tiny net once launch, synchronisation and memory round trips are gone: the arithmetic
 // and two block barriers per epoch.
 //
-// Per epoch (same network, loss and SGD step as kernels/cpu/mlp.hpp, same parameter layout):
+// Per epoch (same network, loss and SGD step as kernels/mlp/mlp_spec.hpp, same parameter layout):
 //   phase A, one thread per sample: forward through every layer, softmax cross-entropy, and the
 //     backward pass down to each layer's dZ, all into shared memory (feature-major, so consecutive
 //     threads touch consecutive banks);
@@ -26,7 +26,7 @@
 #include <cstddef>
 #include <string>
 
-#include "kernels/cpu/mlp.hpp"
+#include "kernels/mlp/mlp_spec.hpp"
 
 namespace gpubench::cuda {
 
@@ -50,9 +50,9 @@ struct MlpFusedPlan {
 };
 
 // The plan for a device whose blocks can opt in to `available_shared_bytes` of shared memory
-// (cudaDevAttrMaxSharedMemoryPerBlockOptin; harness/mlp_fused_trainer.hpp asks the current device).
-// Throws std::invalid_argument for an invalid network or batch, or more than kFusedMaxLayers
-// layers.
+// (cudaDevAttrMaxSharedMemoryPerBlockOptin; kernels/mlp/mlp_cuda_fused_trainer.hpp asks the current
+// device). Throws std::invalid_argument for an invalid network or batch, or more than
+// kFusedMaxLayers layers.
 MlpFusedPlan plan_mlp_fused(const MlpSpec& spec, int batch, std::size_t available_shared_bytes);
 
 // Lets the kernel for `spec` use plan.shared_bytes of dynamic shared memory (above 48 KB a kernel

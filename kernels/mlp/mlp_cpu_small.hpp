@@ -20,7 +20,7 @@
 
 #include <vector>
 
-#include "kernels/cpu/mlp.hpp"
+#include "kernels/mlp/mlp_cpu.hpp"
 
 namespace gpubench::cpu {
 

@@ -10,7 +10,7 @@
 
 #include <cublas_v2.h>
 
-#include "kernels/cuda/precision.hpp"
+#include "kernels/gemm/precision.hpp"
 
 namespace gpubench::cuda {
 

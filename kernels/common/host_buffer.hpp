@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "harness/cuda_resources.hpp"
+#include "kernels/common/cuda_resources.hpp"
 
 namespace gpubench {
 

@@ -2,7 +2,7 @@
 // operation below is one AVX2 instruction, and a * b + c one FMA. See mlp_small.hpp for the layout
 // and why.
 
-#include "kernels/cpu/mlp_small.hpp"
+#include "kernels/mlp/mlp_cpu_small.hpp"
 
 #include <algorithm>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "kernels/cuda/mlp_fused.cuh"
+#include "kernels/mlp/mlp_cuda_fused.cuh"
 
 #include <algorithm>
 #include <stdexcept>

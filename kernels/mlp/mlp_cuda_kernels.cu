@@ -1,4 +1,4 @@
-#include "kernels/cuda/mlp_kernels.cuh"
+#include "kernels/mlp/mlp_cuda_kernels.cuh"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "kernels/cuda/precision.hpp"
+#include "kernels/gemm/precision.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

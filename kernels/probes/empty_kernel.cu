@@ -1,4 +1,4 @@
-#include "kernels/cuda/empty_kernel.hpp"
+#include "kernels/probes/empty_kernel.hpp"
 
 namespace gpubench::cuda {
 namespace {
