@@ -5,11 +5,21 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
+#include "harness/gpu_info.hpp"
 #include "kernels/common/cuda_check.hpp"
 
 namespace gpubench {
+
+// The device's facts; throws (the row reports it) when there is none, e.g. for a GPU row run from
+// a listing made with --list-all on a machine without a GPU.
+inline const GpuInfo& require_gpu() {
+  const auto& gpu = gpu_info();
+  if (!gpu) throw std::runtime_error("no GPU: " + gpu_unavailable_reason());
+  return *gpu;
+}
 
 // True if `bytes` fit in the device's free memory (5% is left for cuBLAS's workspace and the
 // runtime); otherwise reports SkipWithError naming both numbers, and the sweep goes on.

@@ -1,5 +1,9 @@
 // The `bench` binary: Google Benchmark's main with every --benchmark_* flag, plus
 //   --full            the full sweep (also GPUBENCH_FULL=1)
+//   --schema          print the output contract (counter keys, units, directions, label keys) as
+//                     JSON and exit (harness/schema.hpp)
+//   --list-all        list every benchmark name of the sweep, GPU families included even without
+//                     a GPU, and exit (the name contract's test uses it)
 // and a default --benchmark_min_time of 0.05 s per benchmark unless one is given, which keeps the
 // default sweep inside its time budget. GPU benchmarks are registered only when a device is
 // visible; otherwise one line on stderr says why they were skipped and the CPU benchmarks run.
@@ -20,8 +24,20 @@
 #include "harness/context.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/openblas_core.hpp"
+#include "harness/schema.hpp"
 
 namespace {
+
+// Removes `flag` from argv if present; true if it was there.
+bool take_flag(int* argc, char** argv, const char* flag) {
+  for (int index = 1; index < *argc; ++index) {
+    if (std::strcmp(argv[index], flag) != 0) continue;
+    for (int rest = index; rest + 1 < *argc; ++rest) argv[rest] = argv[rest + 1];
+    --*argc;
+    return true;
+  }
+  return false;
+}
 
 bool has_flag(int argc, char** argv, const char* prefix) {
   for (int index = 1; index < argc; ++index) {
@@ -51,11 +67,18 @@ int main(int argc, char** argv) {
     execv("/proc/self/exe", argv);
     std::cerr << "gpubench: restart failed; measuring with OpenBLAS's own choice\n";
   }
+  if (take_flag(&argc, argv, "--schema")) {
+    std::cout << gpubench::schema_json() << "\n";
+    return 0;
+  }
+  const bool list_all = take_flag(&argc, argv, "--list-all");
   const bool full = gpubench::take_full_sweep_flag(&argc, argv);
 
   std::vector<char*> arguments(argv, argv + argc);
   std::string default_min_time = "--benchmark_min_time=0.05";
   if (!has_flag(argc, argv, "--benchmark_min_time")) arguments.push_back(default_min_time.data());
+  std::string list_tests = "--benchmark_list_tests=true";
+  if (list_all) arguments.push_back(list_tests.data());
   int argument_count = static_cast<int>(arguments.size());
   arguments.push_back(nullptr);
 
@@ -68,13 +91,13 @@ int main(int argc, char** argv) {
   gpubench::register_mlp_cpu(sweep);
   const bool has_gpu = gpubench::gpu_info().has_value();
 #if GPUBENCH_HAS_CUDA
-  if (has_gpu) {
+  if (has_gpu || list_all) {
     gpubench::register_matmul_gpu(sweep);
     gpubench::register_overhead_probes(sweep);
     gpubench::register_mlp_gpu(sweep);
   }
 #endif
-  if (!has_gpu) {
+  if (!has_gpu && !list_all) {
     std::cerr << "gpubench: GPU benchmarks skipped: " << gpubench::gpu_unavailable_reason() << "\n";
   }
 

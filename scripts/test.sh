@@ -8,4 +8,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 configure_and_build
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 cd "$ROOT"
-GPUBENCH_BENCH="$BUILD_DIR/benchmarks/bench" "$PYTHON" -m pytest -q tests/tools tests/layout
+GPUBENCH_BENCH="$BUILD_DIR/benchmarks/bench" "$PYTHON" -m pytest -q tests/tools tests/layout tests/contract

@@ -25,7 +25,7 @@ TEST(BenchJson, CpuRowCarriesNameCountersAndLabel) {
   ASSERT_EQ(rows.size(), 1U);
   const auto& row = rows[0];
   EXPECT_EQ(row["name"], "matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1");
-  EXPECT_EQ(row["label"], "dtype=fp32 shape=square");
+  EXPECT_EQ(row["label"], "workload=matmul backend=cpu variant=openblas dtype=fp32 shape=square");
   for (const char* counter : {"flop", "FLOP/s", "pct_peak", "m", "n", "k", "blas_threads",
                               "bytes_h2d", "bytes_d2h", "max_error_over_bound"}) {
     EXPECT_TRUE(row.contains(counter)) << "missing counter " << counter;

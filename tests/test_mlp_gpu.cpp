@@ -320,7 +320,8 @@ TEST(MlpGpu, BenchRowsCarryTheirCountersAndAgreeWithTheCpu) {
                                 "t_compute",     "t_d2h",         "t_wall",     "t_overhead"}) {
       EXPECT_TRUE(row.contains(counter)) << name << " lacks " << counter;
     }
-    EXPECT_EQ(row["label"], std::string("data=iris variant=") + variant + " input=resident");
+    EXPECT_EQ(row["label"], std::string("workload=mlp backend=gpu variant=") + variant +
+                                " data=iris input=resident");
     EXPECT_NEAR(row["final_loss"].get<double>(), cpu_loss, kTolerance * cpu_loss) << name;
     EXPECT_GE(row["test_accuracy"].get<double>(), 0.9) << name;
     EXPECT_DOUBLE_EQ(row["epochs"].get<double>(), 20000);

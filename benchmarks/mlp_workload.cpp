@@ -1,0 +1,30 @@
+#include "benchmarks/mlp_workload.hpp"
+
+#include <string>
+
+namespace gpubench {
+
+MlpWorkload make_mlp_workload(const MlpCase& mlp_case, int epochs) {
+  MlpWorkload workload;
+  workload.data = load_mlp_data(mlp_case.data, mlp_case.batch);
+  workload.spec.inputs = workload.data.batch.features;
+  workload.spec.hidden = mlp_case.hidden;
+  workload.spec.classes = workload.data.batch.classes;
+  workload.spec.epochs = epochs;
+  workload.initial = initial_parameters(workload.spec);  // validates the spec
+  return workload;
+}
+
+RowId mlp_row_id(const char* backend, const char* variant, const MlpCase& mlp_case, int readback) {
+  // "hidden:H" for one hidden layer, "hidden:HxL" for L layers of width H.
+  NameParameter hidden = number_parameter("hidden", mlp_case.hidden.front(), Counter::hidden);
+  if (mlp_case.hidden.size() > 1) hidden.text += "x" + std::to_string(mlp_case.hidden.size());
+  return RowId{"mlp",
+               backend,
+               variant,
+               {text_parameter("data", mlp_case.data, LabelKey::data),
+                number_parameter("batch", mlp_case.batch, Counter::batch), hidden,
+                number_parameter("readback", readback, Counter::readback)}};
+}
+
+}  // namespace gpubench

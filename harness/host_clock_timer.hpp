@@ -1,0 +1,94 @@
+#pragma once
+// Measurement policy: the host's steady clock. For CPU work (OpenBLAS products, CPU training) and
+// for costs only the host sees (launch issue, synchronisation, event records), which events on the
+// GPU's timeline cannot measure; and for synchronised GPU work where what counts is what the user
+// waits for (the body must end with its synchronisation).
+//
+// Decisions:
+// - Without an untimed preparation, the clock is read twice for the whole loop, not per
+//   iteration: on a microsecond GEMM two clock reads per iteration would be a measurable part of
+//   the row (the harness stays within 2% of a bare OpenBLAS loop, README "Measured results").
+// - With a preparation (restoring initial weights, a reset plus its synchronisation), the clock
+//   runs around the body of each iteration only, and Google Benchmark's own clock is paused for
+//   the preparation, so both clocks agree on what was timed.
+// - Report::manual hands each iteration's host time to Google Benchmark (UseManualTime), for
+//   rows registered with manual time; Report::benchmark_clock leaves Google Benchmark's real-time
+//   clock in charge (CPU rows).
+// - Warm-up and validation are the caller's, before run(): the first call of a BLAS routine starts
+//   OpenBLAS's thread pool and a first kernel launch loads the module, neither of which belongs in
+//   a row.
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <type_traits>
+#include <utility>
+
+namespace gpubench {
+
+// Seconds since the start of the current iteration's body, for bodies that record a split (the
+// launch burst's issue time).
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double elapsed_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+class HostClockTimer {
+ public:
+  enum class Report { benchmark_clock, manual };
+  explicit HostClockTimer(Report report) : report_(report) {}
+
+  // Runs the benchmark loop with `body` (callable as body() or body(const Stopwatch&)) as the
+  // timed work of each iteration. Returns the mean seconds per iteration.
+  template <typename Body>
+  double run(benchmark::State& state, Body&& body) {
+    if (report_ == Report::benchmark_clock) {
+      const Stopwatch loop;
+      for (auto _ : state) {
+        invoke(body, loop);
+        benchmark::ClobberMemory();
+      }
+      return loop.elapsed_s() / static_cast<double>(state.iterations());
+    }
+    return run(
+        state, [] {}, std::forward<Body>(body));
+  }
+
+  // The same with `prepare()` run before each iteration, outside every clock.
+  template <typename Prepare, typename Body>
+  double run(benchmark::State& state, Prepare&& prepare, Body&& body) {
+    double total_s = 0;
+    for (auto _ : state) {
+      if (report_ == Report::benchmark_clock) state.PauseTiming();
+      prepare();
+      if (report_ == Report::benchmark_clock) state.ResumeTiming();
+      const Stopwatch iteration;
+      invoke(body, iteration);
+      const double seconds = iteration.elapsed_s();
+      benchmark::ClobberMemory();
+      total_s += seconds;
+      if (report_ == Report::manual) state.SetIterationTime(seconds);
+    }
+    return total_s / static_cast<double>(state.iterations());
+  }
+
+ private:
+  template <typename Body>
+  static void invoke(Body& body, const Stopwatch& stopwatch) {
+    if constexpr (std::is_invocable_v<Body&, const Stopwatch&>) {
+      body(stopwatch);
+    } else {
+      body();
+    }
+  }
+
+  Report report_;
+};
+
+}  // namespace gpubench

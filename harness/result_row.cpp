@@ -1,0 +1,101 @@
+#include "harness/result_row.hpp"
+
+#include <string>
+#include <utility>
+
+#include "kernels/cnn/cnn_spec.hpp"
+
+namespace gpubench {
+
+NameParameter number_parameter(const char* name, long long value, std::optional<Counter> counter) {
+  return {name, std::to_string(value), counter, static_cast<double>(value), std::nullopt};
+}
+
+NameParameter text_parameter(const char* name, std::string value, LabelKey label) {
+  return {name, std::move(value), std::nullopt, 0.0, label};
+}
+
+std::string RowId::name() const {
+  std::string text = name_stem.empty() ? workload + "/" + backend + "/" + variant : name_stem;
+  for (const NameParameter& parameter : parameters) {
+    text += "/" + parameter.name + ":" + parameter.text;
+  }
+  return text;
+}
+
+ResultRow::ResultRow(benchmark::State& state, const RowId& id) : state_(state), id_(id) {
+  for (const NameParameter& parameter : id_.parameters) {
+    if (parameter.counter) set(*parameter.counter, parameter.value);
+  }
+}
+
+ResultRow& ResultRow::set(Counter counter, double value) {
+  state_.counters[std::string(counter_spec(counter).key)] = value;
+  return *this;
+}
+
+ResultRow& ResultRow::label(LabelKey key, std::string value) {
+  extra_labels_.emplace_back(key, std::move(value));
+  return *this;
+}
+
+ResultRow& ResultRow::phases(const PhaseTimes& times) {
+  set(Counter::t_h2d, times.h2d_s);
+  set(Counter::t_compute, times.compute_s);
+  set(Counter::t_d2h, times.d2h_s);
+  set(Counter::t_wall, times.wall_s);
+  return set(Counter::t_overhead, times.overhead_s());
+}
+
+ResultRow& ResultRow::work(double flop_per_iteration, double seconds_per_iteration,
+                           double peak_flops) {
+  set(Counter::flop, flop_per_iteration);
+  if (seconds_per_iteration <= 0) return *this;
+  const double rate = flop_per_iteration / seconds_per_iteration;
+  set(Counter::flop_per_s, rate);
+  if (peak_flops > 0) set(Counter::pct_peak, 100.0 * rate / peak_flops);
+  return *this;
+}
+
+ResultRow& ResultRow::training(const TrainingResult& result) {
+  const double steps = result.steps;
+  const double per_step_s = result.seconds_per_iteration / steps;
+  const double samples_per_s = result.batch * steps / result.seconds_per_iteration;
+  if (result.unit == TrainingResult::Unit::epoch) {
+    set(Counter::t_epoch, per_step_s);
+    set(Counter::samples_per_s, samples_per_s);
+    set(Counter::epochs, steps);
+  } else {
+    set(Counter::t_step, per_step_s);
+    set(Counter::images_per_s, samples_per_s);
+    set(Counter::steps, steps);
+    // Steps of this batch size in one pass over CIFAR-10's training set, times one step.
+    set(Counter::t_epoch_cifar,
+        per_step_s * static_cast<double>(kCifar10TrainImages) / result.batch);
+  }
+  if (result.kernels_per_step) {
+    // `kernels` is per iteration like every counter; an iteration trains `steps` steps.
+    set(Counter::kernels, *result.kernels_per_step * steps);
+    set(Counter::kernels_per_step, *result.kernels_per_step);
+  }
+  set(Counter::readbacks, result.readbacks);
+  set(Counter::bytes_h2d, result.bytes_h2d);
+  set(Counter::final_loss, result.final_loss);
+  if (result.test_accuracy) set(Counter::test_accuracy, *result.test_accuracy);
+  return *this;
+}
+
+void ResultRow::publish() {
+  std::string text =
+      "workload=" + id_.workload + " backend=" + id_.backend + " variant=" + id_.variant;
+  for (const NameParameter& parameter : id_.parameters) {
+    if (parameter.label)
+      text += " " + std::string(label_key(*parameter.label)) + "=" + parameter.text;
+  }
+  for (const auto& [key, value] : extra_labels_) {
+    text += " " + std::string(label_key(key)) + "=" + value;
+  }
+  state_.SetLabel(text);
+}
+
+}  // namespace gpubench

@@ -1,0 +1,120 @@
+#pragma once
+// The one owner of what a benchmark writes: its name, its label and its counters.
+//
+// A RowId (workload, backend, variant and the ordered name parameters) yields the benchmark name
+// `<workload>/<backend>/<variant>/<param>:<value>/...` (README, "Reading names") and the label
+// `workload=W backend=B variant=V <key>=<value>...`, which tools read instead of parsing names.
+// Numeric parameters are also written as counters, string parameters as label pairs. Counters are
+// set by enumerator (harness/schema.hpp), never by a string key; the writers for phase times,
+// work rates and training results below are the only places those groups are computed.
+
+#include <benchmark/benchmark.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/phase_times.hpp"
+#include "harness/schema.hpp"
+
+namespace gpubench {
+
+// One `name:value` segment of a benchmark name.
+struct NameParameter {
+  std::string name;
+  std::string text;                // as it appears in the name
+  std::optional<Counter> counter;  // numeric: also written as this counter
+  double value = 0;                // the counter's value
+  std::optional<LabelKey> label;   // string: also written as this label pair
+};
+
+// A numeric parameter, written as counter `counter` too (none: name only).
+NameParameter number_parameter(const char* name, long long value, std::optional<Counter> counter);
+// A string parameter, written as label pair `label` too.
+NameParameter text_parameter(const char* name, std::string value, LabelKey label);
+
+struct RowId {
+  RowId(std::string workload_name, std::string backend_name, std::string variant_name,
+        std::vector<NameParameter> name_parameters = {})
+      : workload(std::move(workload_name)),
+        backend(std::move(backend_name)),
+        variant(std::move(variant_name)),
+        parameters(std::move(name_parameters)) {}
+
+  std::string workload;  // matmul, mlp, cnn, overhead
+  std::string backend;   // cpu or gpu
+  std::string variant;   // openblas, cublas_kernel, eager, graph, launch_burst, h2d, ...
+  std::vector<NameParameter> parameters;
+  // The name's leading segments when they are not workload/backend/variant: the overhead probes
+  // are named by what they probe ("overhead/h2d/pinned"), and are GPU rows all the same.
+  std::string name_stem;
+
+  RowId with(NameParameter parameter) const {
+    RowId copy = *this;
+    copy.parameters.push_back(std::move(parameter));
+    return copy;
+  }
+  // The benchmark name, without Google Benchmark's "/manual_time" suffix.
+  std::string name() const;
+};
+
+// What one training iteration did, for the training counters.
+struct TrainingResult {
+  enum class Unit { epoch, step };  // MLP rows count epochs of one batch; CNN rows count steps
+  Unit unit = Unit::epoch;
+  int steps = 0;  // SGD steps per iteration
+  int batch = 0;  // rows (images) per step
+  double seconds_per_iteration = 0;
+  std::optional<double> kernels_per_step;  // GPU rows
+  double readbacks = 0;                    // loss copies to the host per iteration
+  double bytes_h2d = 0;                    // input bytes copied per iteration
+  double final_loss = 0;
+  std::optional<double> test_accuracy;  // where the data have a test split
+};
+
+class ResultRow {
+ public:
+  // Writes the parameters' counters; the label is written by publish().
+  ResultRow(benchmark::State& state, const RowId& id);
+
+  ResultRow& set(Counter counter, double value);
+  ResultRow& label(LabelKey key, std::string value);
+  // t_h2d, t_compute, t_d2h, t_wall and t_overhead.
+  ResultRow& phases(const PhaseTimes& times);
+  // flop, FLOP/s and pct_peak from the work of one iteration and its measured seconds. FLOP/s is
+  // computed here rather than with Counter::kIsRate, which divides by the main thread's CPU time:
+  // wrong for GPU work and for multi-threaded OpenBLAS.
+  ResultRow& work(double flop_per_iteration, double seconds_per_iteration, double peak_flops);
+  // Seconds per epoch or step, samples or images per second, steps, kernels, readbacks, input
+  // bytes, final loss and test accuracy; CNN rows also the time of one CIFAR-10 epoch.
+  ResultRow& training(const TrainingResult& result);
+  // Sets the label: workload, backend, variant, the string parameters, then label() pairs.
+  void publish();
+
+ private:
+  benchmark::State& state_;
+  RowId id_;
+  std::vector<std::pair<LabelKey, std::string>> extra_labels_;
+};
+
+// Registers `fixture(state, id, arguments...)` under id.name(). Any exception it throws (a CUDA
+// error with file:line, a failed allocation, a bad configuration) becomes that benchmark's
+// SkipWithError message, so the run goes on. Manual time: the fixture's timer reports each
+// iteration's time (events or the host clock); Google Benchmark then appends "/manual_time".
+enum class IterationTime { benchmark_clock, manual };
+template <typename Fixture, typename... Arguments>
+void register_row(const RowId& id, IterationTime time, Fixture fixture, Arguments... arguments) {
+  auto* benchmark = benchmark::RegisterBenchmark(
+      id.name().c_str(), [id, fixture, arguments...](benchmark::State& state) {
+        try {
+          fixture(state, id, arguments...);
+        } catch (const std::exception& error) {
+          state.SkipWithError(error.what());
+        }
+      });
+  benchmark->Unit(benchmark::kMicrosecond);
+  if (time == IterationTime::manual) benchmark->UseManualTime();
+}
+
+}  // namespace gpubench

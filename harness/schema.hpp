@@ -1,0 +1,102 @@
+#pragma once
+// The output contract, declared once: every counter a row may carry, with its unit and which
+// direction is better, and the keys a row's label may hold. Rows are written only through
+// harness/result_row.hpp, which takes these enumerators, so no fixture spells a key by hand.
+// `bench --schema` prints this table as JSON; the Python tools declare the same table
+// (tools/gpubench_tools/schema.py) and a test fails when the two disagree.
+
+#include <string>
+#include <string_view>
+
+namespace gpubench {
+
+enum class Counter {
+  // Parameters of the row, repeated as numbers so tools never parse names.
+  m,
+  n,
+  k,
+  batch,
+  hidden,
+  hidden_layers,
+  readback,
+  epochs,
+  steps,
+  blas_threads,
+  pinned,
+  bytes,
+  // Work and rates.
+  flop,
+  flop_per_s,
+  pct_peak,
+  bytes_per_s,
+  samples_per_s,
+  images_per_s,
+  // Copies.
+  bytes_h2d,
+  bytes_d2h,
+  copies_h2d,
+  copies_d2h,
+  // Times per iteration (seconds) and their parts.
+  t_h2d,
+  t_compute,
+  t_d2h,
+  t_wall,
+  t_overhead,
+  t_epoch,
+  t_step,
+  t_epoch_cifar,
+  t_issue_per_launch,
+  t_per_launch,
+  t_per_node,
+  t_event_record,
+  t_sync,
+  // Launch structure.
+  kernels,
+  kernels_per_step,
+  readbacks,
+  graph_steps,
+  threads_per_block,
+  // Memory.
+  device_bytes,
+  device_bytes_peak,
+  device_bytes_model,
+  shared_bytes,
+  // Training state and quality.
+  loss_scale,
+  skipped_steps,
+  final_loss,
+  test_accuracy,
+  max_error_over_bound,
+};
+
+enum class Direction { smaller, bigger, none };
+
+struct CounterSpec {
+  Counter counter;
+  std::string_view key;   // the JSON key, stable across versions (tests/contract/)
+  std::string_view unit;  // "s", "B", "B/s", "flop", "flop/s", "1/s", "%", "count" or "1"
+  Direction direction;    // which way is better; none for parameters and sizes
+};
+
+const CounterSpec& counter_spec(Counter counter);
+
+// The keys a row's label holds as `key=value` pairs, in the order they are written.
+enum class LabelKey {
+  workload,
+  backend,
+  variant,
+  data,
+  dtype,
+  shape,
+  host,
+  input,
+  probe,
+  precision
+};
+std::string_view label_key(LabelKey key);
+
+// The whole table as JSON: {"schema_version": 1, "counters": {key: {"unit", "direction"}},
+// "label_keys": [...]}.
+std::string schema_json();
+
+}  // namespace gpubench

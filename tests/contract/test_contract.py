@@ -1,0 +1,135 @@
+"""The output contract of `bench`: the benchmark names and the counter keys and label pairs of
+today's rows (committed under tests/contract/ from the binary before the measurement core was
+rewritten) must all still be there. New names, keys and label pairs may be added; none removed or
+renamed. Every counter a row writes must be declared in `bench --schema`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+GOOGLE_BENCHMARK_FIELDS = {
+    "name",
+    "run_name",
+    "run_type",
+    "repetitions",
+    "repetition_index",
+    "threads",
+    "iterations",
+    "real_time",
+    "cpu_time",
+    "time_unit",
+    "family_index",
+    "per_family_instance_index",
+    "label",
+    "error_occurred",
+    "error_message",
+    "aggregate_name",
+    "aggregate_unit",
+}
+# A small run that still has a row of every CPU family (GPU families too where a GPU is visible).
+SHORT_FILTER = (
+    "matmul/cpu/openblas/dtype:fp(32|64)/m:64/n:64/k:64/|mlp/.*/data:iris/|"
+    "mlp/.*/data:digits/batch:64/hidden:32/|overhead/(launch/roundtrip|h2d/pinned/bytes:4096$|sync)|"
+    "matmul/gpu/cublas_(kernel|e2e)/dtype:fp32/(host:pinned/)?m:256/n:256/k:256/"
+)
+
+
+def bench_binary() -> Path:
+    path = os.environ.get("GPUBENCH_BENCH")
+    if not path:
+        pytest.skip("GPUBENCH_BENCH is not set (scripts/test.sh sets it to the built binary)")
+    return Path(path)
+
+
+def family(name: str) -> str:
+    """The name with its numeric values removed: the rows of one family share their keys."""
+    return re.sub(r":(\d[\dx]*)(?=/|$)", "", name.replace("/manual_time", ""))
+
+
+def normalised(name: str) -> str:
+    """Thread counts other than 1 are "all cores", which differs between machines."""
+    return re.sub(r"/threads:(\d+)", lambda m: m.group(0) if m.group(1) == "1" else "/threads:all", name)
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    out = tmp_path_factory.mktemp("contract") / "short.json"
+    subprocess.run(
+        [
+            str(bench_binary()),
+            f"--benchmark_filter={SHORT_FILTER}",
+            "--benchmark_min_time=0.001",
+            f"--benchmark_out={out}",
+            "--benchmark_out_format=json",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    return json.loads(out.read_text())["benchmarks"]
+
+
+def test_every_name_of_the_full_sweep_is_still_there() -> None:
+    listing = subprocess.run(
+        [str(bench_binary()), "--full", "--list-all"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout.split()
+    names = {normalised(name) for name in listing}
+    committed = (HERE / "names_full.txt").read_text().split()
+    if (os.cpu_count() or 1) == 1:  # "all cores" is thread count 1: those rows merge
+        committed = [name for name in committed if "threads:all" not in name]
+    missing = [name for name in committed if name not in names]
+    assert len(committed) > 1000, "the committed name list is truncated"
+    assert not missing, f"{len(missing)} names vanished, e.g. {missing[:5]}"
+
+
+def test_rows_keep_their_counter_keys_and_label_pairs(short_run: list[dict]) -> None:
+    committed = json.loads((HERE / "rows.json").read_text())
+    checked = 0
+    problems = []
+    for row in short_run:
+        if row.get("error_occurred"):
+            problems.append(f"{row['name']}: {row.get('error_message')}")
+            continue
+        expected = committed.get(family(row["name"]))
+        if expected is None:
+            continue
+        checked += 1
+        missing_keys = set(expected["counters"]) - set(row)
+        missing_labels = set(expected["label"]) - set(row.get("label", "").split())
+        if missing_keys or missing_labels:
+            problems.append(f"{row['name']}: lost {sorted(missing_keys | missing_labels)}")
+    assert checked >= 6, f"only {checked} rows matched a committed family: the filter is stale"
+    assert not problems, "\n".join(problems)
+
+
+def test_labels_state_workload_and_backend(short_run: list[dict]) -> None:
+    for row in short_run:
+        pairs = dict(pair.split("=", 1) for pair in row.get("label", "").split())
+        assert pairs.get("workload") == row["name"].split("/")[0], row["name"]
+        assert pairs.get("backend") in {"cpu", "gpu"}, row["name"]
+
+
+def test_every_counter_is_declared_in_the_schema(short_run: list[dict]) -> None:
+    schema = json.loads(
+        subprocess.run(
+            [str(bench_binary()), "--schema"], check=True, capture_output=True, text=True
+        ).stdout
+    )
+    declared = set(schema["counters"])
+    for row in short_run:
+        undeclared = set(row) - GOOGLE_BENCHMARK_FIELDS - declared
+        assert not undeclared, f"{row['name']} writes undeclared counters {sorted(undeclared)}"
+        label_keys = {pair.split("=", 1)[0] for pair in row.get("label", "").split()}
+        assert label_keys <= set(schema["label_keys"]), row["name"]
