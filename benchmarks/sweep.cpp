@@ -6,6 +6,7 @@
 #include <string>
 
 #include "harness/dataset.hpp"
+#include "kernels/cnn/cnn_spec.hpp"
 #include "kernels/common/openblas.hpp"
 #include "kernels/mlp/mlp_cpu.hpp"
 
@@ -138,6 +139,42 @@ void add_mlp_sweep(Sweep* sweep, bool full) {
   }
 }
 
+// The CNN: the tutorial's batch 64 and the sizes around it. A CPU iteration trains about a tenth of
+// a second of steps at the ~100 GFLOP/s one core of the 2-core CI machine sustains (a step is
+// 69 MFLOP per image), so the default sweep's CPU rows (4 batches x 2 thread counts) take a few
+// seconds; a GPU iteration trains enough steps to be well above the event resolution.
+constexpr double kCpuCnnFlopPerSecond = 100e9;
+constexpr double kCpuCnnIterationSeconds = 0.1;
+constexpr int kGpuCnnSteps = 50;
+
+void add_cnn_sweep(Sweep* sweep, bool full) {
+  const char* cifar_folder = std::getenv("GPUBENCH_CIFAR10_DIR");
+  const std::string data =
+      cifar_folder != nullptr && cifar_folder[0] != '\0' ? "cifar10" : "synthetic";
+  const std::vector<int> cpu_batches =
+      full ? std::vector<int>{1, 4, 16, 64, 128, 256} : std::vector<int>{1, 16, 64, 256};
+  const std::vector<int> gpu_batches =
+      full ? std::vector<int>{1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096}
+           : std::vector<int>{1, 16, 64, 256, 1024};
+  const CnnSpec spec;
+  for (int batch : gpu_batches) {
+    CnnCase cnn;
+    cnn.data = data;
+    cnn.batch = batch;
+    cnn.steps = kGpuCnnSteps;
+    if (std::find(cpu_batches.begin(), cpu_batches.end(), batch) != cpu_batches.end()) {
+      const double step_seconds = cnn_step_flop(spec, batch) / kCpuCnnFlopPerSecond;
+      cnn.cpu_steps = std::clamp(static_cast<int>(kCpuCnnIterationSeconds / step_seconds), 1, 20);
+    }
+    // The tutorial's batch: every readback mode and the data-loader copies.
+    if (batch == kCnnTutorialBatch) {
+      cnn.gpu_readbacks = {1, 0};
+      cnn.input_transfer = true;
+    }
+    sweep->cnn_cases.push_back(cnn);
+  }
+}
+
 }  // namespace
 
 Sweep make_sweep(bool full) {
@@ -189,6 +226,7 @@ Sweep make_sweep(bool full) {
   }
   remove_measured(&sweep.gpu_layer_shapes, sweep.gpu_shapes);
   add_mlp_sweep(&sweep, full);
+  add_cnn_sweep(&sweep, full);
   return sweep;
 }
 

@@ -29,6 +29,16 @@ struct MlpCase {
   bool input_transfer = false;  // also the variants that copy the batch from host every step
 };
 
+// One CNN training workload (names: cnn/<cpu|gpu>/<variant>/data:D/batch:B/readback:R/...).
+struct CnnCase {
+  std::string data;                      // "cifar10" (GPUBENCH_CIFAR10_DIR) or "synthetic"
+  int batch = 0;                         // images per SGD step
+  int steps = 0;                         // SGD steps in one timed GPU iteration; 0: no GPU run
+  int cpu_steps = 0;                     // the same on the CPU (fewer at large batches); 0: none
+  std::vector<int> gpu_readbacks = {0};  // loss read back every step (1) or never (0)
+  bool input_transfer = false;  // also the variants that copy the batch from host every step
+};
+
 struct Sweep {
   bool full = false;
   std::vector<MatmulShape> cpu_shapes;
@@ -40,6 +50,7 @@ struct Sweep {
   std::vector<std::size_t> transfer_bytes;    // 4 B .. 1 GiB
   std::vector<int> launch_counts;             // kernels per burst / nodes per graph
   std::vector<MlpCase> mlp_cases;             // tiny-MLP training: iris, digits, synthetic grid
+  std::vector<CnnCase> cnn_cases;             // the CIFAR-10 tutorial CNN across batch sizes
 };
 
 Sweep make_sweep(bool full);

@@ -85,6 +85,13 @@ ResultRow& ResultRow::training(const TrainingResult& result) {
   return *this;
 }
 
+ResultRow& ResultRow::operation_times(const std::map<std::string, double>& seconds_per_step) {
+  for (const auto& [operation, seconds] : seconds_per_step) {
+    state_.counters[std::string(kOperationTimePrefix) + operation] = seconds;
+  }
+  return *this;
+}
+
 void ResultRow::publish() {
   std::string text =
       "workload=" + id_.workload + " backend=" + id_.backend + " variant=" + id_.variant;

@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -89,6 +90,8 @@ class ResultRow {
   // Seconds per epoch or step, samples or images per second, steps, kernels, readbacks, input
   // bytes, final loss and test accuracy; CNN rows also the time of one CIFAR-10 epoch.
   ResultRow& training(const TrainingResult& result);
+  // t_op:<operation> for each operation of a profiled step (seconds per step).
+  ResultRow& operation_times(const std::map<std::string, double>& seconds_per_step);
   // Sets the label: workload, backend, variant, the string parameters, then label() pairs.
   void publish();
 

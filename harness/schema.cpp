@@ -107,8 +107,12 @@ std::string schema_json() {
   }
   nlohmann::ordered_json labels = nlohmann::ordered_json::array();
   for (std::string_view key : kLabelKeys) labels.push_back(std::string(key));
-  const nlohmann::ordered_json document = {
-      {"schema_version", kSchemaVersion}, {"counters", counters}, {"label_keys", labels}};
+  const nlohmann::ordered_json prefixes = {
+      {std::string(kOperationTimePrefix), {{"unit", "s"}, {"direction", "smaller"}}}};
+  const nlohmann::ordered_json document = {{"schema_version", kSchemaVersion},
+                                           {"counters", counters},
+                                           {"counter_prefixes", prefixes},
+                                           {"label_keys", labels}};
   return document.dump(1);
 }
 

@@ -80,6 +80,11 @@ struct CounterSpec {
 
 const CounterSpec& counter_spec(Counter counter);
 
+// Per-operation times of a profiled training step (harness/operation_profiler.hpp) are counters
+// `t_op:<operation>` (e.g. t_op:conv1.gemm), seconds per step, smaller is better: one declared
+// family rather than one key per operation, since the operations are the trainer's to name.
+inline constexpr std::string_view kOperationTimePrefix = "t_op:";
+
 // The keys a row's label holds as `key=value` pairs, in the order they are written.
 enum class LabelKey {
   workload,
@@ -96,7 +101,7 @@ enum class LabelKey {
 std::string_view label_key(LabelKey key);
 
 // The whole table as JSON: {"schema_version": 1, "counters": {key: {"unit", "direction"}},
-// "label_keys": [...]}.
+// "counter_prefixes": {prefix: {"unit", "direction"}}, "label_keys": [...]}.
 std::string schema_json();
 
 }  // namespace gpubench
