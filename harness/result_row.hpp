@@ -106,6 +106,12 @@ class ResultRow {
 // SkipWithError message, so the run goes on. Manual time: the fixture's timer reports each
 // iteration's time (events or the host clock); Google Benchmark then appends "/manual_time".
 enum class IterationTime { benchmark_clock, manual };
+
+// Every name register_row registered, as Google Benchmark filters it (with "/manual_time"), in
+// registration order: the progress line's total.
+const std::vector<std::string>& registered_names();
+void add_registered_name(std::string name);
+
 template <typename Fixture, typename... Arguments>
 void register_row(const RowId& id, IterationTime time, Fixture fixture, Arguments... arguments) {
   auto* benchmark = benchmark::RegisterBenchmark(
@@ -118,6 +124,7 @@ void register_row(const RowId& id, IterationTime time, Fixture fixture, Argument
       });
   benchmark->Unit(benchmark::kMicrosecond);
   if (time == IterationTime::manual) benchmark->UseManualTime();
+  add_registered_name(id.name() + (time == IterationTime::manual ? "/manual_time" : ""));
 }
 
 }  // namespace gpubench
