@@ -25,6 +25,8 @@ from typing import Any, Sequence
 
 from .benchjson import BenchJsonError, BenchReport, BenchRow, load_report
 from .compare_config import TIME_FIELDS, CompareConfig, ConfigError, load_config
+from .compare_model import ERROR, EXIT_UNUSABLE, BenchComparison, CompareResult
+from .compare_render import render_markdown, render_markdown_error, render_terminal
 from .compare_stats import (
     CHANGED,
     FASTER,
@@ -37,13 +39,6 @@ from .compare_stats import (
 )
 
 __all__ = ["CompareResult", "BenchComparison", "UsageError", "compare_reports", "main"]
-
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_UNUSABLE = 2
-
-# Verdict of a whole benchmark, besides the metric verdicts: it ran in the baseline and now fails.
-ERROR = "error"
 
 # Context keys that name the hardware: if they differ, ratios compare machines, not code.
 HARDWARE_KEYS: tuple[str, ...] = (
@@ -85,126 +80,6 @@ class Group:
     label: str
     rows: list[BenchRow] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-
-@dataclass
-class BenchComparison:
-    name: str
-    label: str
-    verdict: str
-    metrics: list[MetricResult]
-    overrides: list[str]
-    error: str | None = None
-
-    @property
-    def fails(self) -> bool:
-        return self.verdict == ERROR or any(m.fails for m in self.metrics)
-
-    def metric(self, name: str) -> MetricResult | None:
-        return next((m for m in self.metrics if m.metric == name), None)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "label": self.label,
-            "verdict": self.verdict,
-            "fails": self.fails,
-            "error": self.error,
-            "overrides": list(self.overrides),
-            "metrics": [m.as_dict() for m in self.metrics],
-        }
-
-
-@dataclass
-class CompareResult:
-    baseline: BenchReport
-    contender: BenchReport
-    config: CompareConfig
-    benchmarks: list[BenchComparison]
-    only_in_baseline: list[str]
-    only_in_contender: list[str]
-    hardware_differences: list[tuple[str, str, str]]
-    environment_differences: list[tuple[str, str, str]]
-    warnings: list[str]
-    fail_on_missing: bool
-    # The benchmarks whose times normalise the others (config "normalize"), empty without one.
-    reference: list[str] = field(default_factory=list)
-
-    def count(self, verdict: str) -> int:
-        return sum(1 for b in self.benchmarks if b.verdict == verdict)
-
-    @property
-    def failing(self) -> list[BenchComparison]:
-        return [b for b in self.benchmarks if b.fails]
-
-    @property
-    def exit_code(self) -> int:
-        if self.failing or (self.fail_on_missing and self.only_in_baseline):
-            return EXIT_REGRESSION
-        return EXIT_OK
-
-    def summary(self) -> dict[str, int]:
-        return {
-            "compared": len(self.benchmarks),
-            "slower": self.count(SLOWER),
-            "faster": self.count(FASTER),
-            "same": self.count(SAME),
-            "noisy": self.count(NOISY),
-            "changed": self.count(CHANGED),
-            "error": self.count(ERROR),
-            "only_in_baseline": len(self.only_in_baseline),
-            "only_in_contender": len(self.only_in_contender),
-            "failing": len(self.failing),
-        }
-
-    def as_dict(self) -> dict[str, Any]:
-        def side(report: BenchReport) -> dict[str, Any]:
-            ctx = report.context
-            return {
-                "path": report.path,
-                "git_commit": ctx.get("gpubench_git_commit"),
-                "date": ctx.get("date"),
-                "host_name": ctx.get("host_name"),
-                "cpu_model": ctx.get("cpu_model"),
-                "gpu": ctx.get("gpu"),
-                "recovered_from_truncation": report.recovered_from_truncation,
-            }
-
-        diff = [{"key": k, "baseline": b, "contender": c} for k, b, c in self.hardware_differences]
-        env = [
-            {"key": k, "baseline": b, "contender": c} for k, b, c in self.environment_differences
-        ]
-        return _json_safe(
-            {
-                "schema": "gpubench-compare/1",
-                "exit_code": self.exit_code,
-                "baseline": side(self.baseline),
-                "contender": side(self.contender),
-                "hardware_differs": bool(self.hardware_differences),
-                "hardware_differences": diff,
-                "environment_differences": env,
-                "time": self.config.time,
-                "normalize_reference": self.reference,
-                "config": self.config.as_dict(),
-                "fail_on_missing": self.fail_on_missing,
-                "summary": self.summary(),
-                "benchmarks": [b.as_dict() for b in self.benchmarks],
-                "only_in_baseline": self.only_in_baseline,
-                "only_in_contender": self.only_in_contender,
-                "warnings": self.warnings,
-            }
-        )
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN and infinity are not JSON: write null so every JSON parser can read the output."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
 
 
 def _group(report: BenchReport, ambiguous: set[str]) -> dict[str, Group]:
@@ -514,8 +389,6 @@ def _write(path: str, text: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .compare_render import render_markdown, render_markdown_error, render_terminal
-
     args = _parse_args(argv)
     try:
         config_path = args.config

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
+from .compare_model import ERROR, BenchComparison, CompareResult
 from .compare_stats import (
     CHANGED,
     FASTER,
@@ -15,9 +15,6 @@ from .compare_stats import (
     SLOWER,
     MetricResult,
 )
-
-if TYPE_CHECKING:  # only for type hints: compare imports this module lazily
-    from .compare import BenchComparison, CompareResult
 
 __all__ = [
     "failure_reason",
@@ -36,9 +33,9 @@ _VERDICT_TEXT = {
     NOISY: "too noisy to judge",
     CHANGED: "CHANGED WORK",
     INFO: "info",
-    "error": "NOW FAILS",
+    ERROR: "NOW FAILS",
 }
-_ANSI = {SLOWER: "31;1", CHANGED: "31;1", "error": "31;1", FASTER: "32", NOISY: "33"}
+_ANSI = {SLOWER: "31;1", CHANGED: "31;1", ERROR: "31;1", FASTER: "32", NOISY: "33"}
 
 
 def _si(value: float) -> str:
@@ -101,7 +98,7 @@ def _p(m: MetricResult) -> str:
     return "-" if m.p_value is None else f"{m.p_value:.3g}"
 
 
-def failure_reason(bench: "BenchComparison") -> str:
+def failure_reason(bench: BenchComparison) -> str:
     """One line saying why a benchmark fails the gate, with the numbers that decided it."""
     parts = []
     for m in bench.metrics:
@@ -130,18 +127,18 @@ def failure_reason(bench: "BenchComparison") -> str:
     return "; ".join(parts)
 
 
-def _shown(bench: "BenchComparison") -> list[MetricResult]:
+def _shown(bench: BenchComparison) -> list[MetricResult]:
     """Metrics worth a table row: an exact counter only when it differs (else it is clutter)."""
     return [m for i, m in enumerate(bench.metrics) if i == 0 or m.better != "exact" or m.fails]
 
 
-def _headline(result: "CompareResult") -> str:
+def _headline(result: CompareResult) -> str:
     s = result.summary()
     parts = [f"{s['compared']} compared"]
     for key, text in (
         ("slower", "slower"),
         ("changed", "with changed work"),
-        ("error", "now failing"),
+        (ERROR, "now failing"),
         ("faster", "faster"),
         ("noisy", "too noisy to judge"),
         ("same", "same"),
@@ -165,7 +162,7 @@ def _describe(report_side: dict[str, str | None]) -> str:
     return ", ".join(bits)
 
 
-def _side(result: "CompareResult", which: str) -> dict[str, str | None]:
+def _side(result: CompareResult, which: str) -> dict[str, str | None]:
     report = result.baseline if which == "baseline" else result.contender
     ctx = report.context
     return {
@@ -176,7 +173,7 @@ def _side(result: "CompareResult", which: str) -> dict[str, str | None]:
     }
 
 
-def _gate_line(result: "CompareResult") -> str:
+def _gate_line(result: CompareResult) -> str:
     if result.exit_code == 0:
         return "PASS: no significant regression beyond threshold"
     reasons = []
@@ -187,7 +184,7 @@ def _gate_line(result: "CompareResult") -> str:
     return "FAIL: " + "; ".join(reasons)
 
 
-def _thresholds_line(result: "CompareResult") -> str:
+def _thresholds_line(result: CompareResult) -> str:
     t = result.config.thresholds
     text = (
         f"{result.config.time} compared; "
@@ -212,14 +209,14 @@ def _thresholds_line(result: "CompareResult") -> str:
     return text + f" [config: {result.config.source}]"
 
 
-def _hardware_banner(result: "CompareResult") -> list[str]:
+def _hardware_banner(result: CompareResult) -> list[str]:
     lines = ["DIFFERENT HARDWARE: these ratios compare two machines, not two versions of the code."]
     for key, b, c in result.hardware_differences:
         lines.append(f"  {key}: {b}  ->  {c}")
     return lines
 
 
-def render_terminal(result: "CompareResult", color: bool = False, quiet: bool = False) -> str:
+def render_terminal(result: CompareResult, color: bool = False, quiet: bool = False) -> str:
     def paint(text: str, verdict: str) -> str:
         code = _ANSI.get(verdict)
         return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
@@ -245,8 +242,8 @@ def render_terminal(result: "CompareResult", color: bool = False, quiet: bool = 
     for bench in result.benchmarks:
         if quiet and not bench.fails:
             continue
-        if bench.verdict == "error":
-            table.append(((bench.name, "-", "-", "-", "-", "-", "NOW FAILS"), "error"))
+        if bench.verdict == ERROR:
+            table.append(((bench.name, "-", "-", "-", "-", "-", "NOW FAILS"), ERROR))
             continue
         for i, m in enumerate(_shown(bench)):
             name = bench.name if i == 0 else "    " + _metric_name(m)
@@ -297,10 +294,10 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _md_rows(benches: list["BenchComparison"]) -> list[str]:
+def _md_rows(benches: list[BenchComparison]) -> list[str]:
     rows = []
     for bench in benches:
-        if bench.verdict == "error":
+        if bench.verdict == ERROR:
             rows.append(
                 f"| `{_md_escape(bench.name)}` | | | | | | | **now fails**: "
                 f"{_md_escape(bench.error or '')} |"
@@ -325,7 +322,7 @@ _MD_HEADER = [
 ]
 
 
-def render_markdown(result: "CompareResult") -> str:
+def render_markdown(result: CompareResult) -> str:
     """A PR comment: verdict first, then what needs attention, the unchanged rest folded away."""
     out = [MARKER]
     status = "❌ regression" if result.exit_code else "✅ no regression"
