@@ -21,7 +21,7 @@ import re
 import statistics
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .benchjson import BenchJsonError, BenchReport, BenchRow, load_report
 from .compare_config import TIME_FIELDS, CompareConfig, ConfigError, load_config
@@ -199,102 +199,141 @@ def _overall(metrics: list[MetricResult]) -> str:
     return SAME
 
 
-def compare_reports(
-    baseline: BenchReport,
-    contender: BenchReport,
-    config: CompareConfig,
-    counters: list[str] | None = None,
-    fail_on_missing: bool = False,
-) -> CompareResult:
-    """Compare two loaded reports. Raises UsageError when there is nothing to compare."""
+@dataclass
+class _Sides:
+    """The repetitions of every benchmark in both files, keyed the same way on both sides."""
+
+    baseline: BenchReport
+    contender: BenchReport
+    base: dict[str, Group]
+    cont: dict[str, Group]
+    ambiguous: set[str]
+
+    @property
+    def base_measured(self) -> list[str]:
+        """Benchmarks with at least one measured repetition in the baseline, in natural order."""
+        return sorted((k for k, g in self.base.items() if g.rows), key=_natural_key)
+
+    @property
+    def common(self) -> list[str]:
+        """Measured on both sides: the benchmarks that get ratios."""
+        return [k for k in self.base_measured if self.cont.get(k) and self.cont[k].rows]
+
+
+def _group_sides(baseline: BenchReport, contender: BenchReport) -> _Sides:
+    """Step 1: group both files' repetitions by benchmark."""
     ambiguous = _ambiguous_names(baseline, contender)
-    base_groups = _group(baseline, ambiguous)
-    cont_groups = _group(contender, ambiguous)
-    counters = list(config.counters if counters is None else counters)
-    # Exact counters (the work of an iteration) are checked whenever both sides carry them.
-    checked_counters = counters + [c for c in config.exact_counters if c not in counters]
+    return _Sides(
+        baseline, contender, _group(baseline, ambiguous), _group(contender, ambiguous), ambiguous
+    )
 
-    warnings = list(baseline.warnings) + list(contender.warnings)
-    if ambiguous:
-        warnings.append(
-            f"{len(ambiguous)} benchmark name(s) are used by benchmarks with different labels; "
-            "they are compared as 'name [label]'"
-        )
-    base_ok = sorted((k for k, g in base_groups.items() if g.rows), key=_natural_key)
-    cont_ok = {k for k, g in cont_groups.items() if g.rows}
-    common = [k for k in base_ok if k in cont_ok]
-    newly_failing = [k for k in base_ok if k not in cont_ok and cont_groups.get(k)]
-    if not common and not newly_failing:
-        if not base_ok:
-            raise UsageError(_nothing_measured(baseline))
-        if not cont_ok:
-            raise UsageError(_nothing_measured(contender))
+
+def _check_comparable(sides: _Sides) -> None:
+    """Step 2: raise UsageError when the files share nothing that can be compared."""
+    base_ok = sides.base_measured
+    newly_failing = [k for k in base_ok if k in sides.cont and not sides.cont[k].rows]
+    if sides.common or newly_failing:
+        return
+    if not base_ok:
+        raise UsageError(_nothing_measured(sides.baseline))
+    if not any(g.rows for g in sides.cont.values()):
+        raise UsageError(_nothing_measured(sides.contender))
+    raise UsageError(
+        f"no common benchmarks: {sides.baseline.path} and {sides.contender.path} share no "
+        "benchmark name"
+    )
+
+
+@dataclass
+class _Reference:
+    """The benchmarks whose times normalise the others (config "normalize"), with the log of
+    their median times on each side."""
+
+    keys: list[str]
+    base_log: dict[str, float]
+    cont_log: dict[str, float]
+
+    def divisor(self, key: str) -> tuple[float, float] | None:
+        return _normaliser(key, self.keys, self.base_log, self.cont_log) if self.keys else None
+
+
+def _normalisation_reference(
+    sides: _Sides, config: CompareConfig, clock: Callable[[BenchRow], float]
+) -> _Reference:
+    """Step 3: the reference benchmarks of config "normalize" (none without it)."""
+    reference = _Reference([], {}, {})
+    if config.normalize is None:
+        return reference
+    pattern = config.normalize.reference
+    reference.keys = [k for k in sides.common if pattern.search(k)]
+    if not reference.keys:
         raise UsageError(
-            f"no common benchmarks: {baseline.path} and {contender.path} share no benchmark name"
+            f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
+            f"{sides.baseline.path} and {sides.contender.path}"
         )
+    for key in reference.keys:
+        reference.base_log[key] = _log_median([clock(r) for r in sides.base[key].rows])
+        reference.cont_log[key] = _log_median([clock(r) for r in sides.cont[key].rows])
+        if math.isnan(reference.base_log[key]) or math.isnan(reference.cont_log[key]):
+            raise UsageError(f"normalize.reference {key!r} has a zero median time")
+    return reference
 
-    def clock(row: BenchRow) -> float:
-        return row.cpu_time_s if config.time == "cpu_time" else row.real_time_s
 
-    reference: list[str] = []
-    base_log: dict[str, float] = {}
-    cont_log: dict[str, float] = {}
-    if config.normalize is not None:
-        pattern = config.normalize.reference
-        reference = [k for k in common if pattern.search(k)]
-        if not reference:
-            raise UsageError(
-                f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
-                f"{baseline.path} and {contender.path}"
+def _compare_benchmark(
+    key: str,
+    bgroup: Group,
+    cgroup: Group,
+    config: CompareConfig,
+    counters: list[str],
+    reference: _Reference,
+    clock: Callable[[BenchRow], float],
+) -> BenchComparison:
+    """Step 4, for one benchmark measured in the baseline: time, time/ref and counters."""
+    thresholds, matched = config.thresholds_for(key)
+    if not cgroup.rows:
+        msg = cgroup.errors[0] if cgroup.errors else "no measured repetition"
+        return BenchComparison(key, bgroup.label, ERROR, [], matched, msg)
+    btimes = [clock(r) for r in bgroup.rows]
+    ctimes = [clock(r) for r in cgroup.rows]
+    metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds)]
+    divisor = reference.divisor(key)
+    if divisor is not None and config.normalize is not None:
+        metrics.append(
+            compare_metric(
+                "time/ref",
+                "lower",
+                [t / divisor[0] for t in btimes],
+                [t / divisor[1] for t in ctimes],
+                config.normalize.thresholds,
             )
-        for key in reference:
-            base_log[key] = _log_median([clock(r) for r in base_groups[key].rows])
-            cont_log[key] = _log_median([clock(r) for r in cont_groups[key].rows])
-            if math.isnan(base_log[key]) or math.isnan(cont_log[key]):
-                raise UsageError(f"normalize.reference {key!r} has a zero median time")
+        )
+    for counter in counters:
+        bvals = [r.counters[counter] for r in bgroup.rows if counter in r.counters]
+        cvals = [r.counters[counter] for r in cgroup.rows if counter in r.counters]
+        if not bvals or not cvals:
+            continue  # a counter this benchmark does not have (e.g. t_epoch on a GEMM)
+        better = config.direction(counter)
+        # Exact counters cannot be noisy, so they always gate; timing-derived ones only
+        # when the config says so (they carry the same noise as the time itself).
+        gating = better == "exact" or config.gate_counters
+        metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
+    if reference.keys and divisor is None:
+        metrics[0].notes.append("the only normalisation reference: no time/ref of its own")
+    if cgroup.errors:
+        metrics[0].notes.append(
+            f"{len(cgroup.errors)} repetition(s) failed in the contender: {cgroup.errors[0]}"
+        )
+    return BenchComparison(key, bgroup.label, _overall(metrics), metrics, matched)
 
-    results: list[BenchComparison] = []
-    for key in base_ok:
-        if key not in cont_groups:
-            continue
-        bgroup, cgroup = base_groups[key], cont_groups[key]
-        thresholds, matched = config.thresholds_for(key)
-        if not cgroup.rows:
-            msg = cgroup.errors[0] if cgroup.errors else "no measured repetition"
-            results.append(BenchComparison(key, bgroup.label, ERROR, [], matched, msg))
-            continue
-        btimes = [clock(r) for r in bgroup.rows]
-        ctimes = [clock(r) for r in cgroup.rows]
-        metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds)]
-        divisor = _normaliser(key, reference, base_log, cont_log) if reference else None
-        if divisor is not None:
-            metrics.append(
-                compare_metric(
-                    "time/ref",
-                    "lower",
-                    [t / divisor[0] for t in btimes],
-                    [t / divisor[1] for t in ctimes],
-                    config.normalize.thresholds,
-                )
-            )
-        for counter in checked_counters:
-            bvals = [r.counters[counter] for r in bgroup.rows if counter in r.counters]
-            cvals = [r.counters[counter] for r in cgroup.rows if counter in r.counters]
-            if not bvals or not cvals:
-                continue  # a counter this benchmark does not have (e.g. t_epoch on a GEMM)
-            better = config.direction(counter)
-            # Exact counters cannot be noisy, so they always gate; timing-derived ones only
-            # when the config says so (they carry the same noise as the time itself).
-            gating = better == "exact" or config.gate_counters
-            metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
-        if reference and divisor is None:
-            metrics[0].notes.append("the only normalisation reference: no time/ref of its own")
-        if cgroup.errors:
-            metrics[0].notes.append(
-                f"{len(cgroup.errors)} repetition(s) failed in the contender: {cgroup.errors[0]}"
-            )
-        results.append(BenchComparison(key, bgroup.label, _overall(metrics), metrics, matched))
 
+def _run_warnings(sides: _Sides, results: list[BenchComparison]) -> list[str]:
+    """Step 5: what the reader must know before trusting the table."""
+    warnings = list(sides.baseline.warnings) + list(sides.contender.warnings)
+    if sides.ambiguous:
+        warnings.append(
+            f"{len(sides.ambiguous)} benchmark name(s) are used by benchmarks with different "
+            "labels; they are compared as 'name [label]'"
+        )
     few = [
         b
         for b in results
@@ -307,34 +346,55 @@ def compare_reports(
             f"(as few as n={n}): not judged slower or faster; rerun with "
             f"--benchmark_repetitions>={MIN_REPETITIONS} to judge"
         )
-
-    kernel_change = _openblas_kernel_change(baseline.context, contender.context)
+    kernel_change = _openblas_kernel_change(sides.baseline.context, sides.contender.context)
     if kernel_change:
         warnings.append(kernel_change)
-
-    only_base = sorted((k for k in base_groups if k not in cont_groups), key=_natural_key)
-    only_cont = sorted((k for k in cont_groups if k not in base_groups), key=_natural_key)
     # Errored in the baseline: nothing to compare against. Listed, never failed.
-    for key, group in base_groups.items():
-        if not group.rows and key in cont_groups:
+    for key, group in sides.base.items():
+        if not group.rows and key in sides.cont:
             warnings.append(f"{key}: failed in the baseline ({group.errors[0]}), not compared")
+    return warnings
 
+
+def compare_reports(
+    baseline: BenchReport,
+    contender: BenchReport,
+    config: CompareConfig,
+    counters: list[str] | None = None,
+    fail_on_missing: bool = False,
+) -> CompareResult:
+    """Compare two loaded reports. Raises UsageError when there is nothing to compare."""
+    sides = _group_sides(baseline, contender)
+    _check_comparable(sides)
+
+    def clock(row: BenchRow) -> float:
+        return row.cpu_time_s if config.time == "cpu_time" else row.real_time_s
+
+    reference = _normalisation_reference(sides, config, clock)
+    chosen = list(config.counters if counters is None else counters)
+    # Exact counters (the work of an iteration) are checked whenever both sides carry them.
+    checked = chosen + [c for c in config.exact_counters if c not in chosen]
+    results = [
+        _compare_benchmark(key, sides.base[key], sides.cont[key], config, checked, reference, clock)
+        for key in sides.base_measured
+        if key in sides.cont
+    ]
     return CompareResult(
         baseline=baseline,
         contender=contender,
         config=config,
         benchmarks=results,
-        only_in_baseline=only_base,
-        only_in_contender=only_cont,
+        only_in_baseline=sorted((k for k in sides.base if k not in sides.cont), key=_natural_key),
+        only_in_contender=sorted((k for k in sides.cont if k not in sides.base), key=_natural_key),
         hardware_differences=_context_differences(
             baseline.context, contender.context, HARDWARE_KEYS
         ),
         environment_differences=_context_differences(
             baseline.context, contender.context, ENVIRONMENT_KEYS
         ),
-        warnings=warnings,
+        warnings=_run_warnings(sides, results),
         fail_on_missing=fail_on_missing,
-        reference=reference,
+        reference=reference.keys,
     )
 
 
