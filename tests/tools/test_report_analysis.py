@@ -11,9 +11,9 @@ from conftest import GPU_CONTEXT, gb_row, write_bench_json
 
 from gpubench_tools.crossover import find_crossover
 from gpubench_tools.dataset import load_sources
-from gpubench_tools.matmul_analysis import speedup_series
+from gpubench_tools.report.matmul_analysis import speedup_series
 from gpubench_tools.overhead_model import build_model, copy_count, fit_line
-from gpubench_tools.sentences import (
+from gpubench_tools.report.sentences import (
     breakdown_sentences,
     mlp_sentences,
     overhead_sentences,
@@ -375,7 +375,7 @@ def test_aggregates_only_file_uses_the_median_rows(tmp_path: Path) -> None:
 def test_mlp_rows_of_deeper_nets_and_input_copies_stay_out_of_the_main_charts() -> None:
     from conftest import FIXTURES
 
-    from gpubench_tools.mlp_analysis import mlp_points, speedup_grid, sweep_lines
+    from gpubench_tools.report.mlp_analysis import mlp_points, speedup_grid, sweep_lines
 
     (src,), _ = load_sources([str(FIXTURES / "h100.json")])
     everything = mlp_points(src, layers=None)

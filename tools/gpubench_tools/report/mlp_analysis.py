@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from .dataset import GPU_MLP_VARIANTS, Point, Source
+from ..dataset import GPU_MLP_VARIANTS, Point, Source
 
 __all__ = [
     "MlpPoint",

@@ -1,7 +1,7 @@
 """The result of comparing two bench files: what the compare tool computes and every renderer reads.
 
-`compare.compare_reports` builds a `CompareResult`; `compare_render` turns it into terminal and
-Markdown text, and `CompareResult.as_dict` into the --json output. Neither depends on the other.
+`engine.compare_reports` builds a `CompareResult`; `render` turns it into terminal and Markdown
+text, and `CompareResult.as_dict` into the --json output. Neither depends on the other.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .benchjson import BenchReport
-from .compare_config import CompareConfig
-from .compare_stats import CHANGED, FASTER, NOISY, SAME, SLOWER, MetricResult
+from ..benchjson import BenchReport
+from .config import CompareConfig
+from .stats import CHANGED, FASTER, NOISY, SAME, SLOWER, MetricResult
 
 __all__ = [
     "ERROR",

@@ -9,11 +9,11 @@ from . import charts_matmul as cm
 from . import charts_mlp as cmlp
 from . import charts_overhead as co
 from .charts_common import ChartFile
-from .dataset import Source
+from ..dataset import Source
 from .matmul_analysis import speedup_series
 from .mlp_analysis import mlp_points
-from .overhead_model import OverheadModel, build_model
-from .report_writer import Document, Section, Table
+from ..overhead_model import OverheadModel, build_model
+from .writer import Document, Section, Table
 from .sentences import (
     breakdown_sentences,
     crossover_clause,
@@ -22,7 +22,7 @@ from .sentences import (
     speedup_sentences,
     utilisation_sentences,
 )
-from .units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate
+from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate
 
 __all__ = ["build_document", "context_table"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from .compare_model import ERROR, BenchComparison, CompareResult
-from .compare_stats import (
+from .model import ERROR, BenchComparison, CompareResult
+from .stats import (
     CHANGED,
     FASTER,
     INFO,

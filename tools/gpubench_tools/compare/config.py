@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .compare_stats import BETTER_CHOICES, Thresholds, guess_better
+from .stats import BETTER_CHOICES, Thresholds, guess_better
 
 __all__ = [
     "TIME_FIELDS",
