@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .. import schema
 from .model import ERROR, BenchComparison, CompareResult
 from .stats import (
     CHANGED,
@@ -56,7 +57,7 @@ def format_value(metric: str, value: float) -> str:
     """A median for humans: times with a unit, rates with an SI prefix."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if metric == "time" or metric.startswith("t_"):
+    if metric == "time" or schema.is_seconds(metric):
         return _seconds(value)
     if metric == "time/ref":
         return f"{value:.4g}"
