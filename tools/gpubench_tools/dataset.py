@@ -1,7 +1,9 @@
 """Turn loaded bench files into typed, repetition-reduced points the charts work on.
 
-Rows are classified by counters and label only (never by parsing names): the names are for
-humans and filters, the counters and label are the contract.
+Rows are classified by their label: `workload` (matmul, mlp, ...) and `backend` (cpu or gpu)
+where the label carries them, as every row of current bench does. Files written before the label
+had those keys are classified by the first two parts of the name (`<workload>/<backend>/...`, with
+every `overhead/` probe on the GPU). Which counters a row happens to have never decides what it is.
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ from typing import Any
 from .benchjson import BenchReport, BenchRow, iteration_rows, load_report
 
 __all__ = [
+    "BACKENDS",
+    "GPU_MLP_VARIANTS",
     "Point",
     "Source",
     "load_sources",
+    "name_backend",
+    "name_workload",
     "same_machine",
     "short_gpu_name",
     "short_cpu_name",
@@ -55,24 +61,29 @@ class Point:
             return 1.0, 1.0
         return self.time_min / self.time, self.time_max / self.time
 
-    # --- classification (counters + label only) -------------------------------------------
+    # --- classification (label, else the name of an older file) ----------------------------
+
+    @property
+    def workload(self) -> str | None:
+        """matmul, mlp, overhead, ...: the label's `workload`, else the name's first part."""
+        if "workload" in self.labels:
+            return self.labels["workload"] or None
+        return name_workload(self.run_name)
+
+    @property
+    def backend(self) -> str | None:
+        """ "cpu" or "gpu": the label's `backend`, else what the name says (None if neither)."""
+        if "backend" in self.labels:
+            return self.labels["backend"] or None
+        return name_backend(self.run_name)
 
     @property
     def is_matmul(self) -> bool:
-        return (
-            self.has("m", "n", "k", "flop")
-            and "dtype" in self.labels
-            and "probe" not in self.labels
-        )
+        return self.workload == "matmul" and "probe" not in self.labels
 
     @property
     def is_gpu(self) -> bool:
-        # GPU rows carry CUDA-event phase times and a launch count; CPU rows never do.
-        if "variant" in self.labels and self.labels["variant"] in GPU_MLP_VARIANTS:
-            return True
-        return "t_compute" in self.counters or (
-            "kernels" in self.counters and "threads" not in self.counters
-        )
+        return self.backend == "gpu"
 
     @property
     def is_e2e(self) -> bool:
@@ -84,7 +95,7 @@ class Point:
 
     @property
     def is_mlp(self) -> bool:
-        return "data" in self.labels and self.has("batch", "t_epoch")
+        return self.workload == "mlp"
 
     @property
     def probe(self) -> str | None:
@@ -103,7 +114,24 @@ class Point:
         return int(self.c("m")), int(self.c("n")), int(self.c("k"))
 
 
+# The GPU training paths of bench, in the order the charts show them.
 GPU_MLP_VARIANTS = ("eager", "graph", "fused")
+BACKENDS = ("cpu", "gpu")
+
+
+def name_workload(run_name: str) -> str | None:
+    """The workload of a benchmark name `<workload>/<backend>/<variant>/...`: its first part."""
+    first = run_name.split("/", 1)[0]
+    return first or None
+
+
+def name_backend(run_name: str) -> str | None:
+    """The backend of a benchmark name: its second part when that is cpu or gpu; the overhead
+    probes (`overhead/launch/...`, `overhead/h2d/...`) all measure the GPU."""
+    parts = run_name.split("/")
+    if parts[0] == "overhead":
+        return "gpu"
+    return parts[1] if len(parts) > 1 and parts[1] in BACKENDS else None
 
 
 def short_gpu_name(name: str) -> str:

@@ -77,7 +77,7 @@ def mlp_points(source: Source, layers: int | None = 1) -> list[MlpPoint]:
         if layers is not None and n_layers != layers:
             continue
         variant = p.labels.get("variant", "?")
-        gpu = variant in GPU_MLP_VARIANTS or p.is_gpu
+        gpu = p.is_gpu
         threads = p.c("threads")
         out.append(
             MlpPoint(
