@@ -78,13 +78,15 @@ def test_committed_files_were_found() -> None:
 
 def test_document_shape() -> None:
     doc = schema.schema_document()
-    assert list(doc) == ["schema_version", "counters", "label_keys"]
+    assert list(doc) == ["schema_version", "counters", "counter_prefixes", "label_keys"]
     assert doc["schema_version"] == 1
     assert doc["label_keys"][:2] == ["workload", "backend"]
     assert len(doc["label_keys"]) == len(set(doc["label_keys"]))
-    for key, entry in doc["counters"].items():
+    for key, entry in [*doc["counters"].items(), *doc["counter_prefixes"].items()]:
         assert set(entry) == {"unit", "direction"}, key
         assert entry["direction"] in schema.DIRECTIONS, key
+    # No declared counter falls into a prefix family (a key would have two declarations).
+    assert not [k for k in doc["counters"] if k.startswith(tuple(doc["counter_prefixes"]))]
     assert schema.differences(json.loads(json.dumps(doc))) == []
     # Google Benchmark's own keys are never counters of ours.
     assert not set(doc["counters"]) & GBENCH_KEYS
@@ -100,6 +102,9 @@ def test_agreed_entries() -> None:
     assert schema.counter("test_accuracy") == schema.CounterSpec("1", "bigger")
     assert schema.counter("max_error_over_bound") == schema.CounterSpec("1", "smaller")
     assert schema.counter("threads") is None  # Google Benchmark's key; ours is blas_threads
+    # A family declared by prefix: the per-operation times of a profiled step.
+    assert schema.counter("t_op:conv1.gemm") == schema.CounterSpec("s", "smaller")
+    assert schema.counter("t_op") is None
     assert schema.is_seconds("t_sync") and not schema.is_seconds("bytes_per_s")
 
 
@@ -122,6 +127,12 @@ def test_differences_name_every_kind_of_disagreement() -> None:
     assert _changed(lambda d: d["counters"]["FLOP/s"].update(direction="none")) == [
         "counter 'FLOP/s': direction is 'none' in bench, 'bigger' in the Python schema"
     ]
+    assert _changed(lambda d: d.pop("counter_prefixes")) == [
+        "bench has no 'counter_prefixes' object"
+    ]
+    assert _changed(lambda d: d["counter_prefixes"].clear()) == [
+        "counter prefix 't_op:': in the Python schema, missing from bench"
+    ]
     (line,) = _changed(lambda d: d["label_keys"].reverse())
     assert line.startswith("label_keys: bench says ['precision'")
     (line,) = _changed(lambda d: d.update(schema_version=2))
@@ -134,6 +145,7 @@ def test_compare_directions_come_from_the_schema() -> None:
     better = {"smaller": "lower", "bigger": "higher", "none": "info"}
     for key, spec in schema.COUNTERS.items():
         assert config.direction(key) == better[spec.direction], key
+    assert config.direction("t_op:forward") == "lower"
     # Nothing is guessed from a name: a counter the schema does not know is only shown.
     assert config.direction("t_unknown") == "info"
     assert config.direction("widgets_per_s") == "info"

@@ -6,7 +6,11 @@ in the same shape, and tests/tools/test_schema.py fails when the two disagree:
 
     {"schema_version": 1,
      "counters": {"<key>": {"unit": "<unit>", "direction": "smaller" | "bigger" | "none"}, ...},
+     "counter_prefixes": {"<prefix>": {"unit": ..., "direction": ...}},
      "label_keys": ["workload", "backend", ...]}
+
+A counter prefix declares a family of counters whose names the benchmark chooses: `t_op:<operation>`
+(seconds per training step spent in one operation of a profiled step, e.g. `t_op:conv1.gemm`).
 
 `python -m gpubench_tools.schema` prints this module's declaration in that shape.
 
@@ -31,6 +35,7 @@ __all__ = [
     "DIRECTIONS",
     "CounterSpec",
     "COUNTERS",
+    "COUNTER_PREFIXES",
     "LABEL_KEYS",
     "counter",
     "unit_of",
@@ -121,6 +126,9 @@ COUNTERS: dict[str, CounterSpec] = {
     **_all("1", BIGGER, "test_accuracy"),
 }
 
+# Families of counters named `<prefix><name>`: the per-operation times of a profiled step.
+COUNTER_PREFIXES: dict[str, CounterSpec] = {"t_op:": CounterSpec("s", SMALLER)}
+
 # The keys of a row's label ("workload=matmul backend=gpu dtype=fp32 ..."), in the order bench
 # writes them.
 LABEL_KEYS: tuple[str, ...] = (
@@ -138,17 +146,21 @@ LABEL_KEYS: tuple[str, ...] = (
 
 
 def counter(key: str) -> CounterSpec | None:
-    """The declaration of one counter, None for a key the schema does not know."""
-    return COUNTERS.get(key)
+    """The declaration of one counter (its own, else its prefix family's), None for a key the
+    schema does not know."""
+    spec = COUNTERS.get(key)
+    if spec is None:
+        spec = next((s for p, s in COUNTER_PREFIXES.items() if key.startswith(p)), None)
+    return spec
 
 
 def unit_of(key: str) -> str | None:
-    spec = COUNTERS.get(key)
+    spec = counter(key)
     return spec.unit if spec else None
 
 
 def direction_of(key: str) -> str | None:
-    spec = COUNTERS.get(key)
+    spec = counter(key)
     return spec.direction if spec else None
 
 
@@ -162,6 +174,10 @@ def schema_document() -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "counters": {
             key: {"unit": spec.unit, "direction": spec.direction} for key, spec in COUNTERS.items()
+        },
+        "counter_prefixes": {
+            prefix: {"unit": spec.unit, "direction": spec.direction}
+            for prefix, spec in COUNTER_PREFIXES.items()
         },
         "label_keys": list(LABEL_KEYS),
     }
@@ -180,31 +196,38 @@ def differences(doc: Any, other: str = "the other side") -> list[str]:
             f"schema_version: {other} says {doc.get('schema_version')!r}, "
             f"Python says {mine['schema_version']}"
         )
-    theirs = doc.get("counters")
-    if not isinstance(theirs, dict):
-        out.append(f"{other} has no 'counters' object")
-        theirs = {}
-    for key in sorted(set(mine["counters"]) - set(theirs)):
-        out.append(f"counter {key!r}: in the Python schema, missing from {other}")
-    for key in sorted(set(theirs) - set(mine["counters"])):
-        out.append(f"counter {key!r}: in {other}, missing from the Python schema")
-    for key in sorted(set(mine["counters"]) & set(theirs)):
-        entry = theirs[key] if isinstance(theirs[key], dict) else {}
-        for field in ("unit", "direction"):
-            if entry.get(field) != mine["counters"][key][field]:
-                out.append(
-                    f"counter {key!r}: {field} is {entry.get(field)!r} in {other}, "
-                    f"{mine['counters'][key][field]!r} in the Python schema"
-                )
-        extra = sorted(set(entry) - {"unit", "direction"})
-        if extra:
-            out.append(f"counter {key!r}: {other} has unexpected fields {extra}")
+    for table, what in (("counters", "counter"), ("counter_prefixes", "counter prefix")):
+        out += _table_differences(mine[table], doc.get(table), table, what, other)
     labels = doc.get("label_keys")
     if labels != mine["label_keys"]:
         out.append(f"label_keys: {other} says {labels!r}, Python says {mine['label_keys']!r}")
     extra_top = sorted(set(doc) - set(mine))
     if extra_top:
         out.append(f"{other} has unexpected top-level keys {extra_top}")
+    return out
+
+
+def _table_differences(
+    mine: dict[str, dict[str, str]], theirs: Any, table: str, what: str, other: str
+) -> list[str]:
+    if not isinstance(theirs, dict):
+        return [f"{other} has no {table!r} object"]
+    out: list[str] = []
+    for key in sorted(set(mine) - set(theirs)):
+        out.append(f"{what} {key!r}: in the Python schema, missing from {other}")
+    for key in sorted(set(theirs) - set(mine)):
+        out.append(f"{what} {key!r}: in {other}, missing from the Python schema")
+    for key in sorted(set(mine) & set(theirs)):
+        entry = theirs[key] if isinstance(theirs[key], dict) else {}
+        for field in ("unit", "direction"):
+            if entry.get(field) != mine[key][field]:
+                out.append(
+                    f"{what} {key!r}: {field} is {entry.get(field)!r} in {other}, "
+                    f"{mine[key][field]!r} in the Python schema"
+                )
+        extra = sorted(set(entry) - {"unit", "direction"})
+        if extra:
+            out.append(f"{what} {key!r}: {other} has unexpected fields {extra}")
     return out
 
 
