@@ -366,6 +366,46 @@ def test_benchmark_that_now_fails_is_a_regression(pair, capsys, no_default_confi
     assert "NOW FAILS" in out and "beyond tolerance" in out
 
 
+NO_ROOM = "does not fit in device memory: needs 103079215104 bytes, 8 of 85045231616 bytes free"
+
+
+def test_benchmark_that_no_longer_fits_is_skipped_not_failed(
+    pair, capsys, no_default_config, tmp_path
+) -> None:
+    rows = sweep(seed=1)
+    name = GEMM.format(m=64)
+    skipped = [r for r in sweep(seed=1) if r["run_name"] != name] + [
+        gb_row(name, 0.0, error=NO_ROOM)
+    ]
+    base, cont = pair(rows, skipped)
+    md, js = str(tmp_path / "o.md"), str(tmp_path / "o.json")
+    code, out, _ = run_cli(
+        capsys, base, cont, "--config", no_default_config, "--markdown", md, "--json", js
+    )
+    assert code == 0
+    assert "NOW FAILS" not in out and "REGRESSION" not in out
+    assert "skipped in the contender (does not fit on this machine; not failed):" in out
+    assert f"  {name}: {NO_ROOM}" in out
+    assert "1 skipped (do not fit)" in out.splitlines()[-2]
+    assert f"| `{name}` | | | | | | | skipped: {NO_ROOM} |" in Path(md).read_text()
+    doc = json.loads(Path(js).read_text())
+    assert doc["summary"]["skipped"] == 1 and doc["summary"]["error"] == 0
+    assert doc["summary"]["compared"] == len(doc["benchmarks"]) - 1
+    (entry,) = [b for b in doc["benchmarks"] if b["name"] == name]
+    assert entry["verdict"] == "skipped" and not entry["fails"] and entry["error"] == NO_ROOM
+
+
+def test_skipped_in_the_baseline_is_listed_not_compared(pair, capsys, no_default_config) -> None:
+    name = GEMM.format(m=64)
+    base_rows = [r for r in sweep(seed=1) if r["run_name"] != name] + [
+        gb_row(name, 0.0, error="does not fit on chip: needs 9 bytes of shared memory, 8 available")
+    ]
+    base, cont = pair(base_rows, sweep(seed=2))
+    code, out, _ = run_cli(capsys, base, cont, "--config", no_default_config)
+    assert code == 0
+    assert f"warning: {name}: skipped in the baseline (does not fit on chip: needs 9 bytes" in out
+
+
 def test_bad_config_exits_2(pair, capsys, tmp_path) -> None:
     base, cont = pair(sweep(seed=1), sweep(seed=1))
     cfg = tmp_path / "bad.json"

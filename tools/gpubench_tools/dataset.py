@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .benchjson import BenchReport, BenchRow, iteration_rows, load_report
+from .benchjson import BenchReport, BenchRow, iteration_rows, load_report, skip_reason
 
 __all__ = [
     "BACKENDS",
@@ -159,7 +159,10 @@ class Source:
     gpu_name: str | None
     cpu_name: str
     tag: str = ""  # disambiguates two machines whose device names are the same
-    failed: list[tuple[str, BenchRow]] = field(default_factory=list)  # (file, row)
+    # (file, row) of the benchmarks that reported an error, one row per benchmark: `failed` went
+    # wrong, `skipped` did not fit on the machine (benchjson.SKIP_PREFIXES).
+    failed: list[tuple[str, BenchRow]] = field(default_factory=list)
+    skipped: list[tuple[str, BenchRow]] = field(default_factory=list)
 
     @property
     def path(self) -> str:
@@ -291,11 +294,27 @@ def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return ha is None or hb is None or ha == hb
 
 
-def _failed_rows(report: BenchReport) -> list[BenchRow]:
-    failed = [r for r in report.rows if r.error is not None and r.run_type == "iteration"]
-    # One line per failed benchmark, not per repetition.
+def _error_rows(report: BenchReport) -> list[BenchRow]:
+    errors = [r for r in report.rows if r.error is not None and r.run_type == "iteration"]
+    # One line per failed or skipped benchmark, not per repetition.
     seen: set[str] = set()
-    return [r for r in failed if not (r.run_name in seen or seen.add(r.run_name))]
+    return [r for r in errors if not (r.run_name in seen or seen.add(r.run_name))]
+
+
+def _error_warnings(path: str, failed: list[BenchRow], skipped: list[BenchRow]) -> list[str]:
+    out = []
+    if failed:
+        n = len(failed)
+        out.append(f"{n} benchmark{'' if n == 1 else 's'} in {path} failed (listed in the report)")
+    if skipped:
+        n = len(skipped)
+        reasons = Counter(skip_reason(r.error) for r in skipped)
+        why = ", ".join(f"{reason}" if k == n else f"{k} {reason}" for reason, k in reasons.items())
+        out.append(
+            f"{n} benchmark{'' if n == 1 else 's'} in {path} {'was' if n == 1 else 'were'} "
+            f"skipped, {why} (listed in the report)"
+        )
+    return out
 
 
 def _merge(reports: list[BenchReport]) -> tuple[BenchReport, list[str]]:
@@ -353,18 +372,14 @@ def load_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
         report, merge_warnings = _merge(group)
         warnings += report.warnings
         failed: list[tuple[str, BenchRow]] = []
+        skipped: list[tuple[str, BenchRow]] = []
         for part in group:
-            rows = _failed_rows(part)
-            if rows:
-                what = (
-                    "benchmark in {} failed or was"
-                    if len(rows) == 1
-                    else "benchmarks in {} failed or were"
-                )
-                warnings.append(
-                    f"{len(rows)} {what.format(part.path)} skipped (listed in the report)"
-                )
-            failed += [(part.path, r) for r in rows]
+            rows = _error_rows(part)
+            part_failed = [r for r in rows if not r.skipped]
+            part_skipped = [r for r in rows if r.skipped]
+            warnings += _error_warnings(part.path, part_failed, part_skipped)
+            failed += [(part.path, r) for r in part_failed]
+            skipped += [(part.path, r) for r in part_skipped]
         warnings += merge_warnings
         ctx = report.context
         gpu = str(ctx.get("gpu", "none"))
@@ -376,6 +391,7 @@ def load_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
                 gpu_name=None if gpu.lower() in ("", "none") else gpu,
                 cpu_name=str(ctx.get("cpu_model", "unknown CPU")),
                 failed=failed,
+                skipped=skipped,
             )
         )
     # Two machines with the same device names would get the same legend entry: tell them

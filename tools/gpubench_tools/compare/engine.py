@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from ..benchjson import BenchReport, BenchRow
 from .config import CompareConfig
-from .model import ERROR, BenchComparison, CompareResult
+from .model import ERROR, SKIPPED, BenchComparison, CompareResult
 from .stats import (
     CHANGED,
     FASTER,
@@ -63,7 +63,8 @@ class Group:
     key: str
     label: str
     rows: list[BenchRow] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # messages of failed repetitions
+    skipped: list[str] = field(default_factory=list)  # messages of repetitions that did not fit
 
 
 def _group(report: BenchReport, ambiguous: set[str]) -> dict[str, Group]:
@@ -80,7 +81,7 @@ def _group(report: BenchReport, ambiguous: set[str]) -> dict[str, Group]:
         key = f"{row.run_name} [{row.label}]" if row.run_name in ambiguous else row.run_name
         group = groups.setdefault(key, Group(key=key, label=row.label))
         if row.error is not None:
-            group.errors.append(row.error)
+            (group.skipped if row.skipped else group.errors).append(row.error)
         else:
             group.rows.append(row)
     return groups
@@ -275,6 +276,8 @@ def _compare_benchmark(
     """Step 4, for one benchmark measured in the baseline: time, time/ref and counters."""
     thresholds, matched = config.thresholds_for(key)
     if not cgroup.rows:
+        if cgroup.skipped and not cgroup.errors:
+            return BenchComparison(key, bgroup.label, SKIPPED, [], matched, cgroup.skipped[0])
         msg = cgroup.errors[0] if cgroup.errors else "no measured repetition"
         return BenchComparison(key, bgroup.label, ERROR, [], matched, msg)
     btimes = [clock(r) for r in bgroup.rows]
@@ -307,6 +310,10 @@ def _compare_benchmark(
         metrics[0].notes.append(
             f"{len(cgroup.errors)} repetition(s) failed in the contender: {cgroup.errors[0]}"
         )
+    if cgroup.skipped:
+        metrics[0].notes.append(
+            f"{len(cgroup.skipped)} repetition(s) skipped in the contender: {cgroup.skipped[0]}"
+        )
     return BenchComparison(key, bgroup.label, _overall(metrics), metrics, matched)
 
 
@@ -333,10 +340,12 @@ def _run_warnings(sides: _Sides, results: list[BenchComparison]) -> list[str]:
     kernel_change = _openblas_kernel_change(sides.baseline.context, sides.contender.context)
     if kernel_change:
         warnings.append(kernel_change)
-    # Errored in the baseline: nothing to compare against. Listed, never failed.
+    # Failed or skipped in the baseline: nothing to compare against. Listed, never failed.
     for key, group in sides.base.items():
         if not group.rows and key in sides.cont:
-            warnings.append(f"{key}: failed in the baseline ({group.errors[0]}), not compared")
+            what = "failed" if group.errors else "skipped"
+            message = (group.errors or group.skipped)[0]
+            warnings.append(f"{key}: {what} in the baseline ({message}), not compared")
     return warnings
 
 

@@ -16,6 +16,7 @@ from .stats import CHANGED, FASTER, NOISY, SAME, SLOWER, MetricResult
 
 __all__ = [
     "ERROR",
+    "SKIPPED",
     "EXIT_OK",
     "EXIT_REGRESSION",
     "EXIT_UNUSABLE",
@@ -27,8 +28,11 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_UNUSABLE = 2
 
-# Verdict of a whole benchmark, besides the metric verdicts: it ran in the baseline and now fails.
+# Verdicts of a whole benchmark, besides the metric verdicts. ERROR: it ran in the baseline and
+# now fails (fails the gate). SKIPPED: it ran in the baseline and now does not fit on the machine
+# (its error message starts with one of benchjson.SKIP_PREFIXES): listed, never failed.
 ERROR = "error"
+SKIPPED = "skipped"
 
 
 @dataclass
@@ -38,7 +42,7 @@ class BenchComparison:
     verdict: str
     metrics: list[MetricResult]
     overrides: list[str]
-    error: str | None = None
+    error: str | None = None  # the contender's error message (verdict ERROR or SKIPPED)
 
     @property
     def fails(self) -> bool:
@@ -89,13 +93,14 @@ class CompareResult:
 
     def summary(self) -> dict[str, int]:
         return {
-            "compared": len(self.benchmarks),
+            "compared": len(self.benchmarks) - self.count(SKIPPED),
             "slower": self.count(SLOWER),
             "faster": self.count(FASTER),
             "same": self.count(SAME),
             "noisy": self.count(NOISY),
             "changed": self.count(CHANGED),
             "error": self.count(ERROR),
+            "skipped": self.count(SKIPPED),
             "only_in_baseline": len(self.only_in_baseline),
             "only_in_contender": len(self.only_in_contender),
             "failing": len(self.failing),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import schema
-from .model import ERROR, BenchComparison, CompareResult
+from .model import ERROR, SKIPPED, BenchComparison, CompareResult
 from .stats import (
     CHANGED,
     FASTER,
@@ -35,6 +35,7 @@ _VERDICT_TEXT = {
     CHANGED: "CHANGED WORK",
     INFO: "info",
     ERROR: "NOW FAILS",
+    SKIPPED: "skipped",
 }
 _ANSI = {SLOWER: "31;1", CHANGED: "31;1", ERROR: "31;1", FASTER: "32", NOISY: "33"}
 
@@ -140,6 +141,7 @@ def _headline(result: CompareResult) -> str:
         ("slower", "slower"),
         ("changed", "with changed work"),
         (ERROR, "now failing"),
+        (SKIPPED, "skipped (do not fit)"),
         ("faster", "faster"),
         ("noisy", "too noisy to judge"),
         ("same", "same"),
@@ -243,8 +245,9 @@ def render_terminal(result: CompareResult, color: bool = False, quiet: bool = Fa
     for bench in result.benchmarks:
         if quiet and not bench.fails:
             continue
-        if bench.verdict == ERROR:
-            table.append(((bench.name, "-", "-", "-", "-", "-", "NOW FAILS"), ERROR))
+        if bench.verdict in (ERROR, SKIPPED):
+            text = _VERDICT_TEXT[bench.verdict]
+            table.append(((bench.name, "-", "-", "-", "-", "-", text), bench.verdict))
             continue
         for i, m in enumerate(_shown(bench)):
             name = bench.name if i == 0 else "    " + _metric_name(m)
@@ -281,6 +284,10 @@ def render_terminal(result: CompareResult, color: bool = False, quiet: bool = Fa
     if result.only_in_contender:
         out.append("only in the contender (new, not compared):")
         out.extend(f"  {name}" for name in result.only_in_contender)
+    skipped = [b for b in result.benchmarks if b.verdict == SKIPPED]
+    if skipped:
+        out.append("skipped in the contender (does not fit on this machine; not failed):")
+        out.extend(f"  {b.name}: {b.error}" for b in skipped)
     for bench in result.failing:
         reason = f"now fails: {bench.error}" if bench.error else failure_reason(bench)
         out.append(paint(f"REGRESSION {bench.name}: {reason}", SLOWER))
@@ -302,6 +309,11 @@ def _md_rows(benches: list[BenchComparison]) -> list[str]:
             rows.append(
                 f"| `{_md_escape(bench.name)}` | | | | | | | **now fails**: "
                 f"{_md_escape(bench.error or '')} |"
+            )
+            continue
+        if bench.verdict == SKIPPED:
+            rows.append(
+                f"| `{_md_escape(bench.name)}` | | | | | | | skipped: {_md_escape(bench.error or '')} |"
             )
             continue
         for i, m in enumerate(_shown(bench)):

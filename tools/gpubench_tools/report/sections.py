@@ -9,6 +9,7 @@ from . import charts_matmul as cm
 from . import charts_mlp as cmlp
 from . import charts_overhead as co
 from .charts_common import ChartFile
+from ..benchjson import SKIP_PREFIXES
 from ..dataset import Source
 from .matmul_analysis import speedup_series
 from .mlp_analysis import mlp_points
@@ -176,10 +177,22 @@ def _model_table(sources: list[Source], models: list[OverheadModel]) -> Table | 
 
 
 def _failed_table(sources: list[Source]) -> Table | None:
-    rows = [[Path(f).name, r.run_name, r.error or ""] for s in sources for f, r in s.failed]
+    rows = [
+        [Path(f).name, r.run_name, "failed", r.error or ""] for s in sources for f, r in s.failed
+    ]
+    rows += [
+        [Path(f).name, r.run_name, "skipped", r.error or ""] for s in sources for f, r in s.skipped
+    ]
     if not rows:
         return None
-    return Table(headers=["file", "benchmark", "message"], rows=rows)
+    return Table(
+        headers=["file", "benchmark", "status", "message"],
+        rows=rows,
+        caption=(
+            "failed: the benchmark reported an error; skipped: it does not fit on this machine "
+            "(the message starts with " + " or ".join(f'"{p}"' for p in SKIP_PREFIXES) + ")"
+        ),
+    )
 
 
 def _keep(*charts: ChartFile | None) -> list[ChartFile]:
@@ -193,6 +206,8 @@ def _intro(sources: list[Source]) -> list[str]:
             f"{s.file_names} ({s.label}"
             + (f" with {s.cpu_label}" if s.gpu_name else ", CPU only")
             + f", {len(s.points)} benchmarks"
+            + (f", {len(s.skipped)} skipped" if s.skipped else "")
+            + (f", {len(s.failed)} failed" if s.failed else "")
             + (f", {len(s.paths)} files from one machine, merged" if len(s.paths) > 1 else "")
             + ")"
             for s in sources
