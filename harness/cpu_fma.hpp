@@ -44,9 +44,9 @@ struct FmaThroughput {
 // wrong sum is dropped. harness/cpu_info.cpp calls it once per process.
 FmaThroughput measure_fma_throughput(FmaLevelsToRun to_run);
 
-// One run of one level's loop: `loops` x 24 FMAs (each of 12 independent accumulators, 2 per
-// accumulator per loop) of 0.5 x 2^-19, and the sum of every lane of every accumulator afterwards,
-// which is exactly loops x 24 x lanes x 2^-20 when each FMA ran once (while loops < 2^23).
+// One run of one level's loop: `loops` x 24 FMAs (2 into each of 12 independent accumulators per
+// loop), each adding 0.5 x 2^-19 to every lane, and the sum of every lane of every accumulator
+// afterwards, which is exactly loops x 24 x lanes x 2^-20 when each FMA ran once (loops < 2^23).
 // The caller makes sure the CPU has the level. 0 off x86-64 or for loops < 1.
 double fma_loop_sum(FmaLevel level, bool double_precision, std::int64_t loops);
 
