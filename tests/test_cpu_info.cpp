@@ -14,7 +14,8 @@
 #include "harness/cpu_fma.hpp"
 #include "harness/cpu_info.hpp"
 #include "harness/validation.hpp"
-#include "kernels/cpu/gemm.hpp"
+#include "kernels/common/openblas.hpp"
+#include "kernels/gemm/gemm_cpu.hpp"
 
 namespace {
 
