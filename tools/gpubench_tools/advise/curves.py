@@ -3,15 +3,16 @@ GEMM shape nobody measured.
 
 A curve is one (backend, dtype, shape family, thread count) series of GEMM rows: the GPU's
 kernel-only rows (operands already on the device, L2 flushed) by dtype and family, the CPU's
-OpenBLAS rows by dtype, family and thread count. A shape is looked up on the curve of its own
-family, chosen as the family of the nearest measured shape, and interpolated linearly in
-(log FLOP, log FLOP/s) between the measured sizes on either side.
+OpenBLAS rows by dtype, family and thread count. A shape is looked up on the curve of the family
+whose measured shape lies nearest (log m, n, k), among the families whose measured sizes span
+its FLOP count when any do, and interpolated linearly in log FLOP and log time (the same as log
+FLOP/s) between the measured sizes on either side. Along a curve time never decreases with work.
 
 Outside the measured range the curve is extrapolated, and every answer says so:
-- below the smallest size the *time* is held (a tiny GEMM costs what the smallest measured one
-  did: its time is the kernel's fixed cost, not its arithmetic);
 - above the largest size the *rate* is held (a big GEMM runs at the last measured rate, the
-  saturated one).
+  saturated one);
+- below the smallest size the line through the two smallest sizes continues, its slope kept
+  between holding the time (they were all fixed cost) and holding the rate (all arithmetic).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ __all__ = [
 ]
 
 Where = Literal["measured", "interpolated", "below", "above"]
-# log2 distance beyond which a requested shape is called unlike every measured one (8x in one
-# dimension, or about 5.7x in each of two).
+# log2 distance beyond which a requested shape is called unlike the measured ones of its curve
+# (8x in one dimension, or about 4.4x in each of two).
 FAR_SHAPE = 3.0
 
 

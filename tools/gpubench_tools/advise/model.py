@@ -18,8 +18,10 @@ A training step of the tiny MLP (README, "Tiny-MLP workloads") is its layer prod
 looked up like a GEMM above (forward Z = A W: batch x fan_out x fan_in; weight gradient
 dW = A^T dZ: fan_in x fan_out x batch; input gradient dA = dZ W^T: batch x fan_in x fan_out,
 every layer but the first), plus its element-wise passes (bias, ReLU, softmax, bias gradient,
-ReLU mask, update) at memory speed, plus on the GPU one launch per operation (eager: 6 per weight
-layer) and, when the loss is read back, a 4-byte copy and a synchronisation.
+ReLU mask, update) as the bytes they move at memory speed (the GPU's bandwidth from the run's
+context; on the CPU an assumed streaming rate), plus on the GPU one launch per operation (eager:
+6 per weight layer), when the loss is read back a 4-byte copy and a synchronisation, and when the
+batch comes from host memory its copies.
 """
 
 from __future__ import annotations
@@ -46,7 +48,10 @@ __all__ = [
     "MlpGpuParts",
     "MlpAdvice",
     "Advisor",
+    "MLP_INPUTS",
     "cpu_dtype_for",
+    "mlp_config_of",
+    "same_network",
 ]
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp64": 8}
