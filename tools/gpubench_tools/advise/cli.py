@@ -1,0 +1,212 @@
+"""gpubench-advise: CPU or GPU for a GEMM or a tiny-MLP training step, predicted from a run.
+
+    python -m gpubench_tools.advise RUN.json [RUN.json ...] --gemm MxNxK
+        [--dtype fp32|tf32|bf16|fp16|fp64] [--host pinned|pageable|resident] [--json]
+    python -m gpubench_tools.advise RUN.json ... --mlp batch=B,hidden=H[,layers=L][,data=D]
+        [,readback=R][,input=resident|pinned|pageable] [--json]
+    python -m gpubench_tools.advise RUN.json ... --leave-one-out [--json]
+
+The files of one machine (a -matmul.json and a -mlp.json of one session) are merged; files of
+different machines get one answer each. Exit status: 0 with an answer, 2 when the request or
+the input cannot give one (one line on stderr naming the problem).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Any, Sequence
+
+from ..benchjson import BenchJsonError
+from ..dataset import load_sources
+from .curves import GemmShape
+from .loo import leave_one_out
+from .model import (
+    DATASETS,
+    DTYPES,
+    HOSTS,
+    MLP_INPUTS,
+    REFERENCE_RUNS,
+    AdviseError,
+    Advisor,
+    MlpConfig,
+)
+from .render import gemm_json, gemm_text, loo_json, loo_text, mlp_json, mlp_text
+
+__all__ = ["PROG", "main", "parse_gemm", "parse_mlp"]
+
+PROG = "gpubench-advise"
+EXIT_UNUSABLE = 2
+
+_GEMM = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+_MLP_KEYS = ("batch", "hidden", "layers", "data", "readback", "input")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors as one line and exit status 2 like every other error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_UNUSABLE)
+
+
+def parse_gemm(text: str) -> GemmShape:
+    match = _GEMM.match(text)
+    if match is None:
+        raise AdviseError(
+            f"--gemm '{text}': expected MxNxK, three positive integers joined by 'x' "
+            f"(for example 1024x1024x1024)"
+        )
+    m, n, k = (int(g) for g in match.groups())
+    if min(m, n, k) < 1:
+        raise AdviseError(f"--gemm '{text}': every dimension must be at least 1")
+    return GemmShape(m, n, k)
+
+
+def _positive(key: str, value: str, minimum: int = 1) -> int:
+    if not re.fullmatch(r"\d+", value) or int(value) < minimum:
+        lowest = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise AdviseError(f"--mlp {key}={value}: expected {lowest}")
+    return int(value)
+
+
+def parse_mlp(text: str) -> MlpConfig:
+    """`batch=B,hidden=H[,layers=L][,data=D][,readback=R][,input=I]`; `hidden=HxL` (bench's
+    spelling of L hidden layers of width H) is accepted too."""
+    pairs: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise AdviseError(
+                f"--mlp '{text}': expected key=value pairs separated by commas, "
+                f"e.g. batch=256,hidden=512 (got '{part}')"
+            )
+        if key not in _MLP_KEYS:
+            raise AdviseError(f"--mlp: unknown key '{key}': the keys are {', '.join(_MLP_KEYS)}")
+        if key in pairs:
+            raise AdviseError(f"--mlp: '{key}' given twice")
+        pairs[key] = value
+    missing = [k for k in ("batch", "hidden") if k not in pairs]
+    if missing:
+        raise AdviseError(f"--mlp '{text}': missing {' and '.join(missing)} (batch=B,hidden=H)")
+    hidden_text, layers = pairs["hidden"], None
+    if re.fullmatch(r"\d+[xX]\d+", hidden_text):
+        hidden_text, layer_text = re.split(r"[xX]", hidden_text)
+        layers = _positive("hidden", layer_text)
+    hidden = _positive("hidden", hidden_text)
+    if "layers" in pairs:
+        given = _positive("layers", pairs["layers"])
+        if layers is not None and layers != given:
+            raise AdviseError(f"--mlp: hidden={pairs['hidden']} and layers={given} disagree")
+        layers = given
+    data = pairs.get("data", "synthetic")
+    if data not in DATASETS:
+        raise AdviseError(
+            f"--mlp data={data}: unknown data set; choose one of {', '.join(DATASETS)}"
+        )
+    source = pairs.get("input", "resident")
+    if source not in MLP_INPUTS:
+        raise AdviseError(f"--mlp input={source}: choose one of {', '.join(MLP_INPUTS)}")
+    return MlpConfig(
+        batch=_positive("batch", pairs["batch"]),
+        hidden=hidden,
+        layers=layers or 1,
+        data=data,
+        readback=_positive("readback", pairs.get("readback", "0"), minimum=0),
+        input=source,
+    )
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = _Parser(
+        prog=PROG,
+        description=(
+            "Predict whether a GEMM or a tiny-MLP training step runs faster on the CPU or on "
+            "the GPU, and where the GPU's time goes, from a bench run's fitted overhead model "
+            "and measured utilisation curves."
+        ),
+        epilog="Reference run to try: " + " ".join(REFERENCE_RUNS),
+    )
+    parser.add_argument("inputs", nargs="+", metavar="RUN.json", help="bench JSON file(s)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--gemm", metavar="MxNxK", help="C (m x n) = A (m x k) B (k x n)")
+    what.add_argument(
+        "--mlp",
+        metavar="batch=B,hidden=H[,layers=L][,data=D]",
+        help=(
+            "one training step of the tiny MLP; also readback=R (loss read back every R steps, "
+            "0 never: the default) and input=resident|pinned|pageable; data: " + ", ".join(DATASETS)
+        ),
+    )
+    what.add_argument(
+        "--leave-one-out",
+        action="store_true",
+        help="measure the advisor's accuracy on the run: predict each measured end-to-end GEMM "
+        "and eager MLP row without the rows of its shape, and compare",
+    )
+    parser.add_argument(
+        "--dtype", default="fp32", help=f"GPU precision for --gemm: {', '.join(DTYPES)} (fp32)"
+    )
+    parser.add_argument(
+        "--host",
+        default="pinned",
+        help=f"where --gemm's operands live: {', '.join(HOSTS)} (pinned)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    return parser.parse_args(argv)
+
+
+def _answer(args: argparse.Namespace) -> tuple[list[str], list[Any], list[str]]:
+    """(texts, JSON objects, warnings) for every machine in the input."""
+    if args.dtype not in DTYPES:
+        raise AdviseError(f"unknown dtype '{args.dtype}': choose one of {', '.join(DTYPES)}")
+    if args.host not in HOSTS:
+        raise AdviseError(f"unknown --host '{args.host}': choose one of {', '.join(HOSTS)}")
+    shape = parse_gemm(args.gemm) if args.gemm is not None else None
+    config = parse_mlp(args.mlp) if args.mlp is not None else None
+    sources, warnings = load_sources(args.inputs)
+    texts: list[str] = []
+    objects: list[Any] = []
+    for source in sources:
+        if not source.points:
+            raise AdviseError(f"{source.file_names}: no successful benchmark rows")
+        if args.leave_one_out:
+            advisor = Advisor(source)
+            advisor.require_gpu()
+            report = leave_one_out(source)
+            texts.append(loo_text(report))
+            objects.append(loo_json(report))
+            continue
+        advisor = Advisor(source)
+        if shape is not None:
+            gemm = advisor.gemm(shape, args.dtype, args.host)
+            texts.append(gemm_text(advisor, gemm))
+            objects.append(gemm_json(advisor, gemm))
+        elif config is not None:
+            mlp = advisor.mlp(config)
+            texts.append(mlp_text(advisor, mlp))
+            objects.append(mlp_json(advisor, mlp))
+    return texts, objects, warnings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    try:
+        texts, objects, warnings = _answer(args)
+    except (AdviseError, BenchJsonError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    for w in warnings:
+        # Failed and skipped rows are the report's business (it lists them); a truncated file
+        # or a benchmark in two files still bears on the answer.
+        if not w.endswith("(listed in the report)"):
+            print(f"{PROG}: warning: {w}", file=sys.stderr)
+    if args.json:
+        doc = objects[0] if len(objects) == 1 else objects
+        print(json.dumps(doc, indent=1, allow_nan=False))
+    else:
+        print("\n".join(texts), end="")
+    return 0
