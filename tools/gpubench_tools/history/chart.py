@@ -27,6 +27,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from ..units import fmt_time  # noqa: E402
 from .check import (  # noqa: E402
+    FAILED,
     REGRESSION,
     SUSPECT,
     BenchVerdict,
@@ -223,13 +224,17 @@ def _html_index(
 
     parts.append("<h2>Newest run of each machine</h2><ul>")
     for check in check_history(history, rule):
-        found = check.with_verdict(REGRESSION) + check.with_verdict(SUSPECT)
+        shown = (REGRESSION, FAILED, SUSPECT)
+        found = sorted(
+            (v for v in check.verdicts if v.verdict in shown),
+            key=lambda v: (shown.index(v.verdict), v.benchmark),
+        )
         label = e(check.machine.fingerprint)
         if not found:
             parts.append(f"<li>{label}: no regression</li>")
         for v in found:
             ratios = ", ".join(f"{c.ratio:.2f}x" for c in v.newest)
-            css = ' class="reg"' if v.verdict == REGRESSION else ""
+            css = ' class="reg"' if v.verdict in (REGRESSION, FAILED) else ""
             parts.append(
                 f"<li{css}>{label}: {e(v.verdict)}: {e(v.benchmark)}: {ratios} {e(v.note)}</li>"
             )
