@@ -186,7 +186,10 @@ class HistoryStore:
         store = cls(conn, path)
         try:
             store._check_or_create(create)
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.OperationalError as exc:  # locked by another writer for 30 s, read-only, ...
+            conn.close()
+            raise HistoryError(f"{path}: cannot open: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # "file is not a database"
             conn.close()
             raise HistoryError(f"{path}: not a gpubench history database ({exc})") from None
         except HistoryError:
