@@ -64,6 +64,7 @@ def collect(out: Path, count: int, bench: str, pause_s: float) -> None:
             check=True,
             env=env,
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,  # the context banner, once per run
         )
         print(f"wrote {path}", flush=True)
         if i < count:
@@ -71,11 +72,18 @@ def collect(out: Path, count: int, bench: str, pause_s: float) -> None:
 
 
 def load(files: list[Path]) -> History:
+    builds: set[str] = set()
     with tempfile.TemporaryDirectory() as tmp:
         with HistoryStore.open(os.path.join(tmp, "history.db"), create=True) as store:
             for i, path in enumerate(files, start=1):
-                store.add_run(read_run(str(path), commit=f"r{i:02d}"))
-            return History.load(store)
+                record = read_run(str(path), commit=f"r{i:02d}")
+                builds.add(str(record.context.get("gpubench_git_commit")))
+                store.add_run(record)
+            history = History.load(store)
+    if len(builds) > 1:
+        # Runs of different builds are not runs of unchanged code: their differences may be real.
+        print(f"WARNING: the runs come from {len(builds)} builds: {', '.join(sorted(builds))}")
+    return history
 
 
 def false_alarms(history: History, rule: CheckRule) -> None:
@@ -99,10 +107,11 @@ def false_alarms(history: History, rule: CheckRule) -> None:
 def planted(history: History, rule: CheckRule, factor: float) -> None:
     (machine_id, runs), *_ = history.runs_by_machine.items()
     names = history.benchmarks_of_machine(machine_id)
-    caught = tries = 0
-    misses: list[str] = []
+    caught: dict[str, int] = {name: 0 for name in names}
+    tries = 0
     for second in range(rule.min_history + 1, len(runs)):
         first = second - 1
+        tries += 1
         for name in names:
             times = dict(history.times)
             for run in (runs[first], runs[second]):
@@ -113,15 +122,14 @@ def planted(history: History, rule: CheckRule, factor: float) -> None:
             trial = dataclasses.replace(
                 history, runs_by_machine={machine_id: runs[: second + 1]}, times=times
             )
-            v = judge(trial, machine_id, second, name, rule)
-            tries += 1
-            if v.verdict == REGRESSION:
-                caught += 1
-            else:
-                ratios = ", ".join(f"{c.ratio:.2f}x" for c in v.newest)
-                misses.append(f"    {runs[second].git_commit}: {name}: {v.verdict} {ratios}")
-    print(f"  time={rule.time}: caught {caught} of {tries} planted {factor}x slowdowns")
-    print("\n".join(misses))
+            caught[name] += judge(trial, machine_id, second, name, rule).verdict == REGRESSION
+    total = sum(caught.values())
+    print(
+        f"  time={rule.time}: caught {total} of {tries * len(names)} planted {factor}x slowdowns "
+        f"({tries} pairs of consecutive runs x {len(names)} benchmarks)"
+    )
+    for name, hits in caught.items():
+        print(f"    {hits:3d} of {tries}: {name}")
 
 
 def main() -> int:
