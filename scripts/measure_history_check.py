@@ -88,16 +88,18 @@ def load(files: list[Path]) -> History:
 
 def false_alarms(history: History, rule: CheckRule) -> None:
     flagged = rolling_regressions(history, rule)
-    judged = 0
+    judged_pairs = 0
+    judged_runs: set[int] = set()
     for machine_id, runs in history.runs_by_machine.items():
-        for index in range(len(runs)):
+        for index, run in enumerate(runs):
             for name in history.benchmarks_of_machine(machine_id):
-                v = judge(history, machine_id, index, name, rule)
-                judged += v.verdict != NOT_ENOUGH_HISTORY
+                if judge(history, machine_id, index, name, rule).verdict != NOT_ENOUGH_HISTORY:
+                    judged_pairs += 1
+                    judged_runs.add(run.id)
     runs_alarmed = len({run_id for run_id, _ in flagged})
     print(
-        f"  time={rule.time}: {len(flagged)} false alarms in {judged} judged (run, benchmark) "
-        f"pairs; {runs_alarmed} of {history.run_count} runs would have failed the check"
+        f"  time={rule.time}: {len(flagged)} false alarms in {judged_pairs} judged (run, benchmark) "
+        f"pairs; {runs_alarmed} of {len(judged_runs)} judged runs would have failed the check"
     )
     for (run_id, name), v in sorted(flagged.items()):
         ratios = ", ".join(f"{c.ratio:.2f}x p={c.p_value:.2g}" for c in v.newest)
@@ -139,6 +141,10 @@ def main() -> int:
     parser.add_argument("--bench", default=str(REPO / "build" / "benchmarks" / "bench"))
     parser.add_argument("--pause-s", type=float, default=20.0, help="pause between runs")
     parser.add_argument("--factor", type=float, default=1.3, help="planted slowdown")
+    parser.add_argument("--alpha", type=float, default=CheckRule().alpha, help="rule's alpha")
+    parser.add_argument(
+        "--min-ratio", type=float, default=CheckRule().min_ratio, help="rule's effect-size floor"
+    )
     args = parser.parse_args()
     if args.collect:
         collect(args.dir, args.collect, args.bench, args.pause_s)
@@ -148,7 +154,8 @@ def main() -> int:
     history = load(files)
     print(f"{len(files)} runs of unchanged code in {args.dir}")
     for clock in ("auto", "real"):
-        rule = CheckRule(time=clock)
+        rule = CheckRule(min_ratio=args.min_ratio, alpha=args.alpha, time=clock)
+        print(f"rule: {rule}")
         print("false alarms:")
         false_alarms(history, rule)
         print("planted slowdowns:")
