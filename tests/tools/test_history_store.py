@@ -149,6 +149,20 @@ def test_gpu_rows_are_judged_on_their_event_time(tmp_path: Path) -> None:
     assert history.benchmarks[gpu].family == "matmul/gpu/cublas_kernel"
 
 
+def test_two_rows_of_one_name_are_pooled_as_repetitions(tmp_path: Path) -> None:
+    """Google Benchmark allows two registrations with one name (a shape in two sweeps)."""
+    name = "matmul/cpu/openblas/dtype:fp32/m:1024/n:1024/k:1024/threads:1"
+    rows = [gb_row(name, 2e-2), gb_row(name, 3e-2)]  # both repetition 0
+    db = tmp_path / "h.db"
+    code, out, err = run_cli(
+        "add", str(db), str(write_bench_json(tmp_path / "r.json", rows, CONTEXT))
+    )
+    assert code == 0, err
+    assert "2 repetitions of 1 benchmarks" in out
+    with HistoryStore.open(str(db)) as store:
+        assert sorted(s.repetition for _, s in store.samples()) == [0, 1]
+
+
 def test_family_and_machine() -> None:
     assert family_of("matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1") == (
         "matmul/cpu/openblas"

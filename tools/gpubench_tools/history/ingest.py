@@ -119,16 +119,17 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     benchmarks: dict[str, BenchmarkInfo] = {}
     samples: list[Sample] = []
     failures: list[Failure] = []
-    seen: set[tuple[str, int]] = set()
-    next_rep: dict[str, int] = {}
+    used: dict[str, set[int]] = {}
     for row in iteration_rows:
         name = row.run_name
         benchmarks.setdefault(name, _benchmark_info(row))
-        rep = row.repetition_index if row.repetition_index is not None else next_rep.get(name, 0)
-        next_rep[name] = rep + 1
-        if (name, rep) in seen:
-            raise HistoryError(f"{path}: repetition {rep} of '{name}' appears twice")
-        seen.add((name, rep))
+        reps = used.setdefault(name, set())
+        rep = row.repetition_index if row.repetition_index is not None else len(reps)
+        if rep in reps:
+            # Google Benchmark lets two registrations share a name (a shape that is in two
+            # sweeps); like gpubench-compare, their rows are pooled as repetitions of one.
+            rep = max(reps) + 1
+        reps.add(rep)
         reason = not_measured_reason(row)
         if reason is not None:
             failures.append(Failure(name, rep, reason))
