@@ -90,10 +90,11 @@ def false_alarms(history: History, rule: CheckRule) -> None:
     flagged = rolling_regressions(history, rule)
     judged_pairs = 0
     judged_runs: set[int] = set()
-    for machine_id, runs in history.runs_by_machine.items():
-        for index, run in enumerate(runs):
-            for name in history.benchmarks_of_machine(machine_id):
-                if judge(history, machine_id, index, name, rule).verdict != NOT_ENOUGH_HISTORY:
+    for machine_id in history.runs_by_machine:
+        for name in history.benchmarks_of_machine(machine_id):
+            series = history.series(machine_id, name)
+            for index, run in enumerate(series):
+                if judge(history, series[: index + 1], name, rule).verdict != NOT_ENOUGH_HISTORY:
                     judged_pairs += 1
                     judged_runs.add(run.id)
     runs_alarmed = len({run_id for run_id, _ in flagged})
@@ -121,10 +122,9 @@ def planted(history: History, rule: CheckRule, factor: float) -> None:
                     (real * factor, None if cpu is None else cpu * factor)
                     for real, cpu in history.times[(run.id, name)]
                 ]
-            trial = dataclasses.replace(
-                history, runs_by_machine={machine_id: runs[: second + 1]}, times=times
-            )
-            caught[name] += judge(trial, machine_id, second, name, rule).verdict == REGRESSION
+            trial = dataclasses.replace(history, times=times)
+            verdict = judge(trial, runs[: second + 1], name, rule).verdict
+            caught[name] += verdict == REGRESSION
     total = sum(caught.values())
     print(
         f"  time={rule.time}: caught {total} of {tries * len(names)} planted {factor}x slowdowns "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -195,6 +196,54 @@ def test_machines_are_judged_only_against_themselves(tmp_path: Path) -> None:
     verdicts = {c.machine.label: {v.verdict for v in c.verdicts} for c in checks}
     assert verdicts["AMD EPYC x2, no GPU, OpenBLAS Haswell"] == {OK}
     assert verdicts["Slower CPU x2, no GPU, OpenBLAS Haswell"] == {NOT_ENOUGH_HISTORY}
+
+
+def _split(src: Path, tmp_path: Path, index: int) -> list[Path]:
+    """One run stored as two files, the way a commit's matmul and MLP sweeps are: m:256 alone in
+    the second file, written a minute later."""
+    doc = json.loads(src.read_text())
+    parts = []
+    for part, keep in enumerate((lambda n: "m:256/" not in n, lambda n: "m:256/" in n)):
+        piece = dict(doc, benchmarks=[b for b in doc["benchmarks"] if keep(b["run_name"])])
+        if part:
+            later = datetime.fromisoformat(doc["context"]["date"]) + timedelta(minutes=1)
+            piece["context"] = dict(doc["context"], date=later.isoformat())
+        path = tmp_path / f"c{index}-part{part}.json"
+        path.write_text(json.dumps(piece))
+        parts.append(path)
+    return parts
+
+
+def test_a_commit_stored_as_several_files_is_judged_as_one(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    slow = GEMM.format(m=64)
+    for i, src in enumerate(RUNS, start=1):
+        first, second = _split(src, tmp_path, i)
+        if i >= 5:
+            first = planted(first, first, slow, 1.3)
+        code, _, err = run_cli("add", str(db), "--commit", f"c{i}", str(first), str(second))
+        assert code == 0, err
+    code, out, _ = run_cli("check", str(db), "--verbose")
+    assert code == 1, out
+    assert f"REGRESSION: {slow}" in out
+    assert "missing" not in out.replace(
+        "0 missing", ""
+    )  # m:64 and m:128 are not in the newest file
+    assert "2 ok, 1 regression" in out
+
+
+def test_a_benchmark_not_measured_at_the_newest_commit_is_missing(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    add_as_commits(db, RUNS[:5])
+    doc = json.loads(RUNS[5].read_text())
+    doc["benchmarks"] = [b for b in doc["benchmarks"] if "m:256/" not in b["run_name"]]
+    newest = tmp_path / "newest.json"
+    newest.write_text(json.dumps(doc))
+    run_cli("add", str(db), "--commit", "c6", str(newest))
+    code, out, _ = run_cli("check", str(db))
+    assert code == 0 and "missing:" not in out and "1 missing" in out
+    code, out, _ = run_cli("check", str(db), "--verbose")
+    assert f"missing: {GEMM.format(m=256)}: not measured at commit c6; last at c5" in out
 
 
 def test_filter_and_usage_errors(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The regression rule: is the newest run of a machine slower than its recent history?
 
-The baseline of a benchmark is the pooled repetitions of up to `window` (8) runs of the same
-machine before the `confirm` (2) newest. The benchmark has regressed when all of these hold:
+Every benchmark measured at a machine's newest commit is judged at its newest run. Its baseline
+is the pooled repetitions of up to `window` (8) earlier runs of the same machine that measured it,
+before the `confirm` (2) newest. The benchmark has regressed when all of these hold:
 
 1. History: at least `min_history` (3) of those baseline runs have it. A shared machine moves
    between faster and slower states for minutes at a time (other tenants, the host's caches), so
@@ -56,7 +57,7 @@ SUSPECT = "suspect"  # the newest run is slower; the runs before it do not (yet)
 OK = "ok"
 NOT_ENOUGH_SAMPLES = "not enough samples"
 NOT_ENOUGH_HISTORY = "not enough history"
-MISSING = "missing"  # not in the newest run at all (e.g. another --benchmark_filter)
+MISSING = "missing"  # not measured at the machine's newest commit (e.g. another filter)
 
 FAILING_VERDICTS: frozenset[str] = frozenset({REGRESSION, FAILED})
 
@@ -165,11 +166,8 @@ def _compare(
     )
 
 
-def judge(
-    history: History, machine_id: int, index: int, benchmark: str, rule: CheckRule
-) -> BenchVerdict:
-    """The verdict for `benchmark` as if run number `index` of the machine were the newest."""
-    runs = history.runs_by_machine[machine_id][: index + 1]
+def judge(history: History, runs: list[Run], benchmark: str, rule: CheckRule) -> BenchVerdict:
+    """The verdict for `benchmark`, whose series of runs (oldest first) ends with the run judged."""
     first_newest = max(0, len(runs) - rule.confirm)
     newest = runs[first_newest:][::-1]  # newest first
     base: list[float] = []
@@ -191,7 +189,7 @@ def judge(
     if not latest_values:
         reason = history.failure(newest[0].id, benchmark)
         if reason is None:
-            return verdict(MISSING, [], "not in the newest run")
+            return verdict(MISSING, [], "no samples in the run judged")
         if base:
             return verdict(FAILED, [], f"fails in the newest run ({reason})")
         return verdict(NOT_ENOUGH_HISTORY, [], f"no earlier samples; newest run: {reason}")
@@ -231,16 +229,38 @@ def judge(
 
 
 def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
-    """The verdicts for the newest run of every machine that has runs."""
+    """The verdicts for the newest commit measured on every machine that has runs.
+
+    Each benchmark measured at that commit is judged at its newest run, on its own series: one
+    commit is often stored as several files (the matmul sweep, the MLP sweep), and a benchmark of
+    one file is not missing from the other.
+    """
     checks: list[MachineCheck] = []
     for machine_id, machine in sorted(history.machines.items()):
         runs = history.runs_by_machine.get(machine_id, [])
         if not runs:
             continue
-        verdicts = [
-            judge(history, machine_id, len(runs) - 1, name, rule)
-            for name in history.benchmarks_of_machine(machine_id)
-        ]
+        newest_commit = runs[-1].git_commit
+        verdicts = []
+        for name in history.benchmarks_of_machine(machine_id):
+            series = history.series(machine_id, name)
+            if series[-1].git_commit == newest_commit:
+                verdicts.append(judge(history, series, name, rule))
+            else:
+                last = series[-1]
+                note = f"not measured at commit {newest_commit}; last at {last.git_commit}"
+                verdicts.append(
+                    BenchVerdict(
+                        name,
+                        MISSING,
+                        history.time_source(name, rule.time),
+                        0,
+                        0,
+                        math.nan,
+                        [],
+                        note,
+                    )
+                )
         checks.append(MachineCheck(machine, runs, verdicts))
     return checks
 
@@ -249,16 +269,16 @@ def rolling_regressions(history: History, rule: CheckRule) -> dict[tuple[int, st
     """(run id, benchmark) -> verdict for every run at which the check would have found a
     regression.
 
-    Each run is judged as if it were the newest, against the runs before it: what a check after
-    every `add` would have said. The charts mark these points; the false-alarm measurement counts
-    them.
+    Each run of a benchmark is judged as if it were the newest, against the runs before it: what a
+    check after every `add` would have said. The charts mark these points; the false-alarm
+    measurement counts them.
     """
     flagged: dict[tuple[int, str], BenchVerdict] = {}
-    for machine_id, runs in history.runs_by_machine.items():
-        names = history.benchmarks_of_machine(machine_id)
-        for index, run in enumerate(runs):
-            for name in names:
-                v = judge(history, machine_id, index, name, rule)
+    for machine_id in history.runs_by_machine:
+        for name in history.benchmarks_of_machine(machine_id):
+            series = history.series(machine_id, name)
+            for index, run in enumerate(series):
+                v = judge(history, series[: index + 1], name, rule)
                 if v.verdict == REGRESSION:
                     flagged[(run.id, name)] = v
     return flagged

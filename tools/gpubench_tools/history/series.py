@@ -19,7 +19,8 @@ class History:
     benchmarks: dict[str, BenchmarkInfo]
     # (run id, benchmark) -> [(real_time_s, cpu_time_s or None)], one pair per repetition
     times: dict[tuple[int, str], list[tuple[float, float | None]]]
-    failures: dict[int, list[Failure]] = field(default_factory=dict)
+    # (run id, benchmark) -> why it has no samples in that run (failed or skipped)
+    failures: dict[tuple[int, str], str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: HistoryStore, name_filter: str | None = None) -> "History":
@@ -39,10 +40,10 @@ class History:
                 times.setdefault((run_id, sample.benchmark), []).append(
                     (sample.real_time_s, sample.cpu_time_s)
                 )
-        failures: dict[int, list[Failure]] = {}
+        failures: dict[tuple[int, str], str] = {}
         for run_id, failure in store.failures():
             if wanted(failure.benchmark):
-                failures.setdefault(run_id, []).append(failure)
+                failures.setdefault((run_id, failure.benchmark), failure.reason)
         benchmarks = {n: b for n, b in store.benchmarks().items() if wanted(n)}
         return cls(machines, runs_by_machine, benchmarks, times, failures)
 
@@ -63,14 +64,19 @@ class History:
 
     def failure(self, run_id: int, benchmark: str) -> str | None:
         """Why the benchmark has no samples in this run, when the run recorded it as failed."""
-        for failure in self.failures.get(run_id, []):
-            if failure.benchmark == benchmark:
-                return failure.reason
-        return None
+        return self.failures.get((run_id, benchmark))
+
+    def series(self, machine_id: int, benchmark: str) -> list[Run]:
+        """The runs of the machine that measured the benchmark (or recorded it failing), oldest
+        first. A machine's runs need not all hold the same benchmarks: one commit is often
+        measured as several files (the matmul sweep, the MLP sweep)."""
+        return [
+            run
+            for run in self.runs_by_machine.get(machine_id, [])
+            if (run.id, benchmark) in self.times or (run.id, benchmark) in self.failures
+        ]
 
     def benchmarks_of_machine(self, machine_id: int) -> list[str]:
         run_ids = {run.id for run in self.runs_by_machine.get(machine_id, [])}
-        names = {name for run_id, name in self.times if run_id in run_ids}
-        for run_id in run_ids:
-            names.update(f.benchmark for f in self.failures.get(run_id, []))
+        names = {name for run_id, name in [*self.times, *self.failures] if run_id in run_ids}
         return sorted(names)
