@@ -119,8 +119,10 @@ def test_too_few_earlier_runs_is_not_enough_history(tmp_path: Path) -> None:
     add_as_commits(db, RUNS[:2] + [planted(p, tmp_path / p.name, slow, 2.0) for p in RUNS[2:4]])
     code, out, err = run_cli("check", str(db))
     assert code == 0  # 2 earlier runs: not enough to know the machine's run-to-run spread
-    assert f"not enough history: {slow}: 2 earlier runs" in out
+    assert "not enough history: 3 benchmarks, e.g." in out and "(--verbose lists them)" in out
     assert "not judged" in err
+    _, out, _ = run_cli("check", str(db), "--verbose")
+    assert f"not enough history: {slow}: 2 earlier runs" in out
 
 
 def _single_repetition_runs(tmp_path: Path, count: int) -> list[Path]:
@@ -149,9 +151,10 @@ def test_samples_too_few_for_alpha_say_so_instead_of_passing(tmp_path: Path) -> 
     add_as_commits(db, paths)
     code, out, err = run_cli("check", str(db))
     assert code == 0
-    assert f"not enough samples: {slow}: 1 vs 8 repetitions" in out
-    assert "smallest p 0.111" in out
+    assert "not enough samples: 3 benchmarks" in out and "smallest p 0.111" in out
     assert "3 benchmarks not judged" in err
+    _, out, _ = run_cli("check", str(db), "--verbose")
+    assert f"not enough samples: {slow}: 1 vs 8 repetitions" in out
 
 
 def test_min_one_sided_p() -> None:

@@ -105,7 +105,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "check", help="exit 1 when the newest run of a machine has a confirmed regression"
     )
     check.add_argument("db", help="history database")
-    check.add_argument("--verbose", action="store_true", help="also list unchanged benchmarks")
+    check.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list every benchmark, not only regressions, failures and suspects",
+    )
     _add_rule_options(check)
 
     chart = sub.add_parser("chart", help="trend charts per benchmark family and an HTML index")
@@ -206,13 +210,24 @@ def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
         f"  newest run: commit {newest.git_commit} ({newest.date}), {len(check.runs)} runs "
         f"stored; baseline: up to {rule.window} runs before the {rule.confirm} newest"
     )
-    shown = [REGRESSION, FAILED, SUSPECT, NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY]
-    for kind in shown + ([OK, MISSING] if verbose else []):
+    # Every verdict that needs a look is listed; the ones that only say "not judged (yet)" are
+    # summed up unless asked for, because a new history says so for every benchmark of a sweep.
+    listed = [REGRESSION, FAILED, SUSPECT]
+    summed = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY]
+    for kind in listed + (summed + [OK, MISSING] if verbose else []):
         for v in check.with_verdict(kind):
             label = kind.upper() if kind in (REGRESSION, FAILED) else kind
             print(f"  {label}: {v.benchmark}: {_describe(v, rule)}")
+    if not verbose:
+        for kind in summed:
+            found = check.with_verdict(kind)
+            if found:
+                print(
+                    f"  {kind}: {len(found)} benchmarks, e.g. {found[0].benchmark}: "
+                    f"{found[0].note} (--verbose lists them)"
+                )
     counts = ", ".join(
-        f"{len(check.with_verdict(kind))} {kind}" for kind in [OK] + shown + [MISSING]
+        f"{len(check.with_verdict(kind))} {kind}" for kind in [OK] + listed + summed + [MISSING]
     )
     print(f"  {len(check.verdicts)} benchmarks: {counts}")
 
