@@ -1,0 +1,177 @@
+"""gpubench-export: github-action-benchmark and Bencher JSON, one rule per test."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, gb_row, write_bench_json
+
+from gpubench_tools.export import main
+
+CPU = "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1"
+GPU = "matmul/gpu/cublas_kernel/dtype:fp32/m:64/n:64/k:64/manual_time"
+COMPARE_FIXTURES = Path(__file__).resolve().parent / "compare_fixtures"
+
+
+def strict_json(text: str) -> Any:
+    """Parse the way a browser does: NaN and Infinity are not JSON."""
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"non-standard JSON constant {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def export(*args: str) -> tuple[int, Any, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    text = out.getvalue()
+    return code, (strict_json(text) if code == 0 and text else None), err.getvalue()
+
+
+def reps(name: str, times_s: list[float], **kwargs: Any) -> list[dict[str, Any]]:
+    """Repetition rows followed by Google Benchmark's aggregates (deliberately wrong values)."""
+    rows = [
+        gb_row(name, t, repetition_index=i, repetitions=len(times_s), **kwargs)
+        for i, t in enumerate(times_s)
+    ]
+    for agg in ("mean", "median", "stddev", "cv"):
+        rows.append(gb_row(name, 123.0, aggregate_name=agg, run_type="aggregate", **kwargs))
+    return rows
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    rows = reps(CPU, [3e-6, 1e-6, 2e-6, 5e-6, 4e-6], counters={"blas_threads": 1.0})
+    rows += reps(GPU, [8e-6, 9e-6, 10e-6])
+    rows.append(gb_row("mlp/gpu/fused/data:synthetic/manual_time", 0.0, error="does not fit"))
+    return write_bench_json(tmp_path / "run.json", rows)
+
+
+def by_name(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in entries}
+
+
+def test_github_action_benchmark_median_of_repetitions_with_range(run: Path) -> None:
+    code, doc, err = export("--format", "github-action-benchmark", str(run))
+    assert code == 0
+    assert isinstance(doc, list) and [e["name"] for e in doc] == [CPU, GPU]
+    cpu = by_name(doc)[CPU]
+    assert set(cpu) == {"name", "unit", "value", "range", "extra"}
+    assert cpu["unit"] == "ns" and cpu["value"] == pytest.approx(3000.0)  # not the 123 s aggregate
+    assert cpu["range"] == "± 2000.0"  # covers the fastest (1 us) and the slowest (5 us)
+    assert (
+        "median of 5 repetitions" in cpu["extra"] and "min 1.000 us, max 5.000 us" in cpu["extra"]
+    )
+    assert "dropped 1 of 1 rows of mlp/gpu/fused" in err
+
+
+def test_bencher_metric_format(run: Path) -> None:
+    code, doc, _ = export("--format", "bencher", str(run))
+    assert code == 0
+    assert set(doc) == {CPU, GPU}
+    assert doc[CPU] == {"latency": {"value": 3000.0, "lower_value": 1000.0, "upper_value": 5000.0}}
+    assert doc[GPU]["latency"]["value"] == pytest.approx(9000.0)
+
+
+def test_failed_and_skipped_rows_are_dropped(tmp_path: Path) -> None:
+    skipped = gb_row("overhead/sync/device/manual_time", 0.0)
+    skipped["iterations"] = 0  # a Google Benchmark 1.8 SkipWithMessage row
+    rows = [
+        gb_row(GPU, 0.0, error="no usable CUDA device"),  # real_time 0: "infinitely fast"
+        skipped,
+        gb_row(CPU, 2e-6, repetition_index=0, repetitions=2),
+        gb_row(CPU, 0.0, repetition_index=1, repetitions=2, error="validation failed"),
+    ]
+    path = write_bench_json(tmp_path / "run.json", rows)
+    for fmt in ("github-action-benchmark", "bencher"):
+        code, doc, err = export("--format", fmt, str(path))
+        assert code == 0
+        names = [e["name"] for e in doc] if fmt != "bencher" else list(doc)
+        assert names == [CPU]
+        assert "no usable CUDA device" in err and "skipped" in err
+    _, doc, _ = export("--format", "bencher", str(path))
+    assert doc[CPU] == {"latency": {"value": 2000.0}}  # one good repetition: no range claimed
+
+
+def test_nothing_measured_is_an_error(tmp_path: Path) -> None:
+    path = write_bench_json(tmp_path / "run.json", [gb_row(GPU, 0.0, error="no device")])
+    code, _, err = export("--format", "bencher", str(path))
+    assert code == 2 and "no benchmark with a usable time" in err
+
+
+def test_gpu_rows_use_the_event_time(tmp_path: Path) -> None:
+    rows = [gb_row(GPU, 9e-6), gb_row(CPU, 2e-6, {"blas_threads": 1.0})]
+    rows[0]["cpu_time"] = 40.0  # host time of the launching thread, in us
+    rows[1]["real_time"] = 7.0  # wall time of a single-threaded CPU row on a busy machine
+    path = write_bench_json(tmp_path / "run.json", rows)
+    for clock, cpu_ns in (("auto", 2000.0), ("cpu", 2000.0), ("real", 7000.0)):
+        _, doc, _ = export("--format", "bencher", "--time", clock, str(path))
+        assert doc[GPU]["latency"]["value"] == pytest.approx(9000.0), clock
+        assert doc[CPU]["latency"]["value"] == pytest.approx(cpu_ns), clock
+
+
+def test_aggregates_are_used_only_when_nothing_else_is_there(tmp_path: Path) -> None:
+    rows = [
+        gb_row(CPU, 4e-6, aggregate_name="mean", run_type="aggregate"),
+        gb_row(CPU, 3e-6, aggregate_name="median", run_type="aggregate"),
+        gb_row(CPU, 0.5e-6, aggregate_name="stddev", run_type="aggregate"),
+        gb_row(CPU, 0.2, aggregate_name="cv", run_type="aggregate"),
+    ]
+    path = write_bench_json(tmp_path / "agg.json", rows)
+    _, doc, _ = export("--format", "bencher", str(path))
+    assert doc == {CPU: {"latency": {"value": 3000.0}}}
+    _, doc, _ = export("--format", "github-action-benchmark", str(path))
+    (entry,) = doc
+    assert "range" not in entry and "aggregate" in entry["extra"]
+
+
+def test_real_bench_output_exports_finite_numbers(tmp_path: Path) -> None:
+    """The H100 fixtures (with repetitions, aggregates and a failed GPU row) round-trip strictly."""
+    out = tmp_path / "gab.json"
+    for fixture in ("h100.json", "h100_reps.json"):
+        code, _, _ = export(
+            "--format", "github-action-benchmark", str(FIXTURES / fixture), "--out", str(out)
+        )
+        assert code == 0
+        doc = strict_json(out.read_text())
+        assert doc and all(math.isfinite(e["value"]) and e["value"] > 0 for e in doc)
+        assert len({e["name"] for e in doc}) == len(doc)
+
+
+def test_units_and_filter(run: Path) -> None:
+    _, doc, _ = export("--format", "github-action-benchmark", "--unit", "us", str(run))
+    cpu = by_name(doc)[CPU]
+    assert (cpu["unit"], cpu["value"], cpu["range"]) == ("us", 3.0, "± 2.0")
+    _, doc, _ = export("--format", "bencher", "--filter", "/gpu/", str(run))
+    assert list(doc) == [GPU]
+    assert export("--format", "bencher", "--unit", "us", str(run))[0] == 2
+
+
+@pytest.mark.parametrize(
+    "fixture, problem",
+    [("malformed.json", "not valid JSON"), ("not_bench.json", "no 'benchmarks' list")],
+)
+def test_unusable_input_exits_2_naming_the_file(fixture: str, problem: str) -> None:
+    path = COMPARE_FIXTURES / fixture
+    code, _, err = export("--format", "bencher", str(path))
+    assert code == 2 and str(path) in err and problem in err
+
+
+def test_truncated_file_is_refused(tmp_path: Path, run: Path) -> None:
+    cut = tmp_path / "cut.json"
+    cut.write_text(run.read_text()[: len(run.read_text()) // 2])
+    code, _, err = export("--format", "bencher", str(cut))
+    assert code == 2 and "truncated" in err
+
+
+def test_the_same_benchmark_in_two_files_is_ambiguous(run: Path) -> None:
+    code, _, err = export("--format", "bencher", str(run), str(run))
+    assert code == 2 and "also in" in err

@@ -1,0 +1,257 @@
+"""`gpubench-export`: one number per benchmark, in the formats CI dashboards read.
+
+    gpubench-export --format github-action-benchmark run.json --out gab.json
+    gpubench-export --format bencher run.json --out bmf.json
+
+github-action-benchmark (tool 'customSmallerIsBetter') reads a JSON list of objects with `name`,
+`unit`, `value` and the optional strings `range` and `extra`. Bencher reads Bencher Metric Format:
+an object keyed by benchmark name, each holding measures by slug; the built-in `latency` measure
+is in nanoseconds and takes `value` with optional `lower_value` and `upper_value`.
+
+Rules for both: failed and skipped rows are dropped (a failed row has real_time 0, which a
+dashboard would draw as infinitely fast); with repetitions, the value is the median of the
+repetition rows and the range their minimum and maximum, while Google Benchmark's own aggregate
+rows are used only for a benchmark that has nothing else; GPU rows count their CUDA-event time
+(the real_time of a `/manual_time` row); NaN and Infinity are never written.
+
+Exit status: 0 written, 2 unusable input (one line on stderr says which file and what).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .benchjson import BenchJsonError, BenchReport, BenchRow, load_report
+from .timing import TIME_CHOICES, not_measured_reason, row_time_s, time_source
+from .units import fmt_time
+
+__all__ = [
+    "FORMATS",
+    "ExportError",
+    "Summary",
+    "main",
+    "summarise",
+    "to_bencher",
+    "to_github_action_benchmark",
+]
+
+FORMATS: tuple[str, ...] = ("github-action-benchmark", "bencher")
+UNIT_SCALE: dict[str, float] = {"ns": 1e9, "us": 1e6, "ms": 1e3, "s": 1.0}
+BENCHER_MEASURE = "latency"  # Bencher's built-in measure for a time, in nanoseconds
+
+# Aggregates that stand for the whole benchmark, in order of preference, when a file holds only
+# aggregates (--benchmark_report_aggregates_only). stddev and cv are spreads, not times.
+_AGGREGATE_VALUES: tuple[str, ...] = ("median", "mean")
+
+EXIT_OK = 0
+EXIT_UNUSABLE = 2
+
+
+class ExportError(Exception):
+    """Input that cannot be exported. str() is the one line printed on stderr."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The one number of a benchmark, in seconds, and where it came from."""
+
+    name: str
+    value_s: float
+    min_s: float | None  # None with a single repetition or only an aggregate row
+    max_s: float | None
+    repetitions: int  # rows the value is the median of; 0 for an aggregate row
+    clock: str  # "real_time" or "cpu_time"
+
+    @property
+    def origin(self) -> str:
+        if self.repetitions == 0:
+            return f"Google Benchmark aggregate, {self.clock}"
+        if self.repetitions == 1:
+            return f"one repetition, {self.clock}"
+        return f"median of {self.repetitions} repetitions, {self.clock}"
+
+
+def _usable(value: float) -> bool:
+    return math.isfinite(value) and value > 0
+
+
+def summarise(report: BenchReport, time: str = "auto") -> tuple[list[Summary], list[str]]:
+    """One Summary per benchmark of the report (in file order), and warnings for what was dropped."""
+    order: dict[str, None] = {}  # benchmark names in file order
+    iterations: dict[str, list[BenchRow]] = {}
+    aggregates: dict[str, dict[str, BenchRow]] = {}
+    for row in report.rows:
+        order.setdefault(row.run_name)
+        if row.run_type == "aggregate":
+            if row.aggregate_name is not None:
+                aggregates.setdefault(row.run_name, {})[row.aggregate_name] = row
+        else:
+            iterations.setdefault(row.run_name, []).append(row)
+
+    summaries: list[Summary] = []
+    warnings: list[str] = []
+    for name in order:
+        rows = iterations.get(name, [])
+        reasons = [not_measured_reason(r) for r in rows]
+        measured = [r for r, reason in zip(rows, reasons) if reason is None]
+        values = [v for v in (row_time_s(r, time) for r in measured) if _usable(v)]
+        dropped = [reason for reason in reasons if reason is not None]
+        if dropped:
+            gone = "; not exported" if len(dropped) == len(rows) else ""
+            warnings.append(
+                f"{report.path}: dropped {len(dropped)} of {len(rows)} rows of {name} "
+                f"({dropped[0]}){gone}"
+            )
+        if values:
+            clock = time_source(measured[0], time)
+            median = statistics.median(values)
+            # One repetition has no spread: leave the range out rather than claim it is zero.
+            low, high = (min(values), max(values)) if len(values) > 1 else (None, None)
+            summaries.append(Summary(name, median, low, high, len(values), clock))
+            continue
+        summary = None if rows else _from_aggregate(name, aggregates.get(name, {}), time)
+        if summary is not None:
+            summaries.append(summary)
+        elif not dropped:
+            warnings.append(f"{report.path}: {name}: no usable time, not exported")
+    return summaries, warnings
+
+
+def _from_aggregate(name: str, rows: dict[str, BenchRow], time: str) -> Summary | None:
+    for kind in _AGGREGATE_VALUES:
+        row = rows.get(kind)
+        if row is None or row.error is not None:
+            continue
+        value = row_time_s(row, time)
+        if _usable(value):
+            return Summary(name, value, None, None, 0, time_source(row, time))
+    return None
+
+
+def _sig(x: float) -> float:
+    """Six significant digits: the repetitions do not agree any closer than that."""
+    return float(f"{x:.6g}")
+
+
+def to_github_action_benchmark(summaries: list[Summary], unit: str = "ns") -> list[dict[str, Any]]:
+    scale = UNIT_SCALE[unit]
+    entries: list[dict[str, Any]] = []
+    for s in summaries:
+        entry: dict[str, Any] = {"name": s.name, "unit": unit, "value": _sig(s.value_s * scale)}
+        extra = s.origin
+        if s.min_s is not None and s.max_s is not None:
+            # github-action-benchmark reads a range as "± <number>" (and rescales it when the
+            # unit changes), so the range is the half-width that covers the slowest and the
+            # fastest repetition; the exact extremes go into `extra`.
+            half_width = max(s.max_s - s.value_s, s.value_s - s.min_s)
+            entry["range"] = f"± {_sig(half_width * scale)!r}"
+            extra += f"; min {fmt_time(s.min_s, 4)}, max {fmt_time(s.max_s, 4)}"
+        entry["extra"] = extra
+        entries.append(entry)
+    return entries
+
+
+def to_bencher(summaries: list[Summary]) -> dict[str, dict[str, dict[str, float]]]:
+    scale = UNIT_SCALE["ns"]
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for s in summaries:
+        metric = {"value": _sig(s.value_s * scale)}
+        if s.min_s is not None and s.max_s is not None:
+            metric["lower_value"] = _sig(s.min_s * scale)
+            metric["upper_value"] = _sig(s.max_s * scale)
+        out[s.name] = {BENCHER_MEASURE: metric}
+    return out
+
+
+def _load(path: str) -> BenchReport:
+    report = load_report(path)
+    if report.recovered_from_truncation:
+        # A dashboard cannot tell a benchmark that was never reached from one that was removed.
+        raise ExportError(f"{path}: file is truncated (the run was interrupted); not exported")
+    return report
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="gpubench-export",
+        description="Write bench JSON results as github-action-benchmark (customSmallerIsBetter) "
+        "or Bencher Metric Format JSON: one value per benchmark.",
+    )
+    parser.add_argument("runs", nargs="+", metavar="RUN.json", help="bench JSON files")
+    parser.add_argument("--format", required=True, choices=FORMATS)
+    parser.add_argument("--out", metavar="FILE", help="output file (default: standard output)")
+    parser.add_argument(
+        "--time",
+        choices=TIME_CHOICES,
+        default="auto",
+        help="clock of CPU rows: auto = cpu_time for single-threaded rows, real_time otherwise; "
+        "GPU (manual-time) rows always use their event time (default %(default)s)",
+    )
+    parser.add_argument(
+        "--unit",
+        choices=sorted(UNIT_SCALE),
+        help="time unit for github-action-benchmark (default ns); Bencher's latency is always ns",
+    )
+    parser.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches")
+    return parser.parse_args(argv)
+
+
+def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
+    if args.unit is not None and args.format == "bencher":
+        raise ExportError("--unit applies to github-action-benchmark only (Bencher's is ns)")
+    try:
+        pattern = re.compile(args.filter) if args.filter else None
+    except re.error as exc:
+        raise ExportError(f"--filter {args.filter!r} is not a regular expression: {exc}")
+    summaries: list[Summary] = []
+    warnings: list[str] = []
+    origin: dict[str, str] = {}
+    for path in args.runs:
+        found, dropped = summarise(_load(path), args.time)
+        warnings.extend(dropped)
+        for s in found:
+            if pattern is not None and not pattern.search(s.name):
+                continue
+            if s.name in origin:
+                raise ExportError(f"{path}: {s.name} is also in {origin[s.name]}: which one?")
+            origin[s.name] = path
+            summaries.append(s)
+    if not summaries:
+        raise ExportError("no benchmark with a usable time in the input")
+    if args.format == "bencher":
+        doc: Any = to_bencher(summaries)
+    else:
+        doc = to_github_action_benchmark(summaries, args.unit or "ns")
+    # allow_nan=False: a NaN or Infinity that got this far is a bug, never valid JSON to write.
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n", warnings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    try:
+        text, warnings = _export(args)
+        if args.out:
+            with open(args.out, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            sys.stdout.write(text)
+    except (BenchJsonError, ExportError) as exc:
+        print(f"gpubench-export: error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except OSError as exc:
+        print(f"gpubench-export: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    for line in warnings:
+        print(f"gpubench-export: warning: {line}", file=sys.stderr)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""The regression rule: is the newest run of a machine slower than its recent history?
+
+Every benchmark measured at a machine's newest commit is judged at its newest run. Its baseline
+is the pooled repetitions of up to `window` (8) earlier runs of the same machine that measured it,
+before the `confirm` (2) newest. The benchmark has regressed when all of these hold:
+
+1. History: at least `min_history` (3) of those baseline runs have it. A shared machine moves
+   between faster and slower states for minutes at a time (other tenants, the host's caches), so
+   two runs are not yet a picture of its run-to-run spread; fewer runs give "not enough history".
+2. Effect size: the median time of the run is at least `min_ratio` (1.10) times the median of the
+   baseline. Smaller changes can be real but are not worth an alarm on a machine whose run-to-run
+   spread is several percent, and with many repetitions the test below finds them "significant".
+3. Significance: a one-sided Mann-Whitney U test says the run's repetitions are slower than the
+   baseline's with p < `alpha` (0.01). If the sample sizes cannot produce a p that small at all
+   (1 repetition against 8 can at best reach 1/9), the verdict is "not enough samples", never a
+   silent pass.
+4. Persistence: 2 and 3 hold for each of the `confirm` newest runs, judged against the same
+   baseline. A burst of load slows one run; a change of the code slows every run after it. A
+   newest run that is slower on its own is a "suspect": a re-run or the next commit confirms or
+   clears it.
+
+A benchmark that has samples in the baseline and fails in the newest run also fails the check,
+as it fails gpubench-compare: a fast wrong answer is a bug, not a result.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from .series import History
+from .store import Machine, Run
+
+__all__ = [
+    "BenchVerdict",
+    "CheckRule",
+    "MachineCheck",
+    "RunComparison",
+    "check_history",
+    "judge",
+    "min_one_sided_p",
+    "rolling_regressions",
+    "FAILED",
+    "MISSING",
+    "NOT_ENOUGH_HISTORY",
+    "NOT_ENOUGH_SAMPLES",
+    "OK",
+    "REGRESSION",
+    "SUSPECT",
+    "FAILING_VERDICTS",
+]
+
+REGRESSION = "regression"
+FAILED = "failed"  # samples in the baseline, an error or a skip in the newest run
+SUSPECT = "suspect"  # the newest run is slower; the runs before it do not (yet) confirm it
+OK = "ok"
+NOT_ENOUGH_SAMPLES = "not enough samples"
+NOT_ENOUGH_HISTORY = "not enough history"
+MISSING = "missing"  # not measured at the machine's newest commit (e.g. another filter)
+
+FAILING_VERDICTS: frozenset[str] = frozenset({REGRESSION, FAILED})
+
+
+@dataclass(frozen=True)
+class CheckRule:
+    min_ratio: float = 1.10
+    alpha: float = 0.01
+    window: int = 8
+    confirm: int = 2
+    min_history: int = 3
+    time: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not self.min_ratio > 1.0:
+            raise ValueError("min_ratio must be above 1 (1.10 = 10 % slower)")
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError("alpha must be between 0 and 1")
+        if self.confirm < 1:
+            raise ValueError("confirm must be at least 1 run")
+        if not 1 <= self.min_history <= self.window:
+            raise ValueError("min_history must be between 1 and window runs")
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """One of the newest runs against the baseline."""
+
+    run: Run
+    n: int
+    median_s: float
+    ratio: float  # median of this run / median of the baseline
+    p_value: (
+        float  # one-sided U test of "this run is slower"; 1.0 when the ratio is below the floor
+    )
+    p_floor: float  # the smallest p these sample sizes can give
+
+    def slower(self, rule: CheckRule) -> bool:
+        return self.ratio >= rule.min_ratio and self.p_value < rule.alpha
+
+    def can_decide(self, rule: CheckRule) -> bool:
+        return self.p_floor < rule.alpha
+
+
+@dataclass
+class BenchVerdict:
+    benchmark: str
+    verdict: str
+    time_source: str
+    baseline_runs: int
+    baseline_n: int
+    baseline_median_s: float
+    newest: list[RunComparison] = field(default_factory=list)  # newest first
+    note: str = ""
+
+
+@dataclass
+class MachineCheck:
+    machine: Machine
+    runs: list[Run]
+    verdicts: list[BenchVerdict]
+
+    @property
+    def newest_run(self) -> Run:
+        return self.runs[-1]
+
+    def with_verdict(self, verdict: str) -> list[BenchVerdict]:
+        return [v for v in self.verdicts if v.verdict == verdict]
+
+    @property
+    def fails(self) -> bool:
+        return any(v.verdict in FAILING_VERDICTS for v in self.verdicts)
+
+
+def min_one_sided_p(n1: int, n2: int) -> float:
+    """Smallest one-sided p-value of the exact U test for samples of n1 and n2 values.
+
+    It is reached when every value of one sample is above every value of the other, one
+    arrangement out of C(n1 + n2, n1). 3 repetitions against 3 cannot go below 0.05.
+    """
+    if n1 < 1 or n2 < 1:
+        return 1.0
+    return 1.0 / math.comb(n1 + n2, n1)
+
+
+def _u_test_slower(newer: list[float], base: list[float]) -> float:
+    # Imported here: scipy takes seconds to import, and `add` (which imports this module through
+    # the command line) never tests anything.
+    from scipy.stats import mannwhitneyu
+
+    if len(set(newer) | set(base)) == 1:
+        return 1.0  # all values equal: nothing is slower, and scipy would return NaN
+    p = float(mannwhitneyu(newer, base, alternative="greater").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def _compare(
+    run: Run, values: list[float], base: list[float], base_median: float, rule: CheckRule
+) -> RunComparison:
+    median = statistics.median(values)
+    ratio = median / base_median if base_median > 0 else math.inf
+    # The U test is the expensive part; below the effect-size floor its answer cannot matter.
+    p = _u_test_slower(values, base) if ratio >= rule.min_ratio else 1.0
+    return RunComparison(
+        run, len(values), median, ratio, p, min_one_sided_p(len(values), len(base))
+    )
+
+
+def judge(history: History, runs: list[Run], benchmark: str, rule: CheckRule) -> BenchVerdict:
+    """The verdict for `benchmark`, whose series of runs (oldest first) ends with the run judged."""
+    first_newest = max(0, len(runs) - rule.confirm)
+    newest = runs[first_newest:][::-1]  # newest first
+    base: list[float] = []
+    base_run_count = 0
+    for run in runs[max(0, first_newest - rule.window) : first_newest]:
+        values = history.values(run.id, benchmark, rule.time)
+        if values:
+            base.extend(values)
+            base_run_count += 1
+    base_median = statistics.median(base) if base else math.nan
+
+    def verdict(kind: str, comparisons: list[RunComparison], note: str = "") -> BenchVerdict:
+        source = history.time_source(benchmark, rule.time)
+        return BenchVerdict(
+            benchmark, kind, source, base_run_count, len(base), base_median, comparisons, note
+        )
+
+    latest_values = history.values(newest[0].id, benchmark, rule.time)
+    if not latest_values:
+        reason = history.failure(newest[0].id, benchmark)
+        if reason is None:
+            return verdict(MISSING, [], "no samples in the run judged")
+        if base:
+            return verdict(FAILED, [], f"fails in the newest run ({reason})")
+        return verdict(NOT_ENOUGH_HISTORY, [], f"no earlier samples; newest run: {reason}")
+    if base_run_count < rule.min_history:
+        return verdict(
+            NOT_ENOUGH_HISTORY,
+            [],
+            f"{base_run_count} earlier runs before the {rule.confirm} newest; "
+            f"the check needs {rule.min_history}",
+        )
+    latest = _compare(newest[0], latest_values, base, base_median, rule)
+    if not latest.can_decide(rule):
+        return verdict(
+            NOT_ENOUGH_SAMPLES,
+            [latest],
+            f"{latest.n} vs {len(base)} repetitions: the U test cannot reach alpha={rule.alpha:g} "
+            f"(smallest p {latest.p_floor:.3g}); run more repetitions or keep more history",
+        )
+    if not latest.slower(rule):
+        return verdict(OK, [latest])
+
+    comparisons = [latest]
+    for run in newest[1:]:
+        values = history.values(run.id, benchmark, rule.time)
+        if not values:
+            return verdict(SUSPECT, comparisons, f"no samples in run {run.git_commit} to confirm")
+        earlier = _compare(run, values, base, base_median, rule)
+        comparisons.append(earlier)
+        if not (earlier.can_decide(rule) and earlier.slower(rule)):
+            return verdict(
+                SUSPECT,
+                comparisons,
+                f"the run before ({run.git_commit}) is {earlier.ratio:.2f}x "
+                f"(p={earlier.p_value:.2g}): a re-run confirms or clears it",
+            )
+    return verdict(REGRESSION, comparisons)
+
+
+def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
+    """The verdicts for the newest commit measured on every machine that has runs.
+
+    Each benchmark measured at that commit is judged at its newest run, on its own series: one
+    commit is often stored as several files (the matmul sweep, the MLP sweep), and a benchmark of
+    one file is not missing from the other.
+    """
+    checks: list[MachineCheck] = []
+    for machine_id, machine in sorted(history.machines.items()):
+        runs = history.runs_by_machine.get(machine_id, [])
+        if not runs:
+            continue
+        newest_commit = runs[-1].git_commit
+        verdicts = []
+        for name in history.benchmarks_of_machine(machine_id):
+            series = history.series(machine_id, name)
+            if series[-1].git_commit == newest_commit:
+                verdicts.append(judge(history, series, name, rule))
+            else:
+                last = series[-1]
+                note = f"not measured at commit {newest_commit}; last at {last.git_commit}"
+                verdicts.append(
+                    BenchVerdict(
+                        name,
+                        MISSING,
+                        history.time_source(name, rule.time),
+                        0,
+                        0,
+                        math.nan,
+                        [],
+                        note,
+                    )
+                )
+        checks.append(MachineCheck(machine, runs, verdicts))
+    return checks
+
+
+def rolling_regressions(history: History, rule: CheckRule) -> dict[tuple[int, str], BenchVerdict]:
+    """(run id, benchmark) -> verdict for every run at which the check would have found a
+    regression.
+
+    Each run of a benchmark is judged as if it were the newest, against the runs before it: what a
+    check after every `add` would have said. The charts mark these points; the false-alarm
+    measurement counts them.
+    """
+    flagged: dict[tuple[int, str], BenchVerdict] = {}
+    for machine_id in history.runs_by_machine:
+        for name in history.benchmarks_of_machine(machine_id):
+            series = history.series(machine_id, name)
+            for index, run in enumerate(series):
+                v = judge(history, series[: index + 1], name, rule)
+                if v.verdict == REGRESSION:
+                    flagged[(run.id, name)] = v
+    return flagged

@@ -1,0 +1,155 @@
+"""Bench JSON file -> RunRecord: what identifies the run, and which rows are measurements.
+
+A run is keyed by the suite commit, the date it was measured and the machine it ran on. The
+machine is a fingerprint of the context fields that change the numbers (CPU model and count, GPU
+and driver, OpenBLAS kernel set), not the host name: CI runners get a new host name every job,
+and one host with a new GPU or driver is another machine as far as timings go.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+from ..benchjson import BenchRow, load_report
+from ..timing import is_manual_time, not_measured_reason
+from .store import BenchmarkInfo, Failure, HistoryError, RunRecord, Sample
+
+__all__ = ["family_of", "machine_description", "machine_fingerprint", "read_run"]
+
+COMMIT_KEY = "gpubench_git_commit"
+DATE_KEY = "date"
+UNKNOWN = "unknown"
+
+# Context keys copied into the machine description as they are.
+_MACHINE_KEYS: tuple[str, ...] = ("cpu_model", "cpu_logical_cpus", "gpu", "cuda_driver_version")
+
+# "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ... core=Haswell": the kernel set actually in use.
+_OPENBLAS_CORE = re.compile(r"\bcore=(\S+)")
+
+
+def openblas_core(context: dict[str, Any]) -> str:
+    """The OpenBLAS kernel set of the run. It changes CPU GEMM times 2x on the same CPU."""
+    match = _OPENBLAS_CORE.search(str(context.get("openblas_config", "")))
+    if match:
+        return match.group(1)
+    env = str(context.get("openblas_coretype_env", ""))
+    return env if env and env != "unset" else UNKNOWN
+
+
+def machine_description(context: dict[str, Any]) -> dict[str, str]:
+    desc = {key: str(context.get(key, UNKNOWN)) for key in _MACHINE_KEYS}
+    desc["openblas_core"] = openblas_core(context)
+    return desc
+
+
+def machine_fingerprint(description: dict[str, str]) -> str:
+    canonical = json.dumps(description, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def family_of(name: str) -> str:
+    """'matmul/cpu/openblas/dtype:fp32/m:64/...' -> 'matmul/cpu/openblas'.
+
+    The leading path components before the first parameter (the first one with a ':'); the
+    '/manual_time' suffix of GPU rows is not part of it.
+    """
+    parts: list[str] = []
+    for part in name.split("/"):
+        if ":" in part:
+            break
+        parts.append(part)
+    if parts and parts[-1] == "manual_time":
+        parts.pop()
+    return "/".join(parts) or name
+
+
+def _time_utc_s(path: str, date: str) -> float:
+    try:
+        moment = datetime.fromisoformat(date)
+    except ValueError:
+        raise HistoryError(f"{path}: date {date!r} is not an ISO 8601 date and time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)  # bench writes an offset; without one: UTC
+    return moment.timestamp()
+
+
+def _benchmark_info(row: BenchRow) -> BenchmarkInfo:
+    return BenchmarkInfo(
+        name=row.run_name,
+        family=family_of(row.run_name),
+        manual_time=is_manual_time(row.run_name),
+        threads=row.counters.get("threads"),
+    )
+
+
+def read_run(path: str, commit: str | None = None, date: str | None = None) -> RunRecord:
+    """Read and check one bench JSON file. Raises BenchJsonError or HistoryError, one line each.
+
+    `commit` and `date` replace the context's values (files written by other programs have none).
+    """
+    report = load_report(path)
+    if report.recovered_from_truncation:
+        raise HistoryError(
+            f"{path}: file is truncated (the run was interrupted); a partial run is not stored"
+        )
+    context = report.context
+    commit = commit or str(context.get(COMMIT_KEY, "") or "")
+    if not commit:
+        raise HistoryError(
+            f"{path}: no '{COMMIT_KEY}' in the context, so not a run of bench "
+            "(pass --commit to name the suite commit)"
+        )
+    date = date or str(context.get(DATE_KEY, "") or "")
+    if not date:
+        raise HistoryError(f"{path}: no '{DATE_KEY}' in the context (pass --date)")
+
+    iteration_rows = [r for r in report.rows if r.run_type == "iteration"]
+    if not iteration_rows:
+        what = (
+            "only aggregate rows (--benchmark_report_aggregates_only): no repetitions to store"
+            if report.rows
+            else "no benchmark rows"
+        )
+        raise HistoryError(f"{path}: {what}")
+
+    benchmarks: dict[str, BenchmarkInfo] = {}
+    samples: list[Sample] = []
+    failures: list[Failure] = []
+    used: dict[str, set[int]] = {}
+    for row in iteration_rows:
+        name = row.run_name
+        benchmarks.setdefault(name, _benchmark_info(row))
+        reps = used.setdefault(name, set())
+        rep = row.repetition_index if row.repetition_index is not None else len(reps)
+        if rep in reps:
+            # Google Benchmark lets two registrations share a name (a shape that is in two
+            # sweeps); like gpubench-compare, their rows are pooled as repetitions of one.
+            rep = max(reps) + 1
+        reps.add(rep)
+        reason = not_measured_reason(row)
+        if reason is not None:
+            failures.append(Failure(name, rep, reason))
+            continue
+        cpu_s = row.cpu_time_s if row.cpu_time_s == row.cpu_time_s else None  # NaN -> None
+        samples.append(Sample(name, rep, row.real_time_s, cpu_s, row.iterations))
+
+    with open(path, "rb") as fh:
+        sha256 = hashlib.sha256(fh.read()).hexdigest()
+    description = machine_description(context)
+    return RunRecord(
+        machine_fingerprint=machine_fingerprint(description),
+        machine_description=description,
+        git_commit=commit,
+        date=date,
+        time_utc_s=_time_utc_s(path, date),
+        source_path=path,
+        source_sha256=sha256,
+        context=context,
+        benchmarks=benchmarks,
+        samples=samples,
+        failures=failures,
+    )

@@ -1,0 +1,382 @@
+"""The history database: every ingested run in one SQLite file.
+
+A run is one bench JSON file: the suite commit and the date it was measured, the machine it ran
+on, and for each benchmark the time of every repetition. Rows that failed or were skipped go to
+their own table, so the history shows that a benchmark stopped working without feeding a zero
+into any statistic.
+
+Each run is written in one transaction. A crash or a kill in the middle of a run leaves a hot
+rollback journal beside the file, and SQLite undoes the half-written run when the file is next
+opened: the database only ever holds complete runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+__all__ = [
+    "APPLICATION_ID",
+    "SCHEMA_VERSION",
+    "AddOutcome",
+    "BenchmarkInfo",
+    "Failure",
+    "HistoryError",
+    "HistoryStore",
+    "Machine",
+    "Run",
+    "RunRecord",
+    "Sample",
+]
+
+SCHEMA_VERSION = 1
+# Written into the database header (PRAGMA application_id) so that another program's SQLite file
+# is refused instead of being read as an empty or broken history. 0x47504248 is "GPBH".
+APPLICATION_ID = 0x47504248
+
+# Statements are split at ";", so the comments in it must not contain one.
+_SCHEMA = """
+CREATE TABLE machines (
+    id INTEGER PRIMARY KEY,
+    fingerprint TEXT NOT NULL UNIQUE,
+    description TEXT NOT NULL  -- JSON object: the context fields the fingerprint is made of
+);
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    machine_id INTEGER NOT NULL REFERENCES machines (id),
+    git_commit TEXT NOT NULL,
+    date TEXT NOT NULL,           -- as bench wrote it: ISO 8601 with a UTC offset
+    time_utc_s REAL NOT NULL,     -- the same instant in seconds since the epoch: orders the runs
+    source_path TEXT NOT NULL,
+    source_sha256 TEXT NOT NULL,
+    context TEXT NOT NULL,        -- the whole JSON context of the file
+    added_utc TEXT NOT NULL,
+    UNIQUE (machine_id, git_commit, date)
+);
+CREATE INDEX runs_by_machine ON runs (machine_id, time_utc_s);
+CREATE TABLE benchmarks (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,    -- Google Benchmark's run_name
+    family TEXT NOT NULL,
+    manual_time INTEGER NOT NULL, -- 1: real_time is the CUDA-event time of a GPU benchmark
+    threads REAL                  -- BLAS thread count of a CPU benchmark, NULL when not known
+);
+CREATE TABLE samples (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    benchmark_id INTEGER NOT NULL REFERENCES benchmarks (id),
+    repetition INTEGER NOT NULL,
+    real_time_s REAL NOT NULL,    -- per iteration, seconds
+    cpu_time_s REAL,              -- per iteration, seconds, NULL when the file had none
+    iterations INTEGER NOT NULL,
+    PRIMARY KEY (run_id, benchmark_id, repetition)
+) WITHOUT ROWID;
+CREATE TABLE failures (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    benchmark_id INTEGER NOT NULL REFERENCES benchmarks (id),
+    repetition INTEGER,
+    reason TEXT NOT NULL
+);
+"""
+
+
+class HistoryError(Exception):
+    """A database or input problem the user must fix. str() is one line that says which and what."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    id: int
+    fingerprint: str
+    description: dict[str, str]
+
+    @property
+    def label(self) -> str:
+        """One line for humans: 'AMD EPYC x2, no GPU, OpenBLAS Haswell'."""
+        d = self.description
+        cpu = d.get("cpu_model", "unknown CPU")
+        if d.get("cpu_logical_cpus", "unknown") != "unknown":
+            cpu += f" x{d['cpu_logical_cpus']}"
+        gpu = d.get("gpu", "unknown")
+        gpu = "no GPU" if gpu in ("none", "unknown", "") else gpu
+        if d.get("cuda_driver_version", "unknown") != "unknown":
+            gpu += f" (driver {d['cuda_driver_version']})"
+        blas = d.get("openblas_core", "unknown")
+        return f"{cpu}, {gpu}, OpenBLAS {blas}"
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    machine_id: int
+    git_commit: str
+    date: str
+    time_utc_s: float
+    source_path: str
+
+
+@dataclass(frozen=True)
+class BenchmarkInfo:
+    name: str
+    family: str
+    manual_time: bool
+    threads: float | None
+
+
+@dataclass(frozen=True)
+class Sample:
+    benchmark: str
+    repetition: int
+    real_time_s: float
+    cpu_time_s: float | None
+    iterations: int
+
+
+@dataclass(frozen=True)
+class Failure:
+    benchmark: str
+    repetition: int | None
+    reason: str
+
+
+@dataclass
+class RunRecord:
+    """One run, ready to store: what ingest makes of a bench JSON file."""
+
+    machine_fingerprint: str
+    machine_description: dict[str, str]
+    git_commit: str
+    date: str
+    time_utc_s: float
+    source_path: str
+    source_sha256: str
+    context: dict[str, Any]
+    benchmarks: dict[str, BenchmarkInfo]
+    samples: list[Sample] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AddOutcome:
+    run_id: int
+    added: bool  # False: this run (machine, commit, date) was already stored; nothing changed
+    same_content: bool  # when not added: whether the stored run came from an identical file
+
+
+class HistoryStore:
+    """An open history database. Use `HistoryStore.open(path)` as a context manager."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str, create: bool = False) -> "HistoryStore":
+        """Open (with create=True: create if missing) and check that it is a history we can read."""
+        if not create and not os.path.exists(path):
+            raise HistoryError(f"{path}: no such history database (create it with 'add')")
+        try:
+            # isolation_level=None: transactions are begun and ended explicitly, one per run.
+            conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{path}: cannot open as a database: {exc}") from None
+        store = cls(conn, path)
+        try:
+            store._check_or_create(create)
+        except sqlite3.OperationalError as exc:  # locked by another writer for 30 s, read-only, ...
+            conn.close()
+            raise HistoryError(f"{path}: cannot open: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # "file is not a database"
+            conn.close()
+            raise HistoryError(f"{path}: not a gpubench history database ({exc})") from None
+        except HistoryError:
+            conn.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "HistoryStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_or_create(self, create: bool) -> None:
+        conn = self._conn
+        if create:
+            # Under the write lock, so that two `add`s creating the same file do not both try.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if self._is_blank():
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    # Both live in the database header and are journaled like any page, so the
+                    # file becomes a history in the same commit that creates the tables.
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        if self._is_blank():
+            return  # an empty file that nothing was added to: reads find no runs
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id != APPLICATION_ID:
+            raise HistoryError(
+                f"{self.path}: not a gpubench history database (an SQLite file of another program)"
+            )
+        if version > SCHEMA_VERSION:
+            raise HistoryError(
+                f"{self.path}: written by a newer gpubench-history (schema version {version}; this "
+                f"one reads up to {SCHEMA_VERSION}): upgrade gpubench-tools"
+            )
+        if version != SCHEMA_VERSION:
+            raise HistoryError(f"{self.path}: unknown history schema version {version}")
+
+    def _is_blank(self) -> bool:
+        conn = self._conn
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        return app_id == 0 and version == 0 and tables == 0
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def add_run(self, record: RunRecord) -> AddOutcome:
+        """Store one run in one transaction; a run already stored is left alone."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            outcome = self._insert_run(record)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return outcome
+
+    def _insert_run(self, record: RunRecord) -> AddOutcome:
+        conn = self._conn
+        conn.execute(
+            "INSERT OR IGNORE INTO machines (fingerprint, description) VALUES (?, ?)",
+            (record.machine_fingerprint, json.dumps(record.machine_description, sort_keys=True)),
+        )
+        machine_id = conn.execute(
+            "SELECT id FROM machines WHERE fingerprint = ?", (record.machine_fingerprint,)
+        ).fetchone()[0]
+        existing = conn.execute(
+            "SELECT id, source_sha256 FROM runs WHERE machine_id = ? AND git_commit = ? AND date = ?",
+            (machine_id, record.git_commit, record.date),
+        ).fetchone()
+        if existing is not None:
+            return AddOutcome(existing[0], False, existing[1] == record.source_sha256)
+
+        cur = conn.execute(
+            "INSERT INTO runs (machine_id, git_commit, date, time_utc_s, source_path, "
+            "source_sha256, context, added_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                machine_id,
+                record.git_commit,
+                record.date,
+                record.time_utc_s,
+                record.source_path,
+                record.source_sha256,
+                json.dumps(record.context, sort_keys=True),
+                datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            ),
+        )
+        run_id = int(cur.lastrowid or 0)
+        bench_ids = {name: self._benchmark_id(info) for name, info in record.benchmarks.items()}
+        conn.executemany(
+            "INSERT INTO samples (run_id, benchmark_id, repetition, real_time_s, cpu_time_s, "
+            "iterations) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    run_id,
+                    bench_ids[s.benchmark],
+                    s.repetition,
+                    s.real_time_s,
+                    s.cpu_time_s,
+                    s.iterations,
+                )
+                for s in record.samples
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO failures (run_id, benchmark_id, repetition, reason) VALUES (?, ?, ?, ?)",
+            [(run_id, bench_ids[f.benchmark], f.repetition, f.reason) for f in record.failures],
+        )
+        return AddOutcome(run_id, True, True)
+
+    def _benchmark_id(self, info: BenchmarkInfo) -> int:
+        self._conn.execute(
+            "INSERT OR IGNORE INTO benchmarks (name, family, manual_time, threads) "
+            "VALUES (?, ?, ?, ?)",
+            (info.name, info.family, int(info.manual_time), info.threads),
+        )
+        row = self._conn.execute("SELECT id FROM benchmarks WHERE name = ?", (info.name,))
+        return int(row.fetchone()[0])
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def _has_schema(self) -> bool:
+        return self._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+    def machines(self) -> list[Machine]:
+        if not self._has_schema():
+            return []
+        rows = self._conn.execute("SELECT id, fingerprint, description FROM machines ORDER BY id")
+        return [Machine(i, fp, json.loads(desc)) for i, fp, desc in rows]
+
+    def runs(self) -> list[Run]:
+        """All runs, oldest first (by measurement date; ties in the order they were added)."""
+        if not self._has_schema():
+            return []
+        rows = self._conn.execute(
+            "SELECT id, machine_id, git_commit, date, time_utc_s, source_path FROM runs "
+            "ORDER BY time_utc_s, id"
+        )
+        return [Run(*row) for row in rows]
+
+    def benchmarks(self) -> dict[str, BenchmarkInfo]:
+        if not self._has_schema():
+            return {}
+        rows = self._conn.execute("SELECT name, family, manual_time, threads FROM benchmarks")
+        return {
+            name: BenchmarkInfo(name, fam, bool(manual), thr) for name, fam, manual, thr in rows
+        }
+
+    def samples(self) -> Iterator[tuple[int, Sample]]:
+        """(run id, sample) for every stored repetition."""
+        if not self._has_schema():
+            return
+        rows = self._conn.execute(
+            "SELECT s.run_id, b.name, s.repetition, s.real_time_s, s.cpu_time_s, s.iterations "
+            "FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id "
+            "ORDER BY s.run_id, b.name, s.repetition"
+        )
+        for run_id, name, rep, real_s, cpu_s, iters in rows:
+            yield run_id, Sample(name, rep, real_s, cpu_s, iters)
+
+    def failures(self) -> Iterator[tuple[int, Failure]]:
+        """(run id, failure) for every failed or skipped row."""
+        if not self._has_schema():
+            return
+        rows = self._conn.execute(
+            "SELECT f.run_id, b.name, f.repetition, f.reason "
+            "FROM failures f JOIN benchmarks b ON b.id = f.benchmark_id ORDER BY f.run_id, b.name"
+        )
+        for run_id, name, rep, reason in rows:
+            yield run_id, Failure(name, rep, reason)
+
+    def integrity_check(self) -> str:
+        """SQLite's own consistency check: 'ok' or the problems it found."""
+        rows = self._conn.execute("PRAGMA integrity_check").fetchall()
+        return "; ".join(str(r[0]) for r in rows)
