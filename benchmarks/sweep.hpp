@@ -24,6 +24,7 @@ struct MlpCase {
   int epochs = 0;           // SGD steps in one timed GPU iteration
   int cpu_epochs = 0;       // the same on the CPU (fewer for the largest shapes); 0: no CPU run
   bool small_path = false;  // also the hand-written CPU path (where it beats OpenBLAS)
+  bool cpu_bf16 = false;    // also the bf16 mixed-precision OpenBLAS path (precision:bf16)
   bool fused = false;       // also the fused GPU kernel (it skips itself when it does not fit)
   std::vector<int> gpu_readbacks = {0};  // loss read back every 1 / 200 steps, or 0 = never
   bool input_transfer = false;  // also the variants that copy the batch from host every step
