@@ -225,6 +225,13 @@ Sweep make_sweep(bool full) {
     sweep.transfer_bytes.push_back(bytes);
   }
   sweep.launch_counts = {1, 10, 100, 1000};
+  // Allocation probes: 4 KiB to 1 GiB in x64 steps by default and x4 steps in the full sweep. Each
+  // of their five families runs ten repetitions per size, and a large pinned allocation takes a
+  // good part of a second, so the default keeps to four sizes.
+  const std::size_t alloc_step = full ? 4 : 64;
+  for (std::size_t bytes = 4096; bytes <= (std::size_t{1} << 30); bytes *= alloc_step) {
+    sweep.alloc_bytes.push_back(bytes);
+  }
 
   if (full) {
     sweep.cpu_shapes.clear();

@@ -49,6 +49,7 @@ struct Sweep {
   std::vector<MatmulShape> gpu_e2e_shapes;    // end-to-end, fp32 and bf16, pinned and pageable
   std::vector<int> cpu_threads;               // 1 and all cores
   std::vector<std::size_t> transfer_bytes;    // 4 B .. 1 GiB
+  std::vector<std::size_t> alloc_bytes;       // allocation probes: 4 KiB .. 1 GiB
   std::vector<int> launch_counts;             // kernels per burst / nodes per graph
   std::vector<MlpCase> mlp_cases;             // tiny-MLP training: iris, digits, synthetic grid
   std::vector<CnnCase> cnn_cases;             // the CIFAR-10 tutorial CNN across batch sizes

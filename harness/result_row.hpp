@@ -106,8 +106,16 @@ class ResultRow {
 // SkipWithError message, so the run goes on. Manual time: the fixture's timer reports each
 // iteration's time (events or the host clock); Google Benchmark then appends "/manual_time".
 enum class IterationTime { benchmark_clock, manual };
+// How a row is timed and repeated. repetitions > 0 fixes Google Benchmark's repetition count for
+// the row, whatever --benchmark_repetitions says: each repetition is one row in the JSON (plus
+// Google Benchmark's mean, median, stddev and cv aggregates), and the report takes the median and
+// the slowest decile over them, which needs about ten. 0 leaves it to the command line.
+struct RowTiming {
+  IterationTime time = IterationTime::benchmark_clock;
+  int repetitions = 0;
+};
 template <typename Fixture, typename... Arguments>
-void register_row(const RowId& id, IterationTime time, Fixture fixture, Arguments... arguments) {
+void register_row(const RowId& id, RowTiming timing, Fixture fixture, Arguments... arguments) {
   auto* benchmark = benchmark::RegisterBenchmark(
       id.name().c_str(), [id, fixture, arguments...](benchmark::State& state) {
         try {
@@ -117,7 +125,12 @@ void register_row(const RowId& id, IterationTime time, Fixture fixture, Argument
         }
       });
   benchmark->Unit(benchmark::kMicrosecond);
-  if (time == IterationTime::manual) benchmark->UseManualTime();
+  if (timing.time == IterationTime::manual) benchmark->UseManualTime();
+  if (timing.repetitions > 0) benchmark->Repetitions(timing.repetitions);
+}
+template <typename Fixture, typename... Arguments>
+void register_row(const RowId& id, IterationTime time, Fixture fixture, Arguments... arguments) {
+  register_row(id, RowTiming{time, 0}, fixture, arguments...);
 }
 
 }  // namespace gpubench
