@@ -19,11 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/progress_reporter.hpp"
 #include "benchmarks/registration.hpp"
 #include "benchmarks/sweep.hpp"
 #include "harness/context.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/openblas_core.hpp"
+#include "harness/result_row.hpp"
 #include "harness/schema.hpp"
 
 namespace {
@@ -102,10 +104,15 @@ int main(int argc, char** argv) {
     std::cerr << "gpubench: GPU benchmarks skipped: " << gpubench::gpu_unavailable_reason() << "\n";
   }
 
-  const std::size_t ran = benchmark::RunSpecifiedBenchmarks();
+  // Long sweeps report progress on stderr (benchmarks/progress_reporter.hpp); a listing does not.
+  const std::string filter = flag_value(argc, argv, "--benchmark_filter=");
+  gpubench::ProgressReporter progress(
+      gpubench::count_selected(gpubench::registered_names(), filter));
+  const std::size_t ran = list_all || has_flag(argc, argv, "--benchmark_list_tests")
+                              ? benchmark::RunSpecifiedBenchmarks()
+                              : benchmark::RunSpecifiedBenchmarks(&progress);
   benchmark::Shutdown();
   if (ran == 0) {
-    const std::string filter = flag_value(argc, argv, "--benchmark_filter=");
     // Google Benchmark compiles the filter as a POSIX extended regular expression.
     regex_t compiled;
     if (regcomp(&compiled, filter.c_str(), REG_EXTENDED | REG_NOSUB) != 0) {

@@ -44,7 +44,23 @@ void add_custom_context(const std::string& sweep_name) {
   AddCustomContext("cpu_clock_hz", number(cpu.clock_hz));
   AddCustomContext("cpu_clock_source", cpu.clock_source);
   AddCustomContext("cpu_nominal_clock_hz", number(cpu.nominal_clock_hz));
+  // The FLOP/cycle the peaks use, where they come from, and both of the sources: the table by ISA
+  // flag and the FMA loops, with each level's unrounded reading and the clock it was read against.
   AddCustomContext("cpu_fp32_flop_per_cycle_per_core", number(cpu.fp32_flop_per_cycle_per_core));
+  AddCustomContext("cpu_fp64_flop_per_cycle_per_core", number(cpu.fp64_flop_per_cycle_per_core));
+  AddCustomContext("cpu_flop_per_cycle_source", cpu.flop_per_cycle_source);
+  AddCustomContext("cpu_flop_per_cycle_fp32_table", number(cpu.fp32_flop_per_cycle_table));
+  AddCustomContext("cpu_flop_per_cycle_fp64_table", number(cpu.fp64_flop_per_cycle_table));
+  AddCustomContext("cpu_flop_per_cycle_fp32_measured", number(cpu.fp32_flop_per_cycle_measured));
+  AddCustomContext("cpu_flop_per_cycle_fp64_measured", number(cpu.fp64_flop_per_cycle_measured));
+  for (const FmaLevelThroughput& level : cpu.fma.levels) {
+    AddCustomContext("cpu_fma_" + level.name + "_fp32_flop_per_cycle",
+                     number(level.fp32_flop_per_cycle));
+    AddCustomContext("cpu_fma_" + level.name + "_fp64_flop_per_cycle",
+                     number(level.fp64_flop_per_cycle));
+  }
+  AddCustomContext("cpu_fma_clock_hz", number(cpu.fma.clock_hz));
+  if (!cpu.peak_warning.empty()) AddCustomContext("cpu_peak_warning", cpu.peak_warning);
   AddCustomContext("cpu_peak_fp32_flops", number(cpu_peak_flops(cpu.physical_cores, false)));
   AddCustomContext("cpu_peak_fp64_flops", number(cpu_peak_flops(cpu.physical_cores, true)));
   AddCustomContext("openblas_config", cpu::blas_config());

@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "harness/cpu_fma.hpp"
+
 namespace gpubench {
 
 struct CpuInfo {
@@ -21,16 +23,31 @@ struct CpuInfo {
   double clock_hz = 0;
   std::string clock_source;
   double nominal_clock_hz = 0;  // "cpu MHz" from /proc/cpuinfo
-  // fp32 FLOP per cycle per core: 2 FMA units x SIMD lanes x 2 (multiply + add).
-  // AVX-512: 2 x 16 x 2 = 64; AVX2 + FMA: 2 x 8 x 2 = 32; SSE only: 2 x 4 (no FMA) = 8. fp64 is
-  // half of fp32. AMD Zen 4 executes AVX-512 on 256-bit units: 32. Some Intel AVX-512 parts have
-  // one 512-bit FMA unit; the table counts two, so pct_peak is conservative there.
+  // FLOP per cycle per core that the peak uses: the measured ones where the FMA loops ran and
+  // read a believable clock, the table's otherwise; flop_per_cycle_source says which.
   double fp32_flop_per_cycle_per_core = 8;
+  double fp64_flop_per_cycle_per_core = 4;
+  std::string flop_per_cycle_source;
+  // The table, from the ISA flags: 2 FMA units x SIMD lanes x 2 (multiply + add). AVX-512:
+  // 2 x 16 x 2 = 64; AVX2 + FMA: 2 x 8 x 2 = 32; SSE only: 2 x 4 (no FMA) = 8; fp64 half of fp32.
+  // AMD Zen 4 executes AVX-512 on 256-bit units: 32. It cannot see parts with one 512-bit FMA
+  // unit (some Intel AVX-512 parts, Zen 5 mobile parts) or a family a hypervisor hides; it is kept
+  // as the cross-check of the measurement.
+  double fp32_flop_per_cycle_table = 8;
+  double fp64_flop_per_cycle_table = 4;
+  // The measurement (harness/cpu_fma.hpp): the fastest level's FLOP/cycle, rounded to the
+  // power-of-two FMA rate it is within 10% of (snap_flop_per_cycle); 0 where nothing was measured.
+  double fp32_flop_per_cycle_measured = 0;
+  double fp64_flop_per_cycle_measured = 0;
+  FmaThroughput fma;  // every level's unrounded reading and the clock it was read against
+  // Non-empty when the table and the measurement differ by more than 25%: the table is wrong for
+  // this CPU, or the measurement ran on a core shared with another busy thread (an SMT sibling).
+  std::string peak_warning;
 };
 
 const CpuInfo& cpu_info();
 
-// Theoretical peak for `threads` threads: min(threads, physical cores) x FLOP/cycle x clock.
+// Peak for `threads` threads: min(threads, physical cores) x FLOP/cycle/core x clock_hz.
 double cpu_peak_flops(int threads, bool double_precision);
 // The same for bf16 products with fp32 accumulation: twice the fp32 peak where the CPU has
 // AVX512_BF16 (VDPBF16PS: two bf16 products per fp32 lane, at the FMA's width and rate, on Intel

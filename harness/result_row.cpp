@@ -15,6 +15,16 @@ NameParameter text_parameter(const char* name, std::string value, LabelKey label
   return {name, std::move(value), std::nullopt, 0.0, label};
 }
 
+namespace {
+std::vector<std::string>& names() {
+  static std::vector<std::string> registered;
+  return registered;
+}
+}  // namespace
+
+const std::vector<std::string>& registered_names() { return names(); }
+void add_registered_name(std::string name) { names().push_back(std::move(name)); }
+
 std::string RowId::name() const {
   std::string text = name_stem.empty() ? workload + "/" + backend + "/" + variant : name_stem;
   for (const NameParameter& parameter : parameters) {

@@ -417,17 +417,8 @@ float MlpGpuTrainer::step_and_read_loss() {
   return *loss_host_.as<float>();
 }
 
-double MlpGpuTrainer::measure_step_seconds(int steps, bool as_graph) {
-  const CudaGraph graph =
-      capture(steps, MlpInput::resident, false, as_graph && concurrent_gradients_);
-  Event start;
-  Event stop;
-  graph.launch(stream_.get());  // upload and warm up
-  start.record(stream_.get());
-  graph.launch(stream_.get());
-  stop.record(stream_.get());
-  stop.synchronize();
-  return Event::seconds_between(start, stop) / steps;
+CudaGraph MlpGpuTrainer::capture_compute_graph(int steps, bool as_graph) {
+  return capture(steps, MlpInput::resident, false, as_graph && concurrent_gradients_);
 }
 
 float MlpGpuTrainer::last_loss() {

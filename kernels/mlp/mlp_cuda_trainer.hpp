@@ -86,10 +86,10 @@ class MlpGpuTrainer {
   // One eager step followed by a synchronous readback of its loss (validation and warm-up).
   float step_and_read_loss();
 
-  // GPU time of one step with nothing else in the way: `steps` steps captured in a graph and
-  // replayed, CUDA-event time / steps; ordered as the graph variant runs them when `as_graph`,
-  // else one after the other as eager issues them. Trains the parameters; reset afterwards.
-  double measure_step_seconds(int steps, bool as_graph);
+  // `steps` steps captured in a graph, for measuring the GPU time of a step with nothing else in
+  // the way (no launch gaps): ordered as the graph variant runs them when `as_graph`, else one
+  // after the other as eager issues them. Each launch trains the parameters; reset afterwards.
+  CudaGraph capture_compute_graph(int steps, bool as_graph);
 
   // Synchronous reads (they wait for the stream): the loss of the last step, the parameters.
   float last_loss();

@@ -138,3 +138,28 @@ def test_every_counter_is_declared_in_the_schema(short_run: list[dict]) -> None:
         assert not undeclared, f"{row['name']} writes undeclared counters {sorted(undeclared)}"
         label_keys = {pair.split("=", 1)[0] for pair in row.get("label", "").split()}
         assert label_keys <= set(schema["label_keys"]), row["name"]
+
+
+def test_progress_goes_to_stderr_only(tmp_path: Path) -> None:
+    out = tmp_path / "progress.json"
+    run = subprocess.run(
+        [
+            str(bench_binary()),
+            "--benchmark_filter=matmul/cpu/openblas/dtype:fp32/m:(16|32)/n:(16|32)/k:(16|32)/",
+            "--benchmark_min_time=0.001",
+            f"--benchmark_out={out}",
+            "--benchmark_out_format=json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GPUBENCH_PROGRESS_SECONDS": "0"},
+        timeout=120,
+    )
+    rows = json.loads(out.read_text())["benchmarks"]
+    progress = [line for line in run.stderr.splitlines() if " benchmarks, " in line]
+    assert len(rows) == 4
+    assert progress[-1].startswith(f"gpubench: {len(rows)}/{len(rows)} benchmarks, ")
+    assert len(progress) == len(rows) + 1  # one per benchmark, then the final line
+    assert "benchmarks, " not in run.stdout
+    assert all(row["name"] in run.stdout for row in rows)  # the console table is still there

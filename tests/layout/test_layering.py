@@ -54,6 +54,22 @@ def test_kernel_workloads_include_only_themselves_and_common() -> None:
     assert not wrong, "a kernel workload reaches into another:\n" + "\n".join(wrong)
 
 
+def test_kernel_workloads_do_no_timing() -> None:
+    # Timing lives in harness/ (one timer per policy); a trainer names its operations through
+    # kernels/common/step_observer.hpp and leaves the clocks to the caller.
+    clocks = re.compile(r"seconds_between|cudaEventElapsedTime|std::chrono|benchmark::")
+    wrong = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for folder in sorted((REPO / "kernels").iterdir())
+        if folder.is_dir() and folder.name != "common"
+        for path in sorted(folder.rglob("*"))
+        if path.suffix in CPP_SUFFIXES
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if clocks.search(line)
+    ]
+    assert not wrong, "timing inside kernels/:\n" + "\n".join(wrong)
+
+
 def test_harness_holds_no_workload_compute() -> None:
     # The trainers (buffers, graphs, cuBLASLt plans) are compute and live beside their kernels.
     trainers = sorted(path.name for path in (REPO / "harness").glob("*trainer*"))
@@ -70,7 +86,7 @@ def test_cpp_layers_include_only_from_below(folder: str) -> None:
 
 def test_python_tools_never_touch_the_cpp() -> None:
     package = REPO / "tools" / "gpubench_tools"
-    sources = sorted(package.glob("*.py"))
+    sources = sorted(package.rglob("*.py"))
     assert sources, "tools/gpubench_tools has no Python files: the scan is broken"
     forbidden = re.compile(r"\bsubprocess\b|\bctypes\b|\bos\.system\b|benchmarks/bench\b")
     wrong = [

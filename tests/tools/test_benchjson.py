@@ -10,11 +10,15 @@ import pytest
 from conftest import FIXTURES, gb_row, write_bench_json
 
 from gpubench_tools.benchjson import (
+    SKIP_PREFIXES,
     BenchJsonError,
+    describe_errors,
+    error_counts,
     iteration_rows,
     load_report,
     median_by_name,
     parse_label,
+    skip_reason,
 )
 
 
@@ -88,6 +92,42 @@ def test_median_by_name_custom_value(tmp_path: Path) -> None:
     ]
     rep = load_report(str(write_bench_json(tmp_path / "m.json", rows)))
     assert median_by_name(rep, value=lambda r: r.counters["x"]) == {"a": (2.0, 1.0, 3.0)}
+
+
+ON_CHIP = (
+    "does not fit on chip: needs 377300 bytes of shared memory, 232448 available "
+    "(network 64-64-64-10, batch 256)"
+)
+IN_MEMORY = "does not fit in device memory: needs 103079215104 bytes, 8 of 85045231616 bytes free"
+
+
+def test_rows_that_do_not_fit_are_skipped_not_failed(tmp_path: Path) -> None:
+    assert SKIP_PREFIXES == ("does not fit on chip", "does not fit in device memory")
+    assert skip_reason(ON_CHIP) == "does not fit on chip"
+    assert skip_reason(IN_MEMORY) == "does not fit in device memory"
+    # Only at the start: anything else is a failure, even when it mentions fitting.
+    assert skip_reason("CUDA error: out of memory (does not fit in device memory)") is None
+    assert skip_reason("result differs from the reference beyond tolerance") is None
+    assert skip_reason(None) is None
+    rows = [
+        gb_row("ok", 1e-6),
+        gb_row("chip", 0.0, error=ON_CHIP),
+        gb_row("memory", 0.0, error=IN_MEMORY),
+        gb_row("wrong", 0.0, error="result differs from the reference beyond tolerance"),
+        gb_row("agg", 0.0, run_type="aggregate", aggregate_name="mean", error=ON_CHIP),
+    ]
+    rep = load_report(str(write_bench_json(tmp_path / "s.json", rows)))
+    by_name = {r.run_name: r for r in rep.rows if r.run_type == "iteration"}
+    assert [n for n, r in by_name.items() if r.skipped] == ["chip", "memory"]
+    assert [n for n, r in by_name.items() if r.failed] == ["wrong"]
+    assert not by_name["ok"].skipped and not by_name["ok"].failed
+    # Counted over the measured rows only (no aggregates), each skip with its reason.
+    assert error_counts(rep) == (1, {"does not fit on chip": 1, "does not fit in device memory": 1})
+    assert describe_errors(rep) == (
+        "1 row failed, 2 skipped (does not fit on chip: 1, does not fit in device memory: 1)"
+    )
+    clean = load_report(str(write_bench_json(tmp_path / "c.json", [gb_row("ok", 1e-6)])))
+    assert describe_errors(clean) == "0 rows failed, 0 skipped"
 
 
 def test_error_rows_are_loaded_but_not_measured(tmp_path: Path) -> None:

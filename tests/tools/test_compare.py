@@ -13,8 +13,9 @@ import pytest
 from conftest import gb_row
 
 from gpubench_tools import compare
-from gpubench_tools.compare_config import ConfigError, parse_config
-from gpubench_tools.compare_stats import Thresholds, compare_metric, min_two_sided_p
+from gpubench_tools.benchjson import load_report
+from gpubench_tools.compare.config import ConfigError, parse_config
+from gpubench_tools.compare.stats import Thresholds, compare_metric, min_two_sided_p
 
 FIXTURES = Path(__file__).parent / "compare_fixtures"
 
@@ -149,9 +150,7 @@ def test_known_regression_is_flagged_and_exits_1(pair, capsys, no_default_config
     code, out, _ = run_cli(capsys, base, cont, "--config", no_default_config)
     assert code == 1
     assert "SLOWER" in out and "REGRESSION matmul/cpu/openblas/dtype:fp32/m:512" in out
-    result = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config({})
-    )
+    result = compare.compare_reports(load_report(base), load_report(cont), parse_config({}))
     verdicts = {b.name: b.verdict for b in result.benchmarks}
     assert verdicts[GEMM.format(m=512)] == "slower"
     assert verdicts[GEMM.format(m=64)] == "same"
@@ -223,9 +222,7 @@ def test_burst_on_part_of_a_run_is_not_slower_with_check_fastest() -> None:
 def test_aggregate_rows_are_ignored(pair, no_default_config) -> None:
     # bench() writes mean/median aggregates of 1e9 us; including them would change everything.
     base, cont = pair(sweep(seed=1), sweep(seed=1))
-    result = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config({})
-    )
+    result = compare.compare_reports(load_report(base), load_report(cont), parse_config({}))
     assert all(b.verdict == "same" for b in result.benchmarks)
     time = result.benchmarks[0].metric("time")
     assert time is not None and time.base.n == 7 and time.base.median < 1e-4
@@ -245,9 +242,7 @@ def test_time_units_are_converted(pair, no_default_config) -> None:
         bench(GEMM.format(m=512), times, unit="us"),
         bench(GEMM.format(m=512), [t for t in times], unit="ms"),
     )
-    result = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config({})
-    )
+    result = compare.compare_reports(load_report(base), load_report(cont), parse_config({}))
     time = result.benchmarks[0].metric("time")
     assert time is not None and time.ratio == pytest.approx(1.0)
 
@@ -371,6 +366,46 @@ def test_benchmark_that_now_fails_is_a_regression(pair, capsys, no_default_confi
     assert "NOW FAILS" in out and "beyond tolerance" in out
 
 
+NO_ROOM = "does not fit in device memory: needs 103079215104 bytes, 8 of 85045231616 bytes free"
+
+
+def test_benchmark_that_no_longer_fits_is_skipped_not_failed(
+    pair, capsys, no_default_config, tmp_path
+) -> None:
+    rows = sweep(seed=1)
+    name = GEMM.format(m=64)
+    skipped = [r for r in sweep(seed=1) if r["run_name"] != name] + [
+        gb_row(name, 0.0, error=NO_ROOM)
+    ]
+    base, cont = pair(rows, skipped)
+    md, js = str(tmp_path / "o.md"), str(tmp_path / "o.json")
+    code, out, _ = run_cli(
+        capsys, base, cont, "--config", no_default_config, "--markdown", md, "--json", js
+    )
+    assert code == 0
+    assert "NOW FAILS" not in out and "REGRESSION" not in out
+    assert "skipped in the contender (does not fit on this machine; not failed):" in out
+    assert f"  {name}: {NO_ROOM}" in out
+    assert "1 skipped (do not fit)" in out.splitlines()[-2]
+    assert f"| `{name}` | | | | | | | skipped: {NO_ROOM} |" in Path(md).read_text()
+    doc = json.loads(Path(js).read_text())
+    assert doc["summary"]["skipped"] == 1 and doc["summary"]["error"] == 0
+    assert doc["summary"]["compared"] == len(doc["benchmarks"]) - 1
+    (entry,) = [b for b in doc["benchmarks"] if b["name"] == name]
+    assert entry["verdict"] == "skipped" and not entry["fails"] and entry["error"] == NO_ROOM
+
+
+def test_skipped_in_the_baseline_is_listed_not_compared(pair, capsys, no_default_config) -> None:
+    name = GEMM.format(m=64)
+    base_rows = [r for r in sweep(seed=1) if r["run_name"] != name] + [
+        gb_row(name, 0.0, error="does not fit on chip: needs 9 bytes of shared memory, 8 available")
+    ]
+    base, cont = pair(base_rows, sweep(seed=2))
+    code, out, _ = run_cli(capsys, base, cont, "--config", no_default_config)
+    assert code == 0
+    assert f"warning: {name}: skipped in the baseline (does not fit on chip: needs 9 bytes" in out
+
+
 def test_bad_config_exits_2(pair, capsys, tmp_path) -> None:
     base, cont = pair(sweep(seed=1), sweep(seed=1))
     cfg = tmp_path / "bad.json"
@@ -416,7 +451,7 @@ def test_per_pattern_override_changes_the_threshold(pair, tmp_path) -> None:
             ],
         }
     )
-    result = compare.compare_reports(compare.load_report(base), compare.load_report(cont), config)
+    result = compare.compare_reports(load_report(base), load_report(cont), config)
     by_name = {b.name: b for b in result.benchmarks}
     small, large = by_name[GEMM.format(m=64)], by_name[GEMM.format(m=512)]
     assert large.verdict == "same"
@@ -424,7 +459,7 @@ def test_per_pattern_override_changes_the_threshold(pair, tmp_path) -> None:
     assert large.metrics[0].thresholds.max_ratio == 1.10
     assert small.verdict == "same"  # 1.5 from the broad override
     config.overrides.pop(0)
-    result = compare.compare_reports(compare.load_report(base), compare.load_report(cont), config)
+    result = compare.compare_reports(load_report(base), load_report(cont), config)
     by_name = {b.name: b.verdict for b in result.benchmarks}
     assert by_name == {GEMM.format(m=64): "slower", GEMM.format(m=512): "same"}
     assert result.exit_code == 1
@@ -439,7 +474,7 @@ def test_rate_counters_higher_is_better(pair) -> None:
         bench(GEMM.format(m=256), times, {"FLOP/s": [r / 2 for r in rates]}),
     )
     config = parse_config({"counters": ["FLOP/s"]})
-    result = compare.compare_reports(compare.load_report(base), compare.load_report(cont), config)
+    result = compare.compare_reports(load_report(base), load_report(cont), config)
     flops = result.benchmarks[0].metric("FLOP/s")
     assert flops is not None
     assert flops.better == "higher" and flops.ratio == pytest.approx(0.5)
@@ -447,7 +482,7 @@ def test_rate_counters_higher_is_better(pair) -> None:
     assert flops.verdict == "slower" and result.exit_code == 1
 
     # The other way round: twice the FLOP/s is an improvement, not a regression.
-    result = compare.compare_reports(compare.load_report(cont), compare.load_report(base), config)
+    result = compare.compare_reports(load_report(cont), load_report(base), config)
     assert result.benchmarks[0].metric("FLOP/s").verdict == "faster"
     assert result.exit_code == 0
 
@@ -491,7 +526,7 @@ def test_exact_counter_change_fails(pair) -> None:
         bench(GEMM.format(m=256), times, {"flop": [6.6e7] * 7}),
     )
     result = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config({"counters": []})
+        load_report(base), load_report(cont), parse_config({"counters": []})
     )
     assert result.benchmarks[0].verdict == "changed"
     assert result.exit_code == 1
@@ -505,7 +540,7 @@ def test_non_gating_counters_are_shown_but_do_not_fail(pair) -> None:
         bench(GEMM.format(m=256), times, {"FLOP/s": [r / 2 for r in rates]}),
     )
     config = parse_config({"counters": ["FLOP/s"], "gate_counters": False})
-    result = compare.compare_reports(compare.load_report(base), compare.load_report(cont), config)
+    result = compare.compare_reports(load_report(base), load_report(cont), config)
     assert result.benchmarks[0].metric("FLOP/s").verdict == "slower"
     assert result.exit_code == 0
 
@@ -516,11 +551,9 @@ def test_cpu_time_can_be_compared_instead_of_real_time(pair) -> None:
     for row in cont_rows:
         row["real_time"] *= 3  # the process waited for the core; its CPU time did not grow
     base, cont = pair(base_rows, cont_rows)
-    real = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config({})
-    )
+    real = compare.compare_reports(load_report(base), load_report(cont), parse_config({}))
     cpu = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config({"time": "cpu_time"})
+        load_report(base), load_report(cont), parse_config({"time": "cpu_time"})
     )
     assert real.benchmarks[0].verdict == "slower"
     assert cpu.benchmarks[0].verdict == "same"
@@ -541,9 +574,7 @@ def test_uniformly_slower_machine_is_not_a_regression_when_normalised(pair) -> N
     # The whole run 1.4x slower (another machine, a busy neighbour): below the absolute 1.5x,
     # and the normalised times do not move at all.
     base, cont = pair(sweep(seed=1), sweep(factor=1.4, seed=2))
-    result = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config(NORMALIZED)
-    )
+    result = compare.compare_reports(load_report(base), load_report(cont), parse_config(NORMALIZED))
     assert result.exit_code == 0
     for b in result.benchmarks:
         ref = b.metric("time/ref")
@@ -557,9 +588,7 @@ def test_one_benchmark_slower_relative_to_the_others_is_caught_when_normalised(p
         512, [x * 1.4 for x in samples(2700.0, seed=77)]
     )
     base, cont = pair(sweep(seed=1), slow)
-    result = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config(NORMALIZED)
-    )
+    result = compare.compare_reports(load_report(base), load_report(cont), parse_config(NORMALIZED))
     verdicts = {b.name: b.verdict for b in result.benchmarks}
     assert verdicts[GEMM.format(m=512)] == "slower"
     assert verdicts[GEMM.format(m=64)] == "same" and verdicts[GEMM.format(m=256)] == "same"
@@ -569,9 +598,7 @@ def test_one_benchmark_slower_relative_to_the_others_is_caught_when_normalised(p
 
 def test_uniform_2x_slowdown_is_caught_by_the_absolute_check(pair) -> None:
     base, cont = pair(sweep(seed=1), sweep(factor=2.0, seed=2))
-    result = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config(NORMALIZED)
-    )
+    result = compare.compare_reports(load_report(base), load_report(cont), parse_config(NORMALIZED))
     assert {b.verdict for b in result.benchmarks} == {"slower"}
     assert result.exit_code == 1
 
@@ -675,9 +702,7 @@ def test_same_name_different_labels_are_kept_apart(pair) -> None:
         name, samples(80.0, seed=2), label="dtype=fp32 shape=mlp_layer"
     )
     base, cont = pair(rows, rows)
-    result = compare.compare_reports(
-        compare.load_report(base), compare.load_report(cont), parse_config({})
-    )
+    result = compare.compare_reports(load_report(base), load_report(cont), parse_config({}))
     assert sorted(b.name for b in result.benchmarks) == [
         f"{name} [dtype=fp32 shape=mlp_layer]",
         f"{name} [dtype=fp32 shape=square]",
@@ -722,7 +747,7 @@ def test_runs_as_a_module(pair, tmp_path) -> None:
 
     base, cont = pair(sweep(seed=1), sweep(factor=2.0, seed=2))
     env = dict(os.environ)
-    tools = str(Path(compare.__file__).resolve().parents[1])
+    tools = str(Path(compare.__file__).resolve().parents[2])
     env["PYTHONPATH"] = tools + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
         [sys.executable, "-m", "gpubench_tools.compare", base, cont],

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import GPU_CONTEXT, gb_row, write_bench_json
+from conftest import FIXTURES, GPU_CONTEXT, gb_row, write_bench_json
 
 from gpubench_tools.crossover import find_crossover
 from gpubench_tools.dataset import load_sources
-from gpubench_tools.matmul_analysis import speedup_series
+from gpubench_tools.report.matmul_analysis import speedup_series
 from gpubench_tools.overhead_model import build_model, copy_count, fit_line
-from gpubench_tools.sentences import (
+from gpubench_tools.report.sentences import (
     breakdown_sentences,
     mlp_sentences,
     overhead_sentences,
@@ -245,9 +245,8 @@ def test_each_copy_call_pays_alpha(tmp_path: Path) -> None:
 
 
 def test_files_without_copy_counters_count_one_copy_per_phase() -> None:
-    """reports/baselines/h100-80gb-hbm3-matmul.json predates copies_h2d / copies_d2h."""
-    baseline = Path(__file__).resolve().parents[2] / "reports/baselines/h100-80gb-hbm3-matmul.json"
-    (src,), _ = load_sources([str(baseline)])
+    """The H100 fixture is written like files from before copies_h2d / copies_d2h."""
+    (src,), _ = load_sources([str(FIXTURES / "h100.json")])
     model = build_model(src)
     points = [p for p in src.matmul_e2e() if model.predict(p) is not None]
     assert points
@@ -257,6 +256,21 @@ def test_files_without_copy_counters_count_one_copy_per_phase() -> None:
         fit = model.copies[("h2d", p.labels.get("host", "pinned"))]
         assert terms is not None
         assert terms.h2d == pytest.approx(fit.alpha_s + p.c("bytes_h2d") / fit.beta_bytes_per_s)
+
+
+def test_committed_h100_run_counts_its_copy_calls() -> None:
+    """The committed H100 run has the counters: A and B in (2 copies), C out (1)."""
+    baseline = Path(__file__).resolve().parents[2] / "reports/baselines/h100-80gb-hbm3-matmul.json"
+    (src,), _ = load_sources([str(baseline)])
+    model = build_model(src)
+    points = [p for p in src.matmul_e2e() if model.predict(p) is not None]
+    assert points
+    for p in points:
+        assert copy_count(p, "h2d") == 2.0 and copy_count(p, "d2h") == 1.0
+        terms = model.predict(p)
+        fit = model.copies[("h2d", p.labels.get("host", "pinned"))]
+        assert terms is not None
+        assert terms.h2d == pytest.approx(2 * fit.alpha_s + p.c("bytes_h2d") / fit.beta_bytes_per_s)
 
 
 # --- sentences -------------------------------------------------------------------------------
@@ -373,9 +387,7 @@ def test_aggregates_only_file_uses_the_median_rows(tmp_path: Path) -> None:
 
 
 def test_mlp_rows_of_deeper_nets_and_input_copies_stay_out_of_the_main_charts() -> None:
-    from conftest import FIXTURES
-
-    from gpubench_tools.mlp_analysis import mlp_points, speedup_grid, sweep_lines
+    from gpubench_tools.report.mlp_analysis import mlp_points, speedup_grid, sweep_lines
 
     (src,), _ = load_sources([str(FIXTURES / "h100.json")])
     everything = mlp_points(src, layers=None)

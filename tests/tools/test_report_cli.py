@@ -71,14 +71,20 @@ def test_html_is_self_contained_and_markdown_links_charts(h100_report: dict[str,
     assert "it overtakes the CPU at n~230 (compute-only: n~40)" in md
     assert "on Iris the eager GPU path spends 95% of each epoch on 14 launches" in md
     assert "the fused path removes them and runs 2.4x faster than the CPU" in md
-    # The skipped benchmark is listed.
-    assert "needs 103079215104 bytes of device memory" in md
+    # The benchmark that does not fit is listed as skipped, with bench's message, and counted.
+    assert (
+        "| h100.json | matmul/gpu/cublas_kernel/dtype:fp64/m:65536/n:65536/k:65536/manual_time "
+        "| skipped | does not fit in device memory: needs 103079215104 bytes," in md
+    )
+    assert "(H100 80GB HBM3 with Intel Xeon Platinum 8480+, 369 benchmarks, 1 skipped)" in md
+    assert "| failed |" not in md
 
 
 def test_prints_the_report_path_last(h100_report: dict[str, Any]) -> None:
     lines = h100_report["stdout"].strip().splitlines()
     assert lines[-1] == str(h100_report["out"] / "report.html")
     assert "1 benchmark in" in h100_report["stderr"]
+    assert "h100.json was skipped, does not fit in device memory" in h100_report["stderr"]
 
 
 def test_overlay_of_two_machines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,6 +113,29 @@ def test_cpu_only_input_draws_cpu_charts_and_says_no_gpu_data(
     assert "No MLP data" in md
     assert "the CPU reaches at most 55% of its fp32 peak (2 threads, n=1024)" in md
     assert "no GPU data in any input" in err
+
+
+def test_failed_and_skipped_rows_are_told_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads((FIXTURES / "cpu_only.json").read_text())
+    failed = dict(doc["benchmarks"][0], name="matmul/cpu/openblas/broken", run_name="x/broken")
+    failed.update(error_occurred=True, error_message="result differs from the reference")
+    fused = "mlp/gpu/fused/data:synthetic/batch:256/hidden:64x2/readback:0/manual_time"
+    skipped = dict(failed, name=fused, run_name=fused, error_message="does not fit on chip: 9 B")
+    # Two repetitions of the skipped benchmark: one line for it, not one per repetition.
+    doc["benchmarks"] += [failed, skipped, dict(skipped, repetition_index=1)]
+    path = tmp_path / "errors.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = run_report([str(path), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    assert "1 benchmark in" in err and "errors.json failed (listed in the report)" in err
+    assert "errors.json was skipped, does not fit on chip (listed in the report)" in err
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "(AMD EPYC, CPU only, 54 benchmarks, 1 skipped, 1 failed)" in md
+    assert "| errors.json | x/broken | failed | result differs from the reference |" in md
+    assert f"| errors.json | {fused} | skipped | does not fit on chip: 9 B |" in md
+    assert md.count(f"| {fused} |") == 1
 
 
 def test_repetitions_plot_medians(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

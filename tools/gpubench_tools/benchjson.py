@@ -21,6 +21,10 @@ __all__ = [
     "iteration_rows",
     "median_by_name",
     "GBENCH_KEYS",
+    "SKIP_PREFIXES",
+    "skip_reason",
+    "error_counts",
+    "describe_errors",
 ]
 
 # Keys Google Benchmark writes itself; every other numeric top-level key is a user counter.
@@ -48,6 +52,22 @@ GBENCH_KEYS: frozenset[str] = frozenset(
 
 _TIME_UNIT_TO_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
+# A row whose error message starts with one of these did not run because the machine has no room
+# for it, not because anything is wrong: bench reports "does not fit on chip: needs X bytes of
+# shared memory, Y available (...)" for a fused MLP net that one thread block cannot hold, and
+# "does not fit in device memory: needs X bytes, Y of Z bytes free" for a size beyond the GPU's
+# free memory. Such rows are *skipped*; every other error row *failed*. tools/gpu-check counts
+# rows with this same rule (it calls `python -m gpubench_tools.benchjson --errors`).
+SKIP_PREFIXES: tuple[str, ...] = ("does not fit on chip", "does not fit in device memory")
+
+
+def skip_reason(message: str | None) -> str | None:
+    """The skip prefix an error message starts with (the reason a row was skipped), or None
+    when the message is a failure (or there is no message)."""
+    if message is None:
+        return None
+    return next((p for p in SKIP_PREFIXES if message.startswith(p)), None)
+
 
 class BenchJsonError(Exception):
     """A file that is not usable bench JSON. str() is one line naming the file and the problem."""
@@ -72,6 +92,16 @@ class BenchRow:
     labels: dict[str, str]
     counters: dict[str, float]
     error: str | None
+
+    @property
+    def skipped(self) -> bool:
+        """Did not run for lack of room on the machine (see SKIP_PREFIXES): not a failure."""
+        return skip_reason(self.error) is not None
+
+    @property
+    def failed(self) -> bool:
+        """Reported an error that is not a skip: a wrong result, a CUDA error, ..."""
+        return self.error is not None and not self.skipped
 
 
 @dataclass
@@ -325,3 +355,52 @@ def median_by_name(
         for name, vals in groups.items()
         if vals
     }
+
+
+def error_counts(report: BenchReport) -> tuple[int, dict[str, int]]:
+    """(failed rows, {skip reason: skipped rows}) over the measured (non-aggregate) rows."""
+    failed = 0
+    skipped: dict[str, int] = {}
+    for row in report.rows:
+        if row.run_type != "iteration" or row.error is None:
+            continue
+        reason = skip_reason(row.error)
+        if reason is None:
+            failed += 1
+        else:
+            skipped[reason] = skipped.get(reason, 0) + 1
+    return failed, skipped
+
+
+def describe_errors(report: BenchReport) -> str:
+    """'0 rows failed, 1 skipped (does not fit on chip: 1)': one line for logs and summaries."""
+    failed, skipped = error_counts(report)
+    text = f"{failed} row{'' if failed == 1 else 's'} failed, {sum(skipped.values())} skipped"
+    if skipped:
+        text += " (" + ", ".join(f"{reason}: {n}" for reason, n in skipped.items()) + ")"
+    return text
+
+
+def _main(argv: list[str] | None = None) -> int:
+    """`python -m gpubench_tools.benchjson --errors FILE`: the failed/skipped count of one file,
+    one line on stdout (exit 0), or the reason the file is unusable on stderr (exit 2)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m gpubench_tools.benchjson",
+        description="Count the failed and the skipped rows of a bench JSON file.",
+    )
+    parser.add_argument("--errors", metavar="FILE", required=True, help="bench JSON file")
+    args = parser.parse_args(argv)
+    try:
+        report = load_report(args.errors)
+    except BenchJsonError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(describe_errors(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

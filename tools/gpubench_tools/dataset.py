@@ -1,7 +1,9 @@
 """Turn loaded bench files into typed, repetition-reduced points the charts work on.
 
-Rows are classified by counters and label only (never by parsing names): the names are for
-humans and filters, the counters and label are the contract.
+Rows are classified by their label: `workload` (matmul, mlp, ...) and `backend` (cpu or gpu)
+where the label carries them, as every row of current bench does. Files written before the label
+had those keys are classified by the first two parts of the name (`<workload>/<backend>/...`, with
+every `overhead/` probe on the GPU). Which counters a row happens to have never decides what it is.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .benchjson import BenchReport, BenchRow, iteration_rows, load_report
+from .benchjson import BenchReport, BenchRow, iteration_rows, load_report, skip_reason
 
 __all__ = [
+    "BACKENDS",
+    "GPU_MLP_VARIANTS",
     "Point",
     "Source",
     "load_sources",
+    "name_backend",
+    "name_workload",
     "same_machine",
     "short_gpu_name",
     "short_cpu_name",
@@ -55,24 +61,29 @@ class Point:
             return 1.0, 1.0
         return self.time_min / self.time, self.time_max / self.time
 
-    # --- classification (counters + label only) -------------------------------------------
+    # --- classification (label, else the name of an older file) ----------------------------
+
+    @property
+    def workload(self) -> str | None:
+        """matmul, mlp, overhead, ...: the label's `workload`, else the name's first part."""
+        if "workload" in self.labels:
+            return self.labels["workload"] or None
+        return name_workload(self.run_name)
+
+    @property
+    def backend(self) -> str | None:
+        """ "cpu" or "gpu": the label's `backend`, else what the name says (None if neither)."""
+        if "backend" in self.labels:
+            return self.labels["backend"] or None
+        return name_backend(self.run_name)
 
     @property
     def is_matmul(self) -> bool:
-        return (
-            self.has("m", "n", "k", "flop")
-            and "dtype" in self.labels
-            and "probe" not in self.labels
-        )
+        return self.workload == "matmul" and "probe" not in self.labels
 
     @property
     def is_gpu(self) -> bool:
-        # GPU rows carry CUDA-event phase times and a launch count; CPU rows never do.
-        if "variant" in self.labels and self.labels["variant"] in GPU_MLP_VARIANTS:
-            return True
-        return "t_compute" in self.counters or (
-            "kernels" in self.counters and "threads" not in self.counters
-        )
+        return self.backend == "gpu"
 
     @property
     def is_e2e(self) -> bool:
@@ -84,7 +95,7 @@ class Point:
 
     @property
     def is_mlp(self) -> bool:
-        return "data" in self.labels and self.has("batch", "t_epoch")
+        return self.workload == "mlp"
 
     @property
     def probe(self) -> str | None:
@@ -103,7 +114,24 @@ class Point:
         return int(self.c("m")), int(self.c("n")), int(self.c("k"))
 
 
+# The GPU training paths of bench, in the order the charts show them.
 GPU_MLP_VARIANTS = ("eager", "graph", "fused")
+BACKENDS = ("cpu", "gpu")
+
+
+def name_workload(run_name: str) -> str | None:
+    """The workload of a benchmark name `<workload>/<backend>/<variant>/...`: its first part."""
+    first = run_name.split("/", 1)[0]
+    return first or None
+
+
+def name_backend(run_name: str) -> str | None:
+    """The backend of a benchmark name: its second part when that is cpu or gpu; the overhead
+    probes (`overhead/launch/...`, `overhead/h2d/...`) all measure the GPU."""
+    parts = run_name.split("/")
+    if parts[0] == "overhead":
+        return "gpu"
+    return parts[1] if len(parts) > 1 and parts[1] in BACKENDS else None
 
 
 def short_gpu_name(name: str) -> str:
@@ -131,7 +159,10 @@ class Source:
     gpu_name: str | None
     cpu_name: str
     tag: str = ""  # disambiguates two machines whose device names are the same
-    failed: list[tuple[str, BenchRow]] = field(default_factory=list)  # (file, row)
+    # (file, row) of the benchmarks that reported an error, one row per benchmark: `failed` went
+    # wrong, `skipped` did not fit on the machine (benchjson.SKIP_PREFIXES).
+    failed: list[tuple[str, BenchRow]] = field(default_factory=list)
+    skipped: list[tuple[str, BenchRow]] = field(default_factory=list)
 
     @property
     def path(self) -> str:
@@ -263,11 +294,27 @@ def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return ha is None or hb is None or ha == hb
 
 
-def _failed_rows(report: BenchReport) -> list[BenchRow]:
-    failed = [r for r in report.rows if r.error is not None and r.run_type == "iteration"]
-    # One line per failed benchmark, not per repetition.
+def _error_rows(report: BenchReport) -> list[BenchRow]:
+    errors = [r for r in report.rows if r.error is not None and r.run_type == "iteration"]
+    # One line per failed or skipped benchmark, not per repetition.
     seen: set[str] = set()
-    return [r for r in failed if not (r.run_name in seen or seen.add(r.run_name))]
+    return [r for r in errors if not (r.run_name in seen or seen.add(r.run_name))]
+
+
+def _error_warnings(path: str, failed: list[BenchRow], skipped: list[BenchRow]) -> list[str]:
+    out = []
+    if failed:
+        n = len(failed)
+        out.append(f"{n} benchmark{'' if n == 1 else 's'} in {path} failed (listed in the report)")
+    if skipped:
+        n = len(skipped)
+        reasons = Counter(skip_reason(r.error) for r in skipped)
+        why = ", ".join(f"{reason}" if k == n else f"{k} {reason}" for reason, k in reasons.items())
+        out.append(
+            f"{n} benchmark{'' if n == 1 else 's'} in {path} {'was' if n == 1 else 'were'} "
+            f"skipped, {why} (listed in the report)"
+        )
+    return out
 
 
 def _merge(reports: list[BenchReport]) -> tuple[BenchReport, list[str]]:
@@ -325,18 +372,14 @@ def load_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
         report, merge_warnings = _merge(group)
         warnings += report.warnings
         failed: list[tuple[str, BenchRow]] = []
+        skipped: list[tuple[str, BenchRow]] = []
         for part in group:
-            rows = _failed_rows(part)
-            if rows:
-                what = (
-                    "benchmark in {} failed or was"
-                    if len(rows) == 1
-                    else "benchmarks in {} failed or were"
-                )
-                warnings.append(
-                    f"{len(rows)} {what.format(part.path)} skipped (listed in the report)"
-                )
-            failed += [(part.path, r) for r in rows]
+            rows = _error_rows(part)
+            part_failed = [r for r in rows if not r.skipped]
+            part_skipped = [r for r in rows if r.skipped]
+            warnings += _error_warnings(part.path, part_failed, part_skipped)
+            failed += [(part.path, r) for r in part_failed]
+            skipped += [(part.path, r) for r in part_skipped]
         warnings += merge_warnings
         ctx = report.context
         gpu = str(ctx.get("gpu", "none"))
@@ -348,6 +391,7 @@ def load_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
                 gpu_name=None if gpu.lower() in ("", "none") else gpu,
                 cpu_name=str(ctx.get("cpu_model", "unknown CPU")),
                 failed=failed,
+                skipped=skipped,
             )
         )
     # Two machines with the same device names would get the same legend entry: tell them

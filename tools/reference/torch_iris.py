@@ -88,7 +88,7 @@ def main() -> int:
             name = f"mlp/{backend}/torch_eager/data:iris/batch:120/hidden:10/readback:{readback}"
             counters = {"batch": 120, "hidden": 10, "readback": readback}
             counters.update({"epochs": arguments.epochs, "t_epoch": seconds})
-            label = "data=iris variant=torch_eager input=resident"
+            label = f"workload=mlp backend={backend} variant=torch_eager data=iris input=resident"
             rows.append(benchmark_row(name, seconds * arguments.epochs, 1, label, counters))
             print(f"{name}: {seconds * 1e6:.1f} us per epoch")
     context = {

@@ -74,7 +74,7 @@ def main() -> int:
             flop = 2.0 * size**3
             name = f"matmul/gpu/torch_mm/dtype:{dtype_name}/m:{size}/n:{size}/k:{size}/manual_time"
             counters = {"m": size, "n": size, "k": size, "flop": flop, "FLOP/s": flop / seconds}
-            label = f"dtype={dtype_name} shape=square"
+            label = f"workload=matmul backend=gpu variant=torch_mm dtype={dtype_name} shape=square"
             counters["t_compute"] = seconds
             rows.append(benchmark_row(name, seconds, arguments.iterations, label, counters))
             print(f"{name}: {seconds * 1e6:.1f} us, {flop / seconds / 1e12:.1f} TFLOP/s")

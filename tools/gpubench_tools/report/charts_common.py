@@ -21,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 
-from .units import fmt_bytes, fmt_time  # noqa: E402
+from ..units import fmt_bytes, fmt_time  # noqa: E402
 
 __all__ = [
     "ChartFile",

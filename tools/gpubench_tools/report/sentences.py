@@ -6,8 +6,8 @@ import math
 import statistics
 from typing import Sequence
 
-from .crossover import Crossover, find_crossover
-from .dataset import Source
+from ..crossover import Crossover, find_crossover
+from ..dataset import Source
 from .matmul_analysis import (
     PHASES,
     Breakdown,
@@ -17,8 +17,8 @@ from .matmul_analysis import (
     utilisation_series,
 )
 from .mlp_analysis import MlpPoint, iris_bars, mlp_points, readback_table, speedup_grid
-from .overhead_model import OverheadModel
-from .units import approx, fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
+from ..overhead_model import OverheadModel
+from ..units import approx, fmt_bytes, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 
 __all__ = [
     "PHASE_WORDS",

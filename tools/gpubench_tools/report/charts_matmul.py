@@ -24,7 +24,7 @@ from .charts_common import (
     slug,
     source_style,
 )
-from .dataset import Source
+from ..dataset import Source
 from .matmul_analysis import (
     PHASES,
     Breakdown,
@@ -34,8 +34,8 @@ from .matmul_analysis import (
     speedup_series,
     utilisation_series,
 )
-from .overhead_model import OverheadModel
-from .units import approx, fmt_size
+from ..overhead_model import OverheadModel
+from ..units import approx, fmt_size
 
 __all__ = [
     "chart_matmul_time",

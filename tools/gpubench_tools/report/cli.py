@@ -14,9 +14,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from .benchjson import BenchJsonError
-from .dataset import load_sources
-from .report_writer import write_html, write_markdown
+from ..benchjson import BenchJsonError
+from ..dataset import load_sources
+from .writer import write_html, write_markdown
 
 __all__ = ["main", "build_report"]
 
@@ -76,7 +76,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"markdown: {md_path}")
     print(html_path)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

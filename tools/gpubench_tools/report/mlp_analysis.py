@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from .dataset import GPU_MLP_VARIANTS, Point, Source
+from ..dataset import GPU_MLP_VARIANTS, Point, Source
 
 __all__ = [
     "MlpPoint",
@@ -77,7 +77,7 @@ def mlp_points(source: Source, layers: int | None = 1) -> list[MlpPoint]:
         if layers is not None and n_layers != layers:
             continue
         variant = p.labels.get("variant", "?")
-        gpu = variant in GPU_MLP_VARIANTS or p.is_gpu
+        gpu = p.is_gpu
         threads = p.c("threads")
         out.append(
             MlpPoint(

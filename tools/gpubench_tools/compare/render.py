@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-from .compare_stats import (
+from .. import schema
+from .model import ERROR, SKIPPED, BenchComparison, CompareResult
+from .stats import (
     CHANGED,
     FASTER,
     INFO,
@@ -15,9 +16,6 @@ from .compare_stats import (
     SLOWER,
     MetricResult,
 )
-
-if TYPE_CHECKING:  # only for type hints: compare imports this module lazily
-    from .compare import BenchComparison, CompareResult
 
 __all__ = [
     "failure_reason",
@@ -36,9 +34,10 @@ _VERDICT_TEXT = {
     NOISY: "too noisy to judge",
     CHANGED: "CHANGED WORK",
     INFO: "info",
-    "error": "NOW FAILS",
+    ERROR: "NOW FAILS",
+    SKIPPED: "skipped",
 }
-_ANSI = {SLOWER: "31;1", CHANGED: "31;1", "error": "31;1", FASTER: "32", NOISY: "33"}
+_ANSI = {SLOWER: "31;1", CHANGED: "31;1", ERROR: "31;1", FASTER: "32", NOISY: "33"}
 
 
 def _si(value: float) -> str:
@@ -59,7 +58,7 @@ def format_value(metric: str, value: float) -> str:
     """A median for humans: times with a unit, rates with an SI prefix."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if metric == "time" or metric.startswith("t_"):
+    if metric == "time" or schema.is_seconds(metric):
         return _seconds(value)
     if metric == "time/ref":
         return f"{value:.4g}"
@@ -101,7 +100,7 @@ def _p(m: MetricResult) -> str:
     return "-" if m.p_value is None else f"{m.p_value:.3g}"
 
 
-def failure_reason(bench: "BenchComparison") -> str:
+def failure_reason(bench: BenchComparison) -> str:
     """One line saying why a benchmark fails the gate, with the numbers that decided it."""
     parts = []
     for m in bench.metrics:
@@ -130,18 +129,19 @@ def failure_reason(bench: "BenchComparison") -> str:
     return "; ".join(parts)
 
 
-def _shown(bench: "BenchComparison") -> list[MetricResult]:
+def _shown(bench: BenchComparison) -> list[MetricResult]:
     """Metrics worth a table row: an exact counter only when it differs (else it is clutter)."""
     return [m for i, m in enumerate(bench.metrics) if i == 0 or m.better != "exact" or m.fails]
 
 
-def _headline(result: "CompareResult") -> str:
+def _headline(result: CompareResult) -> str:
     s = result.summary()
     parts = [f"{s['compared']} compared"]
     for key, text in (
         ("slower", "slower"),
         ("changed", "with changed work"),
-        ("error", "now failing"),
+        (ERROR, "now failing"),
+        (SKIPPED, "skipped (do not fit)"),
         ("faster", "faster"),
         ("noisy", "too noisy to judge"),
         ("same", "same"),
@@ -165,7 +165,7 @@ def _describe(report_side: dict[str, str | None]) -> str:
     return ", ".join(bits)
 
 
-def _side(result: "CompareResult", which: str) -> dict[str, str | None]:
+def _side(result: CompareResult, which: str) -> dict[str, str | None]:
     report = result.baseline if which == "baseline" else result.contender
     ctx = report.context
     return {
@@ -176,7 +176,7 @@ def _side(result: "CompareResult", which: str) -> dict[str, str | None]:
     }
 
 
-def _gate_line(result: "CompareResult") -> str:
+def _gate_line(result: CompareResult) -> str:
     if result.exit_code == 0:
         return "PASS: no significant regression beyond threshold"
     reasons = []
@@ -187,7 +187,7 @@ def _gate_line(result: "CompareResult") -> str:
     return "FAIL: " + "; ".join(reasons)
 
 
-def _thresholds_line(result: "CompareResult") -> str:
+def _thresholds_line(result: CompareResult) -> str:
     t = result.config.thresholds
     text = (
         f"{result.config.time} compared; "
@@ -212,14 +212,14 @@ def _thresholds_line(result: "CompareResult") -> str:
     return text + f" [config: {result.config.source}]"
 
 
-def _hardware_banner(result: "CompareResult") -> list[str]:
+def _hardware_banner(result: CompareResult) -> list[str]:
     lines = ["DIFFERENT HARDWARE: these ratios compare two machines, not two versions of the code."]
     for key, b, c in result.hardware_differences:
         lines.append(f"  {key}: {b}  ->  {c}")
     return lines
 
 
-def render_terminal(result: "CompareResult", color: bool = False, quiet: bool = False) -> str:
+def render_terminal(result: CompareResult, color: bool = False, quiet: bool = False) -> str:
     def paint(text: str, verdict: str) -> str:
         code = _ANSI.get(verdict)
         return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
@@ -245,8 +245,9 @@ def render_terminal(result: "CompareResult", color: bool = False, quiet: bool = 
     for bench in result.benchmarks:
         if quiet and not bench.fails:
             continue
-        if bench.verdict == "error":
-            table.append(((bench.name, "-", "-", "-", "-", "-", "NOW FAILS"), "error"))
+        if bench.verdict in (ERROR, SKIPPED):
+            text = _VERDICT_TEXT[bench.verdict]
+            table.append(((bench.name, "-", "-", "-", "-", "-", text), bench.verdict))
             continue
         for i, m in enumerate(_shown(bench)):
             name = bench.name if i == 0 else "    " + _metric_name(m)
@@ -283,6 +284,10 @@ def render_terminal(result: "CompareResult", color: bool = False, quiet: bool = 
     if result.only_in_contender:
         out.append("only in the contender (new, not compared):")
         out.extend(f"  {name}" for name in result.only_in_contender)
+    skipped = [b for b in result.benchmarks if b.verdict == SKIPPED]
+    if skipped:
+        out.append("skipped in the contender (does not fit on this machine; not failed):")
+        out.extend(f"  {b.name}: {b.error}" for b in skipped)
     for bench in result.failing:
         reason = f"now fails: {bench.error}" if bench.error else failure_reason(bench)
         out.append(paint(f"REGRESSION {bench.name}: {reason}", SLOWER))
@@ -297,13 +302,18 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _md_rows(benches: list["BenchComparison"]) -> list[str]:
+def _md_rows(benches: list[BenchComparison]) -> list[str]:
     rows = []
     for bench in benches:
-        if bench.verdict == "error":
+        if bench.verdict == ERROR:
             rows.append(
                 f"| `{_md_escape(bench.name)}` | | | | | | | **now fails**: "
                 f"{_md_escape(bench.error or '')} |"
+            )
+            continue
+        if bench.verdict == SKIPPED:
+            rows.append(
+                f"| `{_md_escape(bench.name)}` | | | | | | | skipped: {_md_escape(bench.error or '')} |"
             )
             continue
         for i, m in enumerate(_shown(bench)):
@@ -325,7 +335,7 @@ _MD_HEADER = [
 ]
 
 
-def render_markdown(result: "CompareResult") -> str:
+def render_markdown(result: CompareResult) -> str:
     """A PR comment: verdict first, then what needs attention, the unchanged rest folded away."""
     out = [MARKER]
     status = "❌ regression" if result.exit_code else "✅ no regression"

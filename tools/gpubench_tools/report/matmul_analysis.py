@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .crossover import Crossover, find_crossover
-from .dataset import Point, Source
+from ..crossover import Crossover, find_crossover
+from ..dataset import Point, Source
 
 __all__ = [
     "DTYPE_ORDER",

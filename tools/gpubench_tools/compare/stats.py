@@ -22,7 +22,6 @@ __all__ = [
     "SampleStats",
     "Thresholds",
     "compare_metric",
-    "guess_better",
     "min_two_sided_p",
 ]
 
@@ -151,18 +150,6 @@ class MetricResult:
             "contender": self.cont.as_dict(),
             "notes": list(self.notes),
         }
-
-
-def guess_better(counter: str) -> str:
-    """Direction of a counter that the config does not name, from gpubench's naming rules."""
-    lowered = counter.lower()
-    # Rates: FLOP/s, bytes_per_s, samples_per_s; pct_peak is a share of peak FLOP/s.
-    if lowered.endswith("/s") or lowered.endswith("_per_s") or lowered.startswith("pct_"):
-        return "higher"
-    # Times: t_epoch, t_wall, t_h2d, ... (seconds per iteration).
-    if lowered.startswith("t_"):
-        return "lower"
-    return "info"
 
 
 def min_two_sided_p(n1: int, n2: int) -> float:

@@ -9,11 +9,12 @@ from . import charts_matmul as cm
 from . import charts_mlp as cmlp
 from . import charts_overhead as co
 from .charts_common import ChartFile
-from .dataset import Source
+from ..benchjson import SKIP_PREFIXES
+from ..dataset import Source
 from .matmul_analysis import speedup_series
 from .mlp_analysis import mlp_points
-from .overhead_model import OverheadModel, build_model
-from .report_writer import Document, Section, Table
+from ..overhead_model import OverheadModel, build_model
+from .writer import Document, Section, Table
 from .sentences import (
     breakdown_sentences,
     crossover_clause,
@@ -22,7 +23,7 @@ from .sentences import (
     speedup_sentences,
     utilisation_sentences,
 )
-from .units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate
+from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate
 
 __all__ = ["build_document", "context_table"]
 
@@ -176,40 +177,58 @@ def _model_table(sources: list[Source], models: list[OverheadModel]) -> Table | 
 
 
 def _failed_table(sources: list[Source]) -> Table | None:
-    rows = [[Path(f).name, r.run_name, r.error or ""] for s in sources for f, r in s.failed]
+    rows = [
+        [Path(f).name, r.run_name, "failed", r.error or ""] for s in sources for f, r in s.failed
+    ]
+    rows += [
+        [Path(f).name, r.run_name, "skipped", r.error or ""] for s in sources for f, r in s.skipped
+    ]
     if not rows:
         return None
-    return Table(headers=["file", "benchmark", "message"], rows=rows)
+    return Table(
+        headers=["file", "benchmark", "status", "message"],
+        rows=rows,
+        caption=(
+            "failed: the benchmark reported an error; skipped: it does not fit on this machine "
+            "(the message starts with " + " or ".join(f'"{p}"' for p in SKIP_PREFIXES) + ")"
+        ),
+    )
 
 
 def _keep(*charts: ChartFile | None) -> list[ChartFile]:
     return [c for c in charts if c is not None]
 
 
-def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Document:
-    models = [build_model(s) for s in sources]
-    any_gpu = any(s.has_gpu for s in sources)
-
-    intro = [
+def _intro(sources: list[Source]) -> list[str]:
+    return [
         "Inputs: "
         + "; ".join(
             f"{s.file_names} ({s.label}"
             + (f" with {s.cpu_label}" if s.gpu_name else ", CPU only")
             + f", {len(s.points)} benchmarks"
+            + (f", {len(s.skipped)} skipped" if s.skipped else "")
+            + (f", {len(s.failed)} failed" if s.failed else "")
             + (f", {len(s.paths)} files from one machine, merged" if len(s.paths) > 1 else "")
             + ")"
             for s in sources
         )
         + "."
     ]
-    summary = []
+
+
+def _summary_section(sources: list[Source], models: list[OverheadModel]) -> Section:
+    """The first sentence of each topic, per machine."""
+    summary: list[str] = []
     for src, model in zip(sources, models):
         summary += speedup_sentences(src)[:1]
         if not src.has_gpu:
             summary += [t for t in utilisation_sentences(src)[:1] if t not in summary]
         if mlp_points(src):
             summary += mlp_sentences(src, model)[:1]
-    sections = [Section("Summary", paragraphs=summary)]
+    return Section("Summary", paragraphs=summary)
+
+
+def _hardware_section(sources: list[Source]) -> Section:
     hardware = Section("Hardware and software", tables=[context_table(sources)])
     for src in sources:
         if len(src.paths) > 1:
@@ -217,8 +236,10 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
                 f"{src.file_names} record the same hardware ({src.label}) and are reported as one "
                 f"machine; the context shown is that of {Path(src.paths[0]).name}."
             )
-    sections.append(hardware)
+    return hardware
 
+
+def _speedup_section(sources: list[Source], out: Path) -> Section:
     sec = Section("1. Speedup: GPU against CPU (matrix multiplication)")
     sec.notes.append(
         "CPU reference for each shape: the fastest CPU fp32 run over the thread counts measured; "
@@ -238,8 +259,10 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
     table = _crossover_table(sources)
     if table:
         sec.tables.append(table)
-    sections.append(sec)
+    return sec
 
+
+def _breakdown_section(sources: list[Source], models: list[OverheadModel], out: Path) -> Section:
     sec = Section("2. Where the GPU time goes (end to end)")
     for src, model in zip(sources, models):
         sec.paragraphs += breakdown_sentences(src)
@@ -250,8 +273,10 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
         "(t_h2d + t_compute + t_d2h) is launch, API and synchronisation cost. The dashed line "
         "is the overhead model of section 4."
     )
-    sections.append(sec)
+    return sec
 
+
+def _utilisation_section(sources: list[Source], out: Path) -> Section:
     sec = Section("3. Utilisation")
     for src in sources:
         sec.paragraphs += utilisation_sentences(src)
@@ -261,8 +286,10 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
     sec.notes.append(
         "pct_peak: achieved FLOP/s as a percentage of the theoretical peak for that precision (CPU: of the cores the run used; GPU: table by compute capability, see the context)."
     )
-    sections.append(sec)
+    return sec
 
+
+def _overhead_section(sources: list[Source], models: list[OverheadModel], out: Path) -> Section:
     sec = Section("4. The overhead model")
     sec.notes.append(
         "T_copy(bytes) = alpha + bytes / beta is fitted to the transfer probes by least squares on "
@@ -286,32 +313,53 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
         table = _model_table(gs, gm)
         if table:
             sec.tables.append(table)
-    sections.append(sec)
+    return sec
 
+
+def _mlp_section(sources: list[Source], models: list[OverheadModel], out: Path) -> Section:
     sec = Section("5. Tiny-MLP training")
     has_mlp = [s for s in sources if mlp_points(s)]
     if not has_mlp:
         sec.paragraphs.append("No MLP data in the input files (run the mlp/ benchmarks to add it).")
-    else:
-        for src, model in zip(sources, models):
-            sec.paragraphs += mlp_sentences(src, model)
-        sec.charts = _keep(cmlp.chart_iris(has_mlp, out), cmlp.chart_epoch_time(has_mlp, out))
-        sec.charts += _keep(*[cmlp.chart_heatmap(s, out) for s in has_mlp if s.has_gpu])
-        sec.charts += _keep(cmlp.chart_readback(has_mlp, out))
-        sec.notes.append(
-            "t_epoch is the time of one training epoch; GPU launches per step come from the kernels "
-            "counter; the share of an epoch spent launching is launches x t_launch (section 4) / t_epoch. "
-            "Charts show nets with one hidden layer. GPU bars and lines use the runs that never read "
-            "the loss back where those exist (the CPU paths always have it on the host); the "
-            "heatmap compares each GPU path with the fastest CPU run of the same batch and width "
-            "('-': no run of that GPU path, or no CPU run, for that cell)."
-        )
-    sections.append(sec)
+        return sec
+    for src, model in zip(sources, models):
+        sec.paragraphs += mlp_sentences(src, model)
+    sec.charts = _keep(cmlp.chart_iris(has_mlp, out), cmlp.chart_epoch_time(has_mlp, out))
+    sec.charts += _keep(*[cmlp.chart_heatmap(s, out) for s in has_mlp if s.has_gpu])
+    sec.charts += _keep(cmlp.chart_readback(has_mlp, out))
+    sec.notes.append(
+        "t_epoch is the time of one training epoch; GPU launches per step come from the kernels "
+        "counter; the share of an epoch spent launching is launches x t_launch (section 4) / t_epoch. "
+        "Charts show nets with one hidden layer. GPU bars and lines use the runs that never read "
+        "the loss back where those exist (the CPU paths always have it on the host); the "
+        "heatmap compares each GPU path with the fastest CPU run of the same batch and width "
+        "('-': no run of that GPU path, or no CPU run, for that cell)."
+    )
+    return sec
 
+
+def _failed_section(sources: list[Source]) -> Section | None:
     failed = _failed_table(sources)
-    if failed:
-        sections.append(Section("Failed or skipped benchmarks", tables=[failed]))
+    return Section("Failed or skipped benchmarks", tables=[failed]) if failed else None
 
-    if not any_gpu:
+
+def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Document:
+    """The whole report: summary, hardware, the five topics, then what did not run."""
+    models = [build_model(s) for s in sources]
+    sections = [
+        _summary_section(sources, models),
+        _hardware_section(sources),
+        _speedup_section(sources, out),
+        _breakdown_section(sources, models, out),
+        _utilisation_section(sources, out),
+        _overhead_section(sources, models, out),
+        _mlp_section(sources, models, out),
+    ]
+    failed = _failed_section(sources)
+    if failed is not None:
+        sections.append(failed)
+    if not any(s.has_gpu for s in sources):
         warnings = warnings + ["no GPU data in any input: GPU charts are omitted"]
-    return Document(title="gpubench report", intro=intro, warnings=warnings, sections=sections)
+    return Document(
+        title="gpubench report", intro=_intro(sources), warnings=warnings, sections=sections
+    )

@@ -6,7 +6,7 @@ The file is JSON (no extra dependency, and the same format as the results). Shap
       "time": "real_time",
       "thresholds": {"max_ratio": 1.05, "alpha": 0.05, "max_cv": 0.10},
       "counters": ["FLOP/s", "pct_peak", "t_epoch"],
-      "counter_direction": {"FLOP/s": "higher", "t_epoch": "lower", "flop": "exact"},
+      "counter_direction": {"t_overhead": "info"},
       "exact_counters": ["flop"],
       "gate_counters": true,
       "overrides": [
@@ -19,9 +19,12 @@ Every key is optional. "time" picks the clock that is compared: real_time (the d
 for GPU benchmarks, CUDA-event time) or cpu_time (CPU time of the benchmark's main thread, which a
 single-threaded CPU benchmark does not accumulate while other processes hold the core). Exact
 counters always gate (they cannot be noisy); "gate_counters" decides whether the timing-derived
-counters (FLOP/s, pct_peak, t_epoch, ...) gate too or are only shown. Overrides are regular expressions searched in the benchmark name; every
-matching override applies, in file order, so a later, more specific entry can refine an earlier,
-broader one. Keys starting with "_" and "why"/"comment" are free text for the reader.
+counters (FLOP/s, pct_peak, t_epoch, ...) gate too or are only shown. A counter's direction comes
+from the schema (gpubench_tools/schema.py: "smaller" is judged "lower", "bigger" "higher", the
+rest "info"); "counter_direction" overrides it for one counter (lower, higher, exact or info).
+Overrides are regular expressions searched in the benchmark name; every matching override
+applies, in file order, so a later, more specific entry can refine an earlier, broader one. Keys
+starting with "_" and "why"/"comment" are free text for the reader.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .compare_stats import BETTER_CHOICES, Thresholds, guess_better
+from .. import schema
+from .stats import BETTER_CHOICES, Thresholds
 
 __all__ = [
     "TIME_FIELDS",
@@ -44,6 +48,8 @@ __all__ = [
 ]
 
 TIME_FIELDS = ("real_time", "cpu_time")
+# A counter's direction in the schema, as the compare tool's "better".
+_SCHEMA_TO_BETTER: dict[str, str] = {schema.SMALLER: "lower", schema.BIGGER: "higher"}
 _THRESHOLD_KEYS = ("max_ratio", "alpha", "max_cv", "check_fastest")
 _TEXT_KEYS = ("why", "comment", "note")
 
@@ -96,11 +102,14 @@ class CompareConfig:
         return current, matched
 
     def direction(self, counter: str) -> str:
+        """How a counter is judged: the config's counter_direction, else "exact" for the
+        exact counters, else its direction in the schema; "info" (shown, never judged) for a
+        counter the schema does not know or calls neither better nor worse."""
         if counter in self.counter_direction:
             return self.counter_direction[counter]
         if counter in self.exact_counters:
             return "exact"
-        return guess_better(counter)
+        return _SCHEMA_TO_BETTER.get(schema.direction_of(counter) or "", "info")
 
     def as_dict(self) -> dict[str, Any]:
         return {

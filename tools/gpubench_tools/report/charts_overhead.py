@@ -17,10 +17,10 @@ from .charts_common import (
     save,
     source_style,
 )
-from .dataset import Source
+from ..dataset import Source
 from .matmul_analysis import size_of
-from .overhead_model import OverheadModel
-from .units import fmt_pct, fmt_rate, fmt_time
+from ..overhead_model import OverheadModel
+from ..units import fmt_pct, fmt_rate, fmt_time
 
 __all__ = ["chart_copies", "chart_launch", "chart_model"]
 

@@ -18,7 +18,7 @@ from .charts_common import (
     slug,
     source_style,
 )
-from .dataset import Source
+from ..dataset import Source
 from .mlp_analysis import (
     MlpPoint,
     iris_bars,
@@ -28,7 +28,7 @@ from .mlp_analysis import (
     sweep_choice,
     sweep_lines,
 )
-from .units import fmt_ratio, fmt_time
+from ..units import fmt_ratio, fmt_time
 
 __all__ = ["chart_epoch_time", "chart_heatmap", "chart_iris", "chart_readback", "kernels_text"]
 

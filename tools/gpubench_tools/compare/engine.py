@@ -1,0 +1,391 @@
+"""Compare two loaded bench files: the steps from two reports to a `CompareResult`.
+
+Per benchmark (repetitions grouped by run_name; Google Benchmark's own aggregate rows are ignored
+and everything is recomputed from the raw repetitions): median ratio, spread, Mann-Whitney U test
+and a verdict (faster / slower / same / noisy), for the time and for chosen counters.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..benchjson import BenchReport, BenchRow
+from .config import CompareConfig
+from .model import ERROR, SKIPPED, BenchComparison, CompareResult
+from .stats import (
+    CHANGED,
+    FASTER,
+    MIN_REPETITIONS,
+    NOISY,
+    SAME,
+    SLOWER,
+    MetricResult,
+    compare_metric,
+)
+
+__all__ = ["HARDWARE_KEYS", "ENVIRONMENT_KEYS", "UsageError", "compare_reports", "openblas_core"]
+
+# Context keys that name the hardware: if they differ, ratios compare machines, not code.
+HARDWARE_KEYS: tuple[str, ...] = (
+    "cpu_model",
+    "cpu_logical_cpus",
+    "gpu",
+    "gpu_compute_capability",
+    "gpu_sm_count",
+    "gpu_memory_bytes",
+)
+# Context keys that change results without being hardware: shown, not shouted.
+ENVIRONMENT_KEYS: tuple[str, ...] = (
+    "openblas_config",
+    "openblas_coretype_env",
+    "gpubench_cuda_build",
+    "cuda_driver_version",
+    "cuda_runtime_version",
+    "cublas_version",
+    "gpu_sm_clock_hz",
+    "gpubench_sweep",
+    "library_build_type",
+)
+
+
+class UsageError(Exception):
+    """Input that cannot be compared (exit 2). str() is the one line printed on stderr."""
+
+
+@dataclass
+class Group:
+    """The repetitions of one benchmark in one file."""
+
+    key: str
+    label: str
+    rows: list[BenchRow] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # messages of failed repetitions
+    skipped: list[str] = field(default_factory=list)  # messages of repetitions that did not fit
+
+
+def _group(report: BenchReport, ambiguous: set[str]) -> dict[str, Group]:
+    """Repetitions of each benchmark, keyed by run_name.
+
+    A run_name that appears with different labels (two registrations that happen to print the
+    same name, e.g. a square and an MLP-layer GEMM of equal size) would mix two benchmarks into
+    one sample; those are keyed "run_name [label]" instead.
+    """
+    groups: dict[str, Group] = {}
+    for row in report.rows:
+        if row.run_type != "iteration":
+            continue  # mean/median/stddev/cv aggregates: recomputed from the repetitions
+        key = f"{row.run_name} [{row.label}]" if row.run_name in ambiguous else row.run_name
+        group = groups.setdefault(key, Group(key=key, label=row.label))
+        if row.error is not None:
+            (group.skipped if row.skipped else group.errors).append(row.error)
+        else:
+            group.rows.append(row)
+    return groups
+
+
+def _ambiguous_names(*reports: BenchReport) -> set[str]:
+    out: set[str] = set()
+    for report in reports:
+        labels: dict[str, set[str]] = {}
+        for row in report.rows:
+            if row.run_type == "iteration":
+                labels.setdefault(row.run_name, set()).add(row.label)
+        out |= {name for name, seen in labels.items() if len(seen) > 1}
+    return out
+
+
+def _context_differences(
+    base: dict[str, Any], cont: dict[str, Any], keys: Sequence[str]
+) -> list[tuple[str, str, str]]:
+    out = []
+    for key in keys:
+        b, c = base.get(key), cont.get(key)
+        if b is None and c is None:
+            continue
+        if str(b) != str(c):
+            out.append(
+                (key, "(absent)" if b is None else str(b), "(absent)" if c is None else str(c))
+            )
+    return out
+
+
+def openblas_core(context: dict[str, Any]) -> str | None:
+    """The OpenBLAS kernel set a run used: `core=X` at the end of openblas_get_config()."""
+    match = re.search(r"\bcore=(\S+)", str(context.get("openblas_config", "")))
+    return match.group(1) if match else None
+
+
+def _openblas_kernel_change(base: dict[str, Any], cont: dict[str, Any]) -> str | None:
+    """A warning when the two runs used different OpenBLAS kernels (OPENBLAS_CORETYPE, or another
+    CPU): every CPU ratio then compares two kernel sets, and can hide or fake a regression."""
+    b, c = openblas_core(base), openblas_core(cont)
+    if b is None or c is None or b == c:
+        return None
+    return (
+        f"OpenBLAS ran different kernels: core={b} in the baseline, core={c} in the contender; "
+        f"CPU ratios compare the two kernel sets, not the code (set OPENBLAS_CORETYPE={b} to "
+        "measure like the baseline)"
+    )
+
+
+def _nothing_measured(report: BenchReport) -> str:
+    """Why a file has no benchmark to compare: the one line for UsageError."""
+    if report.rows and all(row.run_type == "aggregate" for row in report.rows):
+        return (
+            f"{report.path}: only aggregate rows (written with "
+            "--benchmark_report_aggregates_only); rerun without it so the repetitions can be "
+            "compared"
+        )
+    return f"{report.path}: no successfully measured benchmark to compare"
+
+
+def _log_median(values: list[float]) -> float:
+    med = statistics.median(values)
+    return math.log(med) if med > 0 else math.nan
+
+
+def _normaliser(
+    key: str, reference: list[str], base_log: dict[str, float], cont_log: dict[str, float]
+) -> tuple[float, float] | None:
+    """(baseline, contender) divisor for one benchmark: geometric mean of the reference medians.
+
+    The benchmark itself is left out of its own divisor, so a regression in it cannot shrink its
+    own normalised ratio; averaging several references makes the divisor steadier than any single
+    benchmark's median on a noisy machine.
+    """
+    others = [r for r in reference if r != key]
+    if not others:
+        return None
+    base = statistics.fmean(base_log[r] for r in others)
+    cont = statistics.fmean(cont_log[r] for r in others)
+    return math.exp(base), math.exp(cont)
+
+
+def _natural_key(name: str) -> list[Any]:
+    """Sort m:64 before m:256: repetitions may be interleaved, so file order means nothing."""
+    return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name)]
+
+
+def _overall(metrics: list[MetricResult]) -> str:
+    """One verdict per benchmark: a gating regression anywhere wins, then change, speed-up, noise."""
+    gating = [m for m in metrics if m.gating]
+    for verdict in (SLOWER, CHANGED):
+        if any(m.verdict == verdict for m in gating):
+            return verdict
+    time_like = [m for m in gating if m.metric in ("time", "time/ref")]
+    if any(m.verdict == FASTER for m in gating):
+        return FASTER
+    if any(m.verdict == NOISY for m in time_like):
+        return NOISY
+    return SAME
+
+
+@dataclass
+class _Sides:
+    """The repetitions of every benchmark in both files, keyed the same way on both sides."""
+
+    baseline: BenchReport
+    contender: BenchReport
+    base: dict[str, Group]
+    cont: dict[str, Group]
+    ambiguous: set[str]
+
+    @property
+    def base_measured(self) -> list[str]:
+        """Benchmarks with at least one measured repetition in the baseline, in natural order."""
+        return sorted((k for k, g in self.base.items() if g.rows), key=_natural_key)
+
+    @property
+    def common(self) -> list[str]:
+        """Measured on both sides: the benchmarks that get ratios."""
+        return [k for k in self.base_measured if self.cont.get(k) and self.cont[k].rows]
+
+
+def _group_sides(baseline: BenchReport, contender: BenchReport) -> _Sides:
+    """Step 1: group both files' repetitions by benchmark."""
+    ambiguous = _ambiguous_names(baseline, contender)
+    return _Sides(
+        baseline, contender, _group(baseline, ambiguous), _group(contender, ambiguous), ambiguous
+    )
+
+
+def _check_comparable(sides: _Sides) -> None:
+    """Step 2: raise UsageError when the files share nothing that can be compared."""
+    base_ok = sides.base_measured
+    newly_failing = [k for k in base_ok if k in sides.cont and not sides.cont[k].rows]
+    if sides.common or newly_failing:
+        return
+    if not base_ok:
+        raise UsageError(_nothing_measured(sides.baseline))
+    if not any(g.rows for g in sides.cont.values()):
+        raise UsageError(_nothing_measured(sides.contender))
+    raise UsageError(
+        f"no common benchmarks: {sides.baseline.path} and {sides.contender.path} share no "
+        "benchmark name"
+    )
+
+
+@dataclass
+class _Reference:
+    """The benchmarks whose times normalise the others (config "normalize"), with the log of
+    their median times on each side."""
+
+    keys: list[str]
+    base_log: dict[str, float]
+    cont_log: dict[str, float]
+
+    def divisor(self, key: str) -> tuple[float, float] | None:
+        return _normaliser(key, self.keys, self.base_log, self.cont_log) if self.keys else None
+
+
+def _normalisation_reference(
+    sides: _Sides, config: CompareConfig, clock: Callable[[BenchRow], float]
+) -> _Reference:
+    """Step 3: the reference benchmarks of config "normalize" (none without it)."""
+    reference = _Reference([], {}, {})
+    if config.normalize is None:
+        return reference
+    pattern = config.normalize.reference
+    reference.keys = [k for k in sides.common if pattern.search(k)]
+    if not reference.keys:
+        raise UsageError(
+            f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
+            f"{sides.baseline.path} and {sides.contender.path}"
+        )
+    for key in reference.keys:
+        reference.base_log[key] = _log_median([clock(r) for r in sides.base[key].rows])
+        reference.cont_log[key] = _log_median([clock(r) for r in sides.cont[key].rows])
+        if math.isnan(reference.base_log[key]) or math.isnan(reference.cont_log[key]):
+            raise UsageError(f"normalize.reference {key!r} has a zero median time")
+    return reference
+
+
+def _compare_benchmark(
+    key: str,
+    bgroup: Group,
+    cgroup: Group,
+    config: CompareConfig,
+    counters: list[str],
+    reference: _Reference,
+    clock: Callable[[BenchRow], float],
+) -> BenchComparison:
+    """Step 4, for one benchmark measured in the baseline: time, time/ref and counters."""
+    thresholds, matched = config.thresholds_for(key)
+    if not cgroup.rows:
+        if cgroup.skipped and not cgroup.errors:
+            return BenchComparison(key, bgroup.label, SKIPPED, [], matched, cgroup.skipped[0])
+        msg = cgroup.errors[0] if cgroup.errors else "no measured repetition"
+        return BenchComparison(key, bgroup.label, ERROR, [], matched, msg)
+    btimes = [clock(r) for r in bgroup.rows]
+    ctimes = [clock(r) for r in cgroup.rows]
+    metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds)]
+    divisor = reference.divisor(key)
+    if divisor is not None and config.normalize is not None:
+        metrics.append(
+            compare_metric(
+                "time/ref",
+                "lower",
+                [t / divisor[0] for t in btimes],
+                [t / divisor[1] for t in ctimes],
+                config.normalize.thresholds,
+            )
+        )
+    for counter in counters:
+        bvals = [r.counters[counter] for r in bgroup.rows if counter in r.counters]
+        cvals = [r.counters[counter] for r in cgroup.rows if counter in r.counters]
+        if not bvals or not cvals:
+            continue  # a counter this benchmark does not have (e.g. t_epoch on a GEMM)
+        better = config.direction(counter)
+        # Exact counters cannot be noisy, so they always gate; timing-derived ones only
+        # when the config says so (they carry the same noise as the time itself).
+        gating = better == "exact" or config.gate_counters
+        metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
+    if reference.keys and divisor is None:
+        metrics[0].notes.append("the only normalisation reference: no time/ref of its own")
+    if cgroup.errors:
+        metrics[0].notes.append(
+            f"{len(cgroup.errors)} repetition(s) failed in the contender: {cgroup.errors[0]}"
+        )
+    if cgroup.skipped:
+        metrics[0].notes.append(
+            f"{len(cgroup.skipped)} repetition(s) skipped in the contender: {cgroup.skipped[0]}"
+        )
+    return BenchComparison(key, bgroup.label, _overall(metrics), metrics, matched)
+
+
+def _run_warnings(sides: _Sides, results: list[BenchComparison]) -> list[str]:
+    """Step 5: what the reader must know before trusting the table."""
+    warnings = list(sides.baseline.warnings) + list(sides.contender.warnings)
+    if sides.ambiguous:
+        warnings.append(
+            f"{len(sides.ambiguous)} benchmark name(s) are used by benchmarks with different "
+            "labels; they are compared as 'name [label]'"
+        )
+    few = [
+        b
+        for b in results
+        if b.metrics and min(b.metrics[0].base.n, b.metrics[0].cont.n) < MIN_REPETITIONS
+    ]
+    if few:
+        n = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in few)
+        warnings.append(
+            f"{len(few)} benchmark(s) with fewer than {MIN_REPETITIONS} repetitions on a side "
+            f"(as few as n={n}): not judged slower or faster; rerun with "
+            f"--benchmark_repetitions>={MIN_REPETITIONS} to judge"
+        )
+    kernel_change = _openblas_kernel_change(sides.baseline.context, sides.contender.context)
+    if kernel_change:
+        warnings.append(kernel_change)
+    # Failed or skipped in the baseline: nothing to compare against. Listed, never failed.
+    for key, group in sides.base.items():
+        if not group.rows and key in sides.cont:
+            what = "failed" if group.errors else "skipped"
+            message = (group.errors or group.skipped)[0]
+            warnings.append(f"{key}: {what} in the baseline ({message}), not compared")
+    return warnings
+
+
+def compare_reports(
+    baseline: BenchReport,
+    contender: BenchReport,
+    config: CompareConfig,
+    counters: list[str] | None = None,
+    fail_on_missing: bool = False,
+) -> CompareResult:
+    """Compare two loaded reports. Raises UsageError when there is nothing to compare."""
+    sides = _group_sides(baseline, contender)
+    _check_comparable(sides)
+
+    def clock(row: BenchRow) -> float:
+        return row.cpu_time_s if config.time == "cpu_time" else row.real_time_s
+
+    reference = _normalisation_reference(sides, config, clock)
+    chosen = list(config.counters if counters is None else counters)
+    # Exact counters (the work of an iteration) are checked whenever both sides carry them.
+    checked = chosen + [c for c in config.exact_counters if c not in chosen]
+    results = [
+        _compare_benchmark(key, sides.base[key], sides.cont[key], config, checked, reference, clock)
+        for key in sides.base_measured
+        if key in sides.cont
+    ]
+    return CompareResult(
+        baseline=baseline,
+        contender=contender,
+        config=config,
+        benchmarks=results,
+        only_in_baseline=sorted((k for k in sides.base if k not in sides.cont), key=_natural_key),
+        only_in_contender=sorted((k for k in sides.cont if k not in sides.base), key=_natural_key),
+        hardware_differences=_context_differences(
+            baseline.context, contender.context, HARDWARE_KEYS
+        ),
+        environment_differences=_context_differences(
+            baseline.context, contender.context, ENVIRONMENT_KEYS
+        ),
+        warnings=_run_warnings(sides, results),
+        fail_on_missing=fail_on_missing,
+        reference=reference.keys,
+    )

@@ -1,0 +1,241 @@
+"""The counters and label keys of bench's rows, with each counter's unit and direction.
+
+This is the one declaration the Python tools use for "which way is better" and "what unit is
+this": nothing guesses from a counter's name. `bench --schema` prints the C++ side's declaration
+in the same shape, and tests/tools/test_schema.py fails when the two disagree:
+
+    {"schema_version": 1,
+     "counters": {"<key>": {"unit": "<unit>", "direction": "smaller" | "bigger" | "none"}, ...},
+     "counter_prefixes": {"<prefix>": {"unit": ..., "direction": ...}},
+     "label_keys": ["workload", "backend", ...]}
+
+A counter prefix declares a family of counters whose names the benchmark chooses: `t_op:<operation>`
+(seconds per training step spent in one operation of a profiled step, e.g. `t_op:conv1.gemm`).
+
+`python -m gpubench_tools.schema` prints this module's declaration in that shape.
+
+Direction: "smaller" is better when smaller (times, errors), "bigger" when bigger (rates,
+accuracy), "none" is a description of the work or of the run (sizes, counts, bytes) that is
+neither better nor worse. Units: "s" seconds, "flop", "flop/s", "%", "B" bytes, "B/s",
+"1/s" (per second), "count", "1" (a dimensionless number).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SMALLER",
+    "BIGGER",
+    "NONE",
+    "DIRECTIONS",
+    "CounterSpec",
+    "COUNTERS",
+    "COUNTER_PREFIXES",
+    "LABEL_KEYS",
+    "counter",
+    "unit_of",
+    "direction_of",
+    "is_seconds",
+    "schema_document",
+    "differences",
+]
+
+SCHEMA_VERSION = 1
+
+SMALLER = "smaller"
+BIGGER = "bigger"
+NONE = "none"
+DIRECTIONS: tuple[str, ...] = (SMALLER, BIGGER, NONE)
+
+
+@dataclass(frozen=True)
+class CounterSpec:
+    unit: str
+    direction: str
+
+
+def _all(unit: str, direction: str, *keys: str) -> dict[str, CounterSpec]:
+    return {key: CounterSpec(unit, direction) for key in keys}
+
+
+# Keep in step with `bench --schema` (tests/tools/test_schema.py compares the two).
+COUNTERS: dict[str, CounterSpec] = {
+    **_all(
+        "s",
+        SMALLER,
+        "t_h2d",
+        "t_compute",
+        "t_d2h",
+        "t_wall",
+        "t_overhead",
+        "t_epoch",
+        "t_step",
+        "t_epoch_cifar",
+        "t_issue_per_launch",
+        "t_per_launch",
+        "t_per_node",
+        "t_event_record",
+        "t_sync",
+    ),
+    **_all("flop", NONE, "flop"),
+    **_all("flop/s", BIGGER, "FLOP/s"),
+    **_all("%", BIGGER, "pct_peak"),
+    **_all(
+        "B",
+        NONE,
+        "bytes_h2d",
+        "bytes_d2h",
+        "bytes",
+        "device_bytes",
+        "device_bytes_peak",
+        "device_bytes_model",
+        "shared_bytes",
+    ),
+    **_all("B/s", BIGGER, "bytes_per_s"),
+    **_all("1/s", BIGGER, "samples_per_s", "images_per_s"),
+    **_all(
+        "count",
+        NONE,
+        "kernels",
+        "kernels_per_step",
+        "copies_h2d",
+        "copies_d2h",
+        "readbacks",
+        "graph_steps",
+        "threads_per_block",
+        "m",
+        "n",
+        "k",
+        "batch",
+        "hidden",
+        "hidden_layers",
+        "readback",
+        "epochs",
+        "steps",
+        "blas_threads",
+        "pinned",
+        "loss_scale",
+    ),
+    **_all("count", SMALLER, "skipped_steps"),
+    **_all("1", SMALLER, "final_loss", "max_error_over_bound"),
+    **_all("1", BIGGER, "test_accuracy"),
+}
+
+# Families of counters named `<prefix><name>`: the per-operation times of a profiled step.
+COUNTER_PREFIXES: dict[str, CounterSpec] = {"t_op:": CounterSpec("s", SMALLER)}
+
+# The keys of a row's label ("workload=matmul backend=gpu dtype=fp32 ..."), in the order bench
+# writes them.
+LABEL_KEYS: tuple[str, ...] = (
+    "workload",
+    "backend",
+    "variant",
+    "data",
+    "dtype",
+    "shape",
+    "host",
+    "input",
+    "probe",
+    "precision",
+)
+
+
+def counter(key: str) -> CounterSpec | None:
+    """The declaration of one counter (its own, else its prefix family's), None for a key the
+    schema does not know."""
+    spec = COUNTERS.get(key)
+    if spec is None:
+        spec = next((s for p, s in COUNTER_PREFIXES.items() if key.startswith(p)), None)
+    return spec
+
+
+def unit_of(key: str) -> str | None:
+    spec = counter(key)
+    return spec.unit if spec else None
+
+
+def direction_of(key: str) -> str | None:
+    spec = counter(key)
+    return spec.direction if spec else None
+
+
+def is_seconds(key: str) -> bool:
+    return unit_of(key) == "s"
+
+
+def schema_document() -> dict[str, Any]:
+    """The declaration in the JSON shape `bench --schema` prints."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "counters": {
+            key: {"unit": spec.unit, "direction": spec.direction} for key, spec in COUNTERS.items()
+        },
+        "counter_prefixes": {
+            prefix: {"unit": spec.unit, "direction": spec.direction}
+            for prefix, spec in COUNTER_PREFIXES.items()
+        },
+        "label_keys": list(LABEL_KEYS),
+    }
+
+
+def differences(doc: Any, other: str = "the other side") -> list[str]:
+    """Every way `doc` (for example the parsed output of `bench --schema`) disagrees with this
+    module, one line each; empty when they agree. Counter order does not matter, label key
+    order does (it is the order of the label)."""
+    mine = schema_document()
+    if not isinstance(doc, dict):
+        return [f"{other} is {type(doc).__name__}, expected a JSON object"]
+    out: list[str] = []
+    if doc.get("schema_version") != mine["schema_version"]:
+        out.append(
+            f"schema_version: {other} says {doc.get('schema_version')!r}, "
+            f"Python says {mine['schema_version']}"
+        )
+    for table, what in (("counters", "counter"), ("counter_prefixes", "counter prefix")):
+        out += _table_differences(mine[table], doc.get(table), table, what, other)
+    labels = doc.get("label_keys")
+    if labels != mine["label_keys"]:
+        out.append(f"label_keys: {other} says {labels!r}, Python says {mine['label_keys']!r}")
+    extra_top = sorted(set(doc) - set(mine))
+    if extra_top:
+        out.append(f"{other} has unexpected top-level keys {extra_top}")
+    return out
+
+
+def _table_differences(
+    mine: dict[str, dict[str, str]], theirs: Any, table: str, what: str, other: str
+) -> list[str]:
+    if not isinstance(theirs, dict):
+        return [f"{other} has no {table!r} object"]
+    out: list[str] = []
+    for key in sorted(set(mine) - set(theirs)):
+        out.append(f"{what} {key!r}: in the Python schema, missing from {other}")
+    for key in sorted(set(theirs) - set(mine)):
+        out.append(f"{what} {key!r}: in {other}, missing from the Python schema")
+    for key in sorted(set(mine) & set(theirs)):
+        entry = theirs[key] if isinstance(theirs[key], dict) else {}
+        for field in ("unit", "direction"):
+            if entry.get(field) != mine[key][field]:
+                out.append(
+                    f"{what} {key!r}: {field} is {entry.get(field)!r} in {other}, "
+                    f"{mine[key][field]!r} in the Python schema"
+                )
+        extra = sorted(set(entry) - {"unit", "direction"})
+        if extra:
+            out.append(f"{what} {key!r}: {other} has unexpected fields {extra}")
+    return out
+
+
+def main() -> int:
+    json.dump(schema_document(), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
