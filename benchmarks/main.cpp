@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   if (has_gpu || list_all) {
     gpubench::register_matmul_gpu(sweep);
     gpubench::register_overhead_probes(sweep);
+    gpubench::register_alloc_probes(sweep);
     gpubench::register_mlp_gpu(sweep);
   }
 #endif

@@ -2,12 +2,17 @@
 //   layer products through cblas_sgemm (OpenBLAS thread count set explicitly), the rest in loops.
 // mlp/cpu/small/data:D/batch:B/hidden:H/readback:1/threads:1
 //   the hand-written small-matrix path (kernels/mlp/mlp_cpu_small.hpp), single-threaded, no BLAS.
+// mlp/cpu/openblas/data:D/batch:B/hidden:H/readback:1/threads:T/precision:bf16
+//   mixed precision (kernels/mlp/mlp_cpu_bf16.hpp): bf16 layer products through OpenBLAS's
+//   cblas_sbgemm with fp32 accumulation, fp32 master weights, loss and update. Skipped, with the
+//   reason, where the CPU has no AVX512_BF16 or the loaded OpenBLAS exports no cblas_sbgemm.
 //
 // One timed iteration trains the case's epochs (SGD steps) from the same initial weights: the
 // weights are restored before each iteration, outside the clock (harness/host_clock_timer.hpp), so
 // every iteration does identical work and ends at identical weights. The loss is on the host after
 // every step (readback:1 costs nothing on the CPU). Validation after timing: the first step's loss
-// equals an independent forward pass from the initial weights, and every loss is finite.
+// equals an independent forward pass from the initial weights (within bf16's rounding for bf16
+// rows), and every loss is finite.
 
 #include <benchmark/benchmark.h>
 
@@ -23,17 +28,47 @@
 #include "harness/result_row.hpp"
 #include "kernels/common/openblas.hpp"
 #include "kernels/mlp/mlp_cpu.hpp"
+#include "kernels/mlp/mlp_cpu_bf16.hpp"
 #include "kernels/mlp/mlp_cpu_small.hpp"
 
 namespace gpubench {
 
 namespace {
 
-void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, bool small,
+// Which CPU trainer a row runs.
+enum class CpuPath { openblas, small, openblas_bf16 };
+
+// How far the first step's loss may be from the fp32 forward-pass reference.
+float first_loss_tolerance(CpuPath path, float reference) {
+  if (path == CpuPath::openblas_bf16) {
+    // bf16 rounds every product operand (unit roundoff 2^-8), which moves a product term by at
+    // most 2^-7 relative; 2^-5 relative is four times that (measured: at most 5e-5 on Iris, digits
+    // and synthetic data, since the rounding errors of many terms mostly cancel).
+    return 0x1p-5F * reference;
+  }
+  // Both sum the same terms in different orders (exp and log differ by ~1e-7 on the small
+  // path): 1e-4 relative is 100x that and far below any real error.
+  return 1e-4F * reference + 1e-6F;
+}
+
+void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, CpuPath path,
              int threads) {
-  if (small && !cpu::small_path_supported()) {
-    state.SkipWithError("the small-matrix path needs AVX2 and FMA, which this CPU lacks");
+  // A row this machine cannot run is skipped with the reason, and keeps its label so tools can
+  // still tell what it is.
+  const auto skip_unsupported = [&](const std::string& reason) {
+    ResultRow(state, id).publish();
+    state.SkipWithError(reason.c_str());
+  };
+  if (path == CpuPath::small && !cpu::small_path_supported()) {
+    skip_unsupported("the small-matrix path needs AVX2 and FMA, which this CPU lacks");
     return;
+  }
+  if (path == CpuPath::openblas_bf16) {
+    const std::string reason = cpu::bf16_unavailable_reason();
+    if (!reason.empty()) {
+      skip_unsupported("no native bf16 products: " + reason);
+      return;
+    }
   }
   const MlpWorkload workload = make_mlp_workload(mlp_case, mlp_case.cpu_epochs);
   const MlpSpec& spec = workload.spec;
@@ -45,13 +80,23 @@ void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, 
   std::vector<float> losses(static_cast<std::size_t>(spec.epochs));
   cpu::MlpBlasTrainer blas(spec, batch);
   std::unique_ptr<cpu::MlpSmallTrainer> hand_written;
-  if (small) {
+  std::unique_ptr<cpu::MlpBf16Trainer> mixed;
+  if (path == CpuPath::small) {
     hand_written = std::make_unique<cpu::MlpSmallTrainer>(spec, batch);
     hand_written->set_batch(train.inputs.data(), train.labels.data());
+  } else if (path == CpuPath::openblas_bf16) {
+    mixed = std::make_unique<cpu::MlpBf16Trainer>(spec, batch, cpu::Bf16Product::openblas_sbgemm);
   }
   const auto step = [&] {
-    return small ? hand_written->step(parameters.data())
-                 : blas.step(parameters.data(), train.inputs.data(), train.labels.data());
+    switch (path) {
+      case CpuPath::small:
+        return hand_written->step(parameters.data());
+      case CpuPath::openblas_bf16:
+        return mixed->step(parameters.data(), train.inputs.data(), train.labels.data());
+      case CpuPath::openblas:
+        break;
+    }
+    return blas.step(parameters.data(), train.inputs.data(), train.labels.data());
   };
   step();  // warm-up: starts OpenBLAS's thread pool and pages in every buffer
 
@@ -65,9 +110,7 @@ void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, 
 
   const float reference =
       blas.loss(workload.initial.data(), train.inputs.data(), train.labels.data());
-  // Both sum the same terms in different orders (exp and log differ by ~1e-7 on the small
-  // path): 1e-4 relative is 100x that and far below any real error.
-  if (!(std::fabs(losses.front() - reference) <= 1e-4F * reference + 1e-6F)) {
+  if (!(std::fabs(losses.front() - reference) <= first_loss_tolerance(path, reference))) {
     const std::string message = "first-step loss " + std::to_string(losses.front()) +
                                 " differs from the forward-pass reference " +
                                 std::to_string(reference);
@@ -92,9 +135,10 @@ void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, 
     result.test_accuracy = cpu::mlp_accuracy(spec, parameters.data(), test.inputs.data(),
                                              test.labels.data(), test.rows());
   }
+  const double peak = path == CpuPath::openblas_bf16 ? cpu_peak_bf16_flops(threads)
+                                                     : cpu_peak_flops(threads, false);
   ResultRow row(state, id);
-  row.work(spec.epochs * mlp_step_flop(spec, batch), seconds_per_iteration,
-           cpu_peak_flops(threads, false))
+  row.work(spec.epochs * mlp_step_flop(spec, batch), seconds_per_iteration, peak)
       .training(result)
       .set(Counter::t_wall, seconds_per_iteration)
       .set(Counter::hidden_layers, static_cast<double>(spec.hidden.size()))
@@ -102,10 +146,13 @@ void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, 
       .publish();
 }
 
-void register_one(const MlpCase& mlp_case, bool small, int threads) {
-  const RowId id = mlp_row_id("cpu", small ? "small" : "openblas", mlp_case, 1)
-                       .with(number_parameter("threads", threads, Counter::blas_threads));
-  register_row(id, IterationTime::benchmark_clock, mlp_cpu, mlp_case, small, threads);
+void register_one(const MlpCase& mlp_case, CpuPath path, int threads) {
+  RowId id = mlp_row_id("cpu", path == CpuPath::small ? "small" : "openblas", mlp_case, 1)
+                 .with(number_parameter("threads", threads, Counter::blas_threads));
+  // fp32 rows keep their names; the precision goes last on the others.
+  if (path == CpuPath::openblas_bf16)
+    id = id.with(text_parameter("precision", "bf16", LabelKey::precision));
+  register_row(id, IterationTime::benchmark_clock, mlp_cpu, mlp_case, path, threads);
 }
 
 }  // namespace
@@ -113,9 +160,12 @@ void register_one(const MlpCase& mlp_case, bool small, int threads) {
 void register_mlp_cpu(const Sweep& sweep) {
   for (const MlpCase& mlp_case : sweep.mlp_cases) {
     if (mlp_case.cpu_epochs < 1) continue;  // too large for the CPU side of this sweep
-    for (int threads : sweep.cpu_threads) register_one(mlp_case, false, threads);
+    for (int threads : sweep.cpu_threads) register_one(mlp_case, CpuPath::openblas, threads);
+    if (mlp_case.cpu_bf16) {
+      for (int threads : sweep.cpu_threads) register_one(mlp_case, CpuPath::openblas_bf16, threads);
+    }
     // Single-threaded by construction: its whole step is shorter than waking a second thread.
-    if (mlp_case.small_path) register_one(mlp_case, true, 1);
+    if (mlp_case.small_path) register_one(mlp_case, CpuPath::small, 1);
   }
 }
 

@@ -10,6 +10,7 @@ void register_matmul_cpu(const Sweep& sweep);
 #if GPUBENCH_HAS_CUDA
 void register_matmul_gpu(const Sweep& sweep);
 void register_overhead_probes(const Sweep& sweep);
+void register_alloc_probes(const Sweep& sweep);
 #endif
 void register_mlp_cpu(const Sweep& sweep);
 #if GPUBENCH_HAS_CUDA

@@ -137,6 +137,21 @@ void add_mlp_sweep(Sweep* sweep, bool full) {
       mlp.gpu_readbacks = {1, 0};
     }
   }
+  // bf16 mixed precision on the CPU beside fp32: Iris and digits, and one-layer synthetic nets
+  // from where the products are tiny to where they dominate the step. A few cases by default: each
+  // costs up to two CPU iterations of half a second per thread count.
+  const std::vector<int> bf16_batches =
+      full ? std::vector<int>{16, 256, 4096, 65536} : std::vector<int>{256, 4096};
+  const std::vector<int> bf16_widths =
+      full ? std::vector<int>{64, 256, 1024, 4096} : std::vector<int>{64, 512};
+  const auto among = [](const std::vector<int>& values, int value) {
+    return std::find(values.begin(), values.end(), value) != values.end();
+  };
+  for (MlpCase& mlp : sweep->mlp_cases) {
+    const bool synthetic = mlp.data == "synthetic" && mlp.hidden.size() == 1 &&
+                           among(bf16_batches, mlp.batch) && among(bf16_widths, mlp.hidden[0]);
+    mlp.cpu_bf16 = mlp.cpu_epochs > 0 && (mlp.data != "synthetic" || synthetic);
+  }
 }
 
 // The CNN: the tutorial's batch 64 and the sizes around it. A CPU iteration trains about a tenth of
@@ -210,6 +225,13 @@ Sweep make_sweep(bool full) {
     sweep.transfer_bytes.push_back(bytes);
   }
   sweep.launch_counts = {1, 10, 100, 1000};
+  // Allocation probes: 4 KiB to 1 GiB in x64 steps by default and x4 steps in the full sweep. Each
+  // of their five families runs ten repetitions per size, and a large pinned allocation takes a
+  // good part of a second, so the default keeps to four sizes.
+  const std::size_t alloc_step = full ? 4 : 64;
+  for (std::size_t bytes = 4096; bytes <= (std::size_t{1} << 30); bytes *= alloc_step) {
+    sweep.alloc_bytes.push_back(bytes);
+  }
 
   if (full) {
     sweep.cpu_shapes.clear();

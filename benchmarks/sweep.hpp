@@ -24,6 +24,7 @@ struct MlpCase {
   int epochs = 0;           // SGD steps in one timed GPU iteration
   int cpu_epochs = 0;       // the same on the CPU (fewer for the largest shapes); 0: no CPU run
   bool small_path = false;  // also the hand-written CPU path (where it beats OpenBLAS)
+  bool cpu_bf16 = false;    // also the bf16 mixed-precision OpenBLAS path (precision:bf16)
   bool fused = false;       // also the fused GPU kernel (it skips itself when it does not fit)
   std::vector<int> gpu_readbacks = {0};  // loss read back every 1 / 200 steps, or 0 = never
   bool input_transfer = false;  // also the variants that copy the batch from host every step
@@ -48,6 +49,7 @@ struct Sweep {
   std::vector<MatmulShape> gpu_e2e_shapes;    // end-to-end, fp32 and bf16, pinned and pageable
   std::vector<int> cpu_threads;               // 1 and all cores
   std::vector<std::size_t> transfer_bytes;    // 4 B .. 1 GiB
+  std::vector<std::size_t> alloc_bytes;       // allocation probes: 4 KiB .. 1 GiB
   std::vector<int> launch_counts;             // kernels per burst / nodes per graph
   std::vector<MlpCase> mlp_cases;             // tiny-MLP training: iris, digits, synthetic grid
   std::vector<CnnCase> cnn_cases;             // the CIFAR-10 tutorial CNN across batch sizes

@@ -184,4 +184,10 @@ double cpu_peak_flops(int threads, bool double_precision) {
   return cores * flop_per_cycle * info.clock_hz;
 }
 
+double cpu_peak_bf16_flops(int threads) {
+  // VDPBF16PS does two bf16 multiply-adds into each fp32 lane at the FMA's width and rate.
+  const bool dot_product = cpu_info().has_flag("avx512_bf16");
+  return (dot_product ? 2.0 : 1.0) * cpu_peak_flops(threads, false);
+}
+
 }  // namespace gpubench

@@ -49,5 +49,9 @@ const CpuInfo& cpu_info();
 
 // Peak for `threads` threads: min(threads, physical cores) x FLOP/cycle/core x clock_hz.
 double cpu_peak_flops(int threads, bool double_precision);
+// The same for bf16 products with fp32 accumulation: twice the fp32 peak where the CPU has
+// AVX512_BF16 (VDPBF16PS: two bf16 products per fp32 lane, at the FMA's width and rate, on Intel
+// Cooper Lake and later and on AMD Zen 4), the fp32 peak otherwise (bf16 widened to fp32).
+double cpu_peak_bf16_flops(int threads);
 
 }  // namespace gpubench

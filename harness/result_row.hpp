@@ -107,13 +107,22 @@ class ResultRow {
 // iteration's time (events or the host clock); Google Benchmark then appends "/manual_time".
 enum class IterationTime { benchmark_clock, manual };
 
-// Every name register_row registered, as Google Benchmark filters it (with "/manual_time"), in
-// registration order: the progress line's total.
+// Every name register_row registered, as Google Benchmark filters it (with "/repeats:N" and
+// "/manual_time"), in registration order: the progress line's total.
 const std::vector<std::string>& registered_names();
 void add_registered_name(std::string name);
 
+// How a row is timed and repeated. repetitions > 0 fixes Google Benchmark's repetition count for
+// the row, whatever --benchmark_repetitions says: each repetition is one row in the JSON (plus
+// Google Benchmark's mean, median, stddev and cv aggregates), and the report takes the median and
+// the slowest decile over them, which needs about ten. Google Benchmark then names the row
+// ".../repeats:N". 0 leaves it to the command line.
+struct RowTiming {
+  IterationTime time = IterationTime::benchmark_clock;
+  int repetitions = 0;
+};
 template <typename Fixture, typename... Arguments>
-void register_row(const RowId& id, IterationTime time, Fixture fixture, Arguments... arguments) {
+void register_row(const RowId& id, RowTiming timing, Fixture fixture, Arguments... arguments) {
   auto* benchmark = benchmark::RegisterBenchmark(
       id.name().c_str(), [id, fixture, arguments...](benchmark::State& state) {
         try {
@@ -123,8 +132,15 @@ void register_row(const RowId& id, IterationTime time, Fixture fixture, Argument
         }
       });
   benchmark->Unit(benchmark::kMicrosecond);
-  if (time == IterationTime::manual) benchmark->UseManualTime();
-  add_registered_name(id.name() + (time == IterationTime::manual ? "/manual_time" : ""));
+  if (timing.time == IterationTime::manual) benchmark->UseManualTime();
+  if (timing.repetitions > 0) benchmark->Repetitions(timing.repetitions);
+  add_registered_name(
+      id.name() + (timing.repetitions > 0 ? "/repeats:" + std::to_string(timing.repetitions) : "") +
+      (timing.time == IterationTime::manual ? "/manual_time" : ""));
+}
+template <typename Fixture, typename... Arguments>
+void register_row(const RowId& id, IterationTime time, Fixture fixture, Arguments... arguments) {
+  register_row(id, RowTiming{time, 0}, fixture, arguments...);
 }
 
 }  // namespace gpubench

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -43,6 +44,14 @@ class CudaMemory {
   }
   std::size_t bytes() const { return bytes_; }
 
+  // Releases the allocation now, checked (the destructor cannot report a failure); empty after.
+  void reset() {
+    if (data_ == nullptr) return;
+    void* data = std::exchange(data_, nullptr);
+    bytes_ = 0;
+    GPUBENCH_CUDA_CHECK(Release(data));
+  }
+
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
@@ -64,6 +73,50 @@ using DeviceBuffer = CudaMemory<detail::device_allocate, cudaFree>;
 // Page-locked host memory (cudaMallocHost): the DMA engines read it directly, so copies run at the
 // link's speed and can be asynchronous.
 using PinnedHostBuffer = CudaMemory<detail::host_allocate, cudaFreeHost>;
+
+// While it lives, the memory pool cudaMallocAsync draws from on `device` (its default pool unless
+// another was set) keeps what is freed instead of returning it to the driver at the next
+// synchronisation: its release threshold is raised to "never", as frameworks' caching allocators
+// keep theirs. Afterwards the previous threshold is restored and the pool trimmed, so later
+// benchmarks find the device's memory as before.
+class RetainingMemPool {
+ public:
+  explicit RetainingMemPool(int device) {
+    int supported = 0;
+    GPUBENCH_CUDA_CHECK(
+        cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device));
+    if (supported == 0) {
+      throw CudaError("device " + std::to_string(device) +
+                      " has no stream-ordered memory pools (cudaMallocAsync)");
+    }
+    GPUBENCH_CUDA_CHECK(cudaDeviceGetMemPool(&pool_, device));
+    GPUBENCH_CUDA_CHECK(
+        cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &previous_threshold_));
+    std::uint64_t never = UINT64_MAX;
+    GPUBENCH_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &never));
+  }
+  ~RetainingMemPool() {
+    if (pool_ == nullptr) return;
+    cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &previous_threshold_);
+    cudaMemPoolTrimTo(pool_, 0);
+  }
+  RetainingMemPool(RetainingMemPool&& other) noexcept
+      : pool_(std::exchange(other.pool_, nullptr)),
+        previous_threshold_(other.previous_threshold_) {}
+  RetainingMemPool& operator=(RetainingMemPool&& other) noexcept {
+    std::swap(pool_, other.pool_);
+    std::swap(previous_threshold_, other.previous_threshold_);
+    return *this;
+  }
+  RetainingMemPool(const RetainingMemPool&) = delete;
+  RetainingMemPool& operator=(const RetainingMemPool&) = delete;
+
+  cudaMemPool_t get() const { return pool_; }
+
+ private:
+  cudaMemPool_t pool_ = nullptr;
+  std::uint64_t previous_threshold_ = 0;
+};
 
 // A non-blocking stream: it does not synchronise with the legacy default stream, so nothing else
 // in the process serialises with the benchmark's work.

@@ -99,11 +99,13 @@ def test_rows_keep_their_counter_keys_and_label_pairs(short_run: list[dict]) -> 
     checked = 0
     problems = []
     for row in short_run:
+        expected = committed.get(family(row["name"]))
+        # Rows of families added since are not part of this contract: one may be skipped where the
+        # machine lacks what it needs (bf16 products need AVX512_BF16 and an OpenBLAS with sbgemm).
+        if expected is None:
+            continue
         if row.get("error_occurred"):
             problems.append(f"{row['name']}: {row.get('error_message')}")
-            continue
-        expected = committed.get(family(row["name"]))
-        if expected is None:
             continue
         checked += 1
         missing_keys = set(expected["counters"]) - set(row)
