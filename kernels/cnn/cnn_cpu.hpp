@@ -159,9 +159,9 @@ struct NhwcLayout {
 // layout has border 2 (zeros): (images x size^2) rows (image, y, x) by (25 x channels) columns
 // (kernel row, kernel column, channel). Throws std::invalid_argument for another border.
 void im2col_5x5_nhwc(const float* input, NhwcLayout layout, int images, float* columns);
-// Its adjoint: every column entry added onto the input pixel it was copied from. Overwrites the
-// whole of `output`'s `images` padded images; what lands on the border is what the padding
-// received, and is ignored by the callers.
+// Its adjoint: every input pixel the sum of the column entries copied from it. Writes the
+// interiors of `output`'s `images` images (the border, which only ever held zeros, is left as it
+// is).
 void col2im_5x5_nhwc(const float* columns, int images, float* output, NhwcLayout layout);
 // 2 x 2 max-pooling with stride 2 of `images` borderless NHWC images of `size` x `size` x
 // `channels`: the largest of each window (the first of equal ones, in row-major order, like
