@@ -9,6 +9,7 @@
 // each plane row-major. That is already NCHW, so a record decodes in place: byte / 255, like
 // torchvision's ToTensor().
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
