@@ -179,30 +179,35 @@ CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images
     const int columns = static_cast<int>(columns_of(shape, batch));  // N = batch * pixels
     // Y (out x N) = W (out x K) columns (K x N). Column-major Y^T (N x out) = columns^T W^T: the
     // columns' bytes are columns^T (N x K, ld N), W's bytes are W^T (K x out, ld K), as stored.
-    products_->conv_forward[l] = {CUBLAS_OP_N, CUBLAS_OP_N, columns, out,
-                                  patch,       columns,     patch,   columns};
+    products_->conv_forward[l] = {CUBLAS_OP_N, CUBLAS_OP_N,     /*m=*/columns, /*n=*/out,
+                                  /*k=*/patch, /*lda=*/columns, /*ldb=*/patch, /*ldc=*/columns};
     // dW (out x K) = dY (out x N) columns^T (N x K). Column-major dW^T (K x out, ld K) = columns
     // dY^T: the columns' bytes (N x K, ld N) transposed back, dY's bytes dY^T (N x out, ld N).
-    products_->conv_weight_gradient[l] = {CUBLAS_OP_T, CUBLAS_OP_N, patch,   out,
-                                          columns,     columns,     columns, patch};
+    products_->conv_weight_gradient[l] = {CUBLAS_OP_T,     CUBLAS_OP_N,   /*m=*/patch,
+                                          /*n=*/out,       /*k=*/columns, /*lda=*/columns,
+                                          /*ldb=*/columns, /*ldc=*/patch};
     // dcolumns (K x N) = W^T (K x out) dY (out x N). Column-major dcolumns^T (N x K, ld N) = dY^T
     // W: dY's bytes dY^T (N x out, ld N), W's bytes W^T (K x out, ld K) transposed back.
-    products_->conv_input_gradient[l] = {CUBLAS_OP_N, CUBLAS_OP_T, columns, patch,
-                                         out,         columns,     patch,   columns};
+    products_->conv_input_gradient[l] = {CUBLAS_OP_N,   CUBLAS_OP_T,    /*m=*/columns,
+                                         /*n=*/patch,   /*k=*/out,      /*lda=*/columns,
+                                         /*ldb=*/patch, /*ldc=*/columns};
   }
   for (int l = 0; l < kLinearLayers; ++l) {
     const int in = spec_.linear[l].in_features;
     const int out = spec_.linear[l].out_features;
     // Z (batch x out) = X (batch x in) W^T, W out x in. Column-major Z^T (out x batch, ld out) =
     // W X^T: W's bytes W^T (in x out, ld in) transposed back, X's bytes X^T (in x batch, ld in).
-    products_->linear_forward[l] = {CUBLAS_OP_T, CUBLAS_OP_N, out, batch, in, in, in, out};
+    products_->linear_forward[l] = {CUBLAS_OP_T, CUBLAS_OP_N, /*m=*/out,  /*n=*/batch,
+                                    /*k=*/in,    /*lda=*/in,  /*ldb=*/in, /*ldc=*/out};
     // dW (out x in) = dZ^T (out x batch) X (batch x in). Column-major dW^T (in x out, ld in) =
     // X^T dZ: X's bytes X^T (in x batch, ld in), dZ's bytes dZ^T (out x batch, ld out) transposed
     // back.
-    products_->linear_weight_gradient[l] = {CUBLAS_OP_N, CUBLAS_OP_T, in, out, batch, in, out, in};
+    products_->linear_weight_gradient[l] = {CUBLAS_OP_N, CUBLAS_OP_T, /*m=*/in,    /*n=*/out,
+                                            /*k=*/batch, /*lda=*/in,  /*ldb=*/out, /*ldc=*/in};
     // dX (batch x in) = dZ (batch x out) W (out x in). Column-major dX^T (in x batch, ld in) =
     // W^T dZ^T: W's bytes W^T (in x out, ld in), dZ's bytes dZ^T (out x batch, ld out).
-    products_->linear_input_gradient[l] = {CUBLAS_OP_N, CUBLAS_OP_N, in, batch, out, in, out, in};
+    products_->linear_input_gradient[l] = {CUBLAS_OP_N, CUBLAS_OP_N, /*m=*/in,    /*n=*/batch,
+                                           /*k=*/out,   /*lda=*/in,  /*ldb=*/out, /*ldc=*/in};
   }
 
   const auto images_count = static_cast<std::size_t>(batch);

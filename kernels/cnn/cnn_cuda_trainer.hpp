@@ -6,15 +6,16 @@
 //
 // One SGD step, with the operation names a StepObserver sees (the CPU trainer's, cnn_cpu.hpp) and
 // the launches each makes (a cuBLAS product counts as one):
-//   for l in 1..3: "convL.im2col" 1, "convL.gemm" 1, "convL.bias" (+ ReLU, into NCHW) 1,
-//                  "poolL.forward" 1                                                         12
-//   "fc1.forward", "fc2.forward": product + bias, 2 each                                         4
-//   "loss": softmax cross-entropy, dlogits and the mean loss                                     1
-//   "fc2.backward", "fc1.backward": weight product, bias sums, input product, 3 each              6
-//   for l in 3..1: "poolL.backward" 1 (+ the ReLU mask), "convL.weight_gradient": product and
-//                  bias sums 2, "convL.input_gradient" (not conv1): product and col2im 2 13
-//   "update": parameters -= lr * gradient, all layers at once                                    1
-//   total                                                                                       37
+//   forward, l = 1..3   "convL.im2col" 1, "convL.gemm" 1, "convL.bias" 1 (+ ReLU, into NCHW),
+//                       "poolL.forward" 1                                              3 x 4 = 12
+//   "fc1.forward", "fc2.forward": product, bias                                        2 x 2 =  4
+//   "loss": softmax cross-entropy, dlogits and the mean loss                                    1
+//   "fc2.backward", "fc1.backward": weight product, bias sums, input product           2 x 3 =  6
+//   backward, l = 3..1  "poolL.backward" 1 (+ the ReLU mask),
+//                       "convL.weight_gradient": product, bias sums 2                  3 x 3 =  9
+//                       "convL.input_gradient" (not conv1): product, col2im 2          2 x 2 =  4
+//   "update": parameters -= lr * gradient, every layer at once                                  1
+//   total                                                                                      37
 // Every step trains on the same batch; the loss stays on the device unless a readback copies it
 // to the host. The products run in plain fp32 (CUBLAS_COMPUTE_32F, no TF32) so the losses can be
 // compared with the CPU's within fp32 rounding.
