@@ -1,0 +1,591 @@
+#include "kernels/cnn/cnn_cuda_trainer.hpp"
+
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cnn/cnn_cuda_kernels.cuh"
+#include "kernels/common/cuda_check.hpp"
+
+namespace gpubench::cuda {
+
+namespace {
+
+// cuBLAS's workspace, given explicitly so that captured products never allocate during capture
+// (cuBLAS documentation, "CUDA Graphs Support"); 32 MiB is what it recommends for Hopper.
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
+
+constexpr int kConvLayers = CnnSpec::kConvLayers;
+constexpr int kLinearLayers = CnnSpec::kLinearLayers;
+static_assert(kConvLayers == 3 && kLinearLayers == 2, "the operation names below list 3 + 2");
+
+// The operation names a StepObserver sees, the CPU trainer's (kernels/cnn/cnn_cpu.hpp), as string
+// literals (StepObserver::begin keeps the pointer).
+struct ConvOperationNames {
+  const char* im2col;
+  const char* gemm;
+  const char* bias;
+  const char* pool_forward;
+  const char* pool_backward;
+  const char* weight_gradient;
+  const char* input_gradient;
+};
+constexpr ConvOperationNames kConvNames[kConvLayers] = {
+    {"conv1.im2col", "conv1.gemm", "conv1.bias", "pool1.forward", "pool1.backward",
+     "conv1.weight_gradient", "conv1.input_gradient"},
+    {"conv2.im2col", "conv2.gemm", "conv2.bias", "pool2.forward", "pool2.backward",
+     "conv2.weight_gradient", "conv2.input_gradient"},
+    {"conv3.im2col", "conv3.gemm", "conv3.bias", "pool3.forward", "pool3.backward",
+     "conv3.weight_gradient", "conv3.input_gradient"},
+};
+constexpr const char* kLinearForwardNames[kLinearLayers] = {"fc1.forward", "fc2.forward"};
+constexpr const char* kLinearBackwardNames[kLinearLayers] = {"fc1.backward", "fc2.backward"};
+
+// Launches of one eager step (see cnn_cuda_trainer.hpp).
+constexpr int kLaunchesPerConvForward = 4;        // im2col, product, bias, pool
+constexpr int kLaunchesPerLinearForward = 2;      // product, bias
+constexpr int kLaunchesPerLinearBackward = 3;     // weight product, bias sums, input product
+constexpr int kLaunchesPerConvBackward = 3;       // pool backward, weight product, bias sums
+constexpr int kLaunchesPerConvInputGradient = 2;  // product, col2im (all but conv1)
+
+// One fp32 product through cuBLAS, described column-major as for cublasSgemm:
+// C (m x n, ldc) = op(A) op(B), op(A) m x k, op(B) k x n.
+struct ColumnMajorProduct {
+  cublasOperation_t transa = CUBLAS_OP_N;
+  cublasOperation_t transb = CUBLAS_OP_N;
+  int m = 0;
+  int n = 0;
+  int k = 0;
+  int lda = 0;
+  int ldb = 0;
+  int ldc = 0;
+
+  // Returns the status for the caller to check, so a failure names the caller's line.
+  [[nodiscard]] cublasStatus_t run(cublasHandle_t handle, const float* a, const float* b,
+                                   float* c) const {
+    const float one = 1.0F;
+    const float zero = 0.0F;
+    // CUBLAS_COMPUTE_32F: plain fp32 products and sums (no TF32 on tensor cores), like the CPU.
+    return cublasGemmEx(handle, transa, transb, m, n, k, &one, a, CUDA_R_32F, lda, b, CUDA_R_32F,
+                        ldb, &zero, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  }
+};
+
+std::size_t floats(std::size_t count) { return count * sizeof(float); }
+
+std::size_t columns_of(const ConvShape& shape, int batch) {
+  return static_cast<std::size_t>(batch) * static_cast<std::size_t>(shape.pixels());
+}
+
+const CnnSpec& checked(const CnnSpec& spec, int batch) {
+  spec.validate();
+  validate_cnn_batch(batch, /*rows_available=*/batch);  // only the lower bound applies here
+  // cuBLAS takes int dimensions and leading dimensions; keep every matrix, the im2col ones being
+  // the largest (K x batch * pixels), within int elements so no count overflows anywhere.
+  for (int l = 0; l < kConvLayers; ++l) {
+    const ConvShape& shape = spec.conv[l];
+    const std::size_t elements = static_cast<std::size_t>(shape.patch()) * columns_of(shape, batch);
+    if (elements > static_cast<std::size_t>(INT_MAX)) {
+      throw std::invalid_argument(
+          "CNN batch " + std::to_string(batch) + " is too large for the GPU trainer: conv" +
+          std::to_string(l + 1) + "'s im2col matrix would hold " + std::to_string(elements) +
+          " elements, more than cuBLAS's int dimensions address (" + std::to_string(INT_MAX) + ")");
+    }
+  }
+  return spec;
+}
+
+std::size_t image_bytes(int batch) {
+  return floats(static_cast<std::size_t>(batch) *
+                static_cast<std::size_t>(CnnSpec::image_floats()));
+}
+
+std::size_t label_bytes(int batch) { return static_cast<std::size_t>(batch) * sizeof(int); }
+
+void validate_inputs(const float* images, const int* labels, const float* initial_parameters,
+                     int batch) {
+  if (images == nullptr || labels == nullptr || initial_parameters == nullptr) {
+    throw std::invalid_argument(
+        "CnnGpuTrainer needs the images, the labels and the initial parameters (a null pointer "
+        "was given)");
+  }
+  for (int image = 0; image < batch; ++image) {
+    if (labels[image] < 0 || labels[image] >= CnnSpec::kClasses) {
+      throw std::invalid_argument("invalid CNN label " + std::to_string(labels[image]) +
+                                  " of image " + std::to_string(image) + ": classes are 0.." +
+                                  std::to_string(CnnSpec::kClasses - 1));
+    }
+  }
+}
+
+}  // namespace
+
+struct CnnGpuTrainer::Products {
+  explicit Products(cudaStream_t stream) : handle(stream) {}
+  CublasHandle handle;
+  // Per convolution: Y = W columns, dW = dY columns^T, dcolumns = W^T dY (not used for conv1).
+  ColumnMajorProduct conv_forward[kConvLayers];
+  ColumnMajorProduct conv_weight_gradient[kConvLayers];
+  ColumnMajorProduct conv_input_gradient[kConvLayers];
+  // Per linear layer: Z = X W^T, dW = dZ^T X, dX = dZ W.
+  ColumnMajorProduct linear_forward[kLinearLayers];
+  ColumnMajorProduct linear_weight_gradient[kLinearLayers];
+  ColumnMajorProduct linear_input_gradient[kLinearLayers];
+};
+
+const char* cnn_input_name(CnnInput input) {
+  switch (input) {
+    case CnnInput::resident:
+      return "resident";
+    case CnnInput::pageable:
+      return "pageable";
+    case CnnInput::pinned:
+      return "pinned";
+  }
+  return "unknown";
+}
+
+CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images, const int* labels,
+                             const float* initial_parameters)
+    : spec_(checked(spec, batch)),
+      batch_(batch),
+      pageable_images_(image_bytes(batch), HostMemory::pageable),
+      pageable_labels_(label_bytes(batch), HostMemory::pageable),
+      pinned_images_(image_bytes(batch), HostMemory::pinned),
+      pinned_labels_(label_bytes(batch), HostMemory::pinned),
+      loss_host_(sizeof(float)) {
+  validate_inputs(images, labels, initial_parameters, batch);
+  cublas_workspace_ = allocate(kCublasWorkspaceBytes);
+  products_ = std::make_unique<Products>(stream_.get());
+  const cublasHandle_t handle = products_->handle.get();
+  // After cublasSetStream (in CublasHandle), which resets the workspace to cuBLAS's own pool.
+  GPUBENCH_CUBLAS_CHECK(
+      cublasSetWorkspace(handle, cublas_workspace_.data(), cublas_workspace_.bytes()));
+  // The default math mode allows no TF32; set it explicitly so nothing inherited changes that.
+  GPUBENCH_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+
+  // The products, row-major matrices through column-major cuBLAS (kernels/gemm/gemm_cuda.hpp): a
+  // row-major r x c matrix with leading dimension c has the bytes of the column-major c x r
+  // matrix, its transpose. Names below are the row-major matrices the trainer holds.
+  for (int l = 0; l < kConvLayers; ++l) {
+    const ConvShape& shape = spec_.conv[l];
+    const int patch = shape.patch();  // K = in_channels * 25
+    const int out = shape.out_channels;
+    const int columns = static_cast<int>(columns_of(shape, batch));  // N = batch * pixels
+    // Y (out x N) = W (out x K) columns (K x N). Column-major Y^T (N x out) = columns^T W^T: the
+    // columns' bytes are columns^T (N x K, ld N), W's bytes are W^T (K x out, ld K), as stored.
+    products_->conv_forward[l] = {CUBLAS_OP_N, CUBLAS_OP_N,     /*m=*/columns, /*n=*/out,
+                                  /*k=*/patch, /*lda=*/columns, /*ldb=*/patch, /*ldc=*/columns};
+    // dW (out x K) = dY (out x N) columns^T (N x K). Column-major dW^T (K x out, ld K) = columns
+    // dY^T: the columns' bytes (N x K, ld N) transposed back, dY's bytes dY^T (N x out, ld N).
+    products_->conv_weight_gradient[l] = {CUBLAS_OP_T,     CUBLAS_OP_N,   /*m=*/patch,
+                                          /*n=*/out,       /*k=*/columns, /*lda=*/columns,
+                                          /*ldb=*/columns, /*ldc=*/patch};
+    // dcolumns (K x N) = W^T (K x out) dY (out x N). Column-major dcolumns^T (N x K, ld N) = dY^T
+    // W: dY's bytes dY^T (N x out, ld N), W's bytes W^T (K x out, ld K) transposed back.
+    products_->conv_input_gradient[l] = {CUBLAS_OP_N,   CUBLAS_OP_T,    /*m=*/columns,
+                                         /*n=*/patch,   /*k=*/out,      /*lda=*/columns,
+                                         /*ldb=*/patch, /*ldc=*/columns};
+  }
+  for (int l = 0; l < kLinearLayers; ++l) {
+    const int in = spec_.linear[l].in_features;
+    const int out = spec_.linear[l].out_features;
+    // Z (batch x out) = X (batch x in) W^T, W out x in. Column-major Z^T (out x batch, ld out) =
+    // W X^T: W's bytes W^T (in x out, ld in) transposed back, X's bytes X^T (in x batch, ld in).
+    products_->linear_forward[l] = {CUBLAS_OP_T, CUBLAS_OP_N, /*m=*/out,  /*n=*/batch,
+                                    /*k=*/in,    /*lda=*/in,  /*ldb=*/in, /*ldc=*/out};
+    // dW (out x in) = dZ^T (out x batch) X (batch x in). Column-major dW^T (in x out, ld in) =
+    // X^T dZ: X's bytes X^T (in x batch, ld in), dZ's bytes dZ^T (out x batch, ld out) transposed
+    // back.
+    products_->linear_weight_gradient[l] = {CUBLAS_OP_N, CUBLAS_OP_T, /*m=*/in,    /*n=*/out,
+                                            /*k=*/batch, /*lda=*/in,  /*ldb=*/out, /*ldc=*/in};
+    // dX (batch x in) = dZ (batch x out) W (out x in). Column-major dX^T (in x batch, ld in) =
+    // W^T dZ^T: W's bytes W^T (in x out, ld in), dZ's bytes dZ^T (out x batch, ld out).
+    products_->linear_input_gradient[l] = {CUBLAS_OP_N, CUBLAS_OP_N, /*m=*/in,    /*n=*/batch,
+                                           /*k=*/out,   /*lda=*/in,  /*ldb=*/out, /*ldc=*/in};
+  }
+
+  const auto images_count = static_cast<std::size_t>(batch);
+  const std::size_t parameter_bytes = floats(spec_.parameter_count());
+  parameters_ = allocate(parameter_bytes);
+  initial_parameters_ = allocate(parameter_bytes);
+  gradient_ = allocate(parameter_bytes);
+  images_ = allocate(image_bytes(batch));
+  labels_ = allocate(label_bytes(batch));
+  std::size_t channel_major = 0;
+  std::size_t pooled_gradient = 0;
+  std::size_t sum_partials = 0;
+  std::size_t sum_counters = 0;
+  for (int l = 0; l < kConvLayers; ++l) {
+    const ConvShape& shape = spec_.conv[l];
+    const std::size_t columns = columns_of(shape, batch);
+    const std::size_t pooled = images_count * static_cast<std::size_t>(shape.out_channels) *
+                               static_cast<std::size_t>(shape.pooled_size() * shape.pooled_size());
+    columns_[l] = allocate(floats(static_cast<std::size_t>(shape.patch()) * columns));
+    pooled_[l] = allocate(floats(pooled));
+    window_positions_[l] = allocate(pooled * sizeof(std::uint8_t));
+    channel_major = std::max(channel_major, static_cast<std::size_t>(shape.out_channels) * columns);
+    // col2im's result: the gradient of this layer's input, i.e. of the previous pool's output.
+    if (l > 0) {
+      pooled_gradient =
+          std::max(pooled_gradient, static_cast<std::size_t>(shape.in_channels) * columns);
+    }
+    sum_partials = std::max(
+        sum_partials, cnn::channel_sum_partials(shape.out_channels, static_cast<int>(columns)));
+    sum_counters = std::max(sum_counters, cnn::channel_sum_counters(shape.out_channels));
+  }
+  channel_major_ = allocate(floats(channel_major));
+  conv_output_ = allocate(floats(channel_major));
+  for (int l = 0; l < kLinearLayers; ++l) {
+    const LinearShape& shape = spec_.linear[l];
+    sum_partials = std::max(sum_partials, cnn::channel_sum_partials(shape.out_features, batch));
+    sum_counters = std::max(sum_counters, cnn::channel_sum_counters(shape.out_features));
+  }
+  // fc1's input gradient lands there too (pool3's output gradient).
+  pooled_gradient = std::max(pooled_gradient,
+                             images_count * static_cast<std::size_t>(spec_.linear[0].in_features));
+  pooled_gradient_ = allocate(floats(pooled_gradient));
+  const std::size_t hidden = images_count * static_cast<std::size_t>(spec_.linear[0].out_features);
+  hidden_ = allocate(floats(hidden));
+  hidden_gradient_ = allocate(floats(hidden));
+  logits_ = allocate(floats(images_count * static_cast<std::size_t>(CnnSpec::kClasses)));
+  loss_ = allocate(sizeof(float));
+  loss_partials_ =
+      allocate(floats(static_cast<std::size_t>(cnn::softmax_cross_entropy_blocks(batch))));
+  loss_counter_ = allocate(sizeof(unsigned));
+  sum_partials_ = allocate(floats(sum_partials));  // 0 bytes (no allocation) when never needed
+  sum_counters_ = allocate(sum_counters * sizeof(unsigned));
+
+  std::memcpy(pageable_images_.data(), images, pageable_images_.bytes());
+  std::memcpy(pinned_images_.data(), images, pinned_images_.bytes());
+  std::memcpy(pageable_labels_.data(), labels, pageable_labels_.bytes());
+  std::memcpy(pinned_labels_.data(), labels, pinned_labels_.bytes());
+  const cudaStream_t stream = stream_.get();
+  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(loss_counter_.data(), 0, loss_counter_.bytes(), stream));
+  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(sum_counters_.data(), 0, sum_counters_.bytes(), stream));
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(images_.data(), pinned_images_.data(), images_.bytes(),
+                                      cudaMemcpyHostToDevice, stream));
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), pinned_labels_.data(), labels_.bytes(),
+                                      cudaMemcpyHostToDevice, stream));
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(initial_parameters_.data(), initial_parameters,
+                                      parameter_bytes, cudaMemcpyHostToDevice, stream));
+  enqueue_reset();
+  // One eager step, then back to the initial parameters: every kernel and cuBLAS's own
+  // initialisation are loaded and done here, never for the first time inside a graph capture
+  // (lazy module loading, cuBLAS's first call on a handle) or a timed run. It also leaves the loss
+  // and the gradient at the initial parameters in place for last_loss() and last_gradient().
+  enqueue_step(/*observer=*/nullptr);
+  enqueue_reset();
+  stream_.synchronize();
+}
+
+CnnGpuTrainer::~CnnGpuTrainer() {
+  // run() returns with work still queued; let it finish before its buffers and graphs go. A
+  // failure here has nowhere to go (a destructor does not throw) and the context is broken anyway.
+  static_cast<void>(cudaStreamSynchronize(stream_.get()));
+}
+
+DeviceBuffer CnnGpuTrainer::allocate(std::size_t bytes) {
+  device_bytes_ += bytes;
+  return DeviceBuffer(bytes);
+}
+
+int CnnGpuTrainer::launches_per_step() const {
+  return kConvLayers * (kLaunchesPerConvForward + kLaunchesPerConvBackward) +
+         (kConvLayers - 1) * kLaunchesPerConvInputGradient +
+         kLinearLayers * (kLaunchesPerLinearForward + kLaunchesPerLinearBackward) +
+         /*loss*/ 1 + /*update*/ 1;
+}
+
+std::size_t CnnGpuTrainer::input_bytes_per_step() const {
+  if (config_.input == CnnInput::resident) return 0;
+  return images_.bytes() + labels_.bytes();
+}
+
+void CnnGpuTrainer::enqueue_reset() {
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(parameters_.data(), initial_parameters_.data(),
+                                      parameters_.bytes(), cudaMemcpyDeviceToDevice,
+                                      stream_.get()));
+}
+
+void CnnGpuTrainer::enqueue_input_copy(CnnInput input) {
+  if (input == CnnInput::resident) return;
+  const HostBuffer& host_images = input == CnnInput::pinned ? pinned_images_ : pageable_images_;
+  const HostBuffer& host_labels = input == CnnInput::pinned ? pinned_labels_ : pageable_labels_;
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(images_.data(), host_images.data(), images_.bytes(),
+                                      cudaMemcpyHostToDevice, stream_.get()));
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), host_labels.data(), labels_.bytes(),
+                                      cudaMemcpyHostToDevice, stream_.get()));
+}
+
+void CnnGpuTrainer::enqueue_readback() {
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(loss_host_.data(), loss_.data(), sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream_.get()));
+}
+
+void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
+  const cudaStream_t stream = stream_.get();
+  const cublasHandle_t handle = products_->handle.get();
+  const Products& products = *products_;
+  const int batch = batch_;
+  const bool relu = spec_.relu;
+  float* parameters = parameters_.as<float>();
+  float* gradient = gradient_.as<float>();
+  float* channel_major = channel_major_.as<float>();
+  float* pooled_gradient = pooled_gradient_.as<float>();
+  constexpr int kFc1 = 0;
+  constexpr int kFc2 = 1;
+  const auto weights = [&](int layer) { return parameters + spec_.weight_offset(layer); };
+  const auto biases = [&](int layer) { return parameters + spec_.bias_offset(layer); };
+  const auto weight_gradient = [&](int layer) { return gradient + spec_.weight_offset(layer); };
+  const auto bias_gradient = [&](int layer) { return gradient + spec_.bias_offset(layer); };
+  const int fc1 = kConvLayers + kFc1;  // layer index in the parameter layout
+  const int fc2 = kConvLayers + kFc2;
+
+  // Forward: each convolution reads the previous pool's output (the images for conv1).
+  const float* input = images_.as<float>();
+  for (int l = 0; l < kConvLayers; ++l) {
+    const ConvShape& shape = spec_.conv[l];
+    const ConvOperationNames& names = kConvNames[l];
+    float* columns = columns_[l].as<float>();
+    {
+      const ObservedOperation operation(observer, names.im2col);
+      GPUBENCH_CUDA_CHECK(
+          cnn::launch_im2col(input, batch, shape.in_channels, shape.size, columns, stream));
+    }
+    {
+      const ObservedOperation operation(observer, names.gemm);
+      GPUBENCH_CUBLAS_CHECK(
+          products.conv_forward[l].run(handle, columns, weights(l), channel_major));
+    }
+    {
+      const ObservedOperation operation(observer, names.bias);
+      GPUBENCH_CUDA_CHECK(cnn::launch_conv_bias_to_nchw(channel_major, biases(l), batch,
+                                                        shape.out_channels, shape.pixels(), relu,
+                                                        conv_output_.as<float>(), stream));
+    }
+    {
+      const ObservedOperation operation(observer, names.pool_forward);
+      GPUBENCH_CUDA_CHECK(cnn::launch_max_pool_forward(
+          conv_output_.as<float>(), batch, shape.out_channels, shape.size, pooled_[l].as<float>(),
+          window_positions_[l].as<std::uint8_t>(), stream));
+    }
+    input = pooled_[l].as<float>();
+  }
+  // The last pool's NCHW output is fc1's batch x 1024 input in torch.flatten order as it lies.
+  const float* features = input;
+  float* hidden = hidden_.as<float>();
+  float* logits = logits_.as<float>();
+  {
+    const ObservedOperation operation(observer, kLinearForwardNames[kFc1]);
+    GPUBENCH_CUBLAS_CHECK(
+        products.linear_forward[kFc1].run(handle, weights(fc1), features, hidden));
+    GPUBENCH_CUDA_CHECK(cnn::launch_linear_bias(hidden, biases(fc1), batch,
+                                                spec_.linear[kFc1].out_features, stream));
+  }
+  {
+    const ObservedOperation operation(observer, kLinearForwardNames[kFc2]);
+    GPUBENCH_CUBLAS_CHECK(products.linear_forward[kFc2].run(handle, weights(fc2), hidden, logits));
+    GPUBENCH_CUDA_CHECK(cnn::launch_linear_bias(logits, biases(fc2), batch,
+                                                spec_.linear[kFc2].out_features, stream));
+  }
+  {
+    const ObservedOperation operation(observer, "loss");
+    GPUBENCH_CUDA_CHECK(cnn::launch_softmax_cross_entropy(
+        logits, labels_.as<int>(), batch, CnnSpec::kClasses, loss_.as<float>(),
+        loss_partials_.as<float>(), loss_counter_.as<unsigned>(), stream));
+  }
+
+  // Backward. logits now holds dlogits. A linear layer's bias gradient sums its batch x out
+  // gradient over the rows: channel c at c, element (row) e at e * out.
+  float* sum_partials = sum_partials_.as<float>();
+  unsigned* sum_counters = sum_counters_.as<unsigned>();
+  float* hidden_gradient = hidden_gradient_.as<float>();
+  {
+    const ObservedOperation operation(observer, kLinearBackwardNames[kFc2]);
+    const int out = spec_.linear[kFc2].out_features;
+    GPUBENCH_CUBLAS_CHECK(
+        products.linear_weight_gradient[kFc2].run(handle, hidden, logits, weight_gradient(fc2)));
+    GPUBENCH_CUDA_CHECK(cnn::launch_channel_sums(logits, out, /*channel_stride=*/1, batch,
+                                                 /*element_stride=*/static_cast<std::size_t>(out),
+                                                 bias_gradient(fc2), sum_partials, sum_counters,
+                                                 stream));
+    GPUBENCH_CUBLAS_CHECK(
+        products.linear_input_gradient[kFc2].run(handle, weights(fc2), logits, hidden_gradient));
+  }
+  {
+    const ObservedOperation operation(observer, kLinearBackwardNames[kFc1]);
+    const int out = spec_.linear[kFc1].out_features;
+    GPUBENCH_CUBLAS_CHECK(products.linear_weight_gradient[kFc1].run(
+        handle, features, hidden_gradient, weight_gradient(fc1)));
+    GPUBENCH_CUDA_CHECK(cnn::launch_channel_sums(hidden_gradient, out, /*channel_stride=*/1, batch,
+                                                 /*element_stride=*/static_cast<std::size_t>(out),
+                                                 bias_gradient(fc1), sum_partials, sum_counters,
+                                                 stream));
+    GPUBENCH_CUBLAS_CHECK(products.linear_input_gradient[kFc1].run(
+        handle, weights(fc1), hidden_gradient, pooled_gradient));
+  }
+  for (int l = kConvLayers - 1; l >= 0; --l) {
+    const ConvShape& shape = spec_.conv[l];
+    const ConvOperationNames& names = kConvNames[l];
+    float* columns = columns_[l].as<float>();
+    const int column_count = static_cast<int>(columns_of(shape, batch));
+    {
+      // dY of this convolution, channel-major, from the gradient of its pool's output.
+      const ObservedOperation operation(observer, names.pool_backward);
+      GPUBENCH_CUDA_CHECK(cnn::launch_max_pool_backward(
+          pooled_gradient, window_positions_[l].as<std::uint8_t>(), pooled_[l].as<float>(), relu,
+          batch, shape.out_channels, shape.size, channel_major, stream));
+    }
+    {
+      // A convolution's bias gradient sums its channel-major gradient along each row.
+      const ObservedOperation operation(observer, names.weight_gradient);
+      GPUBENCH_CUBLAS_CHECK(
+          products.conv_weight_gradient[l].run(handle, columns, channel_major, weight_gradient(l)));
+      GPUBENCH_CUDA_CHECK(cnn::launch_channel_sums(
+          channel_major, shape.out_channels,
+          /*channel_stride=*/static_cast<std::size_t>(column_count), column_count,
+          /*element_stride=*/1, bias_gradient(l), sum_partials, sum_counters, stream));
+    }
+    if (l == 0) break;  // nothing needs the images' gradient
+    {
+      // The columns were last read by the weight product above (stream order), so the input
+      // gradient's columns overwrite them; col2im then overwrites pooled_gradient, which the pool
+      // backward above has consumed.
+      const ObservedOperation operation(observer, names.input_gradient);
+      GPUBENCH_CUBLAS_CHECK(
+          products.conv_input_gradient[l].run(handle, channel_major, weights(l), columns));
+      GPUBENCH_CUDA_CHECK(cnn::launch_col2im(columns, batch, shape.in_channels, shape.size,
+                                             pooled_gradient, stream));
+    }
+  }
+  {
+    const ObservedOperation operation(observer, "update");
+    GPUBENCH_CUDA_CHECK(cnn::launch_sgd_update(parameters, gradient, spec_.parameter_count(),
+                                               spec_.learning_rate, stream));
+  }
+}
+
+CudaGraph CnnGpuTrainer::capture(int steps, CnnInput input, bool readback_at_end) {
+  const cudaStream_t stream = stream_.get();
+  // Thread-local: only this thread's calls are checked against the capture, so another thread's
+  // unrelated CUDA work does not invalidate it.
+  GPUBENCH_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int step = 0; step < steps; ++step) {
+      enqueue_input_copy(input);
+      enqueue_step(/*observer=*/nullptr);
+    }
+    if (readback_at_end) enqueue_readback();
+  } catch (...) {
+    // Leave the stream usable: end the broken capture and drop what it recorded.
+    cudaGraph_t broken = nullptr;
+    static_cast<void>(cudaStreamEndCapture(stream, &broken));
+    if (broken != nullptr) static_cast<void>(cudaGraphDestroy(broken));
+    throw;
+  }
+  return CudaGraph::end_capture(stream);
+}
+
+void CnnGpuTrainer::prepare(const CnnRunConfig& config, int steps) {
+  if (steps < 1) throw std::invalid_argument("a CNN run needs at least one step");
+  if (config.readback_every < 0) {
+    throw std::invalid_argument("CNN readback interval must be >= 0, not " +
+                                std::to_string(config.readback_every));
+  }
+  if (config.execution == CnnExecution::graph && config.input == CnnInput::pageable) {
+    throw std::invalid_argument(
+        "a CUDA graph cannot capture copies from pageable host memory; use input pinned or "
+        "resident");
+  }
+  config_ = config;
+  prepared_steps_ = steps;
+  graph_ = CudaGraph();
+  remainder_graph_ = CudaGraph();
+  graph_steps_ = 0;
+  if (config.execution == CnnExecution::eager) return;
+  graph_steps_ =
+      config.readback_every > 0 ? config.readback_every : std::clamp(config.graph_steps, 1, steps);
+  const int full_graphs = steps / graph_steps_;
+  const int remainder = steps % graph_steps_;
+  if (full_graphs > 0) graph_ = capture(graph_steps_, config.input, config.readback_every > 0);
+  if (remainder > 0) remainder_graph_ = capture(remainder, config.input, false);
+  // The first launch of an executable graph uploads it to the device; do that here, not in a
+  // timed run, then undo the training it did.
+  if (full_graphs > 0) graph_.launch(stream_.get());
+  if (remainder > 0) remainder_graph_.launch(stream_.get());
+  enqueue_reset();
+  stream_.synchronize();
+}
+
+void CnnGpuTrainer::run(int steps, std::vector<float>* readback_losses) {
+  const int every = config_.readback_every;
+  const auto read = [&] {
+    stream_.synchronize();
+    if (readback_losses != nullptr) readback_losses->push_back(*loss_host_.as<float>());
+  };
+  if (config_.execution == CnnExecution::eager) {
+    for (int step = 1; step <= steps; ++step) {
+      enqueue_input_copy(config_.input);
+      enqueue_step(observer_);
+      if (every > 0 && step % every == 0) {
+        enqueue_readback();
+        read();
+      }
+    }
+    return;
+  }
+  if (steps != prepared_steps_) {
+    throw std::logic_error("CnnGpuTrainer::run: graphs were prepared for " +
+                           std::to_string(prepared_steps_) + " steps, not " +
+                           std::to_string(steps));
+  }
+  const int full_graphs = steps / graph_steps_;
+  for (int graph = 0; graph < full_graphs; ++graph) {
+    graph_.launch(stream_.get());
+    if (every > 0) read();  // graph_steps_ == every: each replay ends with the readback
+  }
+  if (steps % graph_steps_ > 0) remainder_graph_.launch(stream_.get());
+}
+
+float CnnGpuTrainer::step_and_read_loss() {
+  enqueue_step(observer_);
+  enqueue_readback();
+  stream_.synchronize();
+  return *loss_host_.as<float>();
+}
+
+double CnnGpuTrainer::measure_step_seconds(int steps, bool as_graph) {
+  static_cast<void>(as_graph);  // one stream either way (see the header)
+  if (steps < 1) throw std::invalid_argument("measuring a CNN step needs at least one step");
+  const CudaGraph graph = capture(steps, CnnInput::resident, false);
+  const Event start;
+  const Event stop;
+  graph.launch(stream_.get());  // upload and warm up
+  start.record(stream_.get());
+  graph.launch(stream_.get());
+  stop.record(stream_.get());
+  stop.synchronize();
+  return Event::seconds_between(start, stop) / steps;
+}
+
+float CnnGpuTrainer::last_loss() {
+  enqueue_readback();
+  stream_.synchronize();
+  return *loss_host_.as<float>();
+}
+
+std::vector<float> CnnGpuTrainer::parameters() {
+  return read_device_floats(parameters_, spec_.parameter_count(), stream_.get());
+}
+
+std::vector<float> CnnGpuTrainer::last_gradient() {
+  return read_device_floats(gradient_, spec_.parameter_count(), stream_.get());
+}
+
+}  // namespace gpubench::cuda

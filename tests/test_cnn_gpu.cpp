@@ -1,0 +1,732 @@
+// The GPU CNN trainer (kernels/cnn/cnn_cuda_trainer.hpp) against a naive double-precision
+// reference written here (direct convolution loops, max-pool, linear layers, softmax
+// cross-entropy): the first step's loss and every parameter's gradient; eager and graph runs,
+// resident and copied inputs follow the same trajectory; batch 1 and large batches; bad
+// configurations are clear errors; the observer sees the CPU trainer's operation names. Label
+// `gpu`; skipped without a device.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cnn/cnn_cuda_trainer.hpp"
+#include "kernels/cnn/cnn_spec.hpp"
+#include "kernels/common/seeded_random.hpp"
+#include "kernels/common/step_observer.hpp"
+#include "tests/gpu_test_main.hpp"
+
+namespace {
+
+using gpubench::CnnSpec;
+using gpubench::ConvShape;
+using gpubench::cuda::CnnExecution;
+using gpubench::cuda::CnnGpuTrainer;
+using gpubench::cuda::CnnInput;
+using gpubench::cuda::CnnRunConfig;
+
+constexpr int kImageFloats = CnnSpec::image_floats();
+constexpr int kLayers = CnnSpec::kConvLayers + CnnSpec::kLinearLayers;
+
+// The first step's loss: the GPU sums in fp32 in other orders (cuBLAS, block reductions, expf);
+// its logits are within ~1e-6 of the reference's relative to their scale, which moves a loss near
+// ln(10) by far less than this. A wrong index, a missed padding or a stale buffer moves it by
+// 1e-3 or more.
+constexpr double kLossTolerance = 1e-5;  // relative
+// Gradients, per tensor (each layer's weight, each bias): max |gpu - reference| <= this x max
+// |reference| of the tensor. fp32 rounding through three convolutions (sums of up to batch x 1024
+// terms) stays below ~1e-5 of a tensor's largest entry; a wrong gradient is off by O(1) there.
+constexpr double kGradientTolerance = 1e-4;
+// A max-pool routes the gradient to one window position, chosen by comparing fp32 values on the
+// GPU and doubles here: a window whose two largest values (or, with ReLU, whose largest value and
+// 0) are closer than fp32 rounding could pick differently and move one gradient term elsewhere.
+// Batches for the gradient check are drawn until every window's margin exceeds this fraction of
+// the layer's largest |value|, ~10x the GPU's rounding there.
+constexpr double kPoolMarginFraction = 1e-5;
+
+struct Batch {
+  int size = 0;
+  std::vector<float> images;  // size x 3 x 32 x 32, NCHW, in [0, 1) like ToTensor()
+  std::vector<int> labels;
+};
+
+Batch random_batch(int size, std::uint64_t seed) {
+  gpubench::SeededRandom random(seed);
+  Batch batch;
+  batch.size = size;
+  batch.images.resize(static_cast<std::size_t>(size) * kImageFloats);
+  for (float& value : batch.images) value = static_cast<float>(random.uniform());
+  batch.labels.resize(static_cast<std::size_t>(size));
+  for (int& label : batch.labels) label = static_cast<int>(random.below(CnnSpec::kClasses));
+  return batch;
+}
+
+// ---- The reference: straightforward loops in double, written from the network's definition. ----
+
+struct Reference {
+  double loss = 0;
+  std::vector<double> gradient;  // the spec's parameter layout; empty for a forward-only run
+  // The smallest max-pool margin of the batch, as a fraction of its layer's largest |value|.
+  double pool_margin = std::numeric_limits<double>::infinity();
+};
+
+struct ConvRecord {
+  std::vector<double> input;      // batch x in x size x size
+  std::vector<double> pre;        // batch x out x size x size, before the ReLU
+  std::vector<double> pooled;     // batch x out x size/2 x size/2
+  std::vector<std::size_t> from;  // per pooled value, the index in `pre` of its maximum
+};
+
+std::size_t nchw(int image, int channels, int channel, int size, int y, int x) {
+  return ((static_cast<std::size_t>(image) * channels + channel) * size + y) * size + x;
+}
+
+Reference reference_step(const CnnSpec& spec, const Batch& batch,
+                         const std::vector<float>& parameters, bool with_gradient) {
+  constexpr int kKernel = ConvShape::kKernel;
+  constexpr int kPad = ConvShape::kPadding;
+  const std::vector<double> p(parameters.begin(), parameters.end());
+  const int n_images = batch.size;
+  Reference result;
+  std::array<ConvRecord, CnnSpec::kConvLayers> records;
+
+  std::vector<double> input(batch.images.begin(), batch.images.end());
+  for (int l = 0; l < CnnSpec::kConvLayers; ++l) {
+    const ConvShape& shape = spec.conv[l];
+    const int in_c = shape.in_channels;
+    const int out_c = shape.out_channels;
+    const int size = shape.size;
+    const double* w = p.data() + spec.weight_offset(l);
+    const double* b = p.data() + spec.bias_offset(l);
+    ConvRecord& record = records[l];
+    record.input = input;
+    record.pre.assign(static_cast<std::size_t>(n_images) * out_c * size * size, 0.0);
+    for (int n = 0; n < n_images; ++n) {
+      for (int co = 0; co < out_c; ++co) {
+        for (int y = 0; y < size; ++y) {
+          for (int x = 0; x < size; ++x) record.pre[nchw(n, out_c, co, size, y, x)] = b[co];
+        }
+        for (int ci = 0; ci < in_c; ++ci) {
+          for (int ky = 0; ky < kKernel; ++ky) {
+            for (int kx = 0; kx < kKernel; ++kx) {
+              const double weight = w[((co * in_c + ci) * kKernel + ky) * kKernel + kx];
+              for (int y = 0; y < size; ++y) {
+                const int iy = y + ky - kPad;
+                if (iy < 0 || iy >= size) continue;
+                for (int x = 0; x < size; ++x) {
+                  const int ix = x + kx - kPad;
+                  if (ix < 0 || ix >= size) continue;
+                  record.pre[nchw(n, out_c, co, size, y, x)] +=
+                      weight * input[nchw(n, in_c, ci, size, iy, ix)];
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    double scale = 0;
+    for (double value : record.pre) scale = std::max(scale, std::fabs(value));
+    const auto activation = [&](double value) { return spec.relu ? std::max(value, 0.0) : value; };
+    const int half = size / 2;
+    record.pooled.assign(static_cast<std::size_t>(n_images) * out_c * half * half, 0.0);
+    record.from.assign(record.pooled.size(), 0);
+    for (int n = 0; n < n_images; ++n) {
+      for (int c = 0; c < out_c; ++c) {
+        for (int py = 0; py < half; ++py) {
+          for (int px = 0; px < half; ++px) {
+            std::vector<double> candidates;
+            std::size_t best_index = 0;
+            double best = -std::numeric_limits<double>::infinity();
+            for (int dy = 0; dy < 2; ++dy) {
+              for (int dx = 0; dx < 2; ++dx) {
+                const std::size_t index = nchw(n, out_c, c, size, 2 * py + dy, 2 * px + dx);
+                const double value = activation(record.pre[index]);
+                if (value > best) {  // the first maximum wins a tie
+                  best = value;
+                  best_index = index;
+                }
+                candidates.push_back(record.pre[index]);
+              }
+            }
+            // With the ReLU, whether the maximum passes at all is a comparison with 0: a window
+            // of values all below 0 passes nothing, unless one of them is within rounding of 0.
+            if (spec.relu) candidates.push_back(0.0);
+            std::sort(candidates.begin(), candidates.end(), std::greater<>());
+            result.pool_margin =
+                std::min(result.pool_margin, (candidates[0] - candidates[1]) / scale);
+            const std::size_t pooled_index = nchw(n, out_c, c, half, py, px);
+            record.pooled[pooled_index] = best;
+            record.from[pooled_index] = best_index;
+          }
+        }
+      }
+    }
+    input = record.pooled;
+  }
+
+  // fc1, fc2: y = x W^T + b.
+  const auto linear = [&](int layer, const std::vector<double>& x) {
+    const gpubench::LinearShape& shape = spec.linear[layer - CnnSpec::kConvLayers];
+    const double* w = p.data() + spec.weight_offset(layer);
+    const double* b = p.data() + spec.bias_offset(layer);
+    std::vector<double> y(static_cast<std::size_t>(n_images) * shape.out_features);
+    for (int n = 0; n < n_images; ++n) {
+      for (int o = 0; o < shape.out_features; ++o) {
+        double sum = b[o];
+        for (int i = 0; i < shape.in_features; ++i) {
+          sum += w[static_cast<std::size_t>(o) * shape.in_features + i] *
+                 x[static_cast<std::size_t>(n) * shape.in_features + i];
+        }
+        y[static_cast<std::size_t>(n) * shape.out_features + o] = sum;
+      }
+    }
+    return y;
+  };
+  const int fc1 = CnnSpec::kConvLayers;
+  const int fc2 = fc1 + 1;
+  const std::vector<double> features = input;  // NCHW flattened per image: torch.flatten's order
+  const std::vector<double> hidden = linear(fc1, features);
+  std::vector<double> logits = linear(fc2, hidden);
+
+  constexpr int kClasses = CnnSpec::kClasses;
+  std::vector<double> dlogits(logits.size());
+  double loss = 0;
+  for (int n = 0; n < n_images; ++n) {
+    const double* z = logits.data() + static_cast<std::size_t>(n) * kClasses;
+    const double largest = *std::max_element(z, z + kClasses);
+    double sum = 0;
+    for (int k = 0; k < kClasses; ++k) sum += std::exp(z[k] - largest);
+    const int label = batch.labels[static_cast<std::size_t>(n)];
+    loss += largest + std::log(sum) - z[label];
+    for (int k = 0; k < kClasses; ++k) {
+      dlogits[static_cast<std::size_t>(n) * kClasses + k] =
+          (std::exp(z[k] - largest) / sum - (k == label ? 1.0 : 0.0)) / n_images;
+    }
+  }
+  result.loss = loss / n_images;
+  if (!with_gradient) return result;
+
+  std::vector<double>& g = result.gradient;
+  g.assign(p.size(), 0.0);
+  // Linear backward: dW = dY^T X, db = column sums of dY, dX = dY W.
+  const auto linear_backward = [&](int layer, const std::vector<double>& x,
+                                   const std::vector<double>& dy) {
+    const gpubench::LinearShape& shape = spec.linear[layer - CnnSpec::kConvLayers];
+    const double* w = p.data() + spec.weight_offset(layer);
+    double* dw = g.data() + spec.weight_offset(layer);
+    double* db = g.data() + spec.bias_offset(layer);
+    std::vector<double> dx(static_cast<std::size_t>(n_images) * shape.in_features, 0.0);
+    for (int n = 0; n < n_images; ++n) {
+      for (int o = 0; o < shape.out_features; ++o) {
+        const double d = dy[static_cast<std::size_t>(n) * shape.out_features + o];
+        db[o] += d;
+        for (int i = 0; i < shape.in_features; ++i) {
+          const std::size_t wi = static_cast<std::size_t>(o) * shape.in_features + i;
+          const std::size_t xi = static_cast<std::size_t>(n) * shape.in_features + i;
+          dw[wi] += d * x[xi];
+          dx[xi] += d * w[wi];
+        }
+      }
+    }
+    return dx;
+  };
+  const std::vector<double> dhidden = linear_backward(fc2, hidden, dlogits);
+  std::vector<double> dpooled = linear_backward(fc1, features, dhidden);
+
+  for (int l = CnnSpec::kConvLayers - 1; l >= 0; --l) {
+    const ConvShape& shape = spec.conv[l];
+    const int in_c = shape.in_channels;
+    const int out_c = shape.out_channels;
+    const int size = shape.size;
+    const ConvRecord& record = records[l];
+    // The pool's backward scatters to each window's maximum; the ReLU's passes where pre > 0.
+    std::vector<double> dpre(record.pre.size(), 0.0);
+    for (std::size_t q = 0; q < record.from.size(); ++q) dpre[record.from[q]] += dpooled[q];
+    if (spec.relu) {
+      for (std::size_t i = 0; i < dpre.size(); ++i) {
+        if (!(record.pre[i] > 0.0)) dpre[i] = 0.0;
+      }
+    }
+    const double* w = p.data() + spec.weight_offset(l);
+    double* dw = g.data() + spec.weight_offset(l);
+    double* db = g.data() + spec.bias_offset(l);
+    std::vector<double> dinput(record.input.size(), 0.0);
+    for (int n = 0; n < n_images; ++n) {
+      for (int co = 0; co < out_c; ++co) {
+        for (int y = 0; y < size; ++y) {
+          for (int x = 0; x < size; ++x) db[co] += dpre[nchw(n, out_c, co, size, y, x)];
+        }
+        for (int ci = 0; ci < in_c; ++ci) {
+          for (int ky = 0; ky < kKernel; ++ky) {
+            for (int kx = 0; kx < kKernel; ++kx) {
+              const std::size_t wi =
+                  ((static_cast<std::size_t>(co) * in_c + ci) * kKernel + ky) * kKernel + kx;
+              double sum = 0;
+              for (int y = 0; y < size; ++y) {
+                const int iy = y + ky - kPad;
+                if (iy < 0 || iy >= size) continue;
+                for (int x = 0; x < size; ++x) {
+                  const int ix = x + kx - kPad;
+                  if (ix < 0 || ix >= size) continue;
+                  const double d = dpre[nchw(n, out_c, co, size, y, x)];
+                  sum += d * record.input[nchw(n, in_c, ci, size, iy, ix)];
+                  if (l > 0) dinput[nchw(n, in_c, ci, size, iy, ix)] += d * w[wi];
+                }
+              }
+              dw[wi] += sum;
+            }
+          }
+        }
+      }
+    }
+    dpooled = std::move(dinput);
+  }
+  return result;
+}
+
+// The first of `tries` seeds from `first_seed` whose batch has every pool margin above
+// kPoolMarginFraction (see there), so the gradient comparison is not at the mercy of rounding.
+Batch batch_with_clear_pooling(const CnnSpec& spec, int size, const std::vector<float>& parameters,
+                               std::uint64_t first_seed) {
+  constexpr int kTries = 200;
+  for (int attempt = 0; attempt < kTries; ++attempt) {
+    Batch batch = random_batch(size, first_seed + static_cast<std::uint64_t>(attempt));
+    if (reference_step(spec, batch, parameters, false).pool_margin > kPoolMarginFraction) {
+      return batch;
+    }
+  }
+  ADD_FAILURE() << "no batch of " << size << " images with clear max-pool decisions in " << kTries
+                << " seeds: is the reference's margin computed right?";
+  return random_batch(size, first_seed);
+}
+
+const char* layer_name(int layer) {
+  static const std::array<const char*, kLayers> names = {"conv1", "conv2", "conv3", "fc1", "fc2"};
+  return names[static_cast<std::size_t>(layer)];
+}
+
+// Per tensor: max |gpu - reference| <= kGradientTolerance x max |reference|.
+void expect_gradient_matches(const CnnSpec& spec, const std::vector<float>& gpu,
+                             const std::vector<double>& reference, const std::string& what) {
+  ASSERT_EQ(gpu.size(), reference.size()) << what;
+  for (int layer = 0; layer < kLayers; ++layer) {
+    const std::size_t bounds[3] = {spec.weight_offset(layer), spec.bias_offset(layer),
+                                   spec.weight_offset(layer + 1)};
+    for (int part = 0; part < 2; ++part) {
+      double largest = 0;
+      double worst = 0;
+      std::size_t worst_index = bounds[part];
+      for (std::size_t i = bounds[part]; i < bounds[part + 1]; ++i) {
+        largest = std::max(largest, std::fabs(reference[i]));
+        const double error = std::fabs(static_cast<double>(gpu[i]) - reference[i]);
+        if (error > worst) {
+          worst = error;
+          worst_index = i;
+        }
+      }
+      EXPECT_GT(largest, 0.0) << what << ": " << layer_name(layer) << " has no gradient at all";
+      EXPECT_LE(worst, kGradientTolerance * largest)
+          << what << ": " << layer_name(layer) << (part == 0 ? " weight" : " bias")
+          << " gradient, element " << worst_index - bounds[part] << ": gpu " << gpu[worst_index]
+          << ", reference " << reference[worst_index] << ", largest |reference| " << largest;
+    }
+  }
+}
+
+// One eager step from the initial weights: its loss and gradient against the reference, and the
+// update parameters -= lr * gradient.
+void check_first_step(const CnnSpec& spec, int images, std::uint64_t seed) {
+  const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
+  const Batch batch = batch_with_clear_pooling(spec, images, initial, seed);
+  const Reference reference = reference_step(spec, batch, initial, true);
+  const std::string what = "batch " + std::to_string(images) + (spec.relu ? " relu" : "");
+
+  CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
+  // The constructor's warm-up step left the initial loss and gradient, and the initial weights.
+  const float warm_up_loss = trainer.last_loss();
+  const std::vector<float> warm_up_gradient = trainer.last_gradient();
+  EXPECT_EQ(trainer.parameters(), initial) << what;
+  const float loss = trainer.step_and_read_loss();
+  EXPECT_NEAR(loss, reference.loss, kLossTolerance * reference.loss) << what;
+  const std::vector<float> gradient = trainer.last_gradient();
+  expect_gradient_matches(spec, gradient, reference.gradient, what);
+  EXPECT_EQ(loss, warm_up_loss) << what << ": the same step twice differs";
+  EXPECT_EQ(gradient, warm_up_gradient) << what << ": the same step twice differs";
+
+  // One SGD step: after = initial - lr * gradient, up to one rounding of each product and
+  // difference (the GPU may fuse them into one FMA).
+  const std::vector<float> after = trainer.parameters();
+  ASSERT_EQ(after.size(), initial.size());
+  const double lr = spec.learning_rate;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    const double step = lr * gradient[i];
+    const double expected = static_cast<double>(initial[i]) - step;
+    const double slack = 2.4e-7 * (std::fabs(initial[i]) + std::fabs(step)) + 1e-30;
+    if (std::fabs(after[i] - expected) > slack && wrong++ < 5) {
+      ADD_FAILURE() << what << ": parameter " << i << " is " << after[i] << " after the step, "
+                    << expected << " expected";
+    }
+  }
+  EXPECT_EQ(wrong, 0U) << what;
+}
+
+TEST(CnnGpu, FirstStepLossAndGradientMatchTheDoubleReference) {
+  check_first_step(CnnSpec{}, 3, 100);
+}
+
+TEST(CnnGpu, FirstStepWithReluMatchesTheDoubleReference) {
+  CnnSpec spec;
+  spec.relu = true;
+  check_first_step(spec, 3, 300);
+}
+
+TEST(CnnGpu, BatchOfOneImageMatchesTheDoubleReference) { check_first_step(CnnSpec{}, 1, 500); }
+
+// Runs `steps` steps in `config` from the initial weights and returns every loss read back.
+std::vector<float> trajectory(CnnGpuTrainer& trainer, const CnnRunConfig& config, int steps) {
+  trainer.prepare(config, steps);
+  trainer.enqueue_reset();
+  std::vector<float> losses;
+  trainer.run(steps, &losses);
+  return losses;
+}
+
+CnnRunConfig make_config(CnnExecution execution, int readback_every, CnnInput input,
+                         int graph_steps = 1) {
+  CnnRunConfig config;
+  config.execution = execution;
+  config.readback_every = readback_every;
+  config.input = input;
+  config.graph_steps = graph_steps;
+  return config;
+}
+
+void expect_same_trajectory(const std::vector<float>& losses, const std::vector<float>& reference,
+                            const std::string& what) {
+  ASSERT_EQ(losses.size(), reference.size()) << what;
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    EXPECT_NEAR(losses[i], reference[i], kLossTolerance * std::fabs(reference[i]))
+        << what << " step " << i + 1;
+  }
+}
+
+TEST(CnnGpu, EagerAndGraphRunsFollowTheSameTrajectory) {
+  constexpr int kSteps = 20;
+  const CnnSpec spec;
+  const Batch batch = random_batch(8, 7);
+  const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
+  CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
+  EXPECT_EQ(trainer.launches_per_step(), 37);
+
+  const std::vector<float> eager =
+      trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+  ASSERT_EQ(eager.size(), static_cast<std::size_t>(kSteps));
+  for (float loss : eager) EXPECT_TRUE(std::isfinite(loss));
+  const Reference first = reference_step(spec, batch, initial, false);
+  EXPECT_NEAR(eager[0], first.loss, kLossTolerance * first.loss);
+  // The same batch every step at lr 0.01: the loss goes down.
+  EXPECT_LT(eager.back(), eager.front());
+  // A second eager run from the reset weights repeats the first bit for bit (fixed-order sums,
+  // one stream, cuBLAS with a fixed workspace).
+  EXPECT_EQ(trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), kSteps),
+            eager);
+
+  // A graph per step with its readback; the same kernels and products in the same order.
+  const std::vector<float> graph =
+      trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::resident), kSteps);
+  EXPECT_EQ(trainer.graph_steps(), 1);
+  expect_same_trajectory(graph, eager, "graph readback:1");
+  EXPECT_EQ(trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::resident), kSteps),
+            graph)
+      << "graph replays differ";
+  // Five steps per graph, a readback at the end of each.
+  const std::vector<float> every_fifth =
+      trajectory(trainer, make_config(CnnExecution::graph, 5, CnnInput::resident), kSteps);
+  EXPECT_EQ(trainer.graph_steps(), 5);
+  ASSERT_EQ(every_fifth.size(), 4U);
+  for (std::size_t i = 0; i < every_fifth.size(); ++i) {
+    EXPECT_NEAR(every_fifth[i], eager[5 * i + 4], kLossTolerance * eager[5 * i + 4]);
+  }
+  // No readbacks, 8 steps per graph: two graphs and a remainder of 4.
+  const std::vector<float> none =
+      trajectory(trainer, make_config(CnnExecution::graph, 0, CnnInput::resident, 8), kSteps);
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(trainer.graph_steps(), 8);
+  EXPECT_NEAR(trainer.last_loss(), eager.back(), kLossTolerance * eager.back());
+}
+
+TEST(CnnGpu, CopiedInputsGiveTheResidentLosses) {
+  constexpr int kSteps = 6;
+  const CnnSpec spec;
+  const Batch batch = random_batch(16, 11);
+  const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
+  CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
+  const std::size_t batch_bytes =
+      static_cast<std::size_t>(batch.size) * (kImageFloats * sizeof(float) + sizeof(int));
+  // The copies bring the same bytes the resident buffers hold, and the same kernels run on them:
+  // the losses are identical, bit for bit.
+  const std::vector<float> resident =
+      trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+  EXPECT_EQ(trainer.input_bytes_per_step(), 0U);
+  for (CnnInput input : {CnnInput::pageable, CnnInput::pinned}) {
+    EXPECT_EQ(trajectory(trainer, make_config(CnnExecution::eager, 1, input), kSteps), resident)
+        << "eager " << gpubench::cuda::cnn_input_name(input);
+    EXPECT_EQ(trainer.input_bytes_per_step(), batch_bytes);
+  }
+  const std::vector<float> graph_resident =
+      trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::resident), kSteps);
+  EXPECT_EQ(trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::pinned), kSteps),
+            graph_resident)
+      << "graph pinned";
+  expect_same_trajectory(graph_resident, resident, "graph resident");
+}
+
+// Device memory the trainer reports for the default network (the formula the trainer's buffers
+// follow; see CnnGpuTrainer's members): 32 MiB of cuBLAS workspace, three parameter-sized vectors
+// (parameters, initial, gradient), and per image: the image and label, the three im2col matrices,
+// the shared channel-major and NCHW convolution outputs, the pooled activations and their window
+// positions, the largest pooled gradient, fc1's output and its gradient, the logits; plus the loss
+// and the bias-gradient scratch.
+std::size_t expected_device_bytes(int batch) {
+  using Size = std::size_t;
+  const auto b = static_cast<Size>(batch);
+  constexpr Size kParameters = 145578;
+  constexpr Size kImage = Size{3} * 32 * 32;
+  constexpr Size kColumns = Size{75} * 1024 + Size{800} * 256 + Size{800} * 64;
+  constexpr Size kConvOutput = Size{32} * 32 * 32;  // conv1's, the largest
+  constexpr Size kPooled = Size{32} * 16 * 16 + Size{32} * 8 * 8 + Size{64} * 4 * 4;
+  constexpr Size kPooledGradient = Size{32} * 16 * 16;  // conv2's input, the largest
+  constexpr Size kLinear = 64 + 64 + 10;                // hidden, its gradient, logits
+  Size floats = 3 * kParameters;
+  floats += b * (kImage + kColumns + 2 * kConvOutput + kPooled + kPooledGradient + kLinear);
+  floats += 1 + (b + 255) / 256;  // loss, loss partials
+  const Size conv1_sum_blocks = (b * 1024 + 4095) / 4096;
+  floats += conv1_sum_blocks > 1 ? 32 * conv1_sum_blocks : 0;  // bias-gradient partials
+  Size bytes = floats * sizeof(float);
+  bytes += b * (sizeof(int) + kPooled);               // labels, window positions (1 byte each)
+  bytes += sizeof(unsigned) + 64 * sizeof(unsigned);  // loss and bias-sum counters
+  return bytes + (Size{32} << 20);
+}
+
+TEST(CnnGpu, BatchOneAndLargeBatchesRunAndStayFinite) {
+  const CnnSpec spec;
+  const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
+  for (int images : {1, 300, 1024}) {
+    const Batch batch = random_batch(images, 1000 + static_cast<std::uint64_t>(images));
+    CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(),
+                          initial.data());
+    EXPECT_EQ(trainer.device_bytes(), expected_device_bytes(images)) << "batch " << images;
+    const std::string what = "batch " + std::to_string(images);
+    const std::vector<float> eager =
+        trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), 3);
+    for (float loss : eager) EXPECT_TRUE(std::isfinite(loss)) << what;
+    const std::vector<float> graph =
+        trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::pinned), 3);
+    expect_same_trajectory(graph, eager, what + " graph");
+    for (float value : trainer.parameters()) {
+      if (!std::isfinite(value)) {
+        ADD_FAILURE() << what << ": a parameter is not finite";
+        break;
+      }
+    }
+    if (images <= 300) {  // more than 256 images: the loss is summed over several blocks
+      const Reference first = reference_step(spec, batch, initial, false);
+      EXPECT_NEAR(eager[0], first.loss, kLossTolerance * first.loss) << what;
+    }
+  }
+}
+
+// Records the operations an observer sees, checking that begin and end come in pairs.
+class RecordingObserver : public gpubench::StepObserver {
+ public:
+  void begin(const char* operation) override {
+    EXPECT_TRUE(open_.empty()) << operation << " begins inside " << open_;
+    open_ = operation;
+  }
+  void end(const char* operation) override {
+    EXPECT_EQ(open_, operation);
+    open_.clear();
+    operations.emplace_back(operation);
+  }
+  std::vector<std::string> operations;
+
+ private:
+  std::string open_;
+};
+
+TEST(CnnGpu, ObserverSeesTheCpuTrainersOperationNamesInEagerStepsOnly) {
+  const CnnSpec spec;
+  const Batch batch = random_batch(2, 3);
+  const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
+  CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
+  RecordingObserver observer;
+  trainer.set_observer(&observer);
+  const float observed = trainer.step_and_read_loss();
+  const std::vector<std::string> expected = {"conv1.im2col",
+                                             "conv1.gemm",
+                                             "conv1.bias",
+                                             "pool1.forward",
+                                             "conv2.im2col",
+                                             "conv2.gemm",
+                                             "conv2.bias",
+                                             "pool2.forward",
+                                             "conv3.im2col",
+                                             "conv3.gemm",
+                                             "conv3.bias",
+                                             "pool3.forward",
+                                             "fc1.forward",
+                                             "fc2.forward",
+                                             "loss",
+                                             "fc2.backward",
+                                             "fc1.backward",
+                                             "pool3.backward",
+                                             "conv3.weight_gradient",
+                                             "conv3.input_gradient",
+                                             "pool2.backward",
+                                             "conv2.weight_gradient",
+                                             "conv2.input_gradient",
+                                             "pool1.backward",
+                                             "conv1.weight_gradient",
+                                             "update"};
+  EXPECT_EQ(observer.operations, expected);
+
+  observer.operations.clear();
+  trainer.prepare(make_config(CnnExecution::eager, 0, CnnInput::resident), 2);
+  trainer.run(2, nullptr);
+  EXPECT_EQ(observer.operations.size(), 2 * expected.size());
+
+  observer.operations.clear();
+  trainer.prepare(make_config(CnnExecution::graph, 0, CnnInput::resident), 2);
+  trainer.run(2, nullptr);
+  trainer.measure_step_seconds(2, true);
+  EXPECT_TRUE(observer.operations.empty()) << "a captured step reported " << observer.operations[0];
+
+  // Observing changes nothing in the numbers.
+  trainer.set_observer(nullptr);
+  trainer.enqueue_reset();
+  EXPECT_EQ(trainer.step_and_read_loss(), observed);
+}
+
+// Every kernel and launch path, a few steps each on small batches: the case tools/gpu-check runs
+// under compute-sanitizer (memcheck, racecheck, synccheck, initcheck), where every access is a
+// checked event.
+TEST(CnnGpu, ShortRunsOfEveryKernelForTheSanitizers) {
+  CnnSpec spec;
+  const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
+  // Five images: conv1's bias sums span two blocks per channel (5 x 1024 > 4096 elements), so
+  // the partial sums and the last-block finish run too.
+  const Batch batch = random_batch(5, 21);
+  CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
+  const Reference first = reference_step(spec, batch, initial, false);
+  const std::vector<float> eager =
+      trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::pageable), 3);
+  ASSERT_EQ(eager.size(), 3U);
+  EXPECT_NEAR(eager[0], first.loss, kLossTolerance * first.loss);
+  expect_same_trajectory(
+      trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::pinned), 3), eager,
+      "graph pinned");
+  trajectory(trainer, make_config(CnnExecution::graph, 0, CnnInput::resident, 2), 3);
+  EXPECT_NEAR(trainer.last_loss(), eager.back(), kLossTolerance * eager.back());
+  const double eager_seconds = trainer.measure_step_seconds(2, false);
+  const double graph_seconds = trainer.measure_step_seconds(2, true);
+  EXPECT_GT(eager_seconds, 0.0);
+  EXPECT_GT(graph_seconds, 0.0);
+
+  // The ReLU paths of the bias kernel and the pool's backward.
+  spec.relu = true;
+  CnnGpuTrainer relu(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
+  const Reference relu_first = reference_step(spec, batch, initial, false);
+  EXPECT_NEAR(relu.step_and_read_loss(), relu_first.loss, kLossTolerance * relu_first.loss);
+  EXPECT_TRUE(std::isfinite(relu.step_and_read_loss()));
+
+  // More than 256 images: the loss's partial sums and last-block finish.
+  spec.relu = false;
+  const Batch tall = random_batch(257, 22);
+  CnnGpuTrainer tall_trainer(spec, tall.size, tall.images.data(), tall.labels.data(),
+                             initial.data());
+  for (float loss :
+       trajectory(tall_trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), 2)) {
+    EXPECT_TRUE(std::isfinite(loss));
+  }
+}
+
+template <typename Error, typename Body>
+std::string error_of(Body&& body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(CnnGpu, BadConfigurationsAreClearErrors) {
+  const CnnSpec spec;
+  const Batch batch = random_batch(4, 5);
+  const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
+  const auto construct = [&](const CnnSpec& s, int images, const int* labels) {
+    CnnGpuTrainer trainer(s, images, batch.images.data(), labels, initial.data());
+  };
+  const auto expect_message = [](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find(part), std::string::npos)
+        << "\"" << message << "\" lacks \"" << part << "\"";
+  };
+  expect_message(error_of<std::invalid_argument>([&] { construct(spec, 0, batch.labels.data()); }),
+                 "invalid CNN batch 0: must be >= 1");
+  expect_message(error_of<std::invalid_argument>([&] { construct(spec, -3, batch.labels.data()); }),
+                 "invalid CNN batch -3");
+  // Checked before anything is read or allocated, so the 4-image arrays are enough here.
+  expect_message(
+      error_of<std::invalid_argument>([&] { construct(spec, 20000, batch.labels.data()); }),
+      "CNN batch 20000 is too large for the GPU trainer");
+  CnnSpec broken = spec;
+  broken.conv[1].in_channels = 16;
+  expect_message(
+      error_of<std::invalid_argument>([&] { construct(broken, 4, batch.labels.data()); }),
+      "conv2 takes 16");
+  std::vector<int> bad_labels = batch.labels;
+  bad_labels[2] = 10;
+  expect_message(error_of<std::invalid_argument>([&] { construct(spec, 4, bad_labels.data()); }),
+                 "invalid CNN label 10 of image 2");
+  bad_labels[2] = -1;
+  expect_message(error_of<std::invalid_argument>([&] { construct(spec, 4, bad_labels.data()); }),
+                 "invalid CNN label -1 of image 2");
+
+  CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
+  // A graph cannot capture copies from pageable memory; the trainer says so and stays usable.
+  expect_message(error_of<std::invalid_argument>([&] {
+                   trainer.prepare(make_config(CnnExecution::graph, 0, CnnInput::pageable), 10);
+                 }),
+                 "cannot capture copies from pageable host memory");
+  EXPECT_TRUE(std::isfinite(trainer.step_and_read_loss()));
+  std::vector<float> losses;
+  trainer.run(2, &losses);  // still the eager default: the failed prepare changed nothing
+  expect_message(error_of<std::invalid_argument>([&] {
+                   trainer.prepare(make_config(CnnExecution::eager, 0, CnnInput::resident), 0);
+                 }),
+                 "at least one step");
+  expect_message(error_of<std::invalid_argument>([&] {
+                   trainer.prepare(make_config(CnnExecution::eager, -1, CnnInput::resident), 5);
+                 }),
+                 "readback interval must be >= 0");
+  trainer.prepare(make_config(CnnExecution::graph, 0, CnnInput::resident, 4), 8);
+  expect_message(error_of<std::logic_error>([&] { trainer.run(9, nullptr); }),
+                 "graphs were prepared for 8 steps, not 9");
+  expect_message(error_of<std::invalid_argument>([&] { trainer.measure_step_seconds(0, false); }),
+                 "at least one step");
+}
+
+}  // namespace
+
+GPUBENCH_GPU_TEST_MAIN()
