@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   const gpubench::Sweep sweep = gpubench::make_sweep(full);
   gpubench::register_matmul_cpu(sweep);
   gpubench::register_mlp_cpu(sweep);
+  gpubench::register_cnn_cpu(sweep);
   const bool has_gpu = gpubench::gpu_info().has_value();
 #if GPUBENCH_HAS_CUDA
   if (has_gpu || list_all) {
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
     gpubench::register_overhead_probes(sweep);
     gpubench::register_alloc_probes(sweep);
     gpubench::register_mlp_gpu(sweep);
+    gpubench::register_cnn_gpu(sweep);
   }
 #endif
   if (!has_gpu && !list_all) {

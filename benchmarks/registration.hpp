@@ -13,8 +13,10 @@ void register_overhead_probes(const Sweep& sweep);
 void register_alloc_probes(const Sweep& sweep);
 #endif
 void register_mlp_cpu(const Sweep& sweep);
+void register_cnn_cpu(const Sweep& sweep);
 #if GPUBENCH_HAS_CUDA
 void register_mlp_gpu(const Sweep& sweep);
+void register_cnn_gpu(const Sweep& sweep);
 #endif
 
 }  // namespace gpubench

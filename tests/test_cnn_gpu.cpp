@@ -609,7 +609,7 @@ TEST(CnnGpu, ObserverSeesTheCpuTrainersOperationNamesInEagerStepsOnly) {
   observer.operations.clear();
   trainer.prepare(make_config(CnnExecution::graph, 0, CnnInput::resident), 2);
   trainer.run(2, nullptr);
-  trainer.measure_step_seconds(2, true);
+  trainer.capture_compute_graph(2).launch(trainer.stream());
   EXPECT_TRUE(observer.operations.empty()) << "a captured step reported " << observer.operations[0];
 
   // Observing changes nothing in the numbers.
@@ -638,10 +638,13 @@ TEST(CnnGpu, ShortRunsOfEveryKernelForTheSanitizers) {
       "graph pinned");
   trajectory(trainer, make_config(CnnExecution::graph, 0, CnnInput::resident, 2), 3);
   EXPECT_NEAR(trainer.last_loss(), eager.back(), kLossTolerance * eager.back());
-  const double eager_seconds = trainer.measure_step_seconds(2, false);
-  const double graph_seconds = trainer.measure_step_seconds(2, true);
-  EXPECT_GT(eager_seconds, 0.0);
-  EXPECT_GT(graph_seconds, 0.0);
+  // The compute graph the benchmark times: two steps, the same losses as two eager steps.
+  trainer.enqueue_reset();
+  trainer.capture_compute_graph(2).launch(trainer.stream());
+  const float after_graph = trainer.last_loss();
+  trainer.enqueue_reset();
+  trainer.step_and_read_loss();
+  EXPECT_NEAR(after_graph, trainer.step_and_read_loss(), kLossTolerance * after_graph);
 
   // The ReLU paths of the bias kernel and the pool's backward.
   spec.relu = true;
@@ -723,7 +726,7 @@ TEST(CnnGpu, BadConfigurationsAreClearErrors) {
   trainer.prepare(make_config(CnnExecution::graph, 0, CnnInput::resident, 4), 8);
   expect_message(error_of<std::logic_error>([&] { trainer.run(9, nullptr); }),
                  "graphs were prepared for 8 steps, not 9");
-  expect_message(error_of<std::invalid_argument>([&] { trainer.measure_step_seconds(0, false); }),
+  expect_message(error_of<std::invalid_argument>([&] { trainer.capture_compute_graph(0); }),
                  "at least one step");
 }
 

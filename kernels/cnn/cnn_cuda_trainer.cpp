@@ -560,18 +560,9 @@ float CnnGpuTrainer::step_and_read_loss() {
   return *loss_host_.as<float>();
 }
 
-double CnnGpuTrainer::measure_step_seconds(int steps, bool as_graph) {
-  static_cast<void>(as_graph);  // one stream either way (see the header)
-  if (steps < 1) throw std::invalid_argument("measuring a CNN step needs at least one step");
-  const CudaGraph graph = capture(steps, CnnInput::resident, false);
-  const Event start;
-  const Event stop;
-  graph.launch(stream_.get());  // upload and warm up
-  start.record(stream_.get());
-  graph.launch(stream_.get());
-  stop.record(stream_.get());
-  stop.synchronize();
-  return Event::seconds_between(start, stop) / steps;
+CudaGraph CnnGpuTrainer::capture_compute_graph(int steps) {
+  if (steps < 1) throw std::invalid_argument("a CNN compute graph needs at least one step");
+  return capture(steps, CnnInput::resident, false);
 }
 
 float CnnGpuTrainer::last_loss() {

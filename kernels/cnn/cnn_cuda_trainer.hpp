@@ -92,11 +92,11 @@ class CnnGpuTrainer {
   // (validation and warm-up).
   float step_and_read_loss();
 
-  // GPU time of one step with nothing else in the way: `steps` steps captured in a graph and
-  // replayed, CUDA-event time / steps. `as_graph` is accepted for the MLP trainer's interface:
-  // this trainer runs every operation on one stream in both modes, so both orders are the same.
-  // Trains the parameters; reset afterwards.
-  double measure_step_seconds(int steps, bool as_graph);
+  // `steps` steps captured in a graph, for measuring the GPU time of a step with nothing else in
+  // the way (no launch gaps; the caller times a replay). Every operation runs on one stream in
+  // both modes, so eager and graph rows share this order. Each launch trains the parameters;
+  // reset afterwards.
+  CudaGraph capture_compute_graph(int steps);
 
   // Each operation of the following eager steps is reported to `observer` (nullptr: none), e.g.
   // to record CUDA events on stream() around it. Captured graphs never report (their operations

@@ -1,0 +1,242 @@
+// cnn/gpu/eager/data:D/batch:B/readback:R[/input:pageable|pinned]/manual_time
+//   the CIFAR-10 tutorial network trained on the GPU one launch per operation, like a framework's
+//   eager mode (kernels/cnn/cnn_cuda_trainer.hpp): im2col/col2im, cuBLAS products, bias, pool,
+//   loss and update kernels; kernels_per_step counts them.
+// cnn/gpu/graph/data:D/batch:B/readback:R[/input:pinned]/manual_time
+//   the same step captured once in a CUDA graph and replayed.
+//
+// readback:1 copies the loss to the host and waits for it after every step (like loss.item());
+// readback:0 never. input:pageable|pinned copies the batch from host memory before every step,
+// like a data loader; without it the batch is uploaded once.
+//
+// One timed iteration trains the case's steps from the initial weights, restored before the
+// iteration outside the clock; the iteration time is t_wall, the host clock around the
+// synchronised iteration (harness/host_clock_timer.hpp). Its parts, as for the MLP rows:
+// t_compute = steps x the event time of one step with nothing in the way; t_h2d = input copies x
+// the event time of one; t_d2h = readbacks x the event time of one 4-byte copy; t_overhead the
+// rest. Validation: the first step's loss equals the CPU's forward pass; where the CPU can afford
+// it, the first steps' losses match the CPU's. After timing, a profiling run records CUDA events
+// around every operation of a few eager steps (harness/event_operation_profiler.hpp).
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "benchmarks/cnn_workload.hpp"
+#include "benchmarks/gpu_support.hpp"
+#include "benchmarks/registration.hpp"
+#include "harness/event_operation_profiler.hpp"
+#include "harness/gpu_info.hpp"
+#include "harness/host_clock_timer.hpp"
+#include "harness/result_row.hpp"
+#include "harness/warm_device_timer.hpp"
+#include "kernels/cnn/cnn_cpu.hpp"
+#include "kernels/cnn/cnn_cuda_trainer.hpp"
+#include "kernels/common/cuda_check.hpp"
+#include "kernels/common/cuda_resources.hpp"
+#include "kernels/common/host_buffer.hpp"
+#include "kernels/common/openblas.hpp"
+
+namespace gpubench {
+
+namespace {
+
+using cuda::CnnExecution;
+using cuda::CnnInput;
+
+// Copies averaged for the event time of one input copy or one loss readback.
+constexpr int kCopyRepeats = 16;
+// Steps in the graph that measures t_compute.
+constexpr int kComputeProbeSteps = 20;
+// The CPU reference trajectory: at most this many steps, and only while it costs less than
+// kReferenceFlop (about a second of one core).
+constexpr int kReferenceSteps = 5;
+constexpr double kReferenceFlop = 1e11;
+// The first-step loss against the CPU forward pass (the same sums in another order), and the
+// trajectory (each step carries the previous steps' rounding).
+constexpr double kFirstLossTolerance = 1e-4;
+constexpr double kTrajectoryTolerance = 1e-3;
+// Operations a profiled eager step names at most (kernels/cnn/cnn_cpu.hpp lists 25).
+constexpr std::size_t kMaxOperationsPerStep = 64;
+
+bool close(double value, double reference, double relative) {
+  return std::fabs(value - reference) <= relative * std::fabs(reference) + 1e-6;
+}
+
+// SkipWithError and false unless the GPU's first losses match the CPU trainer's.
+bool check_against_cpu(benchmark::State& state, const CnnWorkload& workload,
+                       const std::vector<float>& gpu_losses) {
+  const ImageSet& train = workload.data.train;
+  cpu::set_blas_threads(cpu::blas_threads_for_all_cores());
+  cpu::CnnCpuTrainer reference(workload.spec, train.rows);
+  std::vector<float> parameters = workload.initial;
+  const double step_flop = cnn_step_flop(workload.spec, train.rows);
+  const int steps = std::min(static_cast<int>(gpu_losses.size()),
+                             std::max(1, static_cast<int>(kReferenceFlop / step_flop)));
+  for (int step = 0; step < std::min(steps, kReferenceSteps); ++step) {
+    const float expected =
+        reference.step(parameters.data(), train.pixels.data(), train.labels.data());
+    const double tolerance = step == 0 ? kFirstLossTolerance : kTrajectoryTolerance;
+    if (!close(gpu_losses[step], expected, tolerance)) {
+      const std::string message = "loss of step " + std::to_string(step + 1) + " is " +
+                                  std::to_string(gpu_losses[step]) + ", the CPU's " +
+                                  std::to_string(expected);
+      state.SkipWithError(message.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// Event time of one cudaMemcpyAsync of `bytes` (harness/warm_device_timer.hpp).
+double copy_seconds(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind kind,
+                    cudaStream_t stream) {
+  return warm_device_seconds(stream, kCopyRepeats, [&] {
+    GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, kind, stream));
+  });
+}
+
+void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
+             CnnExecution execution, int readback, CnnInput input) {
+  const GpuInfo& gpu = require_gpu();
+  const CnnWorkload workload = make_cnn_workload(cnn_case);
+  const ImageSet& train = workload.data.train;
+  const int batch = cnn_case.batch;
+  const int steps = cnn_case.steps;
+  cuda::CnnGpuTrainer trainer(workload.spec, batch, train.pixels.data(), train.labels.data(),
+                              workload.initial.data());
+  const cudaStream_t stream = trainer.stream();
+
+  // Validation of the first steps against the CPU, which also warms up cuBLAS and the kernels.
+  std::vector<float> first_losses;
+  for (int step = 0; step < kReferenceSteps; ++step) {
+    first_losses.push_back(trainer.step_and_read_loss());
+  }
+  if (!check_against_cpu(state, workload, first_losses)) return;
+  trainer.enqueue_reset();
+  const int probe_steps = std::min(steps, kComputeProbeSteps);
+  const CudaGraph compute_graph = trainer.capture_compute_graph(probe_steps);
+  // One replay, after an untimed one that uploads the graph and warms up.
+  const double step_s =
+      warm_device_seconds(stream, 1, [&] { compute_graph.launch(stream); }) / probe_steps;
+  trainer.enqueue_reset();
+
+  double h2d_per_step_s = 0;
+  if (input != CnnInput::resident) {
+    const HostMemory kind = input == CnnInput::pinned ? HostMemory::pinned : HostMemory::pageable;
+    const std::size_t image_bytes = train.pixels.size() * sizeof(float);
+    const std::size_t label_bytes = train.labels.size() * sizeof(int);
+    HostBuffer host(image_bytes, kind);
+    DeviceBuffer device(image_bytes);
+    h2d_per_step_s =
+        copy_seconds(device.data(), host.data(), image_bytes, cudaMemcpyHostToDevice, stream) +
+        copy_seconds(device.data(), host.data(), label_bytes, cudaMemcpyHostToDevice, stream);
+  }
+  double d2h_per_readback_s = 0;
+  if (readback > 0) {
+    PinnedHostBuffer host(sizeof(float));
+    DeviceBuffer device(sizeof(float));
+    d2h_per_readback_s =
+        copy_seconds(host.data(), device.data(), sizeof(float), cudaMemcpyDeviceToHost, stream);
+  }
+
+  cuda::CnnRunConfig config;
+  config.execution = execution;
+  config.readback_every = readback;
+  config.input = input;
+  trainer.prepare(config, steps);  // graphs are captured and uploaded here
+
+  std::vector<float> losses;
+  HostClockTimer timer(HostClockTimer::Report::manual);
+  const double wall_s = timer.run(
+      state,
+      [&] {
+        trainer.enqueue_reset();
+        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+        losses.clear();
+      },
+      [&] {
+        trainer.run(steps, &losses);
+        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+      });
+  const float final_loss = trainer.last_loss();
+  if (!std::isfinite(final_loss)) {
+    state.SkipWithError("training diverged: the final loss is not finite");
+    return;
+  }
+  const std::vector<float> parameters = trainer.parameters();
+
+  // The per-operation profile: a few eager steps with events around every operation.
+  trainer.enqueue_reset();
+  EventOperationProfiler profiler(stream, kCnnProfileSteps * kMaxOperationsPerStep);
+  trainer.set_observer(&profiler);
+  cuda::CnnRunConfig eager;
+  trainer.prepare(eager, kCnnProfileSteps);
+  trainer.run(kCnnProfileSteps, nullptr);
+  trainer.set_observer(nullptr);
+  GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  const ImageSet& test = workload.data.test;
+  const double readbacks = readback > 0 ? static_cast<double>(steps) / readback : 0;
+  TrainingResult result;
+  result.unit = TrainingResult::Unit::step;
+  result.steps = steps;
+  result.batch = batch;
+  result.seconds_per_iteration = wall_s;
+  result.kernels_per_step = trainer.launches_per_step();
+  result.readbacks = readbacks;
+  result.bytes_h2d = static_cast<double>(steps) * trainer.input_bytes_per_step();
+  result.final_loss = final_loss;
+  if (test.rows > 0) {
+    result.test_accuracy = cpu::cnn_accuracy(workload.spec, parameters.data(), test.pixels.data(),
+                                             test.labels.data(), test.rows);
+  }
+  PhaseTimes phases;
+  phases.h2d_s = steps * h2d_per_step_s;
+  phases.d2h_s = readbacks * d2h_per_readback_s;
+  phases.compute_s = steps * step_s;
+  phases.wall_s = wall_s;
+  ResultRow row(state, id);
+  row.phases(phases)
+      .set(Counter::device_bytes, static_cast<double>(trainer.device_bytes()))
+      .work(steps * cnn_step_flop(workload.spec, batch), wall_s, gpu_peak_flops(gpu, "fp32"))
+      .training(result)
+      .operation_times(profiler.per_step(kCnnProfileSteps));
+  if (execution == CnnExecution::graph) row.set(Counter::graph_steps, trainer.graph_steps());
+  if (input == CnnInput::resident) row.label(LabelKey::input, "resident");
+  row.publish();
+}
+
+}  // namespace
+
+void register_cnn_gpu(const Sweep& sweep) {
+  constexpr IterationTime kManual = IterationTime::manual;
+  for (const CnnCase& cnn_case : sweep.cnn_cases) {
+    if (cnn_case.steps < 1) continue;
+    for (int readback : cnn_case.gpu_readbacks) {
+      for (CnnExecution execution : {CnnExecution::eager, CnnExecution::graph}) {
+        const char* variant = execution == CnnExecution::eager ? "eager" : "graph";
+        register_row(cnn_row_id("gpu", variant, cnn_case, readback), kManual, cnn_gpu, cnn_case,
+                     execution, readback, CnnInput::resident);
+      }
+    }
+    if (!cnn_case.input_transfer) continue;
+    const auto input_id = [&](const char* variant, CnnInput input) {
+      return cnn_row_id("gpu", variant, cnn_case, 0)
+          .with(text_parameter("input", cuda::cnn_input_name(input), LabelKey::input));
+    };
+    for (CnnInput input : {CnnInput::pageable, CnnInput::pinned}) {
+      register_row(input_id("eager", input), kManual, cnn_gpu, cnn_case, CnnExecution::eager, 0,
+                   input);
+    }
+    // A graph cannot capture a copy from pageable memory: pinned only.
+    register_row(input_id("graph", CnnInput::pinned), kManual, cnn_gpu, cnn_case,
+                 CnnExecution::graph, 0, CnnInput::pinned);
+  }
+}
+
+}  // namespace gpubench
