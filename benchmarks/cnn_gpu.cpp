@@ -28,12 +28,12 @@
 
 #include "benchmarks/cnn_workload.hpp"
 #include "benchmarks/gpu_support.hpp"
+#include "benchmarks/gpu_training_phases.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/event_operation_profiler.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/host_clock_timer.hpp"
 #include "harness/result_row.hpp"
-#include "harness/warm_device_timer.hpp"
 #include "kernels/cnn/cnn_cpu.hpp"
 #include "kernels/cnn/cnn_cuda_trainer.hpp"
 #include "kernels/common/cuda_check.hpp"
@@ -48,8 +48,6 @@ namespace {
 using cuda::CnnExecution;
 using cuda::CnnInput;
 
-// Copies averaged for the event time of one input copy or one loss readback.
-constexpr int kCopyRepeats = 16;
 // Steps in the graph that measures t_compute.
 constexpr int kComputeProbeSteps = 20;
 // The CPU reference trajectory: at most this many steps, and only while it costs less than
@@ -92,14 +90,6 @@ bool check_against_cpu(benchmark::State& state, const CnnWorkload& workload,
   return true;
 }
 
-// Event time of one cudaMemcpyAsync of `bytes` (harness/warm_device_timer.hpp).
-double copy_seconds(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind kind,
-                    cudaStream_t stream) {
-  return warm_device_seconds(stream, kCopyRepeats, [&] {
-    GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, kind, stream));
-  });
-}
-
 void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
              CnnExecution execution, int readback, CnnInput input) {
   const GpuInfo& gpu = require_gpu();
@@ -118,31 +108,18 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   }
   if (!check_against_cpu(state, workload, first_losses)) return;
   trainer.enqueue_reset();
+  TrainingStepParts parts;
   const int probe_steps = std::min(steps, kComputeProbeSteps);
-  const CudaGraph compute_graph = trainer.capture_compute_graph(probe_steps);
-  // One replay, after an untimed one that uploads the graph and warms up.
-  const double step_s =
-      warm_device_seconds(stream, 1, [&] { compute_graph.launch(stream); }) / probe_steps;
+  parts.compute_per_step_s =
+      compute_seconds_per_step(trainer.capture_compute_graph(probe_steps), probe_steps, stream);
   trainer.enqueue_reset();
-
-  double h2d_per_step_s = 0;
+  // One copy of each kind the iteration makes, timed on its own.
   if (input != CnnInput::resident) {
-    const HostMemory kind = input == CnnInput::pinned ? HostMemory::pinned : HostMemory::pageable;
-    const std::size_t image_bytes = train.pixels.size() * sizeof(float);
-    const std::size_t label_bytes = train.labels.size() * sizeof(int);
-    HostBuffer host(image_bytes, kind);
-    DeviceBuffer device(image_bytes);
-    h2d_per_step_s =
-        copy_seconds(device.data(), host.data(), image_bytes, cudaMemcpyHostToDevice, stream) +
-        copy_seconds(device.data(), host.data(), label_bytes, cudaMemcpyHostToDevice, stream);
+    parts.h2d_per_step_s = input_copy_seconds(
+        input == CnnInput::pinned ? HostMemory::pinned : HostMemory::pageable,
+        train.pixels.size() * sizeof(float), train.labels.size() * sizeof(int), stream);
   }
-  double d2h_per_readback_s = 0;
-  if (readback > 0) {
-    PinnedHostBuffer host(sizeof(float));
-    DeviceBuffer device(sizeof(float));
-    d2h_per_readback_s =
-        copy_seconds(host.data(), device.data(), sizeof(float), cudaMemcpyDeviceToHost, stream);
-  }
+  if (readback > 0) parts.d2h_per_readback_s = loss_readback_seconds(stream);
 
   cuda::CnnRunConfig config;
   config.execution = execution;
@@ -195,11 +172,7 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
     result.test_accuracy = cpu::cnn_accuracy(workload.spec, parameters.data(), test.pixels.data(),
                                              test.labels.data(), test.rows);
   }
-  PhaseTimes phases;
-  phases.h2d_s = steps * h2d_per_step_s;
-  phases.d2h_s = readbacks * d2h_per_readback_s;
-  phases.compute_s = steps * step_s;
-  phases.wall_s = wall_s;
+  const PhaseTimes phases = parts.phases(steps, readbacks, wall_s);
   ResultRow row(state, id);
   row.phases(phases)
       .set(Counter::device_bytes, static_cast<double>(trainer.device_bytes()))

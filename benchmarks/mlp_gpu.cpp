@@ -35,13 +35,13 @@
 #include <vector>
 
 #include "benchmarks/gpu_support.hpp"
+#include "benchmarks/gpu_training_phases.hpp"
 #include "benchmarks/mlp_workload.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/host_clock_timer.hpp"
 #include "harness/phased_wall_timer.hpp"
 #include "harness/result_row.hpp"
-#include "harness/warm_device_timer.hpp"
 #include "kernels/common/cuda_check.hpp"
 #include "kernels/common/cuda_resources.hpp"
 #include "kernels/common/host_buffer.hpp"
@@ -62,8 +62,6 @@ using cuda::MlpInput;
 constexpr int kGraphSteps = 200;
 // Steps in the graph that measures t_compute.
 constexpr int kComputeProbeSteps = 100;
-// Copies averaged for the event time of one input copy or one loss readback.
-constexpr int kCopyRepeats = 16;
 // The CPU reference trajectory is computed only up to this many layer-product flop (about a
 // second of one core); beyond it only the first step is checked.
 constexpr double kReferenceFlop = 2e10;
@@ -141,14 +139,6 @@ std::size_t trainer_bytes(const MlpSpec& spec, int batch) {
   return floats * sizeof(float) + (std::size_t{64} << 20);   // + two cuBLAS workspaces
 }
 
-// Event time of one cudaMemcpyAsync of `bytes` (harness/warm_device_timer.hpp).
-double copy_seconds(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind kind,
-                    cudaStream_t stream) {
-  return warm_device_seconds(stream, kCopyRepeats, [&] {
-    GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, kind, stream));
-  });
-}
-
 TrainingResult training_result(const MlpWorkload& workload, double wall_s, double kernels_per_step,
                                double readbacks, double bytes_h2d, float final_loss,
                                const std::vector<float>& parameters) {
@@ -188,33 +178,19 @@ void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& m
   // Validation of one step, which also warms up cuBLAS and loads the kernels.
   if (!check_first_loss(state, workload, trainer.step_and_read_loss())) return;
   trainer.enqueue_reset();
+  TrainingStepParts parts;
   const int probe_steps = std::min(epochs, kComputeProbeSteps);
-  const CudaGraph compute_graph =
-      trainer.capture_compute_graph(probe_steps, execution == MlpExecution::graph);
-  // One replay, after an untimed one that uploads the graph and warms up.
-  const double step_s =
-      warm_device_seconds(stream, 1, [&] { compute_graph.launch(stream); }) / probe_steps;
+  parts.compute_per_step_s = compute_seconds_per_step(
+      trainer.capture_compute_graph(probe_steps, execution == MlpExecution::graph), probe_steps,
+      stream);
   trainer.enqueue_reset();
-
   // One copy of each kind the iteration makes, timed on its own.
-  double h2d_per_step_s = 0;
   if (input != MlpInput::resident) {
-    const HostMemory kind = input == MlpInput::pinned ? HostMemory::pinned : HostMemory::pageable;
-    const std::size_t input_bytes = train.inputs.size() * sizeof(float);
-    const std::size_t label_bytes = train.labels.size() * sizeof(int);
-    HostBuffer host(input_bytes, kind);
-    DeviceBuffer device(input_bytes);
-    h2d_per_step_s =
-        copy_seconds(device.data(), host.data(), input_bytes, cudaMemcpyHostToDevice, stream) +
-        copy_seconds(device.data(), host.data(), label_bytes, cudaMemcpyHostToDevice, stream);
+    parts.h2d_per_step_s = input_copy_seconds(
+        input == MlpInput::pinned ? HostMemory::pinned : HostMemory::pageable,
+        train.inputs.size() * sizeof(float), train.labels.size() * sizeof(int), stream);
   }
-  double d2h_per_readback_s = 0;
-  if (readback > 0) {
-    PinnedHostBuffer host(sizeof(float));
-    DeviceBuffer device(sizeof(float));
-    d2h_per_readback_s =
-        copy_seconds(host.data(), device.data(), sizeof(float), cudaMemcpyDeviceToHost, stream);
-  }
+  if (readback > 0) parts.d2h_per_readback_s = loss_readback_seconds(stream);
 
   cuda::MlpRunConfig config;
   config.execution = execution;
@@ -243,11 +219,7 @@ void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& m
   if (!check_trajectory(state, reference, {final_loss}, epochs)) return;
 
   const double readbacks = readback > 0 ? epochs / readback : 0;
-  PhaseTimes phases;
-  phases.h2d_s = epochs * h2d_per_step_s;
-  phases.d2h_s = readbacks * d2h_per_readback_s;
-  phases.compute_s = epochs * step_s;
-  phases.wall_s = wall_s;
+  const PhaseTimes phases = parts.phases(epochs, readbacks, wall_s);
   ResultRow row(state, id);
   row.phases(phases)
       .set(Counter::device_bytes, static_cast<double>(trainer.device_bytes()))

@@ -1,0 +1,41 @@
+#pragma once
+// The parts of a GPU training iteration that the MLP and CNN rows share (README, "The overhead
+// model"): t_compute = steps x the GPU time of one step with nothing in the way; t_h2d = input
+// copies x the event time of one; t_d2h = readbacks x the event time of one 4-byte loss copy.
+// Each piece is measured on its own, before the timed loop, with harness/warm_device_timer.hpp.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "harness/phase_times.hpp"
+#include "kernels/common/cuda_resources.hpp"
+#include "kernels/common/host_buffer.hpp"
+
+namespace gpubench {
+
+struct TrainingStepParts {
+  double compute_per_step_s = 0;
+  double h2d_per_step_s = 0;      // 0 when the batch stays on the device
+  double d2h_per_readback_s = 0;  // 0 without readbacks
+
+  // The phases of an iteration of `steps` steps with `readbacks` loss copies and wall time wall_s.
+  PhaseTimes phases(int steps, double readbacks, double wall_s) const {
+    return {steps * h2d_per_step_s, steps * compute_per_step_s, readbacks * d2h_per_readback_s,
+            wall_s};
+  }
+};
+
+// GPU time of one step: a graph of `steps` steps (the trainer's compute graph) replayed once,
+// after an untimed replay that uploads it and warms up.
+double compute_seconds_per_step(const CudaGraph& compute_graph, int steps, cudaStream_t stream);
+
+// Event time of copying one batch (`input_bytes` of inputs and `label_bytes` of labels) from host
+// memory of kind `host_memory` to the device.
+double input_copy_seconds(HostMemory host_memory, std::size_t input_bytes, std::size_t label_bytes,
+                          cudaStream_t stream);
+
+// Event time of copying the 4-byte loss to pinned host memory.
+double loss_readback_seconds(cudaStream_t stream);
+
+}  // namespace gpubench
