@@ -19,8 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cnn/cnn_cpu.hpp"
 #include "kernels/cnn/cnn_cuda_trainer.hpp"
 #include "kernels/cnn/cnn_spec.hpp"
+#include "kernels/common/openblas.hpp"
 #include "kernels/common/seeded_random.hpp"
 #include "kernels/common/step_observer.hpp"
 #include "tests/gpu_test_main.hpp"
@@ -464,6 +466,36 @@ TEST(CnnGpu, EagerAndGraphRunsFollowTheSameTrajectory) {
   EXPECT_TRUE(none.empty());
   EXPECT_EQ(trainer.graph_steps(), 8);
   EXPECT_NEAR(trainer.last_loss(), eager.back(), kLossTolerance * eager.back());
+}
+
+// The two trainers a user compares, operation by operation in the same network: the GPU's first
+// gradient against the CPU trainer's (same per-tensor tolerance as against the double reference),
+// and 20 steps of losses within 1e-3 relative (each step carries the previous steps' rounding, as
+// the benchmarks' trajectory check allows).
+TEST(CnnGpu, FollowsTheCpuTrainer) {
+  constexpr int kSteps = 20;
+  constexpr double kTrajectoryTolerance = 1e-3;
+  const CnnSpec spec;
+  const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
+  const Batch batch = batch_with_clear_pooling(spec, 16, initial, 4000);
+  gpubench::cpu::set_blas_threads(1);
+  gpubench::cpu::CnnCpuTrainer cpu(spec, batch.size);
+  std::vector<float> cpu_gradient(spec.parameter_count());
+  cpu.loss_and_gradient(initial.data(), batch.images.data(), batch.labels.data(),
+                        cpu_gradient.data());
+  CnnGpuTrainer gpu(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
+  // After construction the trainer holds the gradient at the initial parameters.
+  const std::vector<double> cpu_as_double(cpu_gradient.begin(), cpu_gradient.end());
+  expect_gradient_matches(spec, gpu.last_gradient(), cpu_as_double, "GPU vs CPU trainer");
+
+  std::vector<float> parameters = initial;
+  const std::vector<float> gpu_losses =
+      trajectory(gpu, make_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+  ASSERT_EQ(gpu_losses.size(), static_cast<std::size_t>(kSteps));
+  for (int step = 0; step < kSteps; ++step) {
+    const float cpu_loss = cpu.step(parameters.data(), batch.images.data(), batch.labels.data());
+    EXPECT_NEAR(gpu_losses[step], cpu_loss, kTrajectoryTolerance * cpu_loss) << "step " << step + 1;
+  }
 }
 
 TEST(CnnGpu, CopiedInputsGiveTheResidentLosses) {
