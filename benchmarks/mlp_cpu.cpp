@@ -53,11 +53,12 @@ float first_loss_tolerance(CpuPath path, float reference) {
 
 void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, CpuPath path,
              int threads) {
-  // A row this machine cannot run is skipped with the reason, and keeps its label so tools can
-  // still tell what it is.
+  // A row this machine cannot run is skipped with the reason, after the prefix the tools count as
+  // a skip rather than a failure (tools/gpubench_tools/benchjson.py, SKIP_PREFIXES), and keeps its
+  // label so tools can still tell what it is.
   const auto skip_unsupported = [&](const std::string& reason) {
     ResultRow(state, id).publish();
-    state.SkipWithError(reason.c_str());
+    state.SkipWithError(("not supported on this machine: " + reason).c_str());
   };
   if (path == CpuPath::small && !cpu::small_path_supported()) {
     skip_unsupported("the small-matrix path needs AVX2 and FMA, which this CPU lacks");

@@ -102,9 +102,15 @@ IN_MEMORY = "does not fit in device memory: needs 103079215104 bytes, 8 of 85045
 
 
 def test_rows_that_do_not_fit_are_skipped_not_failed(tmp_path: Path) -> None:
-    assert SKIP_PREFIXES == ("does not fit on chip", "does not fit in device memory")
+    assert SKIP_PREFIXES == (
+        "does not fit on chip",
+        "does not fit in device memory",
+        "not supported on this machine",
+    )
     assert skip_reason(ON_CHIP) == "does not fit on chip"
     assert skip_reason(IN_MEMORY) == "does not fit in device memory"
+    unsupported = "not supported on this machine: no native bf16 products: no cblas_sbgemm"
+    assert skip_reason(unsupported) == "not supported on this machine"
     # Only at the start: anything else is a failure, even when it mentions fitting.
     assert skip_reason("CUDA error: out of memory (does not fit in device memory)") is None
     assert skip_reason("result differs from the reference beyond tolerance") is None
