@@ -93,9 +93,10 @@ class CnnCpuTrainer {
   int batch_;
   StepObserver* observer_ = nullptr;
   int chunk_images_[CnnSpec::kConvLayers] = {};
-  // Activations of the batch, NHWC. conv_input_[l] is conv layer l's input with its zero border
-  // (the images for l = 0, pool l's output after bias and ReLU for l = 1, 2); pooled3_ is pool3's
-  // output, the input of fc1. Their gradients have the same layouts.
+  // Activations of the batch, NHWC. conv_input_[l] is the input of the convolution with index l
+  // (0..2), with its zero border: the images for l = 0, else the output of the pool before it
+  // (after bias and ReLU); pooled3_ is pool3's output, the input of fc1. Their gradients have
+  // the same layouts.
   std::vector<float> conv_input_[CnnSpec::kConvLayers];
   std::vector<float> conv_input_gradient_[CnnSpec::kConvLayers];  // [0] unused
   std::vector<float> pooled3_;
