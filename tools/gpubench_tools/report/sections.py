@@ -10,7 +10,7 @@ from . import charts_mlp as cmlp
 from . import charts_overhead as co
 from .charts_common import ChartFile
 from ..benchjson import SKIP_PREFIXES
-from ..dataset import Source
+from ..dataset import Source, short_cpu_name, short_gpu_name
 from .matmul_analysis import speedup_series
 from .mlp_analysis import mlp_points
 from ..overhead_model import OverheadModel, build_model
@@ -20,8 +20,10 @@ from .sentences import (
     crossover_clause,
     mlp_sentences,
     overhead_sentences,
+    reference_warning,
     speedup_sentences,
     utilisation_sentences,
+    whose_numbers_sentences,
 )
 from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate
 
@@ -102,22 +104,35 @@ _CONTEXT_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
 ]
 
 
+def _context_columns(sources: list[Source]) -> list[tuple[str, dict[str, Any]]]:
+    """(header, context) per column: one per machine, and for a run whose GPU rows come from a
+    reference run, this run's machine and the reference's side by side."""
+    columns = []
+    for s in sources:
+        ref = s.gpu_reference
+        if ref is None:
+            columns.append((f"{s.label} ({s.file_names})", s.report.context))
+        else:
+            cpu, gpu = short_cpu_name(s.cpu_name), short_gpu_name(s.gpu_name or "")
+            columns.append((f"this run: {cpu} ({s.file_names})", s.report.context))
+            columns.append((f"GPU reference run: {gpu} ({ref.file_names})", ref.context))
+    return columns
+
+
 def context_table(sources: list[Source]) -> Table:
     rows = []
+    columns = _context_columns(sources)
     known = {key for _, key, _ in _CONTEXT_ROWS}
     for title, key, fmt in _CONTEXT_ROWS:
-        if any(key in s.report.context for s in sources):
-            rows.append(
-                [title]
-                + [fmt(s.report.context[key]) if key in s.report.context else "" for s in sources]
-            )
+        if any(key in ctx for _, ctx in columns):
+            rows.append([title] + [fmt(ctx[key]) if key in ctx else "" for _, ctx in columns])
     # Keys added to the context later still show up, so a newer file is never silently trimmed.
-    extra = sorted({k for s in sources for k in s.report.context} - known)
+    extra = sorted({k for _, ctx in columns for k in ctx} - known)
     for key in extra:
-        vals = [s.report.context.get(key, "") for s in sources]
+        vals = [ctx.get(key, "") for _, ctx in columns]
         if all(isinstance(v, (str, int, float, bool)) for v in vals):
             rows.append([key] + [str(v) for v in vals])
-    return Table(headers=["", *[f"{s.label} ({s.file_names})" for s in sources]], rows=rows)
+    return Table(headers=["", *[header for header, _ in columns]], rows=rows)
 
 
 def _crossover_table(sources: list[Source]) -> Table | None:
@@ -127,7 +142,7 @@ def _crossover_table(sources: list[Source]) -> Table | None:
             c = s.crossover
             rows.append(
                 [
-                    src.label,
+                    f"{src.gpu_label} vs {src.cpu_label}" if src.mixes_machines else src.label,
                     s.variant,
                     s.dtype,
                     crossover_clause(c),
@@ -199,27 +214,48 @@ def _keep(*charts: ChartFile | None) -> list[ChartFile]:
     return [c for c in charts if c is not None]
 
 
-def _intro(sources: list[Source]) -> list[str]:
-    return [
-        "Inputs: "
-        + "; ".join(
+def _counted(n: int, skipped: int, failed: int) -> str:
+    return (
+        f"{n} benchmarks"
+        + (f", {skipped} skipped" if skipped else "")
+        + (f", {failed} failed" if failed else "")
+    )
+
+
+def _input_text(s: Source) -> str:
+    ref = s.gpu_reference
+    if ref is None:
+        return (
             f"{s.file_names} ({s.label}"
             + (f" with {s.cpu_label}" if s.gpu_name else ", CPU only")
-            + f", {len(s.points)} benchmarks"
-            + (f", {len(s.skipped)} skipped" if s.skipped else "")
-            + (f", {len(s.failed)} failed" if s.failed else "")
+            + f", {_counted(len(s.points), len(s.skipped), len(s.failed))}"
             + (f", {len(s.paths)} files from one machine, merged" if len(s.paths) > 1 else "")
             + ")"
-            for s in sources
         )
-        + "."
-    ]
+
+    # Rows, skipped and failed benchmarks counted on the side they belong to.
+    def mine(rows: list[tuple[str, Any]]) -> int:
+        return sum(1 for f, _ in rows if f in s.paths)
+
+    gpu = sum(1 for p in s.points if p.is_gpu)
+    return (
+        f"{s.file_names} ({s.cpu_label}, CPU only, "
+        f"{_counted(len(s.points) - gpu, mine(s.skipped), mine(s.failed))}), with the GPU rows "
+        f"of the reference run {ref.file_names} ({s.gpu_label}, "
+        f"{_counted(gpu, len(s.skipped) - mine(s.skipped), len(s.failed) - mine(s.failed))}, "
+        f"{ref.provenance()})"
+    )
+
+
+def _intro(sources: list[Source]) -> list[str]:
+    return ["Inputs: " + "; ".join(_input_text(s) for s in sources) + "."]
 
 
 def _summary_section(sources: list[Source], models: list[OverheadModel]) -> Section:
     """The first sentence of each topic, per machine."""
     summary: list[str] = []
     for src, model in zip(sources, models):
+        summary += whose_numbers_sentences(src)
         summary += speedup_sentences(src)[:1]
         if not src.has_gpu:
             summary += [t for t in utilisation_sentences(src)[:1] if t not in summary]
@@ -236,7 +272,21 @@ def _hardware_section(sources: list[Source]) -> Section:
                 f"{src.file_names} record the same hardware ({src.label}) and are reported as one "
                 f"machine; the context shown is that of {Path(src.paths[0]).name}."
             )
+        ref = src.gpu_reference
+        if ref is not None and len(ref.paths) > 1:
+            hardware.notes.append(
+                f"{ref.file_names} record the same hardware and are reported as one reference "
+                f"run; the context shown is that of {Path(ref.paths[0]).name}."
+            )
     return hardware
+
+
+def _mixed_note(sources: list[Source], what: str) -> list[str]:
+    """A note for a section whose numbers come from two machines (or only from the reference)."""
+    src = next((s for s in sources if s.mixes_machines), None)
+    if src is None:
+        return []
+    return [what.format(cpu=short_cpu_name(src.cpu_name), gpu=short_gpu_name(src.gpu_name or ""))]
 
 
 def _speedup_section(sources: list[Source], out: Path) -> Section:
@@ -248,6 +298,11 @@ def _speedup_section(sources: list[Source], out: Path) -> Section:
         "CUDA-event times of the GEMM with operands on the device; end-to-end times are host wall "
         "clock around copies in, GEMM, copy out and synchronisation. Crossovers are interpolated "
         "between measured sizes, linearly in log(size) and log(speedup)."
+    )
+    sec.notes += _mixed_note(
+        sources,
+        "CPU times are this run's ({cpu}); GPU times are the reference run's ({gpu}), measured "
+        "on another machine. Each speedup divides one machine's time by the other's.",
     )
     for src in sources:
         sec.paragraphs += speedup_sentences(src)
@@ -273,6 +328,9 @@ def _breakdown_section(sources: list[Source], models: list[OverheadModel], out: 
         "(t_h2d + t_compute + t_d2h) is launch, API and synchronisation cost. The dashed line "
         "is the overhead model of section 4."
     )
+    sec.notes += _mixed_note(
+        sources, "Every number in this section is the reference run's ({gpu})."
+    )
     return sec
 
 
@@ -285,6 +343,10 @@ def _utilisation_section(sources: list[Source], out: Path) -> Section:
     sec.charts = _keep(cm.chart_utilisation(sources, out))
     sec.notes.append(
         "pct_peak: achieved FLOP/s as a percentage of the theoretical peak for that precision (CPU: of the cores the run used; GPU: table by compute capability, see the context)."
+    )
+    sec.notes += _mixed_note(
+        sources,
+        "The CPU panel is this run's ({cpu}); the GPU panel is the reference run's ({gpu}).",
     )
     return sec
 
@@ -301,6 +363,9 @@ def _overhead_section(sources: list[Source], models: list[OverheadModel], out: P
         "bytes_d2h / beta, where the end-to-end GEMM makes 2 host-to-device copies (A and B) and "
         "1 device-to-host copy (C); files without the copies_h2d / copies_d2h counters count one "
         "copy per direction."
+    )
+    sec.notes += _mixed_note(
+        sources, "The probes and the model are the reference run's ({gpu}), not this machine's."
     )
     for src, model in zip(sources, models):
         sec.paragraphs += overhead_sentences(src, model)
@@ -335,6 +400,11 @@ def _mlp_section(sources: list[Source], models: list[OverheadModel], out: Path) 
         "heatmap compares each GPU path with the fastest CPU run of the same batch and width "
         "('-': no run of that GPU path, or no CPU run, for that cell)."
     )
+    sec.notes += _mixed_note(
+        sources,
+        "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured on "
+        "another machine, and the launch share uses the reference's launch probes.",
+    )
     return sec
 
 
@@ -359,7 +429,14 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
     if failed is not None:
         sections.append(failed)
     if not any(s.has_gpu for s in sources):
-        warnings = warnings + ["no GPU data in any input: GPU charts are omitted"]
+        warnings = warnings + [
+            "no GPU data in any input: GPU charts are omitted (--gpu-reference FILE... adds the "
+            "GPU rows of a reference run from another machine)"
+        ]
+    for src in sources:
+        note = reference_warning(src)
+        if note is not None:
+            warnings = [note] + warnings
     return Document(
         title="gpubench report", intro=_intro(sources), warnings=warnings, sections=sections
     )

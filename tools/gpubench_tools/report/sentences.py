@@ -7,7 +7,7 @@ import statistics
 from typing import Sequence
 
 from ..crossover import Crossover, find_crossover
-from ..dataset import Source
+from ..dataset import Source, short_gpu_name
 from .matmul_analysis import (
     PHASES,
     Breakdown,
@@ -30,6 +30,8 @@ __all__ = [
     "mlp_sentences",
     "no_gpu_sentence",
     "faster_or_slower",
+    "whose_numbers_sentences",
+    "reference_warning",
 ]
 
 PHASE_WORDS = {
@@ -71,6 +73,36 @@ def crossover_clause(c: Crossover, var: str = "n") -> str:
 
 def no_gpu_sentence(src: Source) -> str:
     return f"No GPU data in {src.path} (recorded on {src.cpu_label} without a usable GPU)."
+
+
+def whose_numbers_sentences(src: Source) -> list[str]:
+    """For a report whose GPU rows come from a reference run: which numbers are this run's and
+    which the reference's, and what a ratio between them means. Empty for a single machine."""
+    ref = src.gpu_reference
+    if ref is None:
+        return []
+    gpu = src.gpu_name or "the reference GPU"
+    return [
+        f"This run has no GPU rows, so the GPU side of this report comes from a reference run. "
+        f"CPU numbers are this run's: {src.cpu_name} ({src.file_names}). GPU numbers are not "
+        f"from this machine: they are the {gpu} of a reference run {ref.provenance()} "
+        f"({ref.file_names}).",
+        f"Speedups, crossovers and GPU/CPU ratios below pair this machine's CPU with that GPU: "
+        f"they estimate what the {short_gpu_name(gpu)} would gain over this CPU, not a "
+        f"measurement of one machine. The end-to-end breakdown, the GPU utilisation and the "
+        f"overhead model are the reference run's alone.",
+    ]
+
+
+def reference_warning(src: Source) -> str | None:
+    """The one-line warning at the top of a report that mixes two machines."""
+    ref = src.gpu_reference
+    if ref is None:
+        return None
+    return (
+        f"GPU numbers come from the reference run {ref.file_names} ({src.gpu_name}, "
+        f"{ref.provenance()}), not from this machine; CPU numbers are this run's ({src.cpu_name})"
+    )
 
 
 def _find(series: list[SpeedupSeries], variant: str, dtype: str) -> SpeedupSeries | None:
@@ -145,7 +177,12 @@ def speedup_sentences(src: Source) -> list[str]:
         out.append(text)
         # One more sentence for the largest size and for pageable memory, main precision only.
         if dtype == "fp32" and e2e is not None:
-            extra = f"At n={fmt_size(e2e.xs[-1])} the end-to-end GPU run is {faster_or_slower(e2e.speedup[-1])}"
+            # A reference GPU's ratio is against this run's CPU, named, not "the CPU".
+            than = src.cpu_label if src.mixes_machines else "the CPU"
+            extra = (
+                f"At n={fmt_size(e2e.xs[-1])} the end-to-end GPU run is "
+                f"{faster_or_slower(e2e.speedup[-1], than)}"
+            )
             if kernel is not None and e2e.xs[-1] in kernel.xs:
                 extra += f" (kernel only: {fmt_ratio(kernel.speedup[kernel.xs.index(e2e.xs[-1])])})"
             pageable = _find(series, "e2e pageable", dtype)
@@ -230,7 +267,7 @@ def utilisation_sentences(src: Source) -> list[str]:
     if gpu is not None:
         dtype = gpu.name.split()[-1]
         i = gpu.pct.index(max(gpu.pct))
-        sms = src.report.context.get("gpu_sm_count")
+        sms = src.gpu_context.get("gpu_sm_count")
         fill = (
             f", too little work to fill {sms} SMs" if sms else ", too little work to fill the GPU"
         )
@@ -346,6 +383,8 @@ def mlp_sentences(src: Source, model: OverheadModel | None) -> list[str]:
             text = f"On Iris the fastest CPU path is {cpu.name}: {fmt_time(cpu.t_epoch)} per epoch"
         if text:
             who = src.label if (eager or best_gpu) else src.cpu_label
+            if src.mixes_machines and (eager or best_gpu) and cpu is not None:
+                who = f"{src.gpu_label} against {src.cpu_label}"
             out.append(f"{who}: {text[0].lower()}{text[1:]}.")
     # Where the GPU starts to win on the synthetic sweep.
     for variant in ("eager", "graph", "fused"):
@@ -365,7 +404,13 @@ def mlp_sentences(src: Source, model: OverheadModel | None) -> list[str]:
                 ahead.append(str(h))
             elif c.kind == "slower_at_largest":
                 behind.append(str(h))
-        text = f"Synthetic sweep, GPU {variant} against the best CPU run: faster in {wins} of {total} batch x hidden cells"
+        gpu_side, cpu_side = (
+            (f" ({src.gpu_label})", f" ({src.cpu_label})") if src.mixes_machines else ("", "")
+        )
+        text = (
+            f"Synthetic sweep, GPU {variant}{gpu_side} against the best CPU run{cpu_side}: "
+            f"faster in {wins} of {total} batch x hidden cells"
+        )
         if cross:
             text += "; the crossover batch size is " + ", ".join(cross)
         if ahead:
@@ -403,6 +448,8 @@ def mlp_sentences(src: Source, model: OverheadModel | None) -> list[str]:
                 if text
                 else f"Reading the loss back every step ({data}): {cpu_text}"
             )
+        if src.mixes_machines:
+            text = f"{src.gpu_label} and {src.cpu_label}: {text[0].lower()}{text[1:]}"
         out.append(text + ".")
     return out
 
