@@ -102,7 +102,9 @@ def test_every_chart_and_sentence_that_mixes_machines_says_so(
     assert len(captions) == len(list(mixed_report["out"].glob("*.png")))
     for caption in captions:
         assert "H100 80GB HBM3 (reference run)" in caption, caption
-        if not caption.startswith(("Where the end-to-end", "Host <-> device", "Fixed costs", "Over")):
+        if not caption.startswith(
+            ("Where the end-to-end", "Host <-> device", "Fixed costs", "Over")
+        ):
             assert "AMD EPYC (this run)" in caption, caption
     # Outside the hardware table, the GPU is never named without saying it is the reference's.
     text = md.split("## Hardware and software")[0] + md.split("## 1. Speedup")[1]
@@ -190,7 +192,9 @@ def test_reference_from_two_gpu_machines_is_rejected(tmp_path: Path) -> None:
     a100, h100 = str(FIXTURES / "a100_pcie.json"), str(FIXTURES / "h100.json")
     code, _, err = _report([CPU_RUN, "--gpu-reference", h100, a100, "--out", str(tmp_path)])
     assert code == 2
-    assert "--gpu-reference files come from 2 GPU machines" in err and "give the files of one" in err
+    assert (
+        "--gpu-reference files come from 2 GPU machines" in err and "give the files of one" in err
+    )
 
 
 def test_reference_with_two_cpu_machines_is_rejected(tmp_path: Path) -> None:
