@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from . import charts_cnn as ccnn
 from . import charts_matmul as cm
 from . import charts_mlp as cmlp
 from . import charts_overhead as co
@@ -12,11 +13,22 @@ from .charts_common import ChartFile
 from ..benchjson import SKIP_PREFIXES
 from ..dataset import Source, short_cpu_name, short_gpu_name
 from .matmul_analysis import speedup_series
+from .cnn_analysis import (
+    OP_KINDS,
+    cnn_crossovers,
+    cnn_data_set,
+    cnn_lines,
+    cnn_points,
+    kind_shares,
+    profile_batch,
+    profiles_at,
+)
 from .mlp_analysis import mlp_points
 from ..overhead_model import OverheadModel, build_model
 from .writer import Document, Section, Table
 from .sentences import (
     breakdown_sentences,
+    cnn_sentences,
     crossover_clause,
     mlp_sentences,
     overhead_sentences,
@@ -25,7 +37,7 @@ from .sentences import (
     utilisation_sentences,
     whose_numbers_sentences,
 )
-from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate
+from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 
 __all__ = ["build_document", "context_table"]
 
@@ -261,6 +273,8 @@ def _summary_section(sources: list[Source], models: list[OverheadModel]) -> Sect
             summary += [t for t in utilisation_sentences(src)[:1] if t not in summary]
         if mlp_points(src):
             summary += mlp_sentences(src, model)[:1]
+        if cnn_points(src):
+            summary += cnn_sentences(src)[:2]
     return Section("Summary", paragraphs=summary)
 
 
@@ -408,13 +422,102 @@ def _mlp_section(sources: list[Source], models: list[OverheadModel], out: Path) 
     return sec
 
 
+def _cnn_crossover_table(sources: list[Source]) -> Table | None:
+    rows = []
+    for src in sources:
+        pts = cnn_points(src)
+        for c in cnn_crossovers(cnn_lines(pts, cnn_data_set(pts))):
+            x = c.crossover
+            if x.kind == "cross" and x.x is not None:
+                verdict = f"batch ~{fmt_size(round(x.x))} (between {x.x_lo:.0f} and {x.x_hi:.0f})"
+            elif x.kind == "always_faster":
+                verdict = "GPU faster at every batch measured"
+            else:
+                verdict = "never (CPU faster at every batch measured)"
+            label = f"{src.gpu_label} vs {src.cpu_label}" if src.mixes_machines else src.label
+            rows.append(
+                [
+                    label,
+                    c.name,
+                    verdict,
+                    f"{fmt_ratio(c.speedup[0])} at batch {c.batches[0]}",
+                    f"{fmt_ratio(c.speedup[-1])} at batch {c.batches[-1]}",
+                ]
+            )
+    if not rows:
+        return None
+    return Table(
+        headers=["machine", "GPU path", "GPU step faster from", "smallest batch", "largest batch"],
+        rows=rows,
+        caption=(
+            "CNN crossover: best CPU step / GPU step per batch (above 1x the GPU is faster), "
+            "interpolated in log-log space"
+        ),
+    )
+
+
+def _cnn_profile_table(sources: list[Source]) -> Table | None:
+    rows = []
+    for src in sources:
+        pts = cnn_points(src)
+        data = cnn_data_set(pts)
+        batch = profile_batch(pts, data)
+        if batch is None:
+            continue
+        for m in profiles_at(pts, data, batch):
+            shares = kind_shares(m)
+            side = src.gpu_label if m.backend == "gpu" else src.cpu_label
+            rows.append(
+                [side, m.name, str(batch), fmt_time(m.profiled_step), fmt_time(m.t_step)]
+                + [fmt_pct(shares[k]) if shares[k] > 0 else "" for k in OP_KINDS]
+            )
+    if not rows:
+        return None
+    return Table(
+        headers=["machine", "path", "batch", "profiled step", "t_step", *OP_KINDS],
+        rows=rows,
+        caption="Share of one profiled CNN training step by kind of operation",
+    )
+
+
+def _cnn_section(sources: list[Source], out: Path) -> Section:
+    sec = Section("6. CNN training (CIFAR-10 tutorial network)")
+    has_cnn = [s for s in sources if cnn_points(s)]
+    if not has_cnn:
+        sec.paragraphs.append("No CNN data in the input files (run the cnn/ benchmarks to add it).")
+        return sec
+    for src in has_cnn:
+        sec.paragraphs += cnn_sentences(src)
+    sec.charts = _keep(ccnn.chart_cnn_steps(has_cnn, out), ccnn.chart_cnn_breakdown(has_cnn, out))
+    sec.tables += [t for t in (_cnn_crossover_table(has_cnn), _cnn_profile_table(has_cnn)) if t]
+    sec.notes.append(
+        "t_step is the time of one SGD step in the timed loop (the GPU paths never read the loss "
+        "back where such runs exist; PyTorch, tools/reference/torch_cnn.py, reads it every step "
+        "and is drawn for comparison only). The crossover compares each GPU path with the best "
+        "of the suite's CPU runs (OpenBLAS, over the thread counts) at each batch and is "
+        "interpolated in log(batch) and log(ratio) at the last upward crossing, like the GEMM "
+        "crossovers. Per-operation times come from a separate profiled run of the same step "
+        "(t_op:<operation> counters: the host clock around each operation on the CPU, CUDA "
+        "events on the GPU; launch gaps are the time the GPU waits between the eager path's "
+        "operations); shares are of the profiled step, the sum of its operations, which can "
+        "differ from t_step. GEMM includes the convolutions' products (with col2im in the input "
+        "gradient) and the linear layers (with their bias)."
+    )
+    sec.notes += _mixed_note(
+        sources,
+        "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured on "
+        "another machine.",
+    )
+    return sec
+
+
 def _failed_section(sources: list[Source]) -> Section | None:
     failed = _failed_table(sources)
     return Section("Failed or skipped benchmarks", tables=[failed]) if failed else None
 
 
 def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Document:
-    """The whole report: summary, hardware, the five topics, then what did not run."""
+    """The whole report: summary, hardware, the six topics, then what did not run."""
     models = [build_model(s) for s in sources]
     sections = [
         _summary_section(sources, models),
@@ -424,6 +527,7 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
         _utilisation_section(sources, out),
         _overhead_section(sources, models, out),
         _mlp_section(sources, models, out),
+        _cnn_section(sources, out),
     ]
     failed = _failed_section(sources)
     if failed is not None:
