@@ -301,3 +301,30 @@ def test_real_cpu_run_with_the_reference(tmp_path: Path) -> None:
     assert "(reference run) against " in summary and "on Iris the eager GPU path" in summary
     assert (out / "speedup_square.png").stat().st_size > 10_000
     assert (out / "mlp_iris.png").stat().st_size > 10_000
+
+
+def test_a_reference_from_this_host_is_called_a_separate_run(tmp_path: Path) -> None:
+    """A CPU-only run on the reference's own host (its CPU, CPU count and host name): the GPU
+    numbers are another run's, not another machine's, and the wording says so."""
+    from gpubench_tools.report.charts_common import machines_note
+    from gpubench_tools.report.sentences import whose_numbers_sentences
+
+    ref_context = json.loads(Path(REFERENCE[0]).read_text())["context"]
+    doc = json.loads(Path(CPU_RUN).read_text())
+    doc["context"].update(
+        {k: ref_context[k] for k in ("cpu_model", "cpu_logical_cpus", "host_name")}
+    )
+    path = tmp_path / "here.json"
+    path.write_text(json.dumps(doc))
+    (src,), _ = load_sources([str(path)], REFERENCE)
+    assert src.gpu_reference is not None and src.gpu_reference.same_host
+    first = whose_numbers_sentences(src)[0]
+    assert (
+        "GPU numbers are not from this run: they are the NVIDIA H100 80GB HBM3 of a reference "
+        in first
+    )
+    assert "recorded on a host with this run's CPU and host name (Intel Xeon Processor" in first
+    assert machines_note([src]).endswith("measured in a separate run on this host")
+    (other,), _ = load_sources([CPU_RUN], REFERENCE)
+    assert machines_note([other]).endswith("measured on another machine")
+    assert "GPU numbers are not from this machine" in whose_numbers_sentences(other)[0]

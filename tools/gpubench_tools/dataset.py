@@ -175,6 +175,11 @@ class GpuReference:
         return " + ".join(Path(p).name for p in self.paths)
 
     @property
+    def elsewhere(self) -> str:
+        """Where the GPU numbers were measured, as a reader of this run's report sees it."""
+        return "in a separate run on this host" if self.same_host else "on another machine"
+
+    @property
     def date(self) -> str | None:
         """The day the reference was recorded (the context's ISO date without the time)."""
         text = _ctx_str(self.context, "date")

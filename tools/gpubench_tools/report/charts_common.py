@@ -126,9 +126,10 @@ def machines_note(sources: Sequence[Source], gpu_only: bool = False) -> str:
     mixed = next((s for s in sources if s.mixes_machines), None)
     if mixed is None:
         return ""
+    where = f"measured {mixed.gpu_reference.elsewhere}" if mixed.gpu_reference else ""
     if gpu_only:
-        return f" - {mixed.gpu_label}, another machine's measurement"
-    return f" - CPU: {mixed.cpu_label}; GPU: {mixed.gpu_label}, another machine's measurement"
+        return f" - {mixed.gpu_label}, {where}"
+    return f" - CPU: {mixed.cpu_label}; GPU: {mixed.gpu_label}, {where}"
 
 
 def source_style(index: int) -> dict[str, object]:

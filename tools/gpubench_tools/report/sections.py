@@ -300,7 +300,13 @@ def _mixed_note(sources: list[Source], what: str) -> list[str]:
     src = next((s for s in sources if s.mixes_machines), None)
     if src is None:
         return []
-    return [what.format(cpu=short_cpu_name(src.cpu_name), gpu=short_gpu_name(src.gpu_name or ""))]
+    return [
+        what.format(
+            cpu=short_cpu_name(src.cpu_name),
+            gpu=short_gpu_name(src.gpu_name or ""),
+            elsewhere=src.gpu_reference.elsewhere if src.gpu_reference else "",
+        )
+    ]
 
 
 def _speedup_section(sources: list[Source], out: Path) -> Section:
@@ -316,7 +322,7 @@ def _speedup_section(sources: list[Source], out: Path) -> Section:
     sec.notes += _mixed_note(
         sources,
         "CPU times are this run's ({cpu}); GPU times are the reference run's ({gpu}), measured "
-        "on another machine. Each speedup divides one machine's time by the other's.",
+        "{elsewhere}. Each speedup divides one run's time by the other's.",
     )
     for src in sources:
         sec.paragraphs += speedup_sentences(src)
@@ -416,8 +422,8 @@ def _mlp_section(sources: list[Source], models: list[OverheadModel], out: Path) 
     )
     sec.notes += _mixed_note(
         sources,
-        "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured on "
-        "another machine, and the launch share uses the reference's launch probes.",
+        "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured "
+        "{elsewhere}, and the launch share uses the reference's launch probes.",
     )
     return sec
 
@@ -505,8 +511,8 @@ def _cnn_section(sources: list[Source], out: Path) -> Section:
     )
     sec.notes += _mixed_note(
         sources,
-        "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured on "
-        "another machine.",
+        "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured "
+        "{elsewhere}.",
     )
     return sec
 

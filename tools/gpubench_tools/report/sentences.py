@@ -96,14 +96,15 @@ def whose_numbers_sentences(src: Source) -> list[str]:
     if ref is None:
         return []
     gpu = src.gpu_name or "the reference GPU"
+    this = "this run" if ref.same_host else "this machine"
     return [
         f"This run has no GPU rows, so the GPU side of this report comes from a reference run. "
         f"CPU numbers are this run's: {src.cpu_name} ({src.file_names}). GPU numbers are not "
-        f"from this machine: they are the {gpu} of a reference run {ref.provenance()} "
+        f"from {this}: they are the {gpu} of a reference run {ref.provenance()} "
         f"({ref.file_names}).",
-        f"Speedups, crossovers and GPU/CPU ratios below pair this machine's CPU with that GPU: "
+        f"Speedups, crossovers and GPU/CPU ratios below pair this run's CPU with that GPU: "
         f"they estimate what the {short_gpu_name(gpu)} would gain over this CPU, not a "
-        f"measurement of one machine. The end-to-end breakdown, the GPU utilisation and the "
+        f"measurement of one run. The end-to-end breakdown, the GPU utilisation and the "
         f"overhead model are the reference run's alone.",
     ]
 
@@ -115,7 +116,8 @@ def reference_warning(src: Source) -> str | None:
         return None
     return (
         f"GPU numbers come from the reference run {ref.file_names} ({src.gpu_name}, "
-        f"{ref.provenance()}), not from this machine; CPU numbers are this run's ({src.cpu_name})"
+        f"{ref.provenance()}), not from {'this run' if ref.same_host else 'this machine'}; CPU "
+        f"numbers are this run's ({src.cpu_name})"
     )
 
 
