@@ -386,3 +386,115 @@ def test_reference_without_cnn_rows_leaves_the_gpu_side_missing(tmp_path: Path) 
         "step at batch 64 takes "
     )
     assert text[1].startswith("Test CPU (this run): at batch 64, GEMMs take ")
+
+
+# --- the CPU rows of the real bench (tests/tools/fixtures/cnn_cpu.json) ----------------------
+
+CPU_FIXTURE = FIXTURES / "cnn_cpu.json"
+
+
+def _fixture_rows(path: Path) -> list[dict[str, Any]]:
+    return [r for r in json.loads(path.read_text())["benchmarks"] if r["run_type"] == "iteration"]
+
+
+def _best_cpu_at(batch: int) -> dict[str, Any]:
+    rows = [r for r in _fixture_rows(CPU_FIXTURE) if r["batch"] == batch]
+    assert len(rows) == 2  # 1 thread and all cores
+    return min(rows, key=lambda r: r["t_step"])
+
+
+def test_bench_cpu_rows_with_the_synthetic_gpu_reference(tmp_path: Path) -> None:
+    from gpubench_tools.units import fmt_pct, fmt_ratio, fmt_time
+
+    out = tmp_path / "r"
+    code, _, err = _report(
+        [str(CPU_FIXTURE), "--gpu-reference", str(GPU_FIXTURE), "--out", str(out)]
+    )
+    assert code == 0, err
+    md = (out / "report.md").read_text()
+    cnn = _section(md, "6. CNN training (CIFAR-10 tutorial network)")
+    cpu = _best_cpu_at(64)
+    graph = next(
+        r
+        for r in _gpu_rows()
+        if r["name"] == "cnn/gpu/graph/data:synthetic/batch:64/readback:0/manual_time"
+    )
+    threads = int(cpu["blas_threads"])
+    both = "H100 80GB HBM3 (reference run) against AMD EPYC (this run)"
+    assert (
+        f"{both}: at batch 64 the GPU graph step is "
+        f"{fmt_ratio(cpu['t_step'] / graph['t_step'])} faster than the CPU's best "
+        f"({fmt_time(graph['t_step'])} against {fmt_time(cpu['t_step'])}, CPU openblas, "
+        f"{threads} thread{'s' if threads > 1 else ''})." in cnn
+    )
+    ops = {k: v for k, v in cpu.items() if k.startswith("t_op:")}
+    gemm = sum(v for k, v in ops.items() if op_kind(k.removeprefix("t_op:")) == "GEMM")
+    assert f"at batch 64, GEMMs take {fmt_pct(gemm / sum(ops.values()))} of the CPU step" in cnn
+    assert {"cnn_step_time", "cnn_breakdown"} <= {p.stem for p in out.glob("*.png")}
+    assert "| AMD EPYC (this run) | CPU openblas, 1 thread | 64 |" in cnn
+    assert "| H100 80GB HBM3 (reference run) | GPU eager | 64 |" in cnn
+
+
+def test_bench_cpu_rows_alone_say_the_gpu_side_is_missing() -> None:
+    from gpubench_tools.units import fmt_time
+
+    (src,), _ = load_sources([str(CPU_FIXTURE)])
+    rows = sorted(
+        (r for r in _fixture_rows(CPU_FIXTURE) if r["batch"] == 64), key=lambda r: r["blas_threads"]
+    )
+    steps = f"{fmt_time(rows[0]['t_step'])} (1 thread), {fmt_time(rows[1]['t_step'])} (2 threads)"
+    assert cnn_sentences(src)[0] == (
+        f"AMD EPYC: no GPU CNN rows in {CPU_FIXTURE}, so the GPU side of the CNN story is missing "
+        f"(a run on a GPU, or --gpu-reference with one that has cnn/ rows, adds it); one CPU "
+        f"training step at batch 64 takes {steps}."
+    )
+    # Every operation bench profiles has a kind: nothing falls into "other".
+    m = next(m for m in cnn_points(src) if m.batch == 64)
+    assert len(m.ops) == 29 and kind_shares(m)["other"] == 0
+
+
+def test_real_bench_cnn_rows_make_a_cnn_section(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO, bench_binary
+
+    bench = bench_binary()
+    if not (bench.is_file() and os.access(bench, os.X_OK)):
+        pytest.skip(f"bench binary not found at {bench} (build it, or set GPUBENCH_BENCH)")
+    names = subprocess.run(
+        [str(bench), "--benchmark_list_tests", "--benchmark_filter=cnn/cpu"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if names.returncode != 0 or "cnn/cpu/" not in names.stdout:
+        pytest.skip(f"{bench} has no cnn/cpu rows (built before the CNN workload)")
+    run = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [
+            str(bench),
+            "--benchmark_filter=cnn/cpu/openblas/data:synthetic/batch:(1|16)/",
+            "--benchmark_min_time=0.01",
+            f"--benchmark_out={run}",
+            "--benchmark_out_format=json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = tmp_path / "r"
+    report = subprocess.run(
+        [sys.executable, "-m", "gpubench_tools.report", str(run), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "tools")),
+        timeout=300,
+    )
+    assert report.returncode == 0, report.stderr
+    cnn = _section((out / "report.md").read_text(), "6. CNN training (CIFAR-10 tutorial network)")
+    assert "no GPU CNN rows in" in cnn and "one CPU training step at batch 16 takes " in cnn
+    assert "At batch 16, GEMMs take " in cnn
+    assert (out / "cnn_breakdown.png").stat().st_size > 10_000
