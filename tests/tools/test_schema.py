@@ -63,7 +63,8 @@ def _row_keys(path: Path) -> tuple[set[str], set[str]]:
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_counter_of_the_committed_files_is_in_the_schema(path: Path) -> None:
     keys, labels = _row_keys(path)
-    unknown = sorted(keys - GBENCH_KEYS - set(schema.COUNTERS))
+    # A member of a declared family (t_op:<operation>) is declared through its prefix.
+    unknown = sorted(k for k in keys - GBENCH_KEYS if schema.counter(k) is None)
     assert not unknown, f"{path.name}: counters the schema does not declare: {unknown}"
     unknown_labels = sorted(labels - set(schema.LABEL_KEYS))
     assert (

@@ -4,6 +4,12 @@ Rows are classified by their label: `workload` (matmul, mlp, ...) and `backend` 
 where the label carries them, as every row of current bench does. Files written before the label
 had those keys are classified by the first two parts of the name (`<workload>/<backend>/...`, with
 every `overhead/` probe on the GPU). Which counters a row happens to have never decides what it is.
+
+A run without GPU rows can borrow its GPU side from another machine's run (`load_sources(...,
+gpu_reference=[...])`): the Source then holds this run's CPU rows and the reference's GPU rows, and
+keeps the reference's context apart (`Source.gpu_reference`) so every label can say whose each
+number is. `python -m gpubench_tools.dataset --gpu-rows FILE...` counts the GPU benchmarks of a
+run, which is how scripts decide whether to add a reference.
 """
 
 from __future__ import annotations
@@ -14,15 +20,24 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from .benchjson import BenchReport, BenchRow, iteration_rows, load_report, skip_reason
+from .benchjson import (
+    BenchJsonError,
+    BenchReport,
+    BenchRow,
+    iteration_rows,
+    load_report,
+    skip_reason,
+)
 
 __all__ = [
     "BACKENDS",
     "GPU_MLP_VARIANTS",
+    "GpuReference",
     "Point",
     "Source",
+    "gpu_benchmark_count",
     "load_sources",
     "name_backend",
     "name_workload",
@@ -146,6 +161,58 @@ def short_cpu_name(name: str) -> str:
 
 
 @dataclass
+class GpuReference:
+    """Where the GPU rows of a Source come from when they are not its own run's: the files of a
+    reference run recorded on another machine, and that run's context (GPU, host, date, commit).
+    """
+
+    paths: list[str]
+    context: dict[str, Any]
+    same_host: bool = False  # the reference records this run's CPU model, CPU count and host name
+
+    @property
+    def file_names(self) -> str:
+        return " + ".join(Path(p).name for p in self.paths)
+
+    @property
+    def elsewhere(self) -> str:
+        """Where the GPU numbers were measured, as a reader of this run's report sees it."""
+        return "in a separate run on this host" if self.same_host else "on another machine"
+
+    @property
+    def date(self) -> str | None:
+        """The day the reference was recorded (the context's ISO date without the time)."""
+        text = _ctx_str(self.context, "date")
+        return text.split("T", 1)[0] if text else None
+
+    @property
+    def commit(self) -> str | None:
+        commit = _ctx_str(self.context, "gpubench_git_commit")
+        return None if commit in (None, "unknown") else commit
+
+    def provenance(self) -> str:
+        """'recorded on another host (Intel Xeon Processor, 16 logical CPUs, host vm) on
+        2026-11-23 at suite commit c24b26935322': where, when and from which code."""
+        cpu = _ctx_str(self.context, "cpu_model")
+        parts = [short_cpu_name(cpu)] if cpu else []
+        cpus = _ctx_str(self.context, "cpu_logical_cpus")
+        if cpus:
+            parts.append(f"{cpus} logical CPUs")
+        host = _ctx_str(self.context, "host_name")
+        if host:
+            parts.append(f"host {host}")
+        where = (
+            "on a host with this run's CPU and host name" if self.same_host else "on another host"
+        )
+        text = f"recorded {where}" + (f" ({', '.join(parts)})" if parts else "")
+        if self.date:
+            text += f" on {self.date}"
+        if self.commit:
+            text += f" at suite commit {self.commit}"
+        return text
+
+
+@dataclass
 class Source:
     """One machine: the context, the points and the names used to label it in charts.
 
@@ -163,6 +230,9 @@ class Source:
     # wrong, `skipped` did not fit on the machine (benchjson.SKIP_PREFIXES).
     failed: list[tuple[str, BenchRow]] = field(default_factory=list)
     skipped: list[tuple[str, BenchRow]] = field(default_factory=list)
+    # Set when the GPU points are another machine's (a reference run) and the CPU points this
+    # run's: `report` is then this run's and the GPU's context lives here.
+    gpu_reference: GpuReference | None = None
 
     @property
     def path(self) -> str:
@@ -179,13 +249,28 @@ class Source:
         return self.gpu_name is not None and any(p.is_gpu for p in self.points)
 
     @property
+    def mixes_machines(self) -> bool:
+        """True when the CPU points are this run's and the GPU points a reference run's."""
+        return self.gpu_reference is not None
+
+    @property
+    def gpu_context(self) -> dict[str, Any]:
+        """The context that describes the GPU: the reference run's when the GPU rows are its."""
+        return self.gpu_reference.context if self.gpu_reference else self.report.context
+
+    @property
     def gpu_label(self) -> str:
         base = short_gpu_name(self.gpu_name) if self.gpu_name else "no GPU"
+        if self.gpu_reference is not None:
+            # Every chart legend and sentence that names the GPU then says it is not this run's.
+            base += " (reference run)"
         return f"{base} ({self.tag})" if self.tag else base
 
     @property
     def cpu_label(self) -> str:
         base = short_cpu_name(self.cpu_name)
+        if self.gpu_reference is not None:
+            base += " (this run)"
         return f"{base} ({self.tag})" if self.tag else base
 
     @property
@@ -193,15 +278,17 @@ class Source:
         """The device name a reader knows this machine by: the GPU, else the CPU."""
         return self.gpu_label if self.gpu_name else self.cpu_label
 
-    def ctx_float(self, key: str) -> float | None:
+    def ctx_float(self, key: str, context: dict[str, Any] | None = None) -> float | None:
+        """A positive number from the context (this run's unless `context` is given)."""
+        ctx = self.report.context if context is None else context
         try:
-            value = float(self.report.context.get(key, ""))
+            value = float(ctx.get(key, ""))
         except (TypeError, ValueError):
             return None
         return value if math.isfinite(value) and value > 0 else None
 
     def gpu_peak(self, dtype: str) -> float | None:
-        return self.ctx_float(f"gpu_peak_{dtype}_flops")
+        return self.ctx_float(f"gpu_peak_{dtype}_flops", self.gpu_context)
 
     # --- selections --------------------------------------------------------------------------
 
@@ -350,13 +437,8 @@ def _merge(reports: list[BenchReport]) -> tuple[BenchReport, list[str]]:
     return merged, warnings
 
 
-def load_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
-    """Load every file (BenchJsonError propagates), merge the files of one machine and name
-    each machine by its hardware.
-
-    Files whose contexts describe the same hardware (see `same_machine`) become one Source;
-    only genuinely different machines stay separate, to be overlaid in the charts.
-    """
+def _machine_groups(paths: Sequence[str]) -> list[list[BenchReport]]:
+    """Load every file (BenchJsonError propagates) and group the files of one machine."""
     reports = [load_report(path) for path in paths]
     groups: list[list[BenchReport]] = []
     for report in reports:
@@ -365,35 +447,129 @@ def load_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
             groups.append([report])
         else:
             home.append(report)
+    return groups
 
+
+def _row_is_gpu(row: BenchRow) -> bool:
+    """The same rule as Point.backend, for a row that reported an error (and so is no Point)."""
+    backend = row.labels["backend"] if "backend" in row.labels else name_backend(row.run_name)
+    return backend == "gpu"
+
+
+def _source_of(group: list[BenchReport]) -> tuple[Source, list[str]]:
+    """One machine's Source from its files, with the warnings of reading and merging them."""
+    report, merge_warnings = _merge(group)
+    warnings = list(report.warnings)
+    failed: list[tuple[str, BenchRow]] = []
+    skipped: list[tuple[str, BenchRow]] = []
+    for part in group:
+        rows = _error_rows(part)
+        part_failed = [r for r in rows if not r.skipped]
+        part_skipped = [r for r in rows if r.skipped]
+        warnings += _error_warnings(part.path, part_failed, part_skipped)
+        failed += [(part.path, r) for r in part_failed]
+        skipped += [(part.path, r) for r in part_skipped]
+    warnings += merge_warnings
+    ctx = report.context
+    gpu = str(ctx.get("gpu", "none"))
+    source = Source(
+        paths=[part.path for part in group],
+        report=report,
+        points=points_of(report),
+        gpu_name=None if gpu.lower() in ("", "none") else gpu,
+        cpu_name=str(ctx.get("cpu_model", "unknown CPU")),
+        failed=failed,
+        skipped=skipped,
+    )
+    return source, warnings
+
+
+def _same_host(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    keys = ("cpu_model", "cpu_logical_cpus", "host_name")
+    return all(_ctx_str(a, k) is not None and _ctx_str(a, k) == _ctx_str(b, k) for k in keys)
+
+
+def _with_gpu_reference(
+    sources: list[Source], reference_paths: Sequence[str]
+) -> tuple[list[Source], list[str]]:
+    """This run's CPU rows with the GPU rows of a reference run from another machine.
+
+    The reference is used only when the run has no GPU rows of its own: a run with them is
+    reported as it is, with a warning that the reference was not used. GPU rows are taken only
+    from the reference files and CPU rows only from the run, so no number is ever silently
+    attributed to the wrong machine.
+    """
+    ref_groups = _machine_groups(reference_paths)
+    ref_sources = [_source_of(g)[0] for g in ref_groups]
+    gpu_refs = [s for s in ref_sources if any(p.is_gpu for p in s.points)]
+    if not gpu_refs:
+        raise BenchJsonError(
+            ", ".join(reference_paths),
+            "--gpu-reference needs a run with GPU rows; this one has none",
+        )
+    if len(gpu_refs) > 1:
+        raise BenchJsonError(
+            ", ".join(reference_paths),
+            f"--gpu-reference files come from {len(gpu_refs)} GPU machines "
+            f"({', '.join(s.gpu_label for s in gpu_refs)}); give the files of one",
+        )
+    own = [s for s in sources if any(p.is_gpu for p in s.points)]
+    if own:
+        return sources, [
+            f"--gpu-reference {', '.join(Path(p).name for p in reference_paths)} not used: "
+            f"{', '.join(s.file_names for s in own)} has GPU rows of its own"
+        ]
+    if len(sources) > 1:
+        raise BenchJsonError(
+            ", ".join(p for s in sources for p in s.paths),
+            f"--gpu-reference pairs the reference GPU with one machine's CPU; these files come "
+            f"from {len(sources)} machines",
+        )
+    (run,), ref = sources, gpu_refs[0]
+    failed = [(f, r) for f, r in ref.failed if _row_is_gpu(r)]
+    skipped = [(f, r) for f, r in ref.skipped if _row_is_gpu(r)]
+    warnings = list(ref.report.warnings)  # a reference recovered from truncation says so
+    for path in ref.paths:
+        warnings += _error_warnings(
+            path, [r for f, r in failed if f == path], [r for f, r in skipped if f == path]
+        )
+    mixed = Source(
+        paths=run.paths,
+        report=run.report,
+        points=[p for p in run.points if not p.is_gpu] + [p for p in ref.points if p.is_gpu],
+        gpu_name=ref.gpu_name,
+        cpu_name=run.cpu_name,
+        failed=run.failed + failed,
+        skipped=run.skipped + skipped,
+        gpu_reference=GpuReference(
+            paths=ref.paths,
+            context=ref.report.context,
+            same_host=_same_host(ref.report.context, run.report.context),
+        ),
+    )
+    return [mixed], warnings
+
+
+def load_sources(
+    paths: Sequence[str], gpu_reference: Sequence[str] = ()
+) -> tuple[list[Source], list[str]]:
+    """Load every file (BenchJsonError propagates), merge the files of one machine and name
+    each machine by its hardware.
+
+    Files whose contexts describe the same hardware (see `same_machine`) become one Source;
+    only genuinely different machines stay separate, to be overlaid in the charts.
+    `gpu_reference`: files of another machine's run whose GPU rows stand in for the GPU side of
+    a run that has none (see `_with_gpu_reference`).
+    """
     sources: list[Source] = []
     warnings: list[str] = []
-    for group in groups:
-        report, merge_warnings = _merge(group)
-        warnings += report.warnings
-        failed: list[tuple[str, BenchRow]] = []
-        skipped: list[tuple[str, BenchRow]] = []
-        for part in group:
-            rows = _error_rows(part)
-            part_failed = [r for r in rows if not r.skipped]
-            part_skipped = [r for r in rows if r.skipped]
-            warnings += _error_warnings(part.path, part_failed, part_skipped)
-            failed += [(part.path, r) for r in part_failed]
-            skipped += [(part.path, r) for r in part_skipped]
-        warnings += merge_warnings
-        ctx = report.context
-        gpu = str(ctx.get("gpu", "none"))
-        sources.append(
-            Source(
-                paths=[part.path for part in group],
-                report=report,
-                points=points_of(report),
-                gpu_name=None if gpu.lower() in ("", "none") else gpu,
-                cpu_name=str(ctx.get("cpu_model", "unknown CPU")),
-                failed=failed,
-                skipped=skipped,
-            )
-        )
+    for group in _machine_groups(paths):
+        source, group_warnings = _source_of(group)
+        sources.append(source)
+        warnings += group_warnings
+    if gpu_reference:
+        sources, reference_warnings = _with_gpu_reference(sources, gpu_reference)
+        warnings += reference_warnings
     # Two machines with the same device names would get the same legend entry: tell them
     # apart by host name where every such machine records a different one, else by file.
     names = Counter((s.gpu_name, s.cpu_name) for s in sources)
@@ -406,3 +582,34 @@ def load_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
         for s, host in zip(twins, hosts):
             s.tag = str(host) if by_host else Path(s.paths[0]).stem
     return sources, warnings
+
+
+def gpu_benchmark_count(paths: Sequence[str]) -> int:
+    """The number of GPU benchmarks (successful, by the rows' classification) in the files."""
+    return sum(
+        1 for group in _machine_groups(paths) for p in _source_of(group)[0].points if p.is_gpu
+    )
+
+
+def _main(argv: list[str] | None = None) -> int:
+    """`python -m gpubench_tools.dataset --gpu-rows FILE...`: the number of GPU benchmarks in the
+    files on stdout (exit 0), or the reason a file is unusable on stderr (exit 2)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m gpubench_tools.dataset",
+        description="Count the GPU benchmarks of bench JSON files (0: a CPU-only run).",
+    )
+    parser.add_argument("--gpu-rows", nargs="+", metavar="FILE", required=True)
+    args = parser.parse_args(argv)
+    try:
+        print(gpu_benchmark_count(args.gpu_rows))
+    except BenchJsonError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -7,7 +7,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import matplotlib
 
@@ -21,6 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 
+from ..dataset import Source  # noqa: E402
 from ..units import fmt_bytes, fmt_time  # noqa: E402
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "new_figure",
     "save",
     "slug",
+    "machines_note",
     "DTYPE_COLORS",
     "PHASE_COLORS",
     "source_style",
@@ -115,6 +117,19 @@ def save(fig: Figure, out_dir: Path, key: str, title: str) -> ChartFile:
     fig.savefig(svg, metadata={"Date": None, "Creator": None})
     plt.close(fig)
     return ChartFile(key=key, title=title, png=png, svg=svg)
+
+
+def machines_note(sources: Sequence[Source], gpu_only: bool = False) -> str:
+    """A title suffix for a chart that shows a reference run's GPU: both machines where the chart
+    puts this run's CPU beside the reference GPU, the reference alone where it shows only GPU
+    numbers. Empty when every number comes from the machine it is labelled with."""
+    mixed = next((s for s in sources if s.mixes_machines), None)
+    if mixed is None:
+        return ""
+    where = f"measured {mixed.gpu_reference.elsewhere}" if mixed.gpu_reference else ""
+    if gpu_only:
+        return f" - {mixed.gpu_label}, {where}"
+    return f" - CPU: {mixed.cpu_label}; GPU: {mixed.gpu_label}, {where}"
 
 
 def source_style(index: int) -> dict[str, object]:

@@ -16,6 +16,7 @@ from .charts_common import (
     Line2D,
     log2_size_axis,
     log_time_axis,
+    machines_note,
     new_figure,
     pct_axis,
     plt,
@@ -109,7 +110,12 @@ def chart_matmul_time(sources: list[Source], out: Path) -> ChartFile | None:
     ax.legend(
         handles=list(handles.values()) + _source_legend(fig, sources), loc="upper left", ncol=1
     )
-    return save(fig, out, "matmul_time", "Time per matrix multiplication (square, n x n x n)")
+    return save(
+        fig,
+        out,
+        "matmul_time",
+        "Time per matrix multiplication (square, n x n x n)" + machines_note(sources),
+    )
 
 
 def _draw_speedup_panel(
@@ -183,7 +189,8 @@ def chart_speedup_square(sources: list[Source], out: Path) -> ChartFile | None:
         fig,
         out,
         "speedup_square",
-        "GPU speedup over the fastest CPU run (square GEMM; above 1 the GPU wins; | = crossover)",
+        "GPU speedup over the fastest CPU run (square GEMM; above 1 the GPU wins; | = crossover)"
+        + machines_note(sources),
     )
 
 
@@ -285,7 +292,12 @@ def chart_speedup_shapes(sources: list[Source], out: Path) -> ChartFile | None:
     ]
     handles += _source_legend(fig, sources)
     _fig_legend(fig, handles, 6)
-    return save(fig, out, "speedup_shapes", "GPU speedup for MLP-layer and DeepBench GEMM shapes")
+    return save(
+        fig,
+        out,
+        "speedup_shapes",
+        "GPU speedup for MLP-layer and DeepBench GEMM shapes" + machines_note(sources),
+    )
 
 
 def chart_breakdown(src: Source, model: OverheadModel | None, out: Path) -> ChartFile | None:
@@ -389,4 +401,9 @@ def chart_utilisation(sources: list[Source], out: Path) -> ChartFile | None:
     for ax in axes[1:]:
         ax.set_ylabel("")
         ax.yaxis.set_tick_params(labelleft=True)
-    return save(fig, out, "utilisation", "Utilisation: achieved FLOP/s as % of peak (square GEMM)")
+    return save(
+        fig,
+        out,
+        "utilisation",
+        "Utilisation: achieved FLOP/s as % of peak (square GEMM)" + machines_note(sources),
+    )

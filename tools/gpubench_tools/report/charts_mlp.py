@@ -12,6 +12,7 @@ from .charts_common import (
     Line2D,
     log2_size_axis,
     log_time_axis,
+    machines_note,
     new_figure,
     plt,
     save,
@@ -103,7 +104,8 @@ def chart_epoch_time(sources: list[Source], out: Path) -> ChartFile | None:
         fig,
         out,
         "mlp_epoch_time",
-        f"MLP training: time per epoch against batch size (data={data}, GPU loss readback {readback_text(readback or 0)})",
+        f"MLP training: time per epoch against batch size (data={data}, GPU loss readback "
+        f"{readback_text(readback or 0)})" + machines_note(sources),
     )
 
 
@@ -159,7 +161,8 @@ def chart_heatmap(src: Source, out: Path) -> ChartFile | None:
         fig,
         out,
         f"mlp_heatmap_{slug(src.label)}",
-        f"MLP training speedup over batch x hidden (synthetic data) - {src.label}",
+        f"MLP training speedup over batch x hidden (synthetic data) - {src.label}"
+        + (f" against {src.cpu_label}" if src.mixes_machines else ""),
     )
 
 
@@ -205,7 +208,12 @@ def chart_iris(sources: list[Source], out: Path) -> ChartFile | None:
         ],
         loc="lower right",
     )
-    return save(fig, out, "mlp_iris", "Iris (4-10-3 MLP, full batch): time per epoch by path")
+    return save(
+        fig,
+        out,
+        "mlp_iris",
+        "Iris (4-10-3 MLP, full batch): time per epoch by path" + machines_note(sources),
+    )
 
 
 def chart_readback(sources: list[Source], out: Path) -> ChartFile | None:
@@ -253,5 +261,6 @@ def chart_readback(sources: list[Source], out: Path) -> ChartFile | None:
         fig,
         out,
         "mlp_readback",
-        "Cost of reading the loss back to the host (one sync per readback)",
+        "Cost of reading the loss back to the host (one sync per readback)"
+        + machines_note(sources),
     )

@@ -12,6 +12,7 @@ from .charts_common import (
     log2_size_axis,
     log_bytes_axis,
     log_time_axis,
+    machines_note,
     new_figure,
     plt,
     save,
@@ -76,7 +77,11 @@ def chart_copies(sources: list[Source], models: list[OverheadModel], out: Path) 
         frameon=False,
     )
     return save(
-        fig, out, "overhead_copies", "Host <-> device copies: fixed cost alpha and bandwidth beta"
+        fig,
+        out,
+        "overhead_copies",
+        "Host <-> device copies: fixed cost alpha and bandwidth beta"
+        + machines_note(sources, gpu_only=True),
     )
 
 
@@ -115,7 +120,11 @@ def chart_launch(sources: list[Source], models: list[OverheadModel], out: Path) 
     if len(per_source) > 1:
         ax.legend(loc="lower right")
     return save(
-        fig, out, "overhead_launch", "Fixed costs of launching and synchronising (launch probes)"
+        fig,
+        out,
+        "overhead_launch",
+        "Fixed costs of launching and synchronising (launch probes)"
+        + machines_note(sources, gpu_only=True),
     )
 
 
@@ -170,5 +179,6 @@ def chart_model(sources: list[Source], models: list[OverheadModel], out: Path) -
         fig,
         out,
         "overhead_model",
-        "Overhead model T = T_h2d + flop/(u peak) + T_d2h + kernels t_launch + t_sync vs measured",
+        "Overhead model T = T_h2d + flop/(u peak) + T_d2h + kernels t_launch + t_sync vs measured"
+        + machines_note(sources, gpu_only=True),
     )

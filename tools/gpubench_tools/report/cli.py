@@ -1,11 +1,15 @@
 """gpubench-report: turn bench JSON files into charts, report.html and report.md.
 
-    python -m gpubench_tools.report IN.json [IN2.json ...] --out DIR
+    python -m gpubench_tools.report IN.json [IN2.json ...] [--gpu-reference REF.json ...] --out DIR
 
 Files recorded on the same hardware (same GPU, CPU model and logical CPU count, and host name
 where both record one), such as one file per workload of one session, are merged and reported
 as one machine. Different machines are overlaid in the same charts and labelled with their
-device names. Exit status: 0 on success, 2 for unusable input.
+device names. `--gpu-reference` gives a run without GPU rows (a laptop, a CI runner) the GPU rows
+of a reference run from another machine: CPU rows come only from IN.json, GPU rows (and the
+overhead probes) only from the reference, and the report labels every number with the machine it
+was measured on. A run that has GPU rows of its own is reported as it is, with a warning that the
+reference was not used. Exit status: 0 on success, 2 for unusable input.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from ..benchjson import BenchJsonError
 from ..dataset import load_sources
@@ -23,12 +28,15 @@ __all__ = ["main", "build_report"]
 PROG = "gpubench-report"
 
 
-def build_report(inputs: list[str], out_dir: Path) -> tuple[Path, Path, list[str]]:
+def build_report(
+    inputs: list[str], out_dir: Path, gpu_reference: Sequence[str] = ()
+) -> tuple[Path, Path, list[str]]:
     """Write every chart plus report.html and report.md into out_dir.
 
+    `gpu_reference`: files of a reference run whose GPU rows stand in for a run without any.
     Returns (html path, markdown path, warnings). Raises BenchJsonError for unusable input.
     """
-    sources, warnings = load_sources(inputs)
+    sources, warnings = load_sources(inputs, gpu_reference)
     if not any(s.points for s in sources):
         raise BenchJsonError(
             inputs[0] if len(inputs) == 1 else ", ".join(inputs),
@@ -59,9 +67,18 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="output folder for report.html, report.md and the PNG/SVG charts (default: %(default)s)",
     )
+    parser.add_argument(
+        "--gpu-reference",
+        nargs="+",
+        default=[],
+        metavar="REF.json",
+        help="bench JSON of another machine's GPU run, used for the GPU side when IN.json has no "
+        "GPU rows (e.g. reports/baselines/h100-80gb-hbm3-matmul.json and -mlp.json); labelled as "
+        "that machine's measurement; not used, with a warning, when IN.json has GPU rows",
+    )
     args = parser.parse_args(argv)
     try:
-        html_path, md_path, warnings = build_report(args.inputs, Path(args.out))
+        html_path, md_path, warnings = build_report(args.inputs, Path(args.out), args.gpu_reference)
     except BenchJsonError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

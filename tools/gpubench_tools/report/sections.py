@@ -5,25 +5,39 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from . import charts_cnn as ccnn
 from . import charts_matmul as cm
 from . import charts_mlp as cmlp
 from . import charts_overhead as co
 from .charts_common import ChartFile
 from ..benchjson import SKIP_PREFIXES
-from ..dataset import Source
+from ..dataset import Source, short_cpu_name, short_gpu_name
 from .matmul_analysis import speedup_series
+from .cnn_analysis import (
+    OP_KINDS,
+    cnn_crossovers,
+    cnn_data_set,
+    cnn_lines,
+    cnn_points,
+    kind_shares,
+    profile_batch,
+    profiles_at,
+)
 from .mlp_analysis import mlp_points
 from ..overhead_model import OverheadModel, build_model
 from .writer import Document, Section, Table
 from .sentences import (
     breakdown_sentences,
+    cnn_sentences,
     crossover_clause,
     mlp_sentences,
     overhead_sentences,
+    reference_warning,
     speedup_sentences,
     utilisation_sentences,
+    whose_numbers_sentences,
 )
-from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate
+from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 
 __all__ = ["build_document", "context_table"]
 
@@ -102,22 +116,35 @@ _CONTEXT_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
 ]
 
 
+def _context_columns(sources: list[Source]) -> list[tuple[str, dict[str, Any]]]:
+    """(header, context) per column: one per machine, and for a run whose GPU rows come from a
+    reference run, this run's machine and the reference's side by side."""
+    columns = []
+    for s in sources:
+        ref = s.gpu_reference
+        if ref is None:
+            columns.append((f"{s.label} ({s.file_names})", s.report.context))
+        else:
+            cpu, gpu = short_cpu_name(s.cpu_name), short_gpu_name(s.gpu_name or "")
+            columns.append((f"this run: {cpu} ({s.file_names})", s.report.context))
+            columns.append((f"GPU reference run: {gpu} ({ref.file_names})", ref.context))
+    return columns
+
+
 def context_table(sources: list[Source]) -> Table:
     rows = []
+    columns = _context_columns(sources)
     known = {key for _, key, _ in _CONTEXT_ROWS}
     for title, key, fmt in _CONTEXT_ROWS:
-        if any(key in s.report.context for s in sources):
-            rows.append(
-                [title]
-                + [fmt(s.report.context[key]) if key in s.report.context else "" for s in sources]
-            )
+        if any(key in ctx for _, ctx in columns):
+            rows.append([title] + [fmt(ctx[key]) if key in ctx else "" for _, ctx in columns])
     # Keys added to the context later still show up, so a newer file is never silently trimmed.
-    extra = sorted({k for s in sources for k in s.report.context} - known)
+    extra = sorted({k for _, ctx in columns for k in ctx} - known)
     for key in extra:
-        vals = [s.report.context.get(key, "") for s in sources]
+        vals = [ctx.get(key, "") for _, ctx in columns]
         if all(isinstance(v, (str, int, float, bool)) for v in vals):
             rows.append([key] + [str(v) for v in vals])
-    return Table(headers=["", *[f"{s.label} ({s.file_names})" for s in sources]], rows=rows)
+    return Table(headers=["", *[header for header, _ in columns]], rows=rows)
 
 
 def _crossover_table(sources: list[Source]) -> Table | None:
@@ -127,7 +154,7 @@ def _crossover_table(sources: list[Source]) -> Table | None:
             c = s.crossover
             rows.append(
                 [
-                    src.label,
+                    f"{src.gpu_label} vs {src.cpu_label}" if src.mixes_machines else src.label,
                     s.variant,
                     s.dtype,
                     crossover_clause(c),
@@ -199,32 +226,55 @@ def _keep(*charts: ChartFile | None) -> list[ChartFile]:
     return [c for c in charts if c is not None]
 
 
-def _intro(sources: list[Source]) -> list[str]:
-    return [
-        "Inputs: "
-        + "; ".join(
+def _counted(n: int, skipped: int, failed: int) -> str:
+    return (
+        f"{n} benchmarks"
+        + (f", {skipped} skipped" if skipped else "")
+        + (f", {failed} failed" if failed else "")
+    )
+
+
+def _input_text(s: Source) -> str:
+    ref = s.gpu_reference
+    if ref is None:
+        return (
             f"{s.file_names} ({s.label}"
             + (f" with {s.cpu_label}" if s.gpu_name else ", CPU only")
-            + f", {len(s.points)} benchmarks"
-            + (f", {len(s.skipped)} skipped" if s.skipped else "")
-            + (f", {len(s.failed)} failed" if s.failed else "")
+            + f", {_counted(len(s.points), len(s.skipped), len(s.failed))}"
             + (f", {len(s.paths)} files from one machine, merged" if len(s.paths) > 1 else "")
             + ")"
-            for s in sources
         )
-        + "."
-    ]
+
+    # Rows, skipped and failed benchmarks counted on the side they belong to.
+    def mine(rows: list[tuple[str, Any]]) -> int:
+        return sum(1 for f, _ in rows if f in s.paths)
+
+    gpu = sum(1 for p in s.points if p.is_gpu)
+    return (
+        f"{s.file_names} ({s.cpu_label}, CPU only, "
+        f"{_counted(len(s.points) - gpu, mine(s.skipped), mine(s.failed))}), with the GPU rows "
+        f"of the reference run {ref.file_names} ({s.gpu_label}, "
+        f"{_counted(gpu, len(s.skipped) - mine(s.skipped), len(s.failed) - mine(s.failed))}, "
+        f"{ref.provenance()})"
+    )
+
+
+def _intro(sources: list[Source]) -> list[str]:
+    return ["Inputs: " + "; ".join(_input_text(s) for s in sources) + "."]
 
 
 def _summary_section(sources: list[Source], models: list[OverheadModel]) -> Section:
     """The first sentence of each topic, per machine."""
     summary: list[str] = []
     for src, model in zip(sources, models):
+        summary += whose_numbers_sentences(src)
         summary += speedup_sentences(src)[:1]
         if not src.has_gpu:
             summary += [t for t in utilisation_sentences(src)[:1] if t not in summary]
         if mlp_points(src):
             summary += mlp_sentences(src, model)[:1]
+        if cnn_points(src):
+            summary += cnn_sentences(src)[:2]
     return Section("Summary", paragraphs=summary)
 
 
@@ -236,7 +286,27 @@ def _hardware_section(sources: list[Source]) -> Section:
                 f"{src.file_names} record the same hardware ({src.label}) and are reported as one "
                 f"machine; the context shown is that of {Path(src.paths[0]).name}."
             )
+        ref = src.gpu_reference
+        if ref is not None and len(ref.paths) > 1:
+            hardware.notes.append(
+                f"{ref.file_names} record the same hardware and are reported as one reference "
+                f"run; the context shown is that of {Path(ref.paths[0]).name}."
+            )
     return hardware
+
+
+def _mixed_note(sources: list[Source], what: str) -> list[str]:
+    """A note for a section whose numbers come from two machines (or only from the reference)."""
+    src = next((s for s in sources if s.mixes_machines), None)
+    if src is None:
+        return []
+    return [
+        what.format(
+            cpu=short_cpu_name(src.cpu_name),
+            gpu=short_gpu_name(src.gpu_name or ""),
+            elsewhere=src.gpu_reference.elsewhere if src.gpu_reference else "",
+        )
+    ]
 
 
 def _speedup_section(sources: list[Source], out: Path) -> Section:
@@ -248,6 +318,11 @@ def _speedup_section(sources: list[Source], out: Path) -> Section:
         "CUDA-event times of the GEMM with operands on the device; end-to-end times are host wall "
         "clock around copies in, GEMM, copy out and synchronisation. Crossovers are interpolated "
         "between measured sizes, linearly in log(size) and log(speedup)."
+    )
+    sec.notes += _mixed_note(
+        sources,
+        "CPU times are this run's ({cpu}); GPU times are the reference run's ({gpu}), measured "
+        "{elsewhere}. Each speedup divides one run's time by the other's.",
     )
     for src in sources:
         sec.paragraphs += speedup_sentences(src)
@@ -273,6 +348,9 @@ def _breakdown_section(sources: list[Source], models: list[OverheadModel], out: 
         "(t_h2d + t_compute + t_d2h) is launch, API and synchronisation cost. The dashed line "
         "is the overhead model of section 4."
     )
+    sec.notes += _mixed_note(
+        sources, "Every number in this section is the reference run's ({gpu})."
+    )
     return sec
 
 
@@ -285,6 +363,10 @@ def _utilisation_section(sources: list[Source], out: Path) -> Section:
     sec.charts = _keep(cm.chart_utilisation(sources, out))
     sec.notes.append(
         "pct_peak: achieved FLOP/s as a percentage of the theoretical peak for that precision (CPU: of the cores the run used; GPU: table by compute capability, see the context)."
+    )
+    sec.notes += _mixed_note(
+        sources,
+        "The CPU panel is this run's ({cpu}); the GPU panel is the reference run's ({gpu}).",
     )
     return sec
 
@@ -301,6 +383,9 @@ def _overhead_section(sources: list[Source], models: list[OverheadModel], out: P
         "bytes_d2h / beta, where the end-to-end GEMM makes 2 host-to-device copies (A and B) and "
         "1 device-to-host copy (C); files without the copies_h2d / copies_d2h counters count one "
         "copy per direction."
+    )
+    sec.notes += _mixed_note(
+        sources, "The probes and the model are the reference run's ({gpu}), not this machine's."
     )
     for src, model in zip(sources, models):
         sec.paragraphs += overhead_sentences(src, model)
@@ -335,6 +420,100 @@ def _mlp_section(sources: list[Source], models: list[OverheadModel], out: Path) 
         "heatmap compares each GPU path with the fastest CPU run of the same batch and width "
         "('-': no run of that GPU path, or no CPU run, for that cell)."
     )
+    sec.notes += _mixed_note(
+        sources,
+        "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured "
+        "{elsewhere}, and the launch share uses the reference's launch probes.",
+    )
+    return sec
+
+
+def _cnn_crossover_table(sources: list[Source]) -> Table | None:
+    rows = []
+    for src in sources:
+        pts = cnn_points(src)
+        for c in cnn_crossovers(cnn_lines(pts, cnn_data_set(pts))):
+            x = c.crossover
+            if x.kind == "cross" and x.x is not None:
+                verdict = f"batch ~{fmt_size(round(x.x))} (between {x.x_lo:.0f} and {x.x_hi:.0f})"
+            elif x.kind == "always_faster":
+                verdict = "GPU faster at every batch measured"
+            else:
+                verdict = "never (CPU faster at every batch measured)"
+            label = f"{src.gpu_label} vs {src.cpu_label}" if src.mixes_machines else src.label
+            rows.append(
+                [
+                    label,
+                    c.name,
+                    verdict,
+                    f"{fmt_ratio(c.speedup[0])} at batch {c.batches[0]}",
+                    f"{fmt_ratio(c.speedup[-1])} at batch {c.batches[-1]}",
+                ]
+            )
+    if not rows:
+        return None
+    return Table(
+        headers=["machine", "GPU path", "GPU step faster from", "smallest batch", "largest batch"],
+        rows=rows,
+        caption=(
+            "CNN crossover: best CPU step / GPU step per batch (above 1x the GPU is faster), "
+            "interpolated in log-log space"
+        ),
+    )
+
+
+def _cnn_profile_table(sources: list[Source]) -> Table | None:
+    rows = []
+    for src in sources:
+        pts = cnn_points(src)
+        data = cnn_data_set(pts)
+        batch = profile_batch(pts, data)
+        if batch is None:
+            continue
+        for m in profiles_at(pts, data, batch):
+            shares = kind_shares(m)
+            side = src.gpu_label if m.backend == "gpu" else src.cpu_label
+            rows.append(
+                [side, m.name, str(batch), fmt_time(m.profiled_step), fmt_time(m.t_step)]
+                + [fmt_pct(shares[k]) if shares[k] > 0 else "" for k in OP_KINDS]
+            )
+    if not rows:
+        return None
+    return Table(
+        headers=["machine", "path", "batch", "profiled step", "t_step", *OP_KINDS],
+        rows=rows,
+        caption="Share of one profiled CNN training step by kind of operation",
+    )
+
+
+def _cnn_section(sources: list[Source], out: Path) -> Section:
+    sec = Section("6. CNN training (CIFAR-10 tutorial network)")
+    has_cnn = [s for s in sources if cnn_points(s)]
+    if not has_cnn:
+        sec.paragraphs.append("No CNN data in the input files (run the cnn/ benchmarks to add it).")
+        return sec
+    for src in has_cnn:
+        sec.paragraphs += cnn_sentences(src)
+    sec.charts = _keep(ccnn.chart_cnn_steps(has_cnn, out), ccnn.chart_cnn_breakdown(has_cnn, out))
+    sec.tables += [t for t in (_cnn_crossover_table(has_cnn), _cnn_profile_table(has_cnn)) if t]
+    sec.notes.append(
+        "t_step is the time of one SGD step in the timed loop (the GPU paths never read the loss "
+        "back where such runs exist; PyTorch, tools/reference/torch_cnn.py, reads it every step "
+        "and is drawn for comparison only). The crossover compares each GPU path with the best "
+        "of the suite's CPU runs (OpenBLAS, over the thread counts) at each batch and is "
+        "interpolated in log(batch) and log(ratio) at the last upward crossing, like the GEMM "
+        "crossovers. Per-operation times come from a separate profiled run of the same step "
+        "(t_op:<operation> counters: the host clock around each operation on the CPU, CUDA "
+        "events on the GPU; launch gaps are the time the GPU waits between the eager path's "
+        "operations); shares are of the profiled step, the sum of its operations, which can "
+        "differ from t_step. GEMM includes the convolutions' products (with col2im in the input "
+        "gradient) and the linear layers (with their bias)."
+    )
+    sec.notes += _mixed_note(
+        sources,
+        "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured "
+        "{elsewhere}.",
+    )
     return sec
 
 
@@ -344,7 +523,7 @@ def _failed_section(sources: list[Source]) -> Section | None:
 
 
 def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Document:
-    """The whole report: summary, hardware, the five topics, then what did not run."""
+    """The whole report: summary, hardware, the six topics, then what did not run."""
     models = [build_model(s) for s in sources]
     sections = [
         _summary_section(sources, models),
@@ -354,12 +533,20 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
         _utilisation_section(sources, out),
         _overhead_section(sources, models, out),
         _mlp_section(sources, models, out),
+        _cnn_section(sources, out),
     ]
     failed = _failed_section(sources)
     if failed is not None:
         sections.append(failed)
     if not any(s.has_gpu for s in sources):
-        warnings = warnings + ["no GPU data in any input: GPU charts are omitted"]
+        warnings = warnings + [
+            "no GPU data in any input: GPU charts are omitted (--gpu-reference FILE... adds the "
+            "GPU rows of a reference run from another machine)"
+        ]
+    for src in sources:
+        note = reference_warning(src)
+        if note is not None:
+            warnings = [note] + warnings
     return Document(
         title="gpubench report", intro=_intro(sources), warnings=warnings, sections=sections
     )

@@ -7,7 +7,7 @@ import statistics
 from typing import Sequence
 
 from ..crossover import Crossover, find_crossover
-from ..dataset import Source
+from ..dataset import Source, short_gpu_name
 from .matmul_analysis import (
     PHASES,
     Breakdown,
@@ -15,6 +15,19 @@ from .matmul_analysis import (
     breakdowns,
     speedup_series,
     utilisation_series,
+)
+from .cnn_analysis import (
+    TUTORIAL_BATCH,
+    CnnCrossover,
+    CnnPoint,
+    best_cpu_by_batch,
+    cnn_crossovers,
+    cnn_data_set,
+    cnn_lines,
+    cnn_points,
+    kind_shares,
+    profile_batch,
+    profiles_at,
 )
 from .mlp_analysis import MlpPoint, iris_bars, mlp_points, readback_table, speedup_grid
 from ..overhead_model import OverheadModel
@@ -28,8 +41,11 @@ __all__ = [
     "utilisation_sentences",
     "overhead_sentences",
     "mlp_sentences",
+    "cnn_sentences",
     "no_gpu_sentence",
     "faster_or_slower",
+    "whose_numbers_sentences",
+    "reference_warning",
 ]
 
 PHASE_WORDS = {
@@ -73,6 +89,38 @@ def no_gpu_sentence(src: Source) -> str:
     return f"No GPU data in {src.path} (recorded on {src.cpu_label} without a usable GPU)."
 
 
+def whose_numbers_sentences(src: Source) -> list[str]:
+    """For a report whose GPU rows come from a reference run: which numbers are this run's and
+    which the reference's, and what a ratio between them means. Empty for a single machine."""
+    ref = src.gpu_reference
+    if ref is None:
+        return []
+    gpu = src.gpu_name or "the reference GPU"
+    this = "this run" if ref.same_host else "this machine"
+    return [
+        f"This run has no GPU rows, so the GPU side of this report comes from a reference run. "
+        f"CPU numbers are this run's: {src.cpu_name} ({src.file_names}). GPU numbers are not "
+        f"from {this}: they are the {gpu} of a reference run {ref.provenance()} "
+        f"({ref.file_names}).",
+        f"Speedups, crossovers and GPU/CPU ratios below pair this run's CPU with that GPU: "
+        f"they estimate what the {short_gpu_name(gpu)} would gain over this CPU, not a "
+        f"measurement of one run. The end-to-end breakdown, the GPU utilisation and the "
+        f"overhead model are the reference run's alone.",
+    ]
+
+
+def reference_warning(src: Source) -> str | None:
+    """The one-line warning at the top of a report that mixes two machines."""
+    ref = src.gpu_reference
+    if ref is None:
+        return None
+    return (
+        f"GPU numbers come from the reference run {ref.file_names} ({src.gpu_name}, "
+        f"{ref.provenance()}), not from {'this run' if ref.same_host else 'this machine'}; CPU "
+        f"numbers are this run's ({src.cpu_name})"
+    )
+
+
 def _find(series: list[SpeedupSeries], variant: str, dtype: str) -> SpeedupSeries | None:
     return next((s for s in series if s.variant == variant and s.dtype == dtype), None)
 
@@ -100,7 +148,9 @@ def speedup_sentences(src: Source) -> list[str]:
     series = speedup_series(src)
     if not series:
         if not (src.matmul_kernel() or src.matmul_e2e()):
-            return [f"{src.gpu_label}: no GPU matrix-multiplication rows in {src.path}."]
+            # The GPU rows of a mixed source are the reference's: name its files, not the run's.
+            where = src.gpu_reference.file_names if src.gpu_reference else src.path
+            return [f"{src.gpu_label}: no GPU matrix-multiplication rows in {where}."]
         return [
             f"{src.gpu_label}: no CPU matrix-multiplication rows of the same shapes to compare with."
         ]
@@ -145,7 +195,12 @@ def speedup_sentences(src: Source) -> list[str]:
         out.append(text)
         # One more sentence for the largest size and for pageable memory, main precision only.
         if dtype == "fp32" and e2e is not None:
-            extra = f"At n={fmt_size(e2e.xs[-1])} the end-to-end GPU run is {faster_or_slower(e2e.speedup[-1])}"
+            # A reference GPU's ratio is against this run's CPU, named, not "the CPU".
+            than = src.cpu_label if src.mixes_machines else "the CPU"
+            extra = (
+                f"At n={fmt_size(e2e.xs[-1])} the end-to-end GPU run is "
+                f"{faster_or_slower(e2e.speedup[-1], than)}"
+            )
             if kernel is not None and e2e.xs[-1] in kernel.xs:
                 extra += f" (kernel only: {fmt_ratio(kernel.speedup[kernel.xs.index(e2e.xs[-1])])})"
             pageable = _find(series, "e2e pageable", dtype)
@@ -230,7 +285,7 @@ def utilisation_sentences(src: Source) -> list[str]:
     if gpu is not None:
         dtype = gpu.name.split()[-1]
         i = gpu.pct.index(max(gpu.pct))
-        sms = src.report.context.get("gpu_sm_count")
+        sms = src.gpu_context.get("gpu_sm_count")
         fill = (
             f", too little work to fill {sms} SMs" if sms else ", too little work to fill the GPU"
         )
@@ -346,6 +401,8 @@ def mlp_sentences(src: Source, model: OverheadModel | None) -> list[str]:
             text = f"On Iris the fastest CPU path is {cpu.name}: {fmt_time(cpu.t_epoch)} per epoch"
         if text:
             who = src.label if (eager or best_gpu) else src.cpu_label
+            if src.mixes_machines and (eager or best_gpu) and cpu is not None:
+                who = f"{src.gpu_label} against {src.cpu_label}"
             out.append(f"{who}: {text[0].lower()}{text[1:]}.")
     # Where the GPU starts to win on the synthetic sweep.
     for variant in ("eager", "graph", "fused"):
@@ -365,7 +422,13 @@ def mlp_sentences(src: Source, model: OverheadModel | None) -> list[str]:
                 ahead.append(str(h))
             elif c.kind == "slower_at_largest":
                 behind.append(str(h))
-        text = f"Synthetic sweep, GPU {variant} against the best CPU run: faster in {wins} of {total} batch x hidden cells"
+        gpu_side, cpu_side = (
+            (f" ({src.gpu_label})", f" ({src.cpu_label})") if src.mixes_machines else ("", "")
+        )
+        text = (
+            f"Synthetic sweep, GPU {variant}{gpu_side} against the best CPU run{cpu_side}: "
+            f"faster in {wins} of {total} batch x hidden cells"
+        )
         if cross:
             text += "; the crossover batch size is " + ", ".join(cross)
         if ahead:
@@ -403,8 +466,286 @@ def mlp_sentences(src: Source, model: OverheadModel | None) -> list[str]:
                 if text
                 else f"Reading the loss back every step ({data}): {cpu_text}"
             )
+        if src.mixes_machines:
+            text = f"{src.gpu_label} and {src.cpu_label}: {text[0].lower()}{text[1:]}"
         out.append(text + ".")
     return out
+
+
+# --- CNN ---------------------------------------------------------------------------------------
+
+
+def _near_tutorial(batches: Sequence[int]) -> int:
+    """The tutorial's batch 64 where measured, else the nearest measured batch (log scale)."""
+    return min(batches, key=lambda b: (abs(math.log(b / TUTORIAL_BATCH)), b))
+
+
+def _threads_text(m: CnnPoint) -> str:
+    t = m.threads or 1
+    return f"{t} thread{'s' if t > 1 else ''}"
+
+
+def _cnn_crossover_text(c: CnnCrossover) -> str:
+    x = c.crossover
+    if x.kind == "cross" and x.x is not None:
+        return (
+            f"faster from batch ~{approx(x.x)} on (interpolated between batch "
+            f"{fmt_size(x.x_lo or math.nan)} and {fmt_size(x.x_hi or math.nan)})"
+        )
+    if x.kind == "always_faster":
+        return (
+            f"faster at every batch measured ({fmt_ratio(c.speedup[0])} at batch "
+            f"{c.batches[0]}, {fmt_ratio(c.speedup[-1])} at batch {c.batches[-1]})"
+        )
+    return (
+        f"never faster within the batches measured (up to batch {c.batches[-1]}, where it is "
+        f"{fmt_ratio(1 / c.speedup[-1])} slower)"
+    )
+
+
+def _cnn_crossover_sentence(src: Source, lines: dict[str, list[CnnPoint]], data: str) -> str:
+    """Per suite GPU path, the batch from which its step beats the best CPU step."""
+    crossings = cnn_crossovers(lines)
+    if not crossings:
+        return ""
+    # The fastest GPU path at the largest batch leads (the graph, where measured).
+    lead = max(crossings, key=lambda c: c.speedup[-1])
+    both = f"{src.gpu_label} against {src.cpu_label}" if src.mixes_machines else src.label
+    text = (
+        f"{both}: CNN training (data={data}), the {lead.name} step against the best CPU step is "
+        f"{_cnn_crossover_text(lead)}"
+    )
+    for c in crossings:
+        if c is not lead:
+            text += f"; {c.name}: {_cnn_crossover_text(c)}"
+    return text + "."
+
+
+def _cnn_batch_sentence(src: Source, lines: dict[str, list[CnnPoint]]) -> str:
+    """The fastest suite GPU path against the CPU's best at the tutorial's batch."""
+    best = best_cpu_by_batch(lines)
+    gpus = [
+        m
+        for line in lines.values()
+        for m in line
+        if m.backend == "gpu" and not m.is_torch and m.batch in best
+    ]
+    if not gpus:
+        return ""
+    batch = _near_tutorial([m.batch for m in gpus])
+    g = min((m for m in gpus if m.batch == batch), key=lambda m: m.t_step)
+    c = best[batch]
+    return (
+        f"At batch {batch} the {g.name} step is "
+        f"{faster_or_slower(c.t_step / g.t_step, 'the CPU' + chr(39) + 's best')} "
+        f"({fmt_time(g.t_step)} against {fmt_time(c.t_step)}, {c.name})."
+    )
+
+
+def _cnn_profile_sentence(src: Source, pts: list[CnnPoint], data: str) -> str:
+    """What dominates a step at the profiled batch: GEMMs and im2col on the CPU, launch gaps on
+    the GPU eager path and how much of them the graph removes."""
+    batch = profile_batch(pts, data)
+    if batch is None:
+        return ""
+    profiles = profiles_at(pts, data, batch)
+    parts = []
+    cpu = [m for m in profiles if m.backend == "cpu" and not m.is_torch]
+    if cpu:
+        best = min(cpu, key=lambda m: m.t_step)
+        shares = kind_shares(best)
+        parts.append(
+            f"GEMMs take {fmt_pct(shares['GEMM'])} of the CPU step ({_threads_text(best)}) and "
+            f"im2col {fmt_pct(shares['im2col'])}"
+        )
+    by_variant = {m.variant: m for m in profiles if m.backend == "gpu" and not m.is_torch}
+    eager, graph = by_variant.get("eager"), by_variant.get("graph")
+    if eager is not None and "launch_gaps" in eager.ops:
+        gaps = eager.ops["launch_gaps"]
+        text = (
+            f"launch gaps take {fmt_pct(gaps / eager.profiled_step)} of the GPU eager step "
+            f"({fmt_time(gaps)} of {fmt_time(eager.profiled_step)} profiled)"
+        )
+        if graph is not None:
+            saved = eager.t_step - graph.t_step
+            if saved > 0:
+                text += (
+                    f", which the graph removes: its step is {fmt_time(saved)} shorter "
+                    f"({fmt_pct(saved / gaps)} of the gaps)"
+                )
+            else:
+                text += ", and the graph step is not shorter"
+        parts.append(text)
+    if not parts:
+        return ""
+    return f"At batch {batch}, " + "; ".join(parts) + "."
+
+
+def _cnn_throughput_sentence(src: Source, lines: dict[str, list[CnnPoint]]) -> str:
+    """Images per second and one CIFAR-10 epoch at the largest batch both sides measured."""
+    best = best_cpu_by_batch(lines)
+    gpus = [m for line in lines.values() for m in line if m.backend == "gpu" and not m.is_torch]
+    common = sorted(set(best) & {m.batch for m in gpus})
+    if not common:
+        return ""
+    batch = common[-1]
+    g = min((m for m in gpus if m.batch == batch), key=lambda m: m.t_step)
+    c = best[batch]
+
+    def epoch(m: CnnPoint) -> str:
+        t = m.point.c("t_epoch_cifar")
+        return f", one CIFAR-10 epoch in {fmt_time(t)}" if math.isfinite(t) else ""
+
+    return (
+        f"At batch {batch} the {g.name} path trains {fmt_size(g.images_per_s)} images/s"
+        f"{epoch(g)}, against {fmt_size(c.images_per_s)} images/s on the CPU "
+        f"({c.name}{epoch(c)})."
+    )
+
+
+def _cnn_torch_sentences(src: Source, lines: dict[str, list[CnnPoint]]) -> list[str]:
+    """PyTorch eager beside the suite's paths of the same backend, at the batch both measured
+    nearest to 64."""
+    out = []
+    for name, line in lines.items():
+        m0 = line[0]
+        if not m0.is_torch:
+            continue
+        suite = [
+            p
+            for other in lines.values()
+            for p in other
+            if p.backend == m0.backend and not p.is_torch
+        ]
+        ours = {p.batch for p in suite}
+        common = [m.batch for m in line if m.batch in ours]
+        batch = _near_tutorial(common or [m.batch for m in line])
+        m = next(m for m in line if m.batch == batch)
+        text = (
+            f"{name} (eager, loss read every step): {fmt_time(m.t_step)} per step at batch {batch}"
+        )
+        same = [p for p in suite if p.batch == batch]
+        if same:
+            best = min(same, key=lambda p: p.t_step)
+            verdict = faster_or_slower(m.t_step / best.t_step, "PyTorch")
+            text += f"; the suite's {best.name} is {verdict}"
+        out.append(text + ".")
+    return out
+
+
+def _cnn_input_sentences(src: Source, pts: list[CnnPoint], data: str) -> list[str]:
+    """The cost of copying each batch from host memory every step, like a data loader."""
+    parts: list[tuple[int, str]] = []
+    for variant in ("eager", "graph"):
+        for m in sorted(
+            (
+                m
+                for m in pts
+                if m.backend == "gpu" and m.variant == variant and m.data == data and not m.resident
+            ),
+            key=lambda m: (m.batch, m.input != "pageable"),
+        ):
+            base = next(
+                (
+                    r
+                    for r in pts
+                    if r.backend == "gpu"
+                    and r.variant == variant
+                    and r.data == data
+                    and r.resident
+                    and r.batch == m.batch
+                    and r.readback == m.readback
+                ),
+                None,
+            )
+            if base is None or not base.t_step > 0:
+                continue
+            d = m.t_step - base.t_step
+            sign = "+" if d >= 0 else "-"
+            parts.append(
+                (
+                    m.batch,
+                    f"{fmt_time(d)} per step ({sign}{fmt_pct(abs(d) / base.t_step)}) to GPU "
+                    f"{variant} from {m.input} memory",
+                )
+            )
+    return [
+        f"Copying each batch from host memory every step, like a data loader, adds at batch "
+        f"{batch} " + ", ".join(text for b, text in parts if b == batch) + "."
+        for batch in sorted({b for b, _ in parts})
+    ]
+
+
+def cnn_sentences(src: Source) -> list[str]:
+    """The CNN story of one machine from its numbers: the crossover batch, the tutorial batch on
+    CPU against GPU, where a step goes, throughput per epoch, PyTorch and data-loader copies.
+    When the GPU rows are a reference run's, every sentence names whose numbers it uses."""
+    pts = cnn_points(src)
+    reference = f"the reference run ({short_gpu_name(src.gpu_name or '')})"
+    if not pts:
+        if src.mixes_machines:
+            return [f"{src.cpu_label}: no CNN data; {reference} has none either."]
+        return [f"{src.label}: no CNN data."]
+    data = cnn_data_set(pts)
+    lines = cnn_lines(pts, data)
+    suite = [m for line in lines.values() for m in line if not m.is_torch]
+    has_cpu = any(m.backend == "cpu" for m in suite)
+    has_gpu = any(m.backend == "gpu" for m in suite)
+    out: list[str] = []
+    if has_cpu and has_gpu:
+        out += [_cnn_crossover_sentence(src, lines, data), _cnn_batch_sentence(src, lines)]
+    elif has_cpu:
+        where = (
+            f"{reference} has no CNN rows either"
+            if src.mixes_machines
+            else "a run on a GPU, or --gpu-reference with one that has cnn/ rows, adds it"
+        )
+        cpu = [m for m in suite if m.backend == "cpu"]
+        batch = _near_tutorial([m.batch for m in cpu])
+        steps = ", ".join(
+            f"{fmt_time(m.t_step)} ({_threads_text(m)})" for m in cpu if m.batch == batch
+        )
+        out.append(
+            f"{src.cpu_label}: no GPU CNN rows in {src.path}, so the GPU side of the CNN story is "
+            f"missing ({where}); one CPU training step at batch {batch} takes {steps}."
+        )
+    elif has_gpu:
+        out.append(
+            f"{src.gpu_label}: no CPU CNN rows in {src.path}, so there is no CPU/GPU crossover "
+            f"for the CNN."
+        )
+    # With a reference run's GPU rows, each sentence after the first says whose numbers it uses:
+    # both machines where it compares them, else the one it is about.
+    gpu_sides = [
+        _cnn_profile_sentence(src, pts, data),
+        _cnn_throughput_sentence(src, lines),
+        *_cnn_torch_sentences(src, lines),
+        *_cnn_input_sentences(src, pts, data),
+    ]
+    if src.mixes_machines:
+        out[1:] = [_whose(src, t, cpu=True, gpu=True) for t in out[1:] if t]
+        for text in gpu_sides:
+            cpu = "CPU" in text
+            gpu = "GPU" in text
+            out.append(_whose(src, text, cpu=cpu, gpu=gpu or not cpu))
+    else:
+        out += gpu_sides
+    return [text for text in out if text]
+
+
+def _whose(src: Source, text: str, cpu: bool, gpu: bool) -> str:
+    if not text:
+        return text
+    who = (
+        f"{src.gpu_label} against {src.cpu_label}"
+        if cpu and gpu
+        else (src.cpu_label if cpu else src.gpu_label)
+    )
+    # "At batch 64 ..." continues as "...: at batch 64"; a name ("PyTorch GPU") keeps its case.
+    first = text.split(" ", 1)[0]
+    if first[:1].isupper() and first[1:].islower():
+        text = text[0].lower() + text[1:]
+    return f"{who}: {text}"
 
 
 def join(sentences: Sequence[str]) -> str:
