@@ -22,6 +22,7 @@ enum class Counter {
   epochs,
   steps,
   blas_threads,
+  torch_threads,
   pinned,
   bytes,
   // Work and rates.

@@ -118,6 +118,7 @@ COUNTERS: dict[str, CounterSpec] = {
         "epochs",
         "steps",
         "blas_threads",
+        "torch_threads",
         "pinned",
         "loss_scale",
     ),

@@ -232,10 +232,9 @@ def main() -> int:
                     "final_loss": loss,
                     "flop": flop,
                     "FLOP/s": flop / (seconds * steps),
-                    "relu": int(arguments.relu),
                 }
             )
-            label = f"data={data} variant=torch_eager input=resident"
+            label = f"workload=cnn backend={backend} variant=torch_eager data={data} input=resident"
             rows.append(benchmark_row(name, seconds * steps, 1, label, counters))
             print(f"{name}: {seconds * 1e3:.2f} ms per step, {batch / seconds:.0f} images/s")
     context = {
