@@ -1,6 +1,7 @@
 #pragma once
 // What the default and the full sweep measure. The default run of `bench` must stay within three
-// minutes on a 2-core machine without a GPU and five on an H100 (measured: 24 s and about 4 min);
+// minutes on a 2-core machine without a GPU and five on an H100 (measured: 27.5 s on the 2-core
+// machine; about 3 min on an H100 before the CNN and allocation rows, which have not run there);
 // the full sweep (`--full`, or GPUBENCH_FULL=1) adds the large sizes.
 
 #include <cstddef>

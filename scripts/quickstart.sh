@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command from a fresh checkout to a report: installs what is missing, builds, runs the default
-# sweep (about 25 s on a 2-core machine without a GPU, 3 minutes on an H100) and writes the JSON and
+# sweep (about 30 s on a 2-core machine without a GPU, a few minutes on an H100) and writes the JSON and
 # the report under reports/<date-time>/. Extra arguments go to `bench` (e.g. --full, or
 # --benchmark_filter=matmul). A run without GPU rows is reported against the committed H100
 # reference run for its GPU side (see below).
