@@ -187,7 +187,7 @@ def _stack(ax: Axes, rows: list[tuple[str, CnnPoint]], group: str) -> None:
     ax.set_yticks(range(len(rows)))
     ax.invert_yaxis()
     ax.grid(axis="y", visible=False)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4, fontsize=7.5, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4, fontsize=7.5, frameon=False)
 
 
 def chart_cnn_breakdown(sources: list[Source], out: Path) -> ChartFile | None:
