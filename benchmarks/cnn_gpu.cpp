@@ -32,7 +32,6 @@
 #include "benchmarks/registration.hpp"
 #include "harness/event_operation_profiler.hpp"
 #include "harness/gpu_info.hpp"
-#include "harness/host_clock_timer.hpp"
 #include "harness/result_row.hpp"
 #include "kernels/cnn/cnn_cpu.hpp"
 #include "kernels/cnn/cnn_cuda_trainer.hpp"
@@ -128,18 +127,7 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   trainer.prepare(config, steps);  // graphs are captured and uploaded here
 
   std::vector<float> losses;
-  HostClockTimer timer(HostClockTimer::Report::manual);
-  const double wall_s = timer.run(
-      state,
-      [&] {
-        trainer.enqueue_reset();
-        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
-        losses.clear();
-      },
-      [&] {
-        trainer.run(steps, &losses);
-        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
-      });
+  const double wall_s = time_training_runs(state, trainer, steps, &losses);
   const float final_loss = trainer.last_loss();
   if (!std::isfinite(final_loss)) {
     state.SkipWithError("training diverged: the final loss is not finite");

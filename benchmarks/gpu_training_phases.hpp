@@ -6,9 +6,14 @@
 
 #include <cuda_runtime.h>
 
-#include <cstddef>
+#include <benchmark/benchmark.h>
 
+#include <cstddef>
+#include <vector>
+
+#include "harness/host_clock_timer.hpp"
 #include "harness/phase_times.hpp"
+#include "kernels/common/cuda_check.hpp"
 #include "kernels/common/cuda_resources.hpp"
 #include "kernels/common/host_buffer.hpp"
 
@@ -37,5 +42,26 @@ double input_copy_seconds(HostMemory host_memory, std::size_t input_bytes, std::
 
 // Event time of copying the 4-byte loss to pinned host memory.
 double loss_readback_seconds(cudaStream_t stream);
+
+// The timed loop of a GPU training row (MLP or CNN trainer, already prepared for `steps`): each
+// iteration restores the initial weights and waits for that outside the clock, then trains
+// `steps` steps and waits for the last; the host time of that is the iteration's (what the user
+// waits for). Losses read back during the last iteration land in `losses`. Returns t_wall.
+template <typename Trainer>
+double time_training_runs(benchmark::State& state, Trainer& trainer, int steps,
+                          std::vector<float>* losses) {
+  HostClockTimer timer(HostClockTimer::Report::manual);
+  return timer.run(
+      state,
+      [&] {
+        trainer.enqueue_reset();
+        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(trainer.stream()));
+        losses->clear();
+      },
+      [&] {
+        trainer.run(steps, losses);
+        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(trainer.stream()));
+      });
+}
 
 }  // namespace gpubench

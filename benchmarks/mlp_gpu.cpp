@@ -39,7 +39,6 @@
 #include "benchmarks/mlp_workload.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/gpu_info.hpp"
-#include "harness/host_clock_timer.hpp"
 #include "harness/phased_wall_timer.hpp"
 #include "harness/result_row.hpp"
 #include "kernels/common/cuda_check.hpp"
@@ -200,18 +199,7 @@ void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& m
   trainer.prepare(config, epochs);  // graphs are captured and uploaded here
 
   std::vector<float> losses;
-  HostClockTimer timer(HostClockTimer::Report::manual);
-  const double wall_s = timer.run(
-      state,
-      [&] {
-        trainer.enqueue_reset();
-        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
-        losses.clear();
-      },
-      [&] {
-        trainer.run(epochs, &losses);
-        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
-      });
+  const double wall_s = time_training_runs(state, trainer, epochs, &losses);
 
   const float final_loss = trainer.last_loss();
   const std::vector<float> reference = cpu_trajectory(workload);
