@@ -108,11 +108,14 @@ int main(int argc, char** argv) {
 
   // Long sweeps report progress on stderr (benchmarks/progress_reporter.hpp); a listing does not.
   const std::string filter = flag_value(argc, argv, "--benchmark_filter=");
-  gpubench::ProgressReporter progress(
-      gpubench::count_selected(gpubench::registered_names(), filter));
-  const std::size_t ran = list_all || has_flag(argc, argv, "--benchmark_list_tests")
-                              ? benchmark::RunSpecifiedBenchmarks()
-                              : benchmark::RunSpecifiedBenchmarks(&progress);
+  std::size_t ran = 0;
+  if (list_all || has_flag(argc, argv, "--benchmark_list_tests")) {
+    ran = benchmark::RunSpecifiedBenchmarks();
+  } else {
+    gpubench::ProgressReporter progress(
+        gpubench::count_selected(gpubench::registered_names(), filter));
+    ran = benchmark::RunSpecifiedBenchmarks(&progress);
+  }
   benchmark::Shutdown();
   if (ran == 0) {
     // Google Benchmark compiles the filter as a POSIX extended regular expression.

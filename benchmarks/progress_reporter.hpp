@@ -26,8 +26,10 @@ class ProgressReporter : public benchmark::BenchmarkReporter {
  private:
   void print_line(const std::string& current) const;
 
-  // Google Benchmark's own reporter for --benchmark_format; the library keeps and owns it (one
-  // static instance), so it is not deleted here.
+  // Google Benchmark's own reporter for --benchmark_format (one static instance the library
+  // creates once and never frees while a custom display reporter is in use), so it is not deleted
+  // here. Make a ProgressReporter only for a run that passes it to RunSpecifiedBenchmarks: a run
+  // without one takes ownership of that same instance and deletes it.
   benchmark::BenchmarkReporter* display_;
   std::size_t total_;
   std::set<std::string> done_;

@@ -30,10 +30,24 @@ class EventOperationProfiler : public StepObserver {
     names_.emplace_back(operation);
     next_event().record(stream_);
   }
-  void end(const char* /*operation*/) override { next_event().record(stream_); }
+  // end() runs in ObservedOperation's destructor, which must not throw (an exception there, e.g.
+  // from a sticky CUDA error while unwinding, would end the whole run): the first failure is kept
+  // and per_step() reports it, so only this row fails.
+  void end(const char* /*operation*/) noexcept override {
+    if (used_ == events_.size()) {
+      if (error_.empty()) error_ = "more operations than the profile was sized for";
+      return;
+    }
+    const cudaError_t status = cudaEventRecord(events_[used_++].get(), stream_);
+    if (status != cudaSuccess && error_.empty()) {
+      error_ = std::string("cudaEventRecord: ") + cudaGetErrorString(status);
+      cudaGetLastError();  // clear it, as check_cuda does, so the next call does not see it
+    }
+  }
 
   // Call after synchronising the stream: the mean per step over `steps` profiled steps.
   OperationTimes per_step(int steps) const {
+    if (!error_.empty()) throw std::runtime_error("operation profile failed: " + error_);
     OperationTimes times;
     for (std::size_t index = 0; index < names_.size(); ++index) {
       times[names_[index]] +=
@@ -58,6 +72,7 @@ class EventOperationProfiler : public StepObserver {
   std::vector<Event> events_;
   std::size_t used_ = 0;
   std::vector<std::string> names_;
+  std::string error_;
 };
 
 }  // namespace gpubench

@@ -45,7 +45,9 @@ class HostClockTimer {
   explicit HostClockTimer(Report report) : report_(report) {}
 
   // Runs the benchmark loop with `body` (callable as body() or body(const Stopwatch&)) as the
-  // timed work of each iteration. Returns the mean seconds per iteration.
+  // timed work of each iteration. Returns the mean seconds per iteration. A Stopwatch body gets
+  // the iteration's stopwatch with Report::manual, but the whole loop's with
+  // Report::benchmark_clock (the clock is read once per loop there).
   template <typename Body>
   double run(benchmark::State& state, Body&& body) {
     if (report_ == Report::benchmark_clock) {

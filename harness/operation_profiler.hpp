@@ -24,7 +24,9 @@ using OperationTimes = std::map<std::string, double>;
 class HostOperationProfiler : public StepObserver {
  public:
   void begin(const char* /*operation*/) override { stopwatch_ = Stopwatch(); }
-  void end(const char* operation) override { totals_s_[operation] += stopwatch_.elapsed_s(); }
+  void end(const char* operation) noexcept override {
+    totals_s_[operation] += stopwatch_.elapsed_s();
+  }
 
   // The mean per step over `steps` profiled steps.
   OperationTimes per_step(int steps) const {

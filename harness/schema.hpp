@@ -86,7 +86,8 @@ const CounterSpec& counter_spec(Counter counter);
 // family rather than one key per operation, since the operations are the trainer's to name.
 inline constexpr std::string_view kOperationTimePrefix = "t_op:";
 
-// The keys a row's label holds as `key=value` pairs, in the order they are written.
+// The keys a row's label may hold as `key=value` pairs (workload, backend and variant first; the
+// others in the order the row's parameters and extra pairs come).
 enum class LabelKey {
   workload,
   backend,

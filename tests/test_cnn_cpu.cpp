@@ -433,7 +433,7 @@ class RecordingObserver : public gpubench::StepObserver {
     EXPECT_TRUE(open_.empty()) << operation << " began inside " << open_;
     open_ = operation;
   }
-  void end(const char* operation) override {
+  void end(const char* operation) noexcept override {
     EXPECT_EQ(open_, operation);
     open_.clear();
     if (names.empty() || names.back() != operation) names.emplace_back(operation);

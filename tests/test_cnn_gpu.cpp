@@ -586,7 +586,7 @@ class RecordingObserver : public gpubench::StepObserver {
     EXPECT_TRUE(open_.empty()) << operation << " begins inside " << open_;
     open_ = operation;
   }
-  void end(const char* operation) override {
+  void end(const char* operation) noexcept override {
     EXPECT_EQ(open_, operation);
     open_.clear();
     operations.emplace_back(operation);

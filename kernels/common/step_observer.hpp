@@ -19,7 +19,8 @@ class StepObserver {
   // `operation` is a string literal that outlives the observer, e.g. "conv1.forward.im2col";
   // begin and end of one operation nest nothing and come in pairs, in program order.
   virtual void begin(const char* operation) = 0;
-  virtual void end(const char* operation) = 0;
+  // Called from a destructor (ObservedOperation): must not throw.
+  virtual void end(const char* operation) noexcept = 0;
 };
 
 // Calls begin/end around a scope when `observer` is non-null.

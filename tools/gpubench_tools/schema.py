@@ -130,8 +130,8 @@ COUNTERS: dict[str, CounterSpec] = {
 # Families of counters named `<prefix><name>`: the per-operation times of a profiled step.
 COUNTER_PREFIXES: dict[str, CounterSpec] = {"t_op:": CounterSpec("s", SMALLER)}
 
-# The keys of a row's label ("workload=matmul backend=gpu dtype=fp32 ..."), in the order bench
-# writes them.
+# The keys a row's label may hold ("workload=matmul backend=gpu dtype=fp32 ..."); bench writes
+# workload, backend and variant first, the others in the order of the row's parameters.
 LABEL_KEYS: tuple[str, ...] = (
     "workload",
     "backend",
