@@ -122,17 +122,12 @@ def _best(estimates: list[CpuEstimate]) -> CpuEstimate:
     return min(estimates, key=lambda e: e.seconds)
 
 
-@dataclass
-class GemmAdvice:
-    shape: GemmShape
-    dtype: str
-    host: str
-    cpu_dtype: str
+class _Verdict:
+    """Which side wins and by how much, for an advice with CPU estimates `cpu` and GPU parts
+    `gpu` (whose `total` is the predicted GPU seconds)."""
+
     cpu: list[CpuEstimate]
-    gpu: GpuParts
-    compute: Lookup
-    measured_gpu: Point | None = None
-    measured_cpu: list[Point] = field(default_factory=list)
+    gpu: GpuParts | MlpGpuParts
 
     @property
     def cpu_best(self) -> CpuEstimate:
@@ -147,6 +142,19 @@ class GemmAdvice:
         """How many times faster the winner is (>= 1)."""
         a, b = self.gpu.total, self.cpu_best.seconds
         return max(a, b) / min(a, b)
+
+
+@dataclass
+class GemmAdvice(_Verdict):
+    shape: GemmShape
+    dtype: str
+    host: str
+    cpu_dtype: str
+    cpu: list[CpuEstimate]
+    gpu: GpuParts
+    compute: Lookup
+    measured_gpu: Point | None = None
+    measured_cpu: list[Point] = field(default_factory=list)
 
     @property
     def extrapolated(self) -> bool:
@@ -259,26 +267,13 @@ class MlpGpuParts:
 
 
 @dataclass
-class MlpAdvice:
+class MlpAdvice(_Verdict):
     config: MlpConfig
     cpu: list[CpuEstimate]
     gpu: MlpGpuParts
     measured_gpu: Point | None = None  # the eager row at this configuration
     measured_cpu: list[Point] = field(default_factory=list)  # the OpenBLAS rows, by threads
     measured_other: list[Point] = field(default_factory=list)  # graph, fused, CPU small
-
-    @property
-    def cpu_best(self) -> CpuEstimate:
-        return _best(self.cpu)
-
-    @property
-    def winner(self) -> str:
-        return "gpu" if self.gpu.total < self.cpu_best.seconds else "cpu"
-
-    @property
-    def ratio(self) -> float:
-        a, b = self.gpu.total, self.cpu_best.seconds
-        return max(a, b) / min(a, b)
 
     @property
     def extrapolated(self) -> bool:
