@@ -14,6 +14,7 @@ from .charts_common import (
     log2_size_axis,
     log_time_axis,
     machines_note,
+    notes_below,
     new_figure,
     plt,
     save,
@@ -123,17 +124,7 @@ def chart_cnn_steps(sources: list[Source], out: Path) -> ChartFile | None:
     ax_r.set_title("training throughput")
     if notes:
         # Under the time panel, where the dotted crossover lines are.
-        ax_t.annotate(
-            "GPU against the best CPU step\n" + "\n".join(notes),
-            xy=(0.0, 0.0),
-            xycoords="axes fraction",
-            xytext=(0, -38),
-            textcoords="offset points",
-            ha="left",
-            va="top",
-            fontsize=7.5,
-            bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.9},
-        )
+        notes_below(ax_t, "GPU against the best CPU step", notes)
     handles = [Line2D([], [], color=c, lw=2, label=n) for n, c in colors.items()]
     if len(per_src) > 1:
         handles += [

@@ -119,6 +119,22 @@ def save(fig: Figure, out_dir: Path, key: str, title: str) -> ChartFile:
     return ChartFile(key=key, title=title, png=png, svg=svg)
 
 
+def notes_below(ax: Axes, heading: str, notes: Sequence[str]) -> None:
+    """A boxed list of notes (crossovers) under the panel, not inside it: with several files and
+    precisions the list is long enough to hide the curves."""
+    ax.annotate(
+        heading + "\n" + "\n".join(notes),
+        xy=(0.0, 0.0),
+        xycoords="axes fraction",
+        xytext=(0, -38),
+        textcoords="offset points",
+        ha="left",
+        va="top",
+        fontsize=7.5,
+        bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.9},
+    )
+
+
 def machines_note(sources: Sequence[Source], gpu_only: bool = False) -> str:
     """A title suffix for a chart that shows a reference run's GPU: both machines where the chart
     puts this run's CPU beside the reference GPU, the reference alone where it shows only GPU

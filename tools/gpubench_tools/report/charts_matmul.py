@@ -16,6 +16,7 @@ from .charts_common import (
     Line2D,
     log2_size_axis,
     log_time_axis,
+    notes_below,
     machines_note,
     new_figure,
     pct_axis,
@@ -146,19 +147,7 @@ def _draw_speedup_panel(
         fontsize=7.5,
     )
     if notes:
-        # Under the panel, not inside it: with several files and precisions the list is long
-        # enough to hide the curves.
-        ax.annotate(
-            "crossover (speedup = 1)\n" + "\n".join(notes),
-            xy=(0.0, 0.0),
-            xycoords="axes fraction",
-            xytext=(0, -38),
-            textcoords="offset points",
-            ha="left",
-            va="top",
-            fontsize=7.5,
-            bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.9},
-        )
+        notes_below(ax, "crossover (speedup = 1)", notes)
     return notes
 
 
