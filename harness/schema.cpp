@@ -64,6 +64,9 @@ constexpr std::array kCounters = {
     CounterSpec{Counter::device_bytes, "device_bytes", "B", kNone},
     CounterSpec{Counter::device_bytes_peak, "device_bytes_peak", "B", kNone},
     CounterSpec{Counter::device_bytes_model, "device_bytes_model", "B", kNone},
+    // Free device memory when a largest-batch row started, and the batch its model says fits.
+    CounterSpec{Counter::device_bytes_free, "device_bytes_free", "B", kNone},
+    CounterSpec{Counter::batch_largest, "batch_largest", "count", kNone},
     CounterSpec{Counter::shared_bytes, "shared_bytes", "B", kNone},
     CounterSpec{Counter::loss_scale, "loss_scale", "count", kNone},
     CounterSpec{Counter::skipped_steps, "skipped_steps", "count", kSmaller},
@@ -74,10 +77,10 @@ constexpr std::array kCounters = {
 static_assert(kCounters.size() == static_cast<std::size_t>(Counter::max_error_over_bound) + 1,
               "every Counter enumerator has exactly one entry");
 
-constexpr std::array<std::string_view, 10> kLabelKeys = {"workload", "backend",  "variant", "data",
-                                                         "dtype",    "shape",    "host",    "input",
-                                                         "probe",    "precision"};
-static_assert(kLabelKeys.size() == static_cast<std::size_t>(LabelKey::precision) + 1);
+constexpr std::array<std::string_view, 11> kLabelKeys = {
+    "workload", "backend", "variant", "data",      "dtype", "shape",
+    "host",     "input",   "probe",   "precision", "net"};
+static_assert(kLabelKeys.size() == static_cast<std::size_t>(LabelKey::net) + 1);
 
 const char* direction_name(Direction direction) {
   switch (direction) {

@@ -61,6 +61,8 @@ enum class Counter {
   device_bytes,
   device_bytes_peak,
   device_bytes_model,
+  device_bytes_free,
+  batch_largest,
   shared_bytes,
   // Training state and quality.
   loss_scale,
@@ -98,7 +100,8 @@ enum class LabelKey {
   host,
   input,
   probe,
-  precision
+  precision,
+  net
 };
 std::string_view label_key(LabelKey key);
 

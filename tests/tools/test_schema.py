@@ -135,7 +135,7 @@ def test_differences_name_every_kind_of_disagreement() -> None:
         "counter prefix 't_op:': in the Python schema, missing from bench"
     ]
     (line,) = _changed(lambda d: d["label_keys"].reverse())
-    assert line.startswith("label_keys: bench says ['precision'")
+    assert line.startswith("label_keys: bench says ['net', 'precision'")
     (line,) = _changed(lambda d: d.update(schema_version=2))
     assert line == "schema_version: bench says 2, Python says 1"
     assert schema.differences([], other="bench") == ["bench is list, expected a JSON object"]

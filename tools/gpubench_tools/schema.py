@@ -94,6 +94,7 @@ COUNTERS: dict[str, CounterSpec] = {
         "device_bytes",
         "device_bytes_peak",
         "device_bytes_model",
+        "device_bytes_free",
         "shared_bytes",
     ),
     **_all("B/s", BIGGER, "bytes_per_s"),
@@ -121,6 +122,7 @@ COUNTERS: dict[str, CounterSpec] = {
         "torch_threads",
         "pinned",
         "loss_scale",
+        "batch_largest",
     ),
     **_all("count", SMALLER, "skipped_steps"),
     **_all("1", SMALLER, "final_loss", "max_error_over_bound"),
@@ -143,6 +145,7 @@ LABEL_KEYS: tuple[str, ...] = (
     "input",
     "probe",
     "precision",
+    "net",
 )
 
 
