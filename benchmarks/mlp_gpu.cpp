@@ -7,6 +7,12 @@
 //   every epoch in one kernel launch on one block, when the net fits in shared memory
 //   (kernels/mlp/mlp_cuda_fused.cuh); otherwise skipped with the bytes it would need.
 //
+// .../readback:0/precision:bf16|fp16/manual_time (eager and graph)
+//   mixed precision (kernels/mlp/mlp_cuda_trainer.hpp): 2-byte products on the tensor cores with
+//   fp32 accumulation and fp32 master weights; fp16 with dynamic loss scaling (counters loss_scale
+//   and skipped_steps). fp32 rows keep the names above. The fused kernel stays fp32: it multiplies
+//   on the CUDA cores of one block, where a 2-byte format saves nothing.
+//
 // readback:R copies the loss to the host and waits for it after every R-th step (R = 1: every step,
 // like printing loss.item(); 0: never). input:pageable|pinned copies the batch from host memory
 // before every step, like a data loader; without it the batch is uploaded once, before timing.
@@ -24,13 +30,15 @@
 //   t_overhead t_wall minus the three: launch, API and synchronisation cost, and GPU idle time
 // Validation: the first step's loss equals the CPU's forward pass from the same weights; where the
 // CPU can afford it, the whole loss trajectory (every readback, and the final loss) matches the
-// CPU's within 1e-3 relative.
+// CPU's within 1e-3 relative (mixed precision: both within kMixedPrecisionLossTolerance, 2^-5, of
+// the fp32 CPU's).
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +65,10 @@ namespace {
 using cuda::MlpExecution;
 using cuda::MlpInput;
 
+const char* execution_name(MlpExecution execution) {
+  return execution == MlpExecution::eager ? "eager" : "graph";
+}
+
 // Steps per graph replay without readbacks (with readbacks: the readback interval).
 constexpr int kGraphSteps = 200;
 // Steps in the graph that measures t_compute.
@@ -69,6 +81,16 @@ constexpr double kReferenceFlop = 2e10;
 constexpr double kFirstLossTolerance = 1e-4;
 // Trajectories: each step adds rounding that SGD carries on; 1e-3 relative after 20000 Iris epochs.
 constexpr double kTrajectoryTolerance = 1e-3;
+
+// The tolerances of a row's precision: fp32 against fp32 as above, mixed against fp32.
+struct LossTolerances {
+  double first_loss = kFirstLossTolerance;
+  double trajectory = kTrajectoryTolerance;
+};
+LossTolerances loss_tolerances(MlpPrecision precision) {
+  if (precision == MlpPrecision::fp32) return {};
+  return {kMixedPrecisionLossTolerance, kMixedPrecisionLossTolerance};
+}
 
 bool close(double value, double reference, double relative) {
   return std::fabs(value - reference) <= relative * std::fabs(reference) + 1e-6;
@@ -98,13 +120,14 @@ std::vector<float> cpu_trajectory(const MlpWorkload& workload) {
 }
 
 // SkipWithError and false unless the first-step loss matches the CPU's forward pass.
-bool check_first_loss(benchmark::State& state, const MlpWorkload& workload, float gpu_loss) {
+bool check_first_loss(benchmark::State& state, const MlpWorkload& workload, float gpu_loss,
+                      double tolerance = kFirstLossTolerance) {
   const Dataset& train = workload.data.batch;
   cpu::set_blas_threads(cpu::blas_threads_for_all_cores());
   cpu::MlpBlasTrainer reference(workload.spec, train.rows());
   const float expected =
       reference.loss(workload.initial.data(), train.inputs.data(), train.labels.data());
-  if (close(gpu_loss, expected, kFirstLossTolerance)) return true;
+  if (close(gpu_loss, expected, tolerance)) return true;
   const std::string message = "first-step loss " + std::to_string(gpu_loss) +
                               " differs from the CPU forward pass " + std::to_string(expected);
   state.SkipWithError(message.c_str());
@@ -114,12 +137,13 @@ bool check_first_loss(benchmark::State& state, const MlpWorkload& workload, floa
 // SkipWithError and false unless `losses[i]`, the loss after step (i + 1) * every, matches the CPU
 // trajectory (when there is one).
 bool check_trajectory(benchmark::State& state, const std::vector<float>& reference,
-                      const std::vector<float>& losses, int every) {
+                      const std::vector<float>& losses, int every,
+                      double tolerance = kTrajectoryTolerance) {
   if (reference.empty()) return true;
   for (std::size_t i = 0; i < losses.size(); ++i) {
     const std::size_t step = (i + 1) * static_cast<std::size_t>(every);  // 1-based
     if (step > reference.size()) break;
-    if (!close(losses[i], reference[step - 1], kTrajectoryTolerance)) {
+    if (!close(losses[i], reference[step - 1], tolerance)) {
       const std::string message = "loss after step " + std::to_string(step) + " is " +
                                   std::to_string(losses[i]) + ", the CPU's " +
                                   std::to_string(reference[step - 1]);
@@ -128,14 +152,6 @@ bool check_trajectory(benchmark::State& state, const std::vector<float>& referen
     }
   }
   return true;
-}
-
-// What MlpGpuTrainer allocates, before allocating it.
-std::size_t trainer_bytes(const MlpSpec& spec, int batch) {
-  const auto rows = static_cast<std::size_t>(batch);
-  std::size_t floats = 3 * spec.parameter_count() + rows * (spec.inputs + 1 + spec.classes);
-  for (int width : spec.hidden) floats += 2 * rows * width;  // activation and dZ
-  return floats * sizeof(float) + (std::size_t{64} << 20);   // + two cuBLAS workspaces
 }
 
 TrainingResult training_result(const MlpWorkload& workload, double wall_s, double kernels_per_step,
@@ -162,20 +178,25 @@ double mlp_flop(const MlpWorkload& workload) {
 }
 
 void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& mlp_case,
-                      MlpExecution execution, int readback, MlpInput input) {
+                      MlpExecution execution, int readback, MlpInput input,
+                      MlpPrecision precision) {
   const GpuInfo& gpu = require_gpu();
   const MlpWorkload workload = make_mlp_workload(mlp_case, mlp_case.epochs);
   const MlpSpec& spec = workload.spec;
   const Dataset& train = workload.data.batch;
   const int batch = mlp_case.batch;
   const int epochs = spec.epochs;
-  if (!fits_on_device(state, trainer_bytes(spec, batch))) return;
+  const LossTolerances tolerances = loss_tolerances(precision);
+  const std::size_t model_bytes = cuda::MlpGpuTrainer::planned_device_bytes(spec, batch, precision);
+  if (!fits_on_device(state, model_bytes)) return;
   cuda::MlpGpuTrainer trainer(spec, batch, train.inputs.data(), train.labels.data(),
-                              workload.initial.data());
+                              workload.initial.data(), precision);
   const cudaStream_t stream = trainer.stream();
 
   // Validation of one step, which also warms up cuBLAS and loads the kernels.
-  if (!check_first_loss(state, workload, trainer.step_and_read_loss())) return;
+  if (!check_first_loss(state, workload, trainer.step_and_read_loss(), tolerances.first_loss)) {
+    return;
+  }
   trainer.enqueue_reset();
   TrainingStepParts parts;
   const int probe_steps = std::min(epochs, kComputeProbeSteps);
@@ -203,20 +224,28 @@ void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& m
 
   const float final_loss = trainer.last_loss();
   const std::vector<float> reference = cpu_trajectory(workload);
-  if (!check_trajectory(state, reference, losses, std::max(readback, 1))) return;
-  if (!check_trajectory(state, reference, {final_loss}, epochs)) return;
+  if (!check_trajectory(state, reference, losses, std::max(readback, 1), tolerances.trajectory)) {
+    return;
+  }
+  if (!check_trajectory(state, reference, {final_loss}, epochs, tolerances.trajectory)) return;
 
   const double readbacks = readback > 0 ? epochs / readback : 0;
   const PhaseTimes phases = parts.phases(epochs, readbacks, wall_s);
   ResultRow row(state, id);
   row.phases(phases)
       .set(Counter::device_bytes, static_cast<double>(trainer.device_bytes()))
-      .work(mlp_flop(workload), wall_s, gpu_peak_flops(gpu, "fp32"))
+      .set(Counter::device_bytes_model, static_cast<double>(model_bytes))
+      .work(mlp_flop(workload), wall_s, gpu_peak_flops(gpu, mlp_precision_name(precision)))
       .training(training_result(workload, wall_s, trainer.launches_per_step(), readbacks,
                                 static_cast<double>(epochs) * trainer.input_bytes_per_step(),
                                 final_loss, trainer.parameters()))
       .set(Counter::hidden_layers, static_cast<double>(spec.hidden.size()));
   if (execution == MlpExecution::graph) row.set(Counter::graph_steps, trainer.graph_steps());
+  if (const std::optional<LossScaleState> scale = trainer.loss_scale_state()) {
+    // After the last timed iteration: where the scale stood and how many of its steps it skipped.
+    row.set(Counter::loss_scale, scale->scale)
+        .set(Counter::skipped_steps, static_cast<double>(scale->skipped_steps));
+  }
   if (input == MlpInput::resident) row.label(LabelKey::input, "resident");
   row.publish();
 }
@@ -270,10 +299,23 @@ void register_mlp_gpu(const Sweep& sweep) {
   constexpr IterationTime kManual = IterationTime::manual;
   for (const MlpCase& mlp_case : sweep.mlp_cases) {
     for (int readback : mlp_case.gpu_readbacks) {
-      register_row(mlp_row_id("gpu", "eager", mlp_case, readback), kManual, mlp_gpu_stepwise,
-                   mlp_case, MlpExecution::eager, readback, MlpInput::resident);
-      register_row(mlp_row_id("gpu", "graph", mlp_case, readback), kManual, mlp_gpu_stepwise,
-                   mlp_case, MlpExecution::graph, readback, MlpInput::resident);
+      for (MlpExecution execution : {MlpExecution::eager, MlpExecution::graph}) {
+        register_row(mlp_row_id("gpu", execution_name(execution), mlp_case, readback), kManual,
+                     mlp_gpu_stepwise, mlp_case, execution, readback, MlpInput::resident,
+                     MlpPrecision::fp32);
+      }
+    }
+    if (mlp_case.gpu_mixed_precision) {
+      // fp32 rows keep their names; the precision goes last on the others.
+      for (MlpPrecision precision : {MlpPrecision::bf16, MlpPrecision::fp16}) {
+        for (MlpExecution execution : {MlpExecution::eager, MlpExecution::graph}) {
+          const RowId id = mlp_row_id("gpu", execution_name(execution), mlp_case, 0)
+                               .with(text_parameter("precision", mlp_precision_name(precision),
+                                                    LabelKey::precision));
+          register_row(id, kManual, mlp_gpu_stepwise, mlp_case, execution, 0, MlpInput::resident,
+                       precision);
+        }
+      }
     }
     if (mlp_case.input_transfer) {
       const auto input_id = [&](const char* variant, MlpInput input) {
@@ -282,11 +324,11 @@ void register_mlp_gpu(const Sweep& sweep) {
       };
       for (MlpInput input : {MlpInput::pageable, MlpInput::pinned}) {
         register_row(input_id("eager", input), kManual, mlp_gpu_stepwise, mlp_case,
-                     MlpExecution::eager, 0, input);
+                     MlpExecution::eager, 0, input, MlpPrecision::fp32);
       }
       // A graph cannot capture a copy from pageable memory: pinned only.
       register_row(input_id("graph", MlpInput::pinned), kManual, mlp_gpu_stepwise, mlp_case,
-                   MlpExecution::graph, 0, MlpInput::pinned);
+                   MlpExecution::graph, 0, MlpInput::pinned, MlpPrecision::fp32);
     }
     if (mlp_case.fused) {
       register_row(mlp_row_id("gpu", "fused", mlp_case, 0), kManual, mlp_gpu_fused, mlp_case);

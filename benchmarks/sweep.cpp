@@ -122,7 +122,7 @@ void add_mlp_sweep(Sweep* sweep, bool full) {
     add_mlp_cases(sweep, "digits", {64, 1437}, {32, 256}, 1, digits_epochs);
     add_mlp_cases(sweep, "synthetic", {1, 16, 256, 4096, 65536}, {8, 64, 512, 4096}, 1,
                   synthetic_steps);
-    add_mlp_cases(sweep, "synthetic", {256, 4096}, {64, 512}, 2, synthetic_steps);
+    add_mlp_cases(sweep, "synthetic", {256, 4096}, {64, 512, 4096}, 2, synthetic_steps);
   } else {
     add_mlp_cases(sweep, "digits", {16, 64, 256, 1437}, {16, 32, 64, 128, 256, 512}, 1,
                   digits_epochs);
@@ -137,6 +137,21 @@ void add_mlp_sweep(Sweep* sweep, bool full) {
       mlp.gpu_readbacks = {1, 0};
     }
   }
+  // Mixed precision on the GPU beside fp32: Iris (where it cannot help), and synthetic nets from
+  // where the products are a few microseconds to where they dominate the step; 4096 x 4096
+  // hidden at batch 4096 is the case a tensor core must win.
+  const std::vector<int> gpu_mixed_batches =
+      full ? std::vector<int>{16, 256, 4096, 65536} : std::vector<int>{256, 4096, 65536};
+  const std::vector<int> gpu_mixed_widths =
+      full ? std::vector<int>{64, 512, 4096} : std::vector<int>{512, 4096};
+  const auto among = [](const std::vector<int>& values, int value) {
+    return std::find(values.begin(), values.end(), value) != values.end();
+  };
+  for (MlpCase& mlp : sweep->mlp_cases) {
+    const bool synthetic = mlp.data == "synthetic" && among(gpu_mixed_batches, mlp.batch) &&
+                           among(gpu_mixed_widths, mlp.hidden[0]);
+    mlp.gpu_mixed_precision = mlp.data == "iris" || synthetic;
+  }
   // bf16 mixed precision on the CPU beside fp32: Iris and digits, and one-layer synthetic nets
   // from where the products are tiny to where they dominate the step. A few cases by default: each
   // costs up to two CPU iterations of half a second per thread count.
@@ -144,9 +159,6 @@ void add_mlp_sweep(Sweep* sweep, bool full) {
       full ? std::vector<int>{16, 256, 4096, 65536} : std::vector<int>{256, 4096};
   const std::vector<int> bf16_widths =
       full ? std::vector<int>{64, 256, 1024, 4096} : std::vector<int>{64, 512};
-  const auto among = [](const std::vector<int>& values, int value) {
-    return std::find(values.begin(), values.end(), value) != values.end();
-  };
   for (MlpCase& mlp : sweep->mlp_cases) {
     const bool synthetic = mlp.data == "synthetic" && mlp.hidden.size() == 1 &&
                            among(bf16_batches, mlp.batch) && among(bf16_widths, mlp.hidden[0]);

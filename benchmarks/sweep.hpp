@@ -27,6 +27,7 @@ struct MlpCase {
   bool small_path = false;  // also the hand-written CPU path (where it beats OpenBLAS)
   bool cpu_bf16 = false;    // also the bf16 mixed-precision OpenBLAS path (precision:bf16)
   bool fused = false;       // also the fused GPU kernel (it skips itself when it does not fit)
+  bool gpu_mixed_precision = false;      // also bf16 and fp16 eager and graph rows (precision:P)
   std::vector<int> gpu_readbacks = {0};  // loss read back every 1 / 200 steps, or 0 = never
   bool input_transfer = false;  // also the variants that copy the batch from host every step
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/common/low_precision.cuh"
+
 namespace gpubench::cuda {
 
 namespace {
@@ -107,7 +109,9 @@ __global__ void softmax_cross_entropy_kernel(float* logits, const int* labels, i
   }
 }
 
-__global__ void bias_gradient_kernel(const float* delta, int rows, int cols, float* gradient,
+// T: float, or the 2-byte dZ of a mixed-precision step (summed in fp32 all the same).
+template <typename T>
+__global__ void bias_gradient_kernel(const T* delta, int rows, int cols, float* gradient,
                                      float* partials, unsigned* counters) {
   __shared__ float partial[kBiasRowLanes][kBiasColumns + 1];  // +1: no bank conflicts below
   __shared__ bool last_block;
@@ -119,7 +123,7 @@ __global__ void bias_gradient_kernel(const float* delta, int rows, int cols, flo
   float sum = 0.0F;
   if (column < cols) {
     for (int row = row_begin + row_lane; row < row_end; row += kBiasRowLanes) {
-      sum += delta[static_cast<std::size_t>(row) * cols + column];
+      sum += to_float(delta[static_cast<std::size_t>(row) * cols + column]);
     }
   }
   partial[row_lane][lane] = sum;
@@ -208,14 +212,38 @@ std::size_t bias_gradient_counters(int cols) {
   return static_cast<std::size_t>((cols + kBiasColumns - 1) / kBiasColumns);
 }
 
-cudaError_t launch_bias_gradient(const float* delta, int rows, int cols, float* bias_gradient,
-                                 float* partials, unsigned* counters, cudaStream_t stream) {
+namespace {
+
+template <typename T>
+cudaError_t launch_bias_gradient_of(const T* delta, int rows, int cols, float* bias_gradient,
+                                    float* partials, unsigned* counters, cudaStream_t stream) {
   const dim3 block(kBiasColumns, kBiasRowLanes);
   const dim3 grid(static_cast<unsigned>(bias_gradient_counters(cols)),
                   static_cast<unsigned>((rows + kBiasRowsPerBlock - 1) / kBiasRowsPerBlock));
-  bias_gradient_kernel<<<grid, block, 0, stream>>>(delta, rows, cols, bias_gradient, partials,
-                                                   counters);
+  bias_gradient_kernel<T>
+      <<<grid, block, 0, stream>>>(delta, rows, cols, bias_gradient, partials, counters);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_bias_gradient(const float* delta, int rows, int cols, float* bias_gradient,
+                                 float* partials, unsigned* counters, cudaStream_t stream) {
+  return launch_bias_gradient_of(delta, rows, cols, bias_gradient, partials, counters, stream);
+}
+
+cudaError_t launch_bias_gradient(const void* delta, MlpPrecision precision, int rows, int cols,
+                                 float* bias_gradient, float* partials, unsigned* counters,
+                                 cudaStream_t stream) {
+  if (precision == MlpPrecision::fp32) {
+    return launch_bias_gradient_of(static_cast<const float*>(delta), rows, cols, bias_gradient,
+                                   partials, counters, stream);
+  }
+  return with_low_precision_type(precision == MlpPrecision::bf16, [&](auto type) {
+    using T = decltype(type);
+    return launch_bias_gradient_of(static_cast<const T*>(delta), rows, cols, bias_gradient,
+                                   partials, counters, stream);
+  });
 }
 
 cudaError_t launch_relu_backward(float* gradient, const float* activation, std::size_t count,

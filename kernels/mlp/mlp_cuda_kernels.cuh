@@ -10,6 +10,8 @@
 
 #include <cstddef>
 
+#include "kernels/mlp/mlp_spec.hpp"
+
 namespace gpubench::cuda {
 
 // z (rows x cols) += bias (broadcast over rows), then max(z, 0) if `relu`.
@@ -34,6 +36,11 @@ int softmax_cross_entropy_blocks(int rows);
 // left at zero), as the loss kernel does.
 [[nodiscard]] cudaError_t launch_bias_gradient(const float* delta, int rows, int cols,
                                                float* bias_gradient, float* partials,
+                                               unsigned* counters, cudaStream_t stream);
+// The same for a dZ stored in `precision` (a mixed-precision step's bf16 or fp16 copy), still
+// summed in fp32.
+[[nodiscard]] cudaError_t launch_bias_gradient(const void* delta, MlpPrecision precision, int rows,
+                                               int cols, float* bias_gradient, float* partials,
                                                unsigned* counters, cudaStream_t stream);
 std::size_t bias_gradient_partials(int rows, int cols);
 std::size_t bias_gradient_counters(int cols);

@@ -18,6 +18,14 @@
 // kernel to every product (10 kernels instead of 5 per step, measured with Nsight Compute on an
 // H100), which costs more than the parallelism it buys when k is a few hundred at most.
 //
+// Mixed precision (bf16, fp16; kernels/mlp/mlp_spec.hpp, MlpPrecision): the products read 2-byte
+// copies of the weights and activations (tensor cores, fp32 accumulation and fp32 output); the
+// bias, loss, gradients and master weights stay fp32 (kernels/mlp/mlp_cuda_mixed_kernels.cuh). The
+// casts add launches: 6L + 2 per step for bf16 (the batch's cast, the loss gradient's cast), and
+// two more for fp16's loss scaling (the inf/NaN check, the scale update), all on the device, so
+// eager and graph run the same way. Only the 2-byte activations and dZ are kept (plus one fp32
+// buffer for a product's output), so a mixed-precision step also needs less device memory.
+//
 // Eager: the 6L launches are issued from the host every step, one after the other on one stream.
 // Graph: `graph_steps` consecutive steps (with their input copies and the loss readback) are
 // captured once and replayed, so a replay costs one launch however many operations it holds; the
@@ -31,10 +39,12 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kernels/common/cuda_resources.hpp"
 #include "kernels/common/host_buffer.hpp"
+#include "kernels/common/loss_scaler.hpp"
 #include "kernels/mlp/mlp_spec.hpp"
 
 namespace gpubench::cuda {
@@ -63,8 +73,18 @@ class MlpGpuTrainer {
   // Validates the network (std::invalid_argument naming the problem), allocates every device
   // buffer once, uploads the batch (batch x spec.inputs, row-major; labels in 0..classes-1) and the
   // initial parameters, and keeps host copies of the batch for the input-transfer variants.
+  // `precision` is the products' format; fp16 scales the loss with `loss_scaling` (GradScaler's
+  // defaults unless a test asks for others; validated as LossScaler does).
   MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs, const int* labels,
-                const float* initial_parameters);
+                const float* initial_parameters, MlpPrecision precision = MlpPrecision::fp32,
+                LossScalerSettings loss_scaling = {});
+
+  // The device bytes the constructor allocates for this network, batch and precision, computed
+  // from the shapes alone (before allocating anything): parameters, initial parameters and
+  // gradient (fp32), the batch, activations and dZ, the 2-byte copies of a mixed-precision step,
+  // the reduction scratch, and two 32 MiB cuBLASLt workspaces. The constructor checks that it
+  // allocated exactly this.
+  static std::size_t planned_device_bytes(const MlpSpec& spec, int batch, MlpPrecision precision);
   ~MlpGpuTrainer();
   MlpGpuTrainer(const MlpGpuTrainer&) = delete;
   MlpGpuTrainer& operator=(const MlpGpuTrainer&) = delete;
@@ -98,8 +118,13 @@ class MlpGpuTrainer {
   cudaStream_t stream() const { return stream_.get(); }
   const MlpSpec& spec() const { return spec_; }
   int batch() const { return batch_; }
-  // Operations per step (a cuBLAS product counts as one launch): 6 x layers.
-  int launches_per_step() const { return 6 * spec_.layer_count(); }
+  // Operations per step (a cuBLAS product counts as one launch): 6 x layers in fp32, 2 more for
+  // bf16 and 4 more for fp16 (see above).
+  int launches_per_step() const;
+  MlpPrecision precision() const { return precision_; }
+  // fp16: where the loss scale stands after the steps run so far (a synchronous read); nothing for
+  // fp32 and bf16, which train without loss scaling.
+  std::optional<LossScaleState> loss_scale_state();
   std::size_t input_bytes_per_step() const;
   std::size_t device_bytes() const { return device_bytes_; }
   int graph_steps() const { return graph_steps_; }
@@ -107,6 +132,8 @@ class MlpGpuTrainer {
  private:
   // `concurrent` (only while capturing): weight and bias gradients on the side stream.
   void enqueue_step(bool concurrent);
+  void enqueue_fp32_step(bool concurrent);
+  void enqueue_mixed_step(bool concurrent);
   void enqueue_input_copy(MlpInput input);
   void enqueue_readback();
   CudaGraph capture(int steps, MlpInput input, bool readback_at_end, bool concurrent);
@@ -114,6 +141,8 @@ class MlpGpuTrainer {
 
   MlpSpec spec_;
   int batch_;
+  MlpPrecision precision_;
+  LossScalerSettings loss_scaling_;
   std::size_t device_bytes_ = 0;
   Stream stream_;
   Stream side_stream_;    // gradient branches inside a graph capture
@@ -128,8 +157,9 @@ class MlpGpuTrainer {
   DeviceBuffer gradient_;
   DeviceBuffer inputs_;
   DeviceBuffer labels_;
-  std::vector<DeviceBuffer> activations_;  // each hidden layer, batch x width
-  DeviceBuffer logits_;                    // batch x classes, becomes dZ of the last layer
+  // fp32 step: each hidden layer's activation and dZ (below), batch x width.
+  std::vector<DeviceBuffer> activations_;
+  DeviceBuffer logits_;  // batch x classes, becomes dZ of the last layer
   // dZ of each hidden layer, batch x width: one buffer per layer (not two reused in turn), so a
   // gradient branch still reading a layer's dZ never races with the chain writing a lower one.
   std::vector<DeviceBuffer> deltas_;
@@ -140,6 +170,17 @@ class MlpGpuTrainer {
   // one stream (the main one, or the side one inside a graph).
   DeviceBuffer bias_partials_;
   DeviceBuffer bias_counters_;
+  // Mixed-precision step only: the 2-byte copies the products read (parameters, batch, each hidden
+  // layer's activation and dZ, the last layer's dZ), one fp32 buffer for a product's output
+  // (batch x widest hidden layer: every hidden product writes it, then one kernel reads it into a
+  // 2-byte copy), and the loss scale (fp16).
+  DeviceBuffer low_parameters_;
+  DeviceBuffer low_inputs_;
+  std::vector<DeviceBuffer> low_activations_;
+  std::vector<DeviceBuffer> low_deltas_;
+  DeviceBuffer low_logit_delta_;
+  DeviceBuffer product_output_;
+  DeviceBuffer loss_scale_;
   bool concurrent_gradients_ = false;  // graphs: gradient branches beside the chain
   HostBuffer pageable_inputs_;
   HostBuffer pageable_labels_;

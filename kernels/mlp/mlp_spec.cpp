@@ -8,6 +8,18 @@
 
 namespace gpubench {
 
+const char* mlp_precision_name(MlpPrecision precision) {
+  switch (precision) {
+    case MlpPrecision::fp32:
+      return "fp32";
+    case MlpPrecision::bf16:
+      return "bf16";
+    case MlpPrecision::fp16:
+      return "fp16";
+  }
+  return "unknown";
+}
+
 std::size_t MlpSpec::weight_offset(int layer) const {
   std::size_t offset = 0;
   for (int l = 0; l < layer; ++l) {

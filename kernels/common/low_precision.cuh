@@ -1,0 +1,35 @@
+#pragma once
+// The two 2-byte formats of mixed-precision training on the device, for kernels templated on the
+// storage type: bf16 (__nv_bfloat16: fp32's 8 exponent bits, 8 significant bits) and fp16 (__half:
+// 5 exponent bits, 11 significant bits). Conversions from fp32 round to nearest even, as PyTorch's
+// .to() and autocast do; conversions to fp32 are exact. Device code only (include from .cu files).
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace gpubench::cuda {
+
+__device__ inline float to_float(float value) { return value; }
+__device__ inline float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
+__device__ inline float to_float(__half value) { return __half2float(value); }
+
+template <typename T>
+__device__ T from_float(float value);
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float value) {
+  return __float2bfloat16_rn(value);
+}
+template <>
+__device__ inline __half from_float<__half>(float value) {
+  return __float2half_rn(value);
+}
+
+// Calls `launch(T{})` with T the storage type `bf16` selects (true: __nv_bfloat16, false: __half),
+// so one host-side launcher serves both formats.
+template <typename Launch>
+cudaError_t with_low_precision_type(bool bf16, Launch&& launch) {
+  return bf16 ? launch(__nv_bfloat16{}) : launch(__half{});
+}
+
+}  // namespace gpubench::cuda
