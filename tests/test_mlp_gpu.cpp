@@ -18,6 +18,7 @@
 #include "kernels/mlp/mlp_cuda_trainer.hpp"
 #include "tests/bench_process.hpp"
 #include "tests/gpu_test_main.hpp"
+#include "tests/mlp_test_support.hpp"
 
 namespace {
 
@@ -25,43 +26,15 @@ using gpubench::Dataset;
 using gpubench::MlpSpec;
 using gpubench::cuda::MlpExecution;
 using gpubench::cuda::MlpInput;
+using gpubench::testing::accuracy;
+using gpubench::testing::cpu_losses;
+using gpubench::testing::spec_for;
 
 // The GPU sums the same terms as the CPU in other orders (cuBLAS, block reductions, expf); SGD
 // carries each step's rounding on. Relative 1e-3 after 1000 (or 20000) epochs is ~100x what the
 // CPU's own two paths differ by, and far below what a wrong gradient, a missed ReLU mask or a stale
 // weight would produce (those change the loss in the first digits within tens of steps).
 constexpr double kTolerance = 1e-3;
-
-MlpSpec spec_for(const Dataset& data, std::vector<int> hidden, int epochs) {
-  MlpSpec spec;
-  spec.inputs = data.features;
-  spec.hidden = std::move(hidden);
-  spec.classes = data.classes;
-  spec.learning_rate = 0.01F;
-  spec.epochs = epochs;
-  spec.seed = 1;
-  return spec;
-}
-
-// CPU (OpenBLAS path) loss after every step, and the final parameters.
-std::vector<float> cpu_losses(const MlpSpec& spec, const Dataset& batch,
-                              std::vector<float>* final_parameters) {
-  gpubench::cpu::set_blas_threads(1);
-  std::vector<float> parameters = gpubench::initial_parameters(spec);
-  gpubench::cpu::MlpBlasTrainer trainer(spec, batch.rows());
-  std::vector<float> losses;
-  losses.reserve(static_cast<std::size_t>(spec.epochs));
-  for (int epoch = 0; epoch < spec.epochs; ++epoch) {
-    losses.push_back(trainer.step(parameters.data(), batch.inputs.data(), batch.labels.data()));
-  }
-  if (final_parameters != nullptr) *final_parameters = parameters;
-  return losses;
-}
-
-double accuracy(const MlpSpec& spec, const std::vector<float>& parameters, const Dataset& test) {
-  return gpubench::cpu::mlp_accuracy(spec, parameters.data(), test.inputs.data(),
-                                     test.labels.data(), test.rows());
-}
 
 void expect_close(double value, double reference, const std::string& what) {
   EXPECT_NEAR(value, reference, kTolerance * std::fabs(reference) + 1e-6) << what;
