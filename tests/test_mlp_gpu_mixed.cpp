@@ -107,10 +107,10 @@ TEST(MlpGpuMixed, IrisFollowsTheFp32TrajectoryAndReachesItsTestAccuracy) {
 }
 
 TEST(MlpGpuMixed, TwoHiddenLayersAndTallOddBatchFollowFp32) {
-  // More than 1024 rows (the bias gradients finish in their last block), odd widths (2-byte
-  // operands at offsets only 2-byte aligned), and a step small enough for the graph's gradient
-  // branches on the side stream.
-  const Dataset tall = gpubench::make_gaussian_clusters(2501, 7, 4, 5);
+  // More than 1024 rows (the bias gradients finish in their last block), odd widths (6 features:
+  // the 2-byte weight copies of layers 1 and 2 start 287 and 1085 elements in, only 2-byte
+  // aligned), and a step small enough for the graph's gradient branches on the side stream.
+  const Dataset tall = gpubench::make_gaussian_clusters(2501, 6, 4, 5);
   const MlpSpec spec = spec_for(tall, {41, 19}, 40);
   const std::vector<float> reference = cpu_losses(spec, tall, nullptr);
   const std::vector<float> initial = gpubench::initial_parameters(spec);
