@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -90,6 +91,10 @@ class ResultRow {
   // Seconds per epoch or step, samples or images per second, steps, kernels, readbacks, input
   // bytes, final loss and test accuracy; CNN rows also the time of one CIFAR-10 epoch.
   ResultRow& training(const TrainingResult& result);
+  // device_bytes_model, the device bytes the row's own buffers need by their shapes, and
+  // device_bytes_peak, what a DeviceMemoryMeter measured while the row ran
+  // (harness/device_memory.hpp: meter.peak_bytes()); always together, so a reader can compare them.
+  ResultRow& device_memory(std::size_t model_bytes, std::size_t peak_bytes);
   // t_op:<operation> for each operation of a profiled step (seconds per step).
   ResultRow& operation_times(const std::map<std::string, double>& seconds_per_step);
   // Sets the label: workload, backend, variant, the string parameters, then label() pairs.
