@@ -3,8 +3,8 @@
 // cross-entropy): the first step's loss and every parameter's gradient; eager and graph runs,
 // resident and copied inputs follow the same trajectory; batch 1 and large batches; bad
 // configurations are clear errors; the observer sees the CPU trainer's operation names; the
-// device memory it takes is its model's within page rounding. Label `gpu`; skipped without a
-// device.
+// device memory it takes is its model's within page rounding; the `bench` rows carry their input
+// bytes, graph steps and device memory. Label `gpu`; skipped without a device.
 
 #include <gtest/gtest.h>
 
@@ -28,6 +28,7 @@
 #include "kernels/common/openblas.hpp"
 #include "kernels/common/seeded_random.hpp"
 #include "kernels/common/step_observer.hpp"
+#include "tests/bench_process.hpp"
 #include "tests/gpu_test_main.hpp"
 
 namespace {
@@ -774,6 +775,44 @@ TEST(CnnGpu, MeasuredDevicePeakIsTheModelWithinPageRoundingAndTheHandle) {
   EXPECT_EQ(trainer.device_bytes(), model);
   EXPECT_GE(meter.peak_bytes() + kPeakBelowModelBytes, model) << "peak " << meter.peak_bytes();
   EXPECT_LE(meter.peak_bytes(), model + kPeakAboveModelBytes) << "model " << model;
+}
+
+TEST(CnnGpu, BenchRowsReportInputBytesGraphStepsAndDeviceMemory) {
+  // The tutorial's batch without readbacks: eager and graph with the batch resident, and the
+  // variants that copy it from host memory before every step.
+  const auto run = gpubench::testing::run_bench(
+      "--benchmark_filter='^cnn/gpu/(eager|graph)/data:[a-z0-9]+/batch:64/readback:0/"
+      "(input:(pageable|pinned)/)?manual_time$' --benchmark_min_time=0.01");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  const std::size_t model = gpubench::cuda::cnn_gpu_device_bytes(CnnSpec{}, 64);
+  const double input_bytes_per_step = 64.0 * (kImageFloats * sizeof(float) + sizeof(int));
+  int rows = 0;
+  for (const auto& row : run.json["benchmarks"]) {
+    const std::string name = row["name"];
+    ASSERT_FALSE(row.contains("error_occurred")) << name << ": " << row.value("error_message", "");
+    const bool copies_input = name.find("/input:") != std::string::npos;
+    const bool graph = name.rfind("cnn/gpu/graph/", 0) == 0;
+    const double steps = row["steps"];
+    EXPECT_DOUBLE_EQ(row["bytes_h2d"].get<double>(),
+                     copies_input ? steps * input_bytes_per_step : 0)
+        << name;
+    if (graph) {
+      EXPECT_GE(row["graph_steps"].get<double>(), 1) << name;
+    } else {
+      EXPECT_FALSE(row.contains("graph_steps")) << name;
+    }
+    EXPECT_DOUBLE_EQ(row["device_bytes_model"].get<double>(), static_cast<double>(model)) << name;
+    EXPECT_DOUBLE_EQ(row["device_bytes"].get<double>(), static_cast<double>(model)) << name;
+    const double peak = row["device_bytes_peak"];
+    EXPECT_GE(peak + kPeakBelowModelBytes, static_cast<double>(model)) << name;
+    // The first row of the process also pays for loading the kernels and cuBLAS.
+    if (rows > 0) {
+      EXPECT_LE(peak, static_cast<double>(model + kPeakAboveModelBytes)) << name;
+    }
+    ++rows;
+  }
+  EXPECT_EQ(rows, 5);
 }
 
 }  // namespace
