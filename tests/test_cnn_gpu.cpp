@@ -4,7 +4,8 @@
 // resident and copied inputs follow the same trajectory; batch 1 and large batches; bad
 // configurations are clear errors; the observer sees the CPU trainer's operation names; the
 // device memory it takes is its model's within page rounding; the `bench` rows carry their input
-// bytes, graph steps and device memory. Label `gpu`; skipped without a device.
+// bytes, graph steps and device memory, and the largest-batch row runs where the model says.
+// Label `gpu`; skipped without a device.
 
 #include <gtest/gtest.h>
 
@@ -813,6 +814,45 @@ TEST(CnnGpu, BenchRowsReportInputBytesGraphStepsAndDeviceMemory) {
     ++rows;
   }
   EXPECT_EQ(rows, 5);
+}
+
+TEST(CnnGpu, LargestBatchRowRunsNearTheLargestBatchTheModelAllows) {
+  const auto run =
+      gpubench::testing::run_bench("--benchmark_filter='^memory/gpu/largest_batch/net:cnn/'");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  ASSERT_EQ(run.json["benchmarks"].size(), 1U) << run.stdout_text;
+  const auto& row = run.json["benchmarks"][0];
+  ASSERT_FALSE(row.contains("error_occurred")) << row.value("error_message", "");
+  const std::string label = row["label"];
+  EXPECT_EQ(label.rfind("workload=memory backend=gpu variant=largest_batch net=cnn data=", 0), 0U)
+      << label;
+  EXPECT_NE(label.find(" precision=fp32"), std::string::npos) << label;
+
+  const CnnSpec spec;
+  const auto bytes_at = [&](double batch) {
+    return gpubench::cuda::cnn_gpu_device_bytes(spec, static_cast<int>(batch));
+  };
+  const auto free_bytes = static_cast<std::size_t>(row["device_bytes_free"].get<double>());
+  const std::size_t usable = gpubench::usable_device_bytes(free_bytes);
+  const double largest = row["batch_largest"];
+  const double batch = row["batch"];
+  // batch_largest is the largest batch whose model fits in the free memory less the margin.
+  EXPECT_LE(bytes_at(largest), usable);
+  EXPECT_GT(bytes_at(largest + 1), usable);
+  // The run: 90% of it, or the trainer's largest batch (the host bound is far above both).
+  const int near_largest = std::max(1, static_cast<int>(0.9 * largest));
+  EXPECT_EQ(batch, std::min(near_largest, gpubench::cuda::cnn_gpu_max_batch(spec)));
+  const std::size_t model = bytes_at(batch);
+  EXPECT_DOUBLE_EQ(row["device_bytes_model"].get<double>(), static_cast<double>(model));
+  // The margin left out of the search is for what the model leaves out (this row is the first of
+  // its process, so that includes loading the kernels and cuBLAS): the peak stays within it.
+  const double peak = row["device_bytes_peak"];
+  EXPECT_GE(peak + kPeakBelowModelBytes, static_cast<double>(model));
+  EXPECT_LE(peak, static_cast<double>(model + (free_bytes - usable)));
+  EXPECT_DOUBLE_EQ(row["steps"].get<double>(), 10);
+  EXPECT_GT(row["t_step"].get<double>(), 0);
+  EXPECT_TRUE(std::isfinite(row["final_loss"].get<double>()));
 }
 
 }  // namespace
