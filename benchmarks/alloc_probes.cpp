@@ -22,6 +22,12 @@
 // state, the pool's first growth), and its pointer is checked to be the kind of memory asked for.
 // Each row runs kRepetitions repetitions: allocation times vary with the driver's and the OS's
 // state, so the report shows their median and slowest decile.
+//
+// Device memory: device_bytes_model is B for the device and pool probes and 0 for the pinned host
+// probes; device_bytes_peak is measured from before the first round (harness/device_memory.hpp),
+// after the first timed iteration's preparation and body, so both the allocating and the freeing
+// probes hold their allocation at one sample. On the pinned probes it shows what the driver takes
+// on the device for page-locked host memory, if anything.
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -32,6 +38,7 @@
 
 #include "benchmarks/gpu_support.hpp"
 #include "benchmarks/registration.hpp"
+#include "harness/device_memory.hpp"
 #include "harness/host_clock_timer.hpp"
 #include "harness/result_row.hpp"
 #include "kernels/common/cuda_check.hpp"
@@ -66,11 +73,11 @@ void check_memory_kind(const void* pointer, Memory memory) {
 // other as the untimed preparation of each iteration.
 template <typename Buffer>
 double time_allocation(benchmark::State& state, Operation operation, std::size_t bytes,
-                       Memory memory) {
+                       Memory memory, DeviceMemoryMeter* meter) {
   Buffer buffer(bytes);  // untimed first round
   check_memory_kind(buffer.data(), memory);
   buffer.reset();
-  HostClockTimer timer(HostClockTimer::Report::manual);
+  HostClockTimer timer(HostClockTimer::Report::manual, meter);
   if (operation == Operation::allocate) {
     return timer.run(
         state, [&] { buffer.reset(); }, [&] { buffer = Buffer(bytes); });
@@ -84,11 +91,14 @@ void allocate_or_release(benchmark::State& state, const RowId& id, Operation ope
   require_gpu();
   const bool pinned = memory == Memory::pinned;
   if (!pinned && !fits_on_device(state, bytes)) return;
+  DeviceMemoryMeter meter;
   const double seconds_per_call =
-      pinned ? time_allocation<PinnedHostBuffer>(state, operation, bytes, memory)
-             : time_allocation<DeviceBuffer>(state, operation, bytes, memory);
+      pinned ? time_allocation<PinnedHostBuffer>(state, operation, bytes, memory, &meter)
+             : time_allocation<DeviceBuffer>(state, operation, bytes, memory, &meter);
   ResultRow row(state, id);
-  row.set(Counter::t_wall, seconds_per_call).set(Counter::pinned, pinned ? 1 : 0);
+  row.set(Counter::t_wall, seconds_per_call)
+      .set(Counter::pinned, pinned ? 1 : 0)
+      .device_memory(pinned ? 0 : bytes, meter.peak_bytes());
   if (!pinned) row.set(Counter::device_bytes, static_cast<double>(bytes));
   row.label(LabelKey::probe, operation == Operation::allocate ? "alloc_malloc" : "alloc_free")
       .label(LabelKey::host, memory_name(memory))
@@ -98,6 +108,7 @@ void allocate_or_release(benchmark::State& state, const RowId& id, Operation ope
 void allocate_from_pool(benchmark::State& state, const RowId& id, std::size_t bytes) {
   require_gpu();
   if (!fits_on_device(state, bytes)) return;
+  DeviceMemoryMeter meter;
   int device = 0;
   GPUBENCH_CUDA_CHECK(cudaGetDevice(&device));
   const RetainingMemPool pool(device);
@@ -119,7 +130,7 @@ void allocate_from_pool(benchmark::State& state, const RowId& id, std::size_t by
   GPUBENCH_CUDA_CHECK(cudaFreeAsync(first, stream.get()));
   stream.synchronize();
 
-  HostClockTimer timer(HostClockTimer::Report::manual);
+  HostClockTimer timer(HostClockTimer::Report::manual, &meter);
   // The stream is drained before each pair (untimed) so every pair finds the freed block ready.
   const double seconds_per_pair = timer.run(
       state, [&] { stream.synchronize(); }, [&] { benchmark::DoNotOptimize(allocate_and_free()); });
@@ -128,6 +139,7 @@ void allocate_from_pool(benchmark::State& state, const RowId& id, std::size_t by
       .set(Counter::t_wall, seconds_per_pair)
       .set(Counter::pinned, 0)
       .set(Counter::device_bytes, static_cast<double>(bytes))
+      .device_memory(bytes, meter.peak_bytes())
       .label(LabelKey::probe, "alloc_async")
       .label(LabelKey::host, "device")
       .publish();

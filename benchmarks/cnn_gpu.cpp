@@ -17,6 +17,13 @@
 // rest. Validation: the first step's loss equals the CPU's forward pass; where the CPU can afford
 // it, the first steps' losses match the CPU's. After timing, a profiling run records CUDA events
 // around every operation of a few eager steps (harness/event_operation_profiler.hpp).
+//
+// Device memory: device_bytes_model is cnn_gpu_device_bytes(spec, batch)
+// (kernels/cnn/cnn_cuda_memory.hpp), computed from the shapes before the trainer allocates;
+// device_bytes_peak is measured from before the trainer exists to the end of the timed loop
+// (harness/device_memory.hpp), so it includes cuBLAS's handle, the graphs of graph rows and their
+// upload. The copy and readback calibrations allocate and free their buffers between samples and
+// are not seen.
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -30,10 +37,12 @@
 #include "benchmarks/gpu_support.hpp"
 #include "benchmarks/gpu_training_phases.hpp"
 #include "benchmarks/registration.hpp"
+#include "harness/device_memory.hpp"
 #include "harness/event_operation_profiler.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/result_row.hpp"
 #include "kernels/cnn/cnn_cpu.hpp"
+#include "kernels/cnn/cnn_cuda_memory.hpp"
 #include "kernels/cnn/cnn_cuda_trainer.hpp"
 #include "kernels/common/cuda_check.hpp"
 #include "kernels/common/cuda_resources.hpp"
@@ -96,6 +105,8 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   const ImageSet& train = workload.data.train;
   const int batch = cnn_case.batch;
   const int steps = cnn_case.steps;
+  const std::size_t model_bytes = cuda::cnn_gpu_device_bytes(workload.spec, batch);
+  DeviceMemoryMeter meter;
   cuda::CnnGpuTrainer trainer(workload.spec, batch, train.pixels.data(), train.labels.data(),
                               workload.initial.data());
   const cudaStream_t stream = trainer.stream();
@@ -127,7 +138,7 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   trainer.prepare(config, steps);  // graphs are captured and uploaded here
 
   std::vector<float> losses;
-  const double wall_s = time_training_runs(state, trainer, steps, &losses);
+  const double wall_s = time_training_runs(state, trainer, steps, &losses, &meter);
   const float final_loss = trainer.last_loss();
   if (!std::isfinite(final_loss)) {
     state.SkipWithError("training diverged: the final loss is not finite");
@@ -167,6 +178,7 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   ResultRow row(state, id);
   row.phases(phases)
       .set(Counter::device_bytes, static_cast<double>(trainer.device_bytes()))
+      .device_memory(model_bytes, meter.peak_bytes())
       .work(steps * cnn_step_flop(workload.spec, batch), wall_s, gpu_peak_flops(gpu, "fp32"))
       .training(result)
       .operation_times(profiler.per_step(kCnnProfileSteps));

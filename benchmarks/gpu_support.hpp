@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/device_memory.hpp"
 #include "harness/gpu_info.hpp"
 #include "kernels/common/cuda_check.hpp"
 
@@ -24,13 +25,11 @@ inline const GpuInfo& require_gpu() {
 // True if `bytes` fit in the device's free memory (5% is left for cuBLAS's workspace and the
 // runtime); otherwise reports SkipWithError naming both numbers, and the sweep goes on.
 inline bool fits_on_device(benchmark::State& state, std::size_t bytes) {
-  std::size_t free_bytes = 0;
-  std::size_t total_bytes = 0;
-  GPUBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (static_cast<double>(bytes) <= 0.95 * static_cast<double>(free_bytes)) return true;
+  const DeviceMemoryInfo memory = read_device_memory();
+  if (static_cast<double>(bytes) <= 0.95 * static_cast<double>(memory.free_bytes)) return true;
   const std::string message = "does not fit in device memory: needs " + std::to_string(bytes) +
-                              " bytes, " + std::to_string(free_bytes) + " of " +
-                              std::to_string(total_bytes) + " bytes free";
+                              " bytes, " + std::to_string(memory.free_bytes) + " of " +
+                              std::to_string(memory.total_bytes) + " bytes free";
   state.SkipWithError(message.c_str());
   return false;
 }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "harness/device_memory.hpp"
 #include "harness/host_clock_timer.hpp"
 #include "harness/phase_times.hpp"
 #include "kernels/common/cuda_check.hpp"
@@ -46,11 +47,12 @@ double loss_readback_seconds(cudaStream_t stream);
 // The timed loop of a GPU training row (MLP or CNN trainer, already prepared for `steps`): each
 // iteration restores the initial weights and waits for that outside the clock, then trains
 // `steps` steps and waits for the last; the host time of that is the iteration's (what the user
-// waits for). Losses read back during the last iteration land in `losses`. Returns t_wall.
+// waits for). Losses read back during the last iteration land in `losses`. `meter`, when given, is
+// sampled by the timer (harness/host_clock_timer.hpp says when). Returns t_wall.
 template <typename Trainer>
 double time_training_runs(benchmark::State& state, Trainer& trainer, int steps,
-                          std::vector<float>* losses) {
-  HostClockTimer timer(HostClockTimer::Report::manual);
+                          std::vector<float>* losses, DeviceMemoryMeter* meter = nullptr) {
+  HostClockTimer timer(HostClockTimer::Report::manual, meter);
   return timer.run(
       state,
       [&] {

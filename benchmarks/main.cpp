@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
     gpubench::register_alloc_probes(sweep);
     gpubench::register_mlp_gpu(sweep);
     gpubench::register_cnn_gpu(sweep);
+    gpubench::register_largest_batch(sweep);
   }
 #endif
   if (!has_gpu && !list_all) {

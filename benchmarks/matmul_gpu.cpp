@@ -6,6 +6,11 @@
 //
 // The stream, cuBLAS handle and buffers are created once per benchmark, outside the timed loop;
 // the GEMM is validated once against a double reference before timing.
+//
+// Device memory: device_bytes_model is A + B + C at the row's storage types (the fixture gives
+// cuBLAS no workspace of its own, so cuBLAS's is in the measured peak only); device_bytes_peak is
+// measured from before the stream and handle exist (harness/device_memory.hpp). Kernel-only rows
+// also hold the cold-L2 timer's flush buffer, which device_bytes counts and the model does not.
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -17,6 +22,7 @@
 #include "benchmarks/gpu_support.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/cold_l2_timer.hpp"
+#include "harness/device_memory.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/phased_wall_timer.hpp"
 #include "harness/result_row.hpp"
@@ -38,6 +44,7 @@ struct GemmBytes {
       : a(static_cast<std::size_t>(shape.m) * shape.k * cuda::operand_element_bytes(precision)),
         b(static_cast<std::size_t>(shape.k) * shape.n * cuda::operand_element_bytes(precision)),
         c(static_cast<std::size_t>(shape.m) * shape.n * cuda::output_element_bytes(precision)) {}
+  std::size_t operands() const { return a + b + c; }
 };
 
 // Host copies of A and B in the precision's storage type, from fixed-seed uniform values.
@@ -75,10 +82,10 @@ void matmul_gpu_kernel(benchmark::State& state, const RowId& id, Precision preci
                        const MatmulShape& shape) {
   const GpuInfo& gpu = require_gpu();
   const GemmBytes bytes(precision, shape);
-  const std::size_t device_bytes =
-      bytes.a + bytes.b + bytes.c + ColdL2Timer::device_bytes(gpu.l2_cache_bytes);
+  const std::size_t device_bytes = bytes.operands() + ColdL2Timer::device_bytes(gpu.l2_cache_bytes);
   if (!fits_on_device(state, device_bytes)) return;
 
+  DeviceMemoryMeter meter;
   Stream stream;
   CublasHandle handle(stream.get());
   DeviceBuffer a(bytes.a);
@@ -112,7 +119,7 @@ void matmul_gpu_kernel(benchmark::State& state, const RowId& id, Precision preci
     }
   }
 
-  ColdL2Timer timer(stream.get(), gpu.l2_cache_bytes);
+  ColdL2Timer timer(stream.get(), gpu.l2_cache_bytes, &meter);
   const double seconds_per_iteration = timer.run(state, gemm);
 
   // Kernel-only rows have no t_wall: launch and synchronisation are the e2e rows' and probes'.
@@ -126,6 +133,7 @@ void matmul_gpu_kernel(benchmark::State& state, const RowId& id, Precision preci
       .set(Counter::bytes_d2h, 0)
       .set(Counter::kernels, 1)  // cuBLAS may split-K into 2; counted as one library call
       .set(Counter::device_bytes, static_cast<double>(device_bytes))
+      .device_memory(bytes.operands(), meter.peak_bytes())
       .set(Counter::max_error_over_bound, check.worst_error_over_bound)
       .label(LabelKey::shape, shape.family)
       .publish();
@@ -135,9 +143,10 @@ void matmul_gpu_e2e(benchmark::State& state, const RowId& id, Precision precisio
                     const MatmulShape& shape, HostMemory host_memory) {
   const GpuInfo& gpu = require_gpu();
   const GemmBytes bytes(precision, shape);
-  const std::size_t device_bytes = bytes.a + bytes.b + bytes.c;
+  const std::size_t device_bytes = bytes.operands();
   if (!fits_on_device(state, device_bytes)) return;
 
+  DeviceMemoryMeter meter;
   Stream stream;
   CublasHandle handle(stream.get());
   DeviceBuffer a(bytes.a);
@@ -164,7 +173,7 @@ void matmul_gpu_e2e(benchmark::State& state, const RowId& id, Precision precisio
     marks.end(Phase::d2h);
   };
 
-  PhasedWallTimer timer(stream.get(), PhasedWallTimer::Report::wall);
+  PhasedWallTimer timer(stream.get(), PhasedWallTimer::Report::wall, &meter);
   // Validation on the host result of one untimed iteration, with C poisoned beforehand.
   std::memset(c_host.data(), 0xFF, bytes.c);
   GPUBENCH_CUDA_CHECK(cudaMemsetAsync(c.data(), 0xFF, bytes.c, stream.get()));
@@ -187,6 +196,7 @@ void matmul_gpu_e2e(benchmark::State& state, const RowId& id, Precision precisio
       .set(Counter::kernels, 1)
       .set(Counter::pinned, host_memory == HostMemory::pinned ? 1 : 0)
       .set(Counter::device_bytes, static_cast<double>(device_bytes))
+      .device_memory(device_bytes, meter.peak_bytes())
       .set(Counter::max_error_over_bound, check.worst_error_over_bound)
       .label(LabelKey::shape, shape.family)
       .publish();

@@ -16,6 +16,10 @@
 //                                   queued.
 // Every probe but the copies is a cost the host pays, timed with the host clock
 // (harness/host_clock_timer.hpp); the copies with harness/phased_wall_timer.hpp.
+// Device memory: every probe measures its peak from before it creates its stream
+// (harness/device_memory.hpp); its model is the device buffer a copy probe allocates, and 0 for
+// the launch, event and synchronisation probes, which allocate nothing themselves (what the
+// stream, a loaded module or an instantiated graph take shows in the peak alone).
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -24,6 +28,7 @@
 
 #include "benchmarks/gpu_support.hpp"
 #include "benchmarks/registration.hpp"
+#include "harness/device_memory.hpp"
 #include "harness/host_clock_timer.hpp"
 #include "harness/phased_wall_timer.hpp"
 #include "harness/result_row.hpp"
@@ -44,10 +49,11 @@ void warm_up_launches(const Stream& stream) {
 
 void launch_burst(benchmark::State& state, const RowId& id, int kernels) {
   require_gpu();
+  DeviceMemoryMeter meter;
   Stream stream;
   warm_up_launches(stream);
   double issue_total_s = 0;
-  HostClockTimer timer(HostClockTimer::Report::manual);
+  HostClockTimer timer(HostClockTimer::Report::manual, &meter);
   const double seconds_per_iteration = timer.run(state, [&](const Stopwatch& stopwatch) {
     // Every launch is checked (cudaGetLastError, tens of nanoseconds on the host), as
     // frameworks check theirs: the probe measures the cost of a checked launch.
@@ -62,15 +68,17 @@ void launch_burst(benchmark::State& state, const RowId& id, int kernels) {
       .set(Counter::t_issue_per_launch, issue_total_s / iterations / kernels)
       .set(Counter::t_per_launch, seconds_per_iteration / kernels)
       .set(Counter::t_wall, seconds_per_iteration)
+      .device_memory(0, meter.peak_bytes())
       .label(LabelKey::probe, "launch_burst")
       .publish();
 }
 
 void launch_roundtrip(benchmark::State& state, const RowId& id) {
   require_gpu();
+  DeviceMemoryMeter meter;
   Stream stream;
   warm_up_launches(stream);
-  HostClockTimer timer(HostClockTimer::Report::manual);
+  HostClockTimer timer(HostClockTimer::Report::manual, &meter);
   const double seconds_per_iteration = timer.run(state, [&] {
     GPUBENCH_CUDA_CHECK(cuda::launch_empty_kernel(stream.get()));
     stream.synchronize();
@@ -78,12 +86,14 @@ void launch_roundtrip(benchmark::State& state, const RowId& id) {
   ResultRow(state, id)
       .set(Counter::kernels, 1)
       .set(Counter::t_wall, seconds_per_iteration)
+      .device_memory(0, meter.peak_bytes())
       .label(LabelKey::probe, "launch_roundtrip")
       .publish();
 }
 
 void launch_graph(benchmark::State& state, const RowId& id, int nodes) {
   require_gpu();
+  DeviceMemoryMeter meter;
   Stream stream;
   GPUBENCH_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
   for (int node = 0; node < nodes; ++node) {
@@ -92,7 +102,7 @@ void launch_graph(benchmark::State& state, const RowId& id, int nodes) {
   const CudaGraph graph = CudaGraph::end_capture(stream.get());
   graph.launch(stream.get());  // first launch uploads the graph to the device
   stream.synchronize();
-  HostClockTimer timer(HostClockTimer::Report::manual);
+  HostClockTimer timer(HostClockTimer::Report::manual, &meter);
   const double seconds_per_iteration = timer.run(state, [&] {
     graph.launch(stream.get());
     stream.synchronize();
@@ -101,19 +111,22 @@ void launch_graph(benchmark::State& state, const RowId& id, int nodes) {
       .set(Counter::kernels, nodes)
       .set(Counter::t_per_node, seconds_per_iteration / nodes)
       .set(Counter::t_wall, seconds_per_iteration)
+      .device_memory(0, meter.peak_bytes())
       .label(LabelKey::probe, "graph_launch")
       .publish();
 }
 
 void event_record(benchmark::State& state, const RowId& id) {
   require_gpu();
+  DeviceMemoryMeter meter;
   Stream stream;
   Event event;
-  HostClockTimer timer(HostClockTimer::Report::manual);
+  HostClockTimer timer(HostClockTimer::Report::manual, &meter);
   const double seconds_per_iteration = timer.run(state, [&] { event.record(stream.get()); });
   stream.synchronize();
   ResultRow(state, id)
       .set(Counter::t_event_record, seconds_per_iteration)
+      .device_memory(0, meter.peak_bytes())
       .label(LabelKey::probe, "event_record")
       .publish();
 }
@@ -122,6 +135,7 @@ void transfer(benchmark::State& state, const RowId& id, bool host_to_device, Hos
               std::size_t bytes) {
   require_gpu();
   if (!fits_on_device(state, bytes)) return;
+  DeviceMemoryMeter meter;
   Stream stream;
   DeviceBuffer device(bytes);
   HostBuffer host(bytes, host_memory);
@@ -130,7 +144,7 @@ void transfer(benchmark::State& state, const RowId& id, bool host_to_device, Hos
   const void* source = host_to_device ? host.data() : device.data();
   const cudaMemcpyKind kind = host_to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
   const Phase phase = host_to_device ? Phase::h2d : Phase::d2h;
-  PhasedWallTimer timer(stream.get(), PhasedWallTimer::Report::events);
+  PhasedWallTimer timer(stream.get(), PhasedWallTimer::Report::events, &meter);
   const PhaseTimes phases = timer.run(state, [&](PhasedWallTimer::Marks& marks) {
     GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, kind, stream.get()));
     marks.end(phase);
@@ -143,6 +157,7 @@ void transfer(benchmark::State& state, const RowId& id, bool host_to_device, Hos
       .set(Counter::bytes_per_s, static_cast<double>(bytes) / copy_s)
       .set(Counter::pinned, host_memory == HostMemory::pinned ? 1 : 0)
       .set(Counter::device_bytes, static_cast<double>(bytes))
+      .device_memory(bytes, meter.peak_bytes())
       .label(LabelKey::probe, host_to_device ? "h2d" : "d2h")
       .label(LabelKey::host, host_memory_name(host_memory))
       .publish();
@@ -150,9 +165,10 @@ void transfer(benchmark::State& state, const RowId& id, bool host_to_device, Hos
 
 void synchronize_idle(benchmark::State& state, const RowId& id, bool whole_device) {
   require_gpu();
+  DeviceMemoryMeter meter;
   Stream stream;
   stream.synchronize();
-  HostClockTimer timer(HostClockTimer::Report::manual);
+  HostClockTimer timer(HostClockTimer::Report::manual, &meter);
   const double seconds_per_iteration = timer.run(state, [&] {
     if (whole_device) {
       GPUBENCH_CUDA_CHECK(cudaDeviceSynchronize());
@@ -162,6 +178,7 @@ void synchronize_idle(benchmark::State& state, const RowId& id, bool whole_devic
   });
   ResultRow(state, id)
       .set(Counter::t_sync, seconds_per_iteration)
+      .device_memory(0, meter.peak_bytes())
       .label(LabelKey::probe, whole_device ? "sync_device" : "sync_stream")
       .publish();
 }

@@ -17,6 +17,7 @@ void register_cnn_cpu(const Sweep& sweep);
 #if GPUBENCH_HAS_CUDA
 void register_mlp_gpu(const Sweep& sweep);
 void register_cnn_gpu(const Sweep& sweep);
+void register_largest_batch(const Sweep& sweep);
 #endif
 
 }  // namespace gpubench

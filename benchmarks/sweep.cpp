@@ -200,6 +200,7 @@ void add_cnn_sweep(Sweep* sweep, bool full) {
     }
     sweep->cnn_cases.push_back(cnn);
   }
+  sweep->largest_batch_cases.push_back({"cnn", data, "fp32"});
 }
 
 }  // namespace

@@ -42,6 +42,14 @@ struct CnnCase {
   bool input_transfer = false;  // also the variants that copy the batch from host every step
 };
 
+// One largest-batch row (names: memory/gpu/largest_batch/net:N/data:D/precision:P/...):
+// benchmarks/largest_batch.cpp runs the net's trainer near the largest batch that fits.
+struct LargestBatchCase {
+  std::string net;        // "cnn"
+  std::string data;       // the net's data set, as its training rows name it
+  std::string precision;  // "fp32"
+};
+
 struct Sweep {
   bool full = false;
   std::vector<MatmulShape> cpu_shapes;
@@ -55,6 +63,7 @@ struct Sweep {
   std::vector<int> launch_counts;             // kernels per burst / nodes per graph
   std::vector<MlpCase> mlp_cases;             // tiny-MLP training: iris, digits, synthetic grid
   std::vector<CnnCase> cnn_cases;             // the CIFAR-10 tutorial CNN across batch sizes
+  std::vector<LargestBatchCase> largest_batch_cases;  // one per net: default and full sweep
 };
 
 Sweep make_sweep(bool full);

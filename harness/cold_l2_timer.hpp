@@ -13,12 +13,16 @@
 // - The body runs kWarmupIterations times before timing (module load, cuBLAS heuristics, first
 //   touch of device pages). Validation is the caller's, before run().
 // - The event time is the iteration time Google Benchmark reports (UseManualTime).
+// - An optional DeviceMemoryMeter (harness/device_memory.hpp) is sampled when run() starts, after
+//   the warm-up and after the loop, outside the events. The flush buffer is the timer's own and is
+//   allocated when it is constructed, so a meter created before the timer sees it.
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 
+#include "harness/device_memory.hpp"
 #include "harness/l2_flush.hpp"
 #include "kernels/common/cuda_resources.hpp"
 
@@ -30,14 +34,17 @@ class ColdL2Timer {
   // Device memory the timer allocates (its flush buffer) on a GPU with `l2_bytes` of L2.
   static std::size_t device_bytes(std::size_t l2_bytes) { return L2Flusher::bytes_for(l2_bytes); }
 
-  ColdL2Timer(cudaStream_t stream, std::size_t l2_bytes) : stream_(stream), flusher_(l2_bytes) {}
+  ColdL2Timer(cudaStream_t stream, std::size_t l2_bytes, DeviceMemoryMeter* meter = nullptr)
+      : stream_(stream), flusher_(l2_bytes), meter_(meter) {}
 
   // Warms up, then runs the benchmark loop with body() enqueuing the work on the stream. Returns
   // the mean event seconds per iteration.
   template <typename Body>
   double run(benchmark::State& state, Body&& body) {
+    sample_device_memory(meter_);
     for (int warmup = 0; warmup < kWarmupIterations; ++warmup) body();
     GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    sample_device_memory(meter_);
     double total_s = 0;
     for (auto _ : state) {
       flusher_.flush(stream_);
@@ -49,12 +56,14 @@ class ColdL2Timer {
       state.SetIterationTime(seconds);
       total_s += seconds;
     }
+    sample_device_memory(meter_);
     return total_s / static_cast<double>(state.iterations());
   }
 
  private:
   cudaStream_t stream_;
   L2Flusher flusher_;
+  DeviceMemoryMeter* meter_;
   Event start_;
   Event stop_;
 };

@@ -17,12 +17,18 @@
 // - Warm-up and validation are the caller's, before run(): the first call of a BLAS routine starts
 //   OpenBLAS's thread pool and a first kernel launch loads the module, neither of which belongs in
 //   a row.
+// - An optional DeviceMemoryMeter (harness/device_memory.hpp) is sampled when run() starts, after
+//   the first iteration's preparation and after its body, and after the loop, outside both clocks
+//   (Google Benchmark's is paused for the sample after the first body). Without a preparation and
+//   with Report::benchmark_clock the clocks span the whole loop, so only the first and last.
 
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <type_traits>
 #include <utility>
+
+#include "harness/device_memory.hpp"
 
 namespace gpubench {
 
@@ -42,7 +48,8 @@ class Stopwatch {
 class HostClockTimer {
  public:
   enum class Report { benchmark_clock, manual };
-  explicit HostClockTimer(Report report) : report_(report) {}
+  explicit HostClockTimer(Report report, DeviceMemoryMeter* meter = nullptr)
+      : report_(report), meter_(meter) {}
 
   // Runs the benchmark loop with `body` (callable as body() or body(const Stopwatch&)) as the
   // timed work of each iteration. Returns the mean seconds per iteration. A Stopwatch body gets
@@ -51,12 +58,16 @@ class HostClockTimer {
   template <typename Body>
   double run(benchmark::State& state, Body&& body) {
     if (report_ == Report::benchmark_clock) {
+      sample_device_memory(meter_);
       const Stopwatch loop;
       for (auto _ : state) {
         invoke(body, loop);
         benchmark::ClobberMemory();
       }
-      return loop.elapsed_s() / static_cast<double>(state.iterations());
+      const double seconds_per_iteration =
+          loop.elapsed_s() / static_cast<double>(state.iterations());
+      sample_device_memory(meter_);
+      return seconds_per_iteration;
     }
     return run(
         state, [] {}, std::forward<Body>(body));
@@ -65,10 +76,13 @@ class HostClockTimer {
   // The same with `prepare()` run before each iteration, outside every clock.
   template <typename Prepare, typename Body>
   double run(benchmark::State& state, Prepare&& prepare, Body&& body) {
+    sample_device_memory(meter_);
     double total_s = 0;
+    bool first = true;
     for (auto _ : state) {
       if (report_ == Report::benchmark_clock) state.PauseTiming();
       prepare();
+      if (first) sample_device_memory(meter_);
       if (report_ == Report::benchmark_clock) state.ResumeTiming();
       const Stopwatch iteration;
       invoke(body, iteration);
@@ -76,7 +90,14 @@ class HostClockTimer {
       benchmark::ClobberMemory();
       total_s += seconds;
       if (report_ == Report::manual) state.SetIterationTime(seconds);
+      if (first && meter_ != nullptr) {
+        if (report_ == Report::benchmark_clock) state.PauseTiming();
+        meter_->sample();
+        if (report_ == Report::benchmark_clock) state.ResumeTiming();
+      }
+      first = false;
     }
+    sample_device_memory(meter_);
     return total_s / static_cast<double>(state.iterations());
   }
 
@@ -91,6 +112,7 @@ class HostClockTimer {
   }
 
   Report report_;
+  DeviceMemoryMeter* meter_;
 };
 
 }  // namespace gpubench

@@ -17,6 +17,8 @@
 // - run_once() runs the body with the same events but records nothing: for validation (checked
 //   once, outside timing: a fast wrong answer is a bug, not a result) and warm-up (module load,
 //   cuBLAS heuristics, first touch of device pages), which run() does kWarmupIterations times.
+// - An optional DeviceMemoryMeter (harness/device_memory.hpp) is sampled when run() starts, after
+//   the warm-up and after the loop, outside both clocks.
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -25,6 +27,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "harness/device_memory.hpp"
 #include "harness/host_clock_timer.hpp"
 #include "harness/phase_times.hpp"
 #include "kernels/common/cuda_resources.hpp"
@@ -53,7 +56,8 @@ class PhasedWallTimer {
     int count_ = 0;
   };
 
-  PhasedWallTimer(cudaStream_t stream, Report report) : stream_(stream), report_(report) {}
+  PhasedWallTimer(cudaStream_t stream, Report report, DeviceMemoryMeter* meter = nullptr)
+      : stream_(stream), report_(report), meter_(meter) {}
 
   // Runs body(Marks&) once, untimed, and waits for it.
   template <typename Body>
@@ -64,10 +68,12 @@ class PhasedWallTimer {
   // Warms up, then runs the benchmark loop. Returns the mean phase and wall times per iteration.
   template <typename Prepare, typename Body>
   PhaseTimes run(benchmark::State& state, Prepare&& prepare, Body&& body) {
+    sample_device_memory(meter_);
     for (int warmup = 0; warmup < kWarmupIterations; ++warmup) {
       prepare();
       iterate(body);
     }
+    sample_device_memory(meter_);
     PhaseTimes totals;
     for (auto _ : state) {
       prepare();
@@ -79,6 +85,7 @@ class PhasedWallTimer {
       state.SetIterationTime(report_ == Report::wall ? times.wall_s
                                                      : times.h2d_s + times.compute_s + times.d2h_s);
     }
+    sample_device_memory(meter_);
     const double iterations = static_cast<double>(state.iterations());
     return {totals.h2d_s / iterations, totals.compute_s / iterations, totals.d2h_s / iterations,
             totals.wall_s / iterations};
@@ -108,6 +115,7 @@ class PhasedWallTimer {
   static constexpr int kMaxMarks = 3;
   cudaStream_t stream_;
   Report report_;
+  DeviceMemoryMeter* meter_;
   std::array<Event, kMaxMarks + 1> events_;
   std::array<Phase, kMaxMarks> ends_{};
 };

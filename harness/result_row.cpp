@@ -95,6 +95,11 @@ ResultRow& ResultRow::training(const TrainingResult& result) {
   return *this;
 }
 
+ResultRow& ResultRow::device_memory(std::size_t model_bytes, std::size_t peak_bytes) {
+  set(Counter::device_bytes_model, static_cast<double>(model_bytes));
+  return set(Counter::device_bytes_peak, static_cast<double>(peak_bytes));
+}
+
 ResultRow& ResultRow::operation_times(const std::map<std::string, double>& seconds_per_step) {
   for (const auto& [operation, seconds] : seconds_per_step) {
     state_.counters[std::string(kOperationTimePrefix) + operation] = seconds;

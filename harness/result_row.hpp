@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,7 +44,7 @@ struct RowId {
         variant(std::move(variant_name)),
         parameters(std::move(name_parameters)) {}
 
-  std::string workload;  // matmul, mlp, cnn, overhead
+  std::string workload;  // matmul, mlp, cnn, overhead, memory
   std::string backend;   // cpu or gpu
   std::string variant;   // openblas, cublas_kernel, eager, graph, launch_burst, h2d, ...
   std::vector<NameParameter> parameters;
@@ -90,6 +91,10 @@ class ResultRow {
   // Seconds per epoch or step, samples or images per second, steps, kernels, readbacks, input
   // bytes, final loss and test accuracy; CNN rows also the time of one CIFAR-10 epoch.
   ResultRow& training(const TrainingResult& result);
+  // device_bytes_model, the device bytes the row's own buffers need by their shapes, and
+  // device_bytes_peak, what a DeviceMemoryMeter measured while the row ran
+  // (harness/device_memory.hpp: meter.peak_bytes()); always together, so a reader can compare them.
+  ResultRow& device_memory(std::size_t model_bytes, std::size_t peak_bytes);
   // t_op:<operation> for each operation of a profiled step (seconds per step).
   ResultRow& operation_times(const std::map<std::string, double>& seconds_per_step);
   // Sets the label: workload, backend, variant, the string parameters, then label() pairs.
@@ -117,9 +122,14 @@ void add_registered_name(std::string name);
 // Google Benchmark's mean, median, stddev and cv aggregates), and the report takes the median and
 // the slowest decile over them, which needs about ten. Google Benchmark then names the row
 // ".../repeats:N". 0 leaves it to the command line.
+// iterations > 0 fixes the iterations of the timed loop, so Google Benchmark calls the fixture once
+// per repetition instead of again with more iterations until --benchmark_min_time is reached: for
+// rows whose setup is the measurement's main cost and must not be repeated (the largest-batch
+// rows fill the device's memory). Google Benchmark then names the row ".../iterations:N".
 struct RowTiming {
   IterationTime time = IterationTime::benchmark_clock;
   int repetitions = 0;
+  int iterations = 0;
 };
 template <typename Fixture, typename... Arguments>
 void register_row(const RowId& id, RowTiming timing, Fixture fixture, Arguments... arguments) {
@@ -133,9 +143,13 @@ void register_row(const RowId& id, RowTiming timing, Fixture fixture, Arguments.
       });
   benchmark->Unit(benchmark::kMicrosecond);
   if (timing.time == IterationTime::manual) benchmark->UseManualTime();
+  if (timing.iterations > 0) benchmark->Iterations(timing.iterations);
   if (timing.repetitions > 0) benchmark->Repetitions(timing.repetitions);
+  // In Google Benchmark's order of the suffixes.
   add_registered_name(
-      id.name() + (timing.repetitions > 0 ? "/repeats:" + std::to_string(timing.repetitions) : "") +
+      id.name() +
+      (timing.iterations > 0 ? "/iterations:" + std::to_string(timing.iterations) : "") +
+      (timing.repetitions > 0 ? "/repeats:" + std::to_string(timing.repetitions) : "") +
       (timing.time == IterationTime::manual ? "/manual_time" : ""));
 }
 template <typename Fixture, typename... Arguments>

@@ -2,8 +2,10 @@
 // reference written here (direct convolution loops, max-pool, linear layers, softmax
 // cross-entropy): the first step's loss and every parameter's gradient; eager and graph runs,
 // resident and copied inputs follow the same trajectory; batch 1 and large batches; bad
-// configurations are clear errors; the observer sees the CPU trainer's operation names. Label
-// `gpu`; skipped without a device.
+// configurations are clear errors; the observer sees the CPU trainer's operation names; the
+// device memory it takes is its model's within page rounding; the `bench` rows carry their input
+// bytes, graph steps and device memory, and the largest-batch row runs where the model says.
+// Label `gpu`; skipped without a device.
 
 #include <gtest/gtest.h>
 
@@ -19,12 +21,15 @@
 #include <utility>
 #include <vector>
 
+#include "harness/device_memory.hpp"
 #include "kernels/cnn/cnn_cpu.hpp"
+#include "kernels/cnn/cnn_cuda_memory.hpp"
 #include "kernels/cnn/cnn_cuda_trainer.hpp"
 #include "kernels/cnn/cnn_spec.hpp"
 #include "kernels/common/openblas.hpp"
 #include "kernels/common/seeded_random.hpp"
 #include "kernels/common/step_observer.hpp"
+#include "tests/bench_process.hpp"
 #include "tests/gpu_test_main.hpp"
 
 namespace {
@@ -524,33 +529,6 @@ TEST(CnnGpu, CopiedInputsGiveTheResidentLosses) {
   expect_same_trajectory(graph_resident, resident, "graph resident");
 }
 
-// Device memory the trainer reports for the default network (the formula the trainer's buffers
-// follow; see CnnGpuTrainer's members): 32 MiB of cuBLAS workspace, three parameter-sized vectors
-// (parameters, initial, gradient), and per image: the image and label, the three im2col matrices,
-// the shared channel-major and NCHW convolution outputs, the pooled activations and their window
-// positions, the largest pooled gradient, fc1's output and its gradient, the logits; plus the loss
-// and the bias-gradient scratch.
-std::size_t expected_device_bytes(int batch) {
-  using Size = std::size_t;
-  const auto b = static_cast<Size>(batch);
-  constexpr Size kParameters = 145578;
-  constexpr Size kImage = Size{3} * 32 * 32;
-  constexpr Size kColumns = Size{75} * 1024 + Size{800} * 256 + Size{800} * 64;
-  constexpr Size kConvOutput = Size{32} * 32 * 32;  // conv1's, the largest
-  constexpr Size kPooled = Size{32} * 16 * 16 + Size{32} * 8 * 8 + Size{64} * 4 * 4;
-  constexpr Size kPooledGradient = Size{32} * 16 * 16;  // conv2's input, the largest
-  constexpr Size kLinear = 64 + 64 + 10;                // hidden, its gradient, logits
-  Size floats = 3 * kParameters;
-  floats += b * (kImage + kColumns + 2 * kConvOutput + kPooled + kPooledGradient + kLinear);
-  floats += 1 + (b + 255) / 256;  // loss, loss partials
-  const Size conv1_sum_blocks = (b * 1024 + 4095) / 4096;
-  floats += conv1_sum_blocks > 1 ? 32 * conv1_sum_blocks : 0;  // bias-gradient partials
-  Size bytes = floats * sizeof(float);
-  bytes += b * (sizeof(int) + kPooled);               // labels, window positions (1 byte each)
-  bytes += sizeof(unsigned) + 64 * sizeof(unsigned);  // loss and bias-sum counters
-  return bytes + (Size{32} << 20);
-}
-
 TEST(CnnGpu, BatchOneAndLargeBatchesRunAndStayFinite) {
   const CnnSpec spec;
   const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
@@ -558,7 +536,9 @@ TEST(CnnGpu, BatchOneAndLargeBatchesRunAndStayFinite) {
     const Batch batch = random_batch(images, 1000 + static_cast<std::uint64_t>(images));
     CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(),
                           initial.data());
-    EXPECT_EQ(trainer.device_bytes(), expected_device_bytes(images)) << "batch " << images;
+    // The model the benchmarks plan with, counted by hand in test_cnn_gpu_memory.cpp.
+    EXPECT_EQ(trainer.device_bytes(), gpubench::cuda::cnn_gpu_device_bytes(spec, images))
+        << "batch " << images;
     const std::string what = "batch " + std::to_string(images);
     const std::vector<float> eager =
         trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), 3);
@@ -760,6 +740,119 @@ TEST(CnnGpu, BadConfigurationsAreClearErrors) {
                  "graphs were prepared for 8 steps, not 9");
   expect_message(error_of<std::invalid_argument>([&] { trainer.capture_compute_graph(0); }),
                  "at least one step");
+}
+
+// ---- Device memory: the model against the meter, and the rows of `bench` that report it. ----
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+// How far a measured peak may fall below the model: buffers smaller than a 2 MiB page may be
+// placed in pages the driver kept from allocations freed earlier in the process, which the meter
+// does not see as taken; a trainer's sub-page buffers come to a few MiB.
+constexpr std::size_t kPeakBelowModelBytes = 16 * kMiB;
+// How far it may rise above the model once the kernels and cuBLAS are loaded: each of the
+// trainer's 27 buffers rounded up to 2 MiB pages (54 MiB at most), its stream and cuBLAS handle,
+// and for a graph row its instantiated graphs (two of at most 50 steps of 37 nodes).
+constexpr std::size_t kPeakAboveModelBytes = 128 * kMiB;
+
+TEST(CnnGpu, MeasuredDevicePeakIsTheModelWithinPageRoundingAndTheHandle) {
+  const CnnSpec spec;
+  const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
+  {
+    // A first trainer loads every kernel module and initialises cuBLAS, which happens once per
+    // process: the meter below then sees what a trainer itself takes.
+    const Batch small = random_batch(2, 40);
+    CnnGpuTrainer warm_up(spec, small.size, small.images.data(), small.labels.data(),
+                          initial.data());
+  }
+  constexpr int kImages = 1024;
+  const Batch batch = random_batch(kImages, 41);
+  const std::size_t model = gpubench::cuda::cnn_gpu_device_bytes(spec, kImages);
+  gpubench::DeviceMemoryMeter meter;
+  CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(),
+                        initial.data());  // allocates, then trains one step
+  meter.sample();
+  EXPECT_TRUE(std::isfinite(trainer.step_and_read_loss()));
+  meter.sample();
+  EXPECT_EQ(trainer.device_bytes(), model);
+  EXPECT_GE(meter.peak_bytes() + kPeakBelowModelBytes, model) << "peak " << meter.peak_bytes();
+  EXPECT_LE(meter.peak_bytes(), model + kPeakAboveModelBytes) << "model " << model;
+}
+
+TEST(CnnGpu, BenchRowsReportInputBytesGraphStepsAndDeviceMemory) {
+  // The tutorial's batch without readbacks: eager and graph with the batch resident, and the
+  // variants that copy it from host memory before every step.
+  const auto run = gpubench::testing::run_bench(
+      "--benchmark_filter='^cnn/gpu/(eager|graph)/data:[a-z0-9]+/batch:64/readback:0/"
+      "(input:(pageable|pinned)/)?manual_time$' --benchmark_min_time=0.01");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  const std::size_t model = gpubench::cuda::cnn_gpu_device_bytes(CnnSpec{}, 64);
+  const double input_bytes_per_step = 64.0 * (kImageFloats * sizeof(float) + sizeof(int));
+  int rows = 0;
+  for (const auto& row : run.json["benchmarks"]) {
+    const std::string name = row["name"];
+    ASSERT_FALSE(row.contains("error_occurred")) << name << ": " << row.value("error_message", "");
+    const bool copies_input = name.find("/input:") != std::string::npos;
+    const bool graph = name.rfind("cnn/gpu/graph/", 0) == 0;
+    const double steps = row["steps"];
+    EXPECT_DOUBLE_EQ(row["bytes_h2d"].get<double>(),
+                     copies_input ? steps * input_bytes_per_step : 0)
+        << name;
+    if (graph) {
+      EXPECT_GE(row["graph_steps"].get<double>(), 1) << name;
+    } else {
+      EXPECT_FALSE(row.contains("graph_steps")) << name;
+    }
+    EXPECT_DOUBLE_EQ(row["device_bytes_model"].get<double>(), static_cast<double>(model)) << name;
+    EXPECT_DOUBLE_EQ(row["device_bytes"].get<double>(), static_cast<double>(model)) << name;
+    const double peak = row["device_bytes_peak"];
+    EXPECT_GE(peak + kPeakBelowModelBytes, static_cast<double>(model)) << name;
+    // The first row of the process also pays for loading the kernels and cuBLAS.
+    if (rows > 0) {
+      EXPECT_LE(peak, static_cast<double>(model + kPeakAboveModelBytes)) << name;
+    }
+    ++rows;
+  }
+  EXPECT_EQ(rows, 5);
+}
+
+TEST(CnnGpu, LargestBatchRowRunsNearTheLargestBatchTheModelAllows) {
+  const auto run =
+      gpubench::testing::run_bench("--benchmark_filter='^memory/gpu/largest_batch/net:cnn/'");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  ASSERT_EQ(run.json["benchmarks"].size(), 1U) << run.stdout_text;
+  const auto& row = run.json["benchmarks"][0];
+  ASSERT_FALSE(row.contains("error_occurred")) << row.value("error_message", "");
+  const std::string label = row["label"];
+  EXPECT_EQ(label.rfind("workload=memory backend=gpu variant=largest_batch net=cnn data=", 0), 0U)
+      << label;
+  EXPECT_NE(label.find(" precision=fp32"), std::string::npos) << label;
+
+  const CnnSpec spec;
+  const auto bytes_at = [&](double batch) {
+    return gpubench::cuda::cnn_gpu_device_bytes(spec, static_cast<int>(batch));
+  };
+  const auto free_bytes = static_cast<std::size_t>(row["device_bytes_free"].get<double>());
+  const std::size_t usable = gpubench::usable_device_bytes(free_bytes);
+  const double largest = row["batch_largest"];
+  const double batch = row["batch"];
+  // batch_largest is the largest batch whose model fits in the free memory less the margin.
+  EXPECT_LE(bytes_at(largest), usable);
+  EXPECT_GT(bytes_at(largest + 1), usable);
+  // The run: 90% of it, or the trainer's largest batch (the host bound is far above both).
+  const int near_largest = std::max(1, static_cast<int>(0.9 * largest));
+  EXPECT_EQ(batch, std::min(near_largest, gpubench::cuda::cnn_gpu_max_batch(spec)));
+  const std::size_t model = bytes_at(batch);
+  EXPECT_DOUBLE_EQ(row["device_bytes_model"].get<double>(), static_cast<double>(model));
+  // The margin left out of the search is for what the model leaves out (this row is the first of
+  // its process, so that includes loading the kernels and cuBLAS): the peak stays within it.
+  const double peak = row["device_bytes_peak"];
+  EXPECT_GE(peak + kPeakBelowModelBytes, static_cast<double>(model));
+  EXPECT_LE(peak, static_cast<double>(model + (free_bytes - usable)));
+  EXPECT_DOUBLE_EQ(row["steps"].get<double>(), 10);
+  EXPECT_GT(row["t_step"].get<double>(), 0);
+  EXPECT_TRUE(std::isfinite(row["final_loss"].get<double>()));
 }
 
 }  // namespace

@@ -281,8 +281,8 @@ __global__ void sgd_update_kernel(float* parameters, const float* gradient, std:
   }
 }
 
-std::size_t sum_blocks_per_channel(int count) {
-  return std::max<std::size_t>(1, (static_cast<std::size_t>(count) + kSumChunk - 1) / kSumChunk);
+std::size_t sum_blocks_per_channel(std::size_t count) {
+  return std::max<std::size_t>(1, (count + kSumChunk - 1) / kSumChunk);
 }
 
 }  // namespace
@@ -346,7 +346,7 @@ cudaError_t launch_linear_bias(float* z, const float* bias, int rows, int cols,
   return cudaGetLastError();
 }
 
-std::size_t channel_sum_partials(int channels, int count) {
+std::size_t channel_sum_partials(int channels, std::size_t count) {
   const std::size_t blocks = sum_blocks_per_channel(count);
   return blocks > 1 ? blocks * static_cast<std::size_t>(channels) : 0;
 }
@@ -356,7 +356,7 @@ std::size_t channel_sum_counters(int channels) { return static_cast<std::size_t>
 cudaError_t launch_channel_sums(const float* values, int channels, std::size_t channel_stride,
                                 int count, std::size_t element_stride, float* sums, float* partials,
                                 unsigned* counters, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(sum_blocks_per_channel(count)),
+  const dim3 grid(static_cast<unsigned>(sum_blocks_per_channel(static_cast<std::size_t>(count))),
                   static_cast<unsigned>(channels));
   channel_sums_kernel<<<grid, kThreads, 0, stream>>>(values, channel_stride, count, element_stride,
                                                      sums, partials, counters);
@@ -364,7 +364,9 @@ cudaError_t launch_channel_sums(const float* values, int channels, std::size_t c
 }
 
 int softmax_cross_entropy_blocks(int rows) {
-  return (rows + kLossRowsPerBlock - 1) / kLossRowsPerBlock;
+  // Not (rows + kLossRowsPerBlock - 1) / kLossRowsPerBlock: that overflows for rows near INT_MAX,
+  // which the memory model (cnn_cuda_memory.hpp) evaluates when it searches for the largest batch.
+  return rows / kLossRowsPerBlock + (rows % kLossRowsPerBlock != 0 ? 1 : 0);
 }
 
 cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int rows, int classes,

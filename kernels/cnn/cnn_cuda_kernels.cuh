@@ -84,7 +84,7 @@ namespace gpubench::cuda::cnn {
                                               std::size_t element_stride, float* sums,
                                               float* partials, unsigned* counters,
                                               cudaStream_t stream);
-std::size_t channel_sum_partials(int channels, int count);
+std::size_t channel_sum_partials(int channels, std::size_t count);
 std::size_t channel_sum_counters(int channels);
 
 // Softmax cross-entropy of `rows` rows of `classes` logits (the row maximum subtracted before

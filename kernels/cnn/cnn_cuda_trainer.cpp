@@ -16,10 +16,6 @@ namespace gpubench::cuda {
 
 namespace {
 
-// cuBLAS's workspace, given explicitly so that captured products never allocate during capture
-// (cuBLAS documentation, "CUDA Graphs Support"); 32 MiB is what it recommends for Hopper.
-constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
-
 constexpr int kConvLayers = CnnSpec::kConvLayers;
 constexpr int kLinearLayers = CnnSpec::kLinearLayers;
 static_assert(kConvLayers == 3 && kLinearLayers == 2, "the operation names below list 3 + 2");
@@ -76,8 +72,6 @@ struct ColumnMajorProduct {
   }
 };
 
-std::size_t floats(std::size_t count) { return count * sizeof(float); }
-
 std::size_t columns_of(const ConvShape& shape, int batch) {
   return static_cast<std::size_t>(batch) * static_cast<std::size_t>(shape.pixels());
 }
@@ -87,25 +81,15 @@ const CnnSpec& checked(const CnnSpec& spec, int batch) {
   validate_cnn_batch(batch, /*rows_available=*/batch);  // only the lower bound applies here
   // cuBLAS takes int dimensions and leading dimensions; keep every matrix, the im2col ones being
   // the largest (K x batch * pixels), within int elements so no count overflows anywhere.
-  for (int l = 0; l < kConvLayers; ++l) {
-    const ConvShape& shape = spec.conv[l];
-    const std::size_t elements = static_cast<std::size_t>(shape.patch()) * columns_of(shape, batch);
-    if (elements > static_cast<std::size_t>(INT_MAX)) {
-      throw std::invalid_argument(
-          "CNN batch " + std::to_string(batch) + " is too large for the GPU trainer: conv" +
-          std::to_string(l + 1) + "'s im2col matrix would hold " + std::to_string(elements) +
-          " elements, more than cuBLAS's int dimensions address (" + std::to_string(INT_MAX) + ")");
-    }
+  const int largest = cnn_gpu_max_batch(spec);
+  if (batch > largest) {
+    throw std::invalid_argument(
+        "CNN batch " + std::to_string(batch) + " is too large for the GPU trainer: an im2col " +
+        "matrix would hold more elements than cuBLAS's int dimensions address (" +
+        std::to_string(INT_MAX) + "); at most " + std::to_string(largest) + " images");
   }
   return spec;
 }
-
-std::size_t image_bytes(int batch) {
-  return floats(static_cast<std::size_t>(batch) *
-                static_cast<std::size_t>(CnnSpec::image_floats()));
-}
-
-std::size_t label_bytes(int batch) { return static_cast<std::size_t>(batch) * sizeof(int); }
 
 void validate_inputs(const float* images, const int* labels, const float* initial_parameters,
                      int batch) {
@@ -154,13 +138,15 @@ CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images
                              const float* initial_parameters)
     : spec_(checked(spec, batch)),
       batch_(batch),
-      pageable_images_(image_bytes(batch), HostMemory::pageable),
-      pageable_labels_(label_bytes(batch), HostMemory::pageable),
-      pinned_images_(image_bytes(batch), HostMemory::pinned),
-      pinned_labels_(label_bytes(batch), HostMemory::pinned),
+      buffers_(cnn_gpu_buffers(spec_, batch)),
+      pageable_images_(buffers_.images, HostMemory::pageable),
+      pageable_labels_(buffers_.labels, HostMemory::pageable),
+      pinned_images_(buffers_.images, HostMemory::pinned),
+      pinned_labels_(buffers_.labels, HostMemory::pinned),
       loss_host_(sizeof(float)) {
   validate_inputs(images, labels, initial_parameters, batch);
-  cublas_workspace_ = allocate(kCublasWorkspaceBytes);
+  // Every device buffer, sized by the model the benchmarks plan with (cnn_cuda_memory.hpp).
+  cublas_workspace_ = allocate(buffers_.cublas_workspace);
   products_ = std::make_unique<Products>(stream_.get());
   const cublasHandle_t handle = products_->handle.get();
   // After cublasSetStream (in CublasHandle), which resets the workspace to cuBLAS's own pool.
@@ -210,56 +196,27 @@ CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images
                                            /*k=*/out,   /*lda=*/in,  /*ldb=*/out, /*ldc=*/in};
   }
 
-  const auto images_count = static_cast<std::size_t>(batch);
-  const std::size_t parameter_bytes = floats(spec_.parameter_count());
-  parameters_ = allocate(parameter_bytes);
-  initial_parameters_ = allocate(parameter_bytes);
-  gradient_ = allocate(parameter_bytes);
-  images_ = allocate(image_bytes(batch));
-  labels_ = allocate(label_bytes(batch));
-  std::size_t channel_major = 0;
-  std::size_t pooled_gradient = 0;
-  std::size_t sum_partials = 0;
-  std::size_t sum_counters = 0;
+  parameters_ = allocate(buffers_.parameters);
+  initial_parameters_ = allocate(buffers_.initial_parameters);
+  gradient_ = allocate(buffers_.gradient);
+  images_ = allocate(buffers_.images);
+  labels_ = allocate(buffers_.labels);
   for (int l = 0; l < kConvLayers; ++l) {
-    const ConvShape& shape = spec_.conv[l];
-    const std::size_t columns = columns_of(shape, batch);
-    const std::size_t pooled = images_count * static_cast<std::size_t>(shape.out_channels) *
-                               static_cast<std::size_t>(shape.pooled_size() * shape.pooled_size());
-    columns_[l] = allocate(floats(static_cast<std::size_t>(shape.patch()) * columns));
-    pooled_[l] = allocate(floats(pooled));
-    window_positions_[l] = allocate(pooled * sizeof(std::uint8_t));
-    channel_major = std::max(channel_major, static_cast<std::size_t>(shape.out_channels) * columns);
-    // col2im's result: the gradient of this layer's input, i.e. of the previous pool's output.
-    if (l > 0) {
-      pooled_gradient =
-          std::max(pooled_gradient, static_cast<std::size_t>(shape.in_channels) * columns);
-    }
-    sum_partials = std::max(
-        sum_partials, cnn::channel_sum_partials(shape.out_channels, static_cast<int>(columns)));
-    sum_counters = std::max(sum_counters, cnn::channel_sum_counters(shape.out_channels));
+    columns_[l] = allocate(buffers_.columns[l]);
+    pooled_[l] = allocate(buffers_.pooled[l]);
+    window_positions_[l] = allocate(buffers_.window_positions[l]);
   }
-  channel_major_ = allocate(floats(channel_major));
-  conv_output_ = allocate(floats(channel_major));
-  for (int l = 0; l < kLinearLayers; ++l) {
-    const LinearShape& shape = spec_.linear[l];
-    sum_partials = std::max(sum_partials, cnn::channel_sum_partials(shape.out_features, batch));
-    sum_counters = std::max(sum_counters, cnn::channel_sum_counters(shape.out_features));
-  }
-  // fc1's input gradient lands there too (pool3's output gradient).
-  pooled_gradient = std::max(pooled_gradient,
-                             images_count * static_cast<std::size_t>(spec_.linear[0].in_features));
-  pooled_gradient_ = allocate(floats(pooled_gradient));
-  const std::size_t hidden = images_count * static_cast<std::size_t>(spec_.linear[0].out_features);
-  hidden_ = allocate(floats(hidden));
-  hidden_gradient_ = allocate(floats(hidden));
-  logits_ = allocate(floats(images_count * static_cast<std::size_t>(CnnSpec::kClasses)));
-  loss_ = allocate(sizeof(float));
-  loss_partials_ =
-      allocate(floats(static_cast<std::size_t>(cnn::softmax_cross_entropy_blocks(batch))));
-  loss_counter_ = allocate(sizeof(unsigned));
-  sum_partials_ = allocate(floats(sum_partials));  // 0 bytes (no allocation) when never needed
-  sum_counters_ = allocate(sum_counters * sizeof(unsigned));
+  channel_major_ = allocate(buffers_.channel_major);
+  conv_output_ = allocate(buffers_.conv_output);
+  pooled_gradient_ = allocate(buffers_.pooled_gradient);
+  hidden_ = allocate(buffers_.hidden);
+  hidden_gradient_ = allocate(buffers_.hidden_gradient);
+  logits_ = allocate(buffers_.logits);
+  loss_ = allocate(buffers_.loss);
+  loss_partials_ = allocate(buffers_.loss_partials);
+  loss_counter_ = allocate(buffers_.loss_counter);
+  sum_partials_ = allocate(buffers_.sum_partials);  // 0 bytes (no allocation) when never needed
+  sum_counters_ = allocate(buffers_.sum_counters);
 
   std::memcpy(pageable_images_.data(), images, pageable_images_.bytes());
   std::memcpy(pinned_images_.data(), images, pinned_images_.bytes());
@@ -273,7 +230,7 @@ CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images
   GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), pinned_labels_.data(), labels_.bytes(),
                                       cudaMemcpyHostToDevice, stream));
   GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(initial_parameters_.data(), initial_parameters,
-                                      parameter_bytes, cudaMemcpyHostToDevice, stream));
+                                      initial_parameters_.bytes(), cudaMemcpyHostToDevice, stream));
   enqueue_reset();
   // One eager step, then back to the initial parameters: every kernel and cuBLAS's own
   // initialisation are loaded and done here, never for the first time inside a graph capture

@@ -31,6 +31,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cnn/cnn_cuda_memory.hpp"
 #include "kernels/cnn/cnn_spec.hpp"
 #include "kernels/common/cuda_resources.hpp"
 #include "kernels/common/host_buffer.hpp"
@@ -60,8 +61,9 @@ struct CnnRunConfig {
 class CnnGpuTrainer {
  public:
   // Validates the network and the batch (std::invalid_argument naming the problem: a spec that
-  // does not chain, batch < 1, a label outside 0..9, a batch too large for cuBLAS's int
-  // dimensions), allocates every device buffer once (device_bytes()), uploads the batch (batch x 3
+  // does not chain, batch < 1, a label outside 0..9, a batch above cnn_gpu_max_batch(spec)),
+  // allocates every device buffer once, as cnn_gpu_buffers(spec, batch) sizes them
+  // (device_bytes() == cnn_gpu_device_bytes(spec, batch)), uploads the batch (batch x 3
   // x 32 x 32 floats, NCHW; one label per image) and the initial parameters (spec layout), and
   // keeps host copies of the batch for the input-transfer variants. Runs one warm-up step and
   // resets the parameters, so the trainer starts at the initial parameters with their loss and
@@ -128,6 +130,7 @@ class CnnGpuTrainer {
 
   CnnSpec spec_;
   int batch_;
+  CnnGpuBuffers buffers_;  // the size of every buffer below
   std::size_t device_bytes_ = 0;
   StepObserver* observer_ = nullptr;
   Stream stream_;

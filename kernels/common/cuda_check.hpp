@@ -13,7 +13,14 @@ namespace gpubench {
 
 class CudaError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // `out_of_memory`: the call failed for want of device memory (cudaErrorMemoryAllocation,
+  // CUBLAS_STATUS_ALLOC_FAILED), which a benchmark reports as "does not fit" rather than as a bug.
+  explicit CudaError(const std::string& message, bool out_of_memory = false)
+      : std::runtime_error(message), out_of_memory_(out_of_memory) {}
+  bool out_of_memory() const { return out_of_memory_; }
+
+ private:
+  bool out_of_memory_;
 };
 
 inline std::string cublas_status_name(cublasStatus_t status) {
@@ -48,15 +55,17 @@ inline void check_cuda(cudaError_t error, const char* expression, const char* fi
   // next cudaGetLastError() (after an unrelated kernel launch, in a later benchmark) would report
   // this failure again with the wrong file:line. Sticky errors (a faulted context) stay anyway.
   static_cast<void>(cudaGetLastError());
-  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + expression +
-                  " failed: " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
+  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + expression + " failed: " +
+                      cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")",
+                  error == cudaErrorMemoryAllocation);
 }
 
 inline void check_cublas(cublasStatus_t status, const char* expression, const char* file,
                          int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + expression +
-                  " failed: " + cublas_status_name(status));
+                      " failed: " + cublas_status_name(status),
+                  status == CUBLAS_STATUS_ALLOC_FAILED);
 }
 
 }  // namespace gpubench
