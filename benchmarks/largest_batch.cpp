@@ -1,4 +1,4 @@
-// memory/gpu/largest_batch/net:N/data:D/precision:P/iterations:1/manual_time
+// memory/gpu/largest_batch/net:N/data:D[/hidden:H]/precision:P/iterations:1/manual_time
 //   How large a batch a net's GPU trainer can train on this device, by the net's model of its own
 //   device buffers, and one run near that size which shows the trainer really does run there and
 //   what it really takes.
@@ -29,7 +29,8 @@
 // Nets: LargestBatchNet is the extension point. A net gives its model (device_bytes_at), its
 // host memory at a batch, the largest batch its trainer accepts, and run(): build the trainer at a
 // batch and time its steps with time_steps() below. The sweep's largest_batch_cases name the rows;
-// make_net() maps a case's net name to its LargestBatchNet.
+// make_net() maps a case's net name to its LargestBatchNet: the CNN (fp32), and the MLP on
+// synthetic data at fp32, bf16 or fp16 (hidden layers from the case).
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -38,6 +39,7 @@
 #include <cmath>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -45,6 +47,7 @@
 #include "benchmarks/gpu_support.hpp"
 #include "benchmarks/gpu_training_phases.hpp"
 #include "benchmarks/registration.hpp"
+#include "harness/dataset.hpp"
 #include "harness/device_memory.hpp"
 #include "harness/image_dataset.hpp"
 #include "harness/result_row.hpp"
@@ -52,6 +55,8 @@
 #include "kernels/cnn/cnn_cuda_trainer.hpp"
 #include "kernels/cnn/cnn_spec.hpp"
 #include "kernels/common/cuda_check.hpp"
+#include "kernels/mlp/mlp_cuda_trainer.hpp"
+#include "kernels/mlp/mlp_spec.hpp"
 
 namespace gpubench {
 
@@ -143,10 +148,52 @@ LargestBatchNet cnn_net(const std::string& data) {
   return net;
 }
 
+// The MLP on synthetic data (the one data set with as many rows as a batch asks for) at a
+// precision: bf16 and fp16 steps keep 2-byte activations, so they fit a larger batch.
+LargestBatchNet mlp_net(const MlpSpec& spec, MlpPrecision precision) {
+  LargestBatchNet net;
+  net.device_bytes_at = [spec, precision](int batch) {
+    return cuda::MlpGpuTrainer::planned_device_bytes(spec, batch, precision);
+  };
+  // The generated rows and the trainer's pageable and pinned copies of them.
+  net.host_bytes_at = [spec](int batch) {
+    return 3 * static_cast<std::size_t>(batch) *
+           (static_cast<std::size_t>(spec.inputs) * sizeof(float) + sizeof(int));
+  };
+  net.max_batch = cuda::MlpGpuTrainer::max_batch();
+  net.run = [spec, precision](benchmark::State& state, int batch, int steps,
+                              DeviceMemoryMeter& meter) {
+    const MlpData data = load_mlp_data("synthetic", batch);
+    const std::vector<float> initial = initial_parameters(spec);
+    cuda::MlpGpuTrainer trainer(spec, batch, data.batch.inputs.data(), data.batch.labels.data(),
+                                initial.data(), precision);
+    trainer.prepare(cuda::MlpRunConfig{}, steps);  // eager, resident batch, no readbacks
+    return time_steps(state, trainer, steps, meter);
+  };
+  return net;
+}
+
+std::optional<MlpPrecision> mlp_precision_from_name(const std::string& name) {
+  for (MlpPrecision precision : {MlpPrecision::fp32, MlpPrecision::bf16, MlpPrecision::fp16}) {
+    if (name == mlp_precision_name(precision)) return precision;
+  }
+  return std::nullopt;
+}
+
 // The net a sweep case names. Throws std::invalid_argument for a net or precision nobody runs.
 LargestBatchNet make_net(const LargestBatchCase& largest_batch_case) {
   if (largest_batch_case.net == "cnn" && largest_batch_case.precision == "fp32") {
     return cnn_net(largest_batch_case.data);
+  }
+  const std::optional<MlpPrecision> precision =
+      mlp_precision_from_name(largest_batch_case.precision);
+  if (largest_batch_case.net == "mlp" && largest_batch_case.data == "synthetic" && precision) {
+    MlpSpec spec;
+    spec.inputs = kSyntheticFeatures;
+    spec.hidden = largest_batch_case.hidden;
+    spec.classes = kSyntheticClasses;
+    spec.validate();
+    return mlp_net(spec, *precision);
   }
   throw std::invalid_argument("no largest-batch run for net " + largest_batch_case.net +
                               " at precision " + largest_batch_case.precision);
@@ -219,13 +266,18 @@ void largest_batch(benchmark::State& state, const RowId& id, const LargestBatchN
 
 void register_largest_batch(const Sweep& sweep) {
   for (const LargestBatchCase& largest_batch_case : sweep.largest_batch_cases) {
-    const RowId id{
-        "memory",
-        "gpu",
-        "largest_batch",
-        {text_parameter("net", largest_batch_case.net, LabelKey::net),
-         text_parameter("data", largest_batch_case.data, LabelKey::data),
-         text_parameter("precision", largest_batch_case.precision, LabelKey::precision)}};
+    RowId id{"memory",
+             "gpu",
+             "largest_batch",
+             {text_parameter("net", largest_batch_case.net, LabelKey::net),
+              text_parameter("data", largest_batch_case.data, LabelKey::data)}};
+    const std::vector<int>& hidden = largest_batch_case.hidden;
+    if (!hidden.empty()) {  // "hidden:H" for one layer, "hidden:HxL" for L layers of width H
+      NameParameter width = number_parameter("hidden", hidden.front(), Counter::hidden);
+      if (hidden.size() > 1) width.text += "x" + std::to_string(hidden.size());
+      id = id.with(width);
+    }
+    id = id.with(text_parameter("precision", largest_batch_case.precision, LabelKey::precision));
     register_row(id, RowTiming{IterationTime::manual, 0, 1}, largest_batch,
                  make_net(largest_batch_case));
   }

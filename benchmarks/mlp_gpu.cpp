@@ -46,6 +46,7 @@
 #include "benchmarks/gpu_training_phases.hpp"
 #include "benchmarks/mlp_workload.hpp"
 #include "benchmarks/registration.hpp"
+#include "harness/device_memory.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/phased_wall_timer.hpp"
 #include "harness/result_row.hpp"
@@ -189,6 +190,7 @@ void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& m
   const LossTolerances tolerances = loss_tolerances(precision);
   const std::size_t model_bytes = cuda::MlpGpuTrainer::planned_device_bytes(spec, batch, precision);
   if (!fits_on_device(state, model_bytes)) return;
+  DeviceMemoryMeter meter;  // before the trainer allocates anything
   cuda::MlpGpuTrainer trainer(spec, batch, train.inputs.data(), train.labels.data(),
                               workload.initial.data(), precision);
   const cudaStream_t stream = trainer.stream();
@@ -220,7 +222,7 @@ void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& m
   trainer.prepare(config, epochs);  // graphs are captured and uploaded here
 
   std::vector<float> losses;
-  const double wall_s = time_training_runs(state, trainer, epochs, &losses);
+  const double wall_s = time_training_runs(state, trainer, epochs, &losses, &meter);
 
   const float final_loss = trainer.last_loss();
   const std::vector<float> reference = cpu_trajectory(workload);
@@ -234,7 +236,7 @@ void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& m
   ResultRow row(state, id);
   row.phases(phases)
       .set(Counter::device_bytes, static_cast<double>(trainer.device_bytes()))
-      .set(Counter::device_bytes_model, static_cast<double>(model_bytes))
+      .device_memory(model_bytes, meter.peak_bytes())
       .work(mlp_flop(workload), wall_s, gpu_peak_flops(gpu, mlp_precision_name(precision)))
       .training(training_result(workload, wall_s, trainer.launches_per_step(), readbacks,
                                 static_cast<double>(epochs) * trainer.input_bytes_per_step(),
@@ -261,12 +263,13 @@ void mlp_gpu_fused(benchmark::State& state, const RowId& id, const MlpCase& mlp_
     state.SkipWithError(plan.why_not().c_str());
     return;
   }
+  DeviceMemoryMeter meter;  // before the trainer allocates anything
   cuda::MlpFusedTrainer trainer(spec, mlp_case.batch, train.inputs.data(), train.labels.data(),
                                 workload.initial.data());
   trainer.launch(1);
   if (!check_first_loss(state, workload, trainer.loss_history(1).front())) return;
 
-  PhasedWallTimer timer(trainer.stream(), PhasedWallTimer::Report::wall);
+  PhasedWallTimer timer(trainer.stream(), PhasedWallTimer::Report::wall, &meter);
   const PhaseTimes phases = timer.run(
       state,
       [&] {
@@ -283,6 +286,9 @@ void mlp_gpu_fused(benchmark::State& state, const RowId& id, const MlpCase& mlp_
   ResultRow row(state, id);
   row.phases(phases)
       .set(Counter::device_bytes, static_cast<double>(trainer.device_bytes()))
+      // The fused trainer's buffers are the batch, the parameters and the loss history it
+      // allocates by their shapes; it uses no library workspace.
+      .device_memory(trainer.device_bytes(), meter.peak_bytes())
       .set(Counter::shared_bytes, static_cast<double>(plan.shared_bytes))
       .set(Counter::threads_per_block, plan.threads)
       .work(mlp_flop(workload), phases.wall_s, gpu_peak_flops(gpu, "fp32"))

@@ -45,9 +45,10 @@ struct CnnCase {
 // One largest-batch row (names: memory/gpu/largest_batch/net:N/data:D/precision:P/...):
 // benchmarks/largest_batch.cpp runs the net's trainer near the largest batch that fits.
 struct LargestBatchCase {
-  std::string net;        // "cnn"
-  std::string data;       // the net's data set, as its training rows name it
-  std::string precision;  // "fp32"
+  std::string net;          // "cnn" or "mlp"
+  std::string data;         // the net's data set, as its training rows name it
+  std::string precision;    // "fp32", "bf16" (MLP)
+  std::vector<int> hidden;  // MLP: width of each hidden layer (name: hidden:HxL); CNN: empty
 };
 
 struct Sweep {

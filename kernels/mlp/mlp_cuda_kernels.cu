@@ -208,6 +208,8 @@ std::size_t bias_gradient_partials(int rows, int cols) {
   return row_blocks > 1 ? static_cast<std::size_t>(row_blocks) * cols : 0;
 }
 
+int bias_gradient_max_rows() { return 65535 * kBiasRowsPerBlock; }
+
 std::size_t bias_gradient_counters(int cols) {
   return static_cast<std::size_t>((cols + kBiasColumns - 1) / kBiasColumns);
 }

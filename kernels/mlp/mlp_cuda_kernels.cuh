@@ -43,6 +43,9 @@ int softmax_cross_entropy_blocks(int rows);
                                                int cols, float* bias_gradient, float* partials,
                                                unsigned* counters, cudaStream_t stream);
 std::size_t bias_gradient_partials(int rows, int cols);
+// The most rows launch_bias_gradient takes: one block per 1024 rows in the grid's y dimension,
+// which holds at most 65535 blocks.
+int bias_gradient_max_rows();
 std::size_t bias_gradient_counters(int cols);
 
 // gradient[i] = activation[i] > 0 ? gradient[i] : 0 (the ReLU's backward, in place).

@@ -175,6 +175,11 @@ class LtProduct {
 const MlpSpec& checked(const MlpSpec& spec, int batch) {
   spec.validate();
   validate_batch(spec, batch, /*rows_available=*/batch);  // only the lower bound applies here
+  if (batch > MlpGpuTrainer::max_batch()) {
+    throw std::invalid_argument("batch " + std::to_string(batch) +
+                                " is larger than the GPU MLP trainer's largest, " +
+                                std::to_string(MlpGpuTrainer::max_batch()));
+  }
   return spec;
 }
 
@@ -245,6 +250,8 @@ std::size_t MlpGpuTrainer::planned_device_bytes(const MlpSpec& spec, int batch,
   if (precision == MlpPrecision::fp16) bytes += sizeof(DeviceLossScale);
   return bytes;
 }
+
+int MlpGpuTrainer::max_batch() { return bias_gradient_max_rows(); }
 
 int MlpGpuTrainer::launches_per_step() const {
   const int fp32_launches = 6 * spec_.layer_count();

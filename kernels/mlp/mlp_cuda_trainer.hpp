@@ -85,6 +85,9 @@ class MlpGpuTrainer {
   // the reduction scratch, and two 32 MiB cuBLASLt workspaces. The constructor checks that it
   // allocated exactly this.
   static std::size_t planned_device_bytes(const MlpSpec& spec, int batch, MlpPrecision precision);
+  // The largest batch the trainer accepts, whatever the memory (its bias-gradient kernel's grid);
+  // the constructor throws std::invalid_argument above it.
+  static int max_batch();
   ~MlpGpuTrainer();
   MlpGpuTrainer(const MlpGpuTrainer&) = delete;
   MlpGpuTrainer& operator=(const MlpGpuTrainer&) = delete;
