@@ -23,6 +23,9 @@ from .cnn_analysis import (
     profiles_at,
 )
 from .mlp_analysis import mlp_points
+from .precision_analysis import precision_pairs
+from .precision_section import precision_section
+from .precision_sentences import precision_sentences
 from ..overhead_model import OverheadModel, build_model
 from .section_parts import keep_charts, mixed_note
 from .writer import Document, Section, Table
@@ -271,6 +274,8 @@ def _summary_section(sources: list[Source], models: list[OverheadModel]) -> Sect
             summary += mlp_sentences(src, model)[:1]
         if cnn_points(src):
             summary += cnn_sentences(src)[:2]
+        if precision_pairs(src):
+            summary += precision_sentences(src)[:1]
     return Section("Summary", paragraphs=summary)
 
 
@@ -505,7 +510,7 @@ def _failed_section(sources: list[Source]) -> Section | None:
 
 
 def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Document:
-    """The whole report: summary, hardware, the six topics, then what did not run."""
+    """The whole report: summary, hardware, the seven topics, then what did not run."""
     models = [build_model(s) for s in sources]
     sections = [
         _summary_section(sources, models),
@@ -516,6 +521,7 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
         _overhead_section(sources, models, out),
         _mlp_section(sources, models, out),
         _cnn_section(sources, out),
+        precision_section(sources, out, "7. Mixed precision: bf16 and fp16 against fp32"),
     ]
     failed = _failed_section(sources)
     if failed is not None:
