@@ -22,6 +22,7 @@ from .cnn_analysis import (
     profile_batch,
     profiles_at,
 )
+from .memory_section import memory_section
 from .mlp_analysis import mlp_points
 from .precision_analysis import precision_pairs
 from .precision_section import precision_section
@@ -510,7 +511,7 @@ def _failed_section(sources: list[Source]) -> Section | None:
 
 
 def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Document:
-    """The whole report: summary, hardware, the seven topics, then what did not run."""
+    """The whole report: summary, hardware, the eight topics, then what did not run."""
     models = [build_model(s) for s in sources]
     sections = [
         _summary_section(sources, models),
@@ -522,6 +523,7 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
         _mlp_section(sources, models, out),
         _cnn_section(sources, out),
         precision_section(sources, out, "7. Mixed precision: bf16 and fp16 against fp32"),
+        memory_section(sources, out, "8. Device memory and allocation cost"),
     ]
     failed = _failed_section(sources)
     if failed is not None:
