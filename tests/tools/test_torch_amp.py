@@ -3,15 +3,18 @@ training of the suite's MLP, written as rows the report pairs with each other an
 
 The runs use --device cpu, so no GPU is needed, with a Python that has PyTorch:
 $GPUBENCH_TORCH_PYTHON, else the interpreter running the tests; they are skipped when neither has
-it. The argument and no-PyTorch checks need no PyTorch at all."""
+it. The argument and no-PyTorch checks, the flop count and the skipped-step count (on a stand-in
+trainer) need no PyTorch at all."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from conftest import REPO
@@ -24,6 +27,8 @@ SCRIPT = REPO / "tools" / "reference" / "torch_amp.py"
 # bench's flop count of one Iris epoch (4-10-3, batch 120): the committed H100 run's
 # mlp/*/data:iris rows carry flop = 816000000 over 20000 epochs.
 IRIS_STEP_FLOP = 816000000 / 20000
+# The same run's mlp/*/data:synthetic/batch:4096/hidden:512x2 rows: flop 142103019520, 20 epochs.
+TWO_LAYER_STEP_FLOP = 142103019520 / 20
 
 
 def _has_torch(python: str) -> bool:
@@ -128,3 +133,54 @@ def test_bad_arguments_are_usage_errors(tmp_path: Path, argument: str, message: 
     proc = _run(sys.executable, argument, "--out", str(tmp_path / "x.json"))
     assert proc.returncode == 2
     assert message in proc.stderr
+
+
+def _module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """torch_amp.py as a module (it imports PyTorch only in main())."""
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    return importlib.import_module("torch_amp")
+
+
+def test_flop_per_step_is_counted_like_the_suites(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _module(monkeypatch)
+    assert module.step_flop(4, [10], 3, 120) == IRIS_STEP_FLOP
+    assert module.step_flop(64, [512, 512], 10, 4096) == TWO_LAYER_STEP_FLOP
+    case = module.parse_case("synthetic:4096:512x2", 20000, 20)
+    assert (case.batch, case.hidden, case.epochs, case.hidden_text) == (
+        4096,
+        [512, 512],
+        20,
+        "512x2",
+    )
+
+
+class _Loss:
+    def item(self) -> float:
+        return 0.25
+
+
+class _Scaler:
+    """GradScaler's get_scale() after each step of a scripted run."""
+
+    def __init__(self, scales: list[float]) -> None:
+        self.scale, self.after_steps = scales[0], scales[1:]
+
+    def get_scale(self) -> float:
+        return self.scale
+
+
+class _Trainer:
+    def __init__(self, scales: list[float]) -> None:
+        self.scaler = _Scaler(scales)
+
+    def step(self) -> _Loss:
+        self.scaler.scale = self.scaler.after_steps.pop(0)
+        return _Loss()
+
+
+def test_a_step_is_counted_as_skipped_when_the_scale_drops(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _module(monkeypatch)
+    # Two overflows (the scale halves), two clean steps, then a growth (not a skip).
+    trainer = _Trainer([65536.0, 32768.0, 16384.0, 16384.0, 16384.0, 32768.0])
+    result = module.counted_run(trainer, 5)
+    assert (result.skipped_steps, result.loss_scale, result.final_loss) == (2, 32768.0, 0.25)
