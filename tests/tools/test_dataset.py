@@ -145,3 +145,38 @@ def test_rows_labelled_like_current_bench_give_the_same_analysis(tmp_path: Path)
     assert sorted((m.name, m.data, m.batch, m.hidden) for m in mlp_points(old)) == sorted(
         (m.name, m.data, m.batch, m.hidden) for m in mlp_points(new)
     )
+
+
+def test_precision_comes_from_the_label_and_mlp_rows_default_to_fp32(tmp_path: Path) -> None:
+    label = "workload=mlp backend=cpu variant=openblas data=iris input=resident"
+    name = "mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:1/threads:1"
+    rows = [
+        gb_row(name, 1.0, {"t_epoch": 1e-5, "batch": 120}, label),
+        gb_row(
+            f"{name}/precision:bf16",
+            1.0,
+            {"t_epoch": 2e-5, "batch": 120},
+            label + " precision=bf16",
+        ),
+    ]
+    (src,), _ = load_sources([str(write_bench_json(tmp_path / "p.json", rows))])
+    assert [p.run_name for p in src.mlp()] == [name]
+    assert [p.precision for p in src.mlp("bf16")] == ["bf16"]
+    assert len(src.mlp(None)) == 2
+    assert [m.point.run_name for m in mlp_points(src)] == [name]
+
+
+def test_every_repetition_of_a_counter_is_kept(tmp_path: Path) -> None:
+    name = "overhead/alloc/async/bytes:4096/repeats:3/manual_time"
+    label = "workload=overhead backend=gpu variant=alloc_async host=device probe=alloc_async"
+    rows = [
+        gb_row(name, t, {"t_wall": t}, label, repetition_index=i, repetitions=3)
+        for i, t in enumerate((3e-6, 1e-6, 2e-6))
+    ]
+    rows.append(
+        gb_row(name, 2e-6, {"t_wall": 2e-6}, label, run_type="aggregate", aggregate_name="median")
+    )
+    (src,), _ = load_sources([str(write_bench_json(tmp_path / "r.json", rows))])
+    (point,) = src.points
+    assert point.counter_samples["t_wall"] == [3e-6, 1e-6, 2e-6]
+    assert point.c("t_wall") == 2e-6 and point.repetitions == 3

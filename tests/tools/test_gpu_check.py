@@ -47,7 +47,10 @@ def _sweep_rows() -> list[dict[str, object]]:
     ]
 
 
-def test_gpu_check_counts_skipped_rows_apart_from_failed_ones(tmp_path: Path) -> None:
+def _stand_in_machine(tmp_path: Path, sweep_rows: list[dict[str, object]]) -> dict[str, str]:
+    """The environment for gpu-check with a stand-in nvidia-smi (one "NVIDIA Test GPU", so the
+    files are named test-gpu-*) and a stand-in bench that writes `sweep_rows` wherever
+    --benchmark_out points."""
     fake_bin = tmp_path / "bin"
     build = tmp_path / "build"
     (build / "benchmarks").mkdir(parents=True)
@@ -57,36 +60,82 @@ def test_gpu_check_counts_skipped_rows_apart_from_failed_ones(tmp_path: Path) ->
         '#!/usr/bin/env bash\n[[ $* == *--query-gpu=name* ]] && echo "NVIDIA Test GPU" || true\n',
     )
     rows = tmp_path / "rows.json"
-    rows.write_text(
-        json.dumps({"context": {"gpu": "NVIDIA Test GPU"}, "benchmarks": _sweep_rows()})
-    )
-    # Writes the prepared rows wherever --benchmark_out points, like bench would.
+    rows.write_text(json.dumps({"context": {"gpu": "NVIDIA Test GPU"}, "benchmarks": sweep_rows}))
     _executable(
         build / "benchmarks" / "bench",
         "#!/usr/bin/env bash\n"
         'for a in "$@"; do [[ $a == --benchmark_out=* ]] && '
         f'cp "{rows}" "${{a#--benchmark_out=}}"; done\nexit 0\n',
     )
-    out = tmp_path / "out"
-    env = dict(
+    return dict(
         os.environ,
         PATH=f"{fake_bin}{os.pathsep}{os.environ['PATH']}",
         BUILD_DIR=str(build),
         PYTHON=sys.executable,
     )
-    proc = subprocess.run(
-        ["bash", str(REPO / "tools" / "gpu-check"), "--only", "mlp", str(out)],
+
+
+def _gpu_check(env: dict[str, str], steps: str, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--only", steps, str(out)],
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=300,
     )
+
+
+def test_gpu_check_counts_skipped_rows_apart_from_failed_ones(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = _gpu_check(_stand_in_machine(tmp_path, _sweep_rows()), "mlp", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = (out / "summary.txt").read_text()
     line = next(line for line in summary.splitlines() if "bench mlp:" in line)
     assert line.endswith(
         "1 row failed, 2 skipped (does not fit on chip: 1, does not fit in device memory: 1)"
     ), line
+
+
+def test_references_step_runs_the_mixed_precision_reference(tmp_path: Path) -> None:
+    env = _stand_in_machine(tmp_path, [])
+    # A stand-in Python with "PyTorch and CUDA": it answers the import check and, for a
+    # reference script, records the script and writes an empty run where --out points.
+    calls = tmp_path / "calls.txt"
+    _executable(
+        tmp_path / "python",
+        "#!/usr/bin/env bash\n"
+        "[[ $1 == -c ]] && exit 0\n"
+        f'echo "$1" >> "{calls}"\n'
+        "while [[ $# -gt 0 ]]; do [[ $1 == --out ]] && "
+        """echo '{"context": {}, "benchmarks": []}' > "$2"; shift; done\n""",
+    )
+    env["PYTHON"] = str(tmp_path / "python")
+    out = tmp_path / "out"
+    proc = _gpu_check(env, "references", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert str(REPO / "tools" / "reference" / "torch_amp.py") in calls.read_text().splitlines()
+    assert (out / "test-gpu-torch-amp.json").is_file()
+    assert "PyTorch mixed-precision MLP reference written" in (out / "summary.txt").read_text()
+
+
+def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) -> None:
+    """The report step gives the torch-amp file to the report with the sweeps; its context names
+    the same machine, so its rows meet the sweep's in the mixed-precision section."""
+    from handmade_rows import CONTEXT, gpu_mlp_rows, torch_rows
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "test-gpu-mlp.json").write_text(
+        json.dumps({"context": CONTEXT, "benchmarks": gpu_mlp_rows()})
+    )
+    (out / "test-gpu-torch-amp.json").write_text(
+        json.dumps({"context": CONTEXT, "benchmarks": torch_rows()})
+    )
+    proc = _gpu_check(_stand_in_machine(tmp_path, []), "report", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    md = (out / "report" / "report.md").read_text()
+    assert "test-gpu-mlp.json + test-gpu-torch-amp.json (H100 80GB HBM3 with" in md
+    assert "| PyTorch eager | PyTorch / ours |" in md
 
 
 def test_gpu_check_uses_the_python_rule() -> None:

@@ -52,7 +52,8 @@ class Point:
     """One benchmark (one run_name), reduced over its repetitions.
 
     `time` is the median real time in seconds, `time_min`/`time_max` its spread; `counters`
-    holds the median of every counter.
+    holds the median of every counter and `counter_samples` each counter's value in every
+    repetition (for percentiles beyond the median).
     """
 
     run_name: str
@@ -62,6 +63,7 @@ class Point:
     time_min: float
     time_max: float
     repetitions: int
+    counter_samples: dict[str, list[float]] = field(default_factory=dict)
 
     def c(self, key: str, default: float = math.nan) -> float:
         return self.counters.get(key, default)
@@ -119,6 +121,11 @@ class Point:
     @property
     def dtype(self) -> str:
         return self.labels.get("dtype", "fp32")
+
+    @property
+    def precision(self) -> str:
+        """The arithmetic of a training row (label `precision`): fp32 rows carry none."""
+        return self.labels.get("precision", "fp32")
 
     @property
     def shape(self) -> str:
@@ -308,24 +315,25 @@ class Source:
             if p.probe == probe and (host is None or p.labels.get("host") == host)
         ]
 
-    def mlp(self) -> list[Point]:
-        return [p for p in self.points if p.is_mlp]
+    def mlp(self, precision: str | None = "fp32") -> list[Point]:
+        """The MLP rows of one precision (fp32 by default: a bf16 row of the same net and batch
+        answers another question); None for every precision."""
+        return [p for p in self.points if p.is_mlp and precision in (None, p.precision)]
 
 
 def _reduce(rows: list[BenchRow]) -> Point:
     times = [r.real_time_s for r in rows]
     keys = set().union(*(r.counters for r in rows))
-    counters = {
-        k: statistics.median([r.counters[k] for r in rows if k in r.counters]) for k in keys
-    }
+    samples = {k: [r.counters[k] for r in rows if k in r.counters] for k in keys}
     return Point(
         run_name=rows[0].run_name,
         labels=dict(rows[0].labels),
-        counters=counters,
+        counters={k: statistics.median(v) for k, v in samples.items()},
         time=statistics.median(times),
         time_min=min(times),
         time_max=max(times),
         repetitions=len(rows),
+        counter_samples=samples,
     )
 
 

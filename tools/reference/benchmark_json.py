@@ -7,10 +7,9 @@ import json
 from typing import Any
 
 
-def benchmark_row(
-    name: str, seconds: float, iterations: int, label: str, counters: dict[str, float]
-) -> dict[str, Any]:
-    """One iteration row: `seconds` per iteration, reported in microseconds like `bench`."""
+def _iteration_row(name: str, label: str, iterations: int, seconds: float) -> dict[str, Any]:
+    """What Google Benchmark writes for every row of one repetition: `seconds` per iteration,
+    reported in microseconds like `bench`."""
     return {
         "name": name,
         "run_name": name,
@@ -23,7 +22,24 @@ def benchmark_row(
         "cpu_time": seconds * 1e6,
         "time_unit": "us",
         "label": label,
-        **counters,
+    }
+
+
+def benchmark_row(
+    name: str, seconds: float, iterations: int, label: str, counters: dict[str, float]
+) -> dict[str, Any]:
+    """One iteration row: `seconds` per iteration, with the row's counters."""
+    return {**_iteration_row(name, label, iterations, seconds), **counters}
+
+
+def skipped_row(name: str, label: str, message: str) -> dict[str, Any]:
+    """A row that did not run, as Google Benchmark writes a SkipWithError: the report lists it as
+    skipped when the message starts with one of benchjson.SKIP_PREFIXES ("not supported on this
+    machine: ...")."""
+    return {
+        **_iteration_row(name, label, 0, 0.0),
+        "error_occurred": True,
+        "error_message": message,
     }
 
 

@@ -60,6 +60,11 @@ class MlpPoint:
         return 1.0
 
     @property
+    def net(self) -> str:
+        """The hidden layers as the benchmark name writes them: "512", or "4096x2" for two."""
+        return f"{self.hidden}x{self.layers}" if self.layers > 1 else str(self.hidden)
+
+    @property
     def name(self) -> str:
         if self.backend == "gpu":
             extra = "" if self.input in ("", "resident") else f", input {self.input}"
@@ -68,11 +73,14 @@ class MlpPoint:
         return f"CPU {self.variant}, {t} thread{'s' if t > 1 else ''}"
 
 
-def mlp_points(source: Source, layers: int | None = 1) -> list[MlpPoint]:
+def mlp_points(
+    source: Source, layers: int | None = 1, precision: str | None = "fp32"
+) -> list[MlpPoint]:
     """The MLP rows of one file. By default only nets with one hidden layer: a 64x2 net reports
-    hidden=64 too, and mixing it in would put two different nets in one chart cell."""
+    hidden=64 too, and mixing it in would put two different nets in one chart cell; and only
+    fp32 rows, for the same reason (None: every precision)."""
     out = []
-    for p in source.mlp():
+    for p in source.mlp(precision):
         n_layers = int(p.c("hidden_layers", 1.0))
         if layers is not None and n_layers != layers:
             continue

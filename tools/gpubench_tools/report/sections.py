@@ -9,7 +9,6 @@ from . import charts_cnn as ccnn
 from . import charts_matmul as cm
 from . import charts_mlp as cmlp
 from . import charts_overhead as co
-from .charts_common import ChartFile
 from ..benchjson import SKIP_PREFIXES
 from ..dataset import Source, short_cpu_name, short_gpu_name
 from .matmul_analysis import speedup_series
@@ -23,8 +22,13 @@ from .cnn_analysis import (
     profile_batch,
     profiles_at,
 )
+from .memory_section import memory_section
 from .mlp_analysis import mlp_points
+from .precision_analysis import precision_pairs
+from .precision_section import precision_section
+from .precision_sentences import precision_sentences
 from ..overhead_model import OverheadModel, build_model
+from .section_parts import keep_charts, mixed_note
 from .writer import Document, Section, Table
 from .sentences import (
     breakdown_sentences,
@@ -222,10 +226,6 @@ def _failed_table(sources: list[Source]) -> Table | None:
     )
 
 
-def _keep(*charts: ChartFile | None) -> list[ChartFile]:
-    return [c for c in charts if c is not None]
-
-
 def _counted(n: int, skipped: int, failed: int) -> str:
     return (
         f"{n} benchmarks"
@@ -275,6 +275,8 @@ def _summary_section(sources: list[Source], models: list[OverheadModel]) -> Sect
             summary += mlp_sentences(src, model)[:1]
         if cnn_points(src):
             summary += cnn_sentences(src)[:2]
+        if precision_pairs(src):
+            summary += precision_sentences(src)[:1]
     return Section("Summary", paragraphs=summary)
 
 
@@ -295,20 +297,6 @@ def _hardware_section(sources: list[Source]) -> Section:
     return hardware
 
 
-def _mixed_note(sources: list[Source], what: str) -> list[str]:
-    """A note for a section whose numbers come from two machines (or only from the reference)."""
-    src = next((s for s in sources if s.mixes_machines), None)
-    if src is None:
-        return []
-    return [
-        what.format(
-            cpu=short_cpu_name(src.cpu_name),
-            gpu=short_gpu_name(src.gpu_name or ""),
-            elsewhere=src.gpu_reference.elsewhere if src.gpu_reference else "",
-        )
-    ]
-
-
 def _speedup_section(sources: list[Source], out: Path) -> Section:
     sec = Section("1. Speedup: GPU against CPU (matrix multiplication)")
     sec.notes.append(
@@ -319,14 +307,14 @@ def _speedup_section(sources: list[Source], out: Path) -> Section:
         "clock around copies in, GEMM, copy out and synchronisation. Crossovers are interpolated "
         "between measured sizes, linearly in log(size) and log(speedup)."
     )
-    sec.notes += _mixed_note(
+    sec.notes += mixed_note(
         sources,
         "CPU times are this run's ({cpu}); GPU times are the reference run's ({gpu}), measured "
         "{elsewhere}. Each speedup divides one run's time by the other's.",
     )
     for src in sources:
         sec.paragraphs += speedup_sentences(src)
-    sec.charts = _keep(
+    sec.charts = keep_charts(
         cm.chart_matmul_time(sources, out),
         cm.chart_speedup_square(sources, out),
         cm.chart_speedup_shapes(sources, out),
@@ -342,15 +330,13 @@ def _breakdown_section(sources: list[Source], models: list[OverheadModel], out: 
     for src, model in zip(sources, models):
         sec.paragraphs += breakdown_sentences(src)
         if src.has_gpu:
-            sec.charts += _keep(cm.chart_breakdown(src, model, out))
+            sec.charts += keep_charts(cm.chart_breakdown(src, model, out))
     sec.notes.append(
         "Phases are CUDA-event times of each step of one iteration; t_overhead = t_wall - "
         "(t_h2d + t_compute + t_d2h) is launch, API and synchronisation cost. The dashed line "
         "is the overhead model of section 4."
     )
-    sec.notes += _mixed_note(
-        sources, "Every number in this section is the reference run's ({gpu})."
-    )
+    sec.notes += mixed_note(sources, "Every number in this section is the reference run's ({gpu}).")
     return sec
 
 
@@ -360,11 +346,11 @@ def _utilisation_section(sources: list[Source], out: Path) -> Section:
         sec.paragraphs += utilisation_sentences(src)
     if not sec.paragraphs:
         sec.paragraphs.append("No matrix-multiplication rows with pct_peak in the input files.")
-    sec.charts = _keep(cm.chart_utilisation(sources, out))
+    sec.charts = keep_charts(cm.chart_utilisation(sources, out))
     sec.notes.append(
         "pct_peak: achieved FLOP/s as a percentage of the theoretical peak for that precision (CPU: of the cores the run used; GPU: table by compute capability, see the context)."
     )
-    sec.notes += _mixed_note(
+    sec.notes += mixed_note(
         sources,
         "The CPU panel is this run's ({cpu}); the GPU panel is the reference run's ({gpu}).",
     )
@@ -384,7 +370,7 @@ def _overhead_section(sources: list[Source], models: list[OverheadModel], out: P
         "1 device-to-host copy (C); files without the copies_h2d / copies_d2h counters count one "
         "copy per direction."
     )
-    sec.notes += _mixed_note(
+    sec.notes += mixed_note(
         sources, "The probes and the model are the reference run's ({gpu}), not this machine's."
     )
     for src, model in zip(sources, models):
@@ -392,7 +378,7 @@ def _overhead_section(sources: list[Source], models: list[OverheadModel], out: P
     gpu_pairs = [(s, m) for s, m in zip(sources, models) if s.has_gpu]
     if gpu_pairs:
         gs, gm = [s for s, _ in gpu_pairs], [m for _, m in gpu_pairs]
-        sec.charts = _keep(
+        sec.charts = keep_charts(
             co.chart_copies(gs, gm, out), co.chart_launch(gs, gm, out), co.chart_model(gs, gm, out)
         )
         table = _model_table(gs, gm)
@@ -409,9 +395,9 @@ def _mlp_section(sources: list[Source], models: list[OverheadModel], out: Path) 
         return sec
     for src, model in zip(sources, models):
         sec.paragraphs += mlp_sentences(src, model)
-    sec.charts = _keep(cmlp.chart_iris(has_mlp, out), cmlp.chart_epoch_time(has_mlp, out))
-    sec.charts += _keep(*[cmlp.chart_heatmap(s, out) for s in has_mlp if s.has_gpu])
-    sec.charts += _keep(cmlp.chart_readback(has_mlp, out))
+    sec.charts = keep_charts(cmlp.chart_iris(has_mlp, out), cmlp.chart_epoch_time(has_mlp, out))
+    sec.charts += keep_charts(*[cmlp.chart_heatmap(s, out) for s in has_mlp if s.has_gpu])
+    sec.charts += keep_charts(cmlp.chart_readback(has_mlp, out))
     sec.notes.append(
         "t_epoch is the time of one training epoch; GPU launches per step come from the kernels "
         "counter; the share of an epoch spent launching is launches x t_launch (section 4) / t_epoch. "
@@ -420,7 +406,7 @@ def _mlp_section(sources: list[Source], models: list[OverheadModel], out: Path) 
         "heatmap compares each GPU path with the fastest CPU run of the same batch and width "
         "('-': no run of that GPU path, or no CPU run, for that cell)."
     )
-    sec.notes += _mixed_note(
+    sec.notes += mixed_note(
         sources,
         "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured "
         "{elsewhere}, and the launch share uses the reference's launch probes.",
@@ -494,7 +480,9 @@ def _cnn_section(sources: list[Source], out: Path) -> Section:
         return sec
     for src in has_cnn:
         sec.paragraphs += cnn_sentences(src)
-    sec.charts = _keep(ccnn.chart_cnn_steps(has_cnn, out), ccnn.chart_cnn_breakdown(has_cnn, out))
+    sec.charts = keep_charts(
+        ccnn.chart_cnn_steps(has_cnn, out), ccnn.chart_cnn_breakdown(has_cnn, out)
+    )
     sec.tables += [t for t in (_cnn_crossover_table(has_cnn), _cnn_profile_table(has_cnn)) if t]
     sec.notes.append(
         "t_step is the time of one SGD step in the timed loop (the GPU paths never read the loss "
@@ -509,7 +497,7 @@ def _cnn_section(sources: list[Source], out: Path) -> Section:
         "differ from t_step. GEMM includes the convolutions' products (with col2im in the input "
         "gradient) and the linear layers (with their bias)."
     )
-    sec.notes += _mixed_note(
+    sec.notes += mixed_note(
         sources,
         "CPU paths are this run's ({cpu}); GPU paths are the reference run's ({gpu}), measured "
         "{elsewhere}.",
@@ -523,7 +511,7 @@ def _failed_section(sources: list[Source]) -> Section | None:
 
 
 def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Document:
-    """The whole report: summary, hardware, the six topics, then what did not run."""
+    """The whole report: summary, hardware, the eight topics, then what did not run."""
     models = [build_model(s) for s in sources]
     sections = [
         _summary_section(sources, models),
@@ -534,6 +522,8 @@ def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Doc
         _overhead_section(sources, models, out),
         _mlp_section(sources, models, out),
         _cnn_section(sources, out),
+        precision_section(sources, out, "7. Mixed precision: bf16 and fp16 against fp32"),
+        memory_section(sources, out, "8. Device memory and allocation cost"),
     ]
     failed = _failed_section(sources)
     if failed is not None:
