@@ -8,7 +8,11 @@ VENV=$ROOT/.venv
 if [[ -z ${CUDACXX:-} ]] && ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export CUDACXX=/usr/local/cuda/bin/nvcc
 fi
-if [[ -x $VENV/bin/python ]]; then PYTHON=$VENV/bin/python; else PYTHON=${PYTHON:-python3}; fi
+# The project's virtual environment unless PYTHON names another interpreter (one with PyTorch for
+# the references, or a test's stand-in).
+if [[ -z ${PYTHON:-} ]]; then
+  if [[ -x $VENV/bin/python ]]; then PYTHON=$VENV/bin/python; else PYTHON=python3; fi
+fi
 JOBS=${JOBS:-$(nproc)}
 
 configure_and_build() {
