@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -78,6 +80,22 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(1, gpubench::cpu::blas_threads_for_all_cores())));
 
 TEST(CpuGemm, SetsThreadCountExplicitly) {
+  gpubench::cpu::set_blas_threads(1);
+  EXPECT_EQ(gpubench::cpu::blas_threads(), 1);
+}
+
+// A count beyond what the OpenBLAS build runs (its MAX_THREADS) is refused with the prefix the
+// tools count as a skip, and the library keeps working at a count it takes.
+TEST(CpuGemm, RefusesAThreadCountOpenBlasDoesNotRunAsNotSupported) {
+  constexpr int kMoreThanAnyBuild = 100000;
+  try {
+    gpubench::cpu::set_blas_threads(kMoreThanAnyBuild);
+    ADD_FAILURE() << "OpenBLAS accepted " << kMoreThanAnyBuild << " threads";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string(error.what()).rfind("not supported on this machine: OpenBLAS runs ", 0),
+              0U)
+        << error.what();
+  }
   gpubench::cpu::set_blas_threads(1);
   EXPECT_EQ(gpubench::cpu::blas_threads(), 1);
 }
