@@ -37,7 +37,7 @@ GOOGLE_BENCHMARK_FIELDS = {
 # A small run that still has a row of every CPU family (GPU families too where a GPU is visible).
 SHORT_FILTER = (
     "matmul/cpu/openblas/dtype:fp(32|64)/m:64/n:64/k:64/|mlp/.*/data:iris/|"
-    "mlp/.*/data:digits/batch:64/hidden:32/|overhead/(launch/roundtrip|h2d/pinned/bytes:4096$|sync)|"
+    "mlp/.*/data:digits/batch:64/hidden:32/|overhead/(launch/roundtrip|h2d/pinned/bytes:4096/|sync)|"
     "matmul/gpu/cublas_(kernel|e2e)/dtype:fp32/(host:pinned/)?m:256/n:256/k:256/|"
     "memory/gpu/largest_batch/net:cnn/"
 )
