@@ -10,12 +10,13 @@
 //  2. finds batch_largest, the largest batch whose modelled device bytes (the net's
 //     device_bytes_at, a function of the shapes alone) fit in that free memory less the margin of
 //     usable_device_bytes (5% and 256 MiB: page rounding, cuBLAS's handle, the context's growth);
-//  3. trains kSteps eager steps at the run batch (`batch`): kRunFraction of batch_largest, or less
+//  3. trains the net's `steps` eager steps at the run batch (`batch`): kRunFraction of
+//  batch_largest, or less
 //     where the trainer accepts no larger batch (the CNN's im2col matrices must stay within
 //     cuBLAS's int dimensions: 10485 images) or where the run's host memory would pass
 //     kHostBytesBound, whichever is smallest. The batch counter is what ran; a run batch below
 //     kRunFraction x batch_largest is one of those two caps. It writes t_step (host time of the
-//     synchronised steps / kSteps), final_loss (checked finite), device_bytes_model at the run
+//     synchronised steps / steps), final_loss (checked finite), device_bytes_model at the run
 //     batch (checked equal to what the trainer allocated) and device_bytes_peak (the meter,
 //     sampled from before the trainer exists to the end of its steps).
 // Why kRunFraction rather than batch_largest itself: free memory is read once, before the run,
@@ -64,9 +65,11 @@ namespace {
 
 // The run batch is this fraction of batch_largest (rounded down, at least 1).
 constexpr double kRunFraction = 0.9;
-// Steps of the timed run: enough for a step time well above the host clock's resolution, few
-// enough that a batch filling an 80 GB device trains in about a second.
-constexpr int kSteps = 10;
+// Steps of the CNN's timed run: enough for a step time well above the host clock's resolution,
+// few enough that a batch filling an 80 GB device trains in about a second.
+constexpr int kCnnSteps = 10;
+// The MLP's: a step of the 4096 x 4096 net at a million rows is 1e14 flop, seconds in fp32.
+constexpr int kMlpSteps = 3;
 // The host memory a run may hold (its data and the trainer's host copies). A run whose run batch
 // would need more trains at the largest batch within it instead (see the top of the file).
 constexpr std::size_t kHostBytesBound = std::size_t{16} << 30;
@@ -91,6 +94,8 @@ struct LargestBatchNet {
   std::function<std::size_t(int batch)> host_bytes_at;
   // The largest batch the trainer accepts, whatever the memory.
   int max_batch = 0;
+  // Steps of the timed run.
+  int steps = 0;
   // Builds the trainer at `batch` and trains `steps` steps, timed by time_steps() with `meter`.
   std::function<LargestBatchRun(benchmark::State&, int batch, int steps, DeviceMemoryMeter&)> run;
 };
@@ -137,6 +142,7 @@ LargestBatchNet cnn_net(const std::string& data) {
     return batch_bytes + cuda::cnn_gpu_host_bytes(batch);
   };
   net.max_batch = cuda::cnn_gpu_max_batch(spec);
+  net.steps = kCnnSteps;
   net.run = [spec, data](benchmark::State& state, int batch, int steps, DeviceMemoryMeter& meter) {
     const ImageSet images = repeated_cnn_images(data, batch);
     const std::vector<float> initial = initial_cnn_parameters(spec);
@@ -161,6 +167,7 @@ LargestBatchNet mlp_net(const MlpSpec& spec, MlpPrecision precision) {
            (static_cast<std::size_t>(spec.inputs) * sizeof(float) + sizeof(int));
   };
   net.max_batch = cuda::MlpGpuTrainer::max_batch();
+  net.steps = kMlpSteps;
   net.run = [spec, precision](benchmark::State& state, int batch, int steps,
                               DeviceMemoryMeter& meter) {
     const MlpData data = load_mlp_data("synthetic", batch);
@@ -229,7 +236,7 @@ void largest_batch(benchmark::State& state, const RowId& id, const LargestBatchN
 
   LargestBatchRun run;
   try {
-    run = net.run(state, batch, kSteps, meter);
+    run = net.run(state, batch, net.steps, meter);
   } catch (const CudaError& error) {
     if (!error.out_of_memory()) throw;
     // Already cleared by the check that threw; cleared here too so that nothing this row left
@@ -256,7 +263,7 @@ void largest_batch(benchmark::State& state, const RowId& id, const LargestBatchN
       .set(Counter::batch_largest, batch_largest)
       .set(Counter::device_bytes_free, static_cast<double>(free_bytes))
       .device_memory(model_bytes, meter.peak_bytes())
-      .set(Counter::steps, kSteps)
+      .set(Counter::steps, net.steps)
       .set(Counter::t_step, run.seconds_per_step)
       .set(Counter::final_loss, run.final_loss)
       .publish();

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <map>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "harness/dataset.hpp"
+#include "harness/device_memory.hpp"
 #include "kernels/common/loss_scaler.hpp"
 #include "kernels/mlp/mlp_cuda_trainer.hpp"
 #include "kernels/mlp/mlp_spec.hpp"
@@ -268,6 +270,46 @@ TEST(MlpGpuMixed, BenchRowsCarryPrecisionAndLossScaling) {
       EXPECT_DOUBLE_EQ(row["kernels_per_step"].get<double>(), fp16 ? 16 : 14) << name;
     }
   }
+}
+
+// The 4096 x 4096 MLP's largest-batch rows: each runs near the largest batch its model allows,
+// the model matches what ran, the peak stays within the margin the search left, and bf16 (2-byte
+// activations) fits a larger batch than fp32.
+TEST(MlpGpuMixed, LargestBatchRowsRunNearTheModelsLargestAndBf16FitsMore) {
+  const auto run = gpubench::testing::run_bench(
+      "--benchmark_filter='^memory/gpu/largest_batch/net:mlp/data:synthetic/hidden:4096x2/'");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  std::map<std::string, double> largest_by_precision;
+  MlpSpec spec;
+  spec.inputs = gpubench::kSyntheticFeatures;
+  spec.hidden = {4096, 4096};
+  spec.classes = gpubench::kSyntheticClasses;
+  for (const auto& row : run.json["benchmarks"]) {
+    const std::string name = row["name"];
+    ASSERT_FALSE(row.contains("error_occurred")) << name << ": " << row.value("error_message", "");
+    const bool bf16 = name.find("/precision:bf16/") != std::string::npos;
+    const MlpPrecision precision = bf16 ? MlpPrecision::bf16 : MlpPrecision::fp32;
+    const auto bytes_at = [&](double batch) {
+      return MlpGpuTrainer::planned_device_bytes(spec, static_cast<int>(batch), precision);
+    };
+    const auto free_bytes = static_cast<std::size_t>(row["device_bytes_free"].get<double>());
+    const std::size_t usable = gpubench::usable_device_bytes(free_bytes);
+    const double largest = row["batch_largest"];
+    EXPECT_LE(bytes_at(largest), usable) << name;
+    EXPECT_GT(bytes_at(largest + 1), usable) << name;
+    const double batch = row["batch"];
+    EXPECT_EQ(batch, std::max(1, static_cast<int>(0.9 * largest))) << name;
+    const std::size_t model = bytes_at(batch);
+    EXPECT_DOUBLE_EQ(row["device_bytes_model"].get<double>(), static_cast<double>(model)) << name;
+    const double peak = row["device_bytes_peak"];
+    EXPECT_GE(peak, 0.99 * static_cast<double>(model)) << name;
+    EXPECT_LE(peak, static_cast<double>(model + (free_bytes - usable))) << name;
+    EXPECT_TRUE(std::isfinite(row["final_loss"].get<double>())) << name;
+    largest_by_precision[gpubench::mlp_precision_name(precision)] = largest;
+  }
+  ASSERT_EQ(largest_by_precision.size(), 2U) << run.stdout_text;
+  EXPECT_GT(largest_by_precision["bf16"], largest_by_precision["fp32"]);
 }
 
 }  // namespace
