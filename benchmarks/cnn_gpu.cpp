@@ -4,6 +4,11 @@
 //   loss and update kernels; kernels_per_step counts them.
 // cnn/gpu/graph/data:D/batch:B/readback:R[/input:pinned]/manual_time
 //   the same step captured once in a CUDA graph and replayed.
+// cnn/gpu/<eager|graph>/data:D/batch:B/readback:0/precision:bf16|fp16/manual_time
+//   mixed precision (kernels/cnn/cnn_cuda_trainer.hpp): 2-byte products on the tensor cores with
+//   fp32 accumulation and fp32 master weights; fp16 with dynamic loss scaling on the device
+//   (counters loss_scale and skipped_steps, after the last timed iteration). fp32 rows keep the
+//   names above; the sweep adds these at a few batches (CnnCase::gpu_mixed_precision).
 //
 // readback:1 copies the loss to the host and waits for it after every step (like loss.item());
 // readback:0 never. input:pageable|pinned copies the batch from host memory before every step,
@@ -15,10 +20,12 @@
 // t_compute = steps x the event time of one step with nothing in the way; t_h2d = input copies x
 // the event time of one; t_d2h = readbacks x the event time of one 4-byte copy; t_overhead the
 // rest. Validation: the first step's loss equals the CPU's forward pass; where the CPU can afford
-// it, the first steps' losses match the CPU's. After timing, a profiling run records CUDA events
-// around every operation of a few eager steps (harness/event_operation_profiler.hpp).
+// it, the first steps' losses match the CPU's (mixed precision: every checked step within
+// kMixedPrecisionLossTolerance, 2^-5 relative, of the fp32 CPU's). After timing, a profiling run
+// records CUDA events around every operation of a few eager steps
+// (harness/event_operation_profiler.hpp).
 //
-// Device memory: device_bytes_model is cnn_gpu_device_bytes(spec, batch)
+// Device memory: device_bytes_model is cnn_gpu_device_bytes(spec, batch, precision)
 // (kernels/cnn/cnn_cuda_memory.hpp), computed from the shapes before the trainer allocates;
 // device_bytes_peak is measured from before the trainer exists to the end of the timed loop
 // (harness/device_memory.hpp), so it includes cuBLAS's handle, the graphs of graph rows and their
@@ -30,6 +37,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +55,9 @@
 #include "kernels/common/cuda_check.hpp"
 #include "kernels/common/cuda_resources.hpp"
 #include "kernels/common/host_buffer.hpp"
+#include "kernels/common/loss_scaler.hpp"
 #include "kernels/common/openblas.hpp"
+#include "kernels/common/training_precision.hpp"
 
 namespace gpubench {
 
@@ -66,6 +76,15 @@ constexpr double kReferenceFlop = 1e11;
 // trajectory (each step carries the previous steps' rounding).
 constexpr double kFirstLossTolerance = 1e-4;
 constexpr double kTrajectoryTolerance = 1e-3;
+// The mixed-precision rows' bound, relative, for every checked step against the fp32 CPU.
+struct LossTolerances {
+  double first = kFirstLossTolerance;
+  double trajectory = kTrajectoryTolerance;
+};
+LossTolerances loss_tolerances(TrainingPrecision precision) {
+  if (precision == TrainingPrecision::fp32) return {};
+  return {kMixedPrecisionLossTolerance, kMixedPrecisionLossTolerance};
+}
 // Operations a profiled eager step names at most (kernels/cnn/cnn_cpu.hpp lists 25).
 constexpr std::size_t kMaxOperationsPerStep = 64;
 
@@ -75,7 +94,7 @@ bool close(double value, double reference, double relative) {
 
 // SkipWithError and false unless the GPU's first losses match the CPU trainer's.
 bool check_against_cpu(benchmark::State& state, const CnnWorkload& workload,
-                       const std::vector<float>& gpu_losses) {
+                       const std::vector<float>& gpu_losses, const LossTolerances& tolerances) {
   const ImageSet& train = workload.data.train;
   cpu::set_blas_threads(cpu::blas_threads_for_all_cores());
   cpu::CnnCpuTrainer reference(workload.spec, train.rows);
@@ -86,7 +105,7 @@ bool check_against_cpu(benchmark::State& state, const CnnWorkload& workload,
   for (int step = 0; step < std::min(steps, kReferenceSteps); ++step) {
     const float expected =
         reference.step(parameters.data(), train.pixels.data(), train.labels.data());
-    const double tolerance = step == 0 ? kFirstLossTolerance : kTrajectoryTolerance;
+    const double tolerance = step == 0 ? tolerances.first : tolerances.trajectory;
     if (!close(gpu_losses[step], expected, tolerance)) {
       const std::string message = "loss of step " + std::to_string(step + 1) + " is " +
                                   std::to_string(gpu_losses[step]) + ", the CPU's " +
@@ -99,16 +118,16 @@ bool check_against_cpu(benchmark::State& state, const CnnWorkload& workload,
 }
 
 void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
-             CnnExecution execution, int readback, CnnInput input) {
+             CnnExecution execution, int readback, CnnInput input, TrainingPrecision precision) {
   const GpuInfo& gpu = require_gpu();
   const CnnWorkload workload = make_cnn_workload(cnn_case);
   const ImageSet& train = workload.data.train;
   const int batch = cnn_case.batch;
   const int steps = cnn_case.steps;
-  const std::size_t model_bytes = cuda::cnn_gpu_device_bytes(workload.spec, batch);
+  const std::size_t model_bytes = cuda::cnn_gpu_device_bytes(workload.spec, batch, precision);
   DeviceMemoryMeter meter;
   cuda::CnnGpuTrainer trainer(workload.spec, batch, train.pixels.data(), train.labels.data(),
-                              workload.initial.data());
+                              workload.initial.data(), precision);
   const cudaStream_t stream = trainer.stream();
 
   // Validation of the first steps against the CPU, which also warms up cuBLAS and the kernels.
@@ -116,7 +135,7 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   for (int step = 0; step < kReferenceSteps; ++step) {
     first_losses.push_back(trainer.step_and_read_loss());
   }
-  if (!check_against_cpu(state, workload, first_losses)) return;
+  if (!check_against_cpu(state, workload, first_losses, loss_tolerances(precision))) return;
   trainer.enqueue_reset();
   TrainingStepParts parts;
   const int probe_steps = std::min(steps, kComputeProbeSteps);
@@ -148,6 +167,8 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   // Read before the profiling run below prepares the trainer for eager, resident steps.
   const double bytes_h2d = static_cast<double>(steps) * trainer.input_bytes_per_step();
   const int graph_steps = trainer.graph_steps();
+  // After the last timed iteration: where the scale stood and how many of its steps it skipped.
+  const std::optional<LossScaleState> loss_scale = trainer.loss_scale_state();
 
   // The per-operation profile: a few eager steps with events around every operation.
   trainer.enqueue_reset();
@@ -179,10 +200,15 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   row.phases(phases)
       .set(Counter::device_bytes, static_cast<double>(trainer.device_bytes()))
       .device_memory(model_bytes, meter.peak_bytes())
-      .work(steps * cnn_step_flop(workload.spec, batch), wall_s, gpu_peak_flops(gpu, "fp32"))
+      .work(steps * cnn_step_flop(workload.spec, batch), wall_s,
+            gpu_peak_flops(gpu, training_precision_name(precision)))
       .training(result)
       .operation_times(profiler.per_step(kCnnProfileSteps));
   if (execution == CnnExecution::graph) row.set(Counter::graph_steps, graph_steps);
+  if (const std::optional<LossScaleState> scale = loss_scale) {
+    row.set(Counter::loss_scale, scale->scale)
+        .set(Counter::skipped_steps, static_cast<double>(scale->skipped_steps));
+  }
   if (input == CnnInput::resident) row.label(LabelKey::input, "resident");
   row.publish();
 }
@@ -197,7 +223,19 @@ void register_cnn_gpu(const Sweep& sweep) {
       for (CnnExecution execution : {CnnExecution::eager, CnnExecution::graph}) {
         const char* variant = execution == CnnExecution::eager ? "eager" : "graph";
         register_row(cnn_row_id("gpu", variant, cnn_case, readback), kManual, cnn_gpu, cnn_case,
-                     execution, readback, CnnInput::resident);
+                     execution, readback, CnnInput::resident, TrainingPrecision::fp32);
+      }
+    }
+    if (cnn_case.gpu_mixed_precision) {
+      // fp32 rows keep their names; the precision goes last on the others.
+      for (TrainingPrecision precision : {TrainingPrecision::bf16, TrainingPrecision::fp16}) {
+        for (CnnExecution execution : {CnnExecution::eager, CnnExecution::graph}) {
+          const char* variant = execution == CnnExecution::eager ? "eager" : "graph";
+          register_row(cnn_row_id("gpu", variant, cnn_case, 0)
+                           .with(text_parameter("precision", training_precision_name(precision),
+                                                LabelKey::precision)),
+                       kManual, cnn_gpu, cnn_case, execution, 0, CnnInput::resident, precision);
+        }
       }
     }
     if (!cnn_case.input_transfer) continue;
@@ -207,11 +245,11 @@ void register_cnn_gpu(const Sweep& sweep) {
     };
     for (CnnInput input : {CnnInput::pageable, CnnInput::pinned}) {
       register_row(input_id("eager", input), kManual, cnn_gpu, cnn_case, CnnExecution::eager, 0,
-                   input);
+                   input, TrainingPrecision::fp32);
     }
     // A graph cannot capture a copy from pageable memory: pinned only.
     register_row(input_id("graph", CnnInput::pinned), kManual, cnn_gpu, cnn_case,
-                 CnnExecution::graph, 0, CnnInput::pinned);
+                 CnnExecution::graph, 0, CnnInput::pinned, TrainingPrecision::fp32);
   }
 }
 

@@ -203,6 +203,8 @@ void add_cnn_sweep(Sweep* sweep, bool full) {
       cnn.gpu_readbacks = {1, 0};
       cnn.input_transfer = true;
     }
+    // Mixed precision at the tutorial's batch and two larger ones, where tensor cores can matter.
+    cnn.gpu_mixed_precision = batch == kCnnTutorialBatch || batch == 256 || batch == 1024;
     sweep->cnn_cases.push_back(cnn);
   }
   sweep->largest_batch_cases.push_back({"cnn", data, "fp32", {}});

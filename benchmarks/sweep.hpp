@@ -39,7 +39,8 @@ struct CnnCase {
   int steps = 0;                         // SGD steps in one timed GPU iteration; 0: no GPU run
   int cpu_steps = 0;                     // the same on the CPU (fewer at large batches); 0: none
   std::vector<int> gpu_readbacks = {0};  // loss read back every step (1) or never (0)
-  bool input_transfer = false;  // also the variants that copy the batch from host every step
+  bool input_transfer = false;       // also the variants that copy the batch from host every step
+  bool gpu_mixed_precision = false;  // also bf16 and fp16 eager and graph rows (precision:P)
 };
 
 // One largest-batch row (names: memory/gpu/largest_batch/net:N/data:D/precision:P/...):

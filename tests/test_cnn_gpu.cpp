@@ -30,6 +30,7 @@
 #include "kernels/common/seeded_random.hpp"
 #include "kernels/common/step_observer.hpp"
 #include "tests/bench_process.hpp"
+#include "tests/cnn_test_support.hpp"
 #include "tests/gpu_test_main.hpp"
 
 namespace {
@@ -40,6 +41,10 @@ using gpubench::cuda::CnnExecution;
 using gpubench::cuda::CnnGpuTrainer;
 using gpubench::cuda::CnnInput;
 using gpubench::cuda::CnnRunConfig;
+using Batch = gpubench::test::CnnBatch;
+using gpubench::test::cnn_run_config;
+using gpubench::test::cnn_trajectory;
+using gpubench::test::random_cnn_batch;
 
 constexpr int kImageFloats = CnnSpec::image_floats();
 constexpr int kLayers = CnnSpec::kConvLayers + CnnSpec::kLinearLayers;
@@ -59,23 +64,6 @@ constexpr double kGradientTolerance = 1e-4;
 // Batches for the gradient check are drawn until every window's margin exceeds this fraction of
 // the layer's largest |value|, ~10x the GPU's rounding there.
 constexpr double kPoolMarginFraction = 1e-5;
-
-struct Batch {
-  int size = 0;
-  std::vector<float> images;  // size x 3 x 32 x 32, NCHW, in [0, 1) like ToTensor()
-  std::vector<int> labels;
-};
-
-Batch random_batch(int size, std::uint64_t seed) {
-  gpubench::SeededRandom random(seed);
-  Batch batch;
-  batch.size = size;
-  batch.images.resize(static_cast<std::size_t>(size) * kImageFloats);
-  for (float& value : batch.images) value = static_cast<float>(random.uniform());
-  batch.labels.resize(static_cast<std::size_t>(size));
-  for (int& label : batch.labels) label = static_cast<int>(random.below(CnnSpec::kClasses));
-  return batch;
-}
 
 // ---- The reference: straightforward loops in double, written from the network's definition. ----
 
@@ -307,14 +295,14 @@ Batch batch_with_clear_pooling(const CnnSpec& spec, int size, const std::vector<
                                std::uint64_t first_seed) {
   constexpr int kTries = 200;
   for (int attempt = 0; attempt < kTries; ++attempt) {
-    Batch batch = random_batch(size, first_seed + static_cast<std::uint64_t>(attempt));
+    Batch batch = random_cnn_batch(size, first_seed + static_cast<std::uint64_t>(attempt));
     if (reference_step(spec, batch, parameters, false).pool_margin > kPoolMarginFraction) {
       return batch;
     }
   }
   ADD_FAILURE() << "no batch of " << size << " images with clear max-pool decisions in " << kTries
                 << " seeds: is the reference's margin computed right?";
-  return random_batch(size, first_seed);
+  return random_cnn_batch(size, first_seed);
 }
 
 const char* layer_name(int layer) {
@@ -400,25 +388,6 @@ TEST(CnnGpu, FirstStepWithReluMatchesTheDoubleReference) {
 
 TEST(CnnGpu, BatchOfOneImageMatchesTheDoubleReference) { check_first_step(CnnSpec{}, 1, 500); }
 
-// Runs `steps` steps in `config` from the initial weights and returns every loss read back.
-std::vector<float> trajectory(CnnGpuTrainer& trainer, const CnnRunConfig& config, int steps) {
-  trainer.prepare(config, steps);
-  trainer.enqueue_reset();
-  std::vector<float> losses;
-  trainer.run(steps, &losses);
-  return losses;
-}
-
-CnnRunConfig make_config(CnnExecution execution, int readback_every, CnnInput input,
-                         int graph_steps = 1) {
-  CnnRunConfig config;
-  config.execution = execution;
-  config.readback_every = readback_every;
-  config.input = input;
-  config.graph_steps = graph_steps;
-  return config;
-}
-
 void expect_same_trajectory(const std::vector<float>& losses, const std::vector<float>& reference,
                             const std::string& what) {
   ASSERT_EQ(losses.size(), reference.size()) << what;
@@ -431,13 +400,13 @@ void expect_same_trajectory(const std::vector<float>& losses, const std::vector<
 TEST(CnnGpu, EagerAndGraphRunsFollowTheSameTrajectory) {
   constexpr int kSteps = 20;
   const CnnSpec spec;
-  const Batch batch = random_batch(8, 7);
+  const Batch batch = random_cnn_batch(8, 7);
   const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
   CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
   EXPECT_EQ(trainer.launches_per_step(), 37);
 
   const std::vector<float> eager =
-      trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
   ASSERT_EQ(eager.size(), static_cast<std::size_t>(kSteps));
   for (float loss : eager) EXPECT_TRUE(std::isfinite(loss));
   const Reference first = reference_step(spec, batch, initial, false);
@@ -446,28 +415,30 @@ TEST(CnnGpu, EagerAndGraphRunsFollowTheSameTrajectory) {
   EXPECT_LT(eager.back(), eager.front());
   // A second eager run from the reset weights repeats the first bit for bit (fixed-order sums,
   // one stream, cuBLAS with a fixed workspace).
-  EXPECT_EQ(trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), kSteps),
-            eager);
+  EXPECT_EQ(
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps),
+      eager);
 
   // A graph per step with its readback; the same kernels and products in the same order.
   const std::vector<float> graph =
-      trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::resident), kSteps);
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::resident), kSteps);
   EXPECT_EQ(trainer.graph_steps(), 1);
   expect_same_trajectory(graph, eager, "graph readback:1");
-  EXPECT_EQ(trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::resident), kSteps),
-            graph)
+  EXPECT_EQ(
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::resident), kSteps),
+      graph)
       << "graph replays differ";
   // Five steps per graph, a readback at the end of each.
   const std::vector<float> every_fifth =
-      trajectory(trainer, make_config(CnnExecution::graph, 5, CnnInput::resident), kSteps);
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 5, CnnInput::resident), kSteps);
   EXPECT_EQ(trainer.graph_steps(), 5);
   ASSERT_EQ(every_fifth.size(), 4U);
   for (std::size_t i = 0; i < every_fifth.size(); ++i) {
     EXPECT_NEAR(every_fifth[i], eager[5 * i + 4], kLossTolerance * eager[5 * i + 4]);
   }
   // No readbacks, 8 steps per graph: two graphs and a remainder of 4.
-  const std::vector<float> none =
-      trajectory(trainer, make_config(CnnExecution::graph, 0, CnnInput::resident, 8), kSteps);
+  const std::vector<float> none = cnn_trajectory(
+      trainer, cnn_run_config(CnnExecution::graph, 0, CnnInput::resident, 8), kSteps);
   EXPECT_TRUE(none.empty());
   EXPECT_EQ(trainer.graph_steps(), 8);
   EXPECT_NEAR(trainer.last_loss(), eager.back(), kLossTolerance * eager.back());
@@ -495,7 +466,7 @@ TEST(CnnGpu, FollowsTheCpuTrainer) {
 
   std::vector<float> parameters = initial;
   const std::vector<float> gpu_losses =
-      trajectory(gpu, make_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+      cnn_trajectory(gpu, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
   ASSERT_EQ(gpu_losses.size(), static_cast<std::size_t>(kSteps));
   for (int step = 0; step < kSteps; ++step) {
     const float cpu_loss = cpu.step(parameters.data(), batch.images.data(), batch.labels.data());
@@ -506,7 +477,7 @@ TEST(CnnGpu, FollowsTheCpuTrainer) {
 TEST(CnnGpu, CopiedInputsGiveTheResidentLosses) {
   constexpr int kSteps = 6;
   const CnnSpec spec;
-  const Batch batch = random_batch(16, 11);
+  const Batch batch = random_cnn_batch(16, 11);
   const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
   CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
   const std::size_t batch_bytes =
@@ -514,17 +485,19 @@ TEST(CnnGpu, CopiedInputsGiveTheResidentLosses) {
   // The copies bring the same bytes the resident buffers hold, and the same kernels run on them:
   // the losses are identical, bit for bit.
   const std::vector<float> resident =
-      trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
   EXPECT_EQ(trainer.input_bytes_per_step(), 0U);
   for (CnnInput input : {CnnInput::pageable, CnnInput::pinned}) {
-    EXPECT_EQ(trajectory(trainer, make_config(CnnExecution::eager, 1, input), kSteps), resident)
+    EXPECT_EQ(cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, input), kSteps),
+              resident)
         << "eager " << gpubench::cuda::cnn_input_name(input);
     EXPECT_EQ(trainer.input_bytes_per_step(), batch_bytes);
   }
   const std::vector<float> graph_resident =
-      trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::resident), kSteps);
-  EXPECT_EQ(trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::pinned), kSteps),
-            graph_resident)
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::resident), kSteps);
+  EXPECT_EQ(
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::pinned), kSteps),
+      graph_resident)
       << "graph pinned";
   expect_same_trajectory(graph_resident, resident, "graph resident");
 }
@@ -533,7 +506,7 @@ TEST(CnnGpu, BatchOneAndLargeBatchesRunAndStayFinite) {
   const CnnSpec spec;
   const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
   for (int images : {1, 300, 1024}) {
-    const Batch batch = random_batch(images, 1000 + static_cast<std::uint64_t>(images));
+    const Batch batch = random_cnn_batch(images, 1000 + static_cast<std::uint64_t>(images));
     CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(),
                           initial.data());
     // The model the benchmarks plan with, counted by hand in test_cnn_gpu_memory.cpp.
@@ -541,10 +514,10 @@ TEST(CnnGpu, BatchOneAndLargeBatchesRunAndStayFinite) {
         << "batch " << images;
     const std::string what = "batch " + std::to_string(images);
     const std::vector<float> eager =
-        trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), 3);
+        cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), 3);
     for (float loss : eager) EXPECT_TRUE(std::isfinite(loss)) << what;
     const std::vector<float> graph =
-        trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::pinned), 3);
+        cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::pinned), 3);
     expect_same_trajectory(graph, eager, what + " graph");
     for (float value : trainer.parameters()) {
       if (!std::isfinite(value)) {
@@ -579,7 +552,7 @@ class RecordingObserver : public gpubench::StepObserver {
 
 TEST(CnnGpu, ObserverSeesTheCpuTrainersOperationNamesInEagerStepsOnly) {
   const CnnSpec spec;
-  const Batch batch = random_batch(2, 3);
+  const Batch batch = random_cnn_batch(2, 3);
   const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
   CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
   RecordingObserver observer;
@@ -614,12 +587,12 @@ TEST(CnnGpu, ObserverSeesTheCpuTrainersOperationNamesInEagerStepsOnly) {
   EXPECT_EQ(observer.operations, expected);
 
   observer.operations.clear();
-  trainer.prepare(make_config(CnnExecution::eager, 0, CnnInput::resident), 2);
+  trainer.prepare(cnn_run_config(CnnExecution::eager, 0, CnnInput::resident), 2);
   trainer.run(2, nullptr);
   EXPECT_EQ(observer.operations.size(), 2 * expected.size());
 
   observer.operations.clear();
-  trainer.prepare(make_config(CnnExecution::graph, 0, CnnInput::resident), 2);
+  trainer.prepare(cnn_run_config(CnnExecution::graph, 0, CnnInput::resident), 2);
   trainer.run(2, nullptr);
   trainer.capture_compute_graph(2).launch(trainer.stream());
   EXPECT_TRUE(observer.operations.empty()) << "a captured step reported " << observer.operations[0];
@@ -638,17 +611,17 @@ TEST(CnnGpu, ShortRunsOfEveryKernelForTheSanitizers) {
   const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
   // Five images: conv1's bias sums span two blocks per channel (5 x 1024 > 4096 elements), so
   // the partial sums and the last-block finish run too.
-  const Batch batch = random_batch(5, 21);
+  const Batch batch = random_cnn_batch(5, 21);
   CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
   const Reference first = reference_step(spec, batch, initial, false);
   const std::vector<float> eager =
-      trajectory(trainer, make_config(CnnExecution::eager, 1, CnnInput::pageable), 3);
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::pageable), 3);
   ASSERT_EQ(eager.size(), 3U);
   EXPECT_NEAR(eager[0], first.loss, kLossTolerance * first.loss);
   expect_same_trajectory(
-      trajectory(trainer, make_config(CnnExecution::graph, 1, CnnInput::pinned), 3), eager,
+      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::pinned), 3), eager,
       "graph pinned");
-  trajectory(trainer, make_config(CnnExecution::graph, 0, CnnInput::resident, 2), 3);
+  cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 0, CnnInput::resident, 2), 3);
   EXPECT_NEAR(trainer.last_loss(), eager.back(), kLossTolerance * eager.back());
   // The compute graph the benchmark times: two steps, the same losses as two eager steps.
   trainer.enqueue_reset();
@@ -667,11 +640,11 @@ TEST(CnnGpu, ShortRunsOfEveryKernelForTheSanitizers) {
 
   // More than 256 images: the loss's partial sums and last-block finish.
   spec.relu = false;
-  const Batch tall = random_batch(257, 22);
+  const Batch tall = random_cnn_batch(257, 22);
   CnnGpuTrainer tall_trainer(spec, tall.size, tall.images.data(), tall.labels.data(),
                              initial.data());
-  for (float loss :
-       trajectory(tall_trainer, make_config(CnnExecution::eager, 1, CnnInput::resident), 2)) {
+  for (float loss : cnn_trajectory(tall_trainer,
+                                   cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), 2)) {
     EXPECT_TRUE(std::isfinite(loss));
   }
 }
@@ -688,7 +661,7 @@ std::string error_of(Body&& body) {
 
 TEST(CnnGpu, BadConfigurationsAreClearErrors) {
   const CnnSpec spec;
-  const Batch batch = random_batch(4, 5);
+  const Batch batch = random_cnn_batch(4, 5);
   const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
   const auto construct = [&](const CnnSpec& s, int images, const int* labels) {
     CnnGpuTrainer trainer(s, images, batch.images.data(), labels, initial.data());
@@ -721,21 +694,21 @@ TEST(CnnGpu, BadConfigurationsAreClearErrors) {
   CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
   // A graph cannot capture copies from pageable memory; the trainer says so and stays usable.
   expect_message(error_of<std::invalid_argument>([&] {
-                   trainer.prepare(make_config(CnnExecution::graph, 0, CnnInput::pageable), 10);
+                   trainer.prepare(cnn_run_config(CnnExecution::graph, 0, CnnInput::pageable), 10);
                  }),
                  "cannot capture copies from pageable host memory");
   EXPECT_TRUE(std::isfinite(trainer.step_and_read_loss()));
   std::vector<float> losses;
   trainer.run(2, &losses);  // still the eager default: the failed prepare changed nothing
   expect_message(error_of<std::invalid_argument>([&] {
-                   trainer.prepare(make_config(CnnExecution::eager, 0, CnnInput::resident), 0);
+                   trainer.prepare(cnn_run_config(CnnExecution::eager, 0, CnnInput::resident), 0);
                  }),
                  "at least one step");
   expect_message(error_of<std::invalid_argument>([&] {
-                   trainer.prepare(make_config(CnnExecution::eager, -1, CnnInput::resident), 5);
+                   trainer.prepare(cnn_run_config(CnnExecution::eager, -1, CnnInput::resident), 5);
                  }),
                  "readback interval must be >= 0");
-  trainer.prepare(make_config(CnnExecution::graph, 0, CnnInput::resident, 4), 8);
+  trainer.prepare(cnn_run_config(CnnExecution::graph, 0, CnnInput::resident, 4), 8);
   expect_message(error_of<std::logic_error>([&] { trainer.run(9, nullptr); }),
                  "graphs were prepared for 8 steps, not 9");
   expect_message(error_of<std::invalid_argument>([&] { trainer.capture_compute_graph(0); }),
@@ -760,12 +733,12 @@ TEST(CnnGpu, MeasuredDevicePeakIsTheModelWithinPageRoundingAndTheHandle) {
   {
     // A first trainer loads every kernel module and initialises cuBLAS, which happens once per
     // process: the meter below then sees what a trainer itself takes.
-    const Batch small = random_batch(2, 40);
+    const Batch small = random_cnn_batch(2, 40);
     CnnGpuTrainer warm_up(spec, small.size, small.images.data(), small.labels.data(),
                           initial.data());
   }
   constexpr int kImages = 1024;
-  const Batch batch = random_batch(kImages, 41);
+  const Batch batch = random_cnn_batch(kImages, 41);
   const std::size_t model = gpubench::cuda::cnn_gpu_device_bytes(spec, kImages);
   gpubench::DeviceMemoryMeter meter;
   CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(),

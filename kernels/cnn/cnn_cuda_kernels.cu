@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/common/low_precision.cuh"
+
 namespace gpubench::cuda::cnn {
 
 namespace {
@@ -57,16 +59,18 @@ __device__ std::size_t grid_stride() { return static_cast<std::size_t>(gridDim.x
 
 // blockIdx.y walks the rows of the column matrix (grid-stride in y when K > 65535), x its
 // columns, so the tap a row stands for is decoded once per row and consecutive threads write
-// consecutive columns and read consecutive pixels of one input row: both coalesced.
+// consecutive columns and read consecutive pixels of one input row: both coalesced. T is the
+// columns' storage type: float, or the 2-byte operand of a mixed-precision product.
+template <typename T>
 __global__ void im2col_kernel(const float* images, int channels, int size, int rows,
-                              std::size_t columns, float* out) {
+                              std::size_t columns, T* out) {
   const std::size_t pixels = static_cast<std::size_t>(size) * size;
   for (int row = static_cast<int>(blockIdx.y); row < rows; row += static_cast<int>(gridDim.y)) {
     const int channel = row / kTaps;
     const int tap = row % kTaps;
     const int dy = tap / kKernel - kPadding;
     const int dx = tap % kKernel - kPadding;
-    float* out_row = out + static_cast<std::size_t>(row) * columns;
+    T* out_row = out + static_cast<std::size_t>(row) * columns;
     for (std::size_t column = first_index(); column < columns; column += grid_stride()) {
       const std::size_t image = column / pixels;
       const int pixel = static_cast<int>(column - image * pixels);
@@ -77,7 +81,7 @@ __global__ void im2col_kernel(const float* images, int channels, int size, int r
         value =
             images[(image * channels + channel) * pixels + static_cast<std::size_t>(y) * size + x];
       }
-      out_row[column] = value;
+      out_row[column] = from_float<T>(value);
     }
   }
 }
@@ -153,11 +157,13 @@ __global__ void max_pool_forward_kernel(const float* input, int size, std::size_
   }
 }
 
-// One thread per convolution output element, in channel-major order (the order written).
+// One thread per convolution output element, in channel-major order (the order written), stored
+// as T (float, or the 2-byte operand of a mixed-precision product).
+template <typename T>
 __global__ void max_pool_backward_kernel(const float* pooled_gradient,
                                          const std::uint8_t* window_positions, const float* pooled,
                                          bool relu, int channels, int size, std::size_t columns,
-                                         std::size_t count, float* channel_major_gradient) {
+                                         std::size_t count, T* channel_major_gradient) {
   const std::size_t pixels = static_cast<std::size_t>(size) * size;
   const int half = size / 2;
   for (std::size_t i = first_index(); i < count; i += grid_stride()) {
@@ -174,7 +180,7 @@ __global__ void max_pool_backward_kernel(const float* pooled_gradient,
     if (window_positions[pooled_index] == position && (!relu || pooled[pooled_index] > 0.0F)) {
       gradient = pooled_gradient[pooled_index];
     }
-    channel_major_gradient[i] = gradient;
+    channel_major_gradient[i] = from_float<T>(gradient);
   }
 }
 
@@ -182,20 +188,21 @@ __global__ void linear_bias_kernel(float* z, const float* bias, std::size_t coun
   for (std::size_t i = first_index(); i < count; i += grid_stride()) z[i] += bias[i % cols];
 }
 
-// Grid (blocks per channel, channels); see launch_channel_sums.
-__global__ void channel_sums_kernel(const float* values, std::size_t channel_stride, int count,
+// Grid (blocks per channel, channels); see launch_channel_sums. T: the values' storage type.
+template <typename T>
+__global__ void channel_sums_kernel(const T* values, std::size_t channel_stride, int count,
                                     std::size_t element_stride, float* sums, float* partials,
                                     unsigned* counters) {
   __shared__ float scratch[kWarp];
   __shared__ bool last_block;
   const unsigned channel = blockIdx.y;
-  const float* channel_values = values + channel * channel_stride;
+  const T* channel_values = values + channel * channel_stride;
   const std::size_t begin = static_cast<std::size_t>(blockIdx.x) * kSumChunk;
   const std::size_t chunk_end = begin + kSumChunk;
   const std::size_t end = chunk_end < static_cast<std::size_t>(count) ? chunk_end : count;
   float sum = 0.0F;
   for (std::size_t e = begin + threadIdx.x; e < end; e += blockDim.x) {
-    sum += channel_values[e * element_stride];
+    sum += to_float(channel_values[e * element_stride]);
   }
   const float block_total = block_sum(sum, scratch);
   if (gridDim.x == 1) {  // one block per channel: its sum is final
@@ -287,14 +294,18 @@ std::size_t sum_blocks_per_channel(std::size_t count) {
 
 }  // namespace
 
-cudaError_t launch_im2col(const float* images, int batch, int channels, int size, float* columns,
-                          cudaStream_t stream) {
+cudaError_t launch_im2col(const float* images, int batch, int channels, int size, void* columns,
+                          TrainingPrecision precision, cudaStream_t stream) {
   const int rows = channels * kTaps;
   const std::size_t column_count = static_cast<std::size_t>(batch) * size * size;
   const dim3 grid(std::min<unsigned>(grid_stride_blocks(column_count), 1U << 16),
                   std::min<unsigned>(static_cast<unsigned>(rows), kMaxGridY));
-  im2col_kernel<<<grid, kThreads, 0, stream>>>(images, channels, size, rows, column_count, columns);
-  return cudaGetLastError();
+  return for_storage_type(precision, [&](auto type) {
+    using T = decltype(type);
+    im2col_kernel<T><<<grid, kThreads, 0, stream>>>(images, channels, size, rows, column_count,
+                                                    static_cast<T*>(columns));
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_col2im(const float* columns_gradient, int batch, int channels, int size,
@@ -330,13 +341,17 @@ cudaError_t launch_max_pool_forward(const float* input, int batch, int channels,
 cudaError_t launch_max_pool_backward(const float* pooled_gradient,
                                      const std::uint8_t* window_positions, const float* pooled,
                                      bool relu, int batch, int channels, int size,
-                                     float* channel_major_gradient, cudaStream_t stream) {
+                                     void* channel_major_gradient, TrainingPrecision precision,
+                                     cudaStream_t stream) {
   const std::size_t column_count = static_cast<std::size_t>(batch) * size * size;
   const std::size_t count = column_count * channels;
-  max_pool_backward_kernel<<<grid_stride_blocks(count), kThreads, 0, stream>>>(
-      pooled_gradient, window_positions, pooled, relu, channels, size, column_count, count,
-      channel_major_gradient);
-  return cudaGetLastError();
+  return for_storage_type(precision, [&](auto type) {
+    using T = decltype(type);
+    max_pool_backward_kernel<T><<<grid_stride_blocks(count), kThreads, 0, stream>>>(
+        pooled_gradient, window_positions, pooled, relu, channels, size, column_count, count,
+        static_cast<T*>(channel_major_gradient));
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_linear_bias(float* z, const float* bias, int rows, int cols,
@@ -353,14 +368,19 @@ std::size_t channel_sum_partials(int channels, std::size_t count) {
 
 std::size_t channel_sum_counters(int channels) { return static_cast<std::size_t>(channels); }
 
-cudaError_t launch_channel_sums(const float* values, int channels, std::size_t channel_stride,
-                                int count, std::size_t element_stride, float* sums, float* partials,
-                                unsigned* counters, cudaStream_t stream) {
+cudaError_t launch_channel_sums(const void* values, TrainingPrecision precision, int channels,
+                                std::size_t channel_stride, int count, std::size_t element_stride,
+                                float* sums, float* partials, unsigned* counters,
+                                cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(sum_blocks_per_channel(static_cast<std::size_t>(count))),
                   static_cast<unsigned>(channels));
-  channel_sums_kernel<<<grid, kThreads, 0, stream>>>(values, channel_stride, count, element_stride,
-                                                     sums, partials, counters);
-  return cudaGetLastError();
+  return for_storage_type(precision, [&](auto type) {
+    using T = decltype(type);
+    channel_sums_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(values),
+                                                          channel_stride, count, element_stride,
+                                                          sums, partials, counters);
+    return cudaGetLastError();
+  });
 }
 
 int softmax_cross_entropy_blocks(int rows) {

@@ -22,18 +22,28 @@
 // caller to check, and is safe to call during stream capture. Element counts are 64-bit inside the
 // kernels; the callers keep batch * pixels (a column count) within int. Every sum is formed in a
 // fixed order, so a run repeats bit for bit.
+//
+// Mixed precision (kernels/common/training_precision.hpp): the buffers a product reads (the im2col
+// columns, a convolution's output gradient) are stored in the step's precision, `precision` below
+// (fp32: float; bf16, fp16: the 2-byte type), so im2col and the pool's backward write the products'
+// 2-byte operands directly and the bias gradients sum them (in fp32), as the MLP's do. Everything
+// else stays fp32.
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/training_precision.hpp"
+
 namespace gpubench::cuda::cnn {
 
-// columns (K x batch*size^2, row-major, K = channels * 25) = im2col of `images` (batch x channels
-// x size x size) for a 5x5 kernel with padding 2 and stride 1 (output size = input size).
+// columns (K x batch*size^2, row-major, K = channels * 25, in `precision`) = im2col of `images`
+// (batch x channels x size x size) for a 5x5 kernel with padding 2 and stride 1 (output size =
+// input size).
 [[nodiscard]] cudaError_t launch_im2col(const float* images, int batch, int channels, int size,
-                                        float* columns, cudaStream_t stream);
+                                        void* columns, TrainingPrecision precision,
+                                        cudaStream_t stream);
 
 // The adjoint of launch_im2col: images_gradient (batch x channels x size x size, overwritten) =
 // for every input pixel, the sum of the column entries im2col copied it to. A gather (each thread
@@ -57,21 +67,20 @@ namespace gpubench::cuda::cnn {
                                                   cudaStream_t stream);
 
 // The pool's backward, in the layout the next products need: channel_major_gradient (channels x
-// batch*size^2, overwritten) holds pooled_gradient at each window's maximum and 0 elsewhere. With
-// `relu`, a window whose pooled value is not positive passes nothing: the ReLU before the pool
-// zeroed that maximum, so its backward does too (pooled is read only then).
-[[nodiscard]] cudaError_t launch_max_pool_backward(const float* pooled_gradient,
-                                                   const std::uint8_t* window_positions,
-                                                   const float* pooled, bool relu, int batch,
-                                                   int channels, int size,
-                                                   float* channel_major_gradient,
-                                                   cudaStream_t stream);
+// batch*size^2, in `precision`, overwritten) holds pooled_gradient at each window's maximum and 0
+// elsewhere. With `relu`, a window whose pooled value is not positive passes nothing: the ReLU
+// before the pool zeroed that maximum, so its backward does too (pooled is read only then).
+[[nodiscard]] cudaError_t launch_max_pool_backward(
+    const float* pooled_gradient, const std::uint8_t* window_positions, const float* pooled,
+    bool relu, int batch, int channels, int size, void* channel_major_gradient,
+    TrainingPrecision precision, cudaStream_t stream);
 
 // z (rows x cols, row-major) += bias (broadcast over the rows): a linear layer's bias.
 [[nodiscard]] cudaError_t launch_linear_bias(float* z, const float* bias, int rows, int cols,
                                              cudaStream_t stream);
 
-// sums[c] = sum over e < count of values[c * channel_stride + e * element_stride], for c <
+// sums[c] = sum over e < count of values[c * channel_stride + e * element_stride] (values in
+// `precision`, summed in fp32), for c <
 // channels: the bias gradients, of a convolution (channel-major gradient: channel_stride = count
 // = batch * pixels, element_stride = 1) or of a linear layer (batch x features gradient:
 // channel_stride = 1, element_stride = features, count = batch). Blocks of 4096 elements of one
@@ -79,8 +88,8 @@ namespace gpubench::cuda::cnn {
 // (channel_sum_partials(channels, count) floats) and the last block of the channel to finish adds
 // them in block order, counted in `counters` (channel_sum_counters(channels) unsigneds, zero
 // before the first launch, left at zero). channels <= 65535 (a grid dimension).
-[[nodiscard]] cudaError_t launch_channel_sums(const float* values, int channels,
-                                              std::size_t channel_stride, int count,
+[[nodiscard]] cudaError_t launch_channel_sums(const void* values, TrainingPrecision precision,
+                                              int channels, std::size_t channel_stride, int count,
                                               std::size_t element_stride, float* sums,
                                               float* partials, unsigned* counters,
                                               cudaStream_t stream);

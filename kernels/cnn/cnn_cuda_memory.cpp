@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kernels/cnn/cnn_cuda_kernels.cuh"
+#include "kernels/common/mixed_precision_kernels.cuh"
 
 namespace gpubench::cuda {
 
@@ -14,6 +15,9 @@ constexpr int kConvLayers = CnnSpec::kConvLayers;
 constexpr int kLinearLayers = CnnSpec::kLinearLayers;
 
 std::size_t floats(std::size_t count) { return count * sizeof(float); }
+
+// Bytes of one element of a mixed-precision step's 2-byte copies (bf16 and fp16 alike).
+constexpr std::size_t kLowBytes = 2;
 
 std::size_t image_bytes(int batch) {
   return floats(static_cast<std::size_t>(batch) *
@@ -28,15 +32,19 @@ std::size_t CnnGpuBuffers::total() const {
   std::size_t bytes = cublas_workspace + parameters + initial_parameters + gradient + images +
                       labels + channel_major + conv_output + pooled_gradient + hidden +
                       hidden_gradient + logits + loss + loss_partials + loss_counter +
-                      sum_partials + sum_counters;
+                      sum_partials + sum_counters + low_parameters + low_channel_major_gradient +
+                      low_features + low_hidden + low_hidden_gradient + low_logits_gradient +
+                      column_gradient + loss_scale;
   for (int l = 0; l < kConvLayers; ++l) bytes += columns[l] + pooled[l] + window_positions[l];
   return bytes;
 }
 
-CnnGpuBuffers cnn_gpu_buffers(const CnnSpec& spec, int batch) {
+CnnGpuBuffers cnn_gpu_buffers(const CnnSpec& spec, int batch, TrainingPrecision precision) {
   spec.validate();
   validate_cnn_batch(batch, /*rows_available=*/batch);  // only the lower bound applies here
   const auto images_count = static_cast<std::size_t>(batch);
+  const bool mixed = precision != TrainingPrecision::fp32;
+  const std::size_t column_element_bytes = mixed ? kLowBytes : sizeof(float);
   CnnGpuBuffers buffers;
   buffers.cublas_workspace = kCnnCublasWorkspaceBytes;
   const std::size_t parameter_bytes = floats(spec.parameter_count());
@@ -49,12 +57,15 @@ CnnGpuBuffers cnn_gpu_buffers(const CnnSpec& spec, int batch) {
   std::size_t pooled_gradient = 0;
   std::size_t sum_partials = 0;
   std::size_t sum_counters = 0;
+  std::size_t column_gradient = 0;  // elements
   for (int l = 0; l < kConvLayers; ++l) {
     const ConvShape& shape = spec.conv[l];
     const std::size_t columns = images_count * static_cast<std::size_t>(shape.pixels());
     const std::size_t pooled = images_count * static_cast<std::size_t>(shape.out_channels) *
                                static_cast<std::size_t>(shape.pooled_size() * shape.pooled_size());
-    buffers.columns[l] = floats(static_cast<std::size_t>(shape.patch()) * columns);
+    const std::size_t column_elements = static_cast<std::size_t>(shape.patch()) * columns;
+    buffers.columns[l] = column_element_bytes * column_elements;
+    if (l > 0) column_gradient = std::max(column_gradient, column_elements);  // not conv1's
     buffers.pooled[l] = floats(pooled);
     buffers.window_positions[l] = pooled * sizeof(std::uint8_t);
     channel_major = std::max(channel_major, static_cast<std::size_t>(shape.out_channels) * columns);
@@ -88,11 +99,21 @@ CnnGpuBuffers cnn_gpu_buffers(const CnnSpec& spec, int batch) {
   buffers.loss_counter = sizeof(unsigned);
   buffers.sum_partials = floats(sum_partials);  // 0 bytes (no allocation) when never needed
   buffers.sum_counters = sum_counters * sizeof(unsigned);
+  if (!mixed) return buffers;
+  buffers.low_parameters = kLowBytes * spec.parameter_count();
+  buffers.low_channel_major_gradient = kLowBytes * channel_major;
+  buffers.low_features =
+      kLowBytes * images_count * static_cast<std::size_t>(spec.linear[0].in_features);
+  buffers.low_hidden = kLowBytes * hidden;
+  buffers.low_hidden_gradient = kLowBytes * hidden;
+  buffers.low_logits_gradient = kLowBytes * images_count * CnnSpec::kClasses;
+  buffers.column_gradient = floats(column_gradient);
+  if (precision == TrainingPrecision::fp16) buffers.loss_scale = sizeof(DeviceLossScale);
   return buffers;
 }
 
-std::size_t cnn_gpu_device_bytes(const CnnSpec& spec, int batch) {
-  return cnn_gpu_buffers(spec, batch).total();
+std::size_t cnn_gpu_device_bytes(const CnnSpec& spec, int batch, TrainingPrecision precision) {
+  return cnn_gpu_buffers(spec, batch, precision).total();
 }
 
 std::size_t cnn_gpu_host_bytes(int batch) {

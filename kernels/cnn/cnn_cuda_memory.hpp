@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "kernels/cnn/cnn_spec.hpp"
+#include "kernels/common/training_precision.hpp"
 
 namespace gpubench::cuda {
 
@@ -26,7 +27,8 @@ struct CnnGpuBuffers {
   // The batch: images (batch x 3 x 32 x 32 floats) and labels (one int each).
   std::size_t images = 0;
   std::size_t labels = 0;
-  // Per convolution: its im2col matrix, its pooled output and the pool's window positions.
+  // Per convolution: its im2col matrix (in the step's precision: 4 or 2 bytes an element), its
+  // pooled output and the pool's window positions.
   std::array<std::size_t, CnnSpec::kConvLayers> columns{};
   std::array<std::size_t, CnnSpec::kConvLayers> pooled{};
   std::array<std::size_t, CnnSpec::kConvLayers> window_positions{};
@@ -46,6 +48,19 @@ struct CnnGpuBuffers {
   // Bias-gradient sums: per-block partials and counters, shared by the layers (the largest).
   std::size_t sum_partials = 0;
   std::size_t sum_counters = 0;
+  // Mixed precision only (bf16, fp16; 0 for fp32). The 2-byte operands of the products: the
+  // weights' copy (the whole parameter vector), a convolution's output gradient (the largest
+  // layer's; fp32 keeps it in channel_major), fc1's input, fc1's output and its gradient, and the
+  // logits' gradient. The fp32 output of a convolution's input-gradient product (the largest of
+  // conv2 and conv3), which fp32 writes over the columns. The device-side loss scale (fp16).
+  std::size_t low_parameters = 0;
+  std::size_t low_channel_major_gradient = 0;
+  std::size_t low_features = 0;
+  std::size_t low_hidden = 0;
+  std::size_t low_hidden_gradient = 0;
+  std::size_t low_logits_gradient = 0;
+  std::size_t column_gradient = 0;
+  std::size_t loss_scale = 0;
 
   // Every buffer's bytes added up.
   std::size_t total() const;
@@ -55,11 +70,13 @@ struct CnnGpuBuffers {
 // what the trainer accepts (cnn_gpu_max_batch), in 64-bit sizes that do not overflow there: it is a
 // model, for asking which batch would fit. Throws std::invalid_argument for an invalid spec or a
 // batch below 1.
-CnnGpuBuffers cnn_gpu_buffers(const CnnSpec& spec, int batch);
+CnnGpuBuffers cnn_gpu_buffers(const CnnSpec& spec, int batch,
+                              TrainingPrecision precision = TrainingPrecision::fp32);
 
-// cnn_gpu_buffers(spec, batch).total(): the device bytes CnnGpuTrainer(spec, batch, ...)
-// allocates. Non-decreasing in the batch.
-std::size_t cnn_gpu_device_bytes(const CnnSpec& spec, int batch);
+// cnn_gpu_buffers(spec, batch, precision).total(): the device bytes CnnGpuTrainer(spec, batch, ...,
+// precision) allocates. Non-decreasing in the batch.
+std::size_t cnn_gpu_device_bytes(const CnnSpec& spec, int batch,
+                                 TrainingPrecision precision = TrainingPrecision::fp32);
 
 // Host memory the trainer keeps at `batch`: its pageable and its pinned copy of the images and
 // labels (the input-transfer variants copy from them), and the pinned loss.

@@ -11,6 +11,7 @@
 
 #include "kernels/cnn/cnn_cuda_kernels.cuh"
 #include "kernels/common/cuda_check.hpp"
+#include "kernels/common/mixed_precision_kernels.cuh"
 
 namespace gpubench::cuda {
 
@@ -48,9 +49,29 @@ constexpr int kLaunchesPerLinearForward = 2;      // product, bias
 constexpr int kLaunchesPerLinearBackward = 3;     // weight product, bias sums, input product
 constexpr int kLaunchesPerConvBackward = 3;       // pool backward, weight product, bias sums
 constexpr int kLaunchesPerConvInputGradient = 2;  // product, col2im (all but conv1)
+// A mixed step's casts: fc1's input and output, the loss gradient, fc2's input gradient; and fp16's
+// loss scaling: the inf/NaN check and the scale update.
+constexpr int kMixedCastLaunches = 4;
+constexpr int kLossScalingLaunches = 2;
 
-// One fp32 product through cuBLAS, described column-major as for cublasSgemm:
-// C (m x n, ldc) = op(A) op(B), op(A) m x k, op(B) k x n.
+// Bytes of one element of a mixed-precision step's 2-byte copies (bf16 and fp16 alike).
+constexpr std::size_t kLowBytes = 2;
+
+cudaDataType_t operand_type(TrainingPrecision precision) {
+  switch (precision) {
+    case TrainingPrecision::fp32:
+      return CUDA_R_32F;
+    case TrainingPrecision::bf16:
+      return CUDA_R_16BF;
+    case TrainingPrecision::fp16:
+      return CUDA_R_16F;
+  }
+  return CUDA_R_32F;
+}
+
+// One product through cuBLAS, described column-major as for cublasSgemm:
+// C (m x n, ldc) = op(A) op(B), op(A) m x k, op(B) k x n. A and B are ab_type (fp32, or the 2-byte
+// operands of a mixed step); the accumulation and C are always fp32.
 struct ColumnMajorProduct {
   cublasOperation_t transa = CUBLAS_OP_N;
   cublasOperation_t transb = CUBLAS_OP_N;
@@ -60,15 +81,17 @@ struct ColumnMajorProduct {
   int lda = 0;
   int ldb = 0;
   int ldc = 0;
+  cudaDataType_t ab_type = CUDA_R_32F;
 
   // Returns the status for the caller to check, so a failure names the caller's line.
-  [[nodiscard]] cublasStatus_t run(cublasHandle_t handle, const float* a, const float* b,
+  [[nodiscard]] cublasStatus_t run(cublasHandle_t handle, const void* a, const void* b,
                                    float* c) const {
     const float one = 1.0F;
     const float zero = 0.0F;
-    // CUBLAS_COMPUTE_32F: plain fp32 products and sums (no TF32 on tensor cores), like the CPU.
-    return cublasGemmEx(handle, transa, transb, m, n, k, &one, a, CUDA_R_32F, lda, b, CUDA_R_32F,
-                        ldb, &zero, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    // CUBLAS_COMPUTE_32F: plain fp32 products and sums (no TF32 on tensor cores), like the CPU;
+    // with 2-byte A and B, tensor cores multiply them exactly and accumulate in fp32.
+    return cublasGemmEx(handle, transa, transb, m, n, k, &one, a, ab_type, lda, b, ab_type, ldb,
+                        &zero, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   }
 };
 
@@ -135,16 +158,20 @@ const char* cnn_input_name(CnnInput input) {
 }
 
 CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images, const int* labels,
-                             const float* initial_parameters)
+                             const float* initial_parameters, TrainingPrecision precision,
+                             LossScalerSettings loss_scaling)
     : spec_(checked(spec, batch)),
       batch_(batch),
-      buffers_(cnn_gpu_buffers(spec_, batch)),
+      precision_(precision),
+      loss_scaling_(loss_scaling),
+      buffers_(cnn_gpu_buffers(spec_, batch, precision)),
       pageable_images_(buffers_.images, HostMemory::pageable),
       pageable_labels_(buffers_.labels, HostMemory::pageable),
       pinned_images_(buffers_.images, HostMemory::pinned),
       pinned_labels_(buffers_.labels, HostMemory::pinned),
       loss_host_(sizeof(float)) {
   validate_inputs(images, labels, initial_parameters, batch);
+  validate(loss_scaling_);
   // Every device buffer, sized by the model the benchmarks plan with (cnn_cuda_memory.hpp).
   cublas_workspace_ = allocate(buffers_.cublas_workspace);
   products_ = std::make_unique<Products>(stream_.get());
@@ -196,6 +223,17 @@ CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images
                                            /*k=*/out,   /*lda=*/in,  /*ldb=*/out, /*ldc=*/in};
   }
 
+  const cudaDataType_t ab_type = operand_type(precision_);
+  for (ColumnMajorProduct* layer_products :
+       {products_->conv_forward, products_->conv_weight_gradient, products_->conv_input_gradient}) {
+    for (int l = 0; l < kConvLayers; ++l) layer_products[l].ab_type = ab_type;
+  }
+  for (ColumnMajorProduct* layer_products :
+       {products_->linear_forward, products_->linear_weight_gradient,
+        products_->linear_input_gradient}) {
+    for (int l = 0; l < kLinearLayers; ++l) layer_products[l].ab_type = ab_type;
+  }
+
   parameters_ = allocate(buffers_.parameters);
   initial_parameters_ = allocate(buffers_.initial_parameters);
   gradient_ = allocate(buffers_.gradient);
@@ -217,6 +255,15 @@ CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images
   loss_counter_ = allocate(buffers_.loss_counter);
   sum_partials_ = allocate(buffers_.sum_partials);  // 0 bytes (no allocation) when never needed
   sum_counters_ = allocate(buffers_.sum_counters);
+  // 0 bytes (no allocation) in fp32, and loss_scale_ in bf16.
+  low_parameters_ = allocate(buffers_.low_parameters);
+  low_channel_major_gradient_ = allocate(buffers_.low_channel_major_gradient);
+  low_features_ = allocate(buffers_.low_features);
+  low_hidden_ = allocate(buffers_.low_hidden);
+  low_hidden_gradient_ = allocate(buffers_.low_hidden_gradient);
+  low_logits_gradient_ = allocate(buffers_.low_logits_gradient);
+  column_gradient_ = allocate(buffers_.column_gradient);
+  loss_scale_ = allocate(buffers_.loss_scale);
 
   std::memcpy(pageable_images_.data(), images, pageable_images_.bytes());
   std::memcpy(pinned_images_.data(), images, pinned_images_.bytes());
@@ -253,10 +300,29 @@ DeviceBuffer CnnGpuTrainer::allocate(std::size_t bytes) {
 }
 
 int CnnGpuTrainer::launches_per_step() const {
-  return kConvLayers * (kLaunchesPerConvForward + kLaunchesPerConvBackward) +
-         (kConvLayers - 1) * kLaunchesPerConvInputGradient +
-         kLinearLayers * (kLaunchesPerLinearForward + kLaunchesPerLinearBackward) +
-         /*loss*/ 1 + /*update*/ 1;
+  const int fp32_launches =
+      kConvLayers * (kLaunchesPerConvForward + kLaunchesPerConvBackward) +
+      (kConvLayers - 1) * kLaunchesPerConvInputGradient +
+      kLinearLayers * (kLaunchesPerLinearForward + kLaunchesPerLinearBackward) +
+      /*loss*/ 1 + /*update*/ 1;
+  switch (precision_) {
+    case TrainingPrecision::fp32:
+      return fp32_launches;
+    case TrainingPrecision::bf16:
+      return fp32_launches + kMixedCastLaunches;
+    case TrainingPrecision::fp16:
+      return fp32_launches + kMixedCastLaunches + kLossScalingLaunches;
+  }
+  return fp32_launches;
+}
+
+std::optional<LossScaleState> CnnGpuTrainer::loss_scale_state() {
+  if (precision_ != TrainingPrecision::fp16) return std::nullopt;
+  DeviceLossScale device_state;
+  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(&device_state, loss_scale_.data(), sizeof device_state,
+                                      cudaMemcpyDeviceToHost, stream_.get()));
+  stream_.synchronize();
+  return device_state.state;
 }
 
 std::size_t CnnGpuTrainer::input_bytes_per_step() const {
@@ -265,9 +331,16 @@ std::size_t CnnGpuTrainer::input_bytes_per_step() const {
 }
 
 void CnnGpuTrainer::enqueue_reset() {
+  const cudaStream_t stream = stream_.get();
   GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(parameters_.data(), initial_parameters_.data(),
-                                      parameters_.bytes(), cudaMemcpyDeviceToDevice,
-                                      stream_.get()));
+                                      parameters_.bytes(), cudaMemcpyDeviceToDevice, stream));
+  if (precision_ == TrainingPrecision::fp32) return;
+  GPUBENCH_CUDA_CHECK(launch_convert(low_parameters_.data(), parameters_.as<float>(),
+                                     spec_.parameter_count(), precision_, stream));
+  if (precision_ == TrainingPrecision::fp16) {
+    GPUBENCH_CUDA_CHECK(launch_loss_scale_reset(loss_scale_.as<DeviceLossScale>(),
+                                                loss_scaling_.initial_scale, stream));
+  }
 }
 
 void CnnGpuTrainer::enqueue_input_copy(CnnInput input) {
@@ -285,19 +358,35 @@ void CnnGpuTrainer::enqueue_readback() {
                                       cudaMemcpyDeviceToHost, stream_.get()));
 }
 
+// One step, fp32 or mixed: the same operations in the same order. A mixed step reads the 2-byte
+// operands (`low` buffers, written by im2col, the pool's backward or a cast) where the fp32 step
+// reads the fp32 ones; every product still writes fp32.
 void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
   const cudaStream_t stream = stream_.get();
   const cublasHandle_t handle = products_->handle.get();
   const Products& products = *products_;
+  const TrainingPrecision precision = precision_;
+  const bool mixed = precision != TrainingPrecision::fp32;
   const int batch = batch_;
+  const auto rows = static_cast<std::size_t>(batch);
   const bool relu = spec_.relu;
   float* parameters = parameters_.as<float>();
   float* gradient = gradient_.as<float>();
   float* channel_major = channel_major_.as<float>();
   float* pooled_gradient = pooled_gradient_.as<float>();
+  DeviceLossScale* loss_scale =
+      precision == TrainingPrecision::fp16 ? loss_scale_.as<DeviceLossScale>() : nullptr;
+  // A product's operand: the fp32 buffer, or in a mixed step its 2-byte copy.
+  const auto operand = [mixed](const void* fp32, const DeviceBuffer& low) -> const void* {
+    return mixed ? low.data() : fp32;
+  };
   constexpr int kFc1 = 0;
   constexpr int kFc2 = 1;
-  const auto weights = [&](int layer) { return parameters + spec_.weight_offset(layer); };
+  // The weights the products read: the fp32 parameters, or their 2-byte copy at the same offset.
+  const auto weights = [&](int layer) -> const void* {
+    if (mixed) return low_parameters_.as<char>() + kLowBytes * spec_.weight_offset(layer);
+    return parameters + spec_.weight_offset(layer);
+  };
   const auto biases = [&](int layer) { return parameters + spec_.bias_offset(layer); };
   const auto weight_gradient = [&](int layer) { return gradient + spec_.weight_offset(layer); };
   const auto bias_gradient = [&](int layer) { return gradient + spec_.bias_offset(layer); };
@@ -309,11 +398,11 @@ void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
   for (int l = 0; l < kConvLayers; ++l) {
     const ConvShape& shape = spec_.conv[l];
     const ConvOperationNames& names = kConvNames[l];
-    float* columns = columns_[l].as<float>();
+    void* columns = columns_[l].data();
     {
       const ObservedOperation operation(observer, names.im2col);
-      GPUBENCH_CUDA_CHECK(
-          cnn::launch_im2col(input, batch, shape.in_channels, shape.size, columns, stream));
+      GPUBENCH_CUDA_CHECK(cnn::launch_im2col(input, batch, shape.in_channels, shape.size, columns,
+                                             precision, stream));
     }
     {
       const ObservedOperation operation(observer, names.gemm);
@@ -336,18 +425,29 @@ void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
   }
   // The last pool's NCHW output is fc1's batch x 1024 input in torch.flatten order as it lies.
   const float* features = input;
+  const void* features_operand = operand(features, low_features_);
   float* hidden = hidden_.as<float>();
+  const void* hidden_operand = operand(hidden, low_hidden_);
   float* logits = logits_.as<float>();
   {
     const ObservedOperation operation(observer, kLinearForwardNames[kFc1]);
+    const int out = spec_.linear[kFc1].out_features;
+    if (mixed) {
+      GPUBENCH_CUDA_CHECK(launch_convert(low_features_.data(), features,
+                                         rows * spec_.linear[kFc1].in_features, precision, stream));
+    }
     GPUBENCH_CUBLAS_CHECK(
-        products.linear_forward[kFc1].run(handle, weights(fc1), features, hidden));
-    GPUBENCH_CUDA_CHECK(cnn::launch_linear_bias(hidden, biases(fc1), batch,
-                                                spec_.linear[kFc1].out_features, stream));
+        products.linear_forward[kFc1].run(handle, weights(fc1), features_operand, hidden));
+    GPUBENCH_CUDA_CHECK(cnn::launch_linear_bias(hidden, biases(fc1), batch, out, stream));
+    if (mixed) {
+      GPUBENCH_CUDA_CHECK(
+          launch_convert(low_hidden_.data(), hidden, rows * out, precision, stream));
+    }
   }
   {
     const ObservedOperation operation(observer, kLinearForwardNames[kFc2]);
-    GPUBENCH_CUBLAS_CHECK(products.linear_forward[kFc2].run(handle, weights(fc2), hidden, logits));
+    GPUBENCH_CUBLAS_CHECK(
+        products.linear_forward[kFc2].run(handle, weights(fc2), hidden_operand, logits));
     GPUBENCH_CUDA_CHECK(cnn::launch_linear_bias(logits, biases(fc2), batch,
                                                 spec_.linear[kFc2].out_features, stream));
   }
@@ -356,75 +456,107 @@ void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
     GPUBENCH_CUDA_CHECK(cnn::launch_softmax_cross_entropy(
         logits, labels_.as<int>(), batch, CnnSpec::kClasses, loss_.as<float>(),
         loss_partials_.as<float>(), loss_counter_.as<unsigned>(), stream));
+    // The loss gradient times the loss scale (fp16), as every gradient below it then is.
+    if (mixed) {
+      GPUBENCH_CUDA_CHECK(launch_scale_convert(low_logits_gradient_.data(), logits,
+                                               rows * CnnSpec::kClasses, loss_scale, precision,
+                                               stream));
+    }
   }
 
   // Backward. logits now holds dlogits. A linear layer's bias gradient sums its batch x out
   // gradient over the rows: channel c at c, element (row) e at e * out.
+  const void* logits_gradient = operand(logits, low_logits_gradient_);
   float* sum_partials = sum_partials_.as<float>();
   unsigned* sum_counters = sum_counters_.as<unsigned>();
   float* hidden_gradient = hidden_gradient_.as<float>();
+  const void* hidden_gradient_operand = operand(hidden_gradient, low_hidden_gradient_);
   {
     const ObservedOperation operation(observer, kLinearBackwardNames[kFc2]);
     const int out = spec_.linear[kFc2].out_features;
-    GPUBENCH_CUBLAS_CHECK(
-        products.linear_weight_gradient[kFc2].run(handle, hidden, logits, weight_gradient(fc2)));
-    GPUBENCH_CUDA_CHECK(cnn::launch_channel_sums(logits, out, /*channel_stride=*/1, batch,
-                                                 /*element_stride=*/static_cast<std::size_t>(out),
-                                                 bias_gradient(fc2), sum_partials, sum_counters,
-                                                 stream));
-    GPUBENCH_CUBLAS_CHECK(
-        products.linear_input_gradient[kFc2].run(handle, weights(fc2), logits, hidden_gradient));
+    GPUBENCH_CUBLAS_CHECK(products.linear_weight_gradient[kFc2].run(
+        handle, hidden_operand, logits_gradient, weight_gradient(fc2)));
+    GPUBENCH_CUDA_CHECK(
+        cnn::launch_channel_sums(logits_gradient, precision, out, /*channel_stride=*/1, batch,
+                                 /*element_stride=*/static_cast<std::size_t>(out),
+                                 bias_gradient(fc2), sum_partials, sum_counters, stream));
+    GPUBENCH_CUBLAS_CHECK(products.linear_input_gradient[kFc2].run(
+        handle, weights(fc2), logits_gradient, hidden_gradient));
+    if (mixed) {
+      GPUBENCH_CUDA_CHECK(launch_convert(low_hidden_gradient_.data(), hidden_gradient,
+                                         rows * spec_.linear[kFc2].in_features, precision, stream));
+    }
   }
   {
     const ObservedOperation operation(observer, kLinearBackwardNames[kFc1]);
     const int out = spec_.linear[kFc1].out_features;
     GPUBENCH_CUBLAS_CHECK(products.linear_weight_gradient[kFc1].run(
-        handle, features, hidden_gradient, weight_gradient(fc1)));
-    GPUBENCH_CUDA_CHECK(cnn::launch_channel_sums(hidden_gradient, out, /*channel_stride=*/1, batch,
-                                                 /*element_stride=*/static_cast<std::size_t>(out),
-                                                 bias_gradient(fc1), sum_partials, sum_counters,
-                                                 stream));
+        handle, features_operand, hidden_gradient_operand, weight_gradient(fc1)));
+    GPUBENCH_CUDA_CHECK(cnn::launch_channel_sums(
+        hidden_gradient_operand, precision, out, /*channel_stride=*/1, batch,
+        /*element_stride=*/static_cast<std::size_t>(out), bias_gradient(fc1), sum_partials,
+        sum_counters, stream));
     GPUBENCH_CUBLAS_CHECK(products.linear_input_gradient[kFc1].run(
-        handle, weights(fc1), hidden_gradient, pooled_gradient));
+        handle, weights(fc1), hidden_gradient_operand, pooled_gradient));
   }
+  // A convolution's output gradient dY: channel_major in fp32, its own 2-byte buffer when mixed
+  // (channel_major keeps the fp32 product outputs of the forward pass).
+  void* output_gradient = mixed ? low_channel_major_gradient_.data() : channel_major;
   for (int l = kConvLayers - 1; l >= 0; --l) {
     const ConvShape& shape = spec_.conv[l];
     const ConvOperationNames& names = kConvNames[l];
-    float* columns = columns_[l].as<float>();
+    const void* columns = columns_[l].data();
     const int column_count = static_cast<int>(columns_of(shape, batch));
     {
       // dY of this convolution, channel-major, from the gradient of its pool's output.
       const ObservedOperation operation(observer, names.pool_backward);
       GPUBENCH_CUDA_CHECK(cnn::launch_max_pool_backward(
           pooled_gradient, window_positions_[l].as<std::uint8_t>(), pooled_[l].as<float>(), relu,
-          batch, shape.out_channels, shape.size, channel_major, stream));
+          batch, shape.out_channels, shape.size, output_gradient, precision, stream));
     }
     {
       // A convolution's bias gradient sums its channel-major gradient along each row.
       const ObservedOperation operation(observer, names.weight_gradient);
-      GPUBENCH_CUBLAS_CHECK(
-          products.conv_weight_gradient[l].run(handle, columns, channel_major, weight_gradient(l)));
+      GPUBENCH_CUBLAS_CHECK(products.conv_weight_gradient[l].run(handle, columns, output_gradient,
+                                                                 weight_gradient(l)));
       GPUBENCH_CUDA_CHECK(cnn::launch_channel_sums(
-          channel_major, shape.out_channels,
+          output_gradient, precision, shape.out_channels,
           /*channel_stride=*/static_cast<std::size_t>(column_count), column_count,
           /*element_stride=*/1, bias_gradient(l), sum_partials, sum_counters, stream));
     }
     if (l == 0) break;  // nothing needs the images' gradient
     {
-      // The columns were last read by the weight product above (stream order), so the input
-      // gradient's columns overwrite them; col2im then overwrites pooled_gradient, which the pool
+      // fp32: the columns were last read by the weight product above (stream order), so the input
+      // gradient's columns overwrite them; mixed: the columns are 2-byte and the product writes
+      // fp32, into column_gradient_. col2im then overwrites pooled_gradient, which the pool
       // backward above has consumed.
+      float* column_gradient = mixed ? column_gradient_.as<float>() : columns_[l].as<float>();
       const ObservedOperation operation(observer, names.input_gradient);
-      GPUBENCH_CUBLAS_CHECK(
-          products.conv_input_gradient[l].run(handle, channel_major, weights(l), columns));
-      GPUBENCH_CUDA_CHECK(cnn::launch_col2im(columns, batch, shape.in_channels, shape.size,
+      GPUBENCH_CUBLAS_CHECK(products.conv_input_gradient[l].run(handle, output_gradient, weights(l),
+                                                                column_gradient));
+      GPUBENCH_CUDA_CHECK(cnn::launch_col2im(column_gradient, batch, shape.in_channels, shape.size,
                                              pooled_gradient, stream));
     }
   }
   {
     const ObservedOperation operation(observer, "update");
-    GPUBENCH_CUDA_CHECK(cnn::launch_sgd_update(parameters, gradient, spec_.parameter_count(),
-                                               spec_.learning_rate, stream));
+    const std::size_t count = spec_.parameter_count();
+    if (!mixed) {
+      GPUBENCH_CUDA_CHECK(
+          cnn::launch_sgd_update(parameters, gradient, count, spec_.learning_rate, stream));
+      return;
+    }
+    // GradScaler's order, on the device: check the unscaled gradient, update only when it is
+    // clean (and refresh the 2-byte weights), then advance the scale.
+    if (loss_scale != nullptr) {
+      GPUBENCH_CUDA_CHECK(launch_find_non_finite(gradient, count, loss_scale, stream));
+    }
+    GPUBENCH_CUDA_CHECK(launch_mixed_sgd_update(parameters, low_parameters_.data(), gradient, count,
+                                                spec_.learning_rate, loss_scale, precision,
+                                                stream));
+    if (loss_scale != nullptr) {
+      GPUBENCH_CUDA_CHECK(launch_loss_scale_update(loss_scale, loss_scaling_, stream));
+    }
   }
 }
 

@@ -20,6 +20,19 @@
 // to the host. The products run in plain fp32 (CUBLAS_COMPUTE_32F, no TF32) so the losses can be
 // compared with the CPU's within fp32 rounding.
 //
+// Mixed precision (bf16, fp16; kernels/common/training_precision.hpp), as the MLP trainer does it
+// (kernels/mlp/mlp_cuda_trainer.hpp): every product reads 2-byte operands (the im2col columns, the
+// linear layers' inputs, the gradients, and a 2-byte copy of the weights) with fp32 accumulation
+// and fp32 output, through the same cublasGemmEx calls (cuBLAS picks tensor-core kernels from the
+// pointers it is given, so a weight copy inside the parameter vector needs no alignment hint);
+// bias, pooling, loss, gradients, master weights and the update stay fp32. im2col and the pool's
+// backward write the 2-byte operands directly and the bias gradients sum them, so the casts add
+// only 4 launches: fc1's input and output ("fc1.forward"), the loss gradient, multiplied by the
+// loss scale for fp16 ("loss"), and fc2's input gradient ("fc2.backward"). fp16 adds 2 more to
+// "update": the inf/NaN check of the unscaled gradient and the scale update, both on the device
+// (kernels/common/mixed_precision_kernels.cuh), so a skipped step never waits for the host and
+// eager and graph run the same way. 37 launches per step in fp32, 41 in bf16, 43 in fp16.
+//
 // Eager: the launches are issued from the host every step. Graph: `graph_steps` consecutive steps
 // (with their input copies and the loss readback) are captured once and replayed, one launch per
 // replay.
@@ -29,13 +42,16 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kernels/cnn/cnn_cuda_memory.hpp"
 #include "kernels/cnn/cnn_spec.hpp"
 #include "kernels/common/cuda_resources.hpp"
 #include "kernels/common/host_buffer.hpp"
+#include "kernels/common/loss_scaler.hpp"
 #include "kernels/common/step_observer.hpp"
+#include "kernels/common/training_precision.hpp"
 
 namespace gpubench::cuda {
 
@@ -67,9 +83,13 @@ class CnnGpuTrainer {
   // x 32 x 32 floats, NCHW; one label per image) and the initial parameters (spec layout), and
   // keeps host copies of the batch for the input-transfer variants. Runs one warm-up step and
   // resets the parameters, so the trainer starts at the initial parameters with their loss and
-  // gradient in place.
+  // gradient in place. `precision` is the products' format (the buffers are
+  // cnn_gpu_buffers(spec, batch, precision)); fp16 scales the loss with `loss_scaling`
+  // (GradScaler's defaults unless a test asks for others; validated as LossScaler does).
   CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images, const int* labels,
-                const float* initial_parameters);
+                const float* initial_parameters,
+                TrainingPrecision precision = TrainingPrecision::fp32,
+                LossScalerSettings loss_scaling = {});
   ~CnnGpuTrainer();
   CnnGpuTrainer(const CnnGpuTrainer&) = delete;
   CnnGpuTrainer& operator=(const CnnGpuTrainer&) = delete;
@@ -108,6 +128,8 @@ class CnnGpuTrainer {
   // Synchronous reads (they wait for the stream): the loss of the last step, the parameters, and
   // the gradient the last step computed (the spec's parameter layout), for checks. Before any
   // step, the loss and gradient are the constructor's warm-up step's: at the initial parameters.
+  // With fp16 the gradient is the scaled one (times the loss scale of its step), as the update
+  // reads it.
   float last_loss();
   std::vector<float> parameters();
   std::vector<float> last_gradient();
@@ -115,8 +137,13 @@ class CnnGpuTrainer {
   cudaStream_t stream() const { return stream_.get(); }
   const CnnSpec& spec() const { return spec_; }
   int batch() const { return batch_; }
-  // Kernels and cuBLAS calls of one eager step (a cuBLAS call counts as one): 37.
+  // Kernels and cuBLAS calls of one eager step (a cuBLAS call counts as one): 37 in fp32, 41 in
+  // bf16, 43 in fp16 (see above).
   int launches_per_step() const;
+  TrainingPrecision precision() const { return precision_; }
+  // fp16: where the loss scale stands after the steps run so far (a synchronous read); nothing for
+  // fp32 and bf16, which train without loss scaling.
+  std::optional<LossScaleState> loss_scale_state();
   std::size_t input_bytes_per_step() const;
   std::size_t device_bytes() const { return device_bytes_; }
   int graph_steps() const { return graph_steps_; }
@@ -130,6 +157,8 @@ class CnnGpuTrainer {
 
   CnnSpec spec_;
   int batch_;
+  TrainingPrecision precision_;
+  LossScalerSettings loss_scaling_;
   CnnGpuBuffers buffers_;  // the size of every buffer below
   std::size_t device_bytes_ = 0;
   StepObserver* observer_ = nullptr;
@@ -143,8 +172,9 @@ class CnnGpuTrainer {
   DeviceBuffer gradient_;
   DeviceBuffer images_;
   DeviceBuffer labels_;
-  // Per convolution: its im2col matrix (K x batch*pixels), kept from the forward pass for the
-  // weight gradient and then overwritten by the input gradient's columns.
+  // Per convolution: its im2col matrix (K x batch*pixels, in the step's precision), kept from the
+  // forward pass for the weight gradient; in fp32 then overwritten by the input gradient's columns
+  // (column_gradient_ holds those in a mixed step, whose columns are 2-byte).
   std::array<DeviceBuffer, CnnSpec::kConvLayers> columns_;
   // A convolution's product output (forward) or gradient (backward), channel-major; shared by the
   // layers, each uses it only between two of its own operations.
@@ -168,6 +198,15 @@ class CnnGpuTrainer {
   // Bias-gradient scratch, shared by the layers (their sums run one after the other).
   DeviceBuffer sum_partials_;
   DeviceBuffer sum_counters_;
+  // Mixed-precision step only (CnnGpuBuffers says what each holds).
+  DeviceBuffer low_parameters_;
+  DeviceBuffer low_channel_major_gradient_;
+  DeviceBuffer low_features_;
+  DeviceBuffer low_hidden_;
+  DeviceBuffer low_hidden_gradient_;
+  DeviceBuffer low_logits_gradient_;
+  DeviceBuffer column_gradient_;
+  DeviceBuffer loss_scale_;
   HostBuffer pageable_images_;
   HostBuffer pageable_labels_;
   HostBuffer pinned_images_;

@@ -17,11 +17,11 @@
 // The rule lives once, in advance_loss_scale() below, which compiles for the host and the device:
 // a CPU trainer calls unscale() on its gradient and update() once per step; a GPU trainer keeps a
 // LossScaleState in device memory and applies the same function in a one-thread kernel after its
-// finiteness check (kernels/mlp/mlp_cuda_mixed_kernels.cuh), so the step never waits for the host
-// and can be captured in a CUDA graph.
-// One difference from PyTorch: unscale() checks the gradients after dividing by S, so a finite
-// gradient that overflows only when unscaled (possible once S has fallen below 1) also skips the
-// step, where PyTorch would write the inf into the parameters.
+// finiteness check (kernels/common/mixed_precision_kernels.cuh), so the step never waits for the
+// host and can be captured in a CUDA graph. One difference from PyTorch: unscale() checks the
+// gradients after dividing by S, so a finite gradient that overflows only when unscaled (possible
+// once S has fallen below 1) also skips the step, where PyTorch would write the inf into the
+// parameters.
 
 #include <cstddef>
 #include <cstdint>

@@ -9,11 +9,8 @@
 //   loss:       dZ of the last layer (fp32) times the loss scale, cast
 //   backward:   dA (fp32 product) masked by the ReLU of the stored activation, cast
 //   update:     master weights (fp32) updated, then cast into the copy the next step multiplies
-// Loss scaling (fp16) runs entirely on the device, in GradScaler's order: the loss gradient is
-// multiplied by the scale, the update checks the unscaled gradient for inf/NaN (find_non_finite),
-// applies it only when it is clean, and a one-thread kernel advances the scale with the rule of
-// kernels/common/loss_scaler.hpp. The host never waits for the flag, so the step can be captured
-// in a CUDA graph; it reads the state back once, after the run, for the counters.
+// The casts without a ReLU, the update and loss scaling are every trainer's
+// (kernels/common/mixed_precision_kernels.cuh, included here); this file adds the MLP's ReLU casts.
 //
 // `low` pointers hold `precision` (bf16 or fp16) elements; passing fp32 is a caller error
 // (cudaErrorInvalidValue). Each launcher enqueues on `stream` and returns cudaGetLastError().
@@ -23,59 +20,20 @@
 #include <cstddef>
 
 #include "kernels/common/loss_scaler.hpp"
+#include "kernels/common/mixed_precision_kernels.cuh"
 #include "kernels/mlp/mlp_spec.hpp"
 
 namespace gpubench::cuda {
-
-// The loss scale as the device keeps it (one per trainer, in device memory).
-struct DeviceLossScale {
-  LossScaleState state;
-  float inverse_scale = 1.0F;  // 1 / scale, rounded once from double, as LossScaler::unscale
-  int found_non_finite = 0;    // set by find_non_finite, cleared by the scale update
-};
-
-// low[i] = (low) values[i].
-[[nodiscard]] cudaError_t launch_convert(void* low, const float* values, std::size_t count,
-                                         MlpPrecision precision, cudaStream_t stream);
 
 // low = (low) max(z + bias, 0), z rows x cols row-major, bias broadcast over rows.
 [[nodiscard]] cudaError_t launch_bias_relu_convert(void* low, const float* z, const float* bias,
                                                    int rows, int cols, MlpPrecision precision,
                                                    cudaStream_t stream);
 
-// low[i] = (low) (values[i] * scale), scale = loss_scale->state.scale, or 1 when loss_scale is
-// null.
-[[nodiscard]] cudaError_t launch_scale_convert(void* low, const float* values, std::size_t count,
-                                               const DeviceLossScale* loss_scale,
-                                               MlpPrecision precision, cudaStream_t stream);
-
 // low[i] = activation[i] > 0 ? (low) gradient[i] : 0, the ReLU's backward on the stored (2-byte)
 // activation, written as the next product's operand.
 [[nodiscard]] cudaError_t launch_relu_backward_convert(void* low, const float* gradient,
                                                        const void* activation, std::size_t count,
                                                        MlpPrecision precision, cudaStream_t stream);
-
-// Sets loss_scale->found_non_finite when any gradient[i] * inverse_scale is inf or NaN.
-[[nodiscard]] cudaError_t launch_find_non_finite(const float* gradient, std::size_t count,
-                                                 DeviceLossScale* loss_scale, cudaStream_t stream);
-
-// Unless loss_scale->found_non_finite: parameters[i] -= learning_rate * gradient[i] *
-// inverse_scale (1 when loss_scale is null), then low[i] = (low) parameters[i]. A skipped step
-// leaves both as they were.
-[[nodiscard]] cudaError_t launch_mixed_sgd_update(float* parameters, void* low,
-                                                  const float* gradient, std::size_t count,
-                                                  float learning_rate,
-                                                  const DeviceLossScale* loss_scale,
-                                                  MlpPrecision precision, cudaStream_t stream);
-
-// One thread: advance_loss_scale(state, settings, found_non_finite), then the inverse and the flag
-// for the next step.
-[[nodiscard]] cudaError_t launch_loss_scale_update(DeviceLossScale* loss_scale,
-                                                   const LossScalerSettings& settings,
-                                                   cudaStream_t stream);
-
-// One thread: the state of a new run (scale = initial_scale, counts zero).
-[[nodiscard]] cudaError_t launch_loss_scale_reset(DeviceLossScale* loss_scale, float initial_scale,
-                                                  cudaStream_t stream);
 
 }  // namespace gpubench::cuda

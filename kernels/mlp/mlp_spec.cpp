@@ -9,15 +9,7 @@
 namespace gpubench {
 
 const char* mlp_precision_name(MlpPrecision precision) {
-  switch (precision) {
-    case MlpPrecision::fp32:
-      return "fp32";
-    case MlpPrecision::bf16:
-      return "bf16";
-    case MlpPrecision::fp16:
-      return "fp16";
-  }
-  return "unknown";
+  return training_precision_name(precision);
 }
 
 std::size_t MlpSpec::weight_offset(int layer) const {

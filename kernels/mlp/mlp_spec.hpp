@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels/common/seeded_random.hpp"
+#include "kernels/common/training_precision.hpp"
 
 namespace gpubench {
 
@@ -30,21 +31,10 @@ inline constexpr float kMlpLearningRate = 0.01F;
 // The seed of the initial weights every path starts from, so their trajectories compare.
 inline constexpr std::uint64_t kMlpInitialWeightSeed = 1;
 
-// The number format of the layer products. fp32: every path. bf16 and fp16: mixed precision as
-// PyTorch's autocast does it: the products read 2-byte copies of the weights and activations and
-// accumulate in fp32; the loss, the gradients and the master weights the update changes stay fp32.
-// fp16 (5 exponent bits) also needs dynamic loss scaling (kernels/common/loss_scaler.hpp); bf16
-// has fp32's exponent range and trains without it, as frameworks do.
-enum class MlpPrecision { fp32, bf16, fp16 };
+// The number format of the layer products (kernels/common/training_precision.hpp, shared with the
+// CNN; kMixedPrecisionLossTolerance is there too).
+using MlpPrecision = TrainingPrecision;
 const char* mlp_precision_name(MlpPrecision precision);
-
-// How far a mixed-precision loss may be from the fp32 loss of the same step, relative. bf16 rounds
-// every product operand (unit roundoff 2^-8), which moves a product term by at most 2^-7 relative;
-// 2^-5 is four times that. Measured far smaller (bf16 on the CPU: at most 0.8%, at the end of the
-// Iris run), since the rounding errors of many terms mostly cancel, while a real fault (a stale
-// copy, a wrong operand, a missing unscale) moves the loss by far more within a few steps. fp16
-// (2^-11) rounds less, so the same bound holds for it with room to spare.
-inline constexpr double kMixedPrecisionLossTolerance = 0x1p-5;
 
 struct MlpSpec {
   int inputs = 0;
