@@ -453,7 +453,10 @@ TEST(CnnGpu, FollowsTheCpuTrainer) {
   constexpr double kTrajectoryTolerance = 1e-3;
   const CnnSpec spec;
   const std::vector<float> initial = gpubench::initial_cnn_parameters(spec);
-  const Batch batch = batch_with_clear_pooling(spec, 16, initial, 4000);
+  // Four images: the CPU and the GPU trainer must take the same max-pool decisions for 20 steps,
+  // and among 16 images no seed of 200 keeps every pooling window's margin clear (checked on the
+  // CPU: the search fails at 16 and succeeds at 4).
+  const Batch batch = batch_with_clear_pooling(spec, 4, initial, 4000);
   gpubench::cpu::set_blas_threads(1);
   gpubench::cpu::CnnCpuTrainer cpu(spec, batch.size);
   std::vector<float> cpu_gradient(spec.parameter_count());
