@@ -76,15 +76,6 @@ constexpr double kReferenceFlop = 1e11;
 // trajectory (each step carries the previous steps' rounding).
 constexpr double kFirstLossTolerance = 1e-4;
 constexpr double kTrajectoryTolerance = 1e-3;
-// The mixed-precision rows' bound, relative, for every checked step against the fp32 CPU.
-struct LossTolerances {
-  double first = kFirstLossTolerance;
-  double trajectory = kTrajectoryTolerance;
-};
-LossTolerances loss_tolerances(TrainingPrecision precision) {
-  if (precision == TrainingPrecision::fp32) return {};
-  return {kMixedPrecisionLossTolerance, kMixedPrecisionLossTolerance};
-}
 // Operations a profiled eager step names at most (kernels/cnn/cnn_cpu.hpp lists 25).
 constexpr std::size_t kMaxOperationsPerStep = 64;
 
@@ -105,7 +96,7 @@ bool check_against_cpu(benchmark::State& state, const CnnWorkload& workload,
   for (int step = 0; step < std::min(steps, kReferenceSteps); ++step) {
     const float expected =
         reference.step(parameters.data(), train.pixels.data(), train.labels.data());
-    const double tolerance = step == 0 ? tolerances.first : tolerances.trajectory;
+    const double tolerance = step == 0 ? tolerances.first_loss : tolerances.trajectory;
     if (!close(gpu_losses[step], expected, tolerance)) {
       const std::string message = "loss of step " + std::to_string(step + 1) + " is " +
                                   std::to_string(gpu_losses[step]) + ", the CPU's " +
@@ -135,7 +126,9 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   for (int step = 0; step < kReferenceSteps; ++step) {
     first_losses.push_back(trainer.step_and_read_loss());
   }
-  if (!check_against_cpu(state, workload, first_losses, loss_tolerances(precision))) return;
+  const LossTolerances tolerances =
+      loss_tolerances(precision, {kFirstLossTolerance, kTrajectoryTolerance});
+  if (!check_against_cpu(state, workload, first_losses, tolerances)) return;
   trainer.enqueue_reset();
   TrainingStepParts parts;
   const int probe_steps = std::min(steps, kComputeProbeSteps);
@@ -195,6 +188,7 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
     result.test_accuracy = cpu::cnn_accuracy(workload.spec, parameters.data(), test.pixels.data(),
                                              test.labels.data(), test.rows);
   }
+  result.loss_scaling = loss_scale;
   const PhaseTimes phases = parts.phases(steps, readbacks, wall_s);
   ResultRow row(state, id);
   row.phases(phases)
@@ -205,10 +199,6 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
       .training(result)
       .operation_times(profiler.per_step(kCnnProfileSteps));
   if (execution == CnnExecution::graph) row.set(Counter::graph_steps, graph_steps);
-  if (const std::optional<LossScaleState> scale = loss_scale) {
-    row.set(Counter::loss_scale, scale->scale)
-        .set(Counter::skipped_steps, static_cast<double>(scale->skipped_steps));
-  }
   if (input == CnnInput::resident) row.label(LabelKey::input, "resident");
   row.publish();
 }

@@ -17,8 +17,23 @@
 #include "kernels/common/cuda_check.hpp"
 #include "kernels/common/cuda_resources.hpp"
 #include "kernels/common/host_buffer.hpp"
+#include "kernels/common/training_precision.hpp"
 
 namespace gpubench {
+
+// How far a GPU training row's losses may be from the fp32 CPU trainer's, relative: the first
+// step's, and every later step's (each carries the previous steps' rounding).
+struct LossTolerances {
+  double first_loss = 0;
+  double trajectory = 0;
+};
+
+// A row's tolerances: its workload's fp32 bounds, or kMixedPrecisionLossTolerance for every
+// checked step of a mixed-precision row.
+inline LossTolerances loss_tolerances(TrainingPrecision precision, const LossTolerances& fp32) {
+  if (precision == TrainingPrecision::fp32) return fp32;
+  return {kMixedPrecisionLossTolerance, kMixedPrecisionLossTolerance};
+}
 
 struct TrainingStepParts {
   double compute_per_step_s = 0;

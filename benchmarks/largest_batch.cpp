@@ -47,6 +47,7 @@
 
 #include "benchmarks/gpu_support.hpp"
 #include "benchmarks/gpu_training_phases.hpp"
+#include "benchmarks/mlp_workload.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/dataset.hpp"
 #include "harness/device_memory.hpp"
@@ -278,11 +279,8 @@ void register_largest_batch(const Sweep& sweep) {
              "largest_batch",
              {text_parameter("net", largest_batch_case.net, LabelKey::net),
               text_parameter("data", largest_batch_case.data, LabelKey::data)}};
-    const std::vector<int>& hidden = largest_batch_case.hidden;
-    if (!hidden.empty()) {  // "hidden:H" for one layer, "hidden:HxL" for L layers of width H
-      NameParameter width = number_parameter("hidden", hidden.front(), Counter::hidden);
-      if (hidden.size() > 1) width.text += "x" + std::to_string(hidden.size());
-      id = id.with(width);
+    if (!largest_batch_case.hidden.empty()) {
+      id = id.with(hidden_parameter(largest_batch_case.hidden));
     }
     id = id.with(text_parameter("precision", largest_batch_case.precision, LabelKey::precision));
     register_row(id, RowTiming{IterationTime::manual, 0, 1}, largest_batch,

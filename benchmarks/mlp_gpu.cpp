@@ -83,16 +83,6 @@ constexpr double kFirstLossTolerance = 1e-4;
 // Trajectories: each step adds rounding that SGD carries on; 1e-3 relative after 20000 Iris epochs.
 constexpr double kTrajectoryTolerance = 1e-3;
 
-// The tolerances of a row's precision: fp32 against fp32 as above, mixed against fp32.
-struct LossTolerances {
-  double first_loss = kFirstLossTolerance;
-  double trajectory = kTrajectoryTolerance;
-};
-LossTolerances loss_tolerances(MlpPrecision precision) {
-  if (precision == MlpPrecision::fp32) return {};
-  return {kMixedPrecisionLossTolerance, kMixedPrecisionLossTolerance};
-}
-
 bool close(double value, double reference, double relative) {
   return std::fabs(value - reference) <= relative * std::fabs(reference) + 1e-6;
 }
@@ -155,9 +145,11 @@ bool check_trajectory(benchmark::State& state, const std::vector<float>& referen
   return true;
 }
 
+// `loss_scaling`: the fp16 trainer's scale after the last timed iteration (nothing otherwise).
 TrainingResult training_result(const MlpWorkload& workload, double wall_s, double kernels_per_step,
                                double readbacks, double bytes_h2d, float final_loss,
-                               const std::vector<float>& parameters) {
+                               const std::vector<float>& parameters,
+                               std::optional<LossScaleState> loss_scaling) {
   const Dataset& test = workload.data.test;
   TrainingResult result;
   result.steps = workload.spec.epochs;
@@ -167,6 +159,7 @@ TrainingResult training_result(const MlpWorkload& workload, double wall_s, doubl
   result.readbacks = readbacks;
   result.bytes_h2d = bytes_h2d;
   result.final_loss = final_loss;
+  result.loss_scaling = loss_scaling;
   if (test.rows() > 0) {
     result.test_accuracy = cpu::mlp_accuracy(workload.spec, parameters.data(), test.inputs.data(),
                                              test.labels.data(), test.rows());
@@ -187,7 +180,8 @@ void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& m
   const Dataset& train = workload.data.batch;
   const int batch = mlp_case.batch;
   const int epochs = spec.epochs;
-  const LossTolerances tolerances = loss_tolerances(precision);
+  const LossTolerances tolerances =
+      loss_tolerances(precision, {kFirstLossTolerance, kTrajectoryTolerance});
   const std::size_t model_bytes = cuda::MlpGpuTrainer::planned_device_bytes(spec, batch, precision);
   if (!fits_on_device(state, model_bytes)) return;
   DeviceMemoryMeter meter;  // before the trainer allocates anything
@@ -240,14 +234,9 @@ void mlp_gpu_stepwise(benchmark::State& state, const RowId& id, const MlpCase& m
       .work(mlp_flop(workload), wall_s, gpu_peak_flops(gpu, mlp_precision_name(precision)))
       .training(training_result(workload, wall_s, trainer.launches_per_step(), readbacks,
                                 static_cast<double>(epochs) * trainer.input_bytes_per_step(),
-                                final_loss, trainer.parameters()))
+                                final_loss, trainer.parameters(), trainer.loss_scale_state()))
       .set(Counter::hidden_layers, static_cast<double>(spec.hidden.size()));
   if (execution == MlpExecution::graph) row.set(Counter::graph_steps, trainer.graph_steps());
-  if (const std::optional<LossScaleState> scale = trainer.loss_scale_state()) {
-    // After the last timed iteration: where the scale stood and how many of its steps it skipped.
-    row.set(Counter::loss_scale, scale->scale)
-        .set(Counter::skipped_steps, static_cast<double>(scale->skipped_steps));
-  }
   if (input == MlpInput::resident) row.label(LabelKey::input, "resident");
   row.publish();
 }
@@ -293,7 +282,7 @@ void mlp_gpu_fused(benchmark::State& state, const RowId& id, const MlpCase& mlp_
       .set(Counter::threads_per_block, plan.threads)
       .work(mlp_flop(workload), phases.wall_s, gpu_peak_flops(gpu, "fp32"))
       .training(training_result(workload, phases.wall_s, 1.0 / epochs, 0, 0, losses.back(),
-                                trainer.parameters()))
+                                trainer.parameters(), std::nullopt))
       .set(Counter::hidden_layers, static_cast<double>(spec.hidden.size()))
       .label(LabelKey::input, "resident")
       .publish();

@@ -15,16 +15,20 @@ MlpWorkload make_mlp_workload(const MlpCase& mlp_case, int epochs) {
   return workload;
 }
 
+NameParameter hidden_parameter(const std::vector<int>& hidden) {
+  NameParameter parameter = number_parameter("hidden", hidden.front(), Counter::hidden);
+  if (hidden.size() > 1) parameter.text += "x" + std::to_string(hidden.size());
+  return parameter;
+}
+
 RowId mlp_row_id(const char* backend, const char* variant, const MlpCase& mlp_case, int readback) {
-  // "hidden:H" for one hidden layer, "hidden:HxL" for L layers of width H.
-  NameParameter hidden = number_parameter("hidden", mlp_case.hidden.front(), Counter::hidden);
-  if (mlp_case.hidden.size() > 1) hidden.text += "x" + std::to_string(mlp_case.hidden.size());
-  return RowId{"mlp",
-               backend,
-               variant,
-               {text_parameter("data", mlp_case.data, LabelKey::data),
-                number_parameter("batch", mlp_case.batch, Counter::batch), hidden,
-                number_parameter("readback", readback, Counter::readback)}};
+  return RowId{
+      "mlp",
+      backend,
+      variant,
+      {text_parameter("data", mlp_case.data, LabelKey::data),
+       number_parameter("batch", mlp_case.batch, Counter::batch), hidden_parameter(mlp_case.hidden),
+       number_parameter("readback", readback, Counter::readback)}};
 }
 
 }  // namespace gpubench

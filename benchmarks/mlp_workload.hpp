@@ -22,6 +22,10 @@ struct MlpWorkload {
 // the problem).
 MlpWorkload make_mlp_workload(const MlpCase& mlp_case, int epochs);
 
+// The `hidden:H` name parameter of `hidden` layers ("hidden:HxL" for L layers of width H), also
+// written as the counter `hidden` (the first layer's width).
+NameParameter hidden_parameter(const std::vector<int>& hidden);
+
 // mlp/<backend>/<variant>/data:D/batch:B/hidden:H[xL]/readback:R
 RowId mlp_row_id(const char* backend, const char* variant, const MlpCase& mlp_case, int readback);
 

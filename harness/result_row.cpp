@@ -92,6 +92,10 @@ ResultRow& ResultRow::training(const TrainingResult& result) {
   set(Counter::bytes_h2d, result.bytes_h2d);
   set(Counter::final_loss, result.final_loss);
   if (result.test_accuracy) set(Counter::test_accuracy, *result.test_accuracy);
+  if (result.loss_scaling) {
+    set(Counter::loss_scale, result.loss_scaling->scale);
+    set(Counter::skipped_steps, static_cast<double>(result.loss_scaling->skipped_steps));
+  }
   return *this;
 }
 

@@ -19,6 +19,7 @@
 
 #include "harness/phase_times.hpp"
 #include "harness/schema.hpp"
+#include "kernels/common/loss_scaler.hpp"
 
 namespace gpubench {
 
@@ -73,6 +74,8 @@ struct TrainingResult {
   double bytes_h2d = 0;                    // input bytes copied per iteration
   double final_loss = 0;
   std::optional<double> test_accuracy;  // where the data have a test split
+  // fp16 rows: the loss scale after the last timed iteration (loss_scale, skipped_steps).
+  std::optional<LossScaleState> loss_scaling;
 };
 
 class ResultRow {
