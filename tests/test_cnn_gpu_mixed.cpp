@@ -23,6 +23,7 @@
 #include "kernels/common/training_precision.hpp"
 #include "tests/cnn_test_support.hpp"
 #include "tests/gpu_test_main.hpp"
+#include "tests/loss_scale_test_support.hpp"
 
 namespace {
 
@@ -150,24 +151,13 @@ TEST(CnnGpuMixed, ForcedFp16OverflowSkipsTheStepKeepsTheWeightsAndHalvesTheScale
   gpubench::LossScaler host(settings);
   host.update(/*found_non_finite=*/true);
   host.update(/*found_non_finite=*/true);  // the second step: 2^39 still overflows
-  std::vector<float> before = trainer.parameters();
-  EXPECT_EQ(before, initial);
-  int applied = 0;
+  EXPECT_EQ(trainer.parameters(), initial);
   constexpr int kSteps = 30;
-  for (int step = 3; step <= kSteps; ++step) {
-    trainer.step_and_read_loss();
-    const std::vector<float> after = trainer.parameters();
-    const bool skipped = after == before;
-    host.update(skipped);
-    applied += skipped ? 0 : 1;
-    before = after;
-  }
+  const int applied = gpubench::testing::step_and_follow_on_host(trainer, host, 3, kSteps);
   state = trainer.loss_scale_state();
   EXPECT_GT(applied, 0) << "the scale never came down to where fp16 holds the gradient";
   EXPECT_GT(state->skipped_steps, 10);  // 2^40 down to below 2^30 takes more than 10 halvings
-  EXPECT_EQ(state->skipped_steps, host.skipped_steps());
-  EXPECT_EQ(state->scale, host.scale());
-  EXPECT_EQ(state->clean_steps_in_a_row, host.clean_steps_in_a_row());
+  gpubench::testing::expect_state_equals_host(state, host);
   EXPECT_EQ(state->steps, kSteps);
 
   // The same in a graph: a reset restores the initial scale, and one replayed step skips too.
