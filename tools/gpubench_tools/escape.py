@@ -1,0 +1,44 @@
+"""Escaping by output context. Benchmark names, labels, error messages and context values come from
+files anyone can write; in every output they are data, never markup. Every writer of Markdown or
+HTML escapes through these functions and nowhere else.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+__all__ = ["html_text", "md_code", "md_text"]
+
+# Characters with a meaning in CommonMark or GitHub Flavoured Markdown inline text and tables.
+# Each is backslash-escaped; '<' and '>' and '&' become entities so no raw HTML survives (GitHub
+# renders a subset of HTML inside Markdown, e.g. <img onerror=...> or <details>).
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+
+
+def _one_line(text: object) -> str:
+    # A newline would end a table row or start a new block (a fake heading, a fake
+    # "**gate: PASS**" line): fold every line break and other control character into a space.
+    return re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", str(text))
+
+
+def md_text(text: object) -> str:
+    """Text for a Markdown paragraph, list item or table cell: one line, no markup, no HTML."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", _one_line(text))
+    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_code(text: object) -> str:
+    """Text shown as inline code (a benchmark name). A code span cannot escape a backtick, so
+    the fence is longer than the longest run of backticks inside; '|' is escaped because GitHub
+    splits table cells on it even inside code spans; HTML inside a code span is inert."""
+    line = _one_line(text).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", line)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") or not line.strip() else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def html_text(text: object) -> str:
+    """Text for HTML element content or a quoted attribute value."""
+    return html.escape(str(text), quote=True)
