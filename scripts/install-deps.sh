@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what gpubench needs and is missing: the C++ libraries from the distribution's packages
-# (apt, as root or through sudo) and the Python tools' packages into .venv.
+# (apt, as root or through sudo), and into .venv the Python tools with their packages.
 # The CUDA toolkit is not installed here: with nvcc present the GPU path is built, without it the
 # project builds CPU-only.
 set -euo pipefail
@@ -24,5 +24,10 @@ fi
 if [[ ! -x $VENV/bin/python ]]; then
   python3 -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$ROOT/tools/requirements.txt"
-echo "gpubench: dependencies ready (Python tools in $VENV)"
+# The tools package itself, editable: every console script (gpubench-report, gpubench-compare,
+# ...) lands in .venv/bin, a checkout's edits take effect without reinstalling, and no build/
+# folder is left in tools/ (an editable install builds in a temporary folder). Its dependencies
+# come from tools/requirements.txt, each with its floor; the test tools from requirements-dev.txt.
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+  -r "$ROOT/tools/requirements-dev.txt" -e "$ROOT/tools"
+echo "gpubench: dependencies ready (Python tools in $VENV; console scripts in $VENV/bin)"

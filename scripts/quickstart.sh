@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 "$ROOT/scripts/install-deps.sh"
-source "$ROOT/scripts/common.sh"  # PYTHON now points into .venv
+source "$ROOT/scripts/common.sh"  # again: PYTHON now names .venv/bin/python, unless the caller set it
 configure_and_build
 
 run_dir=$ROOT/reports/$(date +%Y%m%d-%H%M%S)
