@@ -1,8 +1,9 @@
 #pragma once
-// The parts of a GPU training iteration that the MLP and CNN rows share (README, "The overhead
-// model"): t_compute = steps x the GPU time of one step with nothing in the way; t_h2d = input
-// copies x the event time of one; t_d2h = readbacks x the event time of one 4-byte loss copy.
-// Each piece is measured on its own, before the timed loop, with harness/warm_device_timer.hpp.
+// The parts of a GPU training iteration that the MLP and CNN rows share (docs/timing-method.md,
+// "The overhead model"): t_compute = steps x the GPU time of one step with nothing in the way;
+// t_h2d = input copies x the event time of one; t_d2h = readbacks x the event time of one 4-byte
+// loss copy. Each piece is measured on its own, before the timed loop, with
+// harness/warm_device_timer.hpp.
 
 #include <cuda_runtime.h>
 

@@ -21,7 +21,7 @@
 // restores them before the iteration, outside the clock. The iteration time is t_wall, the host
 // clock around the synchronised iteration (harness/host_clock_timer.hpp; fused:
 // harness/phased_wall_timer.hpp): what the user waits for, launch and synchronisation costs
-// included. Its parts (README, "The overhead model"):
+// included. Its parts (docs/timing-method.md, "The overhead model"):
 //   t_compute  the kernels alone: steps x the CUDA-event time of one step when a graph of steps
 //              runs back to back, with the operations ordered as the variant orders them
 //              (fused: the event time of the kernel)

@@ -1,4 +1,5 @@
-// The probes whose numbers explain the speedup curves (README, "The overhead model").
+// The probes whose numbers explain the speedup curves (docs/timing-method.md, "The overhead
+// model").
 //
 // overhead/launch/burst/kernels:N   N empty kernels issued back to back, then one synchronise.
 //                                   t_issue_per_launch: host time to enqueue one launch;

@@ -1,6 +1,7 @@
 #pragma once
 // Hardware and software context written into every JSON report (benchmark::AddCustomContext), so a
-// report can be read on its own, months later, on another machine. Keys are listed in README.md.
+// report can be read on its own, months later, on another machine. Keys are listed in
+// docs/names-and-counters.md.
 
 #include <string>
 

@@ -7,7 +7,7 @@
 // Decisions:
 // - Without an untimed preparation, the clock is read twice for the whole loop, not per
 //   iteration: on a microsecond GEMM two clock reads per iteration would be a measurable part of
-//   the row (the harness stays within 2% of a bare OpenBLAS loop, README "Measured results").
+//   the row (the harness stays within 2% of a bare OpenBLAS loop, docs/measured-results.md).
 // - With a preparation (restoring initial weights, a reset plus its synchronisation), the clock
 //   runs around the body of each iteration only, and Google Benchmark's own clock is paused for
 //   the preparation, so both clocks agree on what was timed.

@@ -1,6 +1,7 @@
 #pragma once
-// The parts of one GPU iteration (README, "The overhead model"): T_wall = T_h2d + T_compute + T_d2h
-// + T_overhead, in seconds per iteration. Filled by the timers, written by harness/result_row.hpp.
+// The parts of one GPU iteration (docs/timing-method.md, "The overhead model"):
+// T_wall = T_h2d + T_compute + T_d2h + T_overhead, in seconds per iteration. Filled by the timers,
+// written by harness/result_row.hpp.
 
 namespace gpubench {
 

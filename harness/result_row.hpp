@@ -2,11 +2,12 @@
 // The one owner of what a benchmark writes: its name, its label and its counters.
 //
 // A RowId (workload, backend, variant and the ordered name parameters) yields the benchmark name
-// `<workload>/<backend>/<variant>/<param>:<value>/...` (README, "Reading names") and the label
-// `workload=W backend=B variant=V <key>=<value>...`, which tools read instead of parsing names.
-// Numeric parameters are also written as counters, string parameters as label pairs. Counters are
-// set by enumerator (harness/schema.hpp), never by a string key; the writers for phase times,
-// work rates and training results below are the only places those groups are computed.
+// `<workload>/<backend>/<variant>/<param>:<value>/...` (docs/names-and-counters.md, "Reading
+// names") and the label `workload=W backend=B variant=V <key>=<value>...`, which tools read instead
+// of parsing names. Numeric parameters are also written as counters, string parameters as label
+// pairs. Counters are set by enumerator (harness/schema.hpp), never by a string key; the writers
+// for phase times, work rates and training results below are the only places those groups are
+// computed.
 
 #include <benchmark/benchmark.h>
 

@@ -197,7 +197,7 @@ def _mlp_exclusion(config: MlpConfig) -> Callable[[Point], bool]:
 
 
 # What leave_one_out measured on the committed H100 run (reports/baselines/h100-80gb-hbm3-*.json),
-# quoted in the advisor's answers and in README; tests/tools/test_advise_accuracy.py recomputes it
+# quoted in the advisor's answers and in docs/advisor.md; tests/tools/test_advise_accuracy.py recomputes it
 # and fails when the model no longer reaches it.
 REPORTED_ACCURACY: dict[str, dict[str, float]] = {
     "gemm_e2e": {"median": 0.145, "p90": 0.406, "winner": 0.900},  # 84 rows; winner: 72 of 80

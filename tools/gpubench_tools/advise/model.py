@@ -1,6 +1,6 @@
 """The advisor's predictions: a GEMM or a tiny-MLP training step, on the CPU and on the GPU.
 
-GEMM on the GPU, end to end (README, "The overhead model"):
+GEMM on the GPU, end to end (docs/timing-method.md, "The overhead model"):
 
     T_gpu = T_h2d + T_compute + T_d2h + T_launch + T_sync
     T_h2d = 2 alpha_h2d + (|A| + |B|) / beta_h2d      T_d2h = alpha_d2h + |C| / beta_d2h
@@ -14,7 +14,7 @@ GEMM on the GPU, end to end (README, "The overhead model"):
 same precision (fp32 for every reduced GPU precision, as the report compares them) for every
 thread count measured; the faster thread count is the CPU's answer.
 
-A training step of the tiny MLP (README, "Tiny-MLP workloads") is its layer products, each
+A training step of the tiny MLP (docs/workloads.md, "Tiny-MLP workloads") is its layer products, each
 looked up like a GEMM above (forward Z = A W: batch x fan_out x fan_in; weight gradient
 dW = A^T dZ: fan_in x fan_out x batch; input gradient dA = dZ W^T: batch x fan_in x fan_out,
 every layer but the first), plus its element-wise passes (bias, ReLU, softmax, bias gradient,
@@ -431,7 +431,7 @@ class Advisor:
         if host == "resident":
             h2d = d2h = 0.0
         else:
-            # Two copies in (A and B), one out (C): each pays alpha (README, copies_h2d).
+            # Two copies in (A and B), one out (C): each pays alpha (docs/timing-method.md, copies_h2d).
             h2d = float(self._copy("h2d", host).predict((a + b) * size, copies=2))
             d2h = float(self._copy("d2h", host).predict(c * size, copies=1))
         parts = GpuParts(h2d, compute.seconds, d2h, self.t_launch(), self.t_sync())
