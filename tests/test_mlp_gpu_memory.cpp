@@ -1,13 +1,17 @@
-// The GPU MLP trainer's memory model (MlpGpuTrainer::planned_device_bytes), arithmetic only, so it
-// runs without a device: against a count by hand up to INT_MAX, and never decreasing over the whole
-// int range the largest-batch search evaluates it on. That the trainer allocates exactly the model
-// is checked by its constructor on a GPU (test_mlp_gpu.cpp, test_mlp_gpu_mixed.cpp).
+// The GPU MLP trainer's arithmetic, so it runs without a device: its memory model
+// (MlpGpuTrainer::planned_device_bytes) against a count by hand up to INT_MAX, and never
+// decreasing over the whole int range the largest-batch search evaluates it on; and the operand
+// alignments its cuBLASLt products are planned with (mlp_operand_alignment). That the trainer
+// allocates exactly the model (its constructor checks) and trains right at those alignments is
+// checked on a GPU (test_mlp_gpu.cpp, test_mlp_gpu_mixed.cpp).
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,6 +23,7 @@ namespace {
 
 using gpubench::MlpPrecision;
 using gpubench::MlpSpec;
+using gpubench::cuda::mlp_operand_alignment;
 using gpubench::cuda::MlpGpuTrainer;
 using Size = std::size_t;
 
@@ -135,6 +140,41 @@ TEST(MlpGpuMemory, LargestFittingBatchOfTheModelReachesIntMax) {
               MlpGpuTrainer::max_batch())
         << what;
   }
+}
+
+TEST(MlpGpuMemory, OperandAlignmentIsTheLargestPowerOfTwoOfTheOffsetUpTo256) {
+  // 6-41-19-4: layer 1's weights start 6 x 41 + 41 = 287 floats in, layer 2's 287 + 41 x 19 + 19
+  // = 1085: both odd, so fp32 weights are 4-byte aligned (bytes 1148 and 4340) and 2-byte copies
+  // 2-byte aligned; the fp32 weight gradients are at the fp32 offsets in every precision.
+  const MlpSpec odd = net(6, {41, 19}, 4);
+  ASSERT_EQ(odd.weight_offset(1), 287U);
+  ASSERT_EQ(odd.weight_offset(2), 1085U);
+  for (MlpPrecision precision : kPrecisions) {
+    const auto first = mlp_operand_alignment(odd, 0, precision);
+    EXPECT_EQ(first.weights, 256U);  // offset 0: the allocation's own alignment
+    EXPECT_EQ(first.weight_gradient, 256U);
+    const std::uint32_t low = precision == MlpPrecision::fp32 ? 4 : 2;
+    for (int layer : {1, 2}) {
+      EXPECT_EQ(mlp_operand_alignment(odd, layer, precision).weights, low) << layer;
+      EXPECT_EQ(mlp_operand_alignment(odd, layer, precision).weight_gradient, 4U) << layer;
+    }
+  }
+  // Iris, 4-10-3: layer 1 starts 50 floats in, at byte 200 (8-byte aligned), 100 in bf16 (4).
+  const MlpSpec iris = net(4, {10}, 3);
+  EXPECT_EQ(mlp_operand_alignment(iris, 1, MlpPrecision::fp32).weights, 8U);
+  EXPECT_EQ(mlp_operand_alignment(iris, 1, MlpPrecision::bf16).weights, 4U);
+  EXPECT_EQ(mlp_operand_alignment(iris, 1, MlpPrecision::fp16).weight_gradient, 8U);
+  // 64-512-10: layer 1 starts 64 x 512 + 512 = 33280 floats in, 133120 bytes = 2^10 x 130: the
+  // alignment stops at 256.
+  const MlpSpec wide = net(64, {512}, 10);
+  EXPECT_EQ(mlp_operand_alignment(wide, 1, MlpPrecision::fp32).weights, 256U);
+  EXPECT_EQ(mlp_operand_alignment(wide, 1, MlpPrecision::bf16).weights, 256U);
+  // 8-24-2: layer 1 at 216 floats, 864 bytes = 32 x 27.
+  EXPECT_EQ(mlp_operand_alignment(net(8, {24}, 2), 1, MlpPrecision::fp32).weights, 32U);
+  EXPECT_EQ(mlp_operand_alignment(net(8, {24}, 2), 1, MlpPrecision::fp16).weights, 16U);
+
+  EXPECT_THROW(mlp_operand_alignment(odd, 3, MlpPrecision::fp32), std::invalid_argument);
+  EXPECT_THROW(mlp_operand_alignment(odd, -1, MlpPrecision::fp32), std::invalid_argument);
 }
 
 }  // namespace
