@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "harness/data_file.hpp"
 #include "kernels/common/seeded_random.hpp"
 #include "kernels/mlp/mlp_spec.hpp"
 
@@ -75,7 +76,19 @@ std::string data_directory() {
   return GPUBENCH_DATA_DIR;
 }
 
-Dataset load_csv_dataset(const std::string& path, const std::string& name) {
+CsvShape named_dataset_shape(const std::string& name) {
+  if (name == "iris") return {4, 3};
+  if (name == "digits") return {64, 10};
+  throw std::invalid_argument("unknown data set '" + name + "' (known: iris, digits)");
+}
+
+Dataset load_csv_dataset(const std::string& path, const CsvShape& shape, const std::string& name) {
+  if (shape.features < 1 || shape.classes < 2) {
+    throw std::invalid_argument("a CSV data set needs at least 1 feature and 2 classes, not " +
+                                std::to_string(shape.features) + " and " +
+                                std::to_string(shape.classes));
+  }
+  require_regular_file(path, "data file");
   std::ifstream file(path);
   if (!file) {
     throw std::runtime_error("cannot open data file '" + path + "': " + std::strerror(errno) +
@@ -84,7 +97,11 @@ Dataset load_csv_dataset(const std::string& path, const std::string& name) {
   }
   Dataset data;
   data.name = name.empty() ? path : name;
-  std::size_t columns = 0;
+  data.features = shape.features;
+  data.classes = shape.classes;
+  const auto columns = static_cast<std::size_t>(shape.features) + 1;
+  const std::string classes_text = "the " + std::to_string(shape.classes) + " classes of " +
+                                   data.name + " (0.." + std::to_string(shape.classes - 1) + ")";
   std::string line;
   int line_number = 0;
   bool first_content_line = true;
@@ -95,6 +112,12 @@ Dataset load_csv_dataset(const std::string& path, const std::string& name) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::vector<std::string> fields = split_fields(line);
     const std::string where = path + ":" + std::to_string(line_number) + ": ";
+    // Every line, the header too: a file with another column count is another data set.
+    if (fields.size() != columns) {
+      throw std::runtime_error(where + "expected " + std::to_string(columns) + " fields (" +
+                               std::to_string(shape.features) + " features and a label), found " +
+                               std::to_string(fields.size()));
+    }
     values.resize(fields.size());
     bool any_number = false;
     for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -102,20 +125,9 @@ Dataset load_csv_dataset(const std::string& path, const std::string& name) {
     }
     if (first_content_line) {
       first_content_line = false;
-      columns = fields.size();
-      if (columns < 2) {
-        throw std::runtime_error(where +
-                                 "expected at least 2 comma-separated columns (features "
-                                 "and a label), found " +
-                                 std::to_string(columns));
-      }
       // A header has no numeric field; a first row with some numbers is data (and a bad field in
       // it is reported below instead of the row being dropped as a header).
       if (!any_number) continue;
-    }
-    if (fields.size() != columns) {
-      throw std::runtime_error(where + "expected " + std::to_string(columns) + " fields, found " +
-                               std::to_string(fields.size()));
     }
     for (std::size_t i = 0; i < fields.size(); ++i) {
       double ignored = 0;
@@ -125,26 +137,27 @@ Dataset load_csv_dataset(const std::string& path, const std::string& name) {
       }
     }
     const double label = values.back();
-    if (label < 0 || label != std::floor(label) || label > 1e6) {
-      throw std::runtime_error(where + "label '" + fields.back() +
-                               "' (last column) is not a non-negative integer class index");
-    }
+    const auto label_error = [&](const char* problem) {
+      std::string message = where + "label '" + fields.back() + "' (last column) " + problem;
+      message += classes_text;
+      return std::runtime_error(message);
+    };
+    if (label != std::floor(label)) throw label_error("is not an integer class index of ");
+    if (label < 0 || label >= shape.classes) throw label_error("is not one of ");
     for (std::size_t i = 0; i + 1 < values.size(); ++i) {
       data.inputs.push_back(static_cast<float>(values[i]));
     }
     data.labels.push_back(static_cast<int>(label));
-    data.classes = std::max(data.classes, static_cast<int>(label) + 1);
   }
+  // getline stops at a read error as at the end: without this a failing disk is a short file.
+  if (file.bad()) throw std::runtime_error("read error in data file '" + path + "'");
   if (data.labels.empty()) throw std::runtime_error("data file '" + path + "' has no data rows");
-  data.features = static_cast<int>(columns) - 1;
   return data;
 }
 
 Dataset load_named_dataset(const std::string& name) {
-  if (name != "iris" && name != "digits") {
-    throw std::invalid_argument("unknown data set '" + name + "' (known: iris, digits)");
-  }
-  return load_csv_dataset(data_directory() + "/" + name + ".csv", name);
+  const CsvShape shape = named_dataset_shape(name);  // throws for an unknown name
+  return load_csv_dataset(data_directory() + "/" + name + ".csv", shape, name);
 }
 
 DatasetSplit stratified_split(const Dataset& data, double test_fraction, std::uint64_t seed) {

@@ -13,7 +13,7 @@ namespace gpubench {
 struct Dataset {
   std::string name;
   int features = 0;
-  int classes = 0;            // 1 + the largest label
+  int classes = 0;            // the data set's, every label is below it
   std::vector<float> inputs;  // rows x features, row-major
   std::vector<int> labels;    // one class index per row
 
@@ -35,13 +35,31 @@ inline constexpr std::uint64_t kSplitSeed = 2024;
 // project's data/ folder compiled in.
 std::string data_directory();
 
-// Reads a CSV file of numbers, one sample per line, the last column an integer class label >= 0.
-// A first line that is not all numbers is a header and skipped; blank lines are skipped. Throws
-// std::runtime_error naming the file (and line and field) for a missing file, a row with the wrong
-// number of fields, a field that is not a number, a bad label, or no rows at all.
-Dataset load_csv_dataset(const std::string& path, const std::string& name = "");
+// What a data set's CSV file holds: `features` numbers and a class label per row. The class count
+// is the data set's, not the file's: a label outside 0..classes-1 is an error in the file, never a
+// larger network (one stray label 999999 would make a 1,000,000-class output layer).
+struct CsvShape {
+  int features = 0;
+  int classes = 0;
+};
 
-// "iris" or "digits" from data_directory(); throws std::invalid_argument for another name.
+// iris: 4 features, 3 classes; digits: 64 features, 10 classes. Throws std::invalid_argument for
+// another name.
+CsvShape named_dataset_shape(const std::string& name);
+
+// Reads a CSV file of `shape.features` numbers and a class label per line (the last column, an
+// integer 0..shape.classes-1). A first line that is not all numbers is a header and skipped; blank
+// lines are skipped. The Dataset's classes is shape.classes. Throws std::runtime_error naming the
+// file (and line and field) for a missing file, a path that is a directory or another non-regular
+// file, a line whose field count is not features + 1, a field that is not a finite number, a label
+// that is not an integer or not one of the classes, or no rows at all; std::invalid_argument for a
+// shape with fewer than 1 feature or 2 classes. `name` names the data set in the errors (the path
+// when empty).
+Dataset load_csv_dataset(const std::string& path, const CsvShape& shape,
+                         const std::string& name = "");
+
+// "iris" or "digits" from data_directory(), checked against named_dataset_shape(name); throws
+// std::invalid_argument for another name.
 Dataset load_named_dataset(const std::string& name);
 
 // Per class, a seeded shuffle puts round(test_fraction x class rows) rows in the test set and the

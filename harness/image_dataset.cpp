@@ -9,6 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "harness/data_file.hpp"
 #include "kernels/common/seeded_random.hpp"
 
 namespace gpubench {
@@ -80,6 +81,7 @@ std::optional<std::string> cifar10_directory() {
 }
 
 ImageSet read_cifar10_file(const std::string& path, int max_rows) {
+  require_regular_file(path, "CIFAR-10 file", cifar10_help());
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     throw std::runtime_error("cannot open CIFAR-10 file '" + path + "': " + std::strerror(errno) +

@@ -49,8 +49,8 @@ std::optional<std::string> cifar10_directory();
 
 // The first `max_rows` records of one CIFAR-10 binary file (every record when max_rows < 0).
 // Throws std::runtime_error naming the path and the problem for a file that cannot be opened or
-// read, a size that is not a positive multiple of 3073 bytes, or a label above 9 (and which
-// record has it).
+// read, a path that is a directory or another non-regular file, a size that is not a positive
+// multiple of 3073 bytes, or a label above 9 (and which record has it).
 ImageSet read_cifar10_file(const std::string& path, int max_rows = -1);
 
 // `rows` synthetic images in [0, 1], learnable but not trivially: each class is a sinusoidal

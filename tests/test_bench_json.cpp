@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -130,6 +134,48 @@ TEST(BenchJson, FullSweepAddsLargeSizes) {
   EXPECT_EQ(default_run.stdout_text.find("m:4096/n:4096/k:4096"), std::string::npos);
   EXPECT_NE(full_run.stdout_text.find("m:4096/n:4096/k:4096"), std::string::npos);
   EXPECT_NE(full_run.stdout_text.find("m:1760/n:7000/k:1760"), std::string::npos);
+}
+
+// A bad data file fails the rows that read it, with the loader's message as the row's error, and
+// the run goes on: an Iris file with a label outside its three classes, and a folder where a
+// CIFAR-10 file should be. The digits row beside them trains as usual.
+TEST(BenchJson, BadDataFilesFailTheirRowsAndTheRunGoesOn) {
+  namespace fs = std::filesystem;
+  const fs::path folder =
+      fs::temp_directory_path() / ("gpubench_test_bad_data_" + std::to_string(getpid()));
+  fs::remove_all(folder);
+  fs::create_directories(folder / "cifar10" / "data_batch_1.bin");
+  fs::copy_file(fs::path(GPUBENCH_SOURCE_DIR) / "data" / "digits.csv", folder / "digits.csv");
+  {
+    std::ifstream source(fs::path(GPUBENCH_SOURCE_DIR) / "data" / "iris.csv");
+    std::ofstream iris(folder / "iris.csv");
+    std::string line;
+    for (int number = 1; std::getline(source, line); ++number) {
+      // The last row's label (line 151, after the header) becomes a fourth class.
+      iris << (number == 151 ? line.substr(0, line.rfind(',') + 1) + "3" : line) << "\n";
+    }
+  }
+  const auto run = run_bench(
+      "--benchmark_filter='^(mlp/cpu/openblas/data:(iris/batch:120|digits/batch:64)/hidden:(10|32)|"
+      "cnn/cpu/openblas/data:cifar10/batch:1)/readback:1/threads:1$' --benchmark_min_time=0.01",
+      "GPUBENCH_DATA_DIR='" + folder.string() + "' GPUBENCH_CIFAR10_DIR='" +
+          (folder / "cifar10").string() + "'");
+  fs::remove_all(folder);
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  std::map<std::string, std::string> errors;  // name -> error message, "" for a row that ran
+  for (const auto& row : run.json["benchmarks"]) {
+    errors[row["name"]] = row.value("error_occurred", false) ? row.value("error_message", "?") : "";
+  }
+  ASSERT_EQ(errors.size(), 3U) << run.json["benchmarks"].dump();
+  const std::string iris =
+      errors["mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:1/threads:1"];
+  EXPECT_NE(iris.find("iris.csv:151: label '3' (last column) is not one of the 3 classes of iris"),
+            std::string::npos)
+      << iris;
+  const std::string cifar = errors["cnn/cpu/openblas/data:cifar10/batch:1/readback:1/threads:1"];
+  EXPECT_NE(cifar.find("data_batch_1.bin' is a directory, not a file"), std::string::npos) << cifar;
+  EXPECT_EQ(errors["mlp/cpu/openblas/data:digits/batch:64/hidden:32/readback:1/threads:1"], "");
 }
 
 }  // namespace

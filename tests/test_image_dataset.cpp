@@ -4,8 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include <stdlib.h>  // mkdtemp, setenv, unsetenv
-#include <unistd.h>  // rmdir
+#include <stdlib.h>    // mkdtemp, setenv, unsetenv
+#include <sys/stat.h>  // mkdir
+#include <unistd.h>    // rmdir
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -51,6 +52,13 @@ class TempFolder {
                static_cast<std::streamsize>(bytes.size()));
     files_.push_back(file);
     return file;
+  }
+  // A folder named `name` inside this one (removed like a file: std::remove removes an empty one).
+  std::string make_folder(const std::string& name) {
+    std::string folder = path_ + "/" + name;
+    if (mkdir(folder.c_str(), 0700) != 0) throw std::runtime_error("mkdir failed");
+    files_.push_back(folder);
+    return folder;
   }
 
  private:
@@ -231,6 +239,30 @@ TEST(ImageDataset, Cifar10FolderFromTheEnvironment) {
               gpubench::load_cnn_data("synthetic", 0);
             }).find("train_rows >= 1, got 0"),
             std::string::npos);
+}
+
+// A folder where a CIFAR-10 file should be opened as a stream and was reported as
+// "9223372036854775807 bytes" (its seekg(end)); it is named as a folder, through load_cnn_data,
+// which the CNN fixtures call, so the row fails with it and the sweep goes on.
+TEST(ImageDataset, DirectoryAsCifar10FileIsNamedAsSuch) {
+  TempFolder folder;
+  const std::string batch_folder = folder.make_folder("data_batch_1.bin");
+  folder.write("test_batch.bin", records({6, 7}));
+  const ScopedEnvironment environment("GPUBENCH_CIFAR10_DIR", folder.path());
+  const std::string message = runtime_error_of([] { gpubench::load_cnn_data("cifar10", 2); });
+  EXPECT_NE(message.find("CIFAR-10 file '" + batch_folder + "' is a directory, not a file"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("9223372036854775807"), std::string::npos) << message;
+  EXPECT_NE(message.find("GPUBENCH_CIFAR10_DIR must name the folder"), std::string::npos)
+      << message;
+  // A character device was "0 bytes".
+  const std::string device_message =
+      runtime_error_of([] { gpubench::read_cifar10_file("/dev/zero"); });
+  EXPECT_NE(device_message.find("CIFAR-10 file '/dev/zero' is a character device, not a regular "
+                                "file"),
+            std::string::npos)
+      << device_message;
 }
 
 TEST(ImageDataset, SyntheticSetIsDeterministicInRangeAndBalanced) {

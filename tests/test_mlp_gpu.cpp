@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <map>
@@ -170,6 +171,38 @@ TEST(MlpGpu, StepwisePathsMatchTheCpuOnTwoHiddenLayersAndOddBatch) {
                     wide_reference);
   train_and_compare(wide, synthetic.batch, {MlpExecution::graph, 1, MlpInput::resident},
                     wide_reference);
+}
+
+// 6-41-19-4 in fp32: layers 1 and 2 start 287 and 1085 floats into the parameter vector, so their
+// weights and weight gradients are only 4-byte aligned, and cuBLASLt must be told so (it assumes
+// 256 and may otherwise choose kernels with 16-byte vector loads). Every step's loss follows the
+// CPU's, and so does every final weight: within kTolerance of the largest weight, about what one
+// step's update moves a weight by, so a product reading misaligned weights shows.
+TEST(MlpGpu, Fp32StepWithFourByteAlignedWeightsFollowsTheCpu) {
+  for (int rows : {2501, 37}) {  // more than 1024 rows; and a step with gradient branches
+    const Dataset batch = gpubench::make_gaussian_clusters(rows, 6, 4, 5);
+    const MlpSpec spec = spec_for(batch, {41, 19}, 40);
+    for (int layer : {1, 2}) {
+      const auto alignment =
+          gpubench::cuda::mlp_operand_alignment(spec, layer, gpubench::MlpPrecision::fp32);
+      ASSERT_EQ(alignment.weights, 4U) << "layer " << layer;
+      ASSERT_EQ(alignment.weight_gradient, 4U) << "layer " << layer;
+    }
+    std::vector<float> cpu_parameters;
+    const std::vector<float> reference = cpu_losses(spec, batch, &cpu_parameters);
+    float largest_weight = 0;
+    for (float value : cpu_parameters) largest_weight = std::max(largest_weight, std::fabs(value));
+    for (const Mode& mode : {Mode{MlpExecution::eager, 1, MlpInput::resident},
+                             Mode{MlpExecution::graph, 1, MlpInput::resident}}) {
+      const std::string what = std::to_string(rows) + " rows " + mode.name();
+      const std::vector<float> parameters = train_and_compare(spec, batch, mode, reference);
+      ASSERT_EQ(parameters.size(), cpu_parameters.size()) << what;
+      for (std::size_t i = 0; i < parameters.size(); ++i) {
+        ASSERT_NEAR(parameters[i], cpu_parameters[i], kTolerance * largest_weight)
+            << what << " parameter " << i;
+      }
+    }
+  }
 }
 
 // Every MLP kernel and every launch path, a few steps each: the case tools/gpu-check runs under

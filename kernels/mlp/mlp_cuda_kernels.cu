@@ -18,6 +18,15 @@ constexpr int kBiasRowLanes = 32;
 // Rows per block (32 per row lane): tall batches get many blocks instead of a few long loops.
 constexpr int kBiasRowsPerBlock = 1024;
 
+// Blocks of `per_block` covering `count` >= 0, in 64 bits: (count + per_block - 1) / per_block in
+// int wraps negative for counts near INT_MAX, which the trainer's memory model
+// (MlpGpuTrainer::planned_device_bytes) is evaluated at when largest_fitting_batch searches the
+// whole int range; the model then shrank as the batch grew.
+constexpr std::size_t blocks_covering(int count, int per_block) {
+  return (static_cast<std::size_t>(count) + static_cast<std::size_t>(per_block) - 1) /
+         static_cast<std::size_t>(per_block);
+}
+
 // Grid for a grid-stride loop over `count` elements: enough blocks to cover it, capped well below
 // the grid limit (the loop covers the rest).
 unsigned elementwise_blocks(std::size_t count) {
@@ -193,7 +202,9 @@ cudaError_t launch_bias_activation(float* z, const float* bias, int rows, int co
   return cudaGetLastError();
 }
 
-int softmax_cross_entropy_blocks(int rows) { return (rows + kLossThreads - 1) / kLossThreads; }
+int softmax_cross_entropy_blocks(int rows) {
+  return static_cast<int>(blocks_covering(rows, kLossThreads));  // at most 2^23 blocks
+}
 
 cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int rows, int classes,
                                          float* loss, float* partials, unsigned* counter,
@@ -204,15 +215,13 @@ cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int r
 }
 
 std::size_t bias_gradient_partials(int rows, int cols) {
-  const int row_blocks = (rows + kBiasRowsPerBlock - 1) / kBiasRowsPerBlock;
-  return row_blocks > 1 ? static_cast<std::size_t>(row_blocks) * cols : 0;
+  const std::size_t row_blocks = blocks_covering(rows, kBiasRowsPerBlock);
+  return row_blocks > 1 ? row_blocks * static_cast<std::size_t>(cols) : 0;
 }
 
 int bias_gradient_max_rows() { return 65535 * kBiasRowsPerBlock; }
 
-std::size_t bias_gradient_counters(int cols) {
-  return static_cast<std::size_t>((cols + kBiasColumns - 1) / kBiasColumns);
-}
+std::size_t bias_gradient_counters(int cols) { return blocks_covering(cols, kBiasColumns); }
 
 namespace {
 
@@ -221,7 +230,7 @@ cudaError_t launch_bias_gradient_of(const T* delta, int rows, int cols, float* b
                                     float* partials, unsigned* counters, cudaStream_t stream) {
   const dim3 block(kBiasColumns, kBiasRowLanes);
   const dim3 grid(static_cast<unsigned>(bias_gradient_counters(cols)),
-                  static_cast<unsigned>((rows + kBiasRowsPerBlock - 1) / kBiasRowsPerBlock));
+                  static_cast<unsigned>(blocks_covering(rows, kBiasRowsPerBlock)));
   bias_gradient_kernel<T>
       <<<grid, block, 0, stream>>>(delta, rows, cols, bias_gradient, partials, counters);
   return cudaGetLastError();

@@ -23,7 +23,8 @@ namespace gpubench::cuda {
 // writes the mean loss to *loss. The mean is summed in a fixed order (per block, then the per-block
 // partial sums by the last block to finish), so the result is deterministic and needs no memset:
 // `partials` holds softmax_cross_entropy_blocks(rows) floats and `counter` one unsigned that must
-// be zero before the first launch; the kernel leaves it at zero.
+// be zero before the first launch; the kernel leaves it at zero. The block counts here are computed
+// in 64 bits, so they are right for every row count up to INT_MAX (the memory model asks there).
 [[nodiscard]] cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int rows,
                                                        int classes, float* loss, float* partials,
                                                        unsigned* counter, cudaStream_t stream);

@@ -53,9 +53,8 @@ std::uint32_t alignment_at(std::size_t offset_bytes) {
 }
 
 // The operands of a product: fp32 (the fp32 step), or 2-byte A and B with an fp32 C (the mixed
-// step), and the byte alignment of the pointers it will be given. A 2-byte weight copy inside the
-// parameter vector can be as little as 4-byte aligned (Iris's second layer starts 50 elements in);
-// telling the heuristic so keeps it from choosing a tensor-core kernel whose vector loads need 16.
+// step), and the byte alignment of the pointers it will be given (mlp_operand_alignment): telling
+// the heuristic keeps it from choosing a kernel whose vector loads need more.
 struct LtOperands {
   cudaDataType_t ab_type = CUDA_R_32F;
   std::uint32_t a_alignment = kAllocationAlignment;
@@ -121,8 +120,8 @@ class LtProduct {
     cublasStatus_t status =
         cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &workspace_bytes, sizeof workspace_bytes);
-    // Only where a pointer is less aligned than an allocation (the default the fp32 step was
-    // measured with stays as it was).
+    // Only where a pointer is less aligned than an allocation: an operand that starts one keeps
+    // the heuristic's default.
     const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, operands_.a_alignment},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, operands_.b_alignment},
@@ -219,6 +218,19 @@ struct MlpGpuTrainer::Products {
   std::vector<std::unique_ptr<LtProduct>> input_gradient;
 };
 
+MlpOperandAlignment mlp_operand_alignment(const MlpSpec& spec, int layer, MlpPrecision precision) {
+  spec.validate();
+  if (layer < 0 || layer >= spec.layer_count()) {
+    throw std::invalid_argument("layer " + std::to_string(layer) + " of the " + spec.describe() +
+                                " net, which has layers 0.." +
+                                std::to_string(spec.layer_count() - 1));
+  }
+  const std::size_t weight_element_bytes =
+      precision == MlpPrecision::fp32 ? sizeof(float) : kLowBytes;
+  return {alignment_at(weight_element_bytes * spec.weight_offset(layer)),
+          alignment_at(floats(spec.weight_offset(layer)))};
+}
+
 const char* mlp_input_name(MlpInput input) {
   switch (input) {
     case MlpInput::resident:
@@ -296,13 +308,16 @@ MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs
     const int fan_in = spec_.fan_in(layer);
     const int fan_out = spec_.fan_out(layer);
     const cublasLtHandle_t lt = products_->lt.get();
+    // In every precision: an fp32 weight inside the parameter vector is as misaligned as a 2-byte
+    // copy's can be (6-41-19-4: 4 bytes), and the heuristic would otherwise assume 256.
+    const MlpOperandAlignment alignment = mlp_operand_alignment(spec_, layer, precision_);
     LtOperands weight_times_activation;  // forward and input gradient: A is a weight matrix
-    LtOperands gradient_output;          // weight gradient: C is in the gradient vector
+    weight_times_activation.a_alignment = alignment.weights;
+    LtOperands gradient_output;  // weight gradient: C is in the gradient vector
+    gradient_output.c_alignment = alignment.weight_gradient;
     if (mixed) {
       weight_times_activation.ab_type = low_type(precision_);
-      weight_times_activation.a_alignment = alignment_at(kLowBytes * spec_.weight_offset(layer));
       gradient_output.ab_type = low_type(precision_);
-      gradient_output.c_alignment = alignment_at(floats(spec_.weight_offset(layer)));
     }
     // Z (batch x fan_out) = A W: column-major Z^T = W^T A^T, both operands as stored.
     products_->forward.push_back(std::make_unique<LtProduct>(lt, CUBLAS_OP_N, CUBLAS_OP_N, fan_out,

@@ -38,6 +38,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -67,6 +68,20 @@ struct MlpRunConfig {
   // readback ends each replay.
   int graph_steps = 1;
 };
+
+// The byte alignment cuBLASLt is told for the two operands of a layer's products that do not start
+// an allocation: the weights, read from inside the parameter vector (fp32, or its 2-byte copy in
+// mixed precision), and the weight gradient, written inside the fp32 gradient vector. Each is the
+// largest power of two dividing its byte offset, at most 256 (cudaMalloc's alignment, which the
+// heuristic assumes unless told otherwise). Odd widths leave a weight only 4-byte aligned in fp32
+// (6-41-19-4's second layer starts 287 floats in, at byte 1148), 2-byte in bf16 and fp16; a kernel
+// chosen for 16-byte vector loads would then read misaligned.
+struct MlpOperandAlignment {
+  std::uint32_t weights = 256;
+  std::uint32_t weight_gradient = 256;
+};
+// Throws std::invalid_argument for an invalid spec or a layer outside 0..layer_count()-1.
+MlpOperandAlignment mlp_operand_alignment(const MlpSpec& spec, int layer, MlpPrecision precision);
 
 class MlpGpuTrainer {
  public:
