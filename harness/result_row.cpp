@@ -71,14 +71,17 @@ ResultRow& ResultRow::training(const TrainingResult& result) {
   const double steps = result.steps;
   const double per_step_s = result.seconds_per_iteration / steps;
   const double samples_per_s = result.batch * steps / result.seconds_per_iteration;
+  // The same keys for the same quantity on every training row, so a reader never branches per
+  // workload; the older per-workload names stay beside them, so files written before still
+  // compare with new ones.
+  set(Counter::t_step, per_step_s);
+  set(Counter::steps, steps);
+  set(Counter::samples_per_s, samples_per_s);
   if (result.unit == TrainingResult::Unit::epoch) {
     set(Counter::t_epoch, per_step_s);
-    set(Counter::samples_per_s, samples_per_s);
     set(Counter::epochs, steps);
   } else {
-    set(Counter::t_step, per_step_s);
     set(Counter::images_per_s, samples_per_s);
-    set(Counter::steps, steps);
     // Steps of this batch size in one pass over CIFAR-10's training set, times one step.
     set(Counter::t_epoch_cifar,
         per_step_s * static_cast<double>(kCifar10TrainImages) / result.batch);

@@ -92,8 +92,9 @@ class ResultRow {
   // computed here rather than with Counter::kIsRate, which divides by the main thread's CPU time:
   // wrong for GPU work and for multi-threaded OpenBLAS.
   ResultRow& work(double flop_per_iteration, double seconds_per_iteration, double peak_flops);
-  // Seconds per epoch or step, samples or images per second, steps, kernels, readbacks, input
-  // bytes, final loss and test accuracy; CNN rows also the time of one CIFAR-10 epoch.
+  // t_step, steps and samples_per_s on every row (MLP rows also t_epoch and epochs, CNN rows
+  // images_per_s and the time of one CIFAR-10 epoch), kernels, readbacks, input bytes, final loss
+  // and test accuracy.
   ResultRow& training(const TrainingResult& result);
   // device_bytes_model, the device bytes the row's own buffers need by their shapes, and
   // device_bytes_peak, what a DeviceMemoryMeter measured while the row ran

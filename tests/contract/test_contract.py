@@ -39,7 +39,7 @@ SHORT_FILTER = (
     "matmul/cpu/openblas/dtype:fp(32|64)/m:64/n:64/k:64/|mlp/.*/data:iris/|"
     "mlp/.*/data:digits/batch:64/hidden:32/|overhead/(launch/roundtrip|h2d/pinned/bytes:4096/|sync)|"
     "matmul/gpu/cublas_(kernel|e2e)/dtype:fp32/(host:pinned/)?m:256/n:256/k:256/|"
-    "memory/gpu/largest_batch/net:cnn/"
+    "memory/gpu/largest_batch/net:cnn/|cnn/cpu/openblas/data:synthetic/batch:1/"
 )
 
 
@@ -57,7 +57,9 @@ def family(name: str) -> str:
 
 def normalised(name: str) -> str:
     """Thread counts other than 1 are "all cores", which differs between machines."""
-    return re.sub(r"/threads:(\d+)", lambda m: m.group(0) if m.group(1) == "1" else "/threads:all", name)
+    return re.sub(
+        r"/threads:(\d+)", lambda m: m.group(0) if m.group(1) == "1" else "/threads:all", name
+    )
 
 
 @pytest.fixture(scope="module")
@@ -134,11 +136,29 @@ def test_every_counter_is_declared_in_the_schema(short_run: list[dict]) -> None:
     prefixes = tuple(schema["counter_prefixes"])
     for row in short_run:
         undeclared = {
-            key for key in set(row) - GOOGLE_BENCHMARK_FIELDS - declared if not key.startswith(prefixes)
+            key
+            for key in set(row) - GOOGLE_BENCHMARK_FIELDS - declared
+            if not key.startswith(prefixes)
         }
         assert not undeclared, f"{row['name']} writes undeclared counters {sorted(undeclared)}"
         label_keys = {pair.split("=", 1)[0] for pair in row.get("label", "").split()}
         assert label_keys <= set(schema["label_keys"]), row["name"]
+
+
+def test_training_rows_share_their_keys(short_run: list[dict]) -> None:
+    # One key per quantity on every training row, whatever the workload: a reader never branches.
+    training = [
+        row
+        for row in short_run
+        if row["name"].split("/")[0] in ("mlp", "cnn") and not row.get("error_occurred")
+    ]
+    assert {row["name"].split("/")[0] for row in training} >= {"mlp", "cnn"}
+    for row in training:
+        assert {"t_step", "steps", "samples_per_s"} <= set(row), row["name"]
+        assert row["t_step"] > 0 and row["steps"] >= 1, row["name"]
+        assert row["samples_per_s"] * row["t_step"] == pytest.approx(row["batch"], rel=1e-9)
+        if row["name"].startswith("mlp/"):
+            assert row["t_epoch"] == row["t_step"] and row["epochs"] == row["steps"], row["name"]
 
 
 def test_progress_goes_to_stderr_only(tmp_path: Path) -> None:
