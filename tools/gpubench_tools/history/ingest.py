@@ -14,7 +14,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from ..benchjson import BenchRow, load_report
+from ..benchjson import BenchRow, describe_invalid, invalid_rows, load_report
 from ..timing import is_manual_time, not_measured_reason
 from .store import BenchmarkInfo, Failure, HistoryError, RunRecord, Sample
 
@@ -95,6 +95,13 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     if report.recovered_from_truncation:
         raise HistoryError(
             f"{path}: file is truncated (the run was interrupted); a partial run is not stored"
+        )
+    invalid = invalid_rows(report)
+    if invalid:
+        # A NaN, Infinity, zero or absurd time stored as a sample would pass every later check
+        # as a "missing" or an impossible number; the history keeps only sound runs.
+        raise HistoryError(
+            f"{path}: {describe_invalid(invalid)}; a run with invalid values is not stored"
         )
     context = report.context
     commit = commit or str(context.get(COMMIT_KEY, "") or "")
