@@ -1,14 +1,21 @@
 """gpubench-compare: compare two bench JSON files and gate on regressions.
 
-    python -m gpubench_tools.compare BASELINE.json CONTENDER.json [--config FILE]
-        [--markdown OUT.md] [--json OUT.json] [--fail-on-missing] [--counters FLOP/s,pct_peak,t_epoch]
+    gpubench-compare BASELINE.json CONTENDER.json [--config FILE] [--markdown OUT.md]
+        [--json OUT.json] [--allow-missing] [--counters FLOP/s,pct_peak,t_epoch]
+        [--quiet | --verbose] [--debug]
+
+(or `python -m gpubench_tools.compare ...`: the same program, the same defaults.)
 
 Per benchmark (repetitions grouped by run_name; Google Benchmark's own aggregate rows are ignored
 and everything is recomputed from the raw repetitions): median ratio, spread, Mann-Whitney U test
-and a verdict (faster / slower / same / noisy), for the time and for chosen counters.
+and a verdict (faster / slower / same / noisy / not enough samples), for the time and for chosen
+counters.
 
-Exit status: 1 when a benchmark is significantly slower beyond its threshold (or its work
-changed, or it now fails), 0 otherwise, 2 when the input is unusable (one line on stderr).
+Exit status (gpubench_tools.cli): 0 pass; 1 a benchmark significantly slower beyond its
+threshold, whose work changed, that now fails or whose time is no longer a valid number, or a
+baseline benchmark missing from the contender (unless --allow-missing); 2 unusable input or
+usage, including "cannot judge" (every compared benchmark has too few repetitions), with one line
+on stderr. An unexpected error is exit 2 with one line too (the traceback with --debug).
 """
 
 from __future__ import annotations
@@ -21,48 +28,54 @@ from dataclasses import replace
 from typing import Sequence
 
 from ..benchjson import BenchJsonError, load_report
-from .config import TIME_FIELDS, ConfigError, load_config
+from ..cli import EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
+from .config import DEFAULT_CONFIG_RESOURCE, TIME_FIELDS, ConfigError, load_config
 from .engine import UsageError, compare_reports
-from .model import EXIT_UNUSABLE
+from .model import CompareResult
 from .render import render_markdown, render_markdown_error, render_terminal
 
-__all__ = ["DEFAULT_CONFIG_PATH", "main"]
+__all__ = ["main"]
 
-# Where the default thresholds live in a checkout: tools/compare-thresholds.json.
-DEFAULT_CONFIG_PATH = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    "compare-thresholds.json",
-)
+MODULE = "gpubench_tools.compare"
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m gpubench_tools.compare",
+        prog=prog,
         description=(
-            "Compare a contender bench JSON against a baseline. Exit 1 on a significant "
-            "slowdown beyond threshold, 0 otherwise, 2 on unusable input."
+            "Compare a contender bench JSON against a baseline. Exit 0 pass; 1 a significant "
+            "slowdown beyond threshold, a benchmark that now fails, has invalid times or is "
+            "missing; 2 unusable input, or nothing could be judged (too few repetitions)."
         ),
     )
     parser.add_argument("baseline", help="bench JSON of the reference run")
     parser.add_argument("contender", help="bench JSON of the run to judge")
     parser.add_argument(
         "--config",
+        metavar="FILE",
         help=(
-            "threshold file (JSON); default: tools/compare-thresholds.json when present, "
-            "else built-in defaults"
+            "thresholds file (JSON), read over the packaged defaults "
+            f"(gpubench_tools/compare/{DEFAULT_CONFIG_RESOURCE})"
         ),
     )
     parser.add_argument("--markdown", metavar="OUT.md", help="also write a Markdown report")
     parser.add_argument("--json", metavar="OUT.json", help="also write the result as JSON")
     parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="list baseline benchmarks missing from the contender instead of failing "
+        "(for a run filtered on purpose); by default they fail the gate",
+    )
+    parser.add_argument(
         "--fail-on-missing",
         action="store_true",
-        help="exit 1 when a baseline benchmark is missing from the contender",
+        help="no effect: failing on missing benchmarks is the default (accepted so older "
+        "invocations keep working)",
     )
     parser.add_argument(
         "--counters",
-        help="comma-separated counters to compare (default from the config: FLOP/s,pct_peak,t_epoch); "
-        "'' for none",
+        help="comma-separated counters to compare (default from the config: FLOP/s,pct_peak,"
+        "t_epoch); '' for none",
     )
     parser.add_argument(
         "--time",
@@ -72,10 +85,17 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-ratio", type=float, help="override the global max_ratio")
     parser.add_argument("--alpha", type=float, help="override the global U-test alpha")
     parser.add_argument("--max-cv", type=float, help="override the global max_cv")
-    parser.add_argument(
-        "--quiet", action="store_true", help="print only the summary line and failures"
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument(
+        "--quiet", action="store_true", help="print only the failures and one summary line"
     )
-    return parser.parse_args(argv)
+    loudness.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also list the names under each grouped line (skipped, not judged, new, ...)",
+    )
+    add_debug_flag(parser)
+    return parser
 
 
 def _write(path: str, text: str) -> None:
@@ -85,45 +105,54 @@ def _write(path: str, text: str) -> None:
         fh.write(text)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse_args(argv)
+def _compare(args: argparse.Namespace) -> CompareResult:
+    config = load_config(args.config)
+    cli = {
+        k: v
+        for k, v in (("max_ratio", args.max_ratio), ("alpha", args.alpha), ("max_cv", args.max_cv))
+        if v is not None
+    }
+    if args.max_ratio is not None and not args.max_ratio >= 1.0:
+        raise UsageError("--max-ratio must be >= 1 (1.05 = 5 % slower)")
+    if args.alpha is not None and not 0.0 < args.alpha < 1.0:
+        raise UsageError("--alpha must be between 0 and 1")
+    if args.max_cv is not None and not args.max_cv > 0.0:
+        raise UsageError("--max-cv must be > 0")
+    if cli:
+        config.thresholds = replace(config.thresholds, **cli)
+    if args.time is not None:
+        config.time = args.time
+    counters = None
+    if args.counters is not None:
+        counters = [c.strip() for c in args.counters.split(",") if c.strip()]
+    baseline = load_report(args.baseline)
+    contender = load_report(args.contender)
+    return compare_reports(baseline, contender, config, counters, args.allow_missing)
+
+
+def _write_error_outputs(args: argparse.Namespace, line: str) -> None:
+    """The PR comment and the JSON say why nothing was compared (best effort: the stderr line
+    is the message that matters)."""
     try:
-        config_path = args.config
-        if config_path is None and os.path.exists(DEFAULT_CONFIG_PATH):
-            config_path = DEFAULT_CONFIG_PATH
-        config = load_config(config_path)
-        cli = {
-            k: v
-            for k, v in (
-                ("max_ratio", args.max_ratio),
-                ("alpha", args.alpha),
-                ("max_cv", args.max_cv),
-            )
-            if v is not None
-        }
-        if cli:
-            if args.max_ratio is not None and args.max_ratio < 1.0:
-                raise UsageError("--max-ratio must be >= 1 (1.05 = 5 % slower)")
-            config.thresholds = replace(config.thresholds, **cli)
-        if args.time is not None:
-            config.time = args.time
-        counters = None
-        if args.counters is not None:
-            counters = [c.strip() for c in args.counters.split(",") if c.strip()]
-        baseline = load_report(args.baseline)
-        contender = load_report(args.contender)
-        result = compare_reports(baseline, contender, config, counters, args.fail_on_missing)
+        if args.markdown:
+            _write(args.markdown, render_markdown_error(line))
+        if args.json:
+            _write(args.json, json.dumps({"exit_code": EXIT_UNUSABLE, "error": line}) + "\n")
+    except OSError:
+        pass
+
+
+def _run(prog: str, argv: Sequence[str] | None) -> int:
+    args = _parser(prog).parse_args(argv)
+    try:
+        result = _compare(args)
     except (BenchJsonError, ConfigError, UsageError) as exc:
-        line = str(exc).replace("\n", " ")
-        print(f"gpubench compare: error: {line}", file=sys.stderr)
-        try:
-            if args.markdown:
-                _write(args.markdown, render_markdown_error(line))
-            if args.json:
-                _write(args.json, json.dumps({"exit_code": EXIT_UNUSABLE, "error": line}) + "\n")
-        except OSError:
-            pass  # the stderr line above is the message that matters
-        return EXIT_UNUSABLE
+        line = " ".join(str(exc).split())
+        _write_error_outputs(args, line)
+        raise UnusableInput(line) from None
+    except Exception as exc:  # noqa: BLE001 - run_main turns it into one line and exit 2
+        _write_error_outputs(args, f"unexpected {type(exc).__name__}: {exc}")
+        raise
 
     try:
         if args.markdown:
@@ -131,8 +160,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             _write(args.json, json.dumps(result.as_dict(), indent=2) + "\n")
     except OSError as exc:
-        print(f"gpubench compare: error: cannot write output: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise UnusableInput(f"cannot write output: {exc}") from None
     color = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
-    sys.stdout.write(render_terminal(result, color=color, quiet=args.quiet))
+    sys.stdout.write(render_terminal(result, color=color, quiet=args.quiet, verbose=args.verbose))
+    sys.stdout.flush()
+    if result.cannot_judge is not None and result.exit_code == EXIT_UNUSABLE:
+        print(f"{prog}: error: {result.cannot_judge}", file=sys.stderr)
     return result.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    prog = program_name(MODULE)
+    return run_main(prog, lambda args: _run(prog, args), argv)

@@ -1,10 +1,18 @@
 """Threshold configuration of the regression compare tool.
 
+The defaults are one file, package data of gpubench_tools.compare: default-thresholds.json, read
+with importlib.resources. `python -m gpubench_tools.compare` and the installed console script
+`gpubench-compare` therefore read the same file, and there is no second, built-in copy of the
+defaults that could disagree with it. A --config FILE is read over the defaults: a key FILE sets
+replaces the default ("thresholds" key by key), a key it omits keeps the default, except
+"overrides" and "normalize", which belong to one file (tuned for one machine): absent from FILE
+means none.
+
 The file is JSON (no extra dependency, and the same format as the results). Shape:
 
     {
       "time": "real_time",
-      "thresholds": {"max_ratio": 1.05, "alpha": 0.05, "max_cv": 0.10},
+      "thresholds": {"max_ratio": 1.05, "alpha": 0.05, "max_cv": 0.10, "check_fastest": false},
       "counters": ["FLOP/s", "pct_peak", "t_epoch"],
       "counter_direction": {"t_overhead": "info"},
       "exact_counters": ["flop"],
@@ -15,34 +23,42 @@ The file is JSON (no extra dependency, and the same format as the results). Shap
       "normalize": {"reference": "regex", "max_ratio": 1.25, "alpha": 0.01, "max_cv": 0.25}
     }
 
-Every key is optional. "time" picks the clock that is compared: real_time (the default: wall or,
-for GPU benchmarks, CUDA-event time) or cpu_time (CPU time of the benchmark's main thread, which a
-single-threaded CPU benchmark does not accumulate while other processes hold the core). Exact
-counters always gate (they cannot be noisy); "gate_counters" decides whether the timing-derived
-counters (FLOP/s, pct_peak, t_epoch, ...) gate too or are only shown. A counter's direction comes
-from the schema (gpubench_tools/schema.py: "smaller" is judged "lower", "bigger" "higher", the
-rest "info"); "counter_direction" overrides it for one counter (lower, higher, exact or info).
-Overrides are regular expressions searched in the benchmark name; every matching override
-applies, in file order, so a later, more specific entry can refine an earlier, broader one. Keys
-starting with "_" and "why"/"comment" are free text for the reader.
+The packaged defaults set every key but "normalize"; in a --config file every key is optional.
+"time" picks the clock that is compared: real_time (wall or, for GPU benchmarks, CUDA-event
+time) or cpu_time (CPU time of the benchmark's main thread, which a single-threaded CPU benchmark
+does not accumulate while other processes hold the core). Exact counters always gate (they
+cannot be noisy); "gate_counters" decides whether the timing-derived counters (FLOP/s, pct_peak,
+t_epoch, ...) gate too or are only shown. A counter's direction comes from the schema
+(gpubench_tools/schema.py: "smaller" is judged "lower", "bigger" "higher", the rest "info");
+"counter_direction" overrides it for one counter (lower, higher, exact or info). Overrides are
+regular expressions searched in the benchmark name; every matching override applies, in file
+order, so a later, more specific entry can refine an earlier, broader one. Keys starting with "_"
+and "why"/"comment" are free text for the reader.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from importlib import resources
+from typing import Any, Callable
 
 from .. import schema
 from .stats import BETTER_CHOICES, Thresholds
 
 __all__ = [
+    "DEFAULT_CONFIG_RESOURCE",
+    "DEFAULT_CONFIG_SOURCE",
     "TIME_FIELDS",
     "CompareConfig",
     "ConfigError",
     "NormalizeSpec",
     "Override",
+    "default_config",
+    "default_config_text",
     "load_config",
     "parse_config",
 ]
@@ -52,6 +68,22 @@ TIME_FIELDS = ("real_time", "cpu_time")
 _SCHEMA_TO_BETTER: dict[str, str] = {schema.SMALLER: "lower", schema.BIGGER: "higher"}
 _THRESHOLD_KEYS = ("max_ratio", "alpha", "max_cv", "check_fastest")
 _TEXT_KEYS = ("why", "comment", "note")
+_TOP_KEYS = (
+    "time",
+    "thresholds",
+    "counters",
+    "counter_direction",
+    "exact_counters",
+    "gate_counters",
+    "overrides",
+    "normalize",
+)
+# Keys the packaged defaults must set: they are the only source of every default value.
+_REQUIRED_IN_DEFAULTS = tuple(k for k in _TOP_KEYS if k != "normalize")
+
+# The packaged defaults: gpubench_tools/compare/default-thresholds.json (package data).
+DEFAULT_CONFIG_RESOURCE = "default-thresholds.json"
+DEFAULT_CONFIG_SOURCE = f"packaged defaults ({__package__}/{DEFAULT_CONFIG_RESOURCE})"
 
 
 class ConfigError(Exception):
@@ -79,17 +111,24 @@ class NormalizeSpec:
     thresholds: Thresholds
 
 
+def _packaged(attr: str) -> Callable[[], Any]:
+    """A field's default: its value in the packaged defaults file (a fresh copy)."""
+    return lambda: copy.deepcopy(getattr(_packaged_config(), attr))
+
+
 @dataclass
 class CompareConfig:
-    time: str = "real_time"
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    counters: list[str] = field(default_factory=lambda: ["FLOP/s", "pct_peak", "t_epoch"])
-    counter_direction: dict[str, str] = field(default_factory=dict)
-    exact_counters: list[str] = field(default_factory=lambda: ["flop"])
-    gate_counters: bool = True
-    overrides: list[Override] = field(default_factory=list)
-    normalize: NormalizeSpec | None = None
-    source: str = "built-in defaults"
+    """A configuration; every field not given is the packaged default's value."""
+
+    time: str = field(default_factory=_packaged("time"))
+    thresholds: Thresholds = field(default_factory=_packaged("thresholds"))
+    counters: list[str] = field(default_factory=_packaged("counters"))
+    counter_direction: dict[str, str] = field(default_factory=_packaged("counter_direction"))
+    exact_counters: list[str] = field(default_factory=_packaged("exact_counters"))
+    gate_counters: bool = field(default_factory=_packaged("gate_counters"))
+    overrides: list[Override] = field(default_factory=_packaged("overrides"))
+    normalize: NormalizeSpec | None = field(default_factory=_packaged("normalize"))
+    source: str = DEFAULT_CONFIG_SOURCE
 
     def thresholds_for(self, name: str) -> tuple[Thresholds, list[str]]:
         """Thresholds of one benchmark and the override patterns that produced them."""
@@ -185,46 +224,52 @@ def _str_list(path: str, where: str, value: Any) -> list[str]:
     return list(value)
 
 
-def parse_config(doc: Any, path: str = "<config>") -> CompareConfig:
+def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
+    """`doc` read over `base` (see the module docstring); with base None, `doc` must set every
+    key of _REQUIRED_IN_DEFAULTS (the packaged defaults are the source of every default)."""
     if not isinstance(doc, dict):
         raise _fail(path, "top level must be a JSON object")
-    _check_unknown(
-        path,
-        "the top level",
-        doc,
-        (
-            "time",
-            "thresholds",
-            "counters",
-            "counter_direction",
-            "exact_counters",
-            "gate_counters",
-            "overrides",
-            "normalize",
-        ),
-    )
-    cfg = CompareConfig(source=path)
+    _check_unknown(path, "the top level", doc, _TOP_KEYS)
+    if base is None:
+        missing = [k for k in _REQUIRED_IN_DEFAULTS if k not in doc]
+        thresholds = doc.get("thresholds")
+        if isinstance(thresholds, dict):
+            missing += [f"thresholds.{k}" for k in _THRESHOLD_KEYS if k not in thresholds]
+        if missing:
+            raise _fail(path, f"the defaults file must set {', '.join(missing)}")
+        start: dict[str, Any] = {}
+    else:
+        start = {
+            "time": base.time,
+            "thresholds": base.thresholds,
+            "counters": list(base.counters),
+            "counter_direction": dict(base.counter_direction),
+            "exact_counters": list(base.exact_counters),
+            "gate_counters": base.gate_counters,
+        }
     if "time" in doc:
         if doc["time"] not in TIME_FIELDS:
             raise _fail(
                 path, f"'time' must be one of {', '.join(TIME_FIELDS)}, got {doc['time']!r}"
             )
-        cfg.time = doc["time"]
+        start["time"] = doc["time"]
     if "thresholds" in doc:
         if not isinstance(doc["thresholds"], dict):
             raise _fail(path, "'thresholds' must be an object")
         _check_unknown(path, "thresholds", doc["thresholds"], _THRESHOLD_KEYS)
-        cfg.thresholds = replace(
-            cfg.thresholds, **_threshold_values(path, "thresholds", doc["thresholds"])
+        values = _threshold_values(path, "thresholds", doc["thresholds"])
+        start["thresholds"] = (
+            Thresholds(**values) if base is None else replace(start["thresholds"], **values)
         )
     if "counters" in doc:
-        cfg.counters = _str_list(path, "counters", doc["counters"])
+        start["counters"] = _str_list(path, "counters", doc["counters"])
     if "exact_counters" in doc:
-        cfg.exact_counters = _str_list(path, "exact_counters", doc["exact_counters"])
+        start["exact_counters"] = _str_list(path, "exact_counters", doc["exact_counters"])
     if "counter_direction" in doc:
         directions = doc["counter_direction"]
         if not isinstance(directions, dict):
             raise _fail(path, "'counter_direction' must be an object of counter -> direction")
+        merged = dict(start.get("counter_direction", {}))
         for counter, better in directions.items():
             if better not in BETTER_CHOICES:
                 raise _fail(
@@ -232,51 +277,80 @@ def parse_config(doc: Any, path: str = "<config>") -> CompareConfig:
                     f"counter_direction[{counter!r}] is {better!r}, expected one of "
                     f"{', '.join(BETTER_CHOICES)}",
                 )
-            cfg.counter_direction[counter] = better
+            merged[counter] = better
+        start["counter_direction"] = merged
     if "gate_counters" in doc:
         if not isinstance(doc["gate_counters"], bool):
             raise _fail(path, "'gate_counters' must be true or false")
-        cfg.gate_counters = doc["gate_counters"]
+        start["gate_counters"] = doc["gate_counters"]
     overrides = doc.get("overrides", [])
     if not isinstance(overrides, list):
         raise _fail(path, "'overrides' must be a list of objects")
+    start["overrides"] = []
     for i, entry in enumerate(overrides):
         where = f"overrides[{i}]"
         if not isinstance(entry, dict):
             raise _fail(path, f"{where} must be an object")
         _check_unknown(path, where, entry, ("pattern",) + _THRESHOLD_KEYS)
-        cfg.overrides.append(
+        start["overrides"].append(
             Override(
                 pattern=_regex(path, f"{where}.pattern", entry.get("pattern")),
                 values=_threshold_values(path, where, entry),
                 why=str(entry.get("why", "")),
             )
         )
+    start["normalize"] = None
     norm = doc.get("normalize")
     if norm is not None:
         if not isinstance(norm, dict):
             raise _fail(path, "'normalize' must be an object with a 'reference' regex")
         _check_unknown(path, "normalize", norm, ("reference",) + _THRESHOLD_KEYS)
-        cfg.normalize = NormalizeSpec(
+        start["normalize"] = NormalizeSpec(
             reference=_regex(path, "normalize.reference", norm.get("reference")),
-            thresholds=replace(cfg.thresholds, **_threshold_values(path, "normalize", norm)),
+            thresholds=replace(start["thresholds"], **_threshold_values(path, "normalize", norm)),
         )
-    return cfg
+    return CompareConfig(source=path, **start)
 
 
-def load_config(path: str | None) -> CompareConfig:
-    """Read a config file; None gives the built-in defaults."""
-    if path is None:
-        return CompareConfig()
+def default_config_text() -> str:
+    """The packaged defaults file, as text (importlib.resources: works from a checkout, an
+    editable install and a wheel alike)."""
+    resource = resources.files(__package__).joinpath(DEFAULT_CONFIG_RESOURCE)
+    return resource.read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def _packaged_config() -> CompareConfig:
+    return _parse(_json(default_config_text(), DEFAULT_CONFIG_SOURCE), DEFAULT_CONFIG_SOURCE, None)
+
+
+def default_config() -> CompareConfig:
+    """The packaged defaults (a fresh copy: callers may change it)."""
+    return copy.deepcopy(_packaged_config())
+
+
+def parse_config(doc: Any, path: str = "<config>") -> CompareConfig:
+    """A --config document, read over the packaged defaults."""
+    return _parse(doc, path, _packaged_config())
+
+
+def _json(text: str, path: str) -> Any:
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise _fail(path, f"cannot read config: {exc.strerror or exc}") from None
-    try:
-        doc = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise _fail(
             path, f"config is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from None
-    return parse_config(doc, path)
+
+
+def load_config(path: str | None) -> CompareConfig:
+    """Read a --config file over the packaged defaults; None gives the packaged defaults."""
+    if path is None:
+        return default_config()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise _fail(path, f"cannot read config: {reason}") from None
+    return parse_config(_json(text, path), path)

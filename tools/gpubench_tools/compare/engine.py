@@ -2,7 +2,10 @@
 
 Per benchmark (repetitions grouped by run_name; Google Benchmark's own aggregate rows are ignored
 and everything is recomputed from the raw repetitions): median ratio, spread, Mann-Whitney U test
-and a verdict (faster / slower / same / noisy), for the time and for chosen counters.
+and a verdict (faster / slower / same / noisy / not enough samples), for the time and for chosen
+counters. A repetition whose time is not a measurement (NaN, infinity, zero or negative, absurd)
+is left out; when the contender has such repetitions and the baseline had none, the benchmark
+fails as "invalid".
 """
 
 from __future__ import annotations
@@ -15,16 +18,20 @@ from typing import Any, Callable, Sequence
 
 from ..benchjson import BenchReport, BenchRow
 from .config import CompareConfig
-from .model import ERROR, SKIPPED, BenchComparison, CompareResult
+from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
 from .stats import (
     CHANGED,
     FASTER,
-    MIN_REPETITIONS,
+    FEW,
+    INVALID,
     NOISY,
     SAME,
     SLOWER,
     MetricResult,
     compare_metric,
+    describe_invalid,
+    plausible_counter,
+    plausible_time,
 )
 
 __all__ = ["HARDWARE_KEYS", "ENVIRONMENT_KEYS", "UsageError", "compare_reports", "openblas_core"]
@@ -56,18 +63,22 @@ class UsageError(Exception):
     """Input that cannot be compared (exit 2). str() is the one line printed on stderr."""
 
 
+Clock = Callable[[BenchRow], float]
+
+
 @dataclass
 class Group:
     """The repetitions of one benchmark in one file."""
 
     key: str
     label: str
-    rows: list[BenchRow] = field(default_factory=list)
+    rows: list[BenchRow] = field(default_factory=list)  # measured, with a plausible time
     errors: list[str] = field(default_factory=list)  # messages of failed repetitions
-    skipped: list[str] = field(default_factory=list)  # messages of repetitions that did not fit
+    skipped: list[str] = field(default_factory=list)  # messages of repetitions that did not run
+    invalid: list[float] = field(default_factory=list)  # implausible times (NaN, <= 0, ...)
 
 
-def _group(report: BenchReport, ambiguous: set[str]) -> dict[str, Group]:
+def _group(report: BenchReport, ambiguous: set[str], clock: Clock) -> dict[str, Group]:
     """Repetitions of each benchmark, keyed by run_name.
 
     A run_name that appears with different labels (two registrations that happen to print the
@@ -82,6 +93,8 @@ def _group(report: BenchReport, ambiguous: set[str]) -> dict[str, Group]:
         group = groups.setdefault(key, Group(key=key, label=row.label))
         if row.error is not None:
             (group.skipped if row.skipped else group.errors).append(row.error)
+        elif not plausible_time(clock(row)):
+            group.invalid.append(clock(row))
         else:
             group.rows.append(row)
     return groups
@@ -132,13 +145,19 @@ def _openblas_kernel_change(base: dict[str, Any], cont: dict[str, Any]) -> str |
     )
 
 
-def _nothing_measured(report: BenchReport) -> str:
+def _nothing_measured(report: BenchReport, groups: dict[str, Group]) -> str:
     """Why a file has no benchmark to compare: the one line for UsageError."""
     if report.rows and all(row.run_type == "aggregate" for row in report.rows):
         return (
             f"{report.path}: only aggregate rows (written with "
             "--benchmark_report_aggregates_only); rerun without it so the repetitions can be "
             "compared"
+        )
+    invalid = [v for g in groups.values() for v in g.invalid]
+    if invalid:
+        return (
+            f"{report.path}: no benchmark with a valid time to compare ({len(invalid)} "
+            f"repetitions with times that are not measurements: {describe_invalid(invalid)})"
         )
     return f"{report.path}: no successfully measured benchmark to compare"
 
@@ -171,11 +190,14 @@ def _natural_key(name: str) -> list[Any]:
 
 
 def _overall(metrics: list[MetricResult]) -> str:
-    """One verdict per benchmark: a gating regression anywhere wins, then change, speed-up, noise."""
+    """One verdict per benchmark: a gating failure anywhere wins (invalid values, slower,
+    changed work), then "not enough samples" (no other verdict is possible), speed-up, noise."""
     gating = [m for m in metrics if m.gating]
-    for verdict in (SLOWER, CHANGED):
+    for verdict in (INVALID, SLOWER, CHANGED):
         if any(m.verdict == verdict for m in gating):
             return verdict
+    if any(m.verdict == FEW for m in gating):
+        return FEW
     time_like = [m for m in gating if m.metric in ("time", "time/ref")]
     if any(m.verdict == FASTER for m in gating):
         return FASTER
@@ -205,11 +227,15 @@ class _Sides:
         return [k for k in self.base_measured if self.cont.get(k) and self.cont[k].rows]
 
 
-def _group_sides(baseline: BenchReport, contender: BenchReport) -> _Sides:
+def _group_sides(baseline: BenchReport, contender: BenchReport, clock: Clock) -> _Sides:
     """Step 1: group both files' repetitions by benchmark."""
     ambiguous = _ambiguous_names(baseline, contender)
     return _Sides(
-        baseline, contender, _group(baseline, ambiguous), _group(contender, ambiguous), ambiguous
+        baseline,
+        contender,
+        _group(baseline, ambiguous, clock),
+        _group(contender, ambiguous, clock),
+        ambiguous,
     )
 
 
@@ -220,9 +246,9 @@ def _check_comparable(sides: _Sides) -> None:
     if sides.common or newly_failing:
         return
     if not base_ok:
-        raise UsageError(_nothing_measured(sides.baseline))
+        raise UsageError(_nothing_measured(sides.baseline, sides.base))
     if not any(g.rows for g in sides.cont.values()):
-        raise UsageError(_nothing_measured(sides.contender))
+        raise UsageError(_nothing_measured(sides.contender, sides.cont))
     raise UsageError(
         f"no common benchmarks: {sides.baseline.path} and {sides.contender.path} share no "
         "benchmark name"
@@ -243,24 +269,35 @@ class _Reference:
 
 
 def _normalisation_reference(
-    sides: _Sides, config: CompareConfig, clock: Callable[[BenchRow], float]
+    sides: _Sides, config: CompareConfig, clock: Clock, warnings: list[str]
 ) -> _Reference:
-    """Step 3: the reference benchmarks of config "normalize" (none without it)."""
+    """Step 3: the reference benchmarks of config "normalize" (none without it).
+
+    A pattern that matches no benchmark measured in the baseline does not fit these files
+    (UsageError). One whose benchmarks all fail, are missing or have no valid time in the
+    contender leaves the run without normalisation (a warning): those benchmarks fail or are
+    listed on their own, and the absolute comparison of every time still holds.
+    """
     reference = _Reference([], {}, {})
     if config.normalize is None:
         return reference
     pattern = config.normalize.reference
-    reference.keys = [k for k in sides.common if pattern.search(k)]
-    if not reference.keys:
+    if not any(pattern.search(k) for k in sides.base_measured):
         raise UsageError(
-            f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
-            f"{sides.baseline.path} and {sides.contender.path}"
+            f"normalize.reference {pattern.pattern!r} matches no benchmark measured in "
+            f"{sides.baseline.path}"
         )
-    for key in reference.keys:
+    for key in sides.common:
+        if not pattern.search(key):
+            continue
+        reference.keys.append(key)
         reference.base_log[key] = _log_median([clock(r) for r in sides.base[key].rows])
         reference.cont_log[key] = _log_median([clock(r) for r in sides.cont[key].rows])
-        if math.isnan(reference.base_log[key]) or math.isnan(reference.cont_log[key]):
-            raise UsageError(f"normalize.reference {key!r} has a zero median time")
+    if not reference.keys:
+        warnings.append(
+            f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
+            "files: times are not normalised (time / reference is not compared)"
+        )
     return reference
 
 
@@ -275,14 +312,23 @@ def _compare_benchmark(
 ) -> BenchComparison:
     """Step 4, for one benchmark measured in the baseline: time, time/ref and counters."""
     thresholds, matched = config.thresholds_for(key)
+    if cgroup.errors and not cgroup.rows:
+        return BenchComparison(key, bgroup.label, ERROR, [], matched, cgroup.errors[0])
+    if cgroup.invalid and (not bgroup.invalid or not cgroup.rows):
+        # The time itself is not a measurement (NaN, infinity, <= 0, absurd) where the
+        # baseline's was: the benchmark broke, whatever its valid repetitions say.
+        total = len(cgroup.invalid) + len(cgroup.rows)
+        why = (
+            f"{config.time}: {len(cgroup.invalid)} of {total} repetitions are not a valid time "
+            f"({describe_invalid(cgroup.invalid)})"
+            + ("" if bgroup.invalid else "; the baseline's times were all valid")
+        )
+        return BenchComparison(key, bgroup.label, INVALID, [], matched, why)
     if not cgroup.rows:
-        if cgroup.skipped and not cgroup.errors:
-            return BenchComparison(key, bgroup.label, SKIPPED, [], matched, cgroup.skipped[0])
-        msg = cgroup.errors[0] if cgroup.errors else "no measured repetition"
-        return BenchComparison(key, bgroup.label, ERROR, [], matched, msg)
+        return BenchComparison(key, bgroup.label, SKIPPED, [], matched, cgroup.skipped[0])
     btimes = [clock(r) for r in bgroup.rows]
     ctimes = [clock(r) for r in cgroup.rows]
-    metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds)]
+    metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)]
     divisor = reference.divisor(key)
     if divisor is not None and config.normalize is not None:
         metrics.append(
@@ -292,6 +338,8 @@ def _compare_benchmark(
                 [t / divisor[0] for t in btimes],
                 [t / divisor[1] for t in ctimes],
                 config.normalize.thresholds,
+                True,
+                plausible_counter,
             )
         )
     for counter in counters:
@@ -314,39 +362,59 @@ def _compare_benchmark(
         metrics[0].notes.append(
             f"{len(cgroup.skipped)} repetition(s) skipped in the contender: {cgroup.skipped[0]}"
         )
+    for side, group in (("baseline", bgroup), ("contender", cgroup)):
+        if group.invalid:
+            metrics[0].notes.append(
+                f"{len(group.invalid)} repetition(s) in the {side} without a valid time "
+                f"({describe_invalid(group.invalid)}): left out"
+            )
     return BenchComparison(key, bgroup.label, _overall(metrics), metrics, matched)
 
 
-def _run_warnings(sides: _Sides, results: list[BenchComparison]) -> list[str]:
-    """Step 5: what the reader must know before trusting the table."""
-    warnings = list(sides.baseline.warnings) + list(sides.contender.warnings)
+def _run_warnings(sides: _Sides, results: list[BenchComparison], warnings: list[str]) -> None:
+    """Step 5: what the reader must know before trusting the table (one line each)."""
     if sides.ambiguous:
         warnings.append(
             f"{len(sides.ambiguous)} benchmark name(s) are used by benchmarks with different "
             "labels; they are compared as 'name [label]'"
         )
-    few = [
-        b
-        for b in results
-        if b.metrics and min(b.metrics[0].base.n, b.metrics[0].cont.n) < MIN_REPETITIONS
-    ]
-    if few:
-        n = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in few)
-        warnings.append(
-            f"{len(few)} benchmark(s) with fewer than {MIN_REPETITIONS} repetitions on a side "
-            f"(as few as n={n}): not judged slower or faster; rerun with "
-            f"--benchmark_repetitions>={MIN_REPETITIONS} to judge"
-        )
     kernel_change = _openblas_kernel_change(sides.baseline.context, sides.contender.context)
     if kernel_change:
         warnings.append(kernel_change)
-    # Failed or skipped in the baseline: nothing to compare against. Listed, never failed.
-    for key, group in sides.base.items():
-        if not group.rows and key in sides.cont:
-            what = "failed" if group.errors else "skipped"
-            message = (group.errors or group.skipped)[0]
-            warnings.append(f"{key}: {what} in the baseline ({message}), not compared")
-    return warnings
+    dropped = [
+        b.name
+        for b in results
+        if b.metrics
+        and (
+            sides.base[b.name].invalid
+            or sides.cont[b.name].invalid
+            or any((m.base_invalid or m.cont_invalid) and m.verdict != INVALID for m in b.metrics)
+        )
+    ]
+    if dropped:
+        warnings.append(
+            f"{len(dropped)} benchmark(s) have values that are not measurements (NaN, infinity, "
+            "a time <= 0, an absurd magnitude) that were left out of the comparison (see the "
+            "notes)"
+        )
+
+
+def _not_compared(sides: _Sides) -> list[NameGroup]:
+    """Benchmarks of the baseline without a measurement there: one group per reason."""
+    by_reason: dict[tuple[str, str], list[str]] = {}
+    for key in sorted(sides.base, key=_natural_key):
+        group = sides.base[key]
+        if group.rows:
+            continue
+        if group.errors:
+            kind, reason = "failed_in_baseline", group.errors[0]
+        elif group.skipped:
+            kind, reason = "skipped_in_baseline", group.skipped[0]
+        else:
+            kind = "invalid_in_baseline"
+            reason = f"no valid time ({describe_invalid(group.invalid)})"
+        by_reason.setdefault((kind, reason), []).append(key)
+    return [NameGroup(kind, reason, names) for (kind, reason), names in by_reason.items()]
 
 
 def compare_reports(
@@ -354,16 +422,21 @@ def compare_reports(
     contender: BenchReport,
     config: CompareConfig,
     counters: list[str] | None = None,
-    fail_on_missing: bool = False,
+    allow_missing: bool = False,
 ) -> CompareResult:
-    """Compare two loaded reports. Raises UsageError when there is nothing to compare."""
-    sides = _group_sides(baseline, contender)
-    _check_comparable(sides)
+    """Compare two loaded reports. Raises UsageError when there is nothing to compare.
+
+    allow_missing: a benchmark measured in the baseline and absent from the contender is listed,
+    not failed (a run filtered on purpose). By default it fails the gate.
+    """
 
     def clock(row: BenchRow) -> float:
         return row.cpu_time_s if config.time == "cpu_time" else row.real_time_s
 
-    reference = _normalisation_reference(sides, config, clock)
+    sides = _group_sides(baseline, contender, clock)
+    _check_comparable(sides)
+    warnings = list(baseline.warnings) + list(contender.warnings)
+    reference = _normalisation_reference(sides, config, clock, warnings)
     chosen = list(config.counters if counters is None else counters)
     # Exact counters (the work of an iteration) are checked whenever both sides carry them.
     checked = chosen + [c for c in config.exact_counters if c not in chosen]
@@ -372,12 +445,13 @@ def compare_reports(
         for key in sides.base_measured
         if key in sides.cont
     ]
+    _run_warnings(sides, results, warnings)
     return CompareResult(
         baseline=baseline,
         contender=contender,
         config=config,
         benchmarks=results,
-        only_in_baseline=sorted((k for k in sides.base if k not in sides.cont), key=_natural_key),
+        only_in_baseline=[k for k in sides.base_measured if k not in sides.cont],
         only_in_contender=sorted((k for k in sides.cont if k not in sides.base), key=_natural_key),
         hardware_differences=_context_differences(
             baseline.context, contender.context, HARDWARE_KEYS
@@ -385,7 +459,8 @@ def compare_reports(
         environment_differences=_context_differences(
             baseline.context, contender.context, ENVIRONMENT_KEYS
         ),
-        warnings=_run_warnings(sides, results),
-        fail_on_missing=fail_on_missing,
+        warnings=warnings,
+        allow_missing=allow_missing,
         reference=reference.keys,
+        not_compared=_not_compared(sides),
     )

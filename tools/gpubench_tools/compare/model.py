@@ -2,6 +2,17 @@
 
 `engine.compare_reports` builds a `CompareResult`; `render` turns it into terminal and Markdown
 text, and `CompareResult.as_dict` into the --json output. Neither depends on the other.
+
+The gate (`CompareResult.exit_code`), in order:
+
+1. exit 1 when anything definitely failed: a benchmark slower beyond its threshold, one whose
+   work changed (an exact counter), one that now fails with an error, one whose time (or a gating
+   counter) is now NaN, infinite, zero or negative or absurd where the baseline's was valid, and
+   a baseline benchmark missing from the contender (unless --allow-missing);
+2. exit 2 when no benchmark could be judged because every compared one has too few repetitions
+   for the U test to reach alpha ("cannot judge: ..."): that is not a pass;
+3. exit 0 otherwise. Benchmarks with too few repetitions beside judged ones are listed as not
+   judged (one grouped line), never counted as passing.
 """
 
 from __future__ import annotations
@@ -11,28 +22,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..benchjson import BenchReport
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
 from .config import CompareConfig
-from .stats import CHANGED, FASTER, NOISY, SAME, SLOWER, MetricResult
+from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
 
 __all__ = [
     "ERROR",
     "SKIPPED",
-    "EXIT_OK",
-    "EXIT_REGRESSION",
-    "EXIT_UNUSABLE",
     "BenchComparison",
     "CompareResult",
+    "NameGroup",
 ]
 
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_UNUSABLE = 2
-
 # Verdicts of a whole benchmark, besides the metric verdicts. ERROR: it ran in the baseline and
-# now fails (fails the gate). SKIPPED: it ran in the baseline and now does not fit on the machine
-# (its error message starts with one of benchjson.SKIP_PREFIXES): listed, never failed.
+# now fails (fails the gate). SKIPPED: it ran in the baseline and now does not run on this
+# machine (its error message starts with one of benchjson.SKIP_PREFIXES): listed, never failed.
 ERROR = "error"
 SKIPPED = "skipped"
+
+
+@dataclass
+class NameGroup:
+    """Benchmarks that share one reason (a skip message, "only in the contender", ...): the
+    reason is said once, the names are listed once, and only where asked (--verbose, or a
+    folded <details> block in the Markdown)."""
+
+    kind: str
+    reason: str
+    names: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "reason": self.reason, "names": list(self.names)}
 
 
 @dataclass
@@ -42,11 +62,17 @@ class BenchComparison:
     verdict: str
     metrics: list[MetricResult]
     overrides: list[str]
-    error: str | None = None  # the contender's error message (verdict ERROR or SKIPPED)
+    error: str | None = None  # why it was not compared (ERROR, SKIPPED, INVALID without metrics)
 
     @property
     def fails(self) -> bool:
-        return self.verdict == ERROR or any(m.fails for m in self.metrics)
+        return self.verdict in (ERROR, INVALID) or any(m.fails for m in self.metrics)
+
+    @property
+    def needed(self) -> int | None:
+        """Repetitions a side that would let the U test judge it (verdict FEW)."""
+        counts = [m.needed for m in self.metrics if m.gating and m.needed is not None]
+        return max(counts) if counts else None
 
     def metric(self, name: str) -> MetricResult | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -58,6 +84,7 @@ class BenchComparison:
             "verdict": self.verdict,
             "fails": self.fails,
             "error": self.error,
+            "repetitions_needed": self.needed if self.verdict == FEW else None,
             "overrides": list(self.overrides),
             "metrics": [m.as_dict() for m in self.metrics],
         }
@@ -69,14 +96,17 @@ class CompareResult:
     contender: BenchReport
     config: CompareConfig
     benchmarks: list[BenchComparison]
+    # Measured in the baseline, absent from the contender: fails unless allow_missing.
     only_in_baseline: list[str]
     only_in_contender: list[str]
     hardware_differences: list[tuple[str, str, str]]
     environment_differences: list[tuple[str, str, str]]
     warnings: list[str]
-    fail_on_missing: bool
+    allow_missing: bool
     # The benchmarks whose times normalise the others (config "normalize"), empty without one.
     reference: list[str] = field(default_factory=list)
+    # Benchmarks not compared, one group per reason (failed or skipped in the baseline, ...).
+    not_compared: list[NameGroup] = field(default_factory=list)
 
     def count(self, verdict: str) -> int:
         return sum(1 for b in self.benchmarks if b.verdict == verdict)
@@ -86,23 +116,66 @@ class CompareResult:
         return [b for b in self.benchmarks if b.fails]
 
     @property
+    def missing_fails(self) -> bool:
+        return bool(self.only_in_baseline) and not self.allow_missing
+
+    @property
+    def unjudged(self) -> list[BenchComparison]:
+        """Compared benchmarks with too few repetitions to give a verdict."""
+        return [b for b in self.benchmarks if b.verdict == FEW]
+
+    @property
+    def judged(self) -> list[BenchComparison]:
+        """Benchmarks that got a verdict (a failure counts: it is a verdict)."""
+        return [b for b in self.benchmarks if b.verdict not in (FEW, SKIPPED)]
+
+    @property
+    def repetitions_needed(self) -> int | None:
+        counts = [b.needed for b in self.unjudged if b.needed is not None]
+        return max(counts) if counts else None
+
+    @property
+    def all_failed(self) -> bool:
+        """Every compared benchmark now fails with an error (a run that broke as a whole)."""
+        return bool(self.benchmarks) and all(b.verdict == ERROR for b in self.benchmarks)
+
+    @property
+    def cannot_judge(self) -> str | None:
+        """The exit-2 reason when nothing failed and nothing could be judged, else None."""
+        if self.failing or self.missing_fails or self.judged or not self.unjudged:
+            return None
+        reps = self.repetitions_needed
+        n = len(self.unjudged)
+        return (
+            f"cannot judge: {n} benchmark{'' if n == 1 else 's'} "
+            f"{'has' if n == 1 else 'have'} fewer than {reps} repetitions; rerun with "
+            f"--benchmark_repetitions={reps}"
+        )
+
+    @property
     def exit_code(self) -> int:
-        if self.failing or (self.fail_on_missing and self.only_in_baseline):
+        if self.failing or self.missing_fails:
             return EXIT_REGRESSION
+        if self.cannot_judge is not None:
+            return EXIT_UNUSABLE
         return EXIT_OK
 
     def summary(self) -> dict[str, int]:
         return {
             "compared": len(self.benchmarks) - self.count(SKIPPED),
+            "judged": len(self.judged),
             "slower": self.count(SLOWER),
             "faster": self.count(FASTER),
             "same": self.count(SAME),
             "noisy": self.count(NOISY),
+            "not_enough_samples": self.count(FEW),
             "changed": self.count(CHANGED),
+            "invalid": self.count(INVALID),
             "error": self.count(ERROR),
             "skipped": self.count(SKIPPED),
             "only_in_baseline": len(self.only_in_baseline),
             "only_in_contender": len(self.only_in_contender),
+            "not_compared": sum(len(g.names) for g in self.not_compared),
             "failing": len(self.failing),
         }
 
@@ -127,6 +200,8 @@ class CompareResult:
             {
                 "schema": "gpubench-compare/1",
                 "exit_code": self.exit_code,
+                "cannot_judge": self.cannot_judge,
+                "repetitions_needed": self.repetitions_needed,
                 "baseline": side(self.baseline),
                 "contender": side(self.contender),
                 "hardware_differs": bool(self.hardware_differences),
@@ -135,11 +210,14 @@ class CompareResult:
                 "time": self.config.time,
                 "normalize_reference": self.reference,
                 "config": self.config.as_dict(),
-                "fail_on_missing": self.fail_on_missing,
+                "allow_missing": self.allow_missing,
+                # Before --allow-missing, failing on missing benchmarks was opt-in.
+                "fail_on_missing": not self.allow_missing,
                 "summary": self.summary(),
                 "benchmarks": [b.as_dict() for b in self.benchmarks],
                 "only_in_baseline": self.only_in_baseline,
                 "only_in_contender": self.only_in_contender,
+                "not_compared": [g.as_dict() for g in self.not_compared],
                 "warnings": self.warnings,
             }
         )

@@ -1,25 +1,42 @@
-"""Terminal and Markdown output of the regression compare tool."""
+"""Terminal and Markdown output of the regression compare tool.
+
+Both say a repeated reason once: benchmarks that share a reason (one skip message, "not enough
+samples", "only in the contender", one error message) are one line with a count; their names are
+listed once, in the terminal only with --verbose and in the Markdown inside a folded <details>
+block. Failures are always named. --quiet prints the failures and one summary line.
+
+In the Markdown every piece of data (benchmark names, labels, error messages, context values,
+paths) goes through escape.md_text or escape.md_code: a file cannot inject a line, a heading, a
+fake gate verdict or HTML into a pull-request comment. In the terminal, control characters in
+data are folded into spaces, so a message cannot forge a line of the log either.
+"""
 
 from __future__ import annotations
 
 import math
+import re
+from typing import Sequence
 
 from .. import schema
-from .model import ERROR, SKIPPED, BenchComparison, CompareResult
+from ..escape import md_code, md_text
+from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
 from .stats import (
     CHANGED,
     FASTER,
+    FEW,
     INFO,
-    MIN_REPETITIONS,
+    INVALID,
     NOISY,
     SAME,
     SLOWER,
     MetricResult,
+    repetitions_needed,
 )
 
 __all__ = [
     "failure_reason",
     "format_value",
+    "info_groups",
     "render_markdown",
     "render_markdown_error",
     "render_terminal",
@@ -32,12 +49,31 @@ _VERDICT_TEXT = {
     FASTER: "faster",
     SAME: "same",
     NOISY: "too noisy to judge",
+    FEW: "not enough samples",
     CHANGED: "CHANGED WORK",
+    INVALID: "INVALID VALUES",
     INFO: "info",
     ERROR: "NOW FAILS",
     SKIPPED: "skipped",
 }
-_ANSI = {SLOWER: "31;1", CHANGED: "31;1", ERROR: "31;1", FASTER: "32", NOISY: "33"}
+_ANSI = {
+    SLOWER: "31;1",
+    CHANGED: "31;1",
+    ERROR: "31;1",
+    INVALID: "31;1",
+    FASTER: "32",
+    NOISY: "33",
+    FEW: "33",
+}
+
+
+def _line(text: object) -> str:
+    """Data for the terminal: one line (no control character can start a forged line)."""
+    return re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", str(text))
+
+
+def _n(count: int, word: str = "benchmark") -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _si(value: float) -> str:
@@ -56,7 +92,7 @@ def _seconds(value: float) -> str:
 
 def format_value(metric: str, value: float) -> str:
     """A median for humans: times with a unit, rates with an SI prefix."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     if metric == "time" or schema.is_seconds(metric):
         return _seconds(value)
@@ -76,7 +112,7 @@ def _metric_name(m: MetricResult) -> str:
 
 def _ratio(m: MetricResult) -> str:
     if m.better == "exact":
-        return "=" if m.verdict == SAME else "differs"
+        return {SAME: "=", CHANGED: "differs"}.get(m.verdict, "-")
     if math.isnan(m.ratio) or math.isinf(m.ratio):
         return "-"
     return f"{m.ratio:.3f}x"
@@ -91,7 +127,9 @@ def _cv(m: MetricResult) -> str:
 
 def _verdict(m: MetricResult) -> str:
     text = _VERDICT_TEXT.get(m.verdict, m.verdict)
-    if not m.gating and m.verdict in (SLOWER, FASTER, NOISY):
+    if m.verdict == FEW:
+        text += f" (n={m.base.n} vs {m.cont.n})"  # what it needs: the grouped line says it
+    if not m.gating and m.verdict in (SLOWER, FASTER, NOISY, INVALID):
         text = text.lower() + " (not gated)"
     return text
 
@@ -102,29 +140,23 @@ def _p(m: MetricResult) -> str:
 
 def failure_reason(bench: BenchComparison) -> str:
     """One line saying why a benchmark fails the gate, with the numbers that decided it."""
+    if bench.verdict in (ERROR, INVALID) and not bench.metrics:
+        return ("now fails: " if bench.verdict == ERROR else "") + (bench.error or "")
     parts = []
     for m in bench.metrics:
         if not m.fails:
             continue
-        if m.better == "exact":
+        if m.verdict == INVALID:
+            parts.append(f"{_metric_name(m)}: {'; '.join(m.notes[:1])}")
+        elif m.better == "exact":
             parts.append(
                 f"{m.metric} changed {m.base.median:.6g} -> {m.cont.median:.6g} "
                 "(the benchmark's work changed: re-record the baseline if intended)"
             )
         else:
-            alpha = m.thresholds.alpha
-            if m.p_value is not None and m.p_value < alpha:
-                evidence = f"p={m.p_value:.2g} < {alpha:g}"
-            elif m.p_value is not None:
-                # Significant only because the ranges are apart: the U test could not say so.
-                evidence = (
-                    f"ranges do not overlap (p={m.p_value:.2g}: too few repetitions for the U test)"
-                )
-            else:
-                evidence = "ranges do not overlap"
             parts.append(
                 f"{_metric_name(m)} {m.slowdown:.2f}x worse (limit {m.thresholds.max_ratio:g}x, "
-                f"{evidence})"
+                f"p={m.p_value:.2g} < {m.thresholds.alpha:g})"
             )
     return "; ".join(parts)
 
@@ -140,10 +172,12 @@ def _headline(result: CompareResult) -> str:
     for key, text in (
         ("slower", "slower"),
         ("changed", "with changed work"),
+        ("invalid", "with invalid values"),
         (ERROR, "now failing"),
-        (SKIPPED, "skipped (do not fit)"),
+        (SKIPPED, "skipped"),
         ("faster", "faster"),
         ("noisy", "too noisy to judge"),
+        ("not_enough_samples", "not enough samples"),
         ("same", "same"),
     ):
         if s[key]:
@@ -152,17 +186,100 @@ def _headline(result: CompareResult) -> str:
         parts.append(f"{s['only_in_baseline']} missing from contender")
     if s["only_in_contender"]:
         parts.append(f"{s['only_in_contender']} new")
+    if s["not_compared"]:
+        parts.append(f"{s['not_compared']} not measured in the baseline")
     return ", ".join(parts)
 
 
-def _describe(report_side: dict[str, str | None]) -> str:
-    bits = [
+def _error_groups(result: CompareResult) -> list[NameGroup]:
+    """Benchmarks that now fail with an error, one group per message."""
+    by_message: dict[str, list[str]] = {}
+    for bench in result.benchmarks:
+        if bench.verdict == ERROR:
+            by_message.setdefault(bench.error or "", []).append(bench.name)
+    return [NameGroup("error", message, names) for message, names in by_message.items()]
+
+
+def _gate(result: CompareResult) -> tuple[str, str]:
+    """(PASS | FAIL | CANNOT JUDGE, the reason)."""
+    code = result.exit_code
+    unjudged = len(result.unjudged)
+    if code == 0:
+        text = f"{_n(len(result.judged))} judged, no significant regression beyond threshold"
+        if unjudged:
+            text += f"; {unjudged} not judged (not enough samples)"
+        return "PASS", text
+    if code == 2:
+        return "CANNOT JUDGE", (result.cannot_judge or "").removeprefix("cannot judge: ")
+    reasons = []
+    errors = _error_groups(result)
+    if result.all_failed:
+        what = errors[0].reason if len(errors) == 1 else f"{len(errors)} different errors"
+        reasons.append(f"every benchmark now fails ({len(result.benchmarks)}): {what}")
+    else:
+        regressed = [b for b in result.failing if b.verdict != ERROR]
+        if regressed:
+            reasons.append(f"{_n(len(regressed))} regressed")
+        if errors:
+            reasons.append(f"{sum(len(g.names) for g in errors)} now failing")
+    if result.missing_fails:
+        reasons.append(
+            f"{len(result.only_in_baseline)} missing from the contender "
+            "(--allow-missing for a filtered run)"
+        )
+    return "FAIL", "; ".join(reasons)
+
+
+def info_groups(result: CompareResult) -> list[tuple[str, NameGroup]]:
+    """(one line, its names) for every group that is information, not a failure."""
+    out: list[tuple[str, NameGroup]] = []
+    skipped: dict[str, list[str]] = {}
+    for bench in result.benchmarks:
+        if bench.verdict == SKIPPED:
+            skipped.setdefault(bench.error or "", []).append(bench.name)
+    for reason, names in skipped.items():
+        group = NameGroup("skipped", reason, names)
+        out.append((f"{_n(len(names))} skipped in the contender, not failed: {reason}", group))
+    what = {
+        "failed_in_baseline": "failed in the baseline, not compared",
+        "skipped_in_baseline": "skipped in the baseline, not compared",
+        "invalid_in_baseline": "without a valid time in the baseline, not compared",
+    }
+    for group in result.not_compared:
+        out.append((f"{_n(len(group.names))} {what[group.kind]}: {group.reason}", group))
+    by_needed: dict[int, list[BenchComparison]] = {}
+    for bench in result.unjudged:
+        by_needed.setdefault(bench.needed or 0, []).append(bench)
+    for needed, benches in sorted(by_needed.items()):
+        fewest = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in benches)
+        reason = (
+            f"not enough samples (as few as n={fewest} a side; the U test needs {needed} "
+            f"repetitions a side to reach alpha): rerun with --benchmark_repetitions={needed}"
+        )
+        group = NameGroup("not_enough_samples", reason, [b.name for b in benches])
+        out.append((f"{_n(len(benches))} not judged: {reason}", group))
+    if result.only_in_baseline and not result.missing_fails:
+        group = NameGroup("missing_allowed", "allowed by --allow-missing", result.only_in_baseline)
+        out.append(
+            (
+                f"{_n(len(group.names))} missing from the contender, not failed "
+                "(--allow-missing)",
+                group,
+            )
+        )
+    if result.only_in_contender:
+        group = NameGroup("new", "new, not compared", result.only_in_contender)
+        out.append((f"{_n(len(group.names))} only in the contender (new, not compared)", group))
+    return out
+
+
+def _describe(report_side: dict[str, str | None]) -> list[str]:
+    return [
         f"commit {report_side.get('git_commit') or '?'}",
         str(report_side.get("date") or "no date"),
         f"cpu {report_side.get('cpu_model') or '?'}",
         f"gpu {report_side.get('gpu') or '?'}",
     ]
-    return ", ".join(bits)
 
 
 def _side(result: CompareResult, which: str) -> dict[str, str | None]:
@@ -176,24 +293,14 @@ def _side(result: CompareResult, which: str) -> dict[str, str | None]:
     }
 
 
-def _gate_line(result: CompareResult) -> str:
-    if result.exit_code == 0:
-        return "PASS: no significant regression beyond threshold"
-    reasons = []
-    if result.failing:
-        reasons.append(f"{len(result.failing)} benchmark(s) regressed")
-    if result.fail_on_missing and result.only_in_baseline:
-        reasons.append(f"{len(result.only_in_baseline)} missing (--fail-on-missing)")
-    return "FAIL: " + "; ".join(reasons)
-
-
 def _thresholds_line(result: CompareResult) -> str:
     t = result.config.thresholds
     text = (
         f"{result.config.time} compared; "
         f"slower/faster when the median ratio is beyond {t.max_ratio:g}x and the U test gives "
-        f"p < {t.alpha:g}; too noisy above cv {t.max_cv:.0%}; never with fewer than "
-        f"{MIN_REPETITIONS} repetitions a side"
+        f"p < {t.alpha:g}; too noisy above cv {t.max_cv:.0%}; not judged with fewer than "
+        f"{repetitions_needed(t.alpha)} repetitions a side (the U test cannot reach p < "
+        f"{t.alpha:g} with fewer)"
     )
     if result.config.overrides:
         text += f"; {len(result.config.overrides)} per-name override(s)"
@@ -212,45 +319,83 @@ def _thresholds_line(result: CompareResult) -> str:
     return text + f" [config: {result.config.source}]"
 
 
-def _hardware_banner(result: CompareResult) -> list[str]:
-    lines = ["DIFFERENT HARDWARE: these ratios compare two machines, not two versions of the code."]
-    for key, b, c in result.hardware_differences:
-        lines.append(f"  {key}: {b}  ->  {c}")
+def _table_benches(result: CompareResult) -> list[BenchComparison]:
+    """Benchmarks with numbers to show (the others are said in grouped lines)."""
+    return [b for b in result.benchmarks if b.metrics]
+
+
+def _failure_lines(result: CompareResult) -> list[tuple[str, list[str]]]:
+    """(line, names listed under it) for every failure, in the order a reader needs them."""
+    lines: list[tuple[str, list[str]]] = []
+    for bench in result.failing:
+        if bench.verdict != ERROR:
+            lines.append((f"REGRESSION {bench.name}: {failure_reason(bench)}", []))
+    for group in _error_groups(result):
+        n = len(group.names)
+        head = (
+            f"every benchmark now fails ({n})"
+            if result.all_failed and len(_error_groups(result)) == 1
+            else f"{_n(n)} now fail{'s' if n == 1 else ''}"
+        )
+        lines.append((f"REGRESSION: {head}: {group.reason}", group.names))
+    if result.missing_fails:
+        n = len(result.only_in_baseline)
+        lines.append(
+            (
+                f"REGRESSION: {_n(n)} of the baseline missing from the contender "
+                "(pass --allow-missing for a run filtered on purpose):",
+                result.only_in_baseline,
+            )
+        )
     return lines
 
 
-def render_terminal(result: CompareResult, color: bool = False, quiet: bool = False) -> str:
+def render_terminal(
+    result: CompareResult, color: bool = False, quiet: bool = False, verbose: bool = False
+) -> str:
     def paint(text: str, verdict: str) -> str:
         code = _ANSI.get(verdict)
         return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
 
+    word, reason = _gate(result)
+    gate_verdict = {"PASS": FASTER, "FAIL": SLOWER}.get(word, FEW)
+    failures = [
+        [paint(_line(line), SLOWER)] + [f"  {_line(name)}" for name in names]
+        for line, names in _failure_lines(result)
+    ]
+    if quiet:
+        out = [line for block in failures for line in block]
+        tail = " (DIFFERENT HARDWARE)" if result.hardware_differences else ""
+        summary = _line(f"gate: {word}: {reason} ({_headline(result)}){tail}")
+        out.append(paint(summary, gate_verdict))
+        return "\n".join(out) + "\n"
+
     out: list[str] = []
     if result.hardware_differences:
-        banner = _hardware_banner(result)
+        banner = [
+            "DIFFERENT HARDWARE: these ratios compare two machines, not two versions of the code."
+        ]
+        banner += [_line(f"  {k}: {b}  ->  {c}") for k, b, c in result.hardware_differences]
         width = max(len(line) for line in banner) + 6
         out.append("!" * width)
         out.extend(f"!! {line.ljust(width - 6)} !!" for line in banner)
         out.append("!" * width)
-    out.append(f"baseline : {result.baseline.path} ({_describe(_side(result, 'baseline'))})")
-    out.append(f"contender: {result.contender.path} ({_describe(_side(result, 'contender'))})")
+    for which in ("baseline", "contender"):
+        report = result.baseline if which == "baseline" else result.contender
+        description = ", ".join(_describe(_side(result, which)))
+        out.append(_line(f"{which:<9}: {report.path} ({description})"))
     for key, b, c in result.environment_differences:
-        out.append(f"note: {key} differs: {b} -> {c}")
+        out.append(_line(f"note: {key} differs: {b} -> {c}"))
     for warning in result.warnings:
-        out.append(f"warning: {warning}")
-    out.append(_thresholds_line(result))
+        out.append(_line(f"warning: {warning}"))
+    out.append(_line(_thresholds_line(result)))
     out.append("")
 
     header = ("benchmark / metric", "baseline", "contender", "ratio", "cv base/new", "p", "verdict")
     table: list[tuple[tuple[str, ...], str]] = []
-    for bench in result.benchmarks:
-        if quiet and not bench.fails:
-            continue
-        if bench.verdict in (ERROR, SKIPPED):
-            text = _VERDICT_TEXT[bench.verdict]
-            table.append(((bench.name, "-", "-", "-", "-", "-", text), bench.verdict))
-            continue
+    for bench in _table_benches(result):
         for i, m in enumerate(_shown(bench)):
-            name = bench.name if i == 0 else "    " + _metric_name(m)
+            name = _line(bench.name) if i == 0 else "    " + _line(_metric_name(m))
             row = (
                 name,
                 format_value(m.metric, m.base.median),
@@ -275,58 +420,20 @@ def render_terminal(result: CompareResult, color: bool = False, quiet: bool = Fa
             out.append(paint(fmt(row), verdict))
         out.append("")
 
-    if result.only_in_baseline:
-        out.append(
-            "missing from the contender (listed, "
-            + ("FAILING with --fail-on-missing):" if result.fail_on_missing else "not failed):")
-        )
-        out.extend(f"  {name}" for name in result.only_in_baseline)
-    if result.only_in_contender:
-        out.append("only in the contender (new, not compared):")
-        out.extend(f"  {name}" for name in result.only_in_contender)
-    skipped = [b for b in result.benchmarks if b.verdict == SKIPPED]
-    if skipped:
-        out.append("skipped in the contender (does not fit on this machine; not failed):")
-        out.extend(f"  {b.name}: {b.error}" for b in skipped)
-    for bench in result.failing:
-        reason = f"now fails: {bench.error}" if bench.error else failure_reason(bench)
-        out.append(paint(f"REGRESSION {bench.name}: {reason}", SLOWER))
-    out.append(f"summary: {_headline(result)}")
-    out.append(paint(f"gate: {_gate_line(result)}", SLOWER if result.exit_code else FASTER))
+    for line, group in info_groups(result):
+        out.append(_line(line))
+        if verbose:
+            out.extend(f"  {_line(name)}" for name in group.names)
+    for block in failures:
+        out.extend(block)
+    out.append(_line(f"summary: {_headline(result)}"))
+    out.append(paint(_line(f"gate: {word}: {reason}"), gate_verdict))
     if result.hardware_differences:
         out.append("(reminder: the two files come from DIFFERENT HARDWARE, see the top)")
     return "\n".join(out) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def _md_rows(benches: list[BenchComparison]) -> list[str]:
-    rows = []
-    for bench in benches:
-        if bench.verdict == ERROR:
-            rows.append(
-                f"| `{_md_escape(bench.name)}` | | | | | | | **now fails**: "
-                f"{_md_escape(bench.error or '')} |"
-            )
-            continue
-        if bench.verdict == SKIPPED:
-            rows.append(
-                f"| `{_md_escape(bench.name)}` | | | | | | | skipped: {_md_escape(bench.error or '')} |"
-            )
-            continue
-        for i, m in enumerate(_shown(bench)):
-            name = f"`{_md_escape(bench.name)}`" if i == 0 else ""
-            verdict = _verdict(m)
-            if m.fails:
-                verdict = f"**{verdict}**"
-            rows.append(
-                f"| {name} | {_md_escape(_metric_name(m))} | {format_value(m.metric, m.base.median)}"
-                f" | {format_value(m.metric, m.cont.median)} | {_ratio(m)} | {_cv(m)} | {_p(m)}"
-                f" | {verdict} |"
-            )
-    return rows
+# --- Markdown ------------------------------------------------------------------------------------
 
 
 _MD_HEADER = [
@@ -335,12 +442,37 @@ _MD_HEADER = [
 ]
 
 
+def _md_rows(benches: Sequence[BenchComparison]) -> list[str]:
+    rows = []
+    for bench in benches:
+        for i, m in enumerate(_shown(bench)):
+            name = md_code(bench.name) if i == 0 else ""
+            verdict = md_text(_verdict(m))
+            if m.fails:
+                verdict = f"**{verdict}**"
+            rows.append(
+                f"| {name} | {md_text(_metric_name(m))} | "
+                f"{md_text(format_value(m.metric, m.base.median))} | "
+                f"{md_text(format_value(m.metric, m.cont.median))} | {md_text(_ratio(m))} | "
+                f"{md_text(_cv(m))} | {md_text(_p(m))} | {verdict} |"
+            )
+    return rows
+
+
+def _md_details(summary: str, body: list[str]) -> list[str]:
+    """A folded block; `summary` must already be escaped."""
+    return [f"<details><summary>{summary}</summary>", ""] + body + ["", "</details>", ""]
+
+
+def _md_names(names: Sequence[str], indent: str = "") -> list[str]:
+    return [f"{indent}- {md_code(name)}" for name in names]
+
+
 def render_markdown(result: CompareResult) -> str:
     """A PR comment: verdict first, then what needs attention, the unchanged rest folded away."""
-    out = [MARKER]
-    status = "❌ regression" if result.exit_code else "✅ no regression"
-    out.append(f"### gpubench regression check: {status}")
-    out.append("")
+    word, reason = _gate(result)
+    status = {"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge")
+    out = [MARKER, f"### gpubench regression check: {status}", ""]
     if result.hardware_differences:
         out.append("> [!WARNING]")
         out.append(
@@ -348,54 +480,59 @@ def render_markdown(result: CompareResult) -> str:
             "the code."
         )
         for key, b, c in result.hardware_differences:
-            out.append(f"> - `{key}`: {_md_escape(b)} → {_md_escape(c)}")
+            out.append(f"> - {md_code(key)}: {md_text(b)} → {md_text(c)}")
         out.append("")
-    out.append(f"**{_gate_line(result)}**. {_headline(result)}.")
+    out.append(f"**gate: {word}**: {md_text(reason)}. {md_text(_headline(result))}.")
     out.append("")
-    out.append(f"- baseline: `{result.baseline.path}` ({_describe(_side(result, 'baseline'))})")
-    out.append(f"- contender: `{result.contender.path}` ({_describe(_side(result, 'contender'))})")
-    out.append(f"- rule: {_thresholds_line(result)}")
+    for which in ("baseline", "contender"):
+        report = result.baseline if which == "baseline" else result.contender
+        described = ", ".join(md_text(part) for part in _describe(_side(result, which)))
+        out.append(f"- {which}: {md_code(report.path)} ({described})")
+    out.append(f"- rule: {md_text(_thresholds_line(result))}")
     for key, b, c in result.environment_differences:
-        out.append(f"- note: `{key}` differs: {_md_escape(b)} → {_md_escape(c)}")
+        out.append(f"- note: {md_code(key)} differs: {md_text(b)} → {md_text(c)}")
     for warning in result.warnings:
-        out.append(f"- warning: {_md_escape(warning)}")
+        out.append(f"- warning: {md_text(warning)}")
     out.append("")
 
-    attention = [b for b in result.benchmarks if b.verdict not in (SAME,)]
-    rest = [b for b in result.benchmarks if b.verdict == SAME]
+    failures = _failure_lines(result)
+    if failures:
+        out.append("**Failures**:")
+        out.append("")
+        for line, names in failures:
+            out.append(f"- {md_text(line)}")
+            out.extend(_md_names(names, "  "))
+        out.append("")
+
+    with_numbers = _table_benches(result)
+    attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
+    unchanged = [b for b in with_numbers if b.verdict == SAME]
     if attention:
         out.extend(_MD_HEADER)
         out.extend(_md_rows(attention))
         out.append("")
-    if rest:
-        out.append(f"<details><summary>{len(rest)} unchanged benchmark(s)</summary>")
+    for line, group in info_groups(result):
+        out.append(f"**{md_text(line)}**")
         out.append("")
-        out.extend(_MD_HEADER)
-        out.extend(_md_rows(rest))
-        out.append("")
-        out.append("</details>")
-        out.append("")
-    if result.only_in_baseline:
-        tail = " (fails the gate: --fail-on-missing)" if result.fail_on_missing else ""
-        out.append(f"**Missing from the contender**{tail}:")
-        out.extend(f"- `{_md_escape(n)}`" for n in result.only_in_baseline)
-        out.append("")
-    if result.only_in_contender:
-        out.append("**New in the contender** (not compared):")
-        out.extend(f"- `{_md_escape(n)}`" for n in result.only_in_contender)
-        out.append("")
+        if group.kind == "not_enough_samples":
+            benches = [b for b in with_numbers if b.name in set(group.names)]
+            out.extend(_md_details("benchmarks", _MD_HEADER + _md_rows(benches)))
+        else:
+            out.extend(_md_details("names", _md_names(group.names)))
+    if unchanged:
+        out.extend(
+            _md_details(
+                f"{len(unchanged)} unchanged benchmark(s)", _MD_HEADER + _md_rows(unchanged)
+            )
+        )
     notes = [
-        f"- `{_md_escape(b.name)}` {m.metric}: {_md_escape('; '.join(m.notes))}"
+        f"- {md_code(b.name)} {md_text(m.metric)}: {md_text('; '.join(m.notes))}"
         for b in attention
         for m in b.metrics
         if m.notes
     ]
     if notes:
-        out.append("<details><summary>notes</summary>")
-        out.append("")
-        out.extend(notes)
-        out.append("")
-        out.append("</details>")
+        out.extend(_md_details("notes", notes))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -403,5 +540,5 @@ def render_markdown_error(line: str) -> str:
     """What the PR comment says when the comparison could not run at all (exit 2)."""
     return (
         f"{MARKER}\n### gpubench regression check: ⚠️ could not compare\n\n"
-        f"`{_md_escape(line)}`\n"
+        f"**gate: CANNOT COMPARE**: {md_text(line)}\n"
     )

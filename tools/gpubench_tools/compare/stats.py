@@ -11,36 +11,53 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from scipy.stats import mannwhitneyu
 
 __all__ = [
     "BETTER_CHOICES",
+    "MAX_COUNTER_MAGNITUDE",
+    "MAX_TIME_S",
     "MIN_REPETITIONS",
     "MetricResult",
     "SampleStats",
     "Thresholds",
     "compare_metric",
+    "describe_invalid",
+    "enough_samples",
     "min_two_sided_p",
+    "plausible_counter",
+    "plausible_time",
+    "repetitions_needed",
 ]
 
 # How a metric is judged: "lower" (times), "higher" (rates), "exact" (counters that define the
 # work, e.g. flop: any change means the benchmark itself changed) and "info" (shown, never judged).
 BETTER_CHOICES: tuple[str, ...] = ("lower", "higher", "exact", "info")
 
-# Verdicts of one metric. "slower" and "changed" fail the gate; the others never do.
+# Verdicts of one metric. "slower", "changed" and "invalid" fail the gate (when the metric
+# gates); the others never do. "few" (not enough samples) is not a pass either: the gate counts
+# it as not judged.
 SLOWER = "slower"
 FASTER = "faster"
 SAME = "same"
 NOISY = "noisy"
 CHANGED = "changed"
 INFO = "info"
+FEW = "few"
+INVALID = "invalid"
 
-# Fewest repetitions a side for a slower/faster verdict. With 1 or 2 a side, two ranges that do
-# not overlap are no evidence at all (a single repetition "never overlaps" any other), so the
-# tool would call every difference beyond max_ratio significant.
+# Fewest repetitions a side for any verdict, whatever alpha allows: with 1 or 2 a side the
+# spread of a sample is unknown or meaningless.
 MIN_REPETITIONS = 3
+
+# A time per iteration outside (0, MAX_TIME_S] is not a measurement: Google Benchmark writes
+# NaN or Infinity when a division goes wrong, and no iteration of any benchmark runs for 116 days.
+MAX_TIME_S = 1e7
+# A counter beyond this magnitude is not a measurement either (no rate, size or count of a
+# benchmark comes near it), and its square would overflow the spread.
+MAX_COUNTER_MAGNITUDE = 1e30
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
 # benchmark's arguments, so only float formatting can make them differ.
@@ -59,12 +76,15 @@ class Thresholds:
         too. Noise from other processes only ever adds time, so a burst that slowed most of a
         run moves the median but leaves the best repetition alone, while a real regression
         moves both.
+
+    The values themselves come from the packaged default thresholds file
+    (compare/default-thresholds.json) or a --config file: there are no built-in defaults here.
     """
 
-    max_ratio: float = 1.05
-    alpha: float = 0.05
-    max_cv: float = 0.10
-    check_fastest: bool = False
+    max_ratio: float
+    alpha: float
+    max_cv: float
+    check_fastest: bool
 
     def as_dict(self) -> dict[str, float | bool]:
         return {
@@ -90,6 +110,8 @@ class SampleStats:
 
     @classmethod
     def of(cls, values: list[float]) -> "SampleStats":
+        """Summary of plausible values (see plausible_time / plausible_counter): finite, so the
+        exact arithmetic of `statistics` cannot fail on NaN or infinity."""
         vals = [float(v) for v in values]
         if not vals:
             nan = math.nan
@@ -127,12 +149,17 @@ class MetricResult:
     best_slowdown: float  # the same for the best repetition of each side
     p_value: float | None
     verdict: str
-    gating: bool  # whether a "slower"/"changed" verdict of this metric fails the gate
+    gating: bool  # whether a "slower"/"changed"/"invalid" verdict of this metric fails the gate
     notes: list[str] = field(default_factory=list)
+    # Repetitions a side the U test needs to reach alpha (set when the verdict is FEW).
+    needed: int | None = None
+    # Values left out as not plausible (NaN, infinity, a time <= 0, an absurd magnitude).
+    base_invalid: list[float] = field(default_factory=list)
+    cont_invalid: list[float] = field(default_factory=list)
 
     @property
     def fails(self) -> bool:
-        return self.gating and self.verdict in (SLOWER, CHANGED)
+        return self.gating and self.verdict in (SLOWER, CHANGED, INVALID)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -145,6 +172,11 @@ class MetricResult:
             "slowdown": self.slowdown,
             "best_slowdown": self.best_slowdown,
             "p_value": self.p_value,
+            "repetitions_needed": self.needed,
+            "invalid_values": {
+                "baseline": len(self.base_invalid),
+                "contender": len(self.cont_invalid),
+            },
             "thresholds": self.thresholds.as_dict(),
             "baseline": self.base.as_dict(),
             "contender": self.cont.as_dict(),
@@ -152,15 +184,52 @@ class MetricResult:
         }
 
 
+def plausible_time(seconds: float) -> bool:
+    """A time per iteration that can be a measurement: finite, > 0 and at most MAX_TIME_S."""
+    return math.isfinite(seconds) and 0.0 < seconds <= MAX_TIME_S
+
+
+def plausible_counter(value: float) -> bool:
+    """A counter value that can be a measurement: finite and within MAX_COUNTER_MAGNITUDE.
+    (Zero and negative values are legitimate counters: skipped_steps, t_overhead.)"""
+    return math.isfinite(value) and abs(value) <= MAX_COUNTER_MAGNITUDE
+
+
+def describe_invalid(values: list[float]) -> str:
+    """'nan, inf' or '0, -1.5e-06': the distinct implausible values, for a one-line reason."""
+    seen: list[str] = []
+    for value in values:
+        text = f"{value:g}"
+        if text not in seen:
+            seen.append(text)
+    shown = ", ".join(seen[:3])
+    return shown + (", ..." if len(seen) > 3 else "")
+
+
 def min_two_sided_p(n1: int, n2: int) -> float:
     """Smallest two-sided p-value the exact U test can give for these sample sizes.
 
-    With 3 repetitions a side it is 0.1, so a test at alpha = 0.05 could never fire; the caller
-    then judges on the ranges instead of silently calling every change "same".
+    With 3 repetitions a side it is 0.1, so a test at alpha = 0.05 could never fire.
     """
     if n1 < 1 or n2 < 1:
         return 1.0
     return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+
+
+def enough_samples(n1: int, n2: int, alpha: float) -> bool:
+    """Whether a verdict is possible at all: MIN_REPETITIONS a side, and sizes for which the U
+    test can reach p < alpha (else every difference would be "not significant", a "same" that
+    was never tested)."""
+    return min(n1, n2) >= MIN_REPETITIONS and min_two_sided_p(n1, n2) < alpha
+
+
+def repetitions_needed(alpha: float) -> int:
+    """Fewest repetitions a side (the same on both) that can give a verdict at this alpha:
+    4 at alpha = 0.05, 5 at 0.01 (smallest p 0.029 and 0.0079)."""
+    n = MIN_REPETITIONS
+    while not enough_samples(n, n, alpha):
+        n += 1
+    return n
 
 
 def _u_test(base: list[float], cont: list[float]) -> float:
@@ -178,6 +247,10 @@ def _ratio(cont_median: float, base_median: float) -> float:
     return cont_median / base_median
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def compare_metric(
     metric: str,
     better: str,
@@ -185,29 +258,73 @@ def compare_metric(
     cont_values: list[float],
     thresholds: Thresholds,
     gating: bool = True,
+    plausible: Callable[[float], bool] = plausible_counter,
 ) -> MetricResult:
     """Compare the repetitions of one metric and give a verdict.
 
-    slower/faster: the median slowdown is beyond max_ratio (either way) AND the difference is
-    significant (U test p < alpha, or with too few repetitions for the test, ranges that do not
-    overlap). A spread above max_cv turns that into "noisy" unless the ranges do not overlap at
-    all, because then the noise cannot have produced the difference. With fewer than
-    MIN_REPETITIONS on either side nothing is significant: a difference beyond max_ratio is
-    "noisy" (too noisy to judge), anything else "same", and a note asks for more repetitions.
+    Values that are not plausible (NaN, infinity, an absurd magnitude; for times also <= 0) are
+    left out and noted. When the contender has such values and the baseline had none (or the
+    contender has nothing else), the verdict is "invalid": the measurement broke.
+
+    few (not enough samples): fewer than MIN_REPETITIONS a side, or too few for the U test to
+    ever reach p < alpha; `needed` says how many repetitions a side would do. Nothing is called
+    slower, faster or same without the samples to decide it.
+    slower/faster: the median slowdown is beyond max_ratio (either way) AND the U test gives
+    p < alpha. A spread above max_cv turns that into "noisy" unless the ranges do not overlap at
+    all, because then the noise cannot have produced the difference.
     """
     if better not in BETTER_CHOICES:
         raise ValueError(f"metric {metric!r}: 'better' must be one of {BETTER_CHOICES}")
-    base = SampleStats.of(base_values)
-    cont = SampleStats.of(cont_values)
-    ratio = _ratio(cont.median, base.median)
+    base_invalid = [float(v) for v in base_values if not plausible(float(v))]
+    cont_invalid = [float(v) for v in cont_values if not plausible(float(v))]
+    base = SampleStats.of([v for v in base_values if plausible(float(v))])
+    cont = SampleStats.of([v for v in cont_values if plausible(float(v))])
+    ratio = _ratio(cont.median, base.median) if base.n and cont.n else math.nan
     notes: list[str] = []
 
     def result(
-        verdict: str, slowdown: float, p: float | None, best: float = math.nan
+        verdict: str,
+        slowdown: float,
+        p: float | None,
+        best: float = math.nan,
+        needed: int | None = None,
     ) -> MetricResult:
         return MetricResult(
-            metric, better, base, cont, thresholds, ratio, slowdown, best, p, verdict, gating, notes
+            metric,
+            better,
+            base,
+            cont,
+            thresholds,
+            ratio,
+            slowdown,
+            best,
+            p,
+            verdict,
+            gating,
+            notes,
+            needed,
+            base_invalid,
+            cont_invalid,
         )
+
+    # An "info" metric is shown, never judged: its bad values are only noted.
+    if better != "info" and cont_invalid and base.n and (not base_invalid or not cont.n):
+        total = cont.n + len(cont_invalid)
+        notes.append(
+            f"{len(cont_invalid)} of {_plural(total, 'value')} not valid in the contender "
+            f"({describe_invalid(cont_invalid)})"
+            + ("" if base_invalid else ", none in the baseline")
+        )
+        return result(INVALID, math.nan, None)
+    for side, bad, stats in (("baseline", base_invalid, base), ("contender", cont_invalid, cont)):
+        if bad:
+            notes.append(
+                f"{len(bad)} of {_plural(stats.n + len(bad), 'value')} not valid in the {side} "
+                f"({describe_invalid(bad)}): left out"
+            )
+    if not base.n or not cont.n:
+        notes.append("no valid value on " + ("either side" if not base.n else "the contender"))
+        return result(INFO, math.nan, None)
 
     if better == "exact":
         equal = math.isclose(cont.median, base.median, rel_tol=_EXACT_RTOL, abs_tol=0.0) and (
@@ -241,26 +358,17 @@ def compare_metric(
     if base.n >= 2 and cont.n >= 2:
         p_value = _u_test(base.values, cont.values)
 
-    if min(base.n, cont.n) < MIN_REPETITIONS:
+    if not enough_samples(base.n, cont.n, thresholds.alpha):
+        needed = repetitions_needed(thresholds.alpha)
         reps = str(base.n) if base.n == cont.n else f"{base.n} vs {cont.n}"
         notes.append(
-            f"n={reps}: rerun with --benchmark_repetitions>={MIN_REPETITIONS} to judge "
-            f"(the median moved {slowdown:.2f}x)"
+            f"not enough samples: n={reps}; the U test needs {needed} repetitions a side to reach "
+            f"alpha={thresholds.alpha:g} (smallest p now {min_two_sided_p(base.n, cont.n):.3g}); "
+            f"rerun with --benchmark_repetitions={needed} (the median moved {slowdown:.2f}x)"
         )
-        beyond = slowdown > thresholds.max_ratio or slowdown < 1.0 / thresholds.max_ratio
-        return result(NOISY if beyond else SAME, slowdown, p_value, best_slowdown)
+        return result(FEW, slowdown, p_value, best_slowdown, needed)
 
-    floor = min_two_sided_p(base.n, cont.n)
-    if floor < thresholds.alpha:
-        significant = p_value is not None and p_value < thresholds.alpha
-    else:
-        significant = separated_worse or separated_better
-        reps = f"{base.n} vs {cont.n} repetitions"
-        notes.append(
-            f"{reps}: the U test cannot reach alpha={thresholds.alpha:g} (smallest p is "
-            f"{floor:.3g}), judged on non-overlapping ranges instead; run more repetitions"
-        )
-
+    significant = p_value is not None and p_value < thresholds.alpha
     cvs = [c for c in (base.cv, cont.cv) if not math.isnan(c)]
     noisy = bool(cvs) and max(cvs) > thresholds.max_cv
 
