@@ -319,3 +319,14 @@ def test_an_unexpected_error_is_one_line_and_exit_2(
     assert len(lines) == 1 and "ZeroDivisionError" in lines[0] and "Traceback" not in err
     code, _, err = run(capsys, main, *args, "--debug")
     assert code == UNUSABLE and "Traceback" in err
+
+
+def test_history_quiet_prints_nothing_but_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "h.db")
+    args = ["--commit", "c0", "--date", "2026-01-01T00:00:00", "--quiet"]
+    assert run(capsys, history_main, "add", db, str(CPU_ONLY), *args) == (OK, "", "")
+    assert run(capsys, history_main, "check", db, "--quiet") == (OK, "", "")
+    code, out, err = run(capsys, history_main, "check", db)
+    assert code == OK and out and err  # without --quiet: the verdicts and the unjudged count
