@@ -34,6 +34,7 @@ __all__ = [
     "MAX_TIME_S",
     "MAX_ITERATIONS",
     "MAX_ABS_COUNTER",
+    "usable_counter",
 ]
 
 # Keys Google Benchmark writes itself; every other numeric top-level key is a user counter.
@@ -86,9 +87,11 @@ def skip_reason(message: str | None) -> str | None:
 
 # The row-validity rule, the same for every tool: a row whose numbers cannot be a measurement is
 # *invalid*. It is reported as such (next to failed and skipped rows) and never used as a time.
-# A time per iteration above MAX_TIME_S (about 11.6 days), an iteration count above
-# MAX_ITERATIONS, or a counter whose magnitude is above MAX_ABS_COUNTER is a corrupt value, not a
-# slow benchmark (the largest real counters, FLOP/s of a GPU and bytes of a sweep, are below 1e18).
+# A time per iteration above MAX_TIME_S (about 11.6 days) or an iteration count above
+# MAX_ITERATIONS is a corrupt value, not a slow benchmark. Counters do not make a row invalid: a
+# NaN final_loss is what a diverged training run reports, next to a sound time; they are kept as
+# read, and each use of a counter asks usable_counter (the largest real counters, FLOP/s of a GPU
+# and bytes of a sweep, are below 1e18; MAX_ABS_COUNTER is far above them).
 MAX_TIME_S = 1e6
 MAX_ITERATIONS = 1e15
 MAX_ABS_COUNTER = 1e30
@@ -111,11 +114,16 @@ def _describe_value(value: Any) -> str:
     return type(value).__name__
 
 
-def invalid_reason(seen: dict[str, Any], counters: dict[str, float]) -> str | None:
-    """Why the values of one row (its keys as read, and its user counters) cannot be a
-    measurement, or None when they can. Failed rows (error_occurred) are judged by their error,
-    not their numbers: Google Benchmark writes 0 times for them. Aggregate rows are judged by
-    their time only (a "cv" aggregate of a constant counter is NaN)."""
+def usable_counter(value: float) -> bool:
+    """A counter value that can be used as a number: finite, and not absurdly large."""
+    return math.isfinite(value) and abs(value) <= MAX_ABS_COUNTER
+
+
+def invalid_reason(seen: dict[str, Any]) -> str | None:
+    """Why the values of one row (its keys as read) cannot be a measurement, or None when they
+    can. Failed rows (error_occurred) are judged by their error, not their numbers: Google
+    Benchmark writes 0 times for them. A time of 0 is invalid only in a row that ran iterations
+    (Google Benchmark 1.8 writes 0 for a row skipped with SkipWithMessage)."""
     if seen.get("error_occurred"):
         return None
     aggregate = seen.get("run_type") == "aggregate"
@@ -137,10 +145,6 @@ def invalid_reason(seen: dict[str, Any], counters: dict[str, float]) -> str | No
     rep = seen.get("repetition_index")
     if rep is not None and not (_is_number(rep) and 0 <= rep <= MAX_REPETITION_INDEX):
         return f"repetition_index is {_describe_value(rep)}"
-    if not aggregate:
-        for key, value in counters.items():
-            if not math.isfinite(value) or abs(value) > MAX_ABS_COUNTER:
-                return f"counter {key} is {_describe_value(value)}"
     return None
 
 
@@ -284,10 +288,10 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
         raise BenchJsonError(
             path, f"benchmark row {index} ('{name}') has unknown time_unit {unit!r}"
         )
-    invalid = invalid_reason(seen, counters)
+    invalid = invalid_reason(seen)
     if invalid is not None:
         # Never a time: a NaN, Infinity or absurd value must not reach a chart, a store or an
-        # upload. The counters go too (a NaN counter is the reason, or comes with it).
+        # upload. Its counters go too: they were measured with the same broken run.
         real_time = cpu_time = math.nan
         counters = {}
     if not _is_number(real_time) or not math.isfinite(real_time):
@@ -307,8 +311,6 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
         iterations = 0
     if not (_is_number(rep) and 0 <= rep <= MAX_REPETITION_INDEX):
         rep = None
-    # Non-finite counters of aggregate rows (a cv of a constant counter) are no numbers to use.
-    counters = {k: v for k, v in counters.items() if math.isfinite(v)}
     return BenchRow(
         name=name,
         run_name=str(seen.get("run_name", name)),

@@ -30,6 +30,7 @@ from .benchjson import (
     iteration_rows,
     load_report,
     skip_reason,
+    usable_counter,
 )
 
 __all__ = [
@@ -328,7 +329,13 @@ class Source:
 def _reduce(rows: list[BenchRow]) -> Point:
     times = [r.real_time_s for r in rows]
     keys = set().union(*(r.counters for r in rows))
-    samples = {k: [r.counters[k] for r in rows if k in r.counters] for k in keys}
+    # A NaN or absurd counter (a diverged final_loss) is no number to plot or to fit: the point
+    # goes without it, and keeps its time.
+    samples = {
+        k: [r.counters[k] for r in rows if k in r.counters and usable_counter(r.counters[k])]
+        for k in keys
+    }
+    samples = {k: v for k, v in samples.items() if v}
     return Point(
         run_name=rows[0].run_name,
         labels=dict(rows[0].labels),

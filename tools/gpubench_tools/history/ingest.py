@@ -14,7 +14,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from ..benchjson import BenchRow, describe_invalid, invalid_rows, load_report
+from ..benchjson import BenchRow, describe_invalid, invalid_rows, load_report, usable_counter
 from ..timing import is_manual_time, not_measured_reason
 from .store import BenchmarkInfo, Failure, HistoryError, RunRecord, Sample
 
@@ -77,12 +77,17 @@ def _time_utc_s(path: str, date: str) -> float:
     return moment.timestamp()
 
 
+def _threads(row: BenchRow) -> float | None:
+    threads = row.counters.get("threads")
+    return threads if threads is not None and usable_counter(threads) else None
+
+
 def _benchmark_info(row: BenchRow) -> BenchmarkInfo:
     return BenchmarkInfo(
         name=row.run_name,
         family=family_of(row.run_name),
         manual_time=is_manual_time(row.run_name),
-        threads=row.counters.get("threads"),
+        threads=_threads(row),
     )
 
 
