@@ -142,7 +142,7 @@ def pair(tmp_path: Path):
 
 @pytest.fixture
 def no_default_config(tmp_path: Path) -> str:
-    """An empty config: built-in thresholds, independent of tools/compare-thresholds.json."""
+    """An empty config: the packaged global thresholds without their per-name overrides."""
     path = tmp_path / "empty-config.json"
     path.write_text("{}")
     return str(path)

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from dataclasses import replace
 from typing import Sequence
 
@@ -150,9 +151,18 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         line = " ".join(str(exc).split())
         _write_error_outputs(args, line)
         raise UnusableInput(line) from None
-    except Exception as exc:  # noqa: BLE001 - run_main turns it into one line and exit 2
-        _write_error_outputs(args, f"unexpected {type(exc).__name__}: {exc}")
-        raise
+    except Exception as exc:  # noqa: BLE001 - the contract: one line and exit 2, never exit 1
+        # Said like run_main says it, with the two files named.
+        line = " ".join(
+            f"comparing {args.baseline} with {args.contender}: unexpected "
+            f"{type(exc).__name__}: {exc}".split()
+        )
+        _write_error_outputs(args, line)
+        if args.debug:
+            traceback.print_exc()
+        raise UnusableInput(
+            line + ("" if args.debug else " (rerun with --debug for the traceback)")
+        ) from None
 
     try:
         if args.markdown:

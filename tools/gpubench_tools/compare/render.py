@@ -446,15 +446,15 @@ def _md_rows(benches: Sequence[BenchComparison]) -> list[str]:
     rows = []
     for bench in benches:
         for i, m in enumerate(_shown(bench)):
+            # Data (the name, a counter's name) is escaped; the numbers and the verdict are
+            # this tool's own formatting (digits, units, '%', 'x', '-').
             name = md_code(bench.name) if i == 0 else ""
-            verdict = md_text(_verdict(m))
-            if m.fails:
-                verdict = f"**{verdict}**"
+            verdict = f"**{_verdict(m)}**" if m.fails else _verdict(m)
             rows.append(
                 f"| {name} | {md_text(_metric_name(m))} | "
-                f"{md_text(format_value(m.metric, m.base.median))} | "
-                f"{md_text(format_value(m.metric, m.cont.median))} | {md_text(_ratio(m))} | "
-                f"{md_text(_cv(m))} | {md_text(_p(m))} | {verdict} |"
+                f"{format_value(m.metric, m.base.median)} | "
+                f"{format_value(m.metric, m.cont.median)} | {_ratio(m)} | "
+                f"{_cv(m)} | {_p(m)} | {verdict} |"
             )
     return rows
 
