@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, GPU_CONTEXT, REPO, gb_row, write_bench_json
 
-from gpubench_tools.advise import main
+from gpubench_tools.advise import PROG, main
 from gpubench_tools.advise.cli import parse_gemm, parse_mlp
 from gpubench_tools.advise.model import AdviseError, MlpConfig
 
@@ -270,7 +270,7 @@ def error_of(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         raise SystemExit(code)
     assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("gpubench-advise: error: ") and err.count("\n") == 1, err
+    assert err.startswith(f"{PROG}: error: ") and err.count("\n") == 1, err
     return err
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, gb_row
+from md_plain import read_md
 
 from gpubench_tools.benchjson import SKIP_PREFIXES
 
@@ -133,7 +134,7 @@ def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) ->
     )
     proc = _gpu_check(_stand_in_machine(tmp_path, []), "report", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    md = (out / "report" / "report.md").read_text()
+    md = read_md(out / "report" / "report.md")
     assert "test-gpu-mlp.json + test-gpu-torch-amp.json (H100 80GB HBM3 with" in md
     assert "| PyTorch eager | PyTorch / ours |" in md
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, REPO, bench_binary
+from md_plain import read_md
 
 from gpubench_tools.report import main
 
@@ -51,7 +52,7 @@ def test_every_chart_is_written_and_non_empty(h100_report: dict[str, Any]) -> No
 
 
 def test_model_note_counts_the_copy_calls(h100_report: dict[str, Any]) -> None:
-    md = (h100_report["out"] / "report.md").read_text()
+    md = read_md(h100_report["out"] / "report.md")
     assert "T_h2d = copies_h2d * alpha + bytes_h2d / beta" in md
     assert "2 host-to-device copies (A and B)" in md
 
@@ -61,7 +62,7 @@ def test_html_is_self_contained_and_markdown_links_charts(h100_report: dict[str,
     html = (out / "report.html").read_text()
     assert html.count('src="data:image/png;base64,') == len(GPU_CHARTS)
     assert '<img src="http' not in html and "<script" not in html
-    md = (out / "report.md").read_text()
+    md = read_md(out / "report.md")
     for key in GPU_CHARTS:
         assert f"]({key}.png)" in md
     # Hardware table and fitted constants with units.
@@ -93,7 +94,7 @@ def test_overlay_of_two_machines(tmp_path: Path, capsys: pytest.CaptureFixture[s
         capsys,
     )
     assert code == 0
-    md = (tmp_path / "report.md").read_text()
+    md = read_md(tmp_path / "report.md")
     assert "A100-PCIE-40GB against AMD EPYC 7742 64-Core Processor" in md
     assert "H100 80GB HBM3 against Intel Xeon Platinum 8480+" in md
     # One breakdown per machine; the overlaid charts once.
@@ -108,7 +109,7 @@ def test_cpu_only_input_draws_cpu_charts_and_says_no_gpu_data(
     code, out, err = run_report([str(FIXTURES / "cpu_only.json"), "--out", str(tmp_path)], capsys)
     assert code == 0
     assert {p.stem for p in tmp_path.glob("*.png")} == {"matmul_time", "utilisation"}
-    md = (tmp_path / "report.md").read_text()
+    md = read_md(tmp_path / "report.md")
     assert "No GPU data in" in md
     assert "No MLP data" in md
     assert "the CPU reaches at most 55% of its fp32 peak (2 threads, n=1024)" in md
@@ -131,7 +132,7 @@ def test_failed_and_skipped_rows_are_told_apart(
     assert code == 0, err
     assert "1 benchmark in" in err and "errors.json failed (listed in the report)" in err
     assert "errors.json was skipped, does not fit on chip (listed in the report)" in err
-    md = (tmp_path / "r" / "report.md").read_text()
+    md = read_md(tmp_path / "r" / "report.md")
     assert "(AMD EPYC, CPU only, 54 benchmarks, 1 skipped, 1 failed)" in md
     assert "| errors.json | x/broken | failed | result differs from the reference |" in md
     assert f"| errors.json | {fused} | skipped | does not fit on chip: 9 B |" in md
@@ -142,7 +143,7 @@ def test_repetitions_plot_medians(tmp_path: Path, capsys: pytest.CaptureFixture[
     code, _, _ = run_report([str(FIXTURES / "h100_reps.json"), "--out", str(tmp_path)], capsys)
     assert code == 0
     assert (tmp_path / "speedup_square.png").stat().st_size > 0
-    assert "No MLP data" in (tmp_path / "report.md").read_text()
+    assert "No MLP data" in read_md(tmp_path / "report.md")
 
 
 def test_truncated_input_uses_complete_rows_and_warns(
@@ -154,7 +155,7 @@ def test_truncated_input_uses_complete_rows_and_warns(
     code, out, err = run_report([str(cut), "--out", str(tmp_path / "r")], capsys)
     assert code == 0
     assert f"recovered 26 complete benchmark rows from truncated file {cut}" in err
-    assert "recovered 26 complete benchmark rows" in (tmp_path / "r" / "report.md").read_text()
+    assert "recovered 26 complete benchmark rows" in read_md(tmp_path / "r" / "report.md")
 
 
 ERROR_CASES = {
@@ -220,7 +221,7 @@ def test_module_entry_point_reports_errors_on_one_line(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"gpubench-report: error: {bad}: top level is a list, expected a JSON object"
+        f"python -m gpubench_tools.report: error: {bad}: top level is a list, expected a JSON object"
     ]
 
 
@@ -258,7 +259,7 @@ def test_real_binary_output_makes_a_report(tmp_path: Path) -> None:
     )
     assert report.returncode == 0, report.stderr
     assert report.stdout.strip().splitlines()[-1] == str(tmp_path / "r" / "report.html")
-    md = (tmp_path / "r" / "report.md").read_text()
+    md = read_md(tmp_path / "r" / "report.md")
     assert "the CPU reaches at most" in md
     assert (tmp_path / "r" / "matmul_time.png").stat().st_size > 0
 
@@ -275,7 +276,7 @@ def test_partial_runs_still_make_a_report(
     path.write_text(json.dumps(doc))
     code, out, err = run_report([str(path), "--out", str(tmp_path / "r")], capsys)
     assert code == 0, err
-    md = (tmp_path / "r" / "report.md").read_text()
+    md = read_md(tmp_path / "r" / "report.md")
     assert md.startswith("# gpubench report")
     if not prefix.startswith("mlp"):
         assert "No MLP data" in md
@@ -300,7 +301,7 @@ def test_two_files_from_one_machine_are_merged(
     a, b = _split_h100(tmp_path)
     code, _, err = run_report([str(a), str(b), "--out", str(tmp_path / "r")], capsys)
     assert code == 0, err
-    md = (tmp_path / "r" / "report.md").read_text()
+    md = read_md(tmp_path / "r" / "report.md")
     # One machine, labelled by its device name alone, with both files on the inputs line.
     assert "Inputs: h100-matmul.json + h100-mlp.json (H100 80GB HBM3 with Intel Xeon " in md
     assert "2 files from one machine, merged" in md
@@ -323,7 +324,7 @@ def test_two_files_from_one_machine_are_merged(
     written = {p.stem for p in (tmp_path / "r").glob("*.png")}
     assert written == set(GPU_CHARTS)
     # Merging the halves tells the same story as the single file they came from.
-    whole = (h100_report["out"] / "report.md").read_text()
+    whole = read_md(h100_report["out"] / "report.md")
     assert (
         md.split("## Summary")[1].split("## Hardware")[0]
         == whole.split("## Summary")[1].split("## Hardware")[0]
@@ -346,7 +347,7 @@ def test_files_of_machines_that_differ_only_in_host_stay_separate(
     b.write_text(json.dumps(doc))
     code, _, err = run_report([str(a), str(b), "--out", str(tmp_path / "r")], capsys)
     assert code == 0, err
-    md = (tmp_path / "r" / "report.md").read_text()
+    md = read_md(tmp_path / "r" / "report.md")
     # Same device names on two hosts: told apart by host name, each with its own sentences.
     assert "H100 80GB HBM3 (h100-node)" in md and "H100 80GB HBM3 (other-node)" in md
     assert "H100 80GB HBM3 (h100-node): no MLP data." in md

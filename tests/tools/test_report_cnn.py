@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, GPU_CONTEXT, gb_row, write_bench_json
+from md_plain import read_md
 
 from gpubench_tools.dataset import load_sources
 from gpubench_tools.report import main
@@ -314,7 +315,7 @@ def test_cpu_only_run_says_the_gpu_side_is_missing(tmp_path: Path) -> None:
     path = write_bench_json(tmp_path / "cpu.json", cpu_rows(), CPU_CONTEXT)
     code, _, err = _report([str(path), "--out", str(tmp_path / "r")])
     assert code == 0, err
-    md = (tmp_path / "r" / "report.md").read_text()
+    md = read_md(tmp_path / "r" / "report.md")
     cnn = _section(md, "6. CNN training (CIFAR-10 tutorial network)")
     assert (
         f"Test CPU: no GPU CNN rows in {path}, so the GPU side of the CNN story is missing (a run "
@@ -332,7 +333,7 @@ def test_cpu_run_with_gpu_reference_tells_the_cnn_story(tmp_path: Path) -> None:
     out = tmp_path / "r"
     code, _, err = _report([str(path), "--gpu-reference", str(GPU_FIXTURE), "--out", str(out)])
     assert code == 0, err
-    md = (out / "report.md").read_text()
+    md = read_md(out / "report.md")
     cnn = _section(md, "6. CNN training (CIFAR-10 tutorial network)")
     both = "H100 80GB HBM3 (reference run) against Test CPU (this run)"
     assert (
@@ -357,7 +358,7 @@ def test_cpu_run_with_gpu_reference_tells_the_cnn_story(tmp_path: Path) -> None:
 
 
 def test_a_report_without_cnn_rows_says_so(h100_report: dict[str, Any]) -> None:
-    md = (h100_report["out"] / "report.md").read_text()
+    md = read_md(h100_report["out"] / "report.md")
     assert "No CNN data in the input files (run the cnn/ benchmarks to add it)." in md
     assert not (h100_report["out"] / "cnn_step_time.png").exists()
 
@@ -411,7 +412,7 @@ def test_bench_cpu_rows_with_the_synthetic_gpu_reference(tmp_path: Path) -> None
         [str(CPU_FIXTURE), "--gpu-reference", str(GPU_FIXTURE), "--out", str(out)]
     )
     assert code == 0, err
-    md = (out / "report.md").read_text()
+    md = read_md(out / "report.md")
     cnn = _section(md, "6. CNN training (CIFAR-10 tutorial network)")
     cpu = _best_cpu_at(64)
     graph = next(
@@ -494,7 +495,7 @@ def test_real_bench_cnn_rows_make_a_cnn_section(tmp_path: Path) -> None:
         timeout=300,
     )
     assert report.returncode == 0, report.stderr
-    cnn = _section((out / "report.md").read_text(), "6. CNN training (CIFAR-10 tutorial network)")
+    cnn = _section(read_md(out / "report.md"), "6. CNN training (CIFAR-10 tutorial network)")
     assert "no GPU CNN rows in" in cnn and "one CPU training step at batch 16 takes " in cnn
     assert "At batch 16, GEMMs take " in cnn
     assert (out / "cnn_breakdown.png").stat().st_size > 10_000

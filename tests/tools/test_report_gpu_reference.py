@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, REPO, bench_binary
+from md_plain import read_md
 
 from gpubench_tools.dataset import gpu_benchmark_count, load_sources
 from gpubench_tools.overhead_model import build_model
-from gpubench_tools.report import main
+from gpubench_tools.report import PROG, main
 from gpubench_tools.report.matmul_analysis import speedup_series
 
 BASELINES = REPO / "reports" / "baselines"
@@ -45,7 +46,7 @@ def _section(md: str, title: str) -> str:
 def mixed_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("mixed")
     code, stdout, stderr = _report([CPU_RUN, "--gpu-reference", *REFERENCE, "--out", str(out)])
-    return {"code": code, "out": out, "stderr": stderr, "md": (out / "report.md").read_text()}
+    return {"code": code, "out": out, "stderr": stderr, "md": read_md(out / "report.md")}
 
 
 def test_cpu_only_run_gets_the_speedup_charts_from_the_reference(
@@ -80,7 +81,7 @@ def test_summary_names_both_machines(mixed_report: dict[str, Any]) -> None:
     assert "it overtakes the CPU at n~" in summary
     # The warning box and stderr say it too, ahead of everything else.
     assert mixed_report["stderr"].startswith(
-        "gpubench-report: warning: GPU numbers come from the reference run "
+        f"{PROG}: warning: GPU numbers come from the reference run "
         "h100-80gb-hbm3-matmul.json + h100-80gb-hbm3-mlp.json (NVIDIA H100 80GB HBM3, recorded "
         "on another host"
     )
@@ -171,9 +172,9 @@ def test_run_with_its_own_gpu_rows_does_not_use_the_reference(
     )
     assert code == 0, err
     assert "--gpu-reference a100_pcie.json not used: h100.json has GPU rows of its own" in err
-    md = (tmp_path / "report.md").read_text()
+    md = read_md(tmp_path / "report.md")
     assert "A100" not in md and "reference run" not in md
-    whole = (h100_report["out"] / "report.md").read_text()
+    whole = read_md(h100_report["out"] / "report.md")
     assert _section(md, "Summary") == _section(whole, "Summary")
     assert "--gpu-reference a100_pcie.json not used" in md.split("## Summary")[0]
 
@@ -182,8 +183,7 @@ def test_reference_without_gpu_rows_is_rejected(tmp_path: Path) -> None:
     code, _, err = _report([CPU_RUN, "--gpu-reference", CPU_RUN, "--out", str(tmp_path)])
     assert code == 2
     assert err.strip().splitlines() == [
-        f"gpubench-report: error: {CPU_RUN}: --gpu-reference needs a run with GPU rows; "
-        "this one has none"
+        f"{PROG}: error: {CPU_RUN}: --gpu-reference needs a run with GPU rows; " "this one has none"
     ]
     assert not (tmp_path / "report.html").exists()
 
@@ -293,7 +293,7 @@ def test_real_cpu_run_with_the_reference(tmp_path: Path) -> None:
         timeout=300,
     )
     assert report.returncode == 0, report.stderr
-    md = (out / "report.md").read_text()
+    md = read_md(out / "report.md")
     summary = _section(md, "Summary")
     assert f"CPU numbers are this run's: {cpu} (bench.json)." in summary
     assert "they are the NVIDIA H100 80GB HBM3 of a reference run" in summary

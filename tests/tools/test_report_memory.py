@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import gb_row, write_bench_json
+from md_plain import read_md
 from handmade_rows import (
     ALLOC_BASE,
     CONTEXT,
@@ -189,7 +190,7 @@ def test_aggregates_only_file_has_medians_but_no_decile(tmp_path: Path) -> None:
 
 
 def test_gpu_rows_without_memory_counters_or_probes_say_so(h100_report: dict[str, Any]) -> None:
-    section = _section((h100_report["out"] / "report.md").read_text())
+    section = _section(read_md(h100_report["out"] / "report.md"))
     assert "the GPU rows carry no device_bytes_peak and device_bytes_model counters" in section
     assert "no allocation probes (overhead/alloc/...) in the input" in section
     assert not (h100_report["out"] / "alloc_cost.png").exists()
@@ -199,7 +200,7 @@ def test_cpu_only_run_has_no_memory_section_content(tmp_path: Path) -> None:
     path = write_bench_json(tmp_path / "cpu.json", cpu_mlp_rows(), CPU_CONTEXT)
     code = main([str(path), "--out", str(tmp_path / "r")])
     assert code == 0
-    section = _section((tmp_path / "r" / "report.md").read_text())
+    section = _section(read_md(tmp_path / "r" / "report.md"))
     assert "No GPU rows in the input files" in section
     assert memory_gaps(_source(tmp_path, cpu_mlp_rows(), CPU_CONTEXT)) == []
 
@@ -210,7 +211,7 @@ def test_report_renders_the_memory_section(tmp_path: Path) -> None:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = main([str(path), "--out", str(out)])
     assert code == 0
-    section = _section((out / "report.md").read_text())
+    section = _section(read_md(out / "report.md"))
     for chart in ("memory_model", "alloc_cost"):
         assert f"]({chart}.png)" in section
         assert (out / f"{chart}.png").stat().st_size > 10_000

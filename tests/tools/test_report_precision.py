@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import write_bench_json
+from md_plain import read_md
 from handmade_rows import (
     CONTEXT,
     CPU_CONTEXT,
@@ -242,7 +243,7 @@ def test_mixed_rows_without_fp32_are_not_compared(tmp_path: Path) -> None:
     assert not precision_pairs(src) and len(unpaired_mixed(src)) == 7
     code, err = _report([str(tmp_path / "in.json"), "--out", str(tmp_path / "r")])
     assert code == 0, err
-    section = _section((tmp_path / "r" / "report.md").read_text(), SECTION)
+    section = _section(read_md(tmp_path / "r" / "report.md"), SECTION)
     assert (
         "No mixed-precision row can be compared with fp32: 7 have no fp32 row of the same case"
         in section
@@ -251,7 +252,7 @@ def test_mixed_rows_without_fp32_are_not_compared(tmp_path: Path) -> None:
 
 
 def test_a_report_without_mixed_rows_says_what_is_missing(h100_report: dict[str, Any]) -> None:
-    section = _section((h100_report["out"] / "report.md").read_text(), SECTION)
+    section = _section(read_md(h100_report["out"] / "report.md"), SECTION)
     assert "No mixed-precision rows in the input files: bench writes them as" in section
     assert not (h100_report["out"] / "precision_speedup.png").exists()
 
@@ -274,7 +275,7 @@ def test_report_renders_the_section_with_chart_and_tables(tmp_path: Path) -> Non
     out = tmp_path / "r"
     code, err = _report([str(path), "--out", str(out)])
     assert code == 0, err
-    md = (out / "report.md").read_text()
+    md = read_md(out / "report.md")
     section = _section(md, SECTION)
     assert "](precision_speedup.png)" in section
     assert (out / "precision_speedup.png").stat().st_size > 10_000

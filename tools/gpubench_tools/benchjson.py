@@ -10,7 +10,9 @@ import json
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 
 __all__ = [
     "BenchJsonError",
@@ -25,6 +27,14 @@ __all__ = [
     "skip_reason",
     "error_counts",
     "describe_errors",
+    "describe_invalid",
+    "invalid_rows",
+    "invalid_reason",
+    "group_reasons",
+    "MAX_TIME_S",
+    "MAX_ITERATIONS",
+    "MAX_ABS_COUNTER",
+    "usable_counter",
 ]
 
 # Keys Google Benchmark writes itself; every other numeric top-level key is a user counter.
@@ -75,6 +85,80 @@ def skip_reason(message: str | None) -> str | None:
     return next((p for p in SKIP_PREFIXES if message.startswith(p)), None)
 
 
+# The row-validity rule, the same for every tool: a row whose numbers cannot be a measurement is
+# *invalid*. It is reported as such (next to failed and skipped rows) and never used as a time.
+# A time per iteration above MAX_TIME_S (about 11.6 days) or an iteration count above
+# MAX_ITERATIONS is a corrupt value, not a slow benchmark. Counters do not make a row invalid: a
+# NaN final_loss is what a diverged training run reports, next to a sound time; they are kept as
+# read, and each use of a counter asks usable_counter (the largest real counters, FLOP/s of a GPU
+# and bytes of a sweep, are below 1e18; MAX_ABS_COUNTER is far above them).
+MAX_TIME_S = 1e6
+MAX_ITERATIONS = 1e15
+MAX_ABS_COUNTER = 1e30
+MAX_REPETITION_INDEX = 1e6
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if _is_number(value):
+        return f"{value:g}"
+    return type(value).__name__
+
+
+def usable_counter(value: float) -> bool:
+    """A counter value that can be used as a number: finite, and not absurdly large."""
+    return math.isfinite(value) and abs(value) <= MAX_ABS_COUNTER
+
+
+def invalid_reason(seen: dict[str, Any]) -> str | None:
+    """Why the values of one row (its keys as read) cannot be a measurement, or None when they
+    can. Failed rows (error_occurred) are judged by their error, not their numbers: Google
+    Benchmark writes 0 times for them. A time of 0 is invalid only in a row that ran iterations
+    (Google Benchmark 1.8 writes 0 for a row skipped with SkipWithMessage)."""
+    if seen.get("error_occurred"):
+        return None
+    aggregate = seen.get("run_type") == "aggregate"
+    iterations = seen.get("iterations", 0)
+    if not (_is_number(iterations) and 0 <= iterations <= MAX_ITERATIONS):
+        return f"iterations is {_describe_value(iterations)}"
+    ran = iterations > 0
+    for key in ("real_time", "cpu_time"):
+        if key not in seen and key == "cpu_time":
+            continue
+        value = seen.get(key)
+        if not _is_number(value) or not math.isfinite(value):
+            return f"{key} is {_describe_value(value)}"
+        if value < 0 or (ran and not aggregate and value == 0):
+            return f"{key} is {_describe_value(value)}"
+        scale = _TIME_UNIT_TO_S.get(seen.get("time_unit", "ns"), 1.0)
+        if seen.get("aggregate_unit") != "percentage" and value * scale > MAX_TIME_S:
+            return f"{key} is {_describe_value(value)} {seen.get('time_unit', 'ns')}"
+    rep = seen.get("repetition_index")
+    if rep is not None and not (_is_number(rep) and 0 <= rep <= MAX_REPETITION_INDEX):
+        return f"repetition_index is {_describe_value(rep)}"
+    return None
+
+
+def group_reasons(
+    rows: list["BenchRow"], reason: Callable[["BenchRow"], str]
+) -> list[tuple[str, list["BenchRow"]]]:
+    """Rows with the same reason together, in order of first appearance: [(reason, rows)]. One
+    line per reason, not one per row: a CPU-only run skips every bf16 row for one reason."""
+    groups: dict[str, list[BenchRow]] = {}
+    for row in rows:
+        groups.setdefault(reason(row), []).append(row)
+    return list(groups.items())
+
+
 class BenchJsonError(Exception):
     """A file that is not usable bench JSON. str() is one line naming the file and the problem."""
 
@@ -98,6 +182,13 @@ class BenchRow:
     labels: dict[str, str]
     counters: dict[str, float]
     error: str | None
+    # Why the row's values cannot be a measurement (see invalid_reason), None for a sound row.
+    invalid: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        """A measurement: no error and sound values."""
+        return self.error is None and self.invalid is None
 
     @property
     def skipped(self) -> bool:
@@ -190,20 +281,24 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
     if seen.get("error_occurred"):
         error = str(seen.get("error_message") or "error_occurred without a message")
     real_time = seen.get("real_time")
-    if not _is_number(real_time):
-        if error is None:
-            raise BenchJsonError(
-                path, f"benchmark row {index} ('{name}') has no numeric 'real_time'"
-            )
-        real_time = math.nan
-    cpu_time = seen.get("cpu_time")
-    if not _is_number(cpu_time):
-        cpu_time = math.nan
+    if "real_time" not in seen and error is None:
+        raise BenchJsonError(path, f"benchmark row {index} ('{name}') has no numeric 'real_time'")
     unit = seen.get("time_unit", "ns")
     if unit not in _TIME_UNIT_TO_S:
         raise BenchJsonError(
             path, f"benchmark row {index} ('{name}') has unknown time_unit {unit!r}"
         )
+    invalid = invalid_reason(seen)
+    if invalid is not None:
+        # Never a time: a NaN, Infinity or absurd value must not reach a chart, a store or an
+        # upload. Its counters go too: they were measured with the same broken run.
+        real_time = cpu_time = math.nan
+        counters = {}
+    if not _is_number(real_time) or not math.isfinite(real_time):
+        real_time = math.nan
+    cpu_time = seen.get("cpu_time")
+    if invalid is not None or not _is_number(cpu_time) or not math.isfinite(cpu_time):
+        cpu_time = math.nan
     # A "cv" aggregate is a ratio, not a time: Google Benchmark marks it aggregate_unit=percentage.
     scale = 1.0 if seen.get("aggregate_unit") == "percentage" else _TIME_UNIT_TO_S[unit]
 
@@ -212,6 +307,10 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
     rep = seen.get("repetition_index")
     agg = seen.get("aggregate_name")
     iterations = seen.get("iterations", 0)
+    if not (_is_number(iterations) and 0 <= iterations <= MAX_ITERATIONS):
+        iterations = 0
+    if not (_is_number(rep) and 0 <= rep <= MAX_REPETITION_INDEX):
+        rep = None
     return BenchRow(
         name=name,
         run_name=str(seen.get("run_name", name)),
@@ -225,6 +324,7 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
         labels=parse_label(label),
         counters=counters,
         error=error,
+        invalid=invalid,
     )
 
 
@@ -342,8 +442,8 @@ def load_report(path: str) -> BenchReport:
 
 
 def iteration_rows(report: BenchReport) -> list[BenchRow]:
-    """Measured rows only: no aggregates (mean/median/...) and no failed or skipped rows."""
-    return [r for r in report.rows if r.run_type == "iteration" and r.error is None]
+    """Measured rows only: no aggregates (mean/median/...), no failed, skipped or invalid rows."""
+    return [r for r in report.rows if r.run_type == "iteration" and r.usable]
 
 
 def median_by_name(
@@ -378,34 +478,65 @@ def error_counts(report: BenchReport) -> tuple[int, dict[str, int]]:
     return failed, skipped
 
 
+def invalid_rows(report: BenchReport) -> list[BenchRow]:
+    """Rows (measured or aggregate) whose values cannot be a measurement (see invalid_reason)."""
+    return [row for row in report.rows if row.invalid is not None]
+
+
+def describe_invalid(rows: list[BenchRow], limit: int = 3) -> str:
+    """'2 rows invalid (real_time is NaN: a, b; iterations is 1e+30: c)': one line, grouped by
+    reason, at most `limit` names per reason."""
+    parts = []
+    for reason, group in group_reasons(rows, lambda r: r.invalid or ""):
+        names = ", ".join(r.name for r in group[:limit])
+        more = f" and {len(group) - limit} more" if len(group) > limit else ""
+        parts.append(f"{reason}: {names}{more}")
+    n = len(rows)
+    return f"{n} row{'' if n == 1 else 's'} invalid ({'; '.join(parts)})"
+
+
 def describe_errors(report: BenchReport) -> str:
-    """'0 rows failed, 1 skipped (does not fit on chip: 1)': one line for logs and summaries."""
+    """'0 rows failed, 1 skipped (does not fit on chip: 1)': one line for logs and summaries;
+    ', 2 invalid' is added when rows hold values that cannot be a measurement."""
     failed, skipped = error_counts(report)
     text = f"{failed} row{'' if failed == 1 else 's'} failed, {sum(skipped.values())} skipped"
     if skipped:
         text += " (" + ", ".join(f"{reason}: {n}" for reason, n in skipped.items()) + ")"
+    invalid = len(invalid_rows(report))
+    if invalid:
+        text += f", {invalid} invalid"
     return text
 
 
-def _main(argv: list[str] | None = None) -> int:
+def _main(argv: Sequence[str] | None = None) -> int:
     """`python -m gpubench_tools.benchjson --errors FILE`: the failed/skipped count of one file,
-    one line on stdout (exit 0), or the reason the file is unusable on stderr (exit 2)."""
-    import argparse
-    import sys
+    one line on stdout (exit 0), or the reason the file is unusable on stderr (exit 2): not bench
+    JSON, or truncated (an interrupted run: its counts would leave out the rows never written)."""
+    prog = program_name("gpubench_tools.benchjson")
 
-    parser = argparse.ArgumentParser(
-        prog="python -m gpubench_tools.benchjson",
-        description="Count the failed and the skipped rows of a bench JSON file.",
-    )
-    parser.add_argument("--errors", metavar="FILE", required=True, help="bench JSON file")
-    args = parser.parse_args(argv)
-    try:
-        report = load_report(args.errors)
-    except BenchJsonError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(describe_errors(report))
-    return 0
+    def body(args_list: Sequence[str] | None) -> int:
+        import argparse
+
+        parser = argparse.ArgumentParser(
+            prog=prog,
+            description="Count the failed, skipped and invalid rows of a bench JSON file.",
+        )
+        parser.add_argument("--errors", metavar="FILE", required=True, help="bench JSON file")
+        add_debug_flag(parser)
+        args = parser.parse_args(args_list)
+        try:
+            report = load_report(args.errors)
+        except BenchJsonError as exc:
+            raise UnusableInput(str(exc)) from None
+        if report.recovered_from_truncation:
+            raise UnusableInput(
+                f"{args.errors}: file is truncated (the run was interrupted after "
+                f"{len(report.rows)} complete rows); rows not counted"
+            )
+        print(describe_errors(report))
+        return EXIT_OK
+
+    return run_main(prog, body, argv)
 
 
 if __name__ == "__main__":

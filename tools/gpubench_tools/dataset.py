@@ -26,9 +26,11 @@ from .benchjson import (
     BenchJsonError,
     BenchReport,
     BenchRow,
+    describe_invalid,
     iteration_rows,
     load_report,
     skip_reason,
+    usable_counter,
 )
 
 __all__ = [
@@ -237,6 +239,9 @@ class Source:
     # wrong, `skipped` did not fit on the machine (benchjson.SKIP_PREFIXES).
     failed: list[tuple[str, BenchRow]] = field(default_factory=list)
     skipped: list[tuple[str, BenchRow]] = field(default_factory=list)
+    # (file, row) of the rows whose values cannot be a measurement (NaN, Infinity, zero or absurd
+    # times; benchjson.invalid_reason), one row per benchmark: never a point.
+    invalid: list[tuple[str, BenchRow]] = field(default_factory=list)
     # Set when the GPU points are another machine's (a reference run) and the CPU points this
     # run's: `report` is then this run's and the GPU's context lives here.
     gpu_reference: GpuReference | None = None
@@ -324,7 +329,13 @@ class Source:
 def _reduce(rows: list[BenchRow]) -> Point:
     times = [r.real_time_s for r in rows]
     keys = set().union(*(r.counters for r in rows))
-    samples = {k: [r.counters[k] for r in rows if k in r.counters] for k in keys}
+    # A NaN or absurd counter (a diverged final_loss) is no number to plot or to fit: the point
+    # goes without it, and keeps its time.
+    samples = {
+        k: [r.counters[k] for r in rows if k in r.counters and usable_counter(r.counters[k])]
+        for k in keys
+    }
+    samples = {k: v for k, v in samples.items() if v}
     return Point(
         run_name=rows[0].run_name,
         labels=dict(rows[0].labels),
@@ -355,7 +366,7 @@ def points_of(report: BenchReport) -> list[Point]:
             if (
                 row.run_type == "aggregate"
                 and row.aggregate_name == wanted
-                and row.error is None
+                and row.usable
                 and key not in groups
             ):
                 groups[key] = [row]
@@ -470,7 +481,17 @@ def _source_of(group: list[BenchReport]) -> tuple[Source, list[str]]:
     warnings = list(report.warnings)
     failed: list[tuple[str, BenchRow]] = []
     skipped: list[tuple[str, BenchRow]] = []
+    invalid: list[tuple[str, BenchRow]] = []
     for part in group:
+        seen: set[str] = set()
+        part_invalid = [
+            r
+            for r in part.rows
+            if r.invalid is not None and not (r.run_name in seen or seen.add(r.run_name))
+        ]
+        if part_invalid:
+            warnings.append(f"{part.path}: {describe_invalid(part_invalid)}: not used")
+        invalid += [(part.path, r) for r in part_invalid]
         rows = _error_rows(part)
         part_failed = [r for r in rows if not r.skipped]
         part_skipped = [r for r in rows if r.skipped]
@@ -488,6 +509,7 @@ def _source_of(group: list[BenchReport]) -> tuple[Source, list[str]]:
         cpu_name=str(ctx.get("cpu_model", "unknown CPU")),
         failed=failed,
         skipped=skipped,
+        invalid=invalid,
     )
     return source, warnings
 
@@ -599,24 +621,30 @@ def gpu_benchmark_count(paths: Sequence[str]) -> int:
     )
 
 
-def _main(argv: list[str] | None = None) -> int:
+def _main(argv: Sequence[str] | None = None) -> int:
     """`python -m gpubench_tools.dataset --gpu-rows FILE...`: the number of GPU benchmarks in the
     files on stdout (exit 0), or the reason a file is unusable on stderr (exit 2)."""
     import argparse
-    import sys
 
-    parser = argparse.ArgumentParser(
-        prog="python -m gpubench_tools.dataset",
-        description="Count the GPU benchmarks of bench JSON files (0: a CPU-only run).",
-    )
-    parser.add_argument("--gpu-rows", nargs="+", metavar="FILE", required=True)
-    args = parser.parse_args(argv)
-    try:
-        print(gpu_benchmark_count(args.gpu_rows))
-    except BenchJsonError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
+
+    prog = program_name("gpubench_tools.dataset")
+
+    def body(args_list: Sequence[str] | None) -> int:
+        parser = argparse.ArgumentParser(
+            prog=prog,
+            description="Count the GPU benchmarks of bench JSON files (0: a CPU-only run).",
+        )
+        parser.add_argument("--gpu-rows", nargs="+", metavar="FILE", required=True)
+        add_debug_flag(parser)
+        args = parser.parse_args(args_list)
+        try:
+            print(gpu_benchmark_count(args.gpu_rows))
+        except BenchJsonError as exc:
+            raise UnusableInput(str(exc)) from None
+        return EXIT_OK
+
+    return run_main(prog, body, argv)
 
 
 if __name__ == "__main__":

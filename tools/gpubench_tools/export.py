@@ -14,6 +14,11 @@ repetition rows and the range their minimum and maximum, while Google Benchmark'
 rows are used only for a benchmark that has nothing else; GPU rows count their CUDA-event time
 (the real_time of a `/manual_time` row); NaN and Infinity are never written.
 
+Rows dropped for the same reason are told once per file and reason ("18 rows dropped (error:
+not supported on this machine: ...)"); `--verbose` lists their benchmarks, `--quiet` prints
+nothing but errors. A file with invalid rows (NaN, Infinity, zero, negative or absurd times or
+counts, see benchjson.invalid_reason) is not exported: a dashboard must not draw a corrupt number.
+
 Exit status: 0 written, 2 unusable input (one line on stderr says which file and what).
 """
 
@@ -28,7 +33,15 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .benchjson import BenchJsonError, BenchReport, BenchRow, load_report
+from .benchjson import (
+    BenchJsonError,
+    BenchReport,
+    BenchRow,
+    describe_invalid,
+    invalid_rows,
+    load_report,
+)
+from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 from .timing import TIME_CHOICES, not_measured_reason, row_time_s, time_source
 from .units import fmt_time
 
@@ -37,6 +50,7 @@ __all__ = [
     "ExportError",
     "Summary",
     "main",
+    "Dropped",
     "summarise",
     "to_bencher",
     "to_github_action_benchmark",
@@ -49,9 +63,6 @@ BENCHER_MEASURE = "latency"  # Bencher's built-in measure for a time, in nanosec
 # Aggregates that stand for the whole benchmark, in order of preference, when a file holds only
 # aggregates (--benchmark_report_aggregates_only). stddev and cv are spreads, not times.
 _AGGREGATE_VALUES: tuple[str, ...] = ("median", "mean")
-
-EXIT_OK = 0
-EXIT_UNUSABLE = 2
 
 
 class ExportError(Exception):
@@ -78,12 +89,65 @@ class Summary:
         return f"median of {self.repetitions} repetitions, {self.clock}"
 
 
+@dataclass(frozen=True)
+class Dropped:
+    """Rows of one benchmark that were dropped for one reason."""
+
+    path: str
+    name: str
+    reason: str
+    rows: int  # rows dropped for this reason
+    of_rows: int  # rows of the benchmark
+    exported: bool  # False: nothing of the benchmark was left to export
+
+
+def describe_dropped(dropped: list[Dropped], verbose: bool = False) -> list[str]:
+    """One line per file and reason; with `verbose`, one more line per benchmark."""
+    groups: dict[tuple[str, str], list[Dropped]] = {}
+    for d in dropped:
+        groups.setdefault((d.path, d.reason), []).append(d)
+    lines: list[str] = []
+    for (path, reason), items in groups.items():
+        rows = sum(d.rows for d in items)
+        gone = [d for d in items if not d.exported]
+        text = f"{path}: {rows} row{'' if rows == 1 else 's'} dropped ({reason})"
+        if len(items) == 1:
+            text += f": {items[0].name}" + ("; not exported" if gone else "")
+        else:
+            n = len(items)
+            text += (
+                f"; {n} benchmarks not exported"
+                if len(gone) == n
+                else f" of {n} benchmarks, {len(gone)} of them left with nothing to export"
+            )
+            if not verbose:
+                text += " (--verbose lists them)"
+        lines.append(text)
+        if verbose and len(items) > 1:
+            lines += [
+                f"  {d.name}: {d.rows} of {d.of_rows} rows"
+                + ("" if d.exported else "; not exported")
+                for d in items
+            ]
+    return lines
+
+
 def _usable(value: float) -> bool:
     return math.isfinite(value) and value > 0
 
 
 def summarise(report: BenchReport, time: str = "auto") -> tuple[list[Summary], list[str]]:
-    """One Summary per benchmark of the report (in file order), and warnings for what was dropped."""
+    """One Summary per benchmark of the report (in file order), and warnings for what was dropped
+    (one line per reason, see describe_dropped)."""
+    summaries, dropped, warnings = summarise_rows(report, time)
+    return summaries, describe_dropped(dropped) + warnings
+
+
+def summarise_rows(
+    report: BenchReport, time: str = "auto"
+) -> tuple[list[Summary], list[Dropped], list[str]]:
+    """One Summary per benchmark of the report (in file order), the dropped rows, and warnings
+    for benchmarks without a usable time."""
     order: dict[str, None] = {}  # benchmark names in file order
     iterations: dict[str, list[BenchRow]] = {}
     aggregates: dict[str, dict[str, BenchRow]] = {}
@@ -97,17 +161,16 @@ def summarise(report: BenchReport, time: str = "auto") -> tuple[list[Summary], l
 
     summaries: list[Summary] = []
     warnings: list[str] = []
+    all_dropped: list[Dropped] = []
     for name in order:
         rows = iterations.get(name, [])
         reasons = [not_measured_reason(r) for r in rows]
         measured = [r for r, reason in zip(rows, reasons) if reason is None]
         values = [v for v in (row_time_s(r, time) for r in measured) if _usable(v)]
         dropped = [reason for reason in reasons if reason is not None]
-        if dropped:
-            gone = "; not exported" if len(dropped) == len(rows) else ""
-            warnings.append(
-                f"{report.path}: dropped {len(dropped)} of {len(rows)} rows of {name} "
-                f"({dropped[0]}){gone}"
+        for reason in dict.fromkeys(dropped):
+            all_dropped.append(
+                Dropped(report.path, name, reason, dropped.count(reason), len(rows), bool(values))
             )
         if values:
             clock = time_source(measured[0], time)
@@ -121,7 +184,7 @@ def summarise(report: BenchReport, time: str = "auto") -> tuple[list[Summary], l
             summaries.append(summary)
         elif not dropped:
             warnings.append(f"{report.path}: {name}: no usable time, not exported")
-    return summaries, warnings
+    return summaries, all_dropped, warnings
 
 
 def _from_aggregate(name: str, rows: dict[str, BenchRow], time: str) -> Summary | None:
@@ -175,12 +238,15 @@ def _load(path: str) -> BenchReport:
     if report.recovered_from_truncation:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
         raise ExportError(f"{path}: file is truncated (the run was interrupted); not exported")
+    invalid = invalid_rows(report)
+    if invalid:
+        raise ExportError(f"{path}: {describe_invalid(invalid)}; not exported")
     return report
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="gpubench-export",
+        prog=_prog(),
         description="Write bench JSON results as github-action-benchmark (customSmallerIsBetter) "
         "or Bencher Metric Format JSON: one value per benchmark.",
     )
@@ -200,7 +266,17 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="time unit for github-action-benchmark (default ns); Bencher's latency is always ns",
     )
     parser.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches")
+    talk = parser.add_mutually_exclusive_group()
+    talk.add_argument(
+        "--verbose", action="store_true", help="list every dropped benchmark, not only the reasons"
+    )
+    talk.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    add_debug_flag(parser)
     return parser.parse_args(argv)
+
+
+def _prog() -> str:
+    return program_name("gpubench_tools.export")
 
 
 def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
@@ -214,8 +290,8 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     warnings: list[str] = []
     origin: dict[str, str] = {}
     for path in args.runs:
-        found, dropped = summarise(_load(path), args.time)
-        warnings.extend(dropped)
+        found, dropped, unusable = summarise_rows(_load(path), args.time)
+        warnings += describe_dropped(dropped, verbose=args.verbose) + unusable
         for s in found:
             if pattern is not None and not pattern.search(s.name):
                 continue
@@ -234,6 +310,11 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    prog = _prog()
+    return run_main(prog, lambda a: _main(prog, a), argv)
+
+
+def _main(prog: str, argv: Sequence[str] | None) -> int:
     args = _parse_args(argv)
     try:
         text, warnings = _export(args)
@@ -243,13 +324,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             sys.stdout.write(text)
     except (BenchJsonError, ExportError) as exc:
-        print(f"gpubench-export: error: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise UnusableInput(str(exc)) from None
     except OSError as exc:
-        print(f"gpubench-export: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
-    for line in warnings:
-        print(f"gpubench-export: warning: {line}", file=sys.stderr)
+        raise UnusableInput(f"{exc.filename}: {exc.strerror or exc}") from None
+    if not args.quiet:
+        for line in warnings:
+            print(f"{prog}: warning: {line}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -41,6 +41,8 @@ def not_measured_reason(row: BenchRow) -> str | None:
     """
     if row.error is not None:
         return f"error: {row.error}"
+    if row.invalid is not None:
+        return f"invalid: {row.invalid}"
     if row.iterations <= 0:
         return "skipped: ran no iterations"
     if not (math.isfinite(row.real_time_s) and row.real_time_s > 0):

@@ -20,6 +20,7 @@ import sys
 from typing import Any, Sequence
 
 from ..benchjson import BenchJsonError
+from ..cli import EXIT_OK, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
 from ..dataset import load_sources
 from .curves import GemmShape
 from .loo import leave_one_out
@@ -37,8 +38,7 @@ from .render import gemm_json, gemm_text, loo_json, loo_text, mlp_json, mlp_text
 
 __all__ = ["PROG", "main", "parse_gemm", "parse_mlp"]
 
-PROG = "gpubench-advise"
-EXIT_UNUSABLE = 2
+PROG = program_name("gpubench_tools.advise")
 
 _GEMM = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 _MLP_KEYS = ("batch", "hidden", "layers", "data", "readback", "input")
@@ -156,6 +156,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help=f"where --gemm's operands live: {', '.join(HOSTS)} (pinned)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    parser.add_argument("--quiet", action="store_true", help="no warnings: the answer and errors")
+    add_debug_flag(parser)
     return parser.parse_args(argv)
 
 
@@ -193,13 +195,16 @@ def _answer(args: argparse.Namespace) -> tuple[list[str], list[Any], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return run_main(PROG, _main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parse_args(argv)
     try:
         texts, objects, warnings = _answer(args)
     except (AdviseError, BenchJsonError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
-    for w in warnings:
+        raise UnusableInput(str(exc)) from None
+    for w in [] if args.quiet else warnings:
         # Failed and skipped rows are the report's business (it lists them); a truncated file
         # or a benchmark in two files still bears on the answer.
         if not w.endswith("(listed in the report)"):
@@ -209,4 +214,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(doc, indent=1, allow_nan=False))
     else:
         print("\n".join(texts), end="")
-    return 0
+    return EXIT_OK

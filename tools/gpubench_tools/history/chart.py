@@ -9,7 +9,6 @@ the machines of one commit line up.
 
 from __future__ import annotations
 
-import html
 import math
 import re
 import statistics
@@ -25,6 +24,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from ..escape import html_text
 from ..units import fmt_time  # noqa: E402
 from .check import (  # noqa: E402
     FAILED,
@@ -194,7 +194,7 @@ def _html_index(
     pages: dict[str, list[Path]],
     flagged: dict[tuple[int, str], BenchVerdict],
 ) -> str:
-    e = html.escape
+    e = html_text
     runs = sorted((r for rs in history.runs_by_machine.values() for r in rs), key=_run_order)
     runs_by_id = {r.id: r for r in runs}
     parts = [

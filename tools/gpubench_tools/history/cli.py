@@ -13,6 +13,15 @@ import sys
 from typing import Sequence
 
 from ..benchjson import BenchJsonError
+from ..cli import (
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNUSABLE,
+    UnusableInput,
+    add_debug_flag,
+    program_name,
+    run_main,
+)
 from ..timing import TIME_CHOICES
 from ..units import fmt_time
 from .check import (
@@ -34,15 +43,13 @@ from .store import HistoryError, HistoryStore
 
 __all__ = ["main"]
 
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_UNUSABLE = 2
 
-_PROG = "gpubench-history"
+def _prog() -> str:
+    return program_name("gpubench_tools.history")
 
 
 def _error(message: str) -> None:
-    print(f"{_PROG}: error: {message}", file=sys.stderr)
+    print(f"{_prog()}: error: {message}", file=sys.stderr)
 
 
 def _add_rule_options(parser: argparse.ArgumentParser) -> None:
@@ -88,21 +95,29 @@ def _add_rule_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    common = argparse.ArgumentParser(add_help=False)
+    add_debug_flag(common)
     parser = argparse.ArgumentParser(
-        prog=_PROG,
+        prog=_prog(),
+        parents=[common],
         description="Keep bench runs in one SQLite file; chart them; check the newest run of "
         "each machine for regressions against its recent history.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    add = sub.add_parser("add", help="store bench JSON runs (a run already stored is skipped)")
+    add = sub.add_parser(
+        "add", parents=[common], help="store bench JSON runs (a run already stored is skipped)"
+    )
     add.add_argument("db", help="history database (created if missing)")
     add.add_argument("runs", nargs="+", metavar="RUN.json", help="bench JSON files")
     add.add_argument("--commit", help="suite commit of the runs (default: from the context)")
     add.add_argument("--date", help="ISO 8601 date of the runs (default: from the context)")
+    add.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
     check = sub.add_parser(
-        "check", help="exit 1 when the newest run of a machine has a confirmed regression"
+        "check",
+        parents=[common],
+        help="exit 1 when the newest run of a machine has a confirmed regression",
     )
     check.add_argument("db", help="history database")
     check.add_argument(
@@ -110,9 +125,16 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="list every benchmark, not only regressions, failures and suspects",
     )
+    check.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only regressions and failures (and errors): nothing when the check passes",
+    )
     _add_rule_options(check)
 
-    chart = sub.add_parser("chart", help="trend charts per benchmark family and an HTML index")
+    chart = sub.add_parser(
+        "chart", parents=[common], help="trend charts per benchmark family and an HTML index"
+    )
     chart.add_argument("db", help="history database")
     chart.add_argument("--out", required=True, metavar="DIR", help="output folder")
     _add_rule_options(chart)
@@ -157,6 +179,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
             where = (
                 f"commit {record.git_commit}, {record.date}, machine {record.machine_fingerprint}"
             )
+            if args.quiet:
+                continue
             if not outcome.added:
                 if outcome.same_content:
                     print(f"already stored, nothing to do: {path} (run {outcome.run_id}, {where})")
@@ -241,6 +265,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not history.benchmarks:
         raise HistoryError(f"--filter {args.filter!r} matches no stored benchmark")
     checks = check_history(history, rule)
+    if args.quiet:
+        return _quiet_check(checks, rule)
     for check in checks:
         _print_machine(check, rule, args.verbose)
     unjudged = sum(
@@ -262,6 +288,19 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _quiet_check(checks: list[MachineCheck], rule: CheckRule) -> int:
+    status = EXIT_OK
+    for check in checks:
+        for kind in (REGRESSION, FAILED):
+            for v in check.with_verdict(kind):
+                print(
+                    f"{kind.upper()}: {check.machine.fingerprint}: {v.benchmark}: "
+                    f"{_describe(v, rule)}"
+                )
+                status = EXIT_REGRESSION
+    return status
+
+
 # --- chart -------------------------------------------------------------------------------------
 
 
@@ -281,19 +320,20 @@ def _cmd_chart(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return run_main(_prog(), _main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parse_args(argv)
     commands = {"add": _cmd_add, "check": _cmd_check, "chart": _cmd_chart}
     try:
         return commands[args.command](args)
     except HistoryError as exc:
-        _error(str(exc))
-        return EXIT_UNUSABLE
+        raise UnusableInput(str(exc)) from None
     except OSError as exc:
-        _error(f"{exc.filename or ''}: {exc.strerror or exc}")
-        return EXIT_UNUSABLE
+        raise UnusableInput(f"{exc.filename or ''}: {exc.strerror or exc}") from None
     except sqlite3.Error as exc:  # e.g. a database locked by another writer for over 30 s
-        _error(f"{args.db}: {exc}")
-        return EXIT_UNUSABLE
+        raise UnusableInput(f"{args.db}: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from ..benchjson import BenchRow, load_report
+from ..benchjson import BenchRow, describe_invalid, invalid_rows, load_report, usable_counter
 from ..timing import is_manual_time, not_measured_reason
 from .store import BenchmarkInfo, Failure, HistoryError, RunRecord, Sample
 
@@ -77,12 +77,17 @@ def _time_utc_s(path: str, date: str) -> float:
     return moment.timestamp()
 
 
+def _threads(row: BenchRow) -> float | None:
+    threads = row.counters.get("threads")
+    return threads if threads is not None and usable_counter(threads) else None
+
+
 def _benchmark_info(row: BenchRow) -> BenchmarkInfo:
     return BenchmarkInfo(
         name=row.run_name,
         family=family_of(row.run_name),
         manual_time=is_manual_time(row.run_name),
-        threads=row.counters.get("threads"),
+        threads=_threads(row),
     )
 
 
@@ -95,6 +100,13 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     if report.recovered_from_truncation:
         raise HistoryError(
             f"{path}: file is truncated (the run was interrupted); a partial run is not stored"
+        )
+    invalid = invalid_rows(report)
+    if invalid:
+        # A NaN, Infinity, zero or absurd time stored as a sample would pass every later check
+        # as a "missing" or an impossible number; the history keeps only sound runs.
+        raise HistoryError(
+            f"{path}: {describe_invalid(invalid)}; a run with invalid values is not stored"
         )
     context = report.context
     commit = commit or str(context.get(COMMIT_KEY, "") or "")

@@ -9,7 +9,10 @@ device names. `--gpu-reference` gives a run without GPU rows (a laptop, a CI run
 of a reference run from another machine: CPU rows come only from IN.json, GPU rows (and the
 overhead probes) only from the reference, and the report labels every number with the machine it
 was measured on. A run that has GPU rows of its own is reported as it is, with a warning that the
-reference was not used. Exit status: 0 on success, 2 for unusable input.
+reference was not used. Warnings that share one reason (the bf16 rows a CPU without
+cblas_sbgemm skips) are one line with a count; `--verbose` lists their benchmarks, `--quiet`
+prints nothing but errors. Exit status: 0 on success, 2 for unusable input or an output folder
+that cannot be written.
 """
 
 from __future__ import annotations
@@ -20,21 +23,27 @@ from pathlib import Path
 from typing import Sequence
 
 from ..benchjson import BenchJsonError
+from ..cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 from ..dataset import load_sources
 from .writer import write_html, write_markdown
 
 __all__ = ["main", "build_report"]
 
-PROG = "gpubench-report"
+PROG = program_name("gpubench_tools.report")
+
+
+def _prog() -> str:
+    return program_name("gpubench_tools.report")
 
 
 def build_report(
-    inputs: list[str], out_dir: Path, gpu_reference: Sequence[str] = ()
+    inputs: list[str], out_dir: Path, gpu_reference: Sequence[str] = (), verbose: bool = False
 ) -> tuple[Path, Path, list[str]]:
     """Write every chart plus report.html and report.md into out_dir.
 
     `gpu_reference`: files of a reference run whose GPU rows stand in for a run without any.
     Returns (html path, markdown path, warnings). Raises BenchJsonError for unusable input.
+    `verbose`: the warnings also name every failed, skipped and invalid benchmark.
     """
     sources, warnings = load_sources(inputs, gpu_reference)
     if not any(s.points for s in sources):
@@ -50,12 +59,23 @@ def build_report(
     html_path, md_path = out_dir / "report.html", out_dir / "report.md"
     write_html(doc, html_path)
     write_markdown(doc, md_path)
-    return html_path, md_path, doc.warnings
+    listed = [
+        f"{Path(path).name}: {status}: {row.run_name}"
+        for s in sources
+        for status, rows in (("failed", s.failed), ("skipped", s.skipped), ("invalid", s.invalid))
+        for path, row in rows
+    ]
+    return html_path, md_path, doc.warnings + (listed if verbose else [])
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    prog = _prog()
+    return run_main(prog, lambda a: _main(prog, a), argv)
+
+
+def _main(prog: str, argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=prog,
         description="Charts and an explained report (HTML + Markdown) from gpubench JSON results.",
     )
     parser.add_argument(
@@ -76,20 +96,29 @@ def main(argv: list[str] | None = None) -> int:
         "GPU rows (e.g. reports/baselines/h100-80gb-hbm3-matmul.json and -mlp.json); labelled as "
         "that machine's measurement; not used, with a warning, when IN.json has GPU rows",
     )
+    talk = parser.add_mutually_exclusive_group()
+    talk.add_argument(
+        "--verbose",
+        action="store_true",
+        help="after each warning about skipped or failed rows, list their benchmarks",
+    )
+    talk.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
     try:
-        html_path, md_path, warnings = build_report(args.inputs, Path(args.out), args.gpu_reference)
-    except BenchJsonError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(
-            f"{PROG}: error: cannot write the report to {args.out}: {exc.strerror or exc}",
-            file=sys.stderr,
+        html_path, md_path, warnings = build_report(
+            args.inputs, Path(args.out), args.gpu_reference, args.verbose
         )
-        return 1
+    except BenchJsonError as exc:
+        raise UnusableInput(str(exc)) from None
+    except OSError as exc:
+        raise UnusableInput(
+            f"cannot write the report to {args.out}: {exc.strerror or exc}"
+        ) from None
+    if args.quiet:
+        return EXIT_OK
     for w in warnings:
-        print(f"{PROG}: warning: {w}", file=sys.stderr)
+        print(f"{prog}: warning: {w}", file=sys.stderr)
     print(f"markdown: {md_path}")
     print(html_path)
-    return 0
+    return EXIT_OK

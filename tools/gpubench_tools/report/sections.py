@@ -29,7 +29,7 @@ from .precision_section import precision_section
 from .precision_sentences import precision_sentences
 from ..overhead_model import OverheadModel, build_model
 from .section_parts import keep_charts, mixed_note
-from .writer import Document, Section, Table
+from .writer import Details, Document, Section, Table
 from .sentences import (
     breakdown_sentences,
     cnn_sentences,
@@ -207,30 +207,54 @@ def _model_table(sources: list[Source], models: list[OverheadModel]) -> Table | 
     )
 
 
-def _failed_table(sources: list[Source]) -> Table | None:
-    rows = [
-        [Path(f).name, r.run_name, "failed", r.error or ""] for s in sources for f, r in s.failed
-    ]
-    rows += [
-        [Path(f).name, r.run_name, "skipped", r.error or ""] for s in sources for f, r in s.skipped
-    ]
-    if not rows:
+def _failed_rows(sources: list[Source]) -> list[tuple[str, str, str, str]]:
+    """(file, benchmark, status, message) of every failed, skipped or invalid benchmark."""
+    rows = [(f, r.run_name, "failed", r.error or "") for s in sources for f, r in s.failed]
+    rows += [(f, r.run_name, "skipped", r.error or "") for s in sources for f, r in s.skipped]
+    rows += [(f, r.run_name, "invalid", r.invalid or "") for s in sources for f, r in s.invalid]
+    return rows
+
+
+def _failed_table(sources: list[Source]) -> tuple[Table, list[Details]] | None:
+    """One table row per file, status and message: a CPU without cblas_sbgemm skips every bf16
+    row with the same long message, which is said once ("18 benchmarks") with the names folded
+    into a Details list under the table."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for path, name, status, message in _failed_rows(sources):
+        groups.setdefault((Path(path).name, status, message), []).append(name)
+    if not groups:
         return None
-    return Table(
+    rows: list[list[str]] = []
+    details: list[Details] = []
+    for (file, status, message), names in groups.items():
+        if len(names) == 1:
+            rows.append([file, names[0], status, message])
+            continue
+        rows.append([file, f"{len(names)} benchmarks (listed below)", status, message])
+        details.append(Details(f"{len(names)} rows {status} in {file}: {_shorten(message)}", names))
+    table = Table(
         headers=["file", "benchmark", "status", "message"],
         rows=rows,
         caption=(
             "failed: the benchmark reported an error; skipped: it does not fit on this machine "
-            "(the message starts with " + " or ".join(f'"{p}"' for p in SKIP_PREFIXES) + ")"
+            "(the message starts with " + " or ".join(f'"{p}"' for p in SKIP_PREFIXES) + "); "
+            "invalid: its values (a NaN, infinite, zero or absurd time or count) cannot be a "
+            "measurement"
         ),
     )
+    return table, details
 
 
-def _counted(n: int, skipped: int, failed: int) -> str:
+def _shorten(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _counted(n: int, skipped: int, failed: int, invalid: int = 0) -> str:
     return (
         f"{n} benchmarks"
         + (f", {skipped} skipped" if skipped else "")
         + (f", {failed} failed" if failed else "")
+        + (f", {invalid} invalid" if invalid else "")
     )
 
 
@@ -240,7 +264,7 @@ def _input_text(s: Source) -> str:
         return (
             f"{s.file_names} ({s.label}"
             + (f" with {s.cpu_label}" if s.gpu_name else ", CPU only")
-            + f", {_counted(len(s.points), len(s.skipped), len(s.failed))}"
+            + f", {_counted(len(s.points), len(s.skipped), len(s.failed), len(s.invalid))}"
             + (f", {len(s.paths)} files from one machine, merged" if len(s.paths) > 1 else "")
             + ")"
         )
@@ -506,8 +530,11 @@ def _cnn_section(sources: list[Source], out: Path) -> Section:
 
 
 def _failed_section(sources: list[Source]) -> Section | None:
-    failed = _failed_table(sources)
-    return Section("Failed or skipped benchmarks", tables=[failed]) if failed else None
+    found = _failed_table(sources)
+    if found is None:
+        return None
+    table, details = found
+    return Section("Failed or skipped benchmarks", tables=[table], details=details)
 
 
 def build_document(sources: list[Source], out: Path, warnings: list[str]) -> Document:

@@ -1,17 +1,25 @@
-"""Render the assembled report as self-contained HTML (images inlined) and as Markdown."""
+"""Render the assembled report as self-contained HTML (images inlined) and as Markdown.
+
+Every text of the Document is plain text (prose with benchmark names, file names, error messages
+and context values in it, none of them markup): the HTML writer escapes each with
+escape.html_text, the Markdown writer with escape.md_text (and md_code for the benchmark names
+of a Details list), so a name like `<script>` or one with a newline is shown, never run, and
+cannot start a line of its own.
+"""
 
 from __future__ import annotations
 
 import base64
-import html
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..escape import html_text, md_code, md_text
+
 if TYPE_CHECKING:  # only the type: importing charts_common would load matplotlib
     from .charts_common import ChartFile
 
-__all__ = ["Table", "Section", "Document", "write_html", "write_markdown"]
+__all__ = ["Table", "Details", "Section", "Document", "write_html", "write_markdown"]
 
 
 @dataclass
@@ -22,11 +30,21 @@ class Table:
 
 
 @dataclass
+class Details:
+    """A folded list (HTML <details>): a one-line summary, and items (benchmark names) shown
+    on demand, so 18 rows skipped for one reason take one line of the page."""
+
+    summary: str
+    items: list[str]
+
+
+@dataclass
 class Section:
     title: str
     paragraphs: list[str] = field(default_factory=list)
     charts: list["ChartFile"] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
+    details: list[Details] = field(default_factory=list)  # after the tables
     notes: list[str] = field(default_factory=list)  # smaller print: methods and caveats
 
 
@@ -53,7 +71,12 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 
 
 def _esc(text: str) -> str:
-    return html.escape(text, quote=True)
+    return html_text(text)
+
+
+def _html_details(d: Details) -> str:
+    items = "".join(f"<li><code>{_esc(i)}</code></li>" for i in d.items)
+    return f"<details><summary>{_esc(d.summary)}</summary><ul>{items}</ul></details>"
 
 
 def _html_table(t: Table) -> str:
@@ -78,6 +101,7 @@ def write_html(doc: Document, path: Path) -> None:
         parts.append(f"<h2>{_esc(sec.title)}</h2>")
         parts += [f"<p>{_esc(p)}</p>" for p in sec.paragraphs]
         parts += [_html_table(t) for t in sec.tables]
+        parts += [_html_details(d) for d in sec.details]
         for chart in sec.charts:
             # Inline the PNG so the single HTML file opens offline and can be mailed around.
             data = base64.b64encode(chart.png.read_bytes()).decode("ascii")
@@ -91,39 +115,48 @@ def write_html(doc: Document, path: Path) -> None:
     path.write_text("\n".join(parts), encoding="utf-8")
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _md_table(t: Table) -> list[str]:
     lines = []
     if t.caption:
-        lines += [f"*{t.caption}*", ""]
-    lines.append("| " + " | ".join(_md_cell(h) for h in t.headers) + " |")
+        lines += [f"*{md_text(t.caption)}*", ""]
+    lines.append("| " + " | ".join(md_text(h) for h in t.headers) + " |")
     lines.append("|" + "---|" * len(t.headers))
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
+    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in t.rows]
     return lines + [""]
 
 
+def _md_details(d: Details) -> list[str]:
+    # GitHub renders <details> in Markdown; the summary is inside an HTML element, so it is
+    # escaped as HTML; the list between blank lines is Markdown again.
+    return (
+        ["<details>", f"<summary>{html_text(d.summary)}</summary>", ""]
+        + [f"- {md_code(i)}" for i in d.items]
+        + ["", "</details>", ""]
+    )
+
+
 def write_markdown(doc: Document, path: Path) -> None:
-    lines = [f"# {doc.title}", ""]
+    lines = [f"# {md_text(doc.title)}", ""]
     for p in doc.intro:
-        lines += [p, ""]
+        lines += [md_text(p), ""]
     if doc.warnings:
-        lines += ["**Warnings**", ""] + [f"- {w}" for w in doc.warnings] + [""]
+        lines += ["**Warnings**", ""] + [f"- {md_text(w)}" for w in doc.warnings] + [""]
     for sec in doc.sections:
-        lines += [f"## {sec.title}", ""]
+        lines += [f"## {md_text(sec.title)}", ""]
         for p in sec.paragraphs:
-            lines += [p, ""]
+            lines += [md_text(p), ""]
         for t in sec.tables:
             lines += _md_table(t)
+        for d in sec.details:
+            lines += _md_details(d)
         for chart in sec.charts:
+            title = md_text(chart.title)
             lines += [
-                f"![{chart.title}]({chart.png.name})",
+                f"![{title}]({chart.png.name})",
                 "",
-                f"*{chart.title}* ([SVG]({chart.svg.name}))",
+                f"*{title}* ([SVG]({chart.svg.name}))",
                 "",
             ]
         for n in sec.notes:
-            lines += [f"> {n}", ""]
+            lines += [f"> {md_text(n)}", ""]
     path.write_text("\n".join(lines), encoding="utf-8")
