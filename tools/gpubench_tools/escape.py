@@ -10,10 +10,14 @@ import re
 
 __all__ = ["html_text", "md_code", "md_text"]
 
-# Characters with a meaning in CommonMark or GitHub Flavoured Markdown inline text and tables.
-# Each is backslash-escaped; '<' and '>' and '&' become entities so no raw HTML survives (GitHub
-# renders a subset of HTML inside Markdown, e.g. <img onerror=...> or <details>).
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+# What can turn text into markup anywhere in a CommonMark / GitHub Markdown line: backslash,
+# code spans, emphasis, link and image brackets, table pipes, strikethrough. '<', '>' and '&' become
+# entities so no raw HTML survives (GitHub renders a subset of HTML inside Markdown, e.g.
+# <img onerror=...> or <details>). Other punctuation ('.', '-', '(', '#') is markup only at the
+# start of a line (a heading, a list item, a quote, a rule), so it is escaped only there and
+# numbers such as "2.20 us" stay readable in the raw file.
+_MD_INLINE = re.compile(r"([\\`*_\[\]|~])")
+_MD_LINE_START = re.compile(r"^(\s*)(?:([#>+=-])|(\d+)([.)])(?=\s|$))")
 
 
 def _one_line(text: object) -> str:
@@ -24,8 +28,12 @@ def _one_line(text: object) -> str:
 
 def md_text(text: object) -> str:
     """Text for a Markdown paragraph, list item or table cell: one line, no markup, no HTML."""
-    escaped = _MD_SPECIAL.sub(r"\\\1", _one_line(text))
-    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    line = _one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    line = _MD_INLINE.sub(r"\\\1", line)
+    return _MD_LINE_START.sub(
+        lambda m: m.group(1) + (f"\\{m.group(2)}" if m.group(2) else f"{m.group(3)}\\{m.group(4)}"),
+        line,
+    )
 
 
 def md_code(text: object) -> str:
