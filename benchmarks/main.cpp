@@ -7,18 +7,22 @@
 // and a default --benchmark_min_time of 0.05 s per benchmark unless one is given, which keeps the
 // default sweep inside its time budget. GPU benchmarks are registered only when a device is
 // visible; otherwise one line on stderr says why they were skipped and the CPU benchmarks run.
+// --help, the checks of run flags before anything runs and of the output after the run are in
+// benchmarks/command_line.hpp; exit codes: 0 done, 1 output lost, 2 bad command line or no run.
 
 #include <benchmark/benchmark.h>
 
 #include <regex.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "benchmarks/command_line.hpp"
 #include "benchmarks/progress_reporter.hpp"
 #include "benchmarks/registration.hpp"
 #include "benchmarks/sweep.hpp"
@@ -41,19 +45,11 @@ bool take_flag(int* argc, char** argv, const char* flag) {
   return false;
 }
 
-bool has_flag(int argc, char** argv, const char* prefix) {
-  for (int index = 1; index < argc; ++index) {
-    if (std::strncmp(argv[index], prefix, std::strlen(prefix)) == 0) return true;
-  }
-  return false;
-}
-
-std::string flag_value(int argc, char** argv, const std::string& prefix) {
-  for (int index = 1; index < argc; ++index) {
-    const std::string argument = argv[index];
-    if (argument.rfind(prefix, 0) == 0) return argument.substr(prefix.size());
-  }
-  return "";
+// Whether everything written to stdout (the console table, a listing) reached it: with
+// std::cout synchronised with stdio, a failed write shows only when stdout is flushed.
+bool stdout_complete() {
+  std::cout.flush();
+  return std::fflush(stdout) == 0 && std::ferror(stdout) == 0 && !std::cout.fail();
 }
 
 }  // namespace
@@ -71,21 +67,30 @@ int main(int argc, char** argv) {
   }
   if (take_flag(&argc, argv, "--schema")) {
     std::cout << gpubench::schema_json() << "\n";
-    return 0;
+    return stdout_complete() ? 0 : gpubench::kExitOutputLost;
   }
   const bool list_all = take_flag(&argc, argv, "--list-all");
   const bool full = gpubench::take_full_sweep_flag(&argc, argv);
 
-  std::vector<char*> arguments(argv, argv + argc);
-  std::string default_min_time = "--benchmark_min_time=0.05";
-  if (!has_flag(argc, argv, "--benchmark_min_time")) arguments.push_back(default_min_time.data());
-  std::string list_tests = "--benchmark_list_tests=true";
-  if (list_all) arguments.push_back(list_tests.data());
-  int argument_count = static_cast<int>(arguments.size());
-  arguments.push_back(nullptr);
+  std::vector<std::string> arguments(argv, argv + argc);
+  if (const auto error = gpubench::check_run_flags(&arguments)) {
+    std::cerr << "gpubench: " << *error << "\n";
+    return gpubench::kExitUsage;
+  }
+  if (!gpubench::flag_value(arguments, "benchmark_min_time")) {
+    arguments.push_back(gpubench::default_min_time_argument());
+  }
+  if (list_all) arguments.emplace_back("--benchmark_list_tests=true");
+  std::vector<char*> pointers;
+  pointers.reserve(arguments.size() + 1);
+  for (std::string& argument : arguments) pointers.push_back(argument.data());
+  int argument_count = static_cast<int>(pointers.size());
+  pointers.push_back(nullptr);
 
-  benchmark::Initialize(&argument_count, arguments.data());
-  if (benchmark::ReportUnrecognizedArguments(argument_count, arguments.data())) return 2;
+  benchmark::Initialize(&argument_count, pointers.data(), gpubench::print_help);
+  if (benchmark::ReportUnrecognizedArguments(argument_count, pointers.data())) {
+    return gpubench::kExitUsage;
+  }
 
   gpubench::add_custom_context(full ? "full" : "default");
   const gpubench::Sweep sweep = gpubench::make_sweep(full);
@@ -108,14 +113,22 @@ int main(int argc, char** argv) {
   }
 
   // Long sweeps report progress on stderr (benchmarks/progress_reporter.hpp); a listing does not.
-  const std::string filter = flag_value(argc, argv, "--benchmark_filter=");
+  const std::string filter = gpubench::flag_value(arguments, "benchmark_filter").value_or("");
+  const auto out_path = gpubench::flag_value(arguments, "benchmark_out");
+  const bool listing = list_all || gpubench::flag_is_set(arguments, "benchmark_list_tests");
+  gpubench::CheckedFileReporter file_reporter;
   std::size_t ran = 0;
-  if (list_all || has_flag(argc, argv, "--benchmark_list_tests")) {
+  if (listing) {
     ran = benchmark::RunSpecifiedBenchmarks();
   } else {
     gpubench::ProgressReporter progress(
         gpubench::count_selected(gpubench::registered_names(), filter));
-    ran = benchmark::RunSpecifiedBenchmarks(&progress);
+    if (out_path && !out_path->empty()) {
+      file_reporter = gpubench::make_checked_file_reporter(arguments);
+      ran = benchmark::RunSpecifiedBenchmarks(&progress, file_reporter.reporter.get());
+    } else {
+      ran = benchmark::RunSpecifiedBenchmarks(&progress);
+    }
   }
   benchmark::Shutdown();
   if (ran == 0) {
@@ -124,13 +137,28 @@ int main(int argc, char** argv) {
     if (regcomp(&compiled, filter.c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
       std::cerr << "gpubench: --benchmark_filter='" << filter
                 << "' is not a valid regular expression\n";
-      return 2;
+      return gpubench::kExitUsage;
     }
     regfree(&compiled);
     std::cerr << "gpubench: no benchmark matches --benchmark_filter='" << filter << "'"
               << (has_gpu ? "" : " (GPU benchmarks are not available in this run)")
               << "; list the names with --benchmark_list_tests\n";
-    return 2;
+    return gpubench::kExitUsage;
+  }
+  // Google Benchmark writes --benchmark_out through an ofstream and never checks it.
+  if (file_reporter.reporter) {
+    const std::string format =
+        gpubench::flag_value(arguments, "benchmark_out_format").value_or("json");
+    if (const auto cause =
+            gpubench::check_output_file(*out_path, format, *file_reporter.write_failed)) {
+      std::cerr << "gpubench: --benchmark_out=" << *out_path << ": " << *cause
+                << "; the results are lost or incomplete\n";
+      return gpubench::kExitOutputLost;
+    }
+  }
+  if (!stdout_complete()) {
+    std::cerr << "gpubench: writing to stdout failed; the console output is lost or incomplete\n";
+    return gpubench::kExitOutputLost;
   }
   return 0;
 }

@@ -1,0 +1,339 @@
+#include "benchmarks/command_line.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <utility>
+
+// The linked Google Benchmark's version, from CMake's find_package (benchmarks/CMakeLists.txt);
+// 0.0 when its package does not say, which keeps to the forms every version parses.
+#ifndef GPUBENCH_BENCHMARK_VERSION_MAJOR
+#define GPUBENCH_BENCHMARK_VERSION_MAJOR 0
+#define GPUBENCH_BENCHMARK_VERSION_MINOR 0
+#endif
+#ifndef GPUBENCH_BENCHMARK_VERSION
+#define GPUBENCH_BENCHMARK_VERSION "unknown"
+#endif
+
+namespace gpubench {
+namespace {
+
+// Google Benchmark 1.8 made --benchmark_min_time take "<seconds>s" or "<iterations>x"; before it
+// the flag is a plain number of seconds and anything else is an unrecognised flag.
+constexpr bool kMinTimeTakesSuffixes = GPUBENCH_BENCHMARK_VERSION_MAJOR > 1 ||
+                                       (GPUBENCH_BENCHMARK_VERSION_MAJOR == 1 &&
+                                        GPUBENCH_BENCHMARK_VERSION_MINOR >= 8);
+constexpr const char* kDefaultMinTimeSeconds = "0.05";
+
+// Google Benchmark's own help text: PrintDefaultHelp writes it to `stdout`, which glibc lets a
+// program point at another stream for the call.
+std::string google_benchmark_help() {
+  char* buffer = nullptr;
+  std::size_t size = 0;
+  FILE* capture = open_memstream(&buffer, &size);
+  if (capture == nullptr) return "";
+  std::fflush(stdout);
+  FILE* const terminal = stdout;
+  stdout = capture;
+  benchmark::PrintDefaultHelp();
+  stdout = terminal;
+  std::fclose(capture);
+  std::string text(buffer, size);
+  std::free(buffer);
+  return text;
+}
+
+// Its usage line names "benchmark"; the binary is `bench`, and the continuation lines are indented
+// to line up under the first "[".
+std::string renamed_usage(const std::string& help) {
+  const std::string library_name = "benchmark ";
+  if (help.rfind(library_name, 0) != 0) return help;
+  const std::string indent(library_name.size(), ' ');
+  const std::string bench_indent(std::strlen("bench "), ' ');
+  std::istringstream lines(help.substr(library_name.size()));
+  std::string renamed = "bench ";
+  std::string line;
+  bool first = true;
+  while (std::getline(lines, line)) {
+    if (!first && line.rfind(indent, 0) == 0) {
+      renamed += bench_indent;
+      line.erase(0, indent.size());
+    }
+    renamed += line;
+    renamed += '\n';
+    first = false;
+  }
+  return renamed;
+}
+
+bool is_truthy(const std::string& value) {
+  // Google Benchmark's rule for boolean flags: empty is true; one character is true unless it is
+  // 0, f, F, n or N; longer values are true unless false, no or off.
+  if (value.empty()) return true;
+  if (value.size() == 1) {
+    return std::isalnum(static_cast<unsigned char>(value[0])) != 0 &&
+           std::strchr("0fFnN", value[0]) == nullptr;
+  }
+  std::string lower = value;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower != "false" && lower != "no" && lower != "off";
+}
+
+// The whole of `text` as a double, or nothing when it is empty or has trailing characters.
+std::optional<double> parse_double(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || errno == ERANGE) return std::nullopt;
+  return value;
+}
+
+// The whole of `text` as a count from 1 to `largest`, digits only.
+std::optional<long long> parse_count(const std::string& text, long long largest) {
+  if (text.empty() || text.size() > 18 ||
+      !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    return std::nullopt;
+  }
+  const long long value = std::stoll(text);
+  if (value < 1 || value > largest) return std::nullopt;
+  return value;
+}
+
+// --benchmark_min_time's value in the linked library's form, or an error message.
+std::pair<std::string, std::string> normalised_min_time(const std::string& value) {
+  const std::string flag = "--benchmark_min_time=" + value;
+  const std::string accepted =
+      kMinTimeTakesSuffixes
+          ? "give a positive number of seconds (0.5 or 0.5s) or of iterations (100x)"
+          : "give a positive number of seconds (0.5 or 0.5s)";
+  if (!value.empty() && value.back() == 'x') {
+    const auto iterations = parse_count(value.substr(0, value.size() - 1), 1LL << 62);
+    if (!iterations) return {"", flag + " is not a valid time: " + accepted};
+    if (!kMinTimeTakesSuffixes) {
+      return {"", flag +
+                      ": an iteration count needs Google Benchmark 1.8 or later and bench links " +
+                      GPUBENCH_BENCHMARK_VERSION + "; " + accepted};
+    }
+    return {value, ""};
+  }
+  const std::string number =
+      !value.empty() && value.back() == 's' ? value.substr(0, value.size() - 1) : value;
+  const auto seconds = parse_double(number);
+  if (!seconds || !std::isfinite(*seconds) || *seconds <= 0) {
+    return {"", flag + " is not a valid time: " + accepted};
+  }
+  return {kMinTimeTakesSuffixes ? number + "s" : number, ""};
+}
+
+std::optional<std::string> check_value(const std::string& name, std::string* value) {
+  const std::string flag = "--" + name + "=" + *value;
+  if (name == "benchmark_min_time") {
+    auto [normalised, error] = normalised_min_time(*value);
+    if (!error.empty()) return error;
+    *value = normalised;
+  } else if (name == "benchmark_min_warmup_time") {
+    const auto seconds = parse_double(*value);
+    if (!seconds || !std::isfinite(*seconds) || *seconds < 0) {
+      return flag + " is not a valid time: give a finite number of seconds, 0 or more";
+    }
+  } else if (name == "benchmark_repetitions") {
+    if (!parse_count(*value, 2147483647LL)) {
+      return flag + " is not a valid count: give a whole number of repetitions, 1 or more";
+    }
+  } else if (name == "benchmark_format" || name == "benchmark_out_format") {
+    if (*value != "console" && *value != "json" && *value != "csv") {
+      return flag + " is not a format: give console, json or csv";
+    }
+  }
+  return std::nullopt;
+}
+
+// Google Benchmark writes NaN and Infinity for such values, which strict JSON lacks; they become
+// null here (outside strings only) so that the file's structure can be checked.
+std::string without_non_finite_literals(const std::string& text) {
+  std::string result;
+  result.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t index = 0; index < text.size(); ++index) {
+    const char c = text[index];
+    if (in_string) {
+      result += c;
+      if (c == '\\' && index + 1 < text.size()) {
+        result += text[++index];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (const char* literal : {"-Infinity", "Infinity", "-NaN", "NaN"}) {
+      if (text.compare(index, std::strlen(literal), literal) == 0) {
+        result += "null";
+        index += std::strlen(literal) - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) result += c;
+  }
+  return result;
+}
+
+// A reporter of Google Benchmark's that, once the last row is written, flushes the stream the
+// library gave it and records whether any write failed (the stream's state is sticky).
+template <class Reporter>
+class FlushCheckingReporter final : public Reporter {
+ public:
+  template <class... Arguments>
+  explicit FlushCheckingReporter(std::shared_ptr<bool> write_failed, Arguments... arguments)
+      : Reporter(arguments...), write_failed_(std::move(write_failed)) {}
+
+  void Finalize() override {
+    Reporter::Finalize();
+    std::ostream& stream = this->GetOutputStream();
+    stream.flush();
+    if (stream.fail()) *write_failed_ = true;
+  }
+
+ private:
+  std::shared_ptr<bool> write_failed_;
+};
+
+}  // namespace
+
+void print_help() {
+  std::cout << renamed_usage(google_benchmark_help())
+            << "\ngpubench flags:\n"
+               "  --full                     the full sweep: larger sizes, every shape (also "
+               "GPUBENCH_FULL=1)\n"
+               "  --schema                   print the counter keys, units, directions and label "
+               "keys as JSON\n"
+               "  --list-all                 list every benchmark name, GPU ones included without "
+               "a GPU\n"
+               "  --benchmark_min_time       default "
+            << kDefaultMinTimeSeconds << " s per benchmark; "
+            << (kMinTimeTakesSuffixes ? "0.5, 0.5s (seconds) or 100x (iterations)"
+                                      : "0.5 or 0.5s (seconds)")
+            << "\nenvironment:\n"
+               "  GPUBENCH_FULL              1: the same as --full\n"
+               "  GPUBENCH_PROGRESS_SECONDS  seconds between progress lines on stderr (10; 0: "
+               "each benchmark)\n"
+               "  GPUBENCH_CIFAR10_DIR       CIFAR-10's binary batches for the CNN rows (unset: "
+               "synthetic)\n"
+               "  GPUBENCH_DATA_DIR          the folder with iris.csv and digits.csv (unset: the "
+               "source's data/)\n"
+               "  OPENBLAS_CORETYPE          OpenBLAS's kernels (unset: bench sets it if OpenBLAS "
+               "picks generic)\n"
+               "  CUDA_VISIBLE_DEVICES       the GPUs CUDA shows; empty hides them all, only CPU "
+               "rows run\n"
+               "exit codes: 0 done, "
+            << kExitOutputLost << " output lost (--benchmark_out or stdout), " << kExitUsage
+            << " bad flag or value, or no benchmark ran\n"
+               "Google Benchmark "
+            << GPUBENCH_BENCHMARK_VERSION << "\n";
+}
+
+std::optional<std::string> flag_value(const std::vector<std::string>& arguments,
+                                      const std::string& name) {
+  const std::string prefix = "--" + name + "=";
+  std::optional<std::string> value;
+  for (std::size_t index = 1; index < arguments.size(); ++index) {
+    if (arguments[index].rfind(prefix, 0) == 0) value = arguments[index].substr(prefix.size());
+  }
+  return value;
+}
+
+std::optional<std::string> check_run_flags(std::vector<std::string>* arguments) {
+  for (std::size_t index = 1; index < arguments->size(); ++index) {
+    std::string& argument = (*arguments)[index];
+    for (const char* name : {"benchmark_min_time", "benchmark_min_warmup_time",
+                             "benchmark_repetitions", "benchmark_format", "benchmark_out_format"}) {
+      const std::string prefix = std::string("--") + name + "=";
+      if (argument.rfind(prefix, 0) != 0) continue;
+      std::string value = argument.substr(prefix.size());
+      if (auto error = check_value(name, &value)) return error;
+      argument = prefix + value;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string default_min_time_argument() {
+  return std::string("--benchmark_min_time=") + kDefaultMinTimeSeconds +
+         (kMinTimeTakesSuffixes ? "s" : "");
+}
+
+bool flag_is_set(const std::vector<std::string>& arguments, const std::string& name) {
+  const std::string bare = "--" + name;
+  bool set = false;
+  for (std::size_t index = 1; index < arguments.size(); ++index) {
+    if (arguments[index] == bare) set = true;
+    if (arguments[index].rfind(bare + "=", 0) == 0) {
+      set = is_truthy(arguments[index].substr(bare.size() + 1));
+    }
+  }
+  return set;
+}
+
+CheckedFileReporter make_checked_file_reporter(const std::vector<std::string>& arguments) {
+  // The reporter Google Benchmark makes for --benchmark_out when given none.
+  CheckedFileReporter checked;
+  const std::string format = flag_value(arguments, "benchmark_out_format").value_or("json");
+  if (format == "csv") {
+    // Deprecated by Google Benchmark, which still makes one for --benchmark_out_format=csv.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    checked.reporter =
+        std::make_unique<FlushCheckingReporter<benchmark::CSVReporter>>(checked.write_failed);
+#pragma GCC diagnostic pop
+  } else if (format == "console") {
+    const auto options = flag_is_set(arguments, "benchmark_counters_tabular")
+                             ? benchmark::ConsoleReporter::OO_Tabular
+                             : benchmark::ConsoleReporter::OO_None;
+    checked.reporter = std::make_unique<FlushCheckingReporter<benchmark::ConsoleReporter>>(
+        checked.write_failed, options);
+  } else {
+    checked.reporter =
+        std::make_unique<FlushCheckingReporter<benchmark::JSONReporter>>(checked.write_failed);
+  }
+  return checked;
+}
+
+std::optional<std::string> check_output_file(const std::string& path, const std::string& format,
+                                             bool write_failed) {
+  if (write_failed) return "writing it failed (a full disk or a device error)";
+  struct stat status {};
+  if (stat(path.c_str(), &status) != 0) {
+    return std::string("it is missing after the run: ") + std::strerror(errno);
+  }
+  // A device or a pipe (/dev/stdout) cannot be read back; its writes were checked above.
+  if (!S_ISREG(status.st_mode)) return std::nullopt;
+  if (status.st_size == 0) return "it is empty";
+  if (format != "json") return std::nullopt;
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  const auto json = nlohmann::json::parse(without_non_finite_literals(text.str()), nullptr,
+                                          /*allow_exceptions=*/false);
+  if (json.is_discarded()) return "it is not valid JSON (cut off?)";
+  if (!json.is_object() || !json.contains("benchmarks") || !json["benchmarks"].is_array()) {
+    return "it has no \"benchmarks\" array";
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpubench
