@@ -93,7 +93,7 @@ def _group(report: BenchReport, ambiguous: set[str], clock: Clock) -> dict[str, 
         group = groups.setdefault(key, Group(key=key, label=row.label))
         if row.error is not None:
             (group.skipped if row.skipped else group.errors).append(row.error)
-        elif not plausible_time(clock(row)):
+        elif row.invalid is not None or not plausible_time(clock(row)):
             group.invalid.append(clock(row))
         else:
             group.rows.append(row)

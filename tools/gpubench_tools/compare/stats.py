@@ -15,9 +15,11 @@ from typing import Any, Callable
 
 from scipy.stats import mannwhitneyu
 
+from ..benchjson import MAX_ABS_COUNTER, MAX_TIME_S, usable_counter
+
 __all__ = [
     "BETTER_CHOICES",
-    "MAX_COUNTER_MAGNITUDE",
+    "MAX_ABS_COUNTER",
     "MAX_TIME_S",
     "MIN_REPETITIONS",
     "MetricResult",
@@ -52,12 +54,10 @@ INVALID = "invalid"
 # spread of a sample is unknown or meaningless.
 MIN_REPETITIONS = 3
 
-# A time per iteration outside (0, MAX_TIME_S] is not a measurement: Google Benchmark writes
-# NaN or Infinity when a division goes wrong, and no iteration of any benchmark runs for 116 days.
-MAX_TIME_S = 1e7
-# A counter beyond this magnitude is not a measurement either (no rate, size or count of a
-# benchmark comes near it), and its square would overflow the spread.
-MAX_COUNTER_MAGNITUDE = 1e30
+# A time per iteration outside (0, MAX_TIME_S] is not a measurement (Google Benchmark writes NaN
+# or Infinity when a division goes wrong), nor is a counter beyond MAX_ABS_COUNTER (whose square
+# would overflow the spread). The limits are the reader's row-validity rule (benchjson), so
+# compare and every other tool agree on what a measurement is.
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
 # benchmark's arguments, so only float formatting can make them differ.
@@ -190,9 +190,9 @@ def plausible_time(seconds: float) -> bool:
 
 
 def plausible_counter(value: float) -> bool:
-    """A counter value that can be a measurement: finite and within MAX_COUNTER_MAGNITUDE.
+    """A counter value that can be a measurement: finite and within MAX_ABS_COUNTER.
     (Zero and negative values are legitimate counters: skipped_steps, t_overhead.)"""
-    return math.isfinite(value) and abs(value) <= MAX_COUNTER_MAGNITUDE
+    return usable_counter(value)
 
 
 def describe_invalid(values: list[float]) -> str:
