@@ -107,7 +107,7 @@ void cnn_cpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case, 
 void register_cnn_cpu(const Sweep& sweep) {
   for (const CnnCase& cnn_case : sweep.cnn_cases) {
     if (cnn_case.cpu_steps < 1) continue;
-    for (int threads : sweep.cpu_threads) {
+    for (int threads : cnn_case.cpu_scaling ? sweep.cpu_scaling_threads : sweep.cpu_threads) {
       const RowId id = cnn_row_id("cpu", "openblas", cnn_case, 1)
                            .with(number_parameter("threads", threads, Counter::blas_threads));
       register_row(id, IterationTime::benchmark_clock, cnn_cpu, cnn_case, threads);

@@ -166,7 +166,9 @@ void register_one(const MlpCase& mlp_case, CpuPath path, int threads) {
 void register_mlp_cpu(const Sweep& sweep) {
   for (const MlpCase& mlp_case : sweep.mlp_cases) {
     if (mlp_case.cpu_epochs < 1) continue;  // too large for the CPU side of this sweep
-    for (int threads : sweep.cpu_threads) register_one(mlp_case, CpuPath::openblas, threads);
+    const std::vector<int>& thread_counts =
+        mlp_case.cpu_scaling ? sweep.cpu_scaling_threads : sweep.cpu_threads;
+    for (int threads : thread_counts) register_one(mlp_case, CpuPath::openblas, threads);
     if (mlp_case.cpu_bf16) {
       for (int threads : sweep.cpu_threads) register_one(mlp_case, CpuPath::openblas_bf16, threads);
     }

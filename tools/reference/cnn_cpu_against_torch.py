@@ -5,14 +5,20 @@ comes and goes hits both (absolute times on shared machines are noisy; their rat
 Usage: python3 tools/reference/cnn_cpu_against_torch.py [--bench build/benchmarks/bench]
        [--batch 64] [--threads 1] [--rounds 5] [--out ratios.json]
 
+`--threads N` runs both sides on N cores: the suite's `threads:N` row (its thread rule,
+kernels/cnn/cnn_cpu.hpp) and PyTorch with torch.set_num_threads(N) and
+torch.set_num_interop_threads(N) (tools/reference/torch_cnn.py).
+
 Needs PyTorch (Debian: `apt-get install python3-torch`, then run this with /usr/bin/python3).
-Prints each round's t_step of both and PyTorch / ours (above 1: ours is faster), then the median.
+Prints each round's t_step of both and PyTorch / ours (above 1: ours is faster), then the medians;
+the JSON keeps every round (both sides and the machine's load average before the round).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -72,21 +78,36 @@ def main() -> int:
             ours = step_seconds(ours_json, suffix)
             theirs = step_seconds(torch_json, suffix)
             ratios.append(theirs / ours)
-            rounds.append({"ours_t_step": ours, "torch_t_step": theirs})
+            rounds.append(
+                {
+                    "ours_t_step": ours,
+                    "torch_t_step": theirs,
+                    "load_average_1min": os.getloadavg()[0],
+                }
+            )
             print(
                 f"round {round_index + 1}: ours {ours * 1e3:.2f} ms, PyTorch {theirs * 1e3:.2f} ms "
                 f"per step, PyTorch / ours {ratios[-1]:.3f}"
             )
     median = statistics.median(ratios)
-    print(f"median PyTorch / ours over {args.rounds} rounds: {median:.3f}")
+    ours_median = statistics.median(r["ours_t_step"] for r in rounds)
+    torch_median = statistics.median(r["torch_t_step"] for r in rounds)
+    print(
+        f"median over {args.rounds} rounds: ours {ours_median * 1e3:.2f} ms, PyTorch "
+        f"{torch_median * 1e3:.2f} ms, PyTorch / ours {median:.3f} (of the medians: "
+        f"{torch_median / ours_median:.3f})"
+    )
     if args.out:
         Path(args.out).write_text(
             json.dumps(
                 {
                     "batch": args.batch,
                     "threads": args.threads,
+                    "cpus": os.cpu_count(),
                     "rounds": rounds,
                     "median_torch_over_ours": median,
+                    "median_ours_t_step": ours_median,
+                    "median_torch_t_step": torch_median,
                 },
                 indent=1,
             )
