@@ -509,6 +509,24 @@ TEST(CnnCpu, ShardedGradientLossAndErrorsEqualTheWholeBatchs) {
                std::invalid_argument);
 }
 
+// The thread rule (cnn_cpu_thread_plan): a shard per image up to the core count, never OpenBLAS's
+// own threads.
+TEST(CnnCpu, ThreadRuleShardsUpToOneImagePerCore) {
+  const CnnSpec spec;
+  const auto plan = [&](int batch, int threads) {
+    const gpubench::cpu::CpuThreadPlan result =
+        gpubench::cpu::cnn_cpu_thread_plan(spec, batch, threads);
+    return std::vector<int>{result.workers, result.blas_threads};
+  };
+  using Plan = std::vector<int>;  // workers, OpenBLAS threads
+  EXPECT_EQ(plan(64, 2), (Plan{2, 1}));
+  EXPECT_EQ(plan(64, 16), (Plan{16, 1}));
+  EXPECT_EQ(plan(64, 128), (Plan{64, 1}));
+  EXPECT_EQ(plan(3, 4), (Plan{3, 1}));
+  EXPECT_EQ(plan(1, 16), (Plan{1, 1}));
+  EXPECT_EQ(plan(256, 1), (Plan{1, 1}));
+}
+
 // Records begin/end pairs.
 class RecordingObserver : public gpubench::StepObserver {
  public:

@@ -346,6 +346,38 @@ TEST(MlpCpu, WorkersRunEveryShardAndPassOnTheirErrors) {
   }
 }
 
+// The thread rule (mlp_cpu_thread_plan) picks from the work, the same on any core count: tiny
+// steps stay on one worker, shards keep at least 32 rows and 1 MFLOP, and a batch too small to
+// shard runs OpenBLAS's threads only when its products are large.
+TEST(MlpCpu, ThreadRulePicksShardsFromTheWork) {
+  const auto plan = [](int inputs, std::vector<int> hidden, int classes, int batch, int threads) {
+    MlpSpec spec;
+    spec.inputs = inputs;
+    spec.hidden = std::move(hidden);
+    spec.classes = classes;
+    const gpubench::cpu::CpuThreadPlan result =
+        gpubench::cpu::mlp_cpu_thread_plan(spec, batch, threads);
+    return std::vector<int>{result.workers, result.blas_threads};
+  };
+  using Plan = std::vector<int>;  // workers, OpenBLAS threads
+  // Iris (41 kflop per step): one worker, one thread, on any machine.
+  EXPECT_EQ(plan(4, {10}, 3, 120, 2), (Plan{1, 1}));
+  EXPECT_EQ(plan(4, {10}, 3, 120, 64), (Plan{1, 1}));
+  // Synthetic 4096 x 64-512-10 (663 MFLOP): a shard per core up to 128 cores (32 rows each).
+  EXPECT_EQ(plan(64, {512}, 10, 4096, 2), (Plan{2, 1}));
+  EXPECT_EQ(plan(64, {512}, 10, 4096, 16), (Plan{16, 1}));
+  EXPECT_EQ(plan(64, {512}, 10, 4096, 64), (Plan{64, 1}));
+  // 256 x 64-64-10 (5.2 MFLOP): five shards of 1 MFLOP at most, whatever the cores.
+  EXPECT_EQ(plan(64, {64}, 10, 256, 16), (Plan{5, 1}));
+  // 64 x 64-64-10 (1.3 MFLOP): too little for two shards.
+  EXPECT_EQ(plan(64, {64}, 10, 64, 2), (Plan{1, 1}));
+  // 16 x 64-4096-10 (21 MFLOP, 16 rows): too few rows to shard; OpenBLAS's threads instead.
+  EXPECT_EQ(plan(64, {4096}, 10, 16, 8), (Plan{1, 8}));
+  EXPECT_EQ(plan(64, {4096}, 10, 1, 8), (Plan{1, 1}));  // 1.3 MFLOP
+  // One core: nothing to split.
+  EXPECT_EQ(plan(64, {512}, 10, 4096, 1), (Plan{1, 1}));
+}
+
 TEST(MlpCpu, IrisReachesNinetyPercentTestAccuracyAfter20000Epochs) {
   const gpubench::DatasetSplit iris = gpubench::load_split_dataset("iris");
   MlpSpec spec;

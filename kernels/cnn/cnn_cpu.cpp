@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -748,11 +749,15 @@ const float* CnnCpuTrainer::logits(const float* parameters, const float* images_
 }
 
 CpuThreadPlan cnn_cpu_thread_plan(const CnnSpec& spec, int batch, int threads) {
-  // PLACEHOLDER constants, measured in docs/workloads.md.
+  // One image is 69 MFLOP (cnn_step_flop), far above what a shard must take over to pay for its
+  // meetings with the others, and its weight gradients are small (145k parameters): a shard per
+  // image is worth it, so the shard count is min(threads, batch). OpenBLAS's own threads never:
+  // the products of one chunk of images are too small for them (batch 64: 50 ms per step on two
+  // OpenBLAS threads against 46 ms on one, on the 2-core Zen 4; docs/workloads.md, "Threads").
   ShardRule rule;
   rule.min_rows_per_shard = 1;
   rule.min_flop_per_shard = 0;
-  rule.min_flop_for_blas_threads = 1e18;
+  rule.min_flop_for_blas_threads = std::numeric_limits<double>::infinity();
   return plan_cpu_threads(rule, cnn_step_flop(spec, batch), batch, threads);
 }
 

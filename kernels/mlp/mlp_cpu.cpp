@@ -16,11 +16,19 @@ namespace cpu {
 
 namespace {
 
-// The thread rule's constants (kernels/common/worker_threads.hpp, ShardRule), measured on the
-// 2-core Zen 4 with sharded steps against one worker (docs/workloads.md, "Threads"): PLACEHOLDER.
+// The thread rule's constants (kernels/common/worker_threads.hpp, ShardRule; docs/workloads.md,
+// "Threads", has the measurements):
+// - 32 rows per shard: a shard's weight gradient is full-size whatever its rows, and summing it
+//   reads about one float per parameter per worker against 6 flop per parameter and row of the
+//   shard's own products, so at 32 rows the sum costs a few percent of the step;
+// - 1 MFLOP per shard (15-25 us of one Zen 4 core at the 40-65 GFLOP/s these small products run):
+//   measured on 2 cores, sharding won from 2.6 MFLOP steps up (1.5x; 2.0x at 5 MFLOP) and lost
+//   below 0.5 MFLOP (0.65x at 16 x 64-64-10);
+// - OpenBLAS's threads for one shard from 10 MFLOP: a batch too small to shard with wide layers
+//   (16 x 64-4096-10, 21 MFLOP: 1.35x on 2 threads); smaller products it runs on one thread anyway.
 constexpr int kMlpMinRowsPerShard = 32;
-constexpr double kMlpMinFlopPerShard = 2e6;
-constexpr double kMlpMinFlopForBlasThreads = 1e12;
+constexpr double kMlpMinFlopPerShard = 1e6;
+constexpr double kMlpMinFlopForBlasThreads = 1e7;
 
 }  // namespace
 
