@@ -273,6 +273,7 @@ TEST(MlpCpuBf16, ShardedStepsFollowTheOneWorkerTrajectoryAndRepeatExactly) {
         MlpBf16Trainer trainer(spec, rows, product, workers);
         std::vector<float> parameters = gpubench::initial_parameters(spec);
         std::vector<float> losses;
+        losses.reserve(30 + parameters.size());
         for (int step = 0; step < 30; ++step) {
           losses.push_back(trainer.step(parameters.data(), data.inputs.data(), data.labels.data()));
         }
