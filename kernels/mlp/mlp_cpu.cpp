@@ -25,7 +25,8 @@ namespace {
 //   measured on 2 cores, sharding won from 2.6 MFLOP steps up (1.5x; 2.0x at 5 MFLOP) and lost
 //   below 0.5 MFLOP (0.65x at 16 x 64-64-10);
 // - OpenBLAS's threads for one shard from 10 MFLOP: a batch too small to shard with wide layers
-//   (16 x 64-4096-10, 21 MFLOP: 1.35x on 2 threads); smaller products it runs on one thread anyway.
+//   (16 x 64-4096-10, 21 MFLOP: 1.36x on 2 threads, the median of 7 rounds, two of which ran at
+//   half speed; 32 x 64-4096-4096-10: 1.5x); smaller products it runs on one thread anyway.
 constexpr int kMlpMinRowsPerShard = 32;
 constexpr double kMlpMinFlopPerShard = 1e6;
 constexpr double kMlpMinFlopForBlasThreads = 1e7;
