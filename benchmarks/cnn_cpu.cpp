@@ -1,6 +1,8 @@
 // cnn/cpu/openblas/data:D/batch:B/readback:1/threads:T
 //   the CIFAR-10 tutorial network (kernels/cnn/cnn_spec.hpp) trained on the CPU: convolutions as
-//   im2col + cblas_sgemm, OpenBLAS set to T threads (1 and all cores).
+//   im2col + cblas_sgemm, on T cores: the batch in shards, one per worker, each with
+//   single-threaded OpenBLAS, as the rule of kernels/cnn/cnn_cpu.hpp (cnn_cpu_thread_plan) picks
+//   from the step's work.
 //
 // One timed iteration trains the case's steps from the initial weights, every step on the same
 // batch; the weights are restored before each iteration outside the clock
@@ -37,9 +39,10 @@ void cnn_cpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case, 
   const ImageSet& train = workload.data.train;
   const int batch = cnn_case.batch;
   const int steps = cnn_case.cpu_steps;
-  cpu::set_blas_threads(threads);
+  const cpu::CpuThreadPlan plan = cpu::cnn_cpu_thread_plan(workload.spec, batch, threads);
+  cpu::set_blas_threads(plan.blas_threads);
 
-  cpu::CnnCpuTrainer trainer(workload.spec, batch);
+  cpu::CnnCpuTrainer trainer(workload.spec, batch, plan.workers);
   std::vector<float> parameters = workload.initial;
   std::vector<float> losses(static_cast<std::size_t>(steps));
   const auto step = [&] {
@@ -104,7 +107,7 @@ void cnn_cpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case, 
 void register_cnn_cpu(const Sweep& sweep) {
   for (const CnnCase& cnn_case : sweep.cnn_cases) {
     if (cnn_case.cpu_steps < 1) continue;
-    for (int threads : sweep.cpu_threads) {
+    for (int threads : cnn_case.cpu_scaling ? sweep.cpu_scaling_threads : sweep.cpu_threads) {
       const RowId id = cnn_row_id("cpu", "openblas", cnn_case, 1)
                            .with(number_parameter("threads", threads, Counter::blas_threads));
       register_row(id, IterationTime::benchmark_clock, cnn_cpu, cnn_case, threads);

@@ -1,5 +1,7 @@
 // mlp/cpu/openblas/data:D/batch:B/hidden:H/readback:1/threads:T
-//   layer products through cblas_sgemm (OpenBLAS thread count set explicitly), the rest in loops.
+//   layer products through cblas_sgemm, the rest in loops, on T cores: the batch in shards, one per
+//   worker, each with single-threaded OpenBLAS, or one shard with OpenBLAS at T threads, as the
+//   rule of kernels/mlp/mlp_cpu.hpp (mlp_cpu_thread_plan) picks from the step's work.
 // mlp/cpu/small/data:D/batch:B/hidden:H/readback:1/threads:1
 //   the hand-written small-matrix path (kernels/mlp/mlp_cpu_small.hpp), single-threaded, no BLAS.
 // mlp/cpu/openblas/data:D/batch:B/hidden:H/readback:1/threads:T/precision:bf16
@@ -73,18 +75,23 @@ void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, 
   const MlpSpec& spec = workload.spec;
   const Dataset& train = workload.data.batch;
   const int batch = mlp_case.batch;
-  cpu::set_blas_threads(threads);
+  // The thread plan from the step's work (never per row); the small path is single-threaded.
+  const cpu::CpuThreadPlan plan = path == CpuPath::small
+                                      ? cpu::CpuThreadPlan{}
+                                      : cpu::mlp_cpu_thread_plan(spec, batch, threads);
+  cpu::set_blas_threads(plan.blas_threads);
 
   std::vector<float> parameters = workload.initial;
   std::vector<float> losses(static_cast<std::size_t>(spec.epochs));
-  cpu::MlpBlasTrainer blas(spec, batch);
+  cpu::MlpBlasTrainer blas(spec, batch, path == CpuPath::openblas ? plan.workers : 1);
   std::unique_ptr<cpu::MlpSmallTrainer> hand_written;
   std::unique_ptr<cpu::MlpBf16Trainer> mixed;
   if (path == CpuPath::small) {
     hand_written = std::make_unique<cpu::MlpSmallTrainer>(spec, batch);
     hand_written->set_batch(train.inputs.data(), train.labels.data());
   } else if (path == CpuPath::openblas_bf16) {
-    mixed = std::make_unique<cpu::MlpBf16Trainer>(spec, batch, cpu::Bf16Product::openblas_sbgemm);
+    mixed = std::make_unique<cpu::MlpBf16Trainer>(spec, batch, cpu::Bf16Product::openblas_sbgemm,
+                                                  plan.workers);
   }
   const auto step = [&] {
     switch (path) {
@@ -159,7 +166,9 @@ void register_one(const MlpCase& mlp_case, CpuPath path, int threads) {
 void register_mlp_cpu(const Sweep& sweep) {
   for (const MlpCase& mlp_case : sweep.mlp_cases) {
     if (mlp_case.cpu_epochs < 1) continue;  // too large for the CPU side of this sweep
-    for (int threads : sweep.cpu_threads) register_one(mlp_case, CpuPath::openblas, threads);
+    const std::vector<int>& thread_counts =
+        mlp_case.cpu_scaling ? sweep.cpu_scaling_threads : sweep.cpu_threads;
+    for (int threads : thread_counts) register_one(mlp_case, CpuPath::openblas, threads);
     if (mlp_case.cpu_bf16) {
       for (int threads : sweep.cpu_threads) register_one(mlp_case, CpuPath::openblas_bf16, threads);
     }

@@ -131,6 +131,13 @@ void add_mlp_sweep(Sweep* sweep, bool full) {
     add_mlp_cases(sweep, "synthetic", batches, widths, 1, synthetic_steps);
     add_mlp_cases(sweep, "synthetic", batches, widths, 2, synthetic_steps);
   }
+  // Thread scaling (full sweep): the classic tiny case, which the rule keeps on one worker, and a
+  // mid-sized one, whose step the rule shards across every core.
+  for (MlpCase& mlp : sweep->mlp_cases) {
+    const bool mid_sized =
+        mlp.data == "synthetic" && mlp.batch == 4096 && mlp.hidden == std::vector<int>{512};
+    mlp.cpu_scaling = full && (mlp.data == "iris" || mid_sized);
+  }
   // The cost of reading the loss back every step, across the synthetic batch sizes.
   for (MlpCase& mlp : sweep->mlp_cases) {
     if (mlp.data == "synthetic" && mlp.hidden.size() == 1 && mlp.hidden[0] == 64) {
@@ -203,6 +210,8 @@ void add_cnn_sweep(Sweep* sweep, bool full) {
       cnn.gpu_readbacks = {1, 0};
       cnn.input_transfer = true;
     }
+    // Thread scaling (full sweep) at the tutorial's batch.
+    cnn.cpu_scaling = full && batch == kCnnTutorialBatch;
     // Mixed precision at the tutorial's batch and two larger ones, where tensor cores can matter.
     cnn.gpu_mixed_precision = batch == kCnnTutorialBatch || batch == 256 || batch == 1024;
     sweep->cnn_cases.push_back(cnn);
@@ -218,6 +227,10 @@ Sweep make_sweep(bool full) {
   const int all_cores = cpu::blas_threads_for_all_cores();
   sweep.cpu_threads = {1};
   if (all_cores > 1) sweep.cpu_threads.push_back(all_cores);
+  for (int threads = 1; threads < all_cores; threads *= 2) {
+    sweep.cpu_scaling_threads.push_back(threads);
+  }
+  sweep.cpu_scaling_threads.push_back(all_cores);
 
   // Powers of two with intermediate points (x1.5) so the crossover can be interpolated.
   const std::vector<int> small_squares = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024};

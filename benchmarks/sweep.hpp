@@ -30,6 +30,7 @@ struct MlpCase {
   bool gpu_mixed_precision = false;      // also bf16 and fp16 eager and graph rows (precision:P)
   std::vector<int> gpu_readbacks = {0};  // loss read back every 1 / 200 steps, or 0 = never
   bool input_transfer = false;  // also the variants that copy the batch from host every step
+  bool cpu_scaling = false;     // the OpenBLAS fp32 row at every count of cpu_scaling_threads
 };
 
 // One CNN training workload (names: cnn/<cpu|gpu>/<variant>/data:D/batch:B/readback:R/...).
@@ -41,6 +42,7 @@ struct CnnCase {
   std::vector<int> gpu_readbacks = {0};  // loss read back every step (1) or never (0)
   bool input_transfer = false;       // also the variants that copy the batch from host every step
   bool gpu_mixed_precision = false;  // also bf16 and fp16 eager and graph rows (precision:P)
+  bool cpu_scaling = false;          // the CPU row at every count of cpu_scaling_threads
 };
 
 // One largest-batch row (names: memory/gpu/largest_batch/net:N/data:D/precision:P/...):
@@ -60,11 +62,14 @@ struct Sweep {
   std::vector<MatmulShape> gpu_layer_shapes;  // kernel-only, fp32 and bf16: MLP layers, DeepBench
   std::vector<MatmulShape> gpu_e2e_shapes;    // end-to-end, fp32 and bf16, pinned and pageable
   std::vector<int> cpu_threads;               // 1 and all cores
-  std::vector<std::size_t> transfer_bytes;    // 4 B .. 1 GiB
-  std::vector<std::size_t> alloc_bytes;       // allocation probes: 4 KiB .. 1 GiB
-  std::vector<int> launch_counts;             // kernels per burst / nodes per graph
-  std::vector<MlpCase> mlp_cases;             // tiny-MLP training: iris, digits, synthetic grid
-  std::vector<CnnCase> cnn_cases;             // the CIFAR-10 tutorial CNN across batch sizes
+  // The full sweep's scaling rows: 1, 2, 4, ... and all cores, for the cases marked cpu_scaling
+  // (Iris, synthetic 4096 x 512, the CNN at batch 64); the default sweep marks none.
+  std::vector<int> cpu_scaling_threads;
+  std::vector<std::size_t> transfer_bytes;  // 4 B .. 1 GiB
+  std::vector<std::size_t> alloc_bytes;     // allocation probes: 4 KiB .. 1 GiB
+  std::vector<int> launch_counts;           // kernels per burst / nodes per graph
+  std::vector<MlpCase> mlp_cases;           // tiny-MLP training: iris, digits, synthetic grid
+  std::vector<CnnCase> cnn_cases;           // the CIFAR-10 tutorial CNN across batch sizes
   std::vector<LargestBatchCase> largest_batch_cases;  // one per net: default and full sweep
 };
 

@@ -2,11 +2,13 @@
 // the OpenBLAS path, Iris reaching its expected test accuracy, a numerically stable loss, and clear
 // errors for bad configurations.
 
+#include <cblas.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -15,6 +17,7 @@
 #include "harness/dataset.hpp"
 #include "harness/validation.hpp"
 #include "kernels/common/openblas.hpp"
+#include "kernels/common/worker_threads.hpp"
 #include "kernels/mlp/mlp_cpu.hpp"
 #include "kernels/mlp/mlp_cpu_small.hpp"
 
@@ -175,6 +178,204 @@ TEST(MlpCpu, BlasPathGivesTheSameResultOnAllCores) {
   for (std::size_t i = 0; i < one_thread.size(); ++i) {
     ASSERT_NEAR(all_cores[i], one_thread[i], 1e-6) << "parameter " << i;
   }
+}
+
+// The sharded step (kernels/common/worker_threads.hpp) against one worker: only the order of the
+// sums over rows differs (each shard sums its rows, then the shard sums are added), so the
+// trajectories agree to fp32 rounding. Tolerance: 1e-5 relative on the loss (about 80 fp32
+// epsilons) and 2e-6 absolute on parameters of size ~0.3; measured at most 1.2e-7 and 1.2e-7 over
+// these 30 steps at lr 0.1. A shard that lost a row, divided by its own size instead of the
+// batch's, or was summed twice is off by percents in the first step.
+constexpr double kShardedLossTolerance = 1e-5;
+constexpr double kShardedParameterTolerance = 2e-6;
+constexpr int kShardedSteps = 30;
+
+struct Trajectory {
+  std::vector<float> losses;
+  std::vector<float> parameters;
+};
+
+Trajectory train_mlp(const MlpSpec& spec, const Batch& data, int batch, int workers) {
+  gpubench::cpu::set_blas_threads(1);
+  gpubench::cpu::MlpBlasTrainer trainer(spec, batch, workers);
+  Trajectory result;
+  result.parameters = gpubench::initial_parameters(spec);
+  for (int step = 0; step < kShardedSteps; ++step) {
+    result.losses.push_back(
+        trainer.step(result.parameters.data(), data.inputs.data(), data.labels.data()));
+  }
+  return result;
+}
+
+TEST(MlpCpu, ShardedStepsFollowTheOneWorkerTrajectoryAndRepeatExactly) {
+  MlpSpec spec;
+  spec.inputs = 16;
+  spec.hidden = {24, 12};
+  spec.classes = 5;
+  spec.learning_rate = 0.1F;
+  spec.seed = 7;
+  // 37 rows: divides evenly among none of 2, 3, 4 workers; 3 rows: fewer than 4 workers.
+  for (const int batch : {37, 3}) {
+    const Batch data = random_batch(spec, batch, 21);
+    const Trajectory one = train_mlp(spec, data, batch, 1);
+    for (const int workers : {2, 3, 4}) {
+      gpubench::cpu::MlpBlasTrainer probe(spec, batch, workers);
+      EXPECT_EQ(probe.workers(), std::min(workers, batch));
+      const Trajectory sharded = train_mlp(spec, data, batch, workers);
+      double loss_deviation = 0;
+      for (int step = 0; step < kShardedSteps; ++step) {
+        ASSERT_NEAR(sharded.losses[step], one.losses[step],
+                    kShardedLossTolerance * one.losses[step])
+            << "batch " << batch << ", " << workers << " workers, step " << step;
+        loss_deviation =
+            std::max(loss_deviation, std::fabs(sharded.losses[step] / one.losses[step] - 1.0));
+      }
+      double parameter_deviation = 0;
+      for (std::size_t i = 0; i < one.parameters.size(); ++i) {
+        ASSERT_NEAR(sharded.parameters[i], one.parameters[i], kShardedParameterTolerance)
+            << "batch " << batch << ", " << workers << " workers, parameter " << i;
+        parameter_deviation = std::max<double>(
+            parameter_deviation, std::fabs(sharded.parameters[i] - one.parameters[i]));
+      }
+      std::printf("batch %d, %d workers: loss within %.2g relative, parameters within %.2g\n",
+                  batch, workers, loss_deviation, parameter_deviation);
+      // The same worker count repeats itself bit for bit.
+      const Trajectory again = train_mlp(spec, data, batch, workers);
+      EXPECT_EQ(again.losses, sharded.losses);
+      EXPECT_EQ(again.parameters, sharded.parameters);
+    }
+    EXPECT_LT(one.losses.back(), 0.97F * one.losses.front());  // it trained: the check compares
+  }
+}
+
+TEST(MlpCpu, ShardedGradientAndLossEqualTheWholeBatchs) {
+  const MlpSpec spec = small_net();
+  const int batch = 11;
+  const Batch data = random_batch(spec, batch, 5);
+  const std::vector<float> parameters = gpubench::initial_parameters(spec);
+  gpubench::cpu::set_blas_threads(1);
+  gpubench::cpu::MlpBlasTrainer one(spec, batch, 1);
+  gpubench::cpu::MlpBlasTrainer three(spec, batch, 3);
+  std::vector<float> expected(parameters.size());
+  std::vector<float> sharded(parameters.size());
+  const float loss_one = one.loss_and_gradient(parameters.data(), data.inputs.data(),
+                                               data.labels.data(), expected.data());
+  const float loss_three = three.loss_and_gradient(parameters.data(), data.inputs.data(),
+                                                   data.labels.data(), sharded.data());
+  EXPECT_NEAR(loss_three, loss_one, kShardedLossTolerance * loss_one);
+  EXPECT_NEAR(three.loss(parameters.data(), data.inputs.data(), data.labels.data()), loss_one,
+              kShardedLossTolerance * loss_one);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_NEAR(sharded[i], expected[i], 1e-7 + kShardedLossTolerance * std::fabs(expected[i]))
+        << "parameter " << i;
+  }
+}
+
+TEST(MlpCpu, ShardedStepsRefuseOpenBlasThreadsInsideShards) {
+  if (gpubench::cpu::blas_threads_for_all_cores() < 2) GTEST_SKIP() << "single-threaded OpenBLAS";
+  const MlpSpec spec = small_net();
+  const Batch data = random_batch(spec, 8, 5);
+  std::vector<float> parameters = gpubench::initial_parameters(spec);
+  gpubench::cpu::MlpBlasTrainer trainer(spec, 8, 2);
+  gpubench::cpu::set_blas_threads(2);
+  EXPECT_THROW(trainer.step(parameters.data(), data.inputs.data(), data.labels.data()),
+               std::logic_error);
+  gpubench::cpu::set_blas_threads(1);
+  EXPECT_NO_THROW(trainer.step(parameters.data(), data.inputs.data(), data.labels.data()));
+}
+
+// Debian's OpenBLAS is the pthread build: single-threaded cblas_sgemm called from several threads
+// at once must give exactly what the same calls give one after another (its buffer allocator is
+// shared and locked). Shapes of the sharded MLP and CNN products, many rounds, so a race in the
+// allocator would show.
+TEST(MlpCpu, ConcurrentSingleThreadedProductsEqualSerialOnes) {
+  gpubench::cpu::set_blas_threads(1);
+  constexpr int kWorkers = 4;
+  constexpr int kRounds = 200;
+  struct Product {
+    int m, n, k;
+  };
+  const Product shapes[kWorkers] = {{512, 64, 75}, {96, 256, 64}, {800, 32, 256}, {37, 512, 128}};
+  std::vector<std::vector<float>> a(kWorkers), b(kWorkers), serial(kWorkers), parallel(kWorkers);
+  for (int w = 0; w < kWorkers; ++w) {
+    const Product& shape = shapes[w];
+    a[w].resize(static_cast<std::size_t>(shape.m) * shape.k);
+    b[w].resize(static_cast<std::size_t>(shape.k) * shape.n);
+    gpubench::fill_uniform(a[w].data(), a[w].size(), 100 + w);
+    gpubench::fill_uniform(b[w].data(), b[w].size(), 200 + w);
+    serial[w].resize(static_cast<std::size_t>(shape.m) * shape.n);
+    parallel[w].resize(serial[w].size());
+  }
+  const auto multiply = [&](int w, std::vector<float>* c) {
+    const Product& shape = shapes[w];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, shape.m, shape.n, shape.k, 1.0F,
+                a[w].data(), shape.k, b[w].data(), shape.n, 0.0F, c->data(), shape.n);
+  };
+  for (int w = 0; w < kWorkers; ++w) multiply(w, &serial[w]);
+  int mismatches = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    gpubench::cpu::run_on_workers(kWorkers, [&](int w) { multiply(w, &parallel[w]); });
+    for (int w = 0; w < kWorkers; ++w) mismatches += parallel[w] != serial[w] ? 1 : 0;
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(MlpCpu, WorkersRunEveryShardAndPassOnTheirErrors) {
+  std::vector<int> ran(5, 0);
+  gpubench::cpu::run_on_workers(5, [&](int worker) { ran[worker] += 1; });
+  EXPECT_EQ(ran, std::vector<int>(5, 1));
+  EXPECT_THROW(gpubench::cpu::run_on_workers(3,
+                                             [](int worker) {
+                                               if (worker == 2) throw std::runtime_error("two");
+                                             }),
+               std::runtime_error);
+  // Shards: consecutive, covering every row once, sizes differing by at most one.
+  for (const int rows : {1, 7, 64, 65}) {
+    for (const int shards : {1, 2, 3, 7}) {
+      if (shards > rows) continue;
+      int next = 0;
+      for (int shard = 0; shard < shards; ++shard) {
+        const gpubench::cpu::ShardRows range = gpubench::cpu::shard_rows(rows, shards, shard);
+        EXPECT_EQ(range.begin, next);
+        EXPECT_GE(range.count(), rows / shards);
+        EXPECT_LE(range.count(), rows / shards + 1);
+        next = range.end;
+      }
+      EXPECT_EQ(next, rows);
+    }
+  }
+}
+
+// The thread rule (mlp_cpu_thread_plan) picks from the work, the same on any core count: tiny
+// steps stay on one worker, shards keep at least 32 rows and 1 MFLOP, and a batch too small to
+// shard runs OpenBLAS's threads only when its products are large.
+TEST(MlpCpu, ThreadRulePicksShardsFromTheWork) {
+  const auto plan = [](int inputs, std::vector<int> hidden, int classes, int batch, int threads) {
+    MlpSpec spec;
+    spec.inputs = inputs;
+    spec.hidden = std::move(hidden);
+    spec.classes = classes;
+    const gpubench::cpu::CpuThreadPlan result =
+        gpubench::cpu::mlp_cpu_thread_plan(spec, batch, threads);
+    return std::vector<int>{result.workers, result.blas_threads};
+  };
+  using Plan = std::vector<int>;  // workers, OpenBLAS threads
+  // Iris (41 kflop per step): one worker, one thread, on any machine.
+  EXPECT_EQ(plan(4, {10}, 3, 120, 2), (Plan{1, 1}));
+  EXPECT_EQ(plan(4, {10}, 3, 120, 64), (Plan{1, 1}));
+  // Synthetic 4096 x 64-512-10 (663 MFLOP): a shard per core up to 128 cores (32 rows each).
+  EXPECT_EQ(plan(64, {512}, 10, 4096, 2), (Plan{2, 1}));
+  EXPECT_EQ(plan(64, {512}, 10, 4096, 16), (Plan{16, 1}));
+  EXPECT_EQ(plan(64, {512}, 10, 4096, 64), (Plan{64, 1}));
+  // 256 x 64-64-10 (5.2 MFLOP): five shards of 1 MFLOP at most, whatever the cores.
+  EXPECT_EQ(plan(64, {64}, 10, 256, 16), (Plan{5, 1}));
+  // 64 x 64-64-10 (1.3 MFLOP): too little for two shards.
+  EXPECT_EQ(plan(64, {64}, 10, 64, 2), (Plan{1, 1}));
+  // 16 x 64-4096-10 (21 MFLOP, 16 rows): too few rows to shard; OpenBLAS's threads instead.
+  EXPECT_EQ(plan(64, {4096}, 10, 16, 8), (Plan{1, 8}));
+  EXPECT_EQ(plan(64, {4096}, 10, 1, 8), (Plan{1, 1}));  // 1.3 MFLOP
+  // One core: nothing to split.
+  EXPECT_EQ(plan(64, {512}, 10, 4096, 1), (Plan{1, 1}));
 }
 
 TEST(MlpCpu, IrisReachesNinetyPercentTestAccuracyAfter20000Epochs) {

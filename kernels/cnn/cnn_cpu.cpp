@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -391,9 +392,17 @@ NhwcLayout pooled_layout(const CnnSpec& spec, int layer) {
 
 }  // namespace
 
-CnnCpuTrainer::CnnCpuTrainer(const CnnSpec& spec, int batch) : spec_(spec), batch_(batch) {
+CnnCpuTrainer::CnnCpuTrainer(const CnnSpec& spec, int batch, int workers)
+    : spec_(spec), batch_(batch) {
   spec_.validate();
   validate_cnn_batch(batch, batch);  // the data set's size is the caller's to check
+  if (workers < 1) {
+    throw std::invalid_argument("CNN trainer: " + std::to_string(workers) +
+                                " workers; must be at least 1");
+  }
+  // At most one shard per image: a batch smaller than the worker count leaves workers idle.
+  const int shard_count = std::min(workers, batch);
+  const int largest_shard = shard_rows(batch, shard_count, 0).count();
   std::size_t columns_floats = 0;
   std::size_t output_floats = 0;
   std::size_t weight_floats = 0;
@@ -402,8 +411,8 @@ CnnCpuTrainer::CnnCpuTrainer(const CnnSpec& spec, int batch) : spec_(spec), batc
     const ConvShape& shape = spec_.conv[l];
     const std::size_t image_columns = to_size(shape.patch()) * to_size(shape.pixels());
     const std::size_t fitting = kChunkColumnBytes / (image_columns * sizeof(float));
-    chunk_images_[l] =
-        static_cast<int>(std::clamp<std::size_t>(fitting, 1, static_cast<std::size_t>(batch)));
+    chunk_images_[l] = static_cast<int>(
+        std::clamp<std::size_t>(fitting, 1, static_cast<std::size_t>(largest_shard)));
     columns_floats = std::max(columns_floats, image_columns * to_size(chunk_images_[l]));
     output_floats = std::max(output_floats, to_size(shape.out_channels) * to_size(shape.pixels()) *
                                                 to_size(chunk_images_[l]));
@@ -418,20 +427,50 @@ CnnCpuTrainer::CnnCpuTrainer(const CnnSpec& spec, int batch) : spec_(spec), batc
   }
   pooled3_.resize(to_size(batch) * pooled_layout(spec_, kConvLayers - 1).image_floats());
   pooled3_gradient_.resize(pooled3_.size());
-  columns_.resize(columns_floats);
-  conv_output_.resize(output_floats);
-  weight_gradient_transposed_.resize(weight_floats);
-  channel_sums_.resize(to_size(widest));
-  channel_partial_sums_.resize(to_size(widest));
   features_.resize(to_size(batch) * to_size(spec_.linear[0].in_features));
   features_gradient_.resize(features_.size());
   hidden_.resize(to_size(batch) * to_size(spec_.linear[0].out_features));
   hidden_gradient_.resize(hidden_.size());
   logits_.resize(to_size(batch) * to_size(spec_.linear[1].out_features));
   gradient_.resize(spec_.parameter_count());
+  shards_.resize(to_size(shard_count));
+  for (int index = 0; index < shard_count; ++index) {
+    Shard& shard = shards_[to_size(index)];
+    const ShardRows range = shard_rows(batch, shard_count, index);
+    shard.first_image = range.begin;
+    shard.images = range.count();
+    shard.columns.resize(columns_floats);
+    shard.conv_output.resize(output_floats);
+    shard.weight_gradient_transposed.resize(weight_floats);
+    shard.channel_sums.resize(to_size(widest));
+    shard.channel_partial_sums.resize(to_size(widest));
+    if (index > 0) shard.gradient.resize(spec_.parameter_count());
+  }
+  other_gradients_.reserve(shards_.size());
 }
 
-void CnnCpuTrainer::forward(const float* parameters, const float* images_nchw, int images_count) {
+void CnnCpuTrainer::permute_weights(const float* parameters) {
+  for (int l = 0; l < kConvLayers; ++l) {
+    const ObservedOperation operation(observer_, kGemmName[l]);
+    const ConvShape& shape = spec_.conv[l];
+    const float* weights = parameters + spec_.weight_offset(l);
+    for (int o = 0; o < shape.out_channels; ++o) {
+      for (int c = 0; c < shape.in_channels; ++c) {
+        for (int tap = 0; tap < kTaps; ++tap) {
+          permuted_weights_[l][nhwc_weight_index(o, c, tap, shape.in_channels)] =
+              weights[torch_weight_index(o, c, tap, shape.in_channels)];
+        }
+      }
+    }
+  }
+}
+
+// The forward pass of images [first_image, first_image + images_count) of the shard's range;
+// permute_weights has run.
+void CnnCpuTrainer::forward(Shard& shard, const float* parameters, const float* images_nchw,
+                            int images_count, StepObserver* observer) {
+  const int begin = shard.first_image;
+  const int end = begin + images_count;
   for (int l = 0; l < kConvLayers; ++l) {
     const ConvShape& shape = spec_.conv[l];
     const NhwcLayout input_layout = conv_input_layout(shape);
@@ -441,58 +480,54 @@ void CnnCpuTrainer::forward(const float* parameters, const float* images_nchw, i
     const int patch = shape.patch();
     const std::size_t argmax_per_image =
         to_size(out_channels) * to_size(shape.pooled_size()) * to_size(shape.pooled_size());
-    for (int first = 0; first < images_count; first += chunk_images_[l]) {
-      const int images = std::min(chunk_images_[l], images_count - first);
+    for (int first = begin; first < end; first += chunk_images_[l]) {
+      const int images = std::min(chunk_images_[l], end - first);
       const int rows = images * shape.pixels();
       float* input = conv_input_[l].data() + to_size(first) * input_layout.image_floats();
       {
-        const ObservedOperation operation(observer_, kIm2colName[l]);
+        const ObservedOperation operation(observer, kIm2colName[l]);
         if (l == 0) {
           to_bordered_nhwc(images_nchw + to_size(first) * to_size(CnnSpec::image_floats()), images,
                            input_layout, input);
         }
-        im2col_bordered(input, input_layout, images, columns_.data());
+        im2col_bordered(input, input_layout, images, shard.columns.data());
       }
       {
-        const ObservedOperation operation(observer_, kGemmName[l]);
-        if (first == 0) {
-          const float* weights = parameters + spec_.weight_offset(l);
-          for (int o = 0; o < out_channels; ++o) {
-            for (int c = 0; c < shape.in_channels; ++c) {
-              for (int tap = 0; tap < kTaps; ++tap) {
-                permuted_weights_[l][nhwc_weight_index(o, c, tap, shape.in_channels)] =
-                    weights[torch_weight_index(o, c, tap, shape.in_channels)];
-              }
-            }
-          }
-        }
         // Y (pixels x out_channels) = columns (pixels x patch) * W^T.
+        const ObservedOperation operation(observer, kGemmName[l]);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out_channels, patch, 1.0F,
-                    columns_.data(), patch, permuted_weights_[l].data(), patch, 0.0F,
-                    conv_output_.data(), out_channels);
+                    shard.columns.data(), patch, permuted_weights_[l].data(), patch, 0.0F,
+                    shard.conv_output.data(), out_channels);
       }
       {
-        const ObservedOperation operation(observer_, kPoolName[l]);
-        max_pool(conv_output_.data(), images,
+        const ObservedOperation operation(observer, kPoolName[l]);
+        max_pool(shard.conv_output.data(), images,
                  pooled + to_size(first) * output_layout.image_floats(), output_layout,
                  argmax_[l].data() + to_size(first) * argmax_per_image);
       }
     }
     {
-      const ObservedOperation operation(observer_, kBiasName[l]);
-      add_bias(pooled, output_layout, images_count, parameters + spec_.bias_offset(l), spec_.relu);
+      const ObservedOperation operation(observer, kBiasName[l]);
+      add_bias(pooled + to_size(begin) * output_layout.image_floats(), output_layout, images_count,
+               parameters + spec_.bias_offset(l), spec_.relu);
     }
   }
 
+  const std::size_t features = to_size(spec_.linear[0].in_features);
+  const std::size_t hidden = to_size(spec_.linear[0].out_features);
+  const std::size_t classes = to_size(spec_.linear[1].out_features);
   {
-    const ObservedOperation operation(observer_, "fc1.forward");
-    flatten_nhwc(pooled3_.data(), pooled_layout(spec_, kConvLayers - 1), images_count,
-                 features_.data());
-    linear_forward(parameters, 0, features_.data(), images_count, hidden_.data());
+    const ObservedOperation operation(observer, "fc1.forward");
+    const NhwcLayout layout = pooled_layout(spec_, kConvLayers - 1);
+    flatten_nhwc(pooled3_.data() + to_size(begin) * layout.image_floats(), layout, images_count,
+                 features_.data() + to_size(begin) * features);
+    linear_forward(parameters, 0, features_.data() + to_size(begin) * features, images_count,
+                   hidden_.data() + to_size(begin) * hidden);
   }
   {
-    const ObservedOperation operation(observer_, "fc2.forward");
-    linear_forward(parameters, 1, hidden_.data(), images_count, logits_.data());
+    const ObservedOperation operation(observer, "fc2.forward");
+    linear_forward(parameters, 1, hidden_.data() + to_size(begin) * hidden, images_count,
+                   logits_.data() + to_size(begin) * classes);
   }
 }
 
@@ -507,28 +542,30 @@ void CnnCpuTrainer::linear_forward(const float* parameters, int index, const flo
               shape.in_features, 1.0F, output, shape.out_features);
 }
 
-// dW = dZ^T X, db = column sums of dZ, dX = dZ W.
+// dW = dZ^T X, db = column sums of dZ, dX = dZ W, over `rows` rows.
 void CnnCpuTrainer::linear_backward(const float* parameters, int index, const float* input,
-                                    const float* output_gradient, float* input_gradient,
+                                    const float* output_gradient, int rows, float* input_gradient,
                                     float* gradient) const {
   const LinearShape& shape = spec_.linear[index];
   const int layer = kConvLayers + index;
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, shape.out_features, shape.in_features,
-              batch_, 1.0F, output_gradient, shape.out_features, input, shape.in_features, 0.0F,
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, shape.out_features, shape.in_features, rows,
+              1.0F, output_gradient, shape.out_features, input, shape.in_features, 0.0F,
               gradient + spec_.weight_offset(layer), shape.in_features);
-  column_sums(output_gradient, batch_, shape.out_features, gradient + spec_.bias_offset(layer));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch_, shape.in_features,
+  column_sums(output_gradient, rows, shape.out_features, gradient + spec_.bias_offset(layer));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, shape.in_features,
               shape.out_features, 1.0F, output_gradient, shape.out_features,
               parameters + spec_.weight_offset(layer), shape.in_features, 0.0F, input_gradient,
               shape.in_features);
 }
 
-float CnnCpuTrainer::softmax_loss(const int* labels, bool with_gradient) {
-  const ObservedOperation operation(observer_, "loss");
+double CnnCpuTrainer::softmax_loss(const Shard& shard, const int* labels, bool with_gradient,
+                                   StepObserver* observer) {
+  const ObservedOperation operation(observer, "loss");
   const int classes = CnnSpec::kClasses;
+  // The whole batch's size, so that the shards' gradients add up to the batch's.
   const float inverse_batch = 1.0F / static_cast<float>(batch_);
   double loss_sum = 0;  // double: the sum of a large batch keeps its digits
-  for (int row = 0; row < batch_; ++row) {
+  for (int row = shard.first_image; row < shard.first_image + shard.images; ++row) {
     float* z = logits_.data() + to_size(row) * to_size(classes);
     if (labels[row] < 0 || labels[row] >= classes) {
       throw std::invalid_argument("CNN label " + std::to_string(labels[row]) + " of image " +
@@ -544,22 +581,31 @@ float CnnCpuTrainer::softmax_loss(const int* labels, bool with_gradient) {
     z[labels[row]] -= 1.0F;
     for (int j = 0; j < classes; ++j) z[j] *= inverse_batch;
   }
-  return static_cast<float>(loss_sum / batch_);
+  return loss_sum;
 }
 
-void CnnCpuTrainer::backward(const float* parameters, float* gradient) {
-  const int batch = batch_;
+void CnnCpuTrainer::backward(Shard& shard, const float* parameters, float* gradient,
+                             StepObserver* observer) {
+  const int begin = shard.first_image;
+  const int end = begin + shard.images;
+  const int count = shard.images;
+  const std::size_t features = to_size(spec_.linear[0].in_features);
+  const std::size_t hidden = to_size(spec_.linear[0].out_features);
+  const std::size_t classes = to_size(spec_.linear[1].out_features);
   {
-    const ObservedOperation operation(observer_, "fc2.backward");
-    linear_backward(parameters, 1, hidden_.data(), logits_.data(), hidden_gradient_.data(),
-                    gradient);
+    const ObservedOperation operation(observer, "fc2.backward");
+    linear_backward(parameters, 1, hidden_.data() + to_size(begin) * hidden,
+                    logits_.data() + to_size(begin) * classes, count,
+                    hidden_gradient_.data() + to_size(begin) * hidden, gradient);
   }
   {
-    const ObservedOperation operation(observer_, "fc1.backward");
-    linear_backward(parameters, 0, features_.data(), hidden_gradient_.data(),
-                    features_gradient_.data(), gradient);
-    unflatten_nhwc(features_gradient_.data(), pooled_layout(spec_, kConvLayers - 1), batch,
-                   pooled3_gradient_.data());
+    const ObservedOperation operation(observer, "fc1.backward");
+    linear_backward(parameters, 0, features_.data() + to_size(begin) * features,
+                    hidden_gradient_.data() + to_size(begin) * hidden, count,
+                    features_gradient_.data() + to_size(begin) * features, gradient);
+    const NhwcLayout layout = pooled_layout(spec_, kConvLayers - 1);
+    unflatten_nhwc(features_gradient_.data() + to_size(begin) * features, layout, count,
+                   pooled3_gradient_.data() + to_size(begin) * layout.image_floats());
   }
 
   for (int l = kConvLayers - 1; l >= 0; --l) {
@@ -576,37 +622,39 @@ void CnnCpuTrainer::backward(const float* parameters, float* gradient) {
     {
       // Through the ReLU (zero where its output was not positive), then the bias gradient: the
       // sum of the pooled gradient per channel, which is the sum of the convolution output's
-      // gradient, since the pool backward only moves values. Per image in float, over the batch
-      // in double.
-      const ObservedOperation operation(observer_, kBiasGradientName[l]);
-      bias_gradient(pooled_gradient, pooled, output_layout, batch, spec_.relu,
-                    channel_partial_sums_.data(), channel_sums_.data());
+      // gradient, since the pool backward only moves values. Per image in float, over the
+      // shard's images in double.
+      const ObservedOperation operation(observer, kBiasGradientName[l]);
+      const std::size_t offset = to_size(begin) * output_layout.image_floats();
+      bias_gradient(pooled_gradient + offset, pooled + offset, output_layout, count, spec_.relu,
+                    shard.channel_partial_sums.data(), shard.channel_sums.data());
       float* bias = gradient + spec_.bias_offset(l);
-      for (int c = 0; c < out_channels; ++c) bias[c] = static_cast<float>(channel_sums_[c]);
+      for (int c = 0; c < out_channels; ++c) bias[c] = static_cast<float>(shard.channel_sums[c]);
     }
 
-    float* weight_gradient = weight_gradient_transposed_.data();
-    for (int first = 0; first < batch; first += chunk_images_[l]) {
-      const int images = std::min(chunk_images_[l], batch - first);
+    float* weight_gradient = shard.weight_gradient_transposed.data();
+    for (int first = begin; first < end; first += chunk_images_[l]) {
+      const int images = std::min(chunk_images_[l], end - first);
       const int rows = images * shape.pixels();
       {
-        const ObservedOperation operation(observer_, kPoolBackwardName[l]);
-        max_pool_2x2_nhwc_backward(
-            pooled_gradient + to_size(first) * output_layout.image_floats(), output_layout,
-            argmax_[l].data() + to_size(first) * argmax_per_image, images, conv_output_.data());
+        const ObservedOperation operation(observer, kPoolBackwardName[l]);
+        max_pool_2x2_nhwc_backward(pooled_gradient + to_size(first) * output_layout.image_floats(),
+                                   output_layout,
+                                   argmax_[l].data() + to_size(first) * argmax_per_image, images,
+                                   shard.conv_output.data());
       }
       {
-        const ObservedOperation operation(observer_, kIm2colName[l]);
+        const ObservedOperation operation(observer, kIm2colName[l]);
         im2col_bordered(conv_input_[l].data() + to_size(first) * input_layout.image_floats(),
-                        input_layout, images, columns_.data());
+                        input_layout, images, shard.columns.data());
       }
       {
         // dW^T (patch x out_channels) += columns^T dY; the first chunk overwrites.
-        const ObservedOperation operation(observer_, kWeightGradientName[l]);
+        const ObservedOperation operation(observer, kWeightGradientName[l]);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, patch, out_channels, rows, 1.0F,
-                    columns_.data(), patch, conv_output_.data(), out_channels,
-                    first == 0 ? 0.0F : 1.0F, weight_gradient, out_channels);
-        if (first + images == batch) {
+                    shard.columns.data(), patch, shard.conv_output.data(), out_channels,
+                    first == begin ? 0.0F : 1.0F, weight_gradient, out_channels);
+        if (first + images == end) {
           float* torch_gradient = gradient + spec_.weight_offset(l);
           for (int o = 0; o < out_channels; ++o) {
             for (int c = 0; c < shape.in_channels; ++c) {
@@ -624,12 +672,12 @@ void CnnCpuTrainer::backward(const float* parameters, float* gradient) {
       {
         // Column gradient (pixels x patch) = dY W, into the columns' buffer (their last use was
         // the weight gradient), then added back onto the pixels they came from.
-        const ObservedOperation operation(observer_, kInputGradientName[l]);
+        const ObservedOperation operation(observer, kInputGradientName[l]);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, patch, out_channels, 1.0F,
-                    conv_output_.data(), out_channels, permuted_weights_[l].data(), patch, 0.0F,
-                    columns_.data(), patch);
+                    shard.conv_output.data(), out_channels, permuted_weights_[l].data(), patch,
+                    0.0F, shard.columns.data(), patch);
         col2im_5x5_nhwc(
-            columns_.data(), images,
+            shard.columns.data(), images,
             conv_input_gradient_[l].data() + to_size(first) * input_layout.image_floats(),
             input_layout);
       }
@@ -637,26 +685,54 @@ void CnnCpuTrainer::backward(const float* parameters, float* gradient) {
   }
 }
 
+float CnnCpuTrainer::batch_step(const float* parameters, const float* images, const int* labels,
+                                float* gradient, float* parameters_to_update) {
+  const int shard_count = workers();
+  if (shard_count > 1) require_single_blas_thread("CNN trainer");
+  permute_weights(parameters);
+  run_on_workers(shard_count, [&](int index) {
+    Shard& shard = shards_[to_size(index)];
+    StepObserver* observer = index == 0 ? observer_ : nullptr;
+    forward(shard, parameters, images, shard.images, observer);
+    shard.loss_sum = softmax_loss(shard, labels, /*with_gradient=*/true, observer);
+    backward(shard, parameters, index == 0 ? gradient : shard.gradient.data(), observer);
+  });
+  double loss_sum = shards_.front().loss_sum;
+  other_gradients_.clear();  // capacity reserved in the constructor: no allocation here
+  for (std::size_t index = 1; index < shards_.size(); ++index) {
+    other_gradients_.push_back(shards_[index].gradient.data());
+    loss_sum += shards_[index].loss_sum;
+  }
+  if (parameters_to_update != nullptr || !other_gradients_.empty()) {
+    const ObservedOperation operation(observer_, "update");
+    reduce_gradients(gradient, other_gradients_, spec_.parameter_count(), parameters_to_update,
+                     spec_.learning_rate, shard_count);
+  }
+  return static_cast<float>(loss_sum / batch_);
+}
+
 float CnnCpuTrainer::loss_and_gradient(const float* parameters, const float* images,
                                        const int* labels, float* gradient) {
-  forward(parameters, images, batch_);
-  const float mean_loss = softmax_loss(labels, /*with_gradient=*/true);
-  backward(parameters, gradient);
-  return mean_loss;
+  return batch_step(parameters, images, labels, gradient, nullptr);
 }
 
 float CnnCpuTrainer::step(float* parameters, const float* images, const int* labels) {
-  const float mean_loss = loss_and_gradient(parameters, images, labels, gradient_.data());
-  const ObservedOperation operation(observer_, "update");
-  const float rate = spec_.learning_rate;
-  const std::size_t count = gradient_.size();
-  for (std::size_t i = 0; i < count; ++i) parameters[i] -= rate * gradient_[i];
-  return mean_loss;
+  return batch_step(parameters, images, labels, gradient_.data(), parameters);
 }
 
 float CnnCpuTrainer::loss(const float* parameters, const float* images, const int* labels) {
-  forward(parameters, images, batch_);
-  return softmax_loss(labels, /*with_gradient=*/false);
+  const int shard_count = workers();
+  if (shard_count > 1) require_single_blas_thread("CNN trainer");
+  permute_weights(parameters);
+  run_on_workers(shard_count, [&](int index) {
+    Shard& shard = shards_[to_size(index)];
+    StepObserver* observer = index == 0 ? observer_ : nullptr;
+    forward(shard, parameters, images, shard.images, observer);
+    shard.loss_sum = softmax_loss(shard, labels, /*with_gradient=*/false, observer);
+  });
+  double loss_sum = 0;
+  for (const Shard& shard : shards_) loss_sum += shard.loss_sum;
+  return static_cast<float>(loss_sum / batch_);
 }
 
 const float* CnnCpuTrainer::logits(const float* parameters, const float* images_nchw, int images) {
@@ -664,8 +740,25 @@ const float* CnnCpuTrainer::logits(const float* parameters, const float* images_
     throw std::invalid_argument("CNN logits of " + std::to_string(images) + " images: must be 1.." +
                                 std::to_string(batch_) + " (the trainer's batch)");
   }
-  forward(parameters, images_nchw, images);
+  // On the caller's thread, through shard 0's buffers (which hold a chunk of any size up to the
+  // largest shard's; the chunk loop covers the rest) from image 0.
+  Shard& shard = shards_.front();
+  permute_weights(parameters);
+  forward(shard, parameters, images_nchw, images, observer_);
   return logits_.data();
+}
+
+CpuThreadPlan cnn_cpu_thread_plan(const CnnSpec& spec, int batch, int threads) {
+  // One image is 69 MFLOP (cnn_step_flop), far above what a shard must take over to pay for its
+  // meetings with the others, and its weight gradients are small (145k parameters): a shard per
+  // image is worth it, so the shard count is min(threads, batch). OpenBLAS's own threads never:
+  // the products of one chunk of images are too small for them (batch 64: 50 ms per step on two
+  // OpenBLAS threads against 46 ms on one, on the 2-core Zen 4; docs/workloads.md, "Threads").
+  ShardRule rule;
+  rule.min_rows_per_shard = 1;
+  rule.min_flop_per_shard = 0;
+  rule.min_flop_for_blas_threads = std::numeric_limits<double>::infinity();
+  return plan_cpu_threads(rule, cnn_step_flop(spec, batch), batch, threads);
 }
 
 CnnEvaluation cnn_evaluate(const CnnSpec& spec, const float* parameters, const float* images,

@@ -26,9 +26,9 @@
 // Operations of one step, in order, with the names a StepObserver sees (kernels/common/
 // step_observer.hpp). A name inside "per chunk" is reported once per chunk of images, so a
 // profiler should sum the times of a name over a step.
+//   "conv1.gemm", "conv2.gemm", "conv3.gemm": the weights' permutation, once per step;
 //   forward, for l in 1..3:  per chunk: "convL.im2col" (conv1: with the images' conversion to
-//                            NHWC), "convL.gemm" (the first chunk: with the weights' permutation),
-//                            "poolL.forward";
+//                            NHWC), "convL.gemm", "poolL.forward";
 //                            then "convL.bias" (bias, and ReLU when enabled, on the pooled values)
 //   "fc1.forward" (with the flattening into PyTorch's order), "fc2.forward", "loss" (softmax
 //   cross-entropy and its gradient)
@@ -39,7 +39,19 @@
 //                            columns again), "convL.weight_gradient" (GEMM dW^T += columns^T dY;
 //                            the last chunk: with the permutation back), "convL.input_gradient"
 //                            (GEMM column gradient = dY W, then col2im; not for conv1)
-//   "update" (parameters -= lr * gradient).
+//   "update" (the shards' gradients summed, then parameters -= lr * gradient).
+//
+// Threads: with `workers` > 1 the batch is split into that many shards of consecutive images (at
+// most one per image; kernels/common/worker_threads.hpp). Each worker runs the whole forward and
+// backward pass of its images, with single-threaded OpenBLAS, its own chunk buffers and its own
+// gradient buffer (the loss gradient is divided by the whole batch, so the shard gradients add up
+// to the batch's); the batch-sized activations are shared, each shard writing its own images. The
+// weights are permuted once per step before the shards start; the shard gradients are summed in
+// shard order and the parameters updated in one pass split among the workers; the loss is the
+// mean over the whole batch. A given worker count always gives the same result; against one
+// worker only the order of the sums over images differs (fp32 rounding, tests/test_cnn_cpu.cpp).
+// With an observer set, worker 0 reports its shard's operations (the others run unobserved, at the
+// same time), and the permutations and the update are reported from the caller's thread.
 
 #include <cstddef>
 #include <cstdint>
@@ -47,14 +59,15 @@
 
 #include "kernels/cnn/cnn_spec.hpp"
 #include "kernels/common/step_observer.hpp"
+#include "kernels/common/worker_threads.hpp"
 
 namespace gpubench::cpu {
 
 class CnnCpuTrainer {
  public:
-  // Validates spec and batch (std::invalid_argument naming the problem) and sizes every
+  // Validates spec, batch and workers (std::invalid_argument naming the problem) and sizes every
   // workspace once for `batch` images, so a step allocates nothing.
-  CnnCpuTrainer(const CnnSpec& spec, int batch);
+  CnnCpuTrainer(const CnnSpec& spec, int batch, int workers = 1);
 
   // One SGD step on `batch` images (NCHW) and labels: forward, loss, backward,
   // parameters -= lr * gradient. Returns the mean loss of the forward pass (before the update).
@@ -75,24 +88,52 @@ class CnnCpuTrainer {
   void set_observer(StepObserver* observer) { observer_ = observer; }
 
   int batch() const { return batch_; }
+  int workers() const { return static_cast<int>(shards_.size()); }
   const CnnSpec& spec() const { return spec_; }
 
   // Images per convolution chunk of conv layer `layer` (0..2): see the header comment.
   int images_per_chunk(int layer) const { return chunk_images_[layer]; }
 
  private:
-  void forward(const float* parameters, const float* images_nchw, int images_count);
-  float softmax_loss(const int* labels, bool with_gradient);
-  void backward(const float* parameters, float* gradient);
+  // One shard's images and its own buffers: one chunk at a time, its im2col columns (or their
+  // gradient) and its convolution output (or its gradient); a conv layer's transposed weight
+  // gradient and bias sums while they are accumulated; its gradient (shard 0 writes the caller's).
+  struct Shard {
+    int first_image = 0;
+    int images = 0;
+    std::vector<float> columns;
+    std::vector<float> conv_output;
+    std::vector<float> weight_gradient_transposed;  // (ky, kx, in) x out
+    std::vector<double> channel_sums;               // a conv layer's bias gradient while summed
+    std::vector<float> channel_partial_sums;        // its sums over one image
+    std::vector<float> gradient;
+    double loss_sum = 0;
+  };
+
+  void permute_weights(const float* parameters);
+  void forward(Shard& shard, const float* parameters, const float* images_nchw, int images_count,
+               StepObserver* observer);
+  // The shard's sum of losses; with the gradient, dL/dlogits (divided by the whole batch) in
+  // place of its logits.
+  double softmax_loss(const Shard& shard, const int* labels, bool with_gradient,
+                      StepObserver* observer);
+  void backward(Shard& shard, const float* parameters, float* gradient, StepObserver* observer);
+  // The whole batch's loss and gradient (into `gradient`) and, when `parameters_to_update` is
+  // non-null, the update.
+  float batch_step(const float* parameters, const float* images, const int* labels, float* gradient,
+                   float* parameters_to_update);
   void linear_forward(const float* parameters, int index, const float* input, int rows,
                       float* output) const;
   void linear_backward(const float* parameters, int index, const float* input,
-                       const float* output_gradient, float* input_gradient, float* gradient) const;
+                       const float* output_gradient, int rows, float* input_gradient,
+                       float* gradient) const;
 
   CnnSpec spec_;
   int batch_;
   StepObserver* observer_ = nullptr;
   int chunk_images_[CnnSpec::kConvLayers] = {};
+  std::vector<Shard> shards_;
+  std::vector<const float*> other_gradients_;  // shards 1.. gradients, for the reduction
   // Activations of the batch, NHWC. conv_input_[l] is the input of the convolution with index l
   // (0..2), with its zero border: the images for l = 0, else the output of the pool before it
   // (after bias and ReLU); pooled3_ is pool3's output, the input of fc1. Their gradients have
@@ -101,15 +142,8 @@ class CnnCpuTrainer {
   std::vector<float> conv_input_gradient_[CnnSpec::kConvLayers];  // [0] unused
   std::vector<float> pooled3_;
   std::vector<float> pooled3_gradient_;
-  std::vector<std::uint8_t> argmax_[CnnSpec::kConvLayers];  // batch x (size/2)^2 x C, 0..3
-  // One chunk at a time: its im2col columns (or their gradient), its convolution output (or its
-  // gradient).
-  std::vector<float> columns_;
-  std::vector<float> conv_output_;
+  std::vector<std::uint8_t> argmax_[CnnSpec::kConvLayers];     // batch x (size/2)^2 x C, 0..3
   std::vector<float> permuted_weights_[CnnSpec::kConvLayers];  // out x (ky, kx, in)
-  std::vector<float> weight_gradient_transposed_;              // (ky, kx, in) x out
-  std::vector<double> channel_sums_;         // a conv layer's bias gradient while it is summed
-  std::vector<float> channel_partial_sums_;  // its sums over one image
   std::vector<float> features_;  // fc1's input: pool3's output in PyTorch's flatten order
   std::vector<float> features_gradient_;
   std::vector<float> hidden_;           // fc1 output, batch x 64
@@ -117,6 +151,10 @@ class CnnCpuTrainer {
   std::vector<float> logits_;           // batch x 10; becomes dL/dlogits in the backward pass
   std::vector<float> gradient_;         // parameter-shaped, for step()
 };
+
+// The thread plan of a CNN row on `threads` cores (kernels/common/worker_threads.hpp,
+// plan_cpu_threads), with the constants measured for it (docs/workloads.md).
+CpuThreadPlan cnn_cpu_thread_plan(const CnnSpec& spec, int batch, int threads);
 
 // Mean loss and accuracy over `rows` images, evaluated in pieces of up to 256 images (forward
 // only: for checks and the test_accuracy counter, not for timing).

@@ -49,8 +49,11 @@ class MlpBf16Trainer {
  public:
   // The workspace (bf16 copies of weights and activations, fp32 activations, gradients) is sized
   // once for `batch` rows, so a step allocates nothing. Throws std::runtime_error when `product`
-  // is openblas_sbgemm and the loaded OpenBLAS has no cblas_sbgemm.
-  MlpBf16Trainer(const MlpSpec& spec, int batch, Bf16Product product);
+  // is openblas_sbgemm and the loaded OpenBLAS has no cblas_sbgemm. With `workers` > 1 the batch
+  // is split into shards as in the fp32 trainer (kernels/mlp/mlp_cpu.hpp): the weights are rounded
+  // to bf16 once per step for every shard, each shard rounds its own inputs and activations, and
+  // the shards' fp32 gradients are summed in shard order before the loss scaler sees them.
+  MlpBf16Trainer(const MlpSpec& spec, int batch, Bf16Product product, int workers = 1);
   ~MlpBf16Trainer();
   MlpBf16Trainer(const MlpBf16Trainer&) = delete;
   MlpBf16Trainer& operator=(const MlpBf16Trainer&) = delete;

@@ -6,8 +6,11 @@ MaxPool2d(2) -> Conv2d(32, 64, 5, padding=2) -> MaxPool2d(2) -> Flatten -> Linea
 Linear(64, 10), no activations unless --relu puts one after each convolution) with plain SGD at
 lr 0.01 and CrossEntropyLoss, the way a framework user would: eager PyTorch, one optimizer step
 per batch, the loss read back every step (``loss.item()``, readback:1). On the CPU with
-``torch.set_num_threads(T)`` for 1 thread and for all cores, and on CUDA when it is available; at
-batches 1, 16, 64 and 256, and 1024 on CUDA.
+``torch.set_num_threads(T)`` for 1 thread and for all cores (``--threads`` names others), and on
+CUDA when it is available; at batches 1, 16, 64 and 256, and 1024 on CUDA. The inter-op pool is set
+to T as well (``torch.set_num_interop_threads``), so PyTorch uses no more cores than the suite's
+``threads:T`` row; PyTorch accepts that only once, before its first parallel work, so with several
+counts it is set to the largest.
 
 Data: synthetic (uniform random images in [0, 1] and random labels 0..9, 8 batches' worth,
 seeded; the time of a step does not depend on the values) or CIFAR-10's binary files from
@@ -209,6 +212,9 @@ def main() -> int:
 
     rows = []
     default_threads = torch.get_num_threads()
+    cpu_counts = [count for _, count, _ in runs if count is not None]
+    if cpu_counts:
+        torch.set_num_interop_threads(max(cpu_counts))
     for device, thread_count, batches in runs:
         torch.set_num_threads(thread_count if thread_count is not None else default_threads)
         for batch in batches:
@@ -241,6 +247,7 @@ def main() -> int:
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
         "torch_version": torch.__version__,
         "torch_threads_default": str(default_threads),
+        "torch_interop_threads": str(torch.get_num_interop_threads()),
         "mkldnn": str(torch.backends.mkldnn.is_available()),
         "cudnn_allow_tf32": str(torch.backends.cudnn.allow_tf32),
         "num_cpus": str(all_cores),
