@@ -687,6 +687,8 @@ void CnnCpuTrainer::backward(Shard& shard, const float* parameters, float* gradi
 
 float CnnCpuTrainer::batch_step(const float* parameters, const float* images, const int* labels,
                                 float* gradient, float* parameters_to_update) {
+  // Without a gradient buffer the step is the loss alone: forward passes, no backward, no update.
+  const bool with_gradient = gradient != nullptr;
   const int shard_count = workers();
   if (shard_count > 1) require_single_blas_thread("CNN trainer");
   permute_weights(parameters);
@@ -694,14 +696,17 @@ float CnnCpuTrainer::batch_step(const float* parameters, const float* images, co
     Shard& shard = shards_[to_size(index)];
     StepObserver* observer = index == 0 ? observer_ : nullptr;
     forward(shard, parameters, images, shard.images, observer);
-    shard.loss_sum = softmax_loss(shard, labels, /*with_gradient=*/true, observer);
-    backward(shard, parameters, index == 0 ? gradient : shard.gradient.data(), observer);
+    shard.loss_sum = softmax_loss(shard, labels, with_gradient, observer);
+    if (with_gradient) {
+      backward(shard, parameters, index == 0 ? gradient : shard.gradient.data(), observer);
+    }
   });
-  double loss_sum = shards_.front().loss_sum;
+  double loss_sum = 0;  // in shard order, so a given worker count always sums alike
+  for (const Shard& shard : shards_) loss_sum += shard.loss_sum;
+  if (!with_gradient) return static_cast<float>(loss_sum / batch_);
   other_gradients_.clear();  // capacity reserved in the constructor: no allocation here
   for (std::size_t index = 1; index < shards_.size(); ++index) {
     other_gradients_.push_back(shards_[index].gradient.data());
-    loss_sum += shards_[index].loss_sum;
   }
   if (parameters_to_update != nullptr || !other_gradients_.empty()) {
     const ObservedOperation operation(observer_, "update");
@@ -721,18 +726,7 @@ float CnnCpuTrainer::step(float* parameters, const float* images, const int* lab
 }
 
 float CnnCpuTrainer::loss(const float* parameters, const float* images, const int* labels) {
-  const int shard_count = workers();
-  if (shard_count > 1) require_single_blas_thread("CNN trainer");
-  permute_weights(parameters);
-  run_on_workers(shard_count, [&](int index) {
-    Shard& shard = shards_[to_size(index)];
-    StepObserver* observer = index == 0 ? observer_ : nullptr;
-    forward(shard, parameters, images, shard.images, observer);
-    shard.loss_sum = softmax_loss(shard, labels, /*with_gradient=*/false, observer);
-  });
-  double loss_sum = 0;
-  for (const Shard& shard : shards_) loss_sum += shard.loss_sum;
-  return static_cast<float>(loss_sum / batch_);
+  return batch_step(parameters, images, labels, nullptr, nullptr);
 }
 
 const float* CnnCpuTrainer::logits(const float* parameters, const float* images_nchw, int images) {

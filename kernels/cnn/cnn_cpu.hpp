@@ -119,7 +119,7 @@ class CnnCpuTrainer {
                       StepObserver* observer);
   void backward(Shard& shard, const float* parameters, float* gradient, StepObserver* observer);
   // The whole batch's loss and gradient (into `gradient`) and, when `parameters_to_update` is
-  // non-null, the update.
+  // non-null, the update; with a null `gradient`, the loss alone (what loss() returns).
   float batch_step(const float* parameters, const float* images, const int* labels, float* gradient,
                    float* parameters_to_update);
   void linear_forward(const float* parameters, int index, const float* input, int rows,
