@@ -10,7 +10,7 @@ import json
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 
@@ -148,14 +148,19 @@ def invalid_reason(seen: dict[str, Any]) -> str | None:
     return None
 
 
+_Item = TypeVar("_Item")
+_Reason = TypeVar("_Reason", bound=Hashable)
+
+
 def group_reasons(
-    rows: list["BenchRow"], reason: Callable[["BenchRow"], str]
-) -> list[tuple[str, list["BenchRow"]]]:
-    """Rows with the same reason together, in order of first appearance: [(reason, rows)]. One
-    line per reason, not one per row: a CPU-only run skips every bf16 row for one reason."""
-    groups: dict[str, list[BenchRow]] = {}
-    for row in rows:
-        groups.setdefault(reason(row), []).append(row)
+    items: Iterable[_Item], reason: Callable[[_Item], _Reason]
+) -> list[tuple[_Reason, list[_Item]]]:
+    """Items (rows, benchmarks) with the same reason together, in order of first appearance:
+    [(reason, items)]. Every tool says one line per reason, not one per row: a CPU-only run skips
+    every bf16 row for one reason."""
+    groups: dict[_Reason, list[_Item]] = {}
+    for item in items:
+        groups.setdefault(reason(item), []).append(item)
     return list(groups.items())
 
 

@@ -38,6 +38,7 @@ from .benchjson import (
     BenchReport,
     BenchRow,
     describe_invalid,
+    group_reasons,
     invalid_rows,
     load_report,
 )
@@ -103,11 +104,8 @@ class Dropped:
 
 def describe_dropped(dropped: list[Dropped], verbose: bool = False) -> list[str]:
     """One line per file and reason; with `verbose`, one more line per benchmark."""
-    groups: dict[tuple[str, str], list[Dropped]] = {}
-    for d in dropped:
-        groups.setdefault((d.path, d.reason), []).append(d)
     lines: list[str] = []
-    for (path, reason), items in groups.items():
+    for (path, reason), items in group_reasons(dropped, lambda d: (d.path, d.reason)):
         rows = sum(d.rows for d in items)
         gone = [d for d in items if not d.exported]
         text = f"{path}: {rows} row{'' if rows == 1 else 's'} dropped ({reason})"

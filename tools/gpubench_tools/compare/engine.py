@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..benchjson import BenchReport, BenchRow
+from ..benchjson import BenchReport, BenchRow, group_reasons
 from .config import CompareConfig
 from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
 from .stats import (
@@ -399,22 +399,24 @@ def _run_warnings(sides: _Sides, results: list[BenchComparison], warnings: list[
         )
 
 
+def _why_not_measured(group: Group) -> tuple[str, str]:
+    """(kind, reason) of a baseline benchmark without a measurement."""
+    if group.errors:
+        return "failed_in_baseline", group.errors[0]
+    if group.skipped:
+        return "skipped_in_baseline", group.skipped[0]
+    return "invalid_in_baseline", f"no valid time ({describe_invalid(group.invalid)})"
+
+
 def _not_compared(sides: _Sides) -> list[NameGroup]:
     """Benchmarks of the baseline without a measurement there: one group per reason."""
-    by_reason: dict[tuple[str, str], list[str]] = {}
-    for key in sorted(sides.base, key=_natural_key):
-        group = sides.base[key]
-        if group.rows:
-            continue
-        if group.errors:
-            kind, reason = "failed_in_baseline", group.errors[0]
-        elif group.skipped:
-            kind, reason = "skipped_in_baseline", group.skipped[0]
-        else:
-            kind = "invalid_in_baseline"
-            reason = f"no valid time ({describe_invalid(group.invalid)})"
-        by_reason.setdefault((kind, reason), []).append(key)
-    return [NameGroup(kind, reason, names) for (kind, reason), names in by_reason.items()]
+    unmeasured = [key for key in sorted(sides.base, key=_natural_key) if not sides.base[key].rows]
+    return [
+        NameGroup(kind, reason, keys)
+        for (kind, reason), keys in group_reasons(
+            unmeasured, lambda key: _why_not_measured(sides.base[key])
+        )
+    ]
 
 
 def compare_reports(

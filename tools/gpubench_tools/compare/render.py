@@ -18,6 +18,7 @@ import re
 from typing import Sequence
 
 from .. import schema
+from ..benchjson import group_reasons
 from ..escape import md_code, md_text
 from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
 from .stats import (
@@ -193,11 +194,11 @@ def _headline(result: CompareResult) -> str:
 
 def _error_groups(result: CompareResult) -> list[NameGroup]:
     """Benchmarks that now fail with an error, one group per message."""
-    by_message: dict[str, list[str]] = {}
-    for bench in result.benchmarks:
-        if bench.verdict == ERROR:
-            by_message.setdefault(bench.error or "", []).append(bench.name)
-    return [NameGroup("error", message, names) for message, names in by_message.items()]
+    failing = [bench for bench in result.benchmarks if bench.verdict == ERROR]
+    return [
+        NameGroup("error", message, [bench.name for bench in benches])
+        for message, benches in group_reasons(failing, lambda bench: bench.error or "")
+    ]
 
 
 def _gate(result: CompareResult) -> tuple[str, str]:
@@ -233,11 +234,9 @@ def _gate(result: CompareResult) -> tuple[str, str]:
 def info_groups(result: CompareResult) -> list[tuple[str, NameGroup]]:
     """(one line, its names) for every group that is information, not a failure."""
     out: list[tuple[str, NameGroup]] = []
-    skipped: dict[str, list[str]] = {}
-    for bench in result.benchmarks:
-        if bench.verdict == SKIPPED:
-            skipped.setdefault(bench.error or "", []).append(bench.name)
-    for reason, names in skipped.items():
+    skipped = [bench for bench in result.benchmarks if bench.verdict == SKIPPED]
+    for reason, benches in group_reasons(skipped, lambda bench: bench.error or ""):
+        names = [bench.name for bench in benches]
         group = NameGroup("skipped", reason, names)
         out.append((f"{_n(len(names))} skipped in the contender, not failed: {reason}", group))
     what = {
@@ -247,10 +246,8 @@ def info_groups(result: CompareResult) -> list[tuple[str, NameGroup]]:
     }
     for group in result.not_compared:
         out.append((f"{_n(len(group.names))} {what[group.kind]}: {group.reason}", group))
-    by_needed: dict[int, list[BenchComparison]] = {}
-    for bench in result.unjudged:
-        by_needed.setdefault(bench.needed or 0, []).append(bench)
-    for needed, benches in sorted(by_needed.items()):
+    by_needed = group_reasons(result.unjudged, lambda bench: bench.needed or 0)
+    for needed, benches in sorted(by_needed, key=lambda group: group[0]):
         fewest = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in benches)
         reason = (
             f"not enough samples (as few as n={fewest} a side; the U test needs {needed} "

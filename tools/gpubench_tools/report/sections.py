@@ -9,7 +9,7 @@ from . import charts_cnn as ccnn
 from . import charts_matmul as cm
 from . import charts_mlp as cmlp
 from . import charts_overhead as co
-from ..benchjson import SKIP_PREFIXES
+from ..benchjson import SKIP_PREFIXES, group_reasons
 from ..dataset import Source, short_cpu_name, short_gpu_name
 from .matmul_analysis import speedup_series
 from .cnn_analysis import (
@@ -219,14 +219,13 @@ def _failed_table(sources: list[Source]) -> tuple[Table, list[Details]] | None:
     """One table row per file, status and message: a CPU without cblas_sbgemm skips every bf16
     row with the same long message, which is said once ("18 benchmarks") with the names folded
     into a Details list under the table."""
-    groups: dict[tuple[str, str, str], list[str]] = {}
-    for path, name, status, message in _failed_rows(sources):
-        groups.setdefault((Path(path).name, status, message), []).append(name)
+    groups = group_reasons(_failed_rows(sources), lambda row: (Path(row[0]).name, row[2], row[3]))
     if not groups:
         return None
     rows: list[list[str]] = []
     details: list[Details] = []
-    for (file, status, message), names in groups.items():
+    for (file, status, message), failed in groups:
+        names = [name for _, name, _, _ in failed]
         if len(names) == 1:
             rows.append([file, names[0], status, message])
             continue
