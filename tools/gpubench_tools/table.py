@@ -1,0 +1,439 @@
+"""One loader: bench JSON files (any number, old files included) into one pandas table.
+
+`load_table(paths, gpu_reference)` returns a `Table`:
+
+- `rows`: one row per measured repetition (Google Benchmark's `iteration` rows that ran and hold
+  sound values; a file written with --benchmark_report_aggregates_only gives its median, else
+  mean, aggregate as a single sample). Columns: `machine` (index into `machines`), `file`,
+  `name` (the run name), `label`, `repetition`, `iterations`, `real_time_s`, `cpu_time_s`; every
+  label pair (`workload`, `backend`, `variant`, `dtype`, `shape`, `precision`, `host`, ...), every
+  counter, the `key:value` parts of the name that neither gives (older files), and the machine's
+  context as `context.<key>` columns.
+- `problems`: one row per benchmark that failed, was skipped, or wrote values that cannot be a
+  measurement (`file`, `name`, `backend`, `status`, `reason`).
+- `machines`: one row per machine: `cpu`, `gpu` (None without one), `files`, `tag` (set where
+  two machines share device names), and, for a run given a GPU reference, `gpu_files`,
+  `gpu_date`, `gpu_commit` and `gpu_same_host`.
+
+Rows are classified by their label's `workload` and `backend`; files written before the label
+had them are classified by the name (`<workload>/<backend>/...`, every `overhead/` probe on the
+GPU). Files whose contexts describe the same hardware are one machine. A run without GPU rows
+can borrow its GPU side from another machine's run: its rows then hold this run's CPU rows and
+the reference's GPU rows, with `measured_on` saying whose each row is.
+
+`python -m gpubench_tools.table --gpu-rows FILE...` prints the number of GPU benchmarks of a
+run, which is how the quick start decides whether to add the reference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from .benchjson import (
+    BenchJsonError,
+    BenchReport,
+    BenchRow,
+    describe_invalid,
+    load_report,
+    skip_reason,
+    usable_counter,
+)
+from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
+
+__all__ = [
+    "Table",
+    "load_table",
+    "summarize",
+    "same_machine",
+    "short_cpu_name",
+    "short_gpu_name",
+    "THIS_RUN",
+    "REFERENCE_RUN",
+]
+
+THIS_RUN, REFERENCE_RUN = "this run", "reference run"
+
+# The label keys every row is given, with the value a file that predates the key implies.
+_LABEL_DEFAULTS = {"dtype": "fp32", "precision": "fp32"}
+
+
+@dataclass
+class Table:
+    rows: pd.DataFrame
+    problems: pd.DataFrame
+    machines: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
+
+    def context(self, machine: int, key: str, gpu: bool = False) -> Any:
+        """One context value of a machine; `gpu=True` reads the GPU reference's context when
+        the machine's GPU rows come from one."""
+        ctx = self.machines.at[machine, "gpu_context" if gpu else "context"]
+        return ctx.get(key)
+
+
+def short_gpu_name(name: str) -> str:
+    return re.sub(r"^NVIDIA\s+", "", name.strip()) or name
+
+
+def short_cpu_name(name: str) -> str:
+    text = re.sub(r"\((R|TM|tm|r)\)", "", name)
+    text = re.sub(r"\s+CPU\b(?=\s+\S)", "", text)  # "Xeon(R) CPU E5-2680" -> "Xeon E5-2680"
+    text = re.sub(r"\s*@.*$", "", text)
+    return re.sub(r"\s+", " ", text).strip() or name
+
+
+def _ctx_str(context: dict[str, Any], key: str) -> str | None:
+    value = context.get(key)
+    text = None if value is None else str(value).strip()
+    return text or None
+
+
+def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two contexts describe the same hardware: the same GPU, CPU model and logical CPU count,
+    and the same host name where both record one. A context naming neither a GPU nor a CPU
+    identifies nothing and never matches."""
+    gpu = _ctx_str(a, "gpu")
+    if _ctx_str(a, "cpu_model") is None and (gpu is None or gpu.lower() == "none"):
+        return False
+    if any(_ctx_str(a, k) != _ctx_str(b, k) for k in ("gpu", "cpu_model", "cpu_logical_cpus")):
+        return False
+    host_a, host_b = _ctx_str(a, "host_name"), _ctx_str(b, "host_name")
+    return host_a is None or host_b is None or host_a == host_b
+
+
+def _same_host(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    keys = ("cpu_model", "cpu_logical_cpus", "host_name")
+    return all(_ctx_str(a, k) is not None and _ctx_str(a, k) == _ctx_str(b, k) for k in keys)
+
+
+def _row_backend(row: BenchRow) -> str | None:
+    if "backend" in row.labels:
+        return row.labels["backend"] or None
+    parts = row.run_name.split("/")
+    if parts[0] == "overhead":
+        return "gpu"
+    return parts[1] if len(parts) > 1 and parts[1] in ("cpu", "gpu") else None
+
+
+def _name_fields(run_name: str) -> dict[str, Any]:
+    """The `key:value` parts of a name, numbers as numbers ("hidden:512x2" stays a string)."""
+    out: dict[str, Any] = {}
+    for part in run_name.split("/"):
+        key, sep, value = part.partition(":")
+        if sep and key:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                out[key] = value
+    return out
+
+
+def _record(row: BenchRow, machine: int, path: str, measured_on: str) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        key: value for key, value in _name_fields(row.run_name).items() if key not in row.counters
+    }
+    record.update(_LABEL_DEFAULTS)
+    record.update(row.labels)
+    # A NaN or absurd counter (a diverged final_loss) is no number to plot or fit: the row goes
+    # without it and keeps its time.
+    record.update({k: v for k, v in row.counters.items() if usable_counter(v)})
+    record.update(
+        machine=machine,
+        measured_on=measured_on,
+        file=path,
+        name=row.run_name,
+        label=row.label,
+        repetition=row.repetition_index,
+        iterations=row.iterations,
+        real_time_s=row.real_time_s,
+        cpu_time_s=row.cpu_time_s,
+        workload=row.labels.get("workload") or row.run_name.split("/", 1)[0] or None,
+        backend=_row_backend(row),
+    )
+    return record
+
+
+def _measured(report: BenchReport) -> list[BenchRow]:
+    """Iteration rows; for a benchmark that has none, its median (else mean) aggregate."""
+    rows = [r for r in report.rows if r.run_type == "iteration" and r.usable]
+    have = {(r.run_name, r.label) for r in rows}
+    for wanted in ("median", "mean"):
+        for r in report.rows:
+            key = (r.run_name, r.label)
+            if r.run_type == "aggregate" and r.aggregate_name == wanted and r.usable:
+                if key not in have:
+                    have.add(key)
+                    rows.append(r)
+    return rows
+
+
+def _problems(report: BenchReport) -> tuple[list[dict[str, Any]], list[str]]:
+    """Failed, skipped and invalid benchmarks of one file (one entry per benchmark, not per
+    repetition) and the warnings that count them."""
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for row in report.rows:
+        if row.invalid is not None:
+            status, reason = "invalid", row.invalid
+        elif row.error is not None and row.run_type == "iteration":
+            status = "skipped" if row.skipped else "failed"
+            reason = skip_reason(row.error) or row.error
+        else:
+            continue
+        if (row.run_name, status) in seen:
+            continue
+        seen.add((row.run_name, status))
+        out.append(
+            {
+                "file": report.path,
+                "name": row.run_name,
+                "backend": _row_backend(row),
+                "status": status,
+                "reason": reason,
+            }
+        )
+    warnings = []
+    invalid = [r for r in report.rows if r.invalid is not None]
+    if invalid:
+        warnings.append(f"{report.path}: {describe_invalid(invalid)}: not used")
+    counts = Counter(p["status"] for p in out if p["status"] != "invalid")
+    for status, n in sorted(counts.items()):
+        were = ("was" if n == 1 else "were") if status == "skipped" else ""
+        reasons = Counter(p["reason"] for p in out if p["status"] == status)
+        why = f", {', '.join(reasons)}" if status == "skipped" else ""
+        warnings.append(
+            f"{n} benchmark{'' if n == 1 else 's'} in {report.path} {were} {status}{why} "
+            f"(listed in the report)".replace("  ", " ")
+        )
+    return out, warnings
+
+
+def _machine_groups(paths: Sequence[str]) -> list[list[BenchReport]]:
+    """Load every file (BenchJsonError propagates) and group the files of one machine."""
+    groups: list[list[BenchReport]] = []
+    for report in (load_report(path) for path in paths):
+        home = next((g for g in groups if same_machine(g[0].context, report.context)), None)
+        if home is None:
+            groups.append([report])
+        else:
+            home.append(report)
+    return groups
+
+
+def _shared_warning(group: list[BenchReport]) -> list[str]:
+    names_in: dict[str, list[str]] = {}
+    for report in group:
+        for name in sorted({r.run_name for r in _measured(report)}):
+            names_in.setdefault(name, []).append(report.path)
+    shared = [name for name, files in names_in.items() if len(files) > 1]
+    if not shared:
+        return []
+    files = sorted({f for name in shared for f in names_in[name]})
+    what = "benchmark appears" if len(shared) == 1 else "benchmarks appear"
+    return [
+        f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their "
+        f"rows are treated as repetitions and reduced to medians (for example {shared[0]})"
+    ]
+
+
+def _gpu_name(context: dict[str, Any]) -> str | None:
+    gpu = _ctx_str(context, "gpu")
+    return None if gpu is None or gpu.lower() == "none" else gpu
+
+
+def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table:
+    """Load every file (BenchJsonError propagates) into one Table (see the module docstring).
+
+    `gpu_reference`: files of another machine's run whose GPU rows stand in for the GPU side of
+    a run that has none. GPU rows are taken only from the reference and CPU rows only from the
+    run, so no number is attributed to the wrong machine; a run with GPU rows of its own is
+    reported as it is, with a warning that the reference was not used.
+    """
+    records: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = []
+    machines: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    file_contexts: dict[str, dict[str, Any]] = {}
+    for index, group in enumerate(_machine_groups(paths)):
+        context = group[0].context
+        machines.append(
+            {
+                "cpu": str(context.get("cpu_model", "unknown CPU")),
+                "gpu": _gpu_name(context),
+                "files": [r.path for r in group],
+                "context": context,
+                "gpu_context": context,
+            }
+        )
+        for report in group:
+            file_contexts[report.path] = report.context
+            warnings += report.warnings
+            found, found_warnings = _problems(report)
+            problems += found
+            warnings += found_warnings
+            records += [_record(r, index, report.path, THIS_RUN) for r in _measured(report)]
+        warnings += _shared_warning(group)
+    if gpu_reference:
+        warnings += _add_reference(records, problems, machines, gpu_reference, file_contexts)
+    _tag_twins(machines)
+    rows = pd.DataFrame.from_records(records)
+    if rows.empty:
+        rows = pd.DataFrame(columns=["machine", "name", "backend", "workload", "real_time_s"])
+    # Each row carries the context of the file it came from (a reference row, its GPU's).
+    contexts = pd.DataFrame.from_dict(
+        {
+            path: {f"context.{k}": v for k, v in ctx.items() if isinstance(v, (str, int, float))}
+            for path, ctx in file_contexts.items()
+        },
+        orient="index",
+    )
+    if not rows.empty and not contexts.empty:
+        rows = rows.join(contexts, on="file")
+    machine_frame = pd.DataFrame.from_records(machines)
+    problem_frame = pd.DataFrame.from_records(
+        problems, columns=["file", "name", "backend", "status", "reason"]
+    )
+    return Table(rows=rows, problems=problem_frame, machines=machine_frame, warnings=warnings)
+
+
+def _add_reference(
+    records: list[dict[str, Any]],
+    problems: list[dict[str, Any]],
+    machines: list[dict[str, Any]],
+    reference_paths: Sequence[str],
+    file_contexts: dict[str, dict[str, Any]],
+) -> list[str]:
+    groups = _machine_groups(reference_paths)
+    ref_rows = [
+        [(report, r) for report in g for r in _measured(report) if _row_backend(r) == "gpu"]
+        for g in groups
+    ]
+    with_gpu = [i for i, rows in enumerate(ref_rows) if rows]
+    joined = ", ".join(reference_paths)
+    if not with_gpu:
+        raise BenchJsonError(joined, "--gpu-reference needs a run with GPU rows; this one has none")
+    if len(with_gpu) > 1:
+        names = ", ".join(str(_gpu_name(groups[i][0].context)) for i in with_gpu)
+        raise BenchJsonError(
+            joined,
+            f"--gpu-reference files come from {len(with_gpu)} GPU machines ({names}); give the "
+            f"files of one",
+        )
+    own = sorted({r["file"] for r in records if r["backend"] == "gpu"})
+    if own:
+        names = ", ".join(Path(p).name for p in reference_paths)
+        return [f"--gpu-reference {names} not used: {', '.join(own)} has GPU rows of its own"]
+    if len(machines) > 1:
+        raise BenchJsonError(
+            ", ".join(p for m in machines for p in m["files"]),
+            f"--gpu-reference pairs the reference GPU with one machine's CPU; these files come "
+            f"from {len(machines)} machines",
+        )
+    group = groups[with_gpu[0]]
+    context = group[0].context
+    run = machines[0]
+    commit = _ctx_str(context, "gpubench_git_commit")
+    run.update(
+        gpu=_gpu_name(context),
+        gpu_context=context,
+        gpu_files=[r.path for r in group],
+        gpu_date=(_ctx_str(context, "date") or "").split("T", 1)[0] or None,
+        gpu_commit=None if commit == "unknown" else commit,
+        gpu_same_host=_same_host(context, run["context"]),
+    )
+    records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in ref_rows[with_gpu[0]]]
+    warnings: list[str] = []
+    for report in group:
+        file_contexts[report.path] = report.context
+        warnings += report.warnings  # a reference recovered from truncation says so
+        found, _ = _problems(report)
+        gpu_found = [p for p in found if p["backend"] == "gpu" and p["status"] != "invalid"]
+        problems += gpu_found
+        for status in ("failed", "skipped"):
+            n = sum(p["status"] == status for p in gpu_found)
+            if n:
+                s = "" if n == 1 else "s"
+                warnings.append(
+                    f"{n} benchmark{s} in {report.path} {status} (listed in the report)"
+                )
+    return warnings
+
+
+def _tag_twins(machines: list[dict[str, Any]]) -> None:
+    """Two machines with the same device names would get the same legend entry: tell them
+    apart by host name where every such machine records a different one, else by file."""
+    for machine in machines:
+        machine["tag"] = None
+    names = Counter((m["gpu"], m["cpu"]) for m in machines)
+    for key, count in names.items():
+        if count < 2:
+            continue
+        twins = [m for m in machines if (m["gpu"], m["cpu"]) == key]
+        hosts = [_ctx_str(m["context"], "host_name") for m in twins]
+        by_host = None not in hosts and len(set(hosts)) == len(hosts)
+        for machine, host in zip(twins, hosts):
+            machine["tag"] = str(host) if by_host else Path(machine["files"][0]).stem
+
+
+def summarize(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per benchmark (machine, name, label): the median of the time and of every numeric
+    column over the repetitions, with the spread that goes with it.
+
+    Added columns: `time_s` (median real time), `time_min_s`, `time_max_s`, `repetitions`,
+    `spread` ((max - min) / median of the time: the relative width of the band a chart draws)
+    and `single_iteration` (every repetition timed one iteration: its time is one sample of
+    a clock, not an average). String columns keep their first value.
+    """
+    if rows.empty:
+        return rows.assign(time_s=[], time_min_s=[], time_max_s=[], repetitions=[], spread=[])
+    keys = ["machine", "name", "label"]
+    grouped = rows.groupby(keys, sort=False, dropna=False)
+    numeric = [c for c in rows.columns if c not in keys and pd.api.types.is_numeric_dtype(rows[c])]
+    other = [c for c in rows.columns if c not in keys and c not in numeric]
+    out = grouped[numeric].median()
+    out[other] = grouped[other].first()
+    time = grouped["real_time_s"]
+    out["time_s"] = out["real_time_s"]
+    out["time_min_s"] = time.min()
+    out["time_max_s"] = time.max()
+    out["repetitions"] = time.size()
+    out["spread"] = (out["time_max_s"] - out["time_min_s"]) / out["time_s"]
+    out["single_iteration"] = grouped["iterations"].max() <= 1
+    return out.reset_index()
+
+
+def gpu_benchmark_count(paths: Sequence[str]) -> int:
+    """The number of GPU benchmarks (successful, by the rows' classification) in the files."""
+    rows = load_table(paths).rows
+    return int(rows.loc[rows["backend"] == "gpu", "name"].nunique()) if not rows.empty else 0
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    prog = program_name("gpubench_tools.table")
+
+    def body(args_list: Sequence[str] | None) -> int:
+        import argparse
+
+        parser = argparse.ArgumentParser(
+            prog=prog, description="Count the GPU benchmarks of bench JSON files."
+        )
+        parser.add_argument("--gpu-rows", nargs="+", metavar="FILE", required=True)
+        add_debug_flag(parser)
+        args = parser.parse_args(args_list)
+        try:
+            print(gpu_benchmark_count(args.gpu_rows))
+        except BenchJsonError as exc:
+            raise UnusableInput(str(exc)) from None
+        return EXIT_OK
+
+    return run_main(prog, body, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
