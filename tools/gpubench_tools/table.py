@@ -143,6 +143,11 @@ def _record(row: BenchRow, machine: int, path: str, measured_on: str) -> dict[st
     # A NaN or absurd counter (a diverged final_loss) is no number to plot or fit: the row goes
     # without it and keeps its time.
     record.update({k: v for k, v in row.counters.items() if usable_counter(v)})
+    # An MLP epoch is one SGD step (full batch); files written before every training row had
+    # `t_step` and `steps` say it only as `t_epoch` and `epochs`.
+    for step_key, epoch_key in (("t_step", "t_epoch"), ("steps", "epochs")):
+        if step_key not in record and epoch_key in record:
+            record[step_key] = record[epoch_key]
     record.update(
         machine=machine,
         measured_on=measured_on,
@@ -385,7 +390,8 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per benchmark (machine, name, label): the median of the time and of every numeric
     column over the repetitions, with the spread that goes with it.
 
-    Added columns: `time_s` (median real time), `time_min_s`, `time_max_s`, `repetitions`,
+    Added columns: `time_s` (median real time), `time_min_s`, `time_max_s` (and `t_step_min`,
+    `t_step_max` where training rows give `t_step`, the time per step), `repetitions`,
     `spread` ((max - min) / median of the time: the relative width of the band a chart draws)
     and `single_iteration` (every repetition timed one iteration: its time is one sample of
     a clock, not an average). String columns keep their first value.
@@ -402,6 +408,9 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     out["time_s"] = out["real_time_s"]
     out["time_min_s"] = time.min()
     out["time_max_s"] = time.max()
+    if "t_step" in rows:
+        out["t_step_min"] = grouped["t_step"].min()
+        out["t_step_max"] = grouped["t_step"].max()
     out["repetitions"] = time.size()
     out["spread"] = (out["time_max_s"] - out["time_min_s"]) / out["time_s"]
     out["single_iteration"] = grouped["iterations"].max() <= 1
