@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One command from a fresh checkout to a report: installs what is missing, builds, runs the default
-# sweep (about 30 s on a 2-core machine without a GPU, a few minutes on an H100) and writes the JSON and
-# the report under reports/<date-time>/. Extra arguments go to `bench` (e.g. --full, or
-# --benchmark_filter=matmul). A run without GPU rows is reported against the committed H100
+# sweep, five repetitions of each benchmark (about a minute on a 2-core machine without a GPU, a few
+# minutes on an H100), and writes the JSON and the report under reports/<date-time>/. Extra
+# arguments go to `bench` (e.g. --full, or --benchmark_filter=matmul). A run without GPU rows is reported against the committed H100
 # reference run for its GPU side (see below).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -13,7 +13,14 @@ configure_and_build
 
 run_dir=$ROOT/reports/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$run_dir"
-"$BUILD_DIR/benchmarks/bench" --benchmark_out="$run_dir/bench.json" --benchmark_out_format=json "$@" |
+# Five repetitions of every benchmark, each timed for at least 0.01 s: the report's medians, bands and
+# noise marks need several samples (one repetition would state one draw from a noisy machine as
+# fact), and five a side is what the compare gate's U test needs to judge at alpha 0.05 (four is
+# its minimum). Five short repetitions cost less than one long one would in trust: the CPU-only
+# default sweep takes about a minute on a 2-core machine. Arguments given to this script come
+# after these and override them (Google Benchmark keeps a flag's last value).
+"$BUILD_DIR/benchmarks/bench" --benchmark_repetitions=5 --benchmark_min_time=0.01s \
+  --benchmark_out="$run_dir/bench.json" --benchmark_out_format=json "$@" |
   tee "$run_dir/bench.txt"
 echo "gpubench: benchmark JSON written to $run_dir/bench.json"
 
@@ -25,7 +32,7 @@ echo "gpubench: benchmark JSON written to $run_dir/bench.json"
 reference=("$ROOT/reports/baselines/h100-80gb-hbm3-matmul.json"
   "$ROOT/reports/baselines/h100-80gb-hbm3-mlp.json")
 report_args=()
-gpu_rows=$(PYTHONPATH=$ROOT/tools "$PYTHON" -m gpubench_tools.dataset --gpu-rows "$run_dir/bench.json") ||
+gpu_rows=$(PYTHONPATH=$ROOT/tools "$PYTHON" -m gpubench_tools.table --gpu-rows "$run_dir/bench.json") ||
   gpu_rows=unknown
 if [[ "$gpu_rows" == 0 ]]; then
   echo "gpubench: no GPU rows in this run; the report takes its GPU side from the reference run" \
