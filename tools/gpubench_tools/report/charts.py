@@ -334,6 +334,7 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
     total = parts.sum(axis=1)
     shares = parts.div(total.where(total > 0), axis=0).fillna(0) if chart.normalize else parts
     pos = np.arange(len(cats))
+    ax.set_axisbelow(True)  # grid lines behind the bars, not across them
     bar = ax.barh if chart.horizontal else ax.bar
     base = np.zeros(len(cats))
     for i, (column, label) in enumerate(chart.parts):
@@ -368,10 +369,15 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
 def _stacked(chart: Chart, data: pd.DataFrame, fig: Figure, axes: list[Axes]) -> list[Any]:
     cats = _categories(data[chart.x])
     panels = [(None, data)] if chart.facet is None else list(data.groupby(chart.facet, sort=False))
-    for ax, (key, rows) in zip(axes, panels):
+    cols = min(len(panels), 3)
+    for i, (ax, (key, rows)) in enumerate(zip(axes, panels)):
         _stacked_panel(chart, rows, ax, cats)
         if key is not None:
             ax.set_title(_plain(key[0] if isinstance(key, tuple) else key))
+        if i % cols:  # panels in a row share the vertical axis's meaning: say it once, at left
+            ax.set_ylabel("")
+            if chart.horizontal:
+                ax.tick_params(labelleft=False)
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
     # Every part gets its entry, even one too thin to see in any bar.
