@@ -243,8 +243,16 @@ def _figure(chart: Chart, title: list[str], rows: int = 1, cols: int = 1) -> tup
     )
     top = 1 - header_pt / (height * 72)
     fig.get_layout_engine().set(rect=(0, 0, 1, top))
-    fig.text(0.5, 1 - 8 / (height * 72), "\n".join(title), ha="center", va="top",
-             fontsize=11, fontweight="bold", linespacing=1.1)  # fmt: skip
+    fig.text(
+        0.5,
+        1 - 8 / (height * 72),
+        "\n".join(title),
+        ha="center",
+        va="top",
+        fontsize=11,
+        fontweight="bold",
+        linespacing=1.1,
+    )
     if chart.subtitle:
         sub_y = 1 - (8 + 11 * 1.25 * len(title) + 3) / (height * 72)
         fig.text(0.5, sub_y, chart.subtitle, ha="center", va="top", fontsize=8, color="0.3")
@@ -278,37 +286,73 @@ def _lines(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[Any]
         rows = rows.sort_values(chart.x)
         style = _series_style(i)
         label = "_" if key is None else _plain(key[0] if isinstance(key, tuple) else key)
-        (line,) = ax.plot(rows[chart.x], rows[chart.y], label=label, markersize=4.5,
-                          linewidth=1.4, **style)  # fmt: skip
+        (line,) = ax.plot(
+            rows[chart.x], rows[chart.y], label=label, markersize=4.5, linewidth=1.4, **style
+        )
         if key is not None:
             handles.append(line)
         if chart.y_low is not None and chart.y_high is not None:
             low, high = rows[chart.y_low].astype(float), rows[chart.y_high].astype(float)
             if (low < high).any():  # a band of zero width says nothing and gets no legend
-                ax.fill_between(rows[chart.x], low, high, color=style["color"], alpha=0.18,
-                                linewidth=0)  # fmt: skip
+                ax.fill_between(
+                    rows[chart.x], low, high, color=style["color"], alpha=0.18, linewidth=0
+                )
                 banded = True
         if chart.flag is not None:
             hollow = rows[rows[chart.flag].fillna(False).astype(bool)]
             if not hollow.empty:
-                ax.plot(hollow[chart.x], hollow[chart.y], linestyle="none", marker=style["marker"],
-                        markersize=4.5, markerfacecolor="white", markeredgecolor=style["color"],
-                        zorder=line.get_zorder() + 0.1)  # fmt: skip
+                ax.plot(
+                    hollow[chart.x],
+                    hollow[chart.y],
+                    linestyle="none",
+                    marker=style["marker"],
+                    markersize=4.5,
+                    markerfacecolor="white",
+                    markeredgecolor=style["color"],
+                    zorder=line.get_zorder() + 0.1,
+                )
                 flagged = True
     if chart.diagonal and not data.empty:
         lo, hi = data[chart.x].min(), data[chart.x].max()
-        handles.append(ax.plot([lo, hi], [lo, hi], color="0.45", linestyle="--", linewidth=1,
-                               label="ideal", zorder=1)[0])  # fmt: skip
+        handles.append(
+            ax.plot(
+                [lo, hi],
+                [lo, hi],
+                color="0.45",
+                linestyle="--",
+                linewidth=1,
+                label="ideal",
+                zorder=1,
+            )[0]
+        )
     if chart.hline is not None:
-        handles.append(ax.axhline(chart.hline[0], color="0.35", linestyle=(0, (4, 2)),
-                                  linewidth=1, label=chart.hline[1], zorder=1))  # fmt: skip
+        handles.append(
+            ax.axhline(
+                chart.hline[0],
+                color="0.35",
+                linestyle=(0, (4, 2)),
+                linewidth=1,
+                label=chart.hline[1],
+                zorder=1,
+            )
+        )
     if banded:
         handles.append(Patch(facecolor="0.5", alpha=0.3, label=chart.band_label))
     if flagged:
-        handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
-                              markeredgecolor="0.3", label=chart.flag_label))  # fmt: skip
-    _format_axis(ax, "x", chart.x_unit, chart.log_x,
-                 data[chart.x] if chart.x_ticks == "data" else None)  # fmt: skip
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="o",
+                markerfacecolor="white",
+                markeredgecolor="0.3",
+                label=chart.flag_label,
+            )
+        )
+    _format_axis(
+        ax, "x", chart.x_unit, chart.log_x, data[chart.x] if chart.x_ticks == "data" else None
+    )
     _format_axis(ax, "y", chart.y_unit, chart.log_y)
     ax.set_xlabel(chart.x_label)
     ax.set_ylabel(chart.y_label)
@@ -338,8 +382,16 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
     bar = ax.barh if chart.horizontal else ax.bar
     base = np.zeros(len(cats))
     for i, (column, label) in enumerate(chart.parts):
-        bar(pos, shares[column].to_numpy(), 0.7, base, color=_part_color(label, i), label=label,
-            edgecolor="white", linewidth=0.5)  # fmt: skip
+        bar(
+            pos,
+            shares[column].to_numpy(),
+            0.7,
+            base,
+            color=_part_color(label, i),
+            label=label,
+            edgecolor="white",
+            linewidth=0.5,
+        )
         base = base + shares[column].to_numpy()
     names = [_plain(c) for c in cats]
     value_axis = "x" if chart.horizontal else "y"
@@ -357,9 +409,14 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
         for p, t in zip(pos, total):
             if t > 0:
                 xy = (1.01, p) if chart.horizontal else (p, 1.01)
-                ax.annotate(fmt_time(t), xy, ha="left" if chart.horizontal else "center",
-                            va="center" if chart.horizontal else "bottom", fontsize=7,
-                            annotation_clip=False)  # fmt: skip
+                ax.annotate(
+                    fmt_time(t),
+                    xy,
+                    ha="left" if chart.horizontal else "center",
+                    va="center" if chart.horizontal else "bottom",
+                    fontsize=7,
+                    annotation_clip=False,
+                )
     else:
         _format_axis(ax, value_axis, chart.y_unit, False)
     getattr(ax, f"set_{value_axis}label")(chart.y_label)
@@ -381,7 +438,9 @@ def _stacked(chart: Chart, data: pd.DataFrame, fig: Figure, axes: list[Axes]) ->
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
     # Every part gets its entry, even one too thin to see in any bar.
-    return [Patch(facecolor=_part_color(lab, i), label=lab) for i, (_, lab) in enumerate(chart.parts)]
+    return [
+        Patch(facecolor=_part_color(lab, i), label=lab) for i, (_, lab) in enumerate(chart.parts)
+    ]
 
 
 def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[Any]:
@@ -402,8 +461,15 @@ def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[An
         if np.isfinite(v):
             # White text on the saturated ends of the map, black in the pale middle.
             dark = abs(math.log10(v)) > 0.6 * math.log10(span)
-            ax.text(c, r, fmt_ratio(v), ha="center", va="center", fontsize=7.5,
-                    color="white" if dark else "black")  # fmt: skip
+            ax.text(
+                c,
+                r,
+                fmt_ratio(v),
+                ha="center",
+                va="center",
+                fontsize=7.5,
+                color="white" if dark else "black",
+            )
     ax.set_xticks(range(len(xs)), [_plain(v) for v in xs])
     ax.set_yticks(range(len(ys)), [_plain(v) for v in ys])
     ax.grid(False)
