@@ -68,6 +68,7 @@ _PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 # Six styles against seven markers: no two of the first 42 series share both in greyscale.
 _LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
+_REFERENCE: dict[str, Any] = {"color": "0.4", "linewidth": 1, "zorder": 1}  # hline, diagonal
 _STYLE = {
     "font.size": 9,
     "axes.titlesize": 9,
@@ -140,6 +141,8 @@ def check_chart(chart: Chart, data: pd.DataFrame | None = None) -> list[str]:
     missing = [f for f in need if not getattr(chart, f)]
     if missing:
         raise ValueError(f"{chart.stem}: a {chart.kind} chart needs {', '.join(missing)}")
+    if chart.facet is not None and chart.kind != "stacked":
+        raise ValueError(f"{chart.stem}: only stacked charts have facets")
     if (chart.y_low is None) != (chart.y_high is None):
         raise ValueError(f"{chart.stem}: a band needs both y_low and y_high")
     for unit in (chart.x_unit, chart.y_unit):
@@ -243,16 +246,8 @@ def _figure(chart: Chart, title: list[str], rows: int = 1, cols: int = 1) -> tup
     )
     top = 1 - header_pt / (height * 72)
     fig.get_layout_engine().set(rect=(0, 0, 1, top))
-    fig.text(
-        0.5,
-        1 - 8 / (height * 72),
-        "\n".join(title),
-        ha="center",
-        va="top",
-        fontsize=11,
-        fontweight="bold",
-        linespacing=1.1,
-    )
+    title_y = 1 - 8 / (height * 72)
+    fig.text(0.5, title_y, "\n".join(title), ha="center", va="top", fontsize=11, weight="bold")
     if chart.subtitle:
         sub_y = 1 - (8 + 11 * 1.25 * len(title) + 3) / (height * 72)
         fig.text(0.5, sub_y, chart.subtitle, ha="center", va="top", fontsize=8, color="0.3")
@@ -274,7 +269,7 @@ def _series_style(i: int) -> dict[str, Any]:
     }
 
 
-def _lines(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[Any]:
+def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
     assert chart.y is not None
     data = data.dropna(subset=[chart.x, chart.y])
     if chart.log_y:  # a zero or negative time has no place on a log axis
@@ -299,57 +294,25 @@ def _lines(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[Any]
                 )
                 banded = True
         if chart.flag is not None:
-            hollow = rows[rows[chart.flag].fillna(False).astype(bool)]
+            hollow = rows[rows[chart.flag].eq(True)]
             if not hollow.empty:
-                ax.plot(
-                    hollow[chart.x],
-                    hollow[chart.y],
-                    linestyle="none",
-                    marker=style["marker"],
-                    markersize=4.5,
-                    markerfacecolor="white",
-                    markeredgecolor=style["color"],
-                    zorder=line.get_zorder() + 0.1,
-                )
+                # Drawn over the filled marker, so the point reads as hollow.
+                hollow_style = dict(style, linestyle="none", markerfacecolor="white")
+                z = line.get_zorder() + 0.1
+                ax.plot(hollow[chart.x], hollow[chart.y], markersize=4.5, zorder=z, **hollow_style)
                 flagged = True
     if chart.diagonal and not data.empty:
         lo, hi = data[chart.x].min(), data[chart.x].max()
-        handles.append(
-            ax.plot(
-                [lo, hi],
-                [lo, hi],
-                color="0.45",
-                linestyle="--",
-                linewidth=1,
-                label="ideal",
-                zorder=1,
-            )[0]
-        )
+        handles += ax.plot([lo, hi], [lo, hi], label="ideal", linestyle="--", **_REFERENCE)
     if chart.hline is not None:
-        handles.append(
-            ax.axhline(
-                chart.hline[0],
-                color="0.35",
-                linestyle=(0, (4, 2)),
-                linewidth=1,
-                label=chart.hline[1],
-                zorder=1,
-            )
-        )
+        y, label = chart.hline
+        handles.append(ax.axhline(y, label=label, linestyle=(0, (4, 2)), **_REFERENCE))
     if banded:
         handles.append(Patch(facecolor="0.5", alpha=0.3, label=chart.band_label))
     if flagged:
-        handles.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="o",
-                markerfacecolor="white",
-                markeredgecolor="0.3",
-                label=chart.flag_label,
-            )
-        )
+        hollow_entry = Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3")
+        hollow_entry.set_label(chart.flag_label)
+        handles.append(hollow_entry)
     _format_axis(
         ax, "x", chart.x_unit, chart.log_x, data[chart.x] if chart.x_ticks == "data" else None
     )
@@ -382,17 +345,9 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
     bar = ax.barh if chart.horizontal else ax.bar
     base = np.zeros(len(cats))
     for i, (column, label) in enumerate(chart.parts):
-        bar(
-            pos,
-            shares[column].to_numpy(),
-            0.7,
-            base,
-            color=_part_color(label, i),
-            label=label,
-            edgecolor="white",
-            linewidth=0.5,
-        )
-        base = base + shares[column].to_numpy()
+        values = shares[column].to_numpy()
+        bar(pos, values, 0.7, base, color=_part_color(label, i), label=label, edgecolor="white")
+        base = base + values
     names = [_plain(c) for c in cats]
     value_axis = "x" if chart.horizontal else "y"
     if chart.horizontal:
@@ -406,24 +361,18 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
         getattr(ax, f"set_{value_axis}lim")(0, 1)
         getattr(ax, f"{value_axis}axis").set_major_formatter(PercentFormatter(1.0))
         # Totals span decades, so the share hides them: write each one past the bar's end.
+        align = {"ha": "left", "va": "center"} if chart.horizontal else {"ha": "center"}
         for p, t in zip(pos, total):
             if t > 0:
                 xy = (1.01, p) if chart.horizontal else (p, 1.01)
-                ax.annotate(
-                    fmt_time(t),
-                    xy,
-                    ha="left" if chart.horizontal else "center",
-                    va="center" if chart.horizontal else "bottom",
-                    fontsize=7,
-                    annotation_clip=False,
-                )
+                ax.annotate(fmt_time(t), xy, fontsize=7, annotation_clip=False, **align)
     else:
         _format_axis(ax, value_axis, chart.y_unit, False)
     getattr(ax, f"set_{value_axis}label")(chart.y_label)
     getattr(ax, f"set_{'y' if value_axis == 'x' else 'x'}label")(chart.x_label)
 
 
-def _stacked(chart: Chart, data: pd.DataFrame, fig: Figure, axes: list[Axes]) -> list[Any]:
+def _stacked(chart: Chart, data: pd.DataFrame, axes: list[Axes]) -> list[Any]:
     cats = _categories(data[chart.x])
     panels = [(None, data)] if chart.facet is None else list(data.groupby(chart.facet, sort=False))
     cols = min(len(panels), 3)
@@ -460,16 +409,8 @@ def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[An
     for (r, c), v in np.ndenumerate(values):
         if np.isfinite(v):
             # White text on the saturated ends of the map, black in the pale middle.
-            dark = abs(math.log10(v)) > 0.6 * math.log10(span)
-            ax.text(
-                c,
-                r,
-                fmt_ratio(v),
-                ha="center",
-                va="center",
-                fontsize=7.5,
-                color="white" if dark else "black",
-            )
+            ink = "white" if abs(math.log10(v)) > 0.6 * math.log10(span) else "black"
+            ax.text(c, r, fmt_ratio(v), ha="center", va="center", fontsize=7.5, color=ink)
     ax.set_xticks(range(len(xs)), [_plain(v) for v in xs])
     ax.set_yticks(range(len(ys)), [_plain(v) for v in ys])
     ax.grid(False)
@@ -495,9 +436,9 @@ def render(chart: Chart, data: pd.DataFrame) -> Figure:
         axes = [ax for row in grid for ax in row]
         try:
             if chart.kind == "lines":
-                handles = _lines(chart, data, fig, axes[0])
+                handles = _lines(chart, data, axes[0])
             elif chart.kind == "stacked":
-                handles = _stacked(chart, data, fig, axes)
+                handles = _stacked(chart, data, axes)
             else:
                 handles = _heatmap(chart, data, fig, axes[0])
             _legend(fig, handles)
