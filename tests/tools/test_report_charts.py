@@ -129,6 +129,8 @@ def test_check_chart_names_missing_columns_and_fields() -> None:
         check_chart(_lines_chart(y_unit="furlongs"))
     with pytest.raises(ValueError, match="subtitle"):
         check_chart(_lines_chart(subtitle="one\ntwo"))
+    with pytest.raises(ValueError, match="facets"):
+        check_chart(_lines_chart(facet="side"))
 
 
 def test_a_failing_render_closes_its_figure() -> None:

@@ -48,7 +48,7 @@ from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
 __all__ = ["Chart", "check_chart", "render", "draw", "PART_COLORS", "UNITS"]
 
 Kind = Literal["lines", "stacked", "heatmap"]
-UNITS = ("s", "ratio", "flop/s", "bytes", "count")
+UNITS = ("s", "ratio", "flop/s", "bytes", "bytes/s", "count")
 TITLE_WIDTH = 70  # characters per title line; a title may take two
 SUBTITLE_WIDTH = 125  # what fits on one 8 pt line across the figure
 WIDTH_IN, HEIGHT_IN, PNG_DPI = 7.5, 4.2, 130
@@ -173,17 +173,19 @@ def _time_tick(v: float) -> str:
     return f"{number.rstrip('0').rstrip('.') if '.' in number else number} {unit}"
 
 
-def _compact_flops(v: float) -> str:
-    for scale, unit in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+def _si(v: float, unit: str) -> str:
+    """A tick of a rate: `g` digits with an SI prefix (2 TFLOP/s, 500 MB/s)."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(v) >= scale:
-            return f"{v / scale:g} {unit}FLOP/s"
-    return f"{v:g} FLOP/s"
+            return f"{v / scale:g} {prefix}{unit}"
+    return f"{v:g} {unit}"
 
 
 _TICK: dict[str | None, Callable[[float], str]] = {
     "s": _time_tick,
     "ratio": lambda v: f"{v:g}x",
-    "flop/s": _compact_flops,
+    "flop/s": lambda v: _si(v, "FLOP/s"),
+    "bytes/s": lambda v: _si(v, "B/s"),
     "bytes": lambda v: fmt_bytes(v) if v else "0",
     "count": _plain,
     None: lambda v: f"{v:g}",
@@ -378,8 +380,9 @@ def _stacked(chart: Chart, data: pd.DataFrame, axes: list[Axes]) -> list[Any]:
     cols = min(len(panels), 3)
     for i, (ax, (key, rows)) in enumerate(zip(axes, panels)):
         _stacked_panel(chart, rows, ax, cats)
-        if key is not None:
-            ax.set_title(_plain(key[0] if isinstance(key, tuple) else key))
+        if key is not None:  # upright bars' totals sit above 100%: lift the title over them
+            pad = 14 if chart.normalize and not chart.horizontal else 6
+            ax.set_title(_plain(key[0] if isinstance(key, tuple) else key), pad=pad)
         if i % cols:  # panels in a row share the vertical axis's meaning: say it once, at left
             ax.set_ylabel("")
             if chart.horizontal:
