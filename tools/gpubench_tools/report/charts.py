@@ -1,0 +1,466 @@
+"""A few generic chart kinds drawn from one pandas table; a report topic declares a `Chart`.
+
+- `lines`: y against x, one line per value of `series`, with an optional min-max band, hollow
+  markers for flagged points (few repetitions, noisy), a reference line (`hline`) and the
+  ideal-scaling diagonal.
+- `stacked`: one bar per category of `x`, stacked from `parts`; `normalize` shows shares with
+  the total time written at the end of each bar; `facet` gives one panel per value.
+- `heatmap`: `value` (a ratio such as a speedup) over the `x` by `y` grid, on a log colour
+  scale centred at 1, every cell annotated.
+
+Axis convention: `x` is the column along the horizontal axis of `lines` and the category column
+of `stacked` (whichever way its bars run); `y_label` and `y_unit` describe the value axis.
+`render` builds the figure (tests read it back); `draw` writes `<stem>.png` and `<stem>.svg`.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal, Sequence
+
+import matplotlib
+
+# Reports are written on servers and in CI without a display; Agg never needs one.
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    FixedLocator,
+    FuncFormatter,
+    LogLocator,
+    NullFormatter,
+    NullLocator,
+    PercentFormatter,
+)
+
+from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
+
+__all__ = ["Chart", "check_chart", "render", "draw", "PART_COLORS", "UNITS"]
+
+Kind = Literal["lines", "stacked", "heatmap"]
+UNITS = ("s", "ratio", "flop/s", "bytes", "bytes/s", "count")
+TITLE_WIDTH = 70  # characters per title line; a title may take two
+SUBTITLE_WIDTH = 125  # what fits on one 8 pt line across the figure
+WIDTH_IN, HEIGHT_IN, PNG_DPI = 7.5, 4.2, 130
+
+# One colour per part name in every chart. Work at peak and under-utilisation are the two halves
+# of compute time (dark and light blue); all four differ in lightness, so greyscale keeps them.
+PART_COLORS: dict[str, str] = {
+    "work at peak": "#1f4e79",
+    "under-utilisation": "#9ecae1",
+    "transfer": "#f28e2b",
+    "overhead": "#6f6f6f",
+    "compute": "#1f4e79",
+    "host to device": "#f28e2b",
+    "device to host": "#e15759",
+}
+_PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000"]
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+# Six styles against seven markers: no two of the first 42 series share both in greyscale.
+_LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
+_REFERENCE: dict[str, Any] = {"color": "0.4", "linewidth": 1, "zorder": 1}  # hline, diagonal
+_STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "none",  # SVG text stays text: searchable and small
+    "svg.hashsalt": "gpubench",  # stable SVG ids, so reruns diff cleanly
+}
+
+
+@dataclass(frozen=True)
+class Chart:
+    kind: Kind
+    stem: str  # file name without extension
+    title: str  # at most two lines of TITLE_WIDTH characters
+    x: str
+    y: str | None = None  # lines: the y column; heatmap: the row column
+    value: str | None = None  # heatmap: the cell value (a ratio)
+    subtitle: str = ""  # one smaller line: where the numbers come from
+    x_label: str = ""
+    y_label: str = ""
+    value_label: str = ""  # heatmap colour bar
+    series: str | None = None
+    y_low: str | None = None
+    y_high: str | None = None
+    band_label: str = "min to max over repetitions"
+    flag: str | None = None
+    flag_label: str = "hollow marker: few repetitions or noisy"
+    log_x: bool = False
+    log_y: bool = False
+    hline: tuple[float, str] | None = None  # (y, label), e.g. (1.0, "same speed")
+    diagonal: bool = False  # y = x, labelled "ideal"
+    x_ticks: Literal["auto", "data"] = "auto"  # "data": one tick per distinct x
+    x_unit: str | None = None
+    y_unit: str | None = None
+    parts: tuple[tuple[str, str], ...] = ()  # stacked: (column, label), bottom to top
+    normalize: bool = False
+    horizontal: bool = True
+    facet: str | None = None
+
+
+def _required_columns(chart: Chart) -> list[str]:
+    cols = [chart.x, chart.y, chart.value, chart.series, chart.y_low, chart.y_high, chart.flag]
+    cols += [chart.facet] + [column for column, _ in chart.parts]
+    return [c for c in cols if c is not None]
+
+
+def check_chart(chart: Chart, data: pd.DataFrame | None = None) -> list[str]:
+    """Raise ValueError for a chart no topic should ship; return the wrapped title lines."""
+    lines = textwrap.wrap(chart.title, TITLE_WIDTH)
+    if not lines:
+        raise ValueError(f"{chart.stem}: a chart needs a title")
+    if len(lines) > 2:
+        raise ValueError(
+            f"{chart.stem}: title takes {len(lines)} lines at {TITLE_WIDTH} characters; "
+            f"at most 2 (move detail to the subtitle or the text)"
+        )
+    if "\n" in chart.subtitle or len(chart.subtitle) > SUBTITLE_WIDTH:
+        raise ValueError(f"{chart.stem}: subtitle must be one line of <= {SUBTITLE_WIDTH} chars")
+    need = {"lines": ("y",), "stacked": ("parts",), "heatmap": ("y", "value")}.get(chart.kind)
+    if need is None:
+        raise ValueError(f"{chart.stem}: unknown kind {chart.kind!r}")
+    missing = [f for f in need if not getattr(chart, f)]
+    if missing:
+        raise ValueError(f"{chart.stem}: a {chart.kind} chart needs {', '.join(missing)}")
+    if chart.facet is not None and chart.kind != "stacked":
+        raise ValueError(f"{chart.stem}: only stacked charts have facets")
+    if (chart.y_low is None) != (chart.y_high is None):
+        raise ValueError(f"{chart.stem}: a band needs both y_low and y_high")
+    for unit in (chart.x_unit, chart.y_unit):
+        if unit is not None and unit not in UNITS:
+            raise ValueError(f"{chart.stem}: unit {unit!r} is not one of {', '.join(UNITS)}")
+    if data is not None:
+        absent = [c for c in _required_columns(chart) if c not in data.columns]
+        if absent:
+            raise ValueError(f"{chart.stem}: data lacks column(s) {', '.join(absent)}")
+    return lines
+
+
+# --- tick labels -------------------------------------------------------------------------------
+
+
+def _plain(v: float) -> str:
+    """Sizes as written in the benchmark names (16, 4096, 65536), larger ones compact."""
+    if isinstance(v, (int, float, np.number)) and math.isfinite(v):
+        return f"{int(round(v))}" if abs(v - round(v)) < 1e-9 and abs(v) < 1e6 else fmt_size(v)
+    return str(v)
+
+
+def _time_tick(v: float) -> str:
+    # fmt_time keeps three significant digits; ticks read better without trailing zeros.
+    if v == 0:
+        return "0"
+    number, unit = fmt_time(v).split(" ")
+    return f"{number.rstrip('0').rstrip('.') if '.' in number else number} {unit}"
+
+
+def _si(v: float, unit: str) -> str:
+    """A tick of a rate: `g` digits with an SI prefix (2 TFLOP/s, 500 MB/s)."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:g} {prefix}{unit}"
+    return f"{v:g} {unit}"
+
+
+_TICK: dict[str | None, Callable[[float], str]] = {
+    "s": _time_tick,
+    "ratio": lambda v: f"{v:g}x",
+    "flop/s": lambda v: _si(v, "FLOP/s"),
+    "bytes/s": lambda v: _si(v, "B/s"),
+    "bytes": lambda v: fmt_bytes(v) if v else "0",
+    "count": _plain,
+    None: lambda v: f"{v:g}",
+}
+
+
+def _format_axis(ax: Axes, which: str, unit: str | None, log: bool, data_ticks: Any = None) -> None:
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    fmt = _TICK[unit]
+    formatter = FuncFormatter(lambda v, _pos: fmt(v) if v > 0 or not log else "")
+    if log:
+        getattr(ax, f"set_{which}scale")("log", base=2 if unit == "bytes" else 10)
+    if data_ticks is not None:
+        axis.set_major_locator(FixedLocator(_thin(sorted(set(data_ticks)), log)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _p: _TICK[unit or "count"](v)))
+        axis.set_minor_locator(NullLocator())
+        return
+    axis.set_major_formatter(formatter)
+    if not log:
+        return
+    if unit == "bytes":  # powers of two, not of ten, and few enough to read
+        axis.set_major_locator(LogLocator(base=2, numticks=8))
+    lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
+    if unit != "bytes" and 0 < lo and hi / lo < 100:
+        # Under two decades the axis would show one label or none: label 2x and 5x too.
+        axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+        axis.set_minor_formatter(formatter)
+    else:
+        axis.set_minor_locator(NullLocator())
+        axis.set_minor_formatter(NullFormatter())
+
+
+def _thin(values: Sequence[float], log: bool, most: int = 10) -> list[float]:
+    """At most about `most` evenly spread ticks out of the data's x values, so labels of close
+    sizes (32, 48, 64) never overlap; the first and last always stay."""
+    if len(values) <= most:
+        return list(values)
+    pos = [math.log(v) if log else v for v in values]
+    gap = (pos[-1] - pos[0]) / (most - 1) * 0.95
+    kept = [0]
+    for i in range(1, len(values)):
+        if pos[i] - pos[kept[-1]] >= gap:
+            kept.append(i)
+    if kept[-1] != len(values) - 1:
+        kept[-1] = len(values) - 1
+    return [values[i] for i in kept]
+
+
+# --- the figure --------------------------------------------------------------------------------
+
+
+def _figure(chart: Chart, title: list[str], rows: int = 1, cols: int = 1) -> tuple[Figure, Any]:
+    """A figure of HTML-page size with the title block above a constrained-layout grid: the
+    block is drawn as figure text and the grid kept out of it, so a two-line title and the
+    smaller subtitle never collide with the panels."""
+    header_pt = 8 + 11 * 1.25 * len(title) + (8 * 1.3 + 3 if chart.subtitle else 0) + 6
+    height = HEIGHT_IN + (rows - 1) * 2.6 + max(0, len(title) - 1) * 0.2
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(WIDTH_IN, height), squeeze=False, layout="constrained"
+    )
+    top = 1 - header_pt / (height * 72)
+    fig.get_layout_engine().set(rect=(0, 0, 1, top))
+    title_y = 1 - 8 / (height * 72)
+    fig.text(0.5, title_y, "\n".join(title), ha="center", va="top", fontsize=11, weight="bold")
+    if chart.subtitle:
+        sub_y = 1 - (8 + 11 * 1.25 * len(title) + 3) / (height * 72)
+        fig.text(0.5, sub_y, chart.subtitle, ha="center", va="top", fontsize=8, color="0.3")
+    return fig, axes
+
+
+def _legend(fig: Figure, handles: list[Any]) -> None:
+    """Below the panels, outside every axes, so it never covers data."""
+    if handles:
+        ncol = min(len(handles), 4 if max(len(h.get_label()) for h in handles) < 28 else 2)
+        fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False)
+
+
+def _series_style(i: int) -> dict[str, Any]:
+    return {
+        "color": _PALETTE[i % len(_PALETTE)],
+        "marker": _MARKERS[i % len(_MARKERS)],
+        "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
+    }
+
+
+def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
+    assert chart.y is not None
+    data = data.dropna(subset=[chart.x, chart.y])
+    if chart.log_y:  # a zero or negative time has no place on a log axis
+        data = data[data[chart.y] > 0]
+    groups = [(None, data)] if chart.series is None else data.groupby(chart.series, sort=False)
+    handles: list[Any] = []
+    banded = flagged = False
+    for i, (key, rows) in enumerate(groups):
+        rows = rows.sort_values(chart.x)
+        style = _series_style(i)
+        label = "_" if key is None else _plain(key[0] if isinstance(key, tuple) else key)
+        (line,) = ax.plot(
+            rows[chart.x], rows[chart.y], label=label, markersize=4.5, linewidth=1.4, **style
+        )
+        if key is not None:
+            handles.append(line)
+        if chart.y_low is not None and chart.y_high is not None:
+            low, high = rows[chart.y_low].astype(float), rows[chart.y_high].astype(float)
+            if (low < high).any():  # a band of zero width says nothing and gets no legend
+                ax.fill_between(
+                    rows[chart.x], low, high, color=style["color"], alpha=0.18, linewidth=0
+                )
+                banded = True
+        if chart.flag is not None:
+            hollow = rows[rows[chart.flag].eq(True)]
+            if not hollow.empty:
+                # Drawn over the filled marker, so the point reads as hollow.
+                hollow_style = dict(style, linestyle="none", markerfacecolor="white")
+                z = line.get_zorder() + 0.1
+                ax.plot(hollow[chart.x], hollow[chart.y], markersize=4.5, zorder=z, **hollow_style)
+                flagged = True
+    if chart.diagonal and not data.empty:
+        lo, hi = data[chart.x].min(), data[chart.x].max()
+        handles += ax.plot([lo, hi], [lo, hi], label="ideal", linestyle="--", **_REFERENCE)
+    if chart.hline is not None:
+        y, label = chart.hline
+        handles.append(ax.axhline(y, label=label, linestyle=(0, (4, 2)), **_REFERENCE))
+    if banded:
+        handles.append(Patch(facecolor="0.5", alpha=0.3, label=chart.band_label))
+    if flagged:
+        hollow_entry = Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3")
+        hollow_entry.set_label(chart.flag_label)
+        handles.append(hollow_entry)
+    _format_axis(
+        ax, "x", chart.x_unit, chart.log_x, data[chart.x] if chart.x_ticks == "data" else None
+    )
+    _format_axis(ax, "y", chart.y_unit, chart.log_y)
+    ax.set_xlabel(chart.x_label)
+    ax.set_ylabel(chart.y_label)
+    return handles
+
+
+def _categories(values: pd.Series) -> list[Any]:
+    """Distinct values: numbers ascending, names in the order the topic gave them."""
+    unique = list(pd.unique(values.dropna()))
+    return sorted(unique) if pd.api.types.is_numeric_dtype(values) else unique
+
+
+def _part_color(label: str, i: int) -> str:
+    return PART_COLORS.get(label, _PALETTE[i % len(_PALETTE)])
+
+
+def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) -> None:
+    if rows[chart.x].duplicated().any():
+        raise ValueError(f"{chart.stem}: more than one row per {chart.x} in a panel")
+    rows = rows.set_index(chart.x).reindex(cats)
+    # Medians of separate columns can leave a part a hair below zero; a bar can't draw that.
+    parts = rows[[c for c, _ in chart.parts]].astype(float).fillna(0).clip(lower=0)
+    total = parts.sum(axis=1)
+    shares = parts.div(total.where(total > 0), axis=0).fillna(0) if chart.normalize else parts
+    pos = np.arange(len(cats))
+    ax.set_axisbelow(True)  # grid lines behind the bars, not across them
+    bar = ax.barh if chart.horizontal else ax.bar
+    base = np.zeros(len(cats))
+    for i, (column, label) in enumerate(chart.parts):
+        values = shares[column].to_numpy()
+        bar(pos, values, 0.7, base, color=_part_color(label, i), label=label, edgecolor="white")
+        base = base + values
+    names = [_plain(c) for c in cats]
+    value_axis = "x" if chart.horizontal else "y"
+    if chart.horizontal:
+        ax.set_yticks(pos, names)
+        ax.invert_yaxis()  # the first category on top, as it reads
+        ax.grid(False, axis="y")
+    else:
+        ax.set_xticks(pos, names)
+        ax.grid(False, axis="x")
+    if chart.normalize:
+        getattr(ax, f"set_{value_axis}lim")(0, 1)
+        getattr(ax, f"{value_axis}axis").set_major_formatter(PercentFormatter(1.0))
+        # Totals span decades, so the share hides them: write each one past the bar's end.
+        align = {"ha": "left", "va": "center"} if chart.horizontal else {"ha": "center"}
+        for p, t in zip(pos, total):
+            if t > 0:
+                xy = (1.01, p) if chart.horizontal else (p, 1.01)
+                ax.annotate(fmt_time(t), xy, fontsize=7, annotation_clip=False, **align)
+    else:
+        _format_axis(ax, value_axis, chart.y_unit, False)
+    getattr(ax, f"set_{value_axis}label")(chart.y_label)
+    getattr(ax, f"set_{'y' if value_axis == 'x' else 'x'}label")(chart.x_label)
+
+
+def _stacked(chart: Chart, data: pd.DataFrame, axes: list[Axes]) -> list[Any]:
+    cats = _categories(data[chart.x])
+    panels = [(None, data)] if chart.facet is None else list(data.groupby(chart.facet, sort=False))
+    cols = min(len(panels), 3)
+    for i, (ax, (key, rows)) in enumerate(zip(axes, panels)):
+        _stacked_panel(chart, rows, ax, cats)
+        if key is not None:  # upright bars' totals sit above 100%: lift the title over them
+            pad = 14 if chart.normalize and not chart.horizontal else 6
+            ax.set_title(_plain(key[0] if isinstance(key, tuple) else key), pad=pad)
+        if i % cols:  # panels in a row share the vertical axis's meaning: say it once, at left
+            ax.set_ylabel("")
+            if chart.horizontal:
+                ax.tick_params(labelleft=False)
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    # Every part gets its entry, even one too thin to see in any bar.
+    return [
+        Patch(facecolor=_part_color(lab, i), label=lab) for i, (_, lab) in enumerate(chart.parts)
+    ]
+
+
+def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[Any]:
+    assert chart.y is not None and chart.value is not None
+    xs, ys = _categories(data[chart.x]), _categories(data[chart.y])
+    if data.duplicated([chart.x, chart.y]).any():
+        raise ValueError(f"{chart.stem}: more than one {chart.value} per cell")
+    grid = data.pivot(index=chart.y, columns=chart.x, values=chart.value).reindex(ys)[xs]
+    values = np.array(grid.to_numpy(dtype=float), copy=True)  # pandas 3 hands out read-only views
+    values[~(values > 0)] = np.nan  # a ratio at or below zero is no measurement: leave it blank
+    finite = values[np.isfinite(values)]
+    # Symmetric in log space so 1 (same speed) sits at the neutral middle of the colour map.
+    span = max(2.0, float(np.max(np.maximum(finite, 1 / finite)))) if finite.size else 2.0
+    norm = LogNorm(vmin=1 / span, vmax=span)
+    cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="white")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
+    for (r, c), v in np.ndenumerate(values):
+        if np.isfinite(v):
+            # White text on the saturated ends of the map, black in the pale middle.
+            ink = "white" if abs(math.log10(v)) > 0.6 * math.log10(span) else "black"
+            ax.text(c, r, fmt_ratio(v), ha="center", va="center", fontsize=7.5, color=ink)
+    ax.set_xticks(range(len(xs)), [_plain(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [_plain(v) for v in ys])
+    ax.grid(False)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_xlabel(chart.x_label)
+    ax.set_ylabel(chart.y_label)
+    bar = fig.colorbar(image, ax=ax, shrink=0.9, pad=0.02)
+    bar.set_label(chart.value_label)
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}x"))
+    bar.ax.yaxis.set_minor_formatter(NullFormatter())
+    return []
+
+
+def render(chart: Chart, data: pd.DataFrame) -> Figure:
+    """The chart as an open Figure (the caller closes it; `draw` does)."""
+    title = check_chart(chart, data)
+    with plt.rc_context(_STYLE):
+        n = 1 if chart.facet is None else max(1, data[chart.facet].nunique())
+        cols = min(n, 3)
+        fig, grid = _figure(chart, title, rows=math.ceil(n / cols), cols=cols)
+        axes = [ax for row in grid for ax in row]
+        try:
+            if chart.kind == "lines":
+                handles = _lines(chart, data, axes[0])
+            elif chart.kind == "stacked":
+                handles = _stacked(chart, data, axes)
+            else:
+                handles = _heatmap(chart, data, fig, axes[0])
+            _legend(fig, handles)
+        except BaseException:
+            plt.close(fig)
+            raise
+    return fig
+
+
+def draw(chart: Chart, data: pd.DataFrame, out_dir: Path) -> str:
+    """Write `<stem>.png` and `<stem>.svg` under out_dir; return the stem."""
+    fig = render(chart, data)
+    try:
+        with plt.rc_context(_STYLE):
+            out_dir.mkdir(parents=True, exist_ok=True)
+            fig.savefig(out_dir / f"{chart.stem}.png", dpi=PNG_DPI, metadata={"Software": None})
+            # The PNG pass solved the layout; freeze it so the SVG shows the same arrangement.
+            fig.set_layout_engine("none")
+            fig.savefig(out_dir / f"{chart.stem}.svg", metadata={"Date": None, "Creator": None})
+    finally:
+        plt.close(fig)
+    return chart.stem
