@@ -338,7 +338,8 @@ def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
     group = ["machine", "base_name", "label"]
     rows = rows[rows.groupby(group, dropna=False)["threads"].transform("nunique") > 1]
     one = rows[rows["threads"] == 1].set_index(group)
-    rows = rows.join(one[["_t", "_few", "_noisy"]], on=group, rsuffix="_1")
+    one = one[["_t", "_few", "_noisy"]].add_suffix("_1")
+    rows = rows.join(one, on=group)
     rows = rows[rows["_t_1"].notna()]
     out = rows[[c for c in _ID if c in rows] + ["base_name"]].assign(
         time=rows["_t"], time_1=rows["_t_1"], speedup=rows["_t_1"] / rows["_t"]
