@@ -102,11 +102,9 @@ class CopyFit:
 
 
 def _probes(summary: pd.DataFrame, probe: str, host: str | None = None) -> pd.DataFrame:
-    if "probe" not in summary:
-        return summary.iloc[0:0]
-    mask = summary["probe"] == probe
+    mask = summary.get("probe", pd.Series(None, index=summary.index)) == probe
     if host is not None:
-        mask &= summary["host"] == host if "host" in summary else False
+        mask &= summary.get("host", pd.Series(None, index=summary.index)) == host
     return summary[mask]
 
 
@@ -116,28 +114,16 @@ def fit_copy(direction: str, host: str, probes: pd.DataFrame) -> CopyFit | None:
     # The probe's own phase counter where it writes one, else its (manual, event) time.
     t = num(probes, f"t_{direction}").fillna(num(probes, "time_s"))
     scale = t / num(probes, "time_s")  # the repetitions' band, scaled to the value used
-    frame = pd.DataFrame(
-        {
-            "b": nbytes,
-            "t": t,
-            "lo": num(probes, "time_min_s") * scale,
-            "hi": num(probes, "time_max_s") * scale,
-        }
-    )
+    lo, hi = num(probes, "time_min_s") * scale, num(probes, "time_max_s") * scale
+    frame = pd.DataFrame({"b": nbytes, "t": t, "lo": lo, "hi": hi})
     frame = frame[(frame["b"] > 0) & (frame["t"] > 0)].sort_values("b")
     if len(frame) < 2:
         return None
     alpha, inv_beta, err = fit_line(frame["b"], frame["t"])
     if inv_beta <= 0:
         return None
-    return CopyFit(
-        direction,
-        host,
-        alpha,
-        1.0 / inv_beta,
-        err,
-        *(frame[c].tolist() for c in "b t lo hi".split()),
-    )
+    lists = [frame[c].tolist() for c in ("b", "t", "lo", "hi")]
+    return CopyFit(direction, host, alpha, 1.0 / inv_beta, err, *lists)
 
 
 @dataclass
@@ -198,16 +184,15 @@ def _slope_fit(rows: pd.DataFrame, per_key: str) -> tuple[float | None, float | 
 
 
 def fit_launch(summary: pd.DataFrame) -> LaunchCosts:
+    burst = _probes(summary, "launch_burst")
     costs = LaunchCosts(
-        t_issue=_median(_probes(summary, "launch_burst"), "t_issue_per_launch"),
+        t_issue=_median(burst, "t_issue_per_launch"),
         t_roundtrip=_median(_probes(summary, "launch_roundtrip"), "t_wall"),
         t_event_record=_median(_probes(summary, "event_record"), "t_event_record"),
         t_sync_stream=_median(_probes(summary, "sync_stream"), "t_sync"),
         t_sync_device=_median(_probes(summary, "sync_device"), "t_sync"),
     )
-    costs.t_launch, costs.t_burst_fixed = _slope_fit(
-        _probes(summary, "launch_burst"), "t_per_launch"
-    )
+    costs.t_launch, costs.t_burst_fixed = _slope_fit(burst, "t_per_launch")
     costs.t_node, costs.t_graph_fixed = _slope_fit(_probes(summary, "graph_launch"), "t_per_node")
     return costs
 
@@ -285,28 +270,23 @@ class OverheadModel:
 
     def errors(self) -> list[float]:
         """Relative error (model - measured) / measured over every e2e row it can predict."""
-        out = []
-        for _, row in gemm_rows(self.summary, e2e=True).iterrows():
-            terms = self.predict(row)
-            measured = _value(row, "t_wall", _value(row, "time_s"))
-            if terms is not None and measured > 0:
-                out.append((terms.total - measured) / measured)
-        return out
+        rows = gemm_rows(self.summary, e2e=True)
+        pred = np.array([getattr(self.predict(r), "total", np.nan) for _, r in rows.iterrows()])
+        measured = num(rows, "t_wall").fillna(num(rows, "time_s")).to_numpy()
+        ok = np.isfinite(pred) & (measured > 0)
+        return ((pred[ok] - measured[ok]) / measured[ok]).tolist()
 
 
 def build_model(gpu_summary: pd.DataFrame) -> OverheadModel:
     """The model of one machine's GPU (`summarize()` rows of that machine, backend gpu)."""
     kernel = gemm_rows(gpu_summary, e2e=False)
     kernel = kernel[num(kernel, "pct_peak") > 0]
-    util = {
-        (_value(r, "m"), _value(r, "n"), _value(r, "k"), r.get("dtype", "fp32")): r["pct_peak"]
-        / 100.0
-        for _, r in kernel.iterrows()
+    keys = zip(*(num(kernel, c) for c in "mnk"), kernel["dtype"])
+    util = dict(zip(keys, num(kernel, "pct_peak") / 100.0))
+    fits = {
+        (d, h): fit_copy(d, h, _probes(gpu_summary, d, h))
+        for d in ("h2d", "d2h")
+        for h in ("pinned", "pageable")
     }
-    model = OverheadModel(gpu_summary, launch=fit_launch(gpu_summary), kernel_utilisation=util)
-    for direction in ("h2d", "d2h"):
-        for host in ("pinned", "pageable"):
-            fit = fit_copy(direction, host, _probes(gpu_summary, direction, host))
-            if fit is not None:
-                model.copies[(direction, host)] = fit
-    return model
+    copies = {key: fit for key, fit in fits.items() if fit is not None}
+    return OverheadModel(gpu_summary, copies, fit_launch(gpu_summary), util)
