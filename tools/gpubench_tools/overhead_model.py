@@ -165,8 +165,8 @@ class LaunchCosts:
 
 
 def _median(rows: pd.DataFrame, column: str) -> float | None:
-    value = num(rows, column).median()
-    return None if pd.isna(value) else float(value)
+    values = num(rows, column).dropna()
+    return float(values.median()) if len(values) else None
 
 
 def _slope_fit(rows: pd.DataFrame, per_key: str) -> tuple[float | None, float | None]:
