@@ -1,35 +1,63 @@
-"""The overhead model: copy cost alpha + bytes/beta, launch and sync costs, and the
-predicted end-to-end GPU time they add up to.
+"""The overhead model on the summary table: copy cost alpha + bytes/beta, launch and sync costs,
+and the predicted end-to-end GPU time they add up to.
 
     T_gpu = T_h2d + flop / (u * peak) + T_d2h + n_kernels * t_launch + t_sync
     T_h2d = copies_h2d * alpha_h2d + bytes_h2d / beta_h2d    (T_d2h likewise)
 
 copies_h2d / copies_d2h are the cudaMemcpyAsync calls of each phase (the end-to-end GEMM copies
 A and B in, C out: 2 and 1); files written before `bench` had those counters count as 1 copy.
+Input is `table.summarize()` output restricted to one machine's GPU rows.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import lsq_linear
-
-from .dataset import Point, Source
 
 __all__ = [
     "CopyFit",
     "LaunchCosts",
     "ModelTerms",
     "OverheadModel",
-    "fit_copy",
-    "fit_line",
     "build_model",
     "copy_count",
+    "fit_copy",
+    "fit_line",
+    "gemm_rows",
+    "gpu_peak",
+    "num",
 ]
+
+
+def num(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A column as floats (NaN where absent): context columns are strings, counters may be
+    missing from older files."""
+    if column not in frame:
+        return pd.Series(np.nan, index=frame.index, dtype=float)
+    return pd.to_numeric(frame[column], errors="coerce").astype(float)
+
+
+def gpu_peak(frame: pd.DataFrame, dtype: pd.Series | str) -> pd.Series:
+    """Each row's GPU peak FLOP/s for its dtype (`context.gpu_peak_<dtype>_flops`), NaN where
+    the context has none: a row is measured against the peak of the GPU that ran it."""
+    kinds = pd.Series(dtype, index=frame.index) if isinstance(dtype, str) else dtype
+    out = pd.Series(np.nan, index=frame.index, dtype=float)
+    for kind in kinds.dropna().unique():
+        mask = kinds == kind
+        out[mask] = num(frame.loc[mask], f"context.gpu_peak_{kind}_flops")
+    return out.where(out > 0)
+
+
+def gemm_rows(summary: pd.DataFrame, e2e: bool) -> pd.DataFrame:
+    """GPU GEMM rows: end-to-end (a `host` label: copies in and out) or kernel-only (none)."""
+    host = summary["host"] if "host" in summary else pd.Series(None, index=summary.index)
+    probe = summary["probe"] if "probe" in summary else pd.Series(None, index=summary.index)
+    mask = (summary["workload"] == "matmul") & (summary["backend"] == "gpu") & probe.isna()
+    return summary[mask & (host.notna() if e2e else host.isna())]
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
@@ -39,20 +67,16 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, fl
     unweighted fit would let the large sizes decide everything and lose alpha entirely.
     Returns (a, b, rms relative error).
     """
-    x = np.asarray(xs, dtype=float)
-    y = np.asarray(ys, dtype=float)
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
     ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
     x, y = x[ok], y[ok]
     if len(x) < 2:
         raise ValueError("need at least two points to fit a line")
     w = 1.0 / y
-    # Scale the slope column so both unknowns are of order 1 for the solver.
-    scale = float(np.max(x)) or 1.0
-    a_mat = np.column_stack([w, w * x / scale])
-    res = lsq_linear(a_mat, np.ones_like(y), bounds=(0.0, np.inf), method="bvls")
+    scale = float(np.max(x)) or 1.0  # both unknowns of order 1 for the solver
+    res = lsq_linear(np.column_stack([w, w * x / scale]), np.ones_like(y), bounds=(0.0, np.inf))
     a, b = float(res.x[0]), float(res.x[1]) / scale
-    rel = (a + b * x - y) / y
-    return a, b, float(np.sqrt(np.mean(rel**2)))
+    return a, b, float(np.sqrt(np.mean(((a + b * x - y) / y) ** 2)))
 
 
 @dataclass
@@ -77,31 +101,29 @@ class CopyFit:
         return self.alpha_s * self.beta_bytes_per_s
 
 
-def fit_copy(direction: str, host: str, probes: list[Point]) -> CopyFit | None:
-    rows = []
-    for p in probes:
-        nbytes = p.c("bytes", p.c(f"bytes_{direction}"))
-        t = p.c(f"t_{direction}", p.time)
-        if math.isfinite(nbytes) and nbytes > 0 and t > 0:
-            lo, hi = p.spread
-            rows.append((nbytes, t, t * lo, t * hi))
-    if len(rows) < 2:
+def _probes(summary: pd.DataFrame, probe: str, host: str | None = None) -> pd.DataFrame:
+    mask = summary.get("probe", pd.Series(None, index=summary.index)) == probe
+    if host is not None:
+        mask &= summary.get("host", pd.Series(None, index=summary.index)) == host
+    return summary[mask]
+
+
+def fit_copy(direction: str, host: str, probes: pd.DataFrame) -> CopyFit | None:
+    """alpha and beta of one copy direction and host memory from its size sweep."""
+    nbytes = num(probes, "bytes").fillna(num(probes, f"bytes_{direction}"))
+    # The probe's own phase counter where it writes one, else its (manual, event) time.
+    t = num(probes, f"t_{direction}").fillna(num(probes, "time_s"))
+    scale = t / num(probes, "time_s")  # the repetitions' band, scaled to the value used
+    lo, hi = num(probes, "time_min_s") * scale, num(probes, "time_max_s") * scale
+    frame = pd.DataFrame({"b": nbytes, "t": t, "lo": lo, "hi": hi})
+    frame = frame[(frame["b"] > 0) & (frame["t"] > 0)].sort_values("b")
+    if len(frame) < 2:
         return None
-    rows.sort()
-    alpha, inv_beta, err = fit_line([r[0] for r in rows], [r[1] for r in rows])
+    alpha, inv_beta, err = fit_line(frame["b"], frame["t"])
     if inv_beta <= 0:
         return None
-    return CopyFit(
-        direction=direction,
-        host=host,
-        alpha_s=alpha,
-        beta_bytes_per_s=1.0 / inv_beta,
-        rms_rel_error=err,
-        nbytes=[r[0] for r in rows],
-        times=[r[1] for r in rows],
-        times_lo=[r[2] for r in rows],
-        times_hi=[r[3] for r in rows],
-    )
+    lists = [frame[c].tolist() for c in ("b", "t", "lo", "hi")]
+    return CopyFit(direction, host, alpha, 1.0 / inv_beta, err, *lists)
 
 
 @dataclass
@@ -142,50 +164,44 @@ class LaunchCosts:
         return [(n, v) for n, v in names if v is not None]
 
 
-def _median(points: list[Point], key: str) -> float | None:
-    vals = [p.c(key) for p in points if math.isfinite(p.c(key))]
-    return statistics.median(vals) if vals else None
+def _median(rows: pd.DataFrame, column: str) -> float | None:
+    values = num(rows, column).dropna()
+    return float(values.median()) if len(values) else None
 
 
-def _slope_fit(
-    points: list[Point], count_key: str, per_key: str
-) -> tuple[float | None, float | None]:
+def _slope_fit(rows: pd.DataFrame, per_key: str) -> tuple[float | None, float | None]:
     """(per-item cost, fixed cost) from probes that repeat an operation N times."""
-    rows = [(p.c(count_key), p.c("t_wall", p.time)) for p in points]
-    rows = [(n, t) for n, t in rows if math.isfinite(n) and n > 0 and math.isfinite(t) and t > 0]
-    if len({n for n, _ in rows}) >= 2:
-        fixed, per, _ = fit_line([n for n, _ in rows], [t for _, t in rows])
+    count = num(rows, "nodes").fillna(num(rows, "kernels"))
+    t = num(rows, "t_wall").fillna(num(rows, "time_s"))
+    ok = (count > 0) & (t > 0)
+    if count[ok].nunique() >= 2:
+        fixed, per, _ = fit_line(count[ok], t[ok])
         return per, fixed
-    # One burst length only: trust the benchmark's own per-item counter at the largest N.
-    if points:
-        biggest = max(points, key=lambda p: p.c(count_key, 0))
-        v = biggest.c(per_key)
-        return (v if math.isfinite(v) else None), None
+    if ok.any():  # one burst length only: trust the probe's own per-item counter at the largest
+        per = num(rows, per_key)[count[ok].idxmax()]
+        return (None if pd.isna(per) else float(per)), None
     return None, None
 
 
-def fit_launch(source: Source) -> LaunchCosts:
-    burst = source.probes("launch_burst")
-    graph = source.probes("graph_launch")
-    costs = LaunchCosts()
-    costs.t_launch, costs.t_burst_fixed = _slope_fit(burst, "kernels", "t_per_launch")
-    costs.t_issue = _median(burst, "t_issue_per_launch")
-    costs.t_roundtrip = _median(source.probes("launch_roundtrip"), "t_wall")
-    costs.t_node, costs.t_graph_fixed = _slope_fit(graph, "kernels", "t_per_node")
-    costs.t_event_record = _median(source.probes("event_record"), "t_event_record")
-    costs.t_sync_stream = _median(source.probes("sync_stream"), "t_sync")
-    costs.t_sync_device = _median(source.probes("sync_device"), "t_sync")
+def fit_launch(summary: pd.DataFrame) -> LaunchCosts:
+    burst = _probes(summary, "launch_burst")
+    costs = LaunchCosts(
+        t_issue=_median(burst, "t_issue_per_launch"),
+        t_roundtrip=_median(_probes(summary, "launch_roundtrip"), "t_wall"),
+        t_event_record=_median(_probes(summary, "event_record"), "t_event_record"),
+        t_sync_stream=_median(_probes(summary, "sync_stream"), "t_sync"),
+        t_sync_device=_median(_probes(summary, "sync_device"), "t_sync"),
+    )
+    costs.t_launch, costs.t_burst_fixed = _slope_fit(burst, "t_per_launch")
+    costs.t_node, costs.t_graph_fixed = _slope_fit(_probes(summary, "graph_launch"), "t_per_node")
     return costs
 
 
-def copy_count(p: Point, direction: str) -> float:
-    """cudaMemcpyAsync calls of one copy phase of an e2e run (counter copies_h2d / copies_d2h).
-
-    Files written before `bench` reported the counter hold one copy per phase; so does a
-    counter that is not a positive number.
-    """
-    n = p.c(f"copies_{direction}", 1.0)
-    return n if math.isfinite(n) and n > 0 else 1.0
+def copy_count(row: pd.Series, direction: str) -> float:
+    """cudaMemcpyAsync calls of one copy phase of an e2e row (counter copies_h2d / copies_d2h);
+    one where the file predates the counter or it is not a positive number."""
+    n = pd.to_numeric(row.get(f"copies_{direction}"), errors="coerce")
+    return float(n) if pd.notna(n) and n > 0 else 1.0
 
 
 @dataclass
@@ -201,62 +217,76 @@ class ModelTerms:
         return self.h2d + self.compute + self.d2h + self.launch + self.sync
 
 
+def _value(row: pd.Series, key: str, default: float = np.nan) -> float:
+    v = pd.to_numeric(row.get(key, default), errors="coerce")
+    return default if pd.isna(v) else float(v)
+
+
 @dataclass
 class OverheadModel:
-    source: Source
+    summary: pd.DataFrame
     copies: dict[tuple[str, str], CopyFit] = field(default_factory=dict)
     launch: LaunchCosts = field(default_factory=LaunchCosts)
+    # (m, n, k, dtype) -> utilisation of the kernel-only GEMM (pct_peak / 100)
+    kernel_utilisation: dict[tuple[Any, ...], float] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return not self.copies and not self.launch.items()
 
-    def utilisation(self, p: Point) -> float | None:
+    @staticmethod
+    def peak(row: pd.Series) -> float | None:
+        """The row's GPU peak for its dtype, from the row's own context."""
+        v = _value(row, f"context.gpu_peak_{row.get('dtype', 'fp32')}_flops")
+        return v if v > 0 else None
+
+    def utilisation(self, row: pd.Series) -> float | None:
         """u for the compute term: from the kernel-only run of the same GEMM when there is one
-        (data already on the device), else from the e2e run's own compute phase."""
-        peak = self.source.gpu_peak(p.dtype)
+        (data already on the device), else from the e2e row's own compute phase."""
+        peak = self.peak(row)
         if not peak:
             return None
-        for k in self.source.matmul_kernel():
-            if k.mnk == p.mnk and k.dtype == p.dtype and k.has("pct_peak"):
-                return k.c("pct_peak") / 100.0
-        tc = p.c("t_compute")
-        return p.c("flop") / (tc * peak) if tc > 0 else None
+        key = tuple(_value(row, c) for c in "mnk") + (row.get("dtype", "fp32"),)
+        if key in self.kernel_utilisation:
+            return self.kernel_utilisation[key]
+        tc = _value(row, "t_compute")
+        return _value(row, "flop") / (tc * peak) if tc > 0 else None
 
-    def predict(self, p: Point) -> ModelTerms | None:
-        host = p.labels.get("host", "pinned")
-        h2d = self.copies.get(("h2d", host))
-        d2h = self.copies.get(("d2h", host))
-        u = self.utilisation(p)
-        peak = self.source.gpu_peak(p.dtype)
+    def predict(self, row: pd.Series) -> ModelTerms | None:
+        host = row.get("host") if isinstance(row.get("host"), str) else "pinned"
+        h2d, d2h = self.copies.get(("h2d", host)), self.copies.get(("d2h", host))
+        u, peak = self.utilisation(row), self.peak(row)
         t_launch, t_sync = self.launch.t_launch, self.launch.t_sync
         if h2d is None or d2h is None or not u or not peak or t_launch is None or t_sync is None:
             return None
-        b_in, b_out = p.c("bytes_h2d", 0.0), p.c("bytes_d2h", 0.0)
+        b_in, b_out = _value(row, "bytes_h2d", 0.0), _value(row, "bytes_d2h", 0.0)
         return ModelTerms(
-            h2d=float(h2d.predict(b_in, copy_count(p, "h2d"))) if b_in > 0 else 0.0,
-            compute=p.c("flop") / (u * peak),
-            d2h=float(d2h.predict(b_out, copy_count(p, "d2h"))) if b_out > 0 else 0.0,
-            launch=p.c("kernels", 1.0) * t_launch,
+            h2d=float(h2d.predict(b_in, copy_count(row, "h2d"))) if b_in > 0 else 0.0,
+            compute=_value(row, "flop") / (u * peak),
+            d2h=float(d2h.predict(b_out, copy_count(row, "d2h"))) if b_out > 0 else 0.0,
+            launch=_value(row, "kernels", 1.0) * t_launch,
             sync=t_sync,
         )
 
     def errors(self) -> list[float]:
-        """Relative error (model - measured) / measured over every e2e point it can predict."""
-        out = []
-        for p in self.source.matmul_e2e():
-            terms = self.predict(p)
-            measured = p.c("t_wall", p.time)
-            if terms is not None and measured > 0:
-                out.append((terms.total - measured) / measured)
-        return out
+        """Relative error (model - measured) / measured over every e2e row it can predict."""
+        rows = gemm_rows(self.summary, e2e=True)
+        pred = np.array([getattr(self.predict(r), "total", np.nan) for _, r in rows.iterrows()])
+        measured = num(rows, "t_wall").fillna(num(rows, "time_s")).to_numpy()
+        ok = np.isfinite(pred) & (measured > 0)
+        return ((pred[ok] - measured[ok]) / measured[ok]).tolist()
 
 
-def build_model(source: Source) -> OverheadModel:
-    model = OverheadModel(source=source, launch=fit_launch(source))
-    for direction in ("h2d", "d2h"):
-        for host in ("pinned", "pageable"):
-            fit = fit_copy(direction, host, source.probes(direction, host))
-            if fit is not None:
-                model.copies[(direction, host)] = fit
-    return model
+def build_model(gpu_summary: pd.DataFrame) -> OverheadModel:
+    """The model of one machine's GPU (`summarize()` rows of that machine, backend gpu)."""
+    kernel = gemm_rows(gpu_summary, e2e=False)
+    kernel = kernel[num(kernel, "pct_peak") > 0]
+    keys = zip(*(num(kernel, c) for c in "mnk"), kernel["dtype"])
+    util = dict(zip(keys, num(kernel, "pct_peak") / 100.0))
+    fits = {
+        (d, h): fit_copy(d, h, _probes(gpu_summary, d, h))
+        for d in ("h2d", "d2h")
+        for h in ("pinned", "pageable")
+    }
+    copies = {key: fit for key, fit in fits.items() if fit is not None}
+    return OverheadModel(gpu_summary, copies, fit_launch(gpu_summary), util)

@@ -1,0 +1,351 @@
+"""The report's numbers, as pure functions over `table.summarize()` output.
+
+Every function returns a DataFrame (or a small dataclass of them): no text, no charts. Times are
+seconds. Training rows (MLP, CNN) are compared per SGD step (`t_step`), since the CPU and GPU
+runs of one case may train different numbers of steps.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ..overhead_model import OverheadModel, gemm_rows, gpu_peak, num
+
+__all__ = [
+    "NOISY_SPREAD",
+    "FEW_REPETITIONS",
+    "SIZE_BANDS",
+    "LIBRARY_COST_MAX_SIZE",
+    "Crossover",
+    "ModelBias",
+    "select",
+    "speedup_curve",
+    "crossover",
+    "breakdown",
+    "dominant_by_range",
+    "model_bias",
+    "thread_scaling",
+]
+
+# A median over fewer repetitions has no spread to speak of: 1 or 2 samples cannot tell a
+# typical run from an outlier (Google Benchmark's own aggregates start being useful at 3).
+FEW_REPETITIONS = 3
+# (max - min) / median above 25 %: the band is wider than most differences the report calls
+# out (a "1.3x" speedup means nothing when either side moves by a quarter between repetitions);
+# the committed 2-core CI run's steadiest GEMMs stay around 0.2.
+NOISY_SPREAD = 0.25
+# Size bands for the model's error: below 256 a GEMM is all fixed costs (launch, copy latency,
+# library call), from 1024 it is bandwidth and FLOP bound; between, both matter.
+SIZE_BANDS = (256.0, 1024.0)
+# Kernel-only GEMMs up to this size do next to no work (n = 64: 0.5 MFLOP, < 10 ns at an H100's
+# fp32 peak), so their time is the cuBLAS call's fixed cost.
+LIBRARY_COST_MAX_SIZE = 64.0
+PARTS = ("transfer", "overhead", "under_utilisation", "work_at_peak")
+# Label columns a result carries along so a caller can filter or print it.
+_ID = ["machine", "name", "label", "workload", "backend", "variant", "dtype", "precision", "shape"]
+_ID += ["host", "input", "data", "m", "n", "k", "batch", "hidden", "threads", "steps"]
+
+
+def select(summary: pd.DataFrame, filt: dict[str, Any]) -> pd.DataFrame:
+    """Rows whose columns equal the filter's values (a list or tuple value: any of them; None:
+    the column is empty, e.g. {"input": None} for the GPU rows that read no host input)."""
+    mask = pd.Series(True, index=summary.index)
+    for column, value in filt.items():
+        col = summary[column] if column in summary else pd.Series(None, index=summary.index)
+        if value is None:
+            mask &= col.isna()
+        else:
+            mask &= col.isin(value) if isinstance(value, (list, tuple, set)) else col == value
+    return summary[mask]
+
+
+def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
+    """`_t`, `_lo`, `_hi` (the repetitions' median, min, max of `time_col`) and the flags."""
+    low, high = (
+        ("time_min_s", "time_max_s")
+        if time_col == "time_s"
+        else (
+            f"{time_col}_min",
+            f"{time_col}_max",
+        )
+    )
+    t = num(rows, time_col)
+    lo, hi = num(rows, low).fillna(t), num(rows, high).fillna(t)
+    single = rows["single_iteration"] if "single_iteration" in rows else False
+    few = (num(rows, "repetitions").fillna(1) < FEW_REPETITIONS) | single
+    return rows.assign(
+        _t=t, _lo=lo, _hi=hi, _few=few.astype(bool), _noisy=(hi - lo) / t > NOISY_SPREAD
+    )
+
+
+def speedup_curve(
+    summary: pd.DataFrame,
+    cpu: dict[str, Any],
+    gpu: dict[str, Any],
+    keys: list[str],
+    time_col: str = "time_s",
+) -> pd.DataFrame:
+    """CPU rows matching `cpu` against GPU rows matching `gpu`, paired on `keys`.
+
+    At each key the CPU side is its fastest thread configuration (lowest median time; the
+    curve says which in `cpu_threads`): a GPU compared with a deliberately slow CPU flatters
+    the GPU. `speedup_low`/`speedup_high` pair the slowest CPU repetition with the fastest GPU
+    one and back, the widest band the repetitions allow. Use time_col="t_step" for training
+    rows. Rows pair within a machine (`machine` joins the keys where the table has it).
+    """
+    keys = (["machine"] if "machine" in summary and "machine" not in keys else []) + list(keys)
+    sides = []
+    for side, filt in (("cpu", cpu), ("gpu", gpu)):
+        rows = _with_band(select(summary, filt), time_col).dropna(subset=["_t", *keys])
+        # One row per key; the fastest (on the GPU side there should be only one anyway).
+        rows = rows.sort_values("_t").drop_duplicates(keys, keep="first")
+        out = rows[keys].assign(
+            **{
+                f"{side}_time": rows["_t"],
+                f"{side}_low": rows["_lo"],
+                f"{side}_high": rows["_hi"],
+                f"{side}_repetitions": num(rows, "repetitions"),
+                f"{side}_measured_on": rows.get("measured_on"),
+                f"{side}_few": rows["_few"],
+                f"{side}_noisy": rows["_noisy"],
+            }
+        )
+        if side == "cpu":
+            out["cpu_threads"] = num(rows, "threads")
+        sides.append(out)
+    curve = sides[0].merge(sides[1], on=keys, how="inner").sort_values(keys)
+    curve["speedup"] = curve["cpu_time"] / curve["gpu_time"]
+    curve["speedup_low"] = curve["cpu_low"] / curve["gpu_high"]
+    curve["speedup_high"] = curve["cpu_high"] / curve["gpu_low"]
+    curve["few_samples"] = curve.pop("cpu_few") | curve.pop("gpu_few")
+    curve["noisy"] = curve.pop("cpu_noisy") | curve.pop("gpu_noisy")
+    return curve.reset_index(drop=True)
+
+
+@dataclass
+class Crossover:
+    """kind "cross": `x` is the size (interpolated) beyond which the GPU stays ahead, between
+    the measured `x_lo` and `x_hi`; "always_faster": ahead at every measured size;
+    "never_faster": behind at the largest measured size (`ahead_somewhere` says whether it led
+    at some smaller one); "no_data": no usable point."""
+
+    kind: Literal["cross", "always_faster", "never_faster", "no_data"]
+    x: float | None = None
+    x_lo: float | None = None
+    x_hi: float | None = None
+    x_smallest: float | None = None
+    speedup_smallest: float | None = None
+    x_largest: float | None = None
+    speedup_largest: float | None = None
+    ahead_somewhere: bool = False
+
+
+def crossover(curve: pd.DataFrame, x: str, speedup: str = "speedup") -> Crossover:
+    """Where the speedup crosses 1, on the *last* upward crossing so that noise around 1 at
+    small sizes does not report a crossover after which the GPU falls behind again.
+
+    Interpolation is linear in (log size, log speedup): GEMM times follow power laws in the
+    size, so a straight line in log-log space is the natural curve between two measurements.
+    """
+    pts = curve[[x, speedup]].apply(pd.to_numeric, errors="coerce").dropna()
+    pts = pts[(pts[x] > 0) & (pts[speedup] > 0)].groupby(x)[speedup].median()
+    if pts.empty:
+        return Crossover("no_data")
+    xs, s = pts.index.to_numpy(float), pts.to_numpy(float)
+    ends = dict(
+        x_smallest=float(xs[0]),
+        speedup_smallest=float(s[0]),
+        x_largest=float(xs[-1]),
+        speedup_largest=float(s[-1]),
+    )
+    if (s >= 1).all():
+        return Crossover("always_faster", x_hi=float(xs[0]), ahead_somewhere=True, **ends)
+    if s[-1] < 1:
+        ahead = bool((s >= 1).any())
+        return Crossover("never_faster", x_lo=float(xs[-1]), ahead_somewhere=ahead, **ends)
+    i = int(np.flatnonzero(s < 1)[-1])
+    lx, ls = np.log(xs[i : i + 2]), np.log(s[i : i + 2])
+    cross = float(np.exp(lx[0] - ls[0] * (lx[1] - lx[0]) / (ls[1] - ls[0])))
+    return Crossover("cross", cross, float(xs[i]), float(xs[i + 1]), ahead_somewhere=True, **ends)
+
+
+def _training_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """GPU training rows (MLP, CNN) with their phase counters per step.
+
+    The GPU trainers write t_h2d, t_d2h, t_compute, t_overhead, flop (and kernels) as totals
+    over the whole run; t_step is per step. Divide by `steps` where t_wall / steps is t_step
+    (within 10 %), and only there: a file whose counters are already per step keeps them.
+    """
+    rows = summary[summary["workload"].isin(["mlp", "cnn"]) & (summary["backend"] == "gpu")]
+    steps, t_step = num(rows, "steps"), num(rows, "t_step")
+    totals = (num(rows, "t_wall") / steps - t_step).abs() <= 0.1 * t_step
+    scale = steps.where(totals, 1.0).fillna(1.0)
+    rows = rows.assign(dtype=rows.get("precision", "fp32"))
+    per = ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"]
+    return rows.assign(**{c: num(rows, c) / scale for c in per})
+
+
+def breakdown(summary: pd.DataFrame) -> pd.DataFrame:
+    """Where each GPU row's time goes: end-to-end GEMM rows (a `host` label) per call, MLP and
+    CNN GPU training rows per step.
+
+    Parts (seconds): `transfer` = t_h2d + t_d2h; `overhead` = t_overhead (launch, API,
+    synchronisation: wall time no CUDA event covers; clipped at 0, since the events of a CUDA
+    graph overlap and can add up to a hair more than the wall); `work_at_peak` = flop / peak
+    (peak: the GPU's for the row's dtype, training rows their `precision`) and
+    `under_utilisation` = t_compute - work_at_peak (clipped at 0). Without a flop count or a
+    peak the last two are one `compute` part (`parts` 3, `why` says which is missing).
+    """
+    gemm = gemm_rows(summary, e2e=True)
+    rows = pd.concat([gemm, _training_rows(summary)])
+    rows = rows[num(rows, "t_compute").notna()]
+    if rows.empty:
+        return pd.DataFrame(columns=[*PARTS, "compute", "total", "dominant", "parts", "why"])
+    flop, peak = num(rows, "flop"), gpu_peak(rows, rows["dtype"])
+    work = (flop / peak).where(flop > 0)
+    out = rows[[c for c in _ID if c in rows]].copy()
+    out["transfer"] = num(rows, "t_h2d").fillna(0) + num(rows, "t_d2h").fillna(0)
+    out["overhead"] = num(rows, "t_overhead").fillna(0).clip(lower=0)
+    out["compute"] = num(rows, "t_compute")
+    out["work_at_peak"] = work
+    out["under_utilisation"] = (out["compute"] - work).clip(lower=0)
+    out["total"] = out["transfer"] + out["overhead"] + out["compute"]
+    four = work.notna()
+    out["parts"] = np.where(four, 4, 3)
+    out["why"] = np.select(
+        [four, flop.isna() | (flop <= 0)],
+        [None, "no flop count"],
+        default="no GPU peak for " + rows["dtype"].astype(str),
+    )
+    names = np.array(PARTS)
+    full = out[list(PARTS)].to_numpy(float)
+    short = out[["transfer", "overhead", "compute"]].fillna(0).to_numpy(float)
+    out["dominant"] = np.where(
+        four,
+        names[np.nan_to_num(full, nan=-1).argmax(axis=1)],
+        np.array(["transfer", "overhead", "compute"])[short.argmax(axis=1)],
+    )
+    return out.reset_index(drop=True)
+
+
+def dominant_by_range(breakdown_rows: pd.DataFrame, x: str) -> pd.DataFrame:
+    """Consecutive runs of `x` (sorted) with the same dominant part: `dominant`, `x_from`,
+    `x_to`, `rows` (for "transfer dominates n <= 64, work at peak from n = 1024")."""
+    rows = breakdown_rows.dropna(subset=[x]).sort_values(x)
+    run = (rows["dominant"] != rows["dominant"].shift()).cumsum()
+    grouped = rows.groupby(run, sort=True)
+    return pd.DataFrame(
+        {
+            "dominant": grouped["dominant"].first(),
+            "x_from": grouped[x].min(),
+            "x_to": grouped[x].max(),
+            "rows": grouped.size(),
+        }
+    ).reset_index(drop=True)
+
+
+@dataclass
+class ModelBias:
+    """The overhead model against the measured end-to-end GEMMs.
+
+    `rows`: one row per e2e GEMM (`size`, `measured`, `predicted`, `error`, `predicted_after`,
+    `error_after`); `before` / `after`: per dtype, host and size band the median, min and max
+    signed error and `direction` ("under" or "over"), without and with the library term;
+    `library_cost_s`: the per-call cost added; `library_rows`: the kernel-only rows it comes
+    from."""
+
+    rows: pd.DataFrame
+    before: pd.DataFrame
+    after: pd.DataFrame
+    library_cost_s: float | None
+    library_rows: pd.DataFrame
+
+
+def _size(rows: pd.DataFrame) -> pd.Series:
+    """A GEMM's size: n for a square one, the cube root of m n k (its geometric mean) else."""
+    return (num(rows, "m") * num(rows, "n") * num(rows, "k")) ** (1.0 / 3.0)
+
+
+def _bands(rows: pd.DataFrame, error: str) -> pd.DataFrame:
+    lo, hi = SIZE_BANDS
+    labels = [f"n < {lo:g}", f"{lo:g} <= n < {hi:g}", f"n >= {hi:g}"]
+    band = pd.cut(rows["size"], [0, lo, hi, np.inf], right=False, labels=labels)
+    out = (
+        rows.assign(band=band)
+        .groupby(["dtype", "host", "band"], observed=True)[error]
+        .agg(median="median", low="min", high="max", rows="size")
+        .reset_index()
+    )
+    out["direction"] = np.where(out["median"] < 0, "under", "over")
+    return out
+
+
+def model_bias(summary: pd.DataFrame, model: OverheadModel) -> ModelBias:
+    """Signed relative error (predicted - measured) / measured of the model per e2e GEMM, per
+    size band; then the same with a per-call library cost added.
+
+    The missing term: the model's launch term is an empty kernel's, but a cuBLAS call also
+    pays a fixed host and device cost (handle, heuristics, a kernel far larger than a no-op).
+    Kernel-only GEMMs up to LIBRARY_COST_MAX_SIZE do next to no work, so their time less
+    flop / peak estimates it; it is added once per kernel of each e2e row.
+    """
+    e2e = gemm_rows(summary, e2e=True)
+    pred = [getattr(model.predict(r), "total", np.nan) for _, r in e2e.iterrows()]
+    rows = e2e[[c for c in _ID if c in e2e]].assign(
+        size=_size(e2e),
+        measured=num(e2e, "t_wall").fillna(num(e2e, "time_s")),
+        predicted=np.asarray(pred, dtype=float),
+    )
+    rows = rows[rows["predicted"].notna() & (rows["measured"] > 0)]
+    rows["error"] = (rows["predicted"] - rows["measured"]) / rows["measured"]
+
+    kernel = gemm_rows(summary, e2e=False)
+    kernel = kernel.assign(size=_size(kernel))[_size(kernel) <= LIBRARY_COST_MAX_SIZE]
+    fixed = num(kernel, "t_compute").fillna(num(kernel, "time_s")) - num(kernel, "flop") / gpu_peak(
+        kernel, kernel["dtype"]
+    )
+    cost = float(fixed.median()) if fixed.notna().any() else None
+    calls = num(e2e, "kernels").reindex(rows.index).fillna(1.0)
+    rows["predicted_after"] = rows["predicted"] + calls * (cost or 0.0)
+    rows["error_after"] = (rows["predicted_after"] - rows["measured"]) / rows["measured"]
+    library_rows = kernel[[c for c in _ID if c in kernel]].assign(fixed_cost=fixed)
+    return ModelBias(
+        rows.reset_index(drop=True),
+        _bands(rows, "error"),
+        _bands(rows, "error_after"),
+        cost,
+        library_rows.reset_index(drop=True),
+    )
+
+
+def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
+    """CPU rows measured at several thread counts for otherwise the same benchmark (the name
+    without its `threads:` part): speedup over the 1-thread row, ideal (= threads) and
+    efficiency (speedup / threads). Training rows compare `t_step`, other rows `time_s`."""
+    cpu = summary[(summary["backend"] == "cpu") & num(summary, "threads").notna()]
+    if cpu.empty:
+        return pd.DataFrame(columns=["base_name", "threads", "speedup", "ideal", "efficiency"])
+    step = num(cpu, "t_step").notna()
+    rows = pd.concat([_with_band(cpu[step], "t_step"), _with_band(cpu[~step], "time_s")]).assign(
+        threads=num(cpu, "threads"),
+        base_name=cpu["name"].map(lambda s: re.sub(r"/threads:\d+", "", s)),
+    )
+    group = ["machine", "base_name", "label"]
+    rows = rows[rows.groupby(group, dropna=False)["threads"].transform("nunique") > 1]
+    one = rows[rows["threads"] == 1].set_index(group)
+    one = one[["_t", "_few", "_noisy"]].add_suffix("_1")
+    rows = rows.join(one, on=group)
+    rows = rows[rows["_t_1"].notna()]
+    out = rows[[c for c in _ID if c in rows] + ["base_name"]].assign(
+        time=rows["_t"], time_1=rows["_t_1"], speedup=rows["_t_1"] / rows["_t"]
+    )
+    out["ideal"] = out["threads"]
+    out["efficiency"] = out["speedup"] / out["threads"]
+    out["few_samples"] = rows["_few"] | rows["_few_1"].astype(bool)
+    out["noisy"] = rows["_noisy"] | rows["_noisy_1"].astype(bool)
+    return out.sort_values(["base_name", "threads"]).reset_index(drop=True)
