@@ -160,8 +160,15 @@ def _record(row: BenchRow, machine: int, path: str, measured_on: str) -> dict[st
         cpu_time_s=row.cpu_time_s,
         workload=row.labels.get("workload") or row.run_name.split("/", 1)[0] or None,
         backend=_row_backend(row),
+        variant=row.labels.get("variant") or _name_variant(row.run_name),
     )
     return record
+
+
+def _name_variant(run_name: str) -> str | None:
+    """The path of a name `<workload>/<backend>/<variant>/...` (eager, cublas_e2e, ...)."""
+    parts = run_name.split("/")
+    return parts[2] if len(parts) > 2 and parts[1] in ("cpu", "gpu") else None
 
 
 def _measured(report: BenchReport) -> list[BenchRow]:

@@ -1,10 +1,10 @@
 """gpubench-report: bench JSON files in, charts, report.html and report.md out.
 
-`cli` is the command line and `build_report`; `sections` assembles the document from the analyses
-(`matmul_analysis`, `mlp_analysis`, and the shared `..overhead_model`), the sentences
-(`sentences`) and the charts (`charts_*`, which load matplotlib); `writer` renders HTML and
-Markdown. Everything reads the loaded points of `..dataset`, over the shared JSON reader
-`..benchjson`. Run it as `python -m gpubench_tools.report` or `gpubench-report`.
+`cli` is the command line and `build_report`. Everything reads one table (`..table`): `topics`
+declares the workloads compared, `analysis` computes speedups, crossovers, the four-part
+breakdown of the GPU time, the model's error and thread scaling, `charts` draws a few generic
+chart kinds, `build` assembles the document, and `render` fills the Jinja2 templates in
+`templates/`. Run it as `python -m gpubench_tools.report` or `gpubench-report`.
 """
 
 from .cli import PROG, build_report, main

@@ -76,8 +76,10 @@ def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
     )
     t = num(rows, time_col)
     lo, hi = num(rows, low).fillna(t), num(rows, high).fillna(t)
-    single = rows["single_iteration"] if "single_iteration" in rows else False
-    few = (num(rows, "repetitions").fillna(1) < FEW_REPETITIONS) | single
+    # Repetitions, not iterations, are the samples: a training row's one iteration is a whole
+    # training run (thousands of steps), and Google Benchmark times a short kernel over many
+    # iterations until min_time; either way one repetition is one draw from the machine.
+    few = num(rows, "repetitions").fillna(1) < FEW_REPETITIONS
     return rows.assign(
         _t=t, _lo=lo, _hi=hi, _few=few.astype(bool), _noisy=(hi - lo) / t > NOISY_SPREAD
     )

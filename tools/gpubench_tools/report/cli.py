@@ -24,8 +24,7 @@ from typing import Sequence
 
 from ..benchjson import BenchJsonError
 from ..cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
-from ..dataset import load_sources
-from .writer import write_html, write_markdown
+from ..table import load_table
 
 __all__ = ["main", "build_report"]
 
@@ -45,27 +44,20 @@ def build_report(
     Returns (html path, markdown path, warnings). Raises BenchJsonError for unusable input.
     `verbose`: the warnings also name every failed, skipped and invalid benchmark.
     """
-    sources, warnings = load_sources(inputs, gpu_reference)
-    if not any(s.points for s in sources):
+    table = load_table(inputs, gpu_reference)
+    if table.rows.empty:
         raise BenchJsonError(
             inputs[0] if len(inputs) == 1 else ", ".join(inputs),
             "no successful benchmark rows to report on",
         )
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
-    from .sections import build_document
+    from .build import build_document
+    from .render import write_report
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    doc = build_document(sources, out_dir, warnings)
-    html_path, md_path = out_dir / "report.html", out_dir / "report.md"
-    write_html(doc, html_path)
-    write_markdown(doc, md_path)
-    listed = [
-        f"{Path(path).name}: {status}: {row.run_name}"
-        for s in sources
-        for status, rows in (("failed", s.failed), ("skipped", s.skipped), ("invalid", s.invalid))
-        for path, row in rows
-    ]
-    return html_path, md_path, doc.warnings + (listed if verbose else [])
+    html_path, md_path = write_report(build_document(table, out_dir), out_dir)
+    listed = [f"{Path(p.file).name}: {p.status}: {p.name}" for p in table.problems.itertuples()]
+    return html_path, md_path, table.warnings + (listed if verbose else [])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,709 @@
+"""The report's content: from the table to the document the templates render.
+
+The order is the reader's: the answer (one table, a row per workload: who wins where, by how
+much, and why), then a section per workload with its charts and numbers, then the GPU's fixed
+costs and the model built from them, CPU thread scaling, what did not run, and the hardware.
+Every number says whose measurement it is (this run or the reference run) and carries its
+noise: the spread of the repetitions where there are several, a mark where there are too few.
+Nothing here formats markup: the templates escape every text for HTML or Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..overhead_model import build_model
+from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name, summarize
+from ..units import approx, fmt_bytes, fmt_pct, fmt_ratio, fmt_size, fmt_time
+from . import analysis
+from .charts import Chart, draw
+from .topics import CONTEXT_NAMES, PART_LABELS, PART_MEANINGS, TOPICS, Topic
+
+__all__ = ["build_document", "select"]
+
+PARTS = ("transfer", "overhead", "under_utilisation", "work_at_peak")
+# Marks in tables: a median of fewer than 3 repetitions (or of single iterations) is one
+# draw from a noisy machine, not a measurement to act on; a wide spread says the same.
+FEW_MARK, NOISY_MARK = "†", "~"
+
+
+def select(frame: pd.DataFrame, filters: dict[str, Any]) -> pd.DataFrame:
+    """The rows matching a topic's filter (see topics.py for the value rules)."""
+    keep = pd.Series(True, index=frame.index)
+    for column, wanted in filters.items():
+        values = frame[column] if column in frame else pd.Series(pd.NA, index=frame.index)
+        options = wanted if isinstance(wanted, tuple) else (wanted,)
+        match = pd.Series(False, index=frame.index)
+        for option in options:
+            match |= values.isna() if option is None else (values == option).fillna(False)
+        keep &= match.astype(bool)
+    return frame[keep]
+
+
+def _fastest(rows: pd.DataFrame, keys: list[str], time_col: str) -> pd.DataFrame:
+    """The fastest row at each key: the best GPU path (eager, graph, fused) of a size."""
+    rows = rows.dropna(subset=[time_col])
+    return rows.loc[rows.groupby(keys, dropna=False)[time_col].idxmin()] if len(rows) else rows
+
+
+def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
+    """Per machine: its CPU and GPU names and whose measurement each side is."""
+    labels = {}
+    for index, m in table.machines.iterrows():
+        tag = f" ({m['tag']})" if m.get("tag") else ""
+        gpu_where = THIS_RUN
+        if isinstance(m.get("gpu_files"), list):
+            gpu_where = f"{REFERENCE_RUN}, {m.get('gpu_date') or 'undated'}"
+        gpu = short_gpu_name(m["gpu"]) if m["gpu"] else "no GPU"
+        cpu = short_cpu_name(m["cpu"])
+        labels[int(index)] = {
+            "cpu": cpu + tag,
+            "gpu": gpu + tag,
+            "gpu_where": gpu_where,
+            "cpu_where": THIS_RUN,
+            "pair": f"{cpu} vs {gpu}{tag}",
+        }
+    return labels
+
+
+def _noise_mark(row: pd.Series, prefix: str = "") -> str:
+    few = bool(row.get(f"{prefix}few_samples", False))
+    noisy = bool(row.get(f"{prefix}noisy", False))
+    return (FEW_MARK if few else "") + (NOISY_MARK if noisy else "")
+
+
+def _threads_text(threads: Any) -> str:
+    if threads is None or (isinstance(threads, float) and math.isnan(threads)):
+        return "CPU"
+    n = int(threads)
+    return f"{n} thread{'' if n == 1 else 's'}"
+
+
+def _ends(first: pd.Series, last: pd.Series, topic: Topic) -> str:
+    """The speedup at the smallest and the largest size, each with its noise mark."""
+    text = f"{fmt_ratio(first['speedup'])}{_noise_mark(first)} at {topic.x_name} "
+    text += fmt_size(first[topic.x])
+    if last[topic.x] != first[topic.x]:
+        text += f" → {fmt_ratio(last['speedup'])}{_noise_mark(last)} at {fmt_size(last[topic.x])}"
+    return text
+
+
+def _wins_at(curve: pd.DataFrame, x: str, x_name: str) -> str:
+    wins = curve.loc[curve["speedup"] > 1, x]
+    if wins.empty:
+        return "nowhere measured"
+    if len(wins) == len(curve):
+        return "every size measured"
+    if wins.min() > curve.loc[curve["speedup"] <= 1, x].max():
+        return f"{x_name} ≥ {fmt_size(wins.min())}"
+    return ", ".join(f"{x_name} {fmt_size(v)}" for v in wins)
+
+
+def _dominant_where_slower(curve: pd.DataFrame, parts: pd.DataFrame, keys: list[str]) -> str:
+    """The part of the GPU time that is largest where the GPU loses (most often over sizes)."""
+    slower = curve[curve["speedup"] < 1]
+    if slower.empty or parts.empty:
+        return "—" if slower.empty else "no breakdown (the GPU rows have no parts)"
+    joined = slower[keys].merge(parts, on=keys, how="inner")
+    if joined.empty:
+        return "no breakdown at these sizes"
+    name = joined["dominant"].mode().iloc[0]
+    return PART_MEANINGS.get(name, name)
+
+
+class _Builder:
+    def __init__(self, table: Table, out: Path) -> None:
+        self.table, self.out = table, out
+        self.summary = summarize(table.rows)
+        self.labels = _machine_labels(table)
+        self.sections: list[dict[str, Any]] = []
+        self.answer: list[dict[str, Any]] = []
+        self.breakdown = analysis.breakdown(self.summary) if len(self.summary) else pd.DataFrame()
+        self.few_samples = False
+
+    def subtitle(self, gpu: bool = True) -> str:
+        """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
+        if len(self.labels) > 1:
+            return "Machines: " + "; ".join(n["pair"] for n in self.labels.values())
+        (n,) = self.labels.values()
+        cpu = f"CPU: {n['cpu']} ({n['cpu_where']})"
+        return f"{cpu} · GPU: {n['gpu']} ({n['gpu_where']})" if gpu else cpu
+
+    def chart(self, chart: Chart, data: pd.DataFrame, caption: str) -> dict[str, str]:
+        stem = draw(chart, data, self.out)
+        return {"png": f"{stem}.png", "svg": f"{stem}.svg", "alt": chart.title, "caption": caption}
+
+    # --- the workloads ----------------------------------------------------------------------
+
+    def topic(self, topic: Topic) -> None:
+        curves = []
+        for machine, rows in self.summary.groupby("machine"):
+            curve = self._machine_topic(topic, int(machine), rows)
+            if curve is not None:
+                curves.append(curve)
+        if curves:
+            curve = pd.concat(curves, ignore_index=True)
+            self.sections.append(self._topic_section(topic, curve))
+
+    def _machine_topic(self, topic: Topic, machine: int, rows: pd.DataFrame) -> pd.DataFrame | None:
+        """One machine's answer row for a topic, and its speedup curve (None without one)."""
+        cpu, gpu = select(rows, topic.cpu), select(rows, topic.gpu)
+        if cpu.empty and gpu.empty:
+            return None
+        title = topic.title + (f" ({self.labels[machine]['pair']})" if len(self.labels) > 1 else "")
+        row: dict[str, Any] = {"workload": title, "anchor": topic.id}
+        self.answer.append(row)
+        if cpu.empty or gpu.empty:
+            missing = "CPU" if cpu.empty else "GPU"
+            row.update(wins="—", crossover="—", ends="—", why=f"no {missing} rows to compare")
+            return None
+        keys = list(topic.keys)
+        gpu = _fastest(gpu, keys, topic.time_col)
+        curve = analysis.speedup_curve(
+            pd.concat([cpu, gpu]), {"backend": "cpu"}, {"backend": "gpu"}, keys, topic.time_col
+        )
+        if curve.empty:
+            row.update(wins="—", crossover="—", ends="—", why="no size measured on both sides")
+            return None
+        variants = gpu[keys + ["variant"]].rename(columns={"variant": "gpu_variant"})
+        curve = curve.merge(variants, on=keys, how="left").sort_values(keys).assign(machine=machine)
+        self.few_samples |= bool(curve["few_samples"].any())
+        # A topic with series (MLP hidden widths) answers for its longest series: the one that
+        # spans the most sizes.
+        if topic.series is None:
+            value, main = None, curve
+        else:
+            value, main = max(curve.groupby(topic.series), key=lambda item: len(item[1]))
+        cross = analysis.crossover(main, topic.x)
+        series_text = "" if value is None else f" ({topic.series} {fmt_size(value)})"
+        first, last = main.iloc[0], main.iloc[-1]
+        parts = self.breakdown
+        if len(parts):
+            parts = parts[parts["name"].isin(gpu["name"])].drop(columns=keys, errors="ignore")
+            parts = parts.merge(gpu[["name"] + keys], on="name")
+        row.update(
+            wins=_wins_at(main, topic.x, topic.x_name) + series_text,
+            crossover=self._crossover_text(cross, topic),
+            ends=_ends(first, last, topic),
+            why=_dominant_where_slower(main, parts, keys),
+            cpu_config="best of "
+            + ", ".join(sorted({_threads_text(t) for t in main["cpu_threads"]})),
+            measured=f"CPU: {first['cpu_measured_on']} · GPU: {first['gpu_measured_on']}",
+        )
+        return curve
+
+    def _crossover_text(self, cross: Any, topic: Topic) -> str:
+        if cross.kind == "cross" and cross.x is not None:
+            return f"{topic.x_name} ≈ {approx(cross.x)}"
+        return {
+            "always_faster": "none: GPU faster at every size",
+            "never_faster": "none: CPU faster at every size",
+        }.get(cross.kind, "—")
+
+    def _topic_section(self, topic: Topic, curve: pd.DataFrame) -> dict[str, Any]:
+        several = len(self.labels) > 1
+        curve = curve.assign(line=curve["machine"].map(lambda m: self.labels[m]["pair"]))
+        series = topic.series
+        if series is not None:
+            named = curve[series].map(lambda v: f"{series} {fmt_size(v)}")
+            curve = curve.assign(line=(curve["line"] + " · " + named) if several else named)
+        chart = Chart(
+            kind="lines",
+            stem=f"speedup_{topic.id}",
+            title=f"{topic.title}: GPU speedup over the CPU",
+            subtitle=self.subtitle(),
+            x=topic.x,
+            y="speedup",
+            series="line" if several or series else None,
+            y_low="speedup_low",
+            y_high="speedup_high",
+            flag="few_samples",
+            log_x=True,
+            log_y=True,
+            hline=(1.0, "same speed"),
+            x_label=topic.x_name,
+            y_label="CPU time / GPU time",
+            y_unit="ratio",
+        )
+        caption = (
+            f"Above 1 the GPU is faster. GPU: {topic.gpu_path}; CPU: the fastest thread count "
+            f"measured at each size. Bands: min..max over repetitions; hollow markers: fewer "
+            f"than 3 repetitions."
+        )
+        table_rows = [
+            ([r["line"]] if several or series else [])
+            + [
+                fmt_size(r[topic.x]),
+                f"{fmt_time(r['cpu_time'])} ({_threads_text(r['cpu_threads'])})",
+                f"{fmt_time(r['gpu_time'])} ({r['gpu_variant']})",
+                f"{fmt_ratio(r['speedup'])} [{fmt_ratio(r['speedup_low'])}–"
+                f"{fmt_ratio(r['speedup_high'])}]",
+                f"{int(r['cpu_repetitions'])} / {int(r['gpu_repetitions'])}{_noise_mark(r)}",
+            ]
+            for _, r in curve.iterrows()
+        ]
+        mine = [a for a in self.answer if a["anchor"] == topic.id and "cpu_config" in a]
+        paragraphs = [
+            f"{a['workload']}: the GPU wins at {a['wins']}; crossover: {a['crossover']}; "
+            f"speedup {a['ends']}. Where the GPU loses, the largest part of its time is: "
+            f"{a['why']}. CPU side: {a['cpu_config']}."
+            for a in mine
+        ]
+        headers = (["line"] if several or series else []) + [
+            topic.x_name,
+            "CPU time",
+            "GPU time (path)",
+            "speedup [min–max]",
+            "repetitions CPU / GPU",
+        ]
+        return {
+            "id": topic.id,
+            "title": topic.title,
+            "paragraphs": paragraphs,
+            "charts": [self.chart(chart, curve, caption)],
+            "tables": [
+                {
+                    "caption": f"Time per {topic.time_name} (medians) and speedups",
+                    "headers": headers,
+                    "rows": table_rows,
+                }
+            ],
+        }
+
+    # --- where the GPU time goes -----------------------------------------------------------
+
+    def breakdown_section(self) -> None:
+        parts = self.breakdown
+        if parts.empty:
+            return
+        charts, paragraphs, tables = [], [], []
+        gemm = analysis.select(
+            parts, {"workload": "matmul", "host": "pinned", "dtype": "fp32", "shape": "square"}
+        )
+        # Powers of two only: a bar per size of a 20-size sweep would not read at a glance.
+        gemm = gemm[gemm["n"].isin([2.0**e for e in range(4, 15)])] if "n" in gemm else gemm[:0]
+        if len(gemm):
+            gemm = gemm.sort_values("n")
+            ranges = analysis.dominant_by_range(gemm, "n")
+            paragraphs.append(
+                "End-to-end fp32 GEMM (pinned host memory): "
+                + "; ".join(
+                    f"{PART_LABELS[r['dominant']]} is the largest part for n "
+                    f"{fmt_size(r['x_from'])}–{fmt_size(r['x_to'])}"
+                    for _, r in ranges.iterrows()
+                )
+                + "."
+            )
+            compute = gemm.assign(
+                dominant=np.where(
+                    gemm["work_at_peak"] > gemm["under_utilisation"],
+                    "work_at_peak",
+                    "under_utilisation",
+                )
+            )
+            paragraphs.append(
+                "Within the compute time: "
+                + "; ".join(
+                    f"{PART_LABELS[r['dominant']]} is larger for n {fmt_size(r['x_from'])}–"
+                    f"{fmt_size(r['x_to'])}"
+                    for _, r in analysis.dominant_by_range(compute, "n").iterrows()
+                )
+                + "."
+            )
+            gemm = gemm.assign(size=gemm["n"].map(lambda v: f"n={fmt_size(v)}"))
+            charts.append(
+                self.chart(
+                    Chart(
+                        kind="stacked",
+                        stem="breakdown_gemm",
+                        title="Where the end-to-end GEMM time goes (fp32, pinned)",
+                        subtitle=self.subtitle(),
+                        x="size",
+                        parts=tuple((p, PART_LABELS[p]) for p in PARTS),
+                        normalize=True,
+                        x_label="matrix size",
+                        y_label="share of the GPU time",
+                    ),
+                    gemm,
+                    "Each bar is one GEMM's GPU time split four ways; its total is printed at "
+                    "its end. Under-utilisation is the compute time beyond what the same flop "
+                    "would take at the GPU's peak: a nearly idle GPU at small sizes.",
+                )
+            )
+            tables.append(self._parts_table(gemm, "n", "n"))
+        # The Iris ladder: one small net, every GPU path and readback/input variant of it.
+        training = analysis.select(parts, {"workload": "mlp", "data": "iris"})
+        if training.empty:
+            training = parts[parts["workload"].isin(["mlp", "cnn"])].head(12)
+        if len(training):
+            precision = training["precision"].where(training["precision"] != "fp32", "")
+            path = training["name"].map(_path_name) + " " + precision.fillna("")
+            # One bar per path: a net measured at several sizes shows its first.
+            training = training.assign(path=path.str.strip()).drop_duplicates("path")
+            charts.append(
+                self.chart(
+                    Chart(
+                        kind="stacked",
+                        stem="breakdown_training",
+                        title="Where a GPU training step goes (MLP on Iris)",
+                        subtitle=self.subtitle(),
+                        x="path",
+                        parts=tuple((p, PART_LABELS[p]) for p in PARTS),
+                        normalize=True,
+                        y_label="share of the step",
+                    ),
+                    training,
+                    "One bar per GPU path and variant (readback: the loss copied to the host "
+                    "every N steps, 0 never; input: the batch copied from pageable or pinned "
+                    "host memory each step). The launch overhead of the eager path is what "
+                    "CUDA graphs and the fused kernel remove.",
+                )
+            )
+            tables.append(self._parts_table(training, "path", "GPU path"))
+        self.sections.append(
+            {
+                "id": "breakdown",
+                "title": "Where the GPU time goes",
+                "paragraphs": paragraphs,
+                "charts": charts,
+                "tables": tables,
+                "notes": [
+                    "Four parts: transfer = t_h2d + t_d2h; overhead = t_overhead (launch, "
+                    "synchronisation, API calls); under-utilisation = t_compute − flop / peak; "
+                    "work at peak = flop / peak, with the GPU's peak for the row's precision. "
+                    "Rows without a flop count or peak keep three parts (compute unsplit)."
+                ],
+            }
+        )
+
+    def _parts_table(self, parts: pd.DataFrame, x: str, x_head: str) -> dict[str, Any]:
+        rows = []
+        for _, r in parts.iterrows():
+            rows.append(
+                [str(r[x]) if not isinstance(r[x], float) else fmt_size(r[x])]
+                + [fmt_time(r[p]) if pd.notna(r.get(p)) else "—" for p in PARTS]
+                + [
+                    fmt_time(r["total"]),
+                    PART_LABELS.get(r["dominant"], r["dominant"]),
+                ]
+            )
+        return {
+            "caption": "The four parts of the GPU time (per call or per step)",
+            "headers": [x_head, "transfer", "overhead", "under-utilisation", "work at peak",
+                        "total", "largest"],  # fmt: skip
+            "rows": rows,
+        }
+
+    # --- the model of the fixed costs --------------------------------------------------------
+
+    def model_section(self) -> None:
+        gpu = self.summary[self.summary["backend"] == "gpu"]
+        if gpu.empty:
+            return
+        model = build_model(gpu)
+        if model.empty:
+            return
+        paragraphs, tables = [], []
+        costs = [[name, fmt_time(v)] for name, v in model.launch.items()]
+        costs += [
+            [f"copy {d} ({host}): fixed cost alpha, bandwidth beta",
+             f"{fmt_time(fit.alpha_s)}, {fit.beta_bytes_per_s / 1e9:.3g} GB/s"]  # fmt: skip
+            for (d, host), fit in sorted(model.copies.items())
+        ]
+        tables.append(
+            {
+                "caption": "Fixed GPU costs measured by the probes",
+                "headers": ["cost", "value"],
+                "rows": costs,
+            }
+        )
+        bias = analysis.model_bias(self.summary, model)
+        if len(bias.before):
+            paragraphs.append(bias_sentence(bias))
+            tables.append(_bias_table(bias))
+        self.sections.append(
+            {
+                "id": "model",
+                "title": "The overhead model and its error",
+                "paragraphs": paragraphs,
+                "charts": [],
+                "tables": tables,
+                "notes": [
+                    "Predicted end-to-end GEMM time = copies (alpha + bytes / beta each way) + "
+                    "flop / (utilisation × peak) + one launch + one synchronisation. Signed "
+                    "error = (predicted − measured) / measured: negative means the model "
+                    "under-predicts."
+                ],
+            }
+        )
+
+    # --- CPU thread scaling --------------------------------------------------------------------
+
+    def threads_section(self) -> None:
+        scaling = analysis.thread_scaling(self.summary)
+        if scaling.empty:
+            return
+        # One line per workload and data set: its largest case (longest 1-thread time), where
+        # threads have work to share; a line per GEMM size would not read.
+        data = scaling["data"] if "data" in scaling else pd.Series("", index=scaling.index)
+        kind = scaling["workload"].astype(str) + " " + data.fillna("").astype(str)
+        scaling = scaling.assign(
+            kind=kind.str.strip(), benchmark=scaling["base_name"].map(_short_benchmark)
+        )
+        largest = scaling.loc[scaling.groupby("kind")["time_1"].idxmax(), "base_name"]
+        shown = scaling[scaling["base_name"].isin(largest)]
+        self.few_samples |= bool(shown["few_samples"].any())
+        chart = Chart(
+            kind="lines",
+            stem="cpu_threads",
+            title="CPU speedup with threads (the largest case of each workload)",
+            subtitle=self.subtitle(gpu=False),
+            x="threads",
+            y="speedup",
+            series="benchmark",
+            flag="few_samples",
+            diagonal=True,
+            x_label="threads",
+            y_label="time with 1 thread / time",
+            y_unit="ratio",
+            x_ticks="data",
+        )
+        top = scaling[
+            scaling["threads"] == scaling.groupby("base_name")["threads"].transform("max")
+        ]
+        rows = [
+            [r["benchmark"], str(int(r["threads"])), fmt_ratio(r["speedup"]),
+             fmt_pct(r["efficiency"]) + _noise_mark(r)]  # fmt: skip
+            for _, r in top.sort_values("efficiency").iterrows()
+        ]
+        worst, best = top["efficiency"].min(), top["efficiency"].max()
+        self.sections.append(
+            {
+                "id": "threads",
+                "title": "The CPU on all its cores",
+                "paragraphs": [
+                    "Every speedup above compares the GPU with the fastest CPU thread count "
+                    "measured at that size. With all its threads, each CPU benchmark measured at "
+                    f"several thread counts reaches {fmt_pct(worst)} to {fmt_pct(best)} of ideal "
+                    "scaling (efficiency = speedup over 1 thread / threads)."
+                ],
+                "charts": [self.chart(chart, shown, "The dashed diagonal is ideal scaling.")],
+                "tables": [
+                    {
+                        "caption": "Every benchmark at its most threads, least efficient first",
+                        "headers": ["benchmark", "threads", "speedup", "efficiency"],
+                        "rows": rows,
+                    }
+                ],
+            }
+        )
+
+    # --- device memory ------------------------------------------------------------------------
+
+    def memory_section(self) -> None:
+        cols = {"device_bytes_peak", "device_bytes_model"}
+        if not cols <= set(self.summary.columns):
+            return
+        rows = self.summary.dropna(subset=list(cols))
+        if rows.empty:
+            return
+        table_rows = [
+            [_short_benchmark(r["name"]), fmt_bytes(r["device_bytes_model"]),
+             fmt_bytes(r["device_bytes_peak"]),
+             fmt_pct(r["device_bytes_peak"] / r["device_bytes_model"] - 1)
+             if r["device_bytes_model"] > 0 else "—", r["measured_on"]]  # fmt: skip
+            for _, r in rows.iterrows()
+        ]
+        self.sections.append(
+            {
+                "id": "memory",
+                "title": "Device memory",
+                "paragraphs": [
+                    "Peak device memory measured around each GPU benchmark (cudaMemGetInfo) "
+                    "against the bytes its shapes call for."
+                ],
+                "charts": [],
+                "tables": [
+                    {
+                        "caption": "Device memory: model and measured peak",
+                        "headers": [
+                            "benchmark",
+                            "model",
+                            "measured peak",
+                            "measured over model",
+                            "measured on",
+                        ],
+                        "rows": table_rows,
+                    }
+                ],
+            }
+        )
+
+    # --- what did not run ---------------------------------------------------------------------
+
+    def problems_section(self) -> None:
+        problems = self.table.problems
+        if problems.empty:
+            return
+        details = [
+            {"summary": f"{status}: {reason} ({len(group)})", "items": sorted(group["name"])}
+            for (status, reason), group in problems.groupby(["status", "reason"])
+        ]
+        self.sections.append(
+            {
+                "id": "problems",
+                "title": "Failed, skipped and invalid benchmarks",
+                "paragraphs": [
+                    f"{len(problems)} benchmarks have no measurement: a failed row reported an "
+                    "error, a skipped one did not fit or is not supported on this machine, an "
+                    "invalid one wrote values that cannot be a time."
+                ],
+                "charts": [],
+                "tables": [],
+                "details": details,
+            }
+        )
+
+    # --- the hardware ---------------------------------------------------------------------
+
+    def appendix(self) -> dict[str, Any]:
+        columns: list[tuple[str, dict[str, Any]]] = []
+        for _, m in self.table.machines.iterrows():
+            files = ", ".join(Path(f).name for f in m["files"])
+            columns.append((f"{short_cpu_name(m['cpu'])} ({files})", m["context"]))
+            if m["gpu_context"] is not m["context"]:
+                gpu_files = ", ".join(Path(f).name for f in m.get("gpu_files") or [])
+                columns.append(
+                    (
+                        f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {gpu_files})",
+                        m["gpu_context"],
+                    )
+                )
+        rows = []
+        for name, key in CONTEXT_NAMES:
+            values = [_context_text(ctx.get(key)) for _, ctx in columns]
+            if any(values):
+                rows.append([name] + [v or "—" for v in values])
+        raw = [
+            {
+                "summary": f"All context keys: {header}",
+                "text": json.dumps(ctx, indent=1, sort_keys=True),
+            }
+            for header, ctx in columns
+        ]
+        return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
+
+
+def _context_text(value: Any) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    text = str(value)
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return f"{number:.4g}" if abs(number) >= 1e5 else text
+
+
+def _short_benchmark(name: str) -> str:
+    """A benchmark name without the suffixes every row of its kind shares."""
+    return name.replace("/manual_time", "").replace("/readback:1", "")
+
+
+def _path_name(name: str) -> str:
+    """A GPU training row's path and variant: "eager readback:0 input:pinned"."""
+    parts = name.split("/")
+    keep = [parts[2]] + [p for p in parts[3:] if p.startswith(("readback:", "input:"))]
+    return " ".join(keep)
+
+
+def _band_name(band: pd.Series) -> str:
+    return f"{band['dtype']} {band['host']}, {band['band']}"
+
+
+def bias_sentence(bias: analysis.ModelBias) -> str:
+    """Where the model under- or over-predicts, from its per-band signed error."""
+    # The sentence tells the fp32 pinned-memory GEMMs (the speedup curve's); the table has all.
+    before = bias.before[(bias.before["dtype"] == "fp32") & (bias.before["host"] == "pinned")]
+    after_rows = bias.after[(bias.after["dtype"] == "fp32") & (bias.after["host"] == "pinned")]
+    if before.empty:
+        before, after_rows = bias.before, bias.after
+    words = [
+        f"{b['band']}: {b['direction']}-predicts by {fmt_pct(abs(b['median']))} "
+        f"(from {b['low']:+.0%} to {b['high']:+.0%})"
+        for _, b in before.iterrows()
+    ]
+    text = "Signed model error of the fp32 pinned GEMMs, per size band: " + "; ".join(words) + "."
+    if bias.library_cost_s:
+        after = "; ".join(f"{b['band']}: {b['median']:+.0%}" for _, b in after_rows.iterrows())
+        text += (
+            f" The model under-predicts most where the work is least: the likely missing term "
+            f"is a fixed cost per GEMM call beyond the launch ({fmt_time(bias.library_cost_s)}, "
+            f"the median kernel-only time less flop / peak at the smallest sizes). Added once "
+            f"per call, the median error becomes {after}."
+        )
+    return text
+
+
+def _bias_table(bias: analysis.ModelBias) -> dict[str, Any]:
+    keys = ["dtype", "host", "band"]
+    merged = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
+    rows = [
+        [_band_name(b), str(int(b["rows"])), f"{b['median']:+.0%}",
+         f"{b['low']:+.0%} to {b['high']:+.0%}",
+         f"{b['median_after']:+.0%}" if pd.notna(b.get("median_after")) else "—",
+         f"{b['low_after']:+.0%} to {b['high_after']:+.0%}"
+         if pd.notna(b.get("low_after")) else "—"]  # fmt: skip
+        for _, b in merged.iterrows()
+    ]
+    return {
+        "caption": "Signed error of the model, before and after the per-call library term",
+        "headers": ["GEMMs", "count", "median error", "range", "median after", "range after"],
+        "rows": rows,
+    }
+
+
+def build_document(table: Table, out: Path) -> dict[str, Any]:
+    """Every chart written into `out`, and the document (plain data) for the templates."""
+    builder = _Builder(table, out)
+    for topic in TOPICS:
+        builder.topic(topic)
+    builder.breakdown_section()
+    builder.model_section()
+    builder.threads_section()
+    builder.memory_section()
+    builder.problems_section()
+    machine = table.machines.iloc[0]
+    names = builder.labels[0]
+    reference = ""
+    if isinstance(machine.get("gpu_files"), list):
+        commit = machine.get("gpu_commit")
+        reference = (
+            f"The GPU side is the reference run of {names['gpu']} "
+            f"({', '.join(Path(f).name for f in machine['gpu_files'])}, recorded "
+            f"{machine.get('gpu_date') or 'on an unknown date'}"
+            + (f" at commit {commit[:12]}" if commit else "")
+            + f", {'on this host' if machine.get('gpu_same_host') else 'on another machine'}): "
+            "not measured by this run."
+        )
+    files = sorted({Path(f).name for f in table.rows["file"].unique()}) if len(table.rows) else []
+    return {
+        "title": "gpubench report",
+        "headline": "; ".join(n["pair"] for n in builder.labels.values()),
+        "inputs": f"Inputs: {', '.join(files)}; {table.rows['name'].nunique()} benchmarks measured.",
+        "reference": reference,
+        "warnings": table.warnings,
+        "answer": builder.answer,
+        "few_samples": builder.few_samples,
+        "marks": {"few": FEW_MARK, "noisy": NOISY_MARK},
+        "sections": builder.sections,
+        "appendix": builder.appendix(),
+    }

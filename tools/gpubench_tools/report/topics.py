@@ -1,0 +1,190 @@
+"""What the report says, declared as data: the workloads it compares, and the names a reader sees.
+
+A workload is one `Topic`: which rows are its CPU side and which its GPU side (row filters over
+the table's columns), what pairs them (`keys`), which time is compared, and the chart that
+shows it. A new workload is one more entry in `TOPICS`; `build.py` turns every entry into a row
+of the answer table and a section with its speedup chart, and the templates render them.
+
+Filter values: a scalar matches equal values; a tuple matches any of its values; `None` matches
+rows where the column is absent or empty (a GEMM without a `host` label is the kernel-only run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Topic", "TOPICS", "PART_LABELS", "PART_MEANINGS", "CONTEXT_NAMES"]
+
+# The GPU training rows compared with the CPU: the suite's own paths, no host copy of the inputs each step
+# (`input` absent or resident, not pageable/pinned) and no loss read back each step
+# (`readback` 0): the throughput a training loop gets. The readback and input variants are
+# questions of their own (the Iris ladder shows them). PyTorch rows in the same file are a
+# peer, not the GPU side.
+_GPU_TRAINING = {
+    "backend": "gpu",
+    "variant": ("eager", "graph", "fused"),
+    "readback": 0.0,
+    "input": (None, "resident"),
+}
+
+
+@dataclass(frozen=True)
+class Topic:
+    id: str
+    title: str  # the answer table's row and the section heading
+    cpu: dict[str, Any]  # row filter of the CPU side
+    gpu: dict[str, Any]  # row filter of the GPU side
+    keys: tuple[str, ...]  # columns that pair a CPU row with a GPU row
+    x: str  # the size axis of the chart and of "wins at" (a column, one of keys)
+    x_name: str  # how a sentence names the size: "n", "batch"
+    series: str | None = None  # one speedup line per value of this key (e.g. hidden)
+    time_col: str = "time_s"  # compared time: a training step for training rows
+    time_name: str = "call"  # what one compared time is: a "call", a training "step"
+    gpu_path: str = ""  # what the GPU side is, for captions ("end to end, pinned host memory")
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+TOPICS: tuple[Topic, ...] = (
+    Topic(
+        id="gemm",
+        title="Square GEMM, fp32",
+        cpu={"workload": "matmul", "backend": "cpu", "shape": "square", "dtype": "fp32"},
+        gpu={"workload": "matmul", "backend": "gpu", "shape": "square", "dtype": "fp32",
+             "host": "pinned", "variant": "cublas_e2e"},  # fmt: skip
+        keys=("n",),
+        x="n",
+        x_name="n",
+        gpu_path="end to end: copies in and out of pinned host memory included",
+    ),
+    Topic(
+        id="gemm-bf16",
+        title="Square GEMM, bf16",
+        cpu={"workload": "matmul", "backend": "cpu", "shape": "square", "dtype": "bf16"},
+        gpu={"workload": "matmul", "backend": "gpu", "shape": "square", "dtype": "bf16",
+             "host": "pinned", "variant": "cublas_e2e"},  # fmt: skip
+        keys=("n",),
+        x="n",
+        x_name="n",
+        gpu_path="end to end, pinned host memory",
+    ),
+    Topic(
+        id="mlp-iris",
+        title="MLP training on Iris",
+        cpu={"workload": "mlp", "backend": "cpu", "data": "iris", "precision": "fp32"},
+        gpu={"workload": "mlp", "data": "iris", "precision": "fp32", **_GPU_TRAINING},
+        keys=("hidden", "batch"),
+        x="batch",
+        x_name="batch",
+        time_col="t_step",
+        time_name="step",
+        gpu_path="the fastest GPU path (eager, CUDA graph or fused kernel) at each size",
+    ),
+    Topic(
+        id="mlp-digits",
+        title="MLP training on digits",
+        cpu={"workload": "mlp", "backend": "cpu", "data": "digits", "precision": "fp32"},
+        gpu={"workload": "mlp", "data": "digits", "precision": "fp32", **_GPU_TRAINING},
+        keys=("hidden", "batch"),
+        x="batch",
+        x_name="batch",
+        series="hidden",
+        time_col="t_step",
+        time_name="step",
+        gpu_path="the fastest GPU path at each size",
+    ),
+    Topic(
+        id="mlp-sweep",
+        title="MLP training sweep (synthetic data)",
+        cpu={"workload": "mlp", "backend": "cpu", "data": "synthetic", "precision": "fp32"},
+        gpu={"workload": "mlp", "data": "synthetic", "precision": "fp32", **_GPU_TRAINING},
+        keys=("hidden", "batch"),
+        x="batch",
+        x_name="batch",
+        series="hidden",
+        time_col="t_step",
+        time_name="step",
+        gpu_path="the fastest GPU path at each size",
+    ),
+    Topic(
+        id="cnn",
+        title="CIFAR-10 CNN training",
+        cpu={"workload": "cnn", "backend": "cpu", "precision": "fp32"},
+        gpu={"workload": "cnn", "precision": "fp32", **_GPU_TRAINING},
+        keys=("batch",),
+        x="batch",
+        x_name="batch",
+        time_col="t_step",
+        time_name="step",
+        gpu_path="the GPU training step",
+    ),
+    Topic(
+        id="mixed",
+        title="Mixed-precision MLP training (bf16)",
+        cpu={"workload": "mlp", "backend": "cpu", "precision": "bf16"},
+        gpu={"workload": "mlp", "precision": "bf16", **_GPU_TRAINING},
+        keys=("data", "hidden", "batch"),
+        x="batch",
+        x_name="batch",
+        series="hidden",
+        time_col="t_step",
+        time_name="step",
+        gpu_path="bf16 products with fp32 master weights and loss scaling",
+    ),
+)
+
+# The four parts of a GPU time, in the order they are stacked: the short name every chart and
+# table uses (the charts colour a part by it), and what it means, for the answer table.
+PART_LABELS: dict[str, str] = {
+    "transfer": "transfer",
+    "overhead": "overhead",
+    "under_utilisation": "under-utilisation",
+    "work_at_peak": "work at peak",
+    "compute": "compute",
+}
+PART_MEANINGS: dict[str, str] = {
+    "transfer": "transfer: copies to and from the host",
+    "overhead": "overhead: launches, synchronisation, API calls",
+    "under_utilisation": "under-utilisation: too little work to fill the GPU",
+    "work_at_peak": "work at peak: the flop themselves",
+    "compute": "compute (no flop count or peak to split it)",
+}
+
+# The hardware appendix: (name a person reads, context key), in the order one scans a machine.
+CONTEXT_NAMES: tuple[tuple[str, str], ...] = (
+    ("GPU", "gpu"),
+    ("GPU unavailable because", "gpu_unavailable_reason"),
+    ("Compute capability", "gpu_compute_capability"),
+    ("Streaming multiprocessors", "gpu_sm_count"),
+    ("SM clock (Hz)", "gpu_sm_clock_hz"),
+    ("GPU memory (bytes)", "gpu_memory_bytes"),
+    ("GPU memory bandwidth (bytes/s)", "gpu_memory_bandwidth_bytes_per_s"),
+    ("L2 cache (bytes)", "gpu_l2_bytes"),
+    ("PCIe link", "gpu_pcie_link"),
+    ("PCIe bandwidth (bytes/s)", "gpu_pcie_bandwidth_bytes_per_s"),
+    ("GPU peak fp32 (flop/s)", "gpu_peak_fp32_flops"),
+    ("GPU peak tf32 (flop/s)", "gpu_peak_tf32_flops"),
+    ("GPU peak bf16 (flop/s)", "gpu_peak_bf16_flops"),
+    ("GPU peak fp16 (flop/s)", "gpu_peak_fp16_flops"),
+    ("GPU peak fp64 (flop/s)", "gpu_peak_fp64_flops"),
+    ("Where the peaks come from", "gpu_peak_source"),
+    ("CUDA driver", "cuda_driver_version"),
+    ("CUDA runtime", "cuda_runtime_version"),
+    ("cuBLAS", "cublas_version"),
+    ("CPU", "cpu_model"),
+    ("Physical cores", "cpu_physical_cores"),
+    ("Logical CPUs", "cpu_logical_cpus"),
+    ("Instruction sets", "cpu_isa"),
+    ("CPU clock (Hz)", "cpu_clock_hz"),
+    ("How the clock was found", "cpu_clock_source"),
+    ("CPU peak fp32 (flop/s)", "cpu_peak_fp32_flops"),
+    ("CPU peak fp64 (flop/s)", "cpu_peak_fp64_flops"),
+    ("OpenBLAS", "openblas_config"),
+    ("OpenBLAS default threads", "openblas_default_threads"),
+    ("Host", "host_name"),
+    ("Date", "date"),
+    ("Suite commit", "gpubench_git_commit"),
+    ("Sweep", "gpubench_sweep"),
+    ("Built with CUDA", "gpubench_cuda_build"),
+    ("Google Benchmark build", "library_build_type"),
+)
