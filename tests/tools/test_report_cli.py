@@ -17,19 +17,14 @@ from gpubench_tools.report import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
+# The charts of the H100 fixture's report: its speedup curves, where the GPU time goes, and the
+# CPU's thread scaling (the fixture has 1- and 16-thread CPU rows).
 GPU_CHARTS = [
-    "matmul_time",
-    "speedup_square",
-    "speedup_shapes",
-    "breakdown_h100_80gb_hbm3",
-    "utilisation",
-    "overhead_copies",
-    "overhead_launch",
-    "overhead_model",
-    "mlp_iris",
-    "mlp_epoch_time",
-    "mlp_heatmap_h100_80gb_hbm3",
-    "mlp_readback",
+    "speedup_gemm",
+    "speedup_mlp-iris",
+    "speedup_mlp-sweep",
+    "breakdown_gemm",
+    "cpu_threads",
 ]
 
 
@@ -51,10 +46,12 @@ def test_every_chart_is_written_and_non_empty(h100_report: dict[str, Any]) -> No
     assert written == set(GPU_CHARTS)
 
 
-def test_model_note_counts_the_copy_calls(h100_report: dict[str, Any]) -> None:
+def test_model_section_states_the_probes_and_the_error(h100_report: dict[str, Any]) -> None:
     md = read_md(h100_report["out"] / "report.md")
-    assert "T_h2d = copies_h2d * alpha + bytes_h2d / beta" in md
-    assert "2 host-to-device copies (A and B)" in md
+    model = md.split("## The overhead model and its error")[1].split("\n## ")[0]
+    assert "| copy h2d (pinned): fixed cost alpha, bandwidth beta | 2.20 us, 52 GB/s |" in model
+    assert "Signed model error of the fp32 pinned GEMMs, per size band: n < 256:" in model
+    assert "| GEMMs | count | median error | range | median after | range after |" in model
 
 
 def test_html_is_self_contained_and_markdown_links_charts(h100_report: dict[str, Any]) -> None:
@@ -65,20 +62,17 @@ def test_html_is_self_contained_and_markdown_links_charts(h100_report: dict[str,
     md = read_md(out / "report.md")
     for key in GPU_CHARTS:
         assert f"]({key}.png)" in md
-    # Hardware table and fitted constants with units.
     assert "| GPU | NVIDIA H100 80GB HBM3 |" in md
-    assert "alpha = 2.20 us, beta = 52.00 GB/s" in md
-    # Sentences with the numbers of the fixture.
-    assert "it overtakes the CPU at n~230 (compute-only: n~40)" in md
-    assert "on Iris the eager GPU path spends 95% of each epoch on 14 launches" in md
-    assert "the fused path removes them and runs 2.4x faster than the CPU" in md
-    # The benchmark that does not fit is listed as skipped, with bench's message, and counted.
+    # The answer, from the fixture's numbers: the GPU wins from n = 256 on.
+    assert "| [Square GEMM, fp32](#gemm) | n ≥ 256 | n ≈ 230 |" in md
+    # The benchmark that does not fit is counted and listed as skipped, with bench's message.
+    assert "Inputs: h100.json; 369 benchmarks measured, 1 skipped." in md
+    assert "1 skipped in h100.json: does not fit in device memory" in md
     assert (
-        "| h100.json | matmul/gpu/cublas_kernel/dtype:fp64/m:65536/n:65536/k:65536/manual_time "
-        "| skipped | does not fit in device memory: needs 103079215104 bytes," in md
+        "- `matmul/gpu/cublas_kernel/dtype:fp64/m:65536/n:65536/k:65536/manual_time`"
+        in (out / "report.md").read_text()
     )
-    assert "(H100 80GB HBM3 with Intel Xeon Platinum 8480+, 369 benchmarks, 1 skipped)" in md
-    assert "| failed |" not in md
+    assert "failed in" not in md
 
 
 def test_prints_the_report_path_last(h100_report: dict[str, Any]) -> None:
@@ -95,25 +89,20 @@ def test_overlay_of_two_machines(tmp_path: Path, capsys: pytest.CaptureFixture[s
     )
     assert code == 0
     md = read_md(tmp_path / "report.md")
-    assert "A100-PCIE-40GB against AMD EPYC 7742 64-Core Processor" in md
-    assert "H100 80GB HBM3 against Intel Xeon Platinum 8480+" in md
-    # One breakdown per machine; the overlaid charts once.
-    assert (tmp_path / "breakdown_a100_pcie_40gb.png").stat().st_size > 0
-    assert (tmp_path / "breakdown_h100_80gb_hbm3.png").stat().st_size > 0
-    assert "A100-PCIE-40GB" in (tmp_path / "speedup_square.svg").read_text()
+    # An answer row per machine, and both machines in the overlaid chart.
+    assert "[Square GEMM, fp32 (Intel Xeon Platinum 8480+ vs H100 80GB HBM3)](#gemm)" in md
+    assert "[Square GEMM, fp32 (AMD EPYC 7742 64-Core Processor vs A100-PCIE-40GB)](#gemm)" in md
+    assert "A100-PCIE-40GB" in (tmp_path / "speedup_gemm.svg").read_text()
 
 
-def test_cpu_only_input_draws_cpu_charts_and_says_no_gpu_data(
+def test_cpu_only_input_says_there_is_no_gpu_side(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run_report([str(FIXTURES / "cpu_only.json"), "--out", str(tmp_path)], capsys)
     assert code == 0
-    assert {p.stem for p in tmp_path.glob("*.png")} == {"matmul_time", "utilisation"}
+    assert {p.stem for p in tmp_path.glob("*.png")} == {"cpu_threads"}
     md = read_md(tmp_path / "report.md")
-    assert "No GPU data in" in md
-    assert "No MLP data" in md
-    assert "the CPU reaches at most 55% of its fp32 peak (2 threads, n=1024)" in md
-    assert "no GPU data in any input" in err
+    assert "| [Square GEMM, fp32](#gemm) | — | — | — | no GPU rows to compare |" in md
 
 
 def test_failed_and_skipped_rows_are_told_apart(
@@ -132,18 +121,18 @@ def test_failed_and_skipped_rows_are_told_apart(
     assert code == 0, err
     assert "1 benchmark in" in err and "errors.json failed (listed in the report)" in err
     assert "errors.json was skipped, does not fit on chip (listed in the report)" in err
-    md = read_md(tmp_path / "r" / "report.md")
-    assert "(AMD EPYC, CPU only, 54 benchmarks, 1 skipped, 1 failed)" in md
-    assert "| errors.json | x/broken | failed | result differs from the reference |" in md
-    assert f"| errors.json | {fused} | skipped | does not fit on chip: 9 B |" in md
-    assert md.count(f"| {fused} |") == 1
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "54 benchmarks measured, 1 failed, 1 skipped." in read_md(tmp_path / "r" / "report.md")
+    assert "1 failed in errors.json: result differs from the reference" in md
+    assert "1 skipped in errors.json: does not fit on chip" in md
+    assert md.count(f"- `{fused}`") == 1
 
 
 def test_repetitions_plot_medians(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, _ = run_report([str(FIXTURES / "h100_reps.json"), "--out", str(tmp_path)], capsys)
     assert code == 0
-    assert (tmp_path / "speedup_square.png").stat().st_size > 0
-    assert "No MLP data" in read_md(tmp_path / "report.md")
+    assert (tmp_path / "speedup_gemm.png").stat().st_size > 0
+    assert "mlp" not in {p.stem.split("_")[-1].split("-")[0] for p in tmp_path.glob("*.png")}
 
 
 def test_truncated_input_uses_complete_rows_and_warns(
@@ -260,8 +249,8 @@ def test_real_binary_output_makes_a_report(tmp_path: Path) -> None:
     assert report.returncode == 0, report.stderr
     assert report.stdout.strip().splitlines()[-1] == str(tmp_path / "r" / "report.html")
     md = read_md(tmp_path / "r" / "report.md")
-    assert "the CPU reaches at most" in md
-    assert (tmp_path / "r" / "matmul_time.png").stat().st_size > 0
+    assert "| [Square GEMM, fp32](#gemm) | — | — | — | no GPU rows to compare |" in md
+    assert (tmp_path / "r" / "cpu_threads.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize("prefix", ["matmul/gpu/", "overhead/", "mlp/", "mlp/cpu/", "matmul/cpu/"])
@@ -278,8 +267,9 @@ def test_partial_runs_still_make_a_report(
     assert code == 0, err
     md = read_md(tmp_path / "r" / "report.md")
     assert md.startswith("# gpubench report")
-    if not prefix.startswith("mlp"):
-        assert "No MLP data" in md
+    # Only the workloads the filter kept answer.
+    answered = "MLP training on Iris" in md.split("## The answer")[1].split("Contents")[0]
+    assert answered == prefix.startswith("mlp")
 
 
 def _split_h100(tmp_path: Path) -> tuple[Path, Path]:
@@ -302,39 +292,20 @@ def test_two_files_from_one_machine_are_merged(
     code, _, err = run_report([str(a), str(b), "--out", str(tmp_path / "r")], capsys)
     assert code == 0, err
     md = read_md(tmp_path / "r" / "report.md")
-    # One machine, labelled by its device name alone, with both files on the inputs line.
-    assert "Inputs: h100-matmul.json + h100-mlp.json (H100 80GB HBM3 with Intel Xeon " in md
-    assert "2 files from one machine, merged" in md
-    assert "h100-matmul)" not in md and "h100-mlp)" not in md
-    assert "|  | H100 80GB HBM3 (h100-matmul.json + h100-mlp.json) |" in md
-    # The matmul sentence and the MLP sentence both, and no "missing data" sentence for either.
-    assert "H100 80GB HBM3 against Intel Xeon Platinum 8480+: at n=" in md
-    assert "it overtakes the CPU at n~230 (compute-only: n~40)" in md
-    assert (
-        "H100 80GB HBM3: on Iris the eager GPU path spends 95% of each epoch on 14 launches" in md
-    )
-    for missing in (
-        "no MLP data",
-        "No MLP data",
-        "no GPU matrix-multiplication rows",
-        "no overhead probe rows",
-    ):
-        assert missing not in md
-    # One series: one breakdown and one heatmap, named by the device alone.
+    # One machine, labelled by its device names, with both files on the inputs line.
+    assert md.startswith("# gpubench report: Intel Xeon Platinum 8480+ vs H100 80GB HBM3\n")
+    assert "Inputs: h100-matmul.json, h100-mlp.json; 369 benchmarks measured, 1 skipped." in md
     written = {p.stem for p in (tmp_path / "r").glob("*.png")}
     assert written == set(GPU_CHARTS)
     # Merging the halves tells the same story as the single file they came from.
     whole = read_md(h100_report["out"] / "report.md")
-    assert (
-        md.split("## Summary")[1].split("## Hardware")[0]
-        == whole.split("## Summary")[1].split("## Hardware")[0]
-    )
-    assert (
-        md.split("## 1. Speedup")[1].split("## Failed")[0]
-        == whole.split("## 1. Speedup")[1].split("## Failed")[0]
-    )
-    # The failed row keeps the file it came from; no repetition warning without shared names.
-    assert "| h100-matmul.json | matmul/gpu/" in md
+
+    def story(text: str) -> str:
+        answer = text.split("## The answer")[1].split("**Warnings**")[0]
+        sections = text.split("**Contents**")[1].split("## Hardware")[0]
+        return answer + sections.replace("h100-matmul.json", "h100.json")
+
+    assert story(md) == story(whole)
     assert "treated as repetitions" not in err
 
 
@@ -348,7 +319,5 @@ def test_files_of_machines_that_differ_only_in_host_stay_separate(
     code, _, err = run_report([str(a), str(b), "--out", str(tmp_path / "r")], capsys)
     assert code == 0, err
     md = read_md(tmp_path / "r" / "report.md")
-    # Same device names on two hosts: told apart by host name, each with its own sentences.
+    # Same device names on two hosts: told apart by host name.
     assert "H100 80GB HBM3 (h100-node)" in md and "H100 80GB HBM3 (other-node)" in md
-    assert "H100 80GB HBM3 (h100-node): no MLP data." in md
-    assert "merged" not in md.split("## Summary")[0]

@@ -18,10 +18,9 @@ import pytest
 from conftest import FIXTURES, REPO, bench_binary
 from md_plain import read_md
 
-from gpubench_tools.dataset import gpu_benchmark_count, load_sources
-from gpubench_tools.overhead_model import build_model
+from gpubench_tools.report.build import build_document
+from gpubench_tools.table import gpu_benchmark_count, load_table
 from gpubench_tools.report import PROG, main
-from gpubench_tools.report.matmul_analysis import speedup_series
 
 BASELINES = REPO / "reports" / "baselines"
 REFERENCE = [
@@ -49,134 +48,21 @@ def mixed_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"code": code, "out": out, "stderr": stderr, "md": read_md(out / "report.md")}
 
 
-def test_cpu_only_run_gets_the_speedup_charts_from_the_reference(
-    mixed_report: dict[str, Any],
-) -> None:
+def test_cpu_only_run_gets_its_gpu_side_from_the_reference(mixed_report: dict[str, Any]) -> None:
     assert mixed_report["code"] == 0, mixed_report["stderr"]
     written = {p.stem for p in mixed_report["out"].glob("*.png")}
-    assert {
-        "speedup_square",
-        "speedup_shapes",
-        "breakdown_h100_80gb_hbm3_reference_run",
-        "overhead_copies",
-        "overhead_launch",
-        "overhead_model",
-    } <= written
-    md = mixed_report["md"]
-    assert "No GPU data" not in md and "no GPU data" not in mixed_report["stderr"]
-    # The crossover table pairs this run's CPU with the reference GPU, and says so per row.
-    assert "| H100 80GB HBM3 (reference run) vs AMD EPYC (this run) | e2e pinned | fp32 | n~" in md
-
-
-def test_summary_names_both_machines(mixed_report: dict[str, Any]) -> None:
-    summary = _section(mixed_report["md"], "Summary")
-    assert "CPU numbers are this run's: AMD EPYC (cpu_only.json)." in summary
-    assert (
-        "GPU numbers are not from this machine: they are the NVIDIA H100 80GB HBM3 of a reference "
-        "run recorded on another host (Intel Xeon Processor, 16 logical CPUs, host vm) on "
-        "2026-11-23 at suite commit c24b26935322 "
-        "(h100-80gb-hbm3-matmul.json + h100-80gb-hbm3-mlp.json)." in summary
-    )
-    assert "H100 80GB HBM3 (reference run) against AMD EPYC (this run): at n=" in summary
-    assert "it overtakes the CPU at n~" in summary
-    # The warning box and stderr say it too, ahead of everything else.
+    assert {"speedup_gemm", "breakdown_gemm", "breakdown_training", "cpu_threads"} <= written
+    # Stderr says first whose GPU numbers these are.
     assert mixed_report["stderr"].startswith(
-        f"{PROG}: warning: GPU numbers come from the reference run "
-        "h100-80gb-hbm3-matmul.json + h100-80gb-hbm3-mlp.json (NVIDIA H100 80GB HBM3, recorded "
-        "on another host"
+        f"{PROG}: warning: GPU numbers come from the reference run h100-80gb-hbm3-matmul.json, "
+        "h100-80gb-hbm3-mlp.json (NVIDIA H100 80GB HBM3, recorded 2026-11-23 on another machine)"
     )
-    inputs = mixed_report["md"].split("\n\n")[1]
-    assert inputs.startswith(
-        "Inputs: cpu_only.json (AMD EPYC (this run), CPU only, 54 benchmarks), with the GPU rows "
-        "of the reference run h100-80gb-hbm3-matmul.json + h100-80gb-hbm3-mlp.json "
-        "(H100 80GB HBM3 (reference run), "
-    )
-    # The reference's own CPU rows (its Xeon's GEMMs) are not counted as this run's.
-    assert "(H100 80GB HBM3 (reference run), 377 benchmarks, 1 skipped, recorded" in inputs
-
-
-def test_every_chart_and_sentence_that_mixes_machines_says_so(
-    mixed_report: dict[str, Any],
-) -> None:
-    md = mixed_report["md"]
-    captions = re.findall(r"^\*(.+)\* \(\[SVG\]", md, flags=re.M)
-    assert len(captions) == len(list(mixed_report["out"].glob("*.png")))
-    for caption in captions:
-        assert "H100 80GB HBM3 (reference run)" in caption, caption
-        if not caption.startswith(
-            ("Where the end-to-end", "Host <-> device", "Fixed costs", "Over")
-        ):
-            assert "AMD EPYC (this run)" in caption, caption
-    # Outside the hardware table, the GPU is never named without saying it is the reference's.
-    text = md.split("## Hardware and software")[0] + md.split("## 1. Speedup")[1]
-    for match in re.finditer(r"H100 80GB HBM3(?! \(reference run\))", text):
-        around = text[max(0, match.start() - 40) : match.end() + 20]
-        assert re.search(
-            r"NVIDIA H100 80GB HBM3( of a reference run|, recorded)|the H100 80GB HBM3 would"
-            r"|reference run's \(H100 80GB HBM3\)",
-            around,
-        ), around
-    # Sentences that compare with the CPU name this run's CPU.
-    for line in md.splitlines():
-        if "faster than the CPU" in line or "slower than the CPU" in line:
-            assert "AMD EPYC (this run)" in line, line
-    hardware = _section(md, "Hardware and software")
-    assert (
-        "|  | this run: AMD EPYC (cpu_only.json) | GPU reference run: H100 80GB HBM3 "
-        "(h100-80gb-hbm3-matmul.json + h100-80gb-hbm3-mlp.json) |" in hardware
-    )
-    assert "| GPU | none | NVIDIA H100 80GB HBM3 |" in hardware
-    svg = (mixed_report["out"] / "speedup_square.svg").read_text()
-    assert "reference run" in svg and "another machine" in svg
-
-
-def test_cpu_rows_come_from_the_run_and_gpu_rows_from_the_reference() -> None:
-    (mixed,), _ = load_sources([CPU_RUN], REFERENCE)
-    (run,), _ = load_sources([CPU_RUN])
-    (ref,), _ = load_sources(REFERENCE)
-    assert mixed.mixes_machines and mixed.has_gpu and not run.has_gpu
-    # 128^3 is both a square and an MLP-layer shape under one name: the label tells them apart.
-    run_cpu = {(p.run_name, p.shape): p.time for p in run.points}
-    ref_gpu = {(p.run_name, p.shape): p.time for p in ref.points if p.is_gpu}
-    assert len(mixed.matmul_cpu()) == len(run.matmul_cpu()) == 54
-    assert len(ref.matmul_cpu()) == 50  # the reference's own CPU rows, which must stay out
-    assert {(p.run_name, p.shape) for p in mixed.points} == set(run_cpu) | set(ref_gpu)
-    series = speedup_series(mixed)
-    assert series
-    for s in series:
-        for c, g, v in zip(s.cpu, s.gpu, s.speedup):
-            assert c.time == run_cpu[(c.run_name, c.shape)]
-            assert g.time == ref_gpu[(g.run_name, g.shape)]
-            assert v == pytest.approx(c.time / g.time)
-    # The overhead model and the GPU peaks are the reference's alone.
-    mine, theirs = build_model(mixed), build_model(ref)
-    assert mine.copies.keys() == theirs.copies.keys() and mine.copies
-    for key, fit in mine.copies.items():
-        assert fit.alpha_s == theirs.copies[key].alpha_s
-    assert mine.launch.t_launch == theirs.launch.t_launch is not None
-    assert mixed.gpu_peak("fp32") == ref.gpu_peak("fp32") == pytest.approx(6.69e13, rel=0.01)
-    assert mixed.report.context["cpu_model"] == "AMD EPYC"
-
-
-def test_run_with_its_own_gpu_rows_does_not_use_the_reference(
-    tmp_path: Path, h100_report: dict[str, Any]
-) -> None:
-    code, _, err = _report(
-        [
-            str(FIXTURES / "h100.json"),
-            "--gpu-reference",
-            str(FIXTURES / "a100_pcie.json"),
-            "--out",
-            str(tmp_path),
-        ]
-    )
-    assert code == 0, err
-    assert "--gpu-reference a100_pcie.json not used: h100.json has GPU rows of its own" in err
-    md = read_md(tmp_path / "report.md")
-    assert "A100" not in md and "reference run" not in md
-    whole = read_md(h100_report["out"] / "report.md")
-    assert _section(md, "Summary") == _section(whole, "Summary")
-    assert "--gpu-reference a100_pcie.json not used" in md.split("## Summary")[0]
+    # Every chart's subtitle names both machines and whose each side is.
+    for svg in mixed_report["out"].glob("*.svg"):
+        text = svg.read_text()
+        assert "AMD EPYC (this run)" in text, svg.name
+        if svg.stem != "cpu_threads":
+            assert "H100 80GB HBM3 (reference run, 2026-11-23)" in text, svg.name
 
 
 def test_reference_without_gpu_rows_is_rejected(tmp_path: Path) -> None:
@@ -207,21 +93,6 @@ def test_reference_with_two_cpu_machines_is_rejected(tmp_path: Path) -> None:
     )
     assert code == 2
     assert "pairs the reference GPU with one machine's CPU; these files come from 2 machines" in err
-
-
-def test_gpu_rows_are_counted_from_the_json(tmp_path: Path) -> None:
-    assert gpu_benchmark_count([CPU_RUN]) == 0
-    assert gpu_benchmark_count(REFERENCE) == 377
-    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
-    cmd = [sys.executable, "-m", "gpubench_tools.dataset", "--gpu-rows"]
-    proc = subprocess.run(cmd + [CPU_RUN], capture_output=True, text=True, env=env, timeout=60)
-    assert (proc.returncode, proc.stdout) == (0, "0\n")
-    proc = subprocess.run(cmd + REFERENCE, capture_output=True, text=True, env=env, timeout=60)
-    assert (proc.returncode, proc.stdout) == (0, "377\n")
-    bad = tmp_path / "bad.json"
-    bad.write_text("[]")
-    proc = subprocess.run(cmd + [str(bad)], capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 2 and "top level is a list" in proc.stderr
 
 
 def _quickstart_report_step(tmp_path: Path, run: Path) -> list[str]:
@@ -272,6 +143,7 @@ def test_real_cpu_run_with_the_reference(tmp_path: Path) -> None:
             "--benchmark_filter=matmul/cpu/openblas/dtype:fp32/m:(16|64|256)/n:[0-9]+/k:[0-9]+/"
             "|mlp/cpu/small/data:iris",
             "--benchmark_min_time=0.01",
+            "--benchmark_repetitions=3",
             f"--benchmark_out={run}",
             "--benchmark_out_format=json",
         ],
@@ -282,33 +154,20 @@ def test_real_cpu_run_with_the_reference(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert gpu_benchmark_count([str(run)]) == 0
-    cpu = json.loads(run.read_text())["context"]["cpu_model"]
-    out = tmp_path / "r"
-    report = subprocess.run(
-        [sys.executable, "-m", "gpubench_tools.report", str(run), "--gpu-reference", *REFERENCE]
-        + ["--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=str(REPO / "tools")),
-        timeout=300,
+    doc = build_document(load_table([str(run)], REFERENCE), tmp_path)
+    gemm, iris = (
+        next(r for r in doc["answer"] if r["anchor"] == anchor) for anchor in ("gemm", "mlp-iris")
     )
-    assert report.returncode == 0, report.stderr
-    md = read_md(out / "report.md")
-    summary = _section(md, "Summary")
-    assert f"CPU numbers are this run's: {cpu} (bench.json)." in summary
-    assert "they are the NVIDIA H100 80GB HBM3 of a reference run" in summary
-    assert "(this run): at n=" in summary
-    assert "(reference run) against " in summary and "on Iris the eager GPU path" in summary
-    assert (out / "speedup_square.png").stat().st_size > 10_000
-    assert (out / "mlp_iris.png").stat().st_size > 10_000
+    for row in (gemm, iris):
+        assert row["measured"] == "CPU: this run · GPU: reference run"
+    # Three repetitions a side on the CPU, one on the reference: marked as few samples.
+    assert "†" in gemm["ends"] and re.search(r"at n 16 → .* at 256", gemm["ends"])
+    assert (tmp_path / "speedup_gemm.png").stat().st_size > 10_000
 
 
 def test_a_reference_from_this_host_is_called_a_separate_run(tmp_path: Path) -> None:
     """A CPU-only run on the reference's own host (its CPU, CPU count and host name): the GPU
     numbers are another run's, not another machine's, and the wording says so."""
-    from gpubench_tools.report.charts_common import machines_note
-    from gpubench_tools.report.sentences import whose_numbers_sentences
-
     ref_context = json.loads(Path(REFERENCE[0]).read_text())["context"]
     doc = json.loads(Path(CPU_RUN).read_text())
     doc["context"].update(
@@ -316,15 +175,7 @@ def test_a_reference_from_this_host_is_called_a_separate_run(tmp_path: Path) -> 
     )
     path = tmp_path / "here.json"
     path.write_text(json.dumps(doc))
-    (src,), _ = load_sources([str(path)], REFERENCE)
-    assert src.gpu_reference is not None and src.gpu_reference.same_host
-    first = whose_numbers_sentences(src)[0]
-    assert (
-        "GPU numbers are not from this run: they are the NVIDIA H100 80GB HBM3 of a reference "
-        in first
-    )
-    assert "recorded on a host with this run's CPU and host name (Intel Xeon Processor" in first
-    assert machines_note([src]).endswith("measured in a separate run on this host")
-    (other,), _ = load_sources([CPU_RUN], REFERENCE)
-    assert machines_note([other]).endswith("measured on another machine")
-    assert "GPU numbers are not from this machine" in whose_numbers_sentences(other)[0]
+    here = build_document(load_table([str(path)], REFERENCE), tmp_path / "here")
+    assert "on this host" in here["reference"]
+    elsewhere = build_document(load_table([CPU_RUN], REFERENCE), tmp_path / "elsewhere")
+    assert "on another machine" in elsewhere["reference"]

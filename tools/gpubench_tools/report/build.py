@@ -135,6 +135,10 @@ class _Builder:
         cpu = f"CPU: {n['cpu']} ({n['cpu_where']})"
         return f"{cpu} · GPU: {n['gpu']} ({n['gpu_where']})" if gpu else cpu
 
+    def _pairs(self, rows: pd.DataFrame) -> pd.Series:
+        """Each row's machine, by its device names (the facet of charts of several machines)."""
+        return rows["machine"].map(lambda m: self.labels[int(m)]["pair"])
+
     def chart(self, chart: Chart, data: pd.DataFrame, caption: str) -> dict[str, str]:
         stem = draw(chart, data, self.out)
         return {"png": f"{stem}.png", "svg": f"{stem}.svg", "alt": chart.title, "caption": caption}
@@ -316,7 +320,9 @@ class _Builder:
                 )
                 + "."
             )
-            gemm = gemm.assign(size=gemm["n"].map(lambda v: f"n={fmt_size(v)}"))
+            gemm = gemm.assign(
+                size=gemm["n"].map(lambda v: f"n={fmt_size(v)}"), pair=self._pairs(gemm)
+            )
             charts.append(
                 self.chart(
                     Chart(
@@ -327,6 +333,7 @@ class _Builder:
                         x="size",
                         parts=tuple((p, PART_LABELS[p]) for p in PARTS),
                         normalize=True,
+                        facet="pair" if len(self.labels) > 1 else None,
                         x_label="matrix size",
                         y_label="share of the GPU time",
                     ),
@@ -345,7 +352,8 @@ class _Builder:
             precision = training["precision"].where(training["precision"] != "fp32", "")
             path = training["name"].map(_path_name) + " " + precision.fillna("")
             # One bar per path: a net measured at several sizes shows its first.
-            training = training.assign(path=path.str.strip()).drop_duplicates("path")
+            training = training.assign(path=path.str.strip(), pair=self._pairs(training))
+            training = training.drop_duplicates(["pair", "path"])
             charts.append(
                 self.chart(
                     Chart(
@@ -356,6 +364,7 @@ class _Builder:
                         x="path",
                         parts=tuple((p, PART_LABELS[p]) for p in PARTS),
                         normalize=True,
+                        facet="pair" if len(self.labels) > 1 else None,
                         y_label="share of the step",
                     ),
                     training,
@@ -552,8 +561,11 @@ class _Builder:
         if problems.empty:
             return
         details = [
-            {"summary": f"{status}: {reason} ({len(group)})", "items": sorted(group["name"])}
-            for (status, reason), group in problems.groupby(["status", "reason"])
+            {
+                "summary": f"{len(group)} {status} in {Path(file).name}: {reason}",
+                "items": sorted(group["name"]),
+            }
+            for (file, status, reason), group in problems.groupby(["file", "status", "reason"])
         ]
         self.sections.append(
             {
@@ -671,6 +683,15 @@ def _bias_table(bias: analysis.ModelBias) -> dict[str, Any]:
     }
 
 
+def _counts(table: Table) -> str:
+    """How many benchmarks were measured, and how many did not run or gave no measurement."""
+    measured = table.rows[["machine", "name", "label"]].drop_duplicates()
+    text = f"{len(measured)} benchmarks measured"
+    for status, n in table.problems["status"].value_counts().sort_index().items():
+        text += f", {n} {status}"
+    return text
+
+
 def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
     builder = _Builder(table, out)
@@ -698,7 +719,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     return {
         "title": "gpubench report",
         "headline": "; ".join(n["pair"] for n in builder.labels.values()),
-        "inputs": f"Inputs: {', '.join(files)}; {table.rows['name'].nunique()} benchmarks measured.",
+        "inputs": f"Inputs: {', '.join(files)}; {_counts(table)}.",
         "reference": reference,
         "warnings": table.warnings,
         "answer": builder.answer,
