@@ -30,7 +30,6 @@ from .stats import (
     MetricResult,
     compare_metric,
     describe_invalid,
-    plausible_counter,
     plausible_time,
 )
 
@@ -338,8 +337,6 @@ def _compare_benchmark(
                 [t / divisor[0] for t in btimes],
                 [t / divisor[1] for t in ctimes],
                 config.normalize.thresholds,
-                True,
-                plausible_counter,
             )
         )
     for counter in counters:

@@ -20,6 +20,7 @@ from typing import Sequence
 from .. import schema
 from ..benchjson import group_reasons
 from ..escape import md_code, md_text
+from ..stats import repetitions_needed
 from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
 from .stats import (
     CHANGED,
@@ -31,7 +32,6 @@ from .stats import (
     SAME,
     SLOWER,
     MetricResult,
-    repetitions_needed,
 )
 
 __all__ = [
