@@ -90,9 +90,8 @@ class RunComparison:
     n: int
     median_s: float
     ratio: float  # median of this run / median of the baseline
-    p_value: (
-        float  # one-sided U test of "this run is slower"; 1.0 when the ratio is below the floor
-    )
+    # One-sided U test of "this run is slower"; 1.0 when the ratio is below the floor.
+    p_value: float
     p_floor: float  # the smallest p these sample sizes can give
 
     def slower(self, rule: CheckRule) -> bool:
@@ -225,20 +224,9 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
             if series[-1].git_commit == newest_commit:
                 verdicts.append(judge(history, series, name, rule))
             else:
-                last = series[-1]
-                note = f"not measured at commit {newest_commit}; last at {last.git_commit}"
-                verdicts.append(
-                    BenchVerdict(
-                        name,
-                        MISSING,
-                        history.time_source(name, rule.time),
-                        0,
-                        0,
-                        math.nan,
-                        [],
-                        note,
-                    )
-                )
+                note = f"not measured at commit {newest_commit}; last at {series[-1].git_commit}"
+                source = history.time_source(name, rule.time)
+                verdicts.append(BenchVerdict(name, MISSING, source, 0, 0, math.nan, [], note))
         checks.append(MachineCheck(machine, runs, verdicts))
     return checks
 
