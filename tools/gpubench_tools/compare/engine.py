@@ -10,7 +10,6 @@ fails as "invalid".
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -161,28 +160,6 @@ def _nothing_measured(report: BenchReport, groups: dict[str, Group]) -> str:
     return f"{report.path}: no successfully measured benchmark to compare"
 
 
-def _log_median(values: list[float]) -> float:
-    med = statistics.median(values)
-    return math.log(med) if med > 0 else math.nan
-
-
-def _normaliser(
-    key: str, reference: list[str], base_log: dict[str, float], cont_log: dict[str, float]
-) -> tuple[float, float] | None:
-    """(baseline, contender) divisor for one benchmark: geometric mean of the reference medians.
-
-    The benchmark itself is left out of its own divisor, so a regression in it cannot shrink its
-    own normalised ratio; averaging several references makes the divisor steadier than any single
-    benchmark's median on a noisy machine.
-    """
-    others = [r for r in reference if r != key]
-    if not others:
-        return None
-    base = statistics.fmean(base_log[r] for r in others)
-    cont = statistics.fmean(cont_log[r] for r in others)
-    return math.exp(base), math.exp(cont)
-
-
 def _natural_key(name: str) -> list[Any]:
     """Sort m:64 before m:256: repetitions may be interleaved, so file order means nothing."""
     return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name)]
@@ -256,15 +233,26 @@ def _check_comparable(sides: _Sides) -> None:
 
 @dataclass
 class _Reference:
-    """The benchmarks whose times normalise the others (config "normalize"), with the log of
-    their median times on each side."""
+    """The benchmarks whose times normalise the others (config "normalize"), with their median
+    times on each side."""
 
     keys: list[str]
-    base_log: dict[str, float]
-    cont_log: dict[str, float]
+    base: dict[str, float]
+    cont: dict[str, float]
 
     def divisor(self, key: str) -> tuple[float, float] | None:
-        return _normaliser(key, self.keys, self.base_log, self.cont_log) if self.keys else None
+        """(baseline, contender) divisor for one benchmark: geometric mean of the reference
+        medians.
+
+        The benchmark itself is left out of its own divisor, so a regression in it cannot shrink
+        its own normalised ratio; averaging several references makes the divisor steadier than
+        any single benchmark's median on a noisy machine.
+        """
+        others = [r for r in self.keys if r != key]
+        if not others:
+            return None
+        mean = statistics.geometric_mean
+        return mean(self.base[r] for r in others), mean(self.cont[r] for r in others)
 
 
 def _normalisation_reference(
@@ -290,8 +278,8 @@ def _normalisation_reference(
         if not pattern.search(key):
             continue
         reference.keys.append(key)
-        reference.base_log[key] = _log_median([clock(r) for r in sides.base[key].rows])
-        reference.cont_log[key] = _log_median([clock(r) for r in sides.cont[key].rows])
+        reference.base[key] = statistics.median(clock(r) for r in sides.base[key].rows)
+        reference.cont[key] = statistics.median(clock(r) for r in sides.cont[key].rows)
     if not reference.keys:
         warnings.append(
             f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
