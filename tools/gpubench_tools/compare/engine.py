@@ -32,7 +32,14 @@ from .stats import (
     plausible_time,
 )
 
-__all__ = ["HARDWARE_KEYS", "ENVIRONMENT_KEYS", "UsageError", "compare_reports", "openblas_core"]
+__all__ = [
+    "HARDWARE_KEYS",
+    "ENVIRONMENT_KEYS",
+    "UsageError",
+    "compare_reports",
+    "natural_key",
+    "openblas_core",
+]
 
 # Context keys that name the hardware: if they differ, ratios compare machines, not code.
 HARDWARE_KEYS: tuple[str, ...] = (
@@ -160,7 +167,7 @@ def _nothing_measured(report: BenchReport, groups: dict[str, Group]) -> str:
     return f"{report.path}: no successfully measured benchmark to compare"
 
 
-def _natural_key(name: str) -> list[Any]:
+def natural_key(name: str) -> list[Any]:
     """Sort m:64 before m:256: repetitions may be interleaved, so file order means nothing."""
     return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name)]
 
@@ -195,7 +202,7 @@ class _Sides:
     @property
     def base_measured(self) -> list[str]:
         """Benchmarks with at least one measured repetition in the baseline, in natural order."""
-        return sorted((k for k, g in self.base.items() if g.rows), key=_natural_key)
+        return sorted((k for k, g in self.base.items() if g.rows), key=natural_key)
 
     @property
     def common(self) -> list[str]:
@@ -395,7 +402,7 @@ def _why_not_measured(group: Group) -> tuple[str, str]:
 
 def _not_compared(sides: _Sides) -> list[NameGroup]:
     """Benchmarks of the baseline without a measurement there: one group per reason."""
-    unmeasured = [key for key in sorted(sides.base, key=_natural_key) if not sides.base[key].rows]
+    unmeasured = [key for key in sorted(sides.base, key=natural_key) if not sides.base[key].rows]
     return [
         NameGroup(kind, reason, keys)
         for (kind, reason), keys in group_reasons(
@@ -439,7 +446,7 @@ def compare_reports(
         config=config,
         benchmarks=results,
         only_in_baseline=[k for k in sides.base_measured if k not in sides.cont],
-        only_in_contender=sorted((k for k in sides.cont if k not in sides.base), key=_natural_key),
+        only_in_contender=sorted((k for k in sides.cont if k not in sides.base), key=natural_key),
         hardware_differences=_context_differences(
             baseline.context, contender.context, HARDWARE_KEYS
         ),
