@@ -58,14 +58,14 @@ _VERDICT_TEXT = {
     SKIPPED: "skipped",
 }
 _ANSI = {
-    SLOWER: "31;1",
-    CHANGED: "31;1",
-    ERROR: "31;1",
-    INVALID: "31;1",
+    **dict.fromkeys((SLOWER, CHANGED, ERROR, INVALID), "31;1"),
     FASTER: "32",
     NOISY: "33",
     FEW: "33",
 }
+# Units of format_value, largest first; a value below the last still takes the last.
+_SECONDS = ((1.0, " s"), (1e-3, " ms"), (1e-6, " us"), (1e-9, " ns"))
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 
 
 def _line(text: object) -> str:
@@ -77,18 +77,9 @@ def _n(count: int, word: str = "benchmark") -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def _si(value: float) -> str:
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.4g}{prefix}"
-    return f"{value:.4g}"
-
-
-def _seconds(value: float) -> str:
-    for factor, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if abs(value) >= factor:
-            return f"{value / factor:.4g} {unit}"
-    return f"{value / 1e-9:.4g} ns"
+def _scaled(value: float, units: tuple[tuple[float, str], ...]) -> str:
+    factor, unit = next(((f, u) for f, u in units if abs(value) >= f), units[-1])
+    return f"{value / factor:.4g}{unit}"
 
 
 def format_value(metric: str, value: float) -> str:
@@ -96,10 +87,10 @@ def format_value(metric: str, value: float) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     if metric == "time" or schema.is_seconds(metric):
-        return _seconds(value)
+        return _scaled(value, _SECONDS)
     if metric == "time/ref":
         return f"{value:.4g}"
-    return _si(value)
+    return _scaled(value, _SI)
 
 
 def _metric_name(m: MetricResult) -> str:

@@ -1,4 +1,4 @@
-"""Statistics and verdicts for the regression compare tool.
+"""Verdicts of the regression compare tool, on the statistics of gpubench_tools.stats.
 
 Everything here works on plain lists of repetition values, so it can be tested without any JSON.
 A comparison is expressed as a *slowdown*: how many times worse the contender is than the
