@@ -19,7 +19,6 @@ from gpubench_tools.history.check import (
     REGRESSION,
     CheckRule,
     check_history,
-    min_one_sided_p,
     rolling_regressions,
 )
 from gpubench_tools.history.cli import main
@@ -155,13 +154,6 @@ def test_samples_too_few_for_alpha_say_so_instead_of_passing(tmp_path: Path) -> 
     assert "3 benchmarks not judged" in err
     _, out, _ = run_cli("check", str(db), "--verbose")
     assert f"not enough samples: {slow}: 1 vs 8 repetitions" in out
-
-
-def test_min_one_sided_p() -> None:
-    assert min_one_sided_p(3, 3) == pytest.approx(0.05)
-    assert min_one_sided_p(1, 8) == pytest.approx(1 / 9)
-    assert min_one_sided_p(5, 20) == pytest.approx(1 / 53130)
-    assert min_one_sided_p(0, 5) == 1.0
 
 
 def test_a_benchmark_failing_in_the_newest_run_fails_the_check(tmp_path: Path) -> None:

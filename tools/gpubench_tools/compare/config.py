@@ -239,14 +239,9 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
             raise _fail(path, f"the defaults file must set {', '.join(missing)}")
         start: dict[str, Any] = {}
     else:
-        start = {
-            "time": base.time,
-            "thresholds": base.thresholds,
-            "counters": list(base.counters),
-            "counter_direction": dict(base.counter_direction),
-            "exact_counters": list(base.exact_counters),
-            "gate_counters": base.gate_counters,
-        }
+        # "overrides" and "normalize" belong to one file: a file without them has none.
+        inherited = (k for k in _TOP_KEYS if k not in ("overrides", "normalize"))
+        start = {k: copy.deepcopy(getattr(base, k)) for k in inherited}
     if "time" in doc:
         if doc["time"] not in TIME_FIELDS:
             raise _fail(

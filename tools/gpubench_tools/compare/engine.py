@@ -10,7 +10,6 @@ fails as "invalid".
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -30,11 +29,17 @@ from .stats import (
     MetricResult,
     compare_metric,
     describe_invalid,
-    plausible_counter,
     plausible_time,
 )
 
-__all__ = ["HARDWARE_KEYS", "ENVIRONMENT_KEYS", "UsageError", "compare_reports", "openblas_core"]
+__all__ = [
+    "HARDWARE_KEYS",
+    "ENVIRONMENT_KEYS",
+    "UsageError",
+    "compare_reports",
+    "natural_key",
+    "openblas_core",
+]
 
 # Context keys that name the hardware: if they differ, ratios compare machines, not code.
 HARDWARE_KEYS: tuple[str, ...] = (
@@ -162,29 +167,7 @@ def _nothing_measured(report: BenchReport, groups: dict[str, Group]) -> str:
     return f"{report.path}: no successfully measured benchmark to compare"
 
 
-def _log_median(values: list[float]) -> float:
-    med = statistics.median(values)
-    return math.log(med) if med > 0 else math.nan
-
-
-def _normaliser(
-    key: str, reference: list[str], base_log: dict[str, float], cont_log: dict[str, float]
-) -> tuple[float, float] | None:
-    """(baseline, contender) divisor for one benchmark: geometric mean of the reference medians.
-
-    The benchmark itself is left out of its own divisor, so a regression in it cannot shrink its
-    own normalised ratio; averaging several references makes the divisor steadier than any single
-    benchmark's median on a noisy machine.
-    """
-    others = [r for r in reference if r != key]
-    if not others:
-        return None
-    base = statistics.fmean(base_log[r] for r in others)
-    cont = statistics.fmean(cont_log[r] for r in others)
-    return math.exp(base), math.exp(cont)
-
-
-def _natural_key(name: str) -> list[Any]:
+def natural_key(name: str) -> list[Any]:
     """Sort m:64 before m:256: repetitions may be interleaved, so file order means nothing."""
     return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name)]
 
@@ -219,7 +202,7 @@ class _Sides:
     @property
     def base_measured(self) -> list[str]:
         """Benchmarks with at least one measured repetition in the baseline, in natural order."""
-        return sorted((k for k, g in self.base.items() if g.rows), key=_natural_key)
+        return sorted((k for k, g in self.base.items() if g.rows), key=natural_key)
 
     @property
     def common(self) -> list[str]:
@@ -257,15 +240,26 @@ def _check_comparable(sides: _Sides) -> None:
 
 @dataclass
 class _Reference:
-    """The benchmarks whose times normalise the others (config "normalize"), with the log of
-    their median times on each side."""
+    """The benchmarks whose times normalise the others (config "normalize"), with their median
+    times on each side."""
 
     keys: list[str]
-    base_log: dict[str, float]
-    cont_log: dict[str, float]
+    base: dict[str, float]
+    cont: dict[str, float]
 
     def divisor(self, key: str) -> tuple[float, float] | None:
-        return _normaliser(key, self.keys, self.base_log, self.cont_log) if self.keys else None
+        """(baseline, contender) divisor for one benchmark: geometric mean of the reference
+        medians.
+
+        The benchmark itself is left out of its own divisor, so a regression in it cannot shrink
+        its own normalised ratio; averaging several references makes the divisor steadier than
+        any single benchmark's median on a noisy machine.
+        """
+        others = [r for r in self.keys if r != key]
+        if not others:
+            return None
+        mean = statistics.geometric_mean
+        return mean(self.base[r] for r in others), mean(self.cont[r] for r in others)
 
 
 def _normalisation_reference(
@@ -291,8 +285,8 @@ def _normalisation_reference(
         if not pattern.search(key):
             continue
         reference.keys.append(key)
-        reference.base_log[key] = _log_median([clock(r) for r in sides.base[key].rows])
-        reference.cont_log[key] = _log_median([clock(r) for r in sides.cont[key].rows])
+        reference.base[key] = statistics.median(clock(r) for r in sides.base[key].rows)
+        reference.cont[key] = statistics.median(clock(r) for r in sides.cont[key].rows)
     if not reference.keys:
         warnings.append(
             f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
@@ -338,8 +332,6 @@ def _compare_benchmark(
                 [t / divisor[0] for t in btimes],
                 [t / divisor[1] for t in ctimes],
                 config.normalize.thresholds,
-                True,
-                plausible_counter,
             )
         )
     for counter in counters:
@@ -410,7 +402,7 @@ def _why_not_measured(group: Group) -> tuple[str, str]:
 
 def _not_compared(sides: _Sides) -> list[NameGroup]:
     """Benchmarks of the baseline without a measurement there: one group per reason."""
-    unmeasured = [key for key in sorted(sides.base, key=_natural_key) if not sides.base[key].rows]
+    unmeasured = [key for key in sorted(sides.base, key=natural_key) if not sides.base[key].rows]
     return [
         NameGroup(kind, reason, keys)
         for (kind, reason), keys in group_reasons(
@@ -454,7 +446,7 @@ def compare_reports(
         config=config,
         benchmarks=results,
         only_in_baseline=[k for k in sides.base_measured if k not in sides.cont],
-        only_in_contender=sorted((k for k in sides.cont if k not in sides.base), key=_natural_key),
+        only_in_contender=sorted((k for k in sides.cont if k not in sides.base), key=natural_key),
         hardware_differences=_context_differences(
             baseline.context, contender.context, HARDWARE_KEYS
         ),

@@ -18,8 +18,9 @@ import re
 from typing import Sequence
 
 from .. import schema
-from ..benchjson import group_reasons
+from ..benchjson import BenchReport, group_reasons
 from ..escape import md_code, md_text
+from ..stats import repetitions_needed
 from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
 from .stats import (
     CHANGED,
@@ -31,7 +32,6 @@ from .stats import (
     SAME,
     SLOWER,
     MetricResult,
-    repetitions_needed,
 )
 
 __all__ = [
@@ -58,14 +58,14 @@ _VERDICT_TEXT = {
     SKIPPED: "skipped",
 }
 _ANSI = {
-    SLOWER: "31;1",
-    CHANGED: "31;1",
-    ERROR: "31;1",
-    INVALID: "31;1",
+    **dict.fromkeys((SLOWER, CHANGED, ERROR, INVALID), "31;1"),
     FASTER: "32",
     NOISY: "33",
     FEW: "33",
 }
+# Units of format_value, largest first; a value below the last still takes the last.
+_SECONDS = ((1.0, " s"), (1e-3, " ms"), (1e-6, " us"), (1e-9, " ns"))
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 
 
 def _line(text: object) -> str:
@@ -77,18 +77,9 @@ def _n(count: int, word: str = "benchmark") -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def _si(value: float) -> str:
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.4g}{prefix}"
-    return f"{value:.4g}"
-
-
-def _seconds(value: float) -> str:
-    for factor, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if abs(value) >= factor:
-            return f"{value / factor:.4g} {unit}"
-    return f"{value / 1e-9:.4g} ns"
+def _scaled(value: float, units: tuple[tuple[float, str], ...]) -> str:
+    factor, unit = next(((f, u) for f, u in units if abs(value) >= f), units[-1])
+    return f"{value / factor:.4g}{unit}"
 
 
 def format_value(metric: str, value: float) -> str:
@@ -96,10 +87,10 @@ def format_value(metric: str, value: float) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     if metric == "time" or schema.is_seconds(metric):
-        return _seconds(value)
+        return _scaled(value, _SECONDS)
     if metric == "time/ref":
         return f"{value:.4g}"
-    return _si(value)
+    return _scaled(value, _SI)
 
 
 def _metric_name(m: MetricResult) -> str:
@@ -137,6 +128,12 @@ def _verdict(m: MetricResult) -> str:
 
 def _p(m: MetricResult) -> str:
     return "-" if m.p_value is None else f"{m.p_value:.3g}"
+
+
+def _numbers(m: MetricResult) -> tuple[str, ...]:
+    """The cells between the metric's name and its verdict, the same in both tables."""
+    base, cont = format_value(m.metric, m.base.median), format_value(m.metric, m.cont.median)
+    return (base, cont, _ratio(m), _cv(m), _p(m))
 
 
 def failure_reason(bench: BenchComparison) -> str:
@@ -270,24 +267,14 @@ def info_groups(result: CompareResult) -> list[tuple[str, NameGroup]]:
     return out
 
 
-def _describe(report_side: dict[str, str | None]) -> list[str]:
-    return [
-        f"commit {report_side.get('git_commit') or '?'}",
-        str(report_side.get("date") or "no date"),
-        f"cpu {report_side.get('cpu_model') or '?'}",
-        f"gpu {report_side.get('gpu') or '?'}",
-    ]
-
-
-def _side(result: CompareResult, which: str) -> dict[str, str | None]:
-    report = result.baseline if which == "baseline" else result.contender
+def _describe(report: BenchReport) -> list[str]:
     ctx = report.context
-    return {
-        "git_commit": ctx.get("gpubench_git_commit"),
-        "date": ctx.get("date"),
-        "cpu_model": ctx.get("cpu_model"),
-        "gpu": ctx.get("gpu"),
-    }
+    return [
+        f"commit {ctx.get('gpubench_git_commit') or '?'}",
+        str(ctx.get("date") or "no date"),
+        f"cpu {ctx.get('cpu_model') or '?'}",
+        f"gpu {ctx.get('gpu') or '?'}",
+    ]
 
 
 def _thresholds_line(result: CompareResult) -> str:
@@ -377,10 +364,8 @@ def render_terminal(
         out.append("!" * width)
         out.extend(f"!! {line.ljust(width - 6)} !!" for line in banner)
         out.append("!" * width)
-    for which in ("baseline", "contender"):
-        report = result.baseline if which == "baseline" else result.contender
-        description = ", ".join(_describe(_side(result, which)))
-        out.append(_line(f"{which:<9}: {report.path} ({description})"))
+    for which, report in (("baseline", result.baseline), ("contender", result.contender)):
+        out.append(_line(f"{which:<9}: {report.path} ({', '.join(_describe(report))})"))
     for key, b, c in result.environment_differences:
         out.append(_line(f"note: {key} differs: {b} -> {c}"))
     for warning in result.warnings:
@@ -393,16 +378,7 @@ def render_terminal(
     for bench in _table_benches(result):
         for i, m in enumerate(_shown(bench)):
             name = _line(bench.name) if i == 0 else "    " + _line(_metric_name(m))
-            row = (
-                name,
-                format_value(m.metric, m.base.median),
-                format_value(m.metric, m.cont.median),
-                _ratio(m),
-                _cv(m),
-                _p(m),
-                _verdict(m),
-            )
-            table.append((row, m.verdict))
+            table.append(((name, *_numbers(m), _verdict(m)), m.verdict))
     if table:
         widths = [max(len(r[i]) for r in [header] + [t[0] for t in table]) for i in range(7)]
 
@@ -447,12 +423,8 @@ def _md_rows(benches: Sequence[BenchComparison]) -> list[str]:
             # this tool's own formatting (digits, units, '%', 'x', '-').
             name = md_code(bench.name) if i == 0 else ""
             verdict = f"**{_verdict(m)}**" if m.fails else _verdict(m)
-            rows.append(
-                f"| {name} | {md_text(_metric_name(m))} | "
-                f"{format_value(m.metric, m.base.median)} | "
-                f"{format_value(m.metric, m.cont.median)} | {_ratio(m)} | "
-                f"{_cv(m)} | {_p(m)} | {verdict} |"
-            )
+            cells = (name, md_text(_metric_name(m)), *_numbers(m), verdict)
+            rows.append("| " + " | ".join(cells) + " |")
     return rows
 
 
@@ -481,9 +453,8 @@ def render_markdown(result: CompareResult) -> str:
         out.append("")
     out.append(f"**gate: {word}**: {md_text(reason)}. {md_text(_headline(result))}.")
     out.append("")
-    for which in ("baseline", "contender"):
-        report = result.baseline if which == "baseline" else result.contender
-        described = ", ".join(md_text(part) for part in _describe(_side(result, which)))
+    for which, report in (("baseline", result.baseline), ("contender", result.contender)):
+        described = ", ".join(md_text(part) for part in _describe(report))
         out.append(f"- {which}: {md_code(report.path)} ({described})")
     out.append(f"- rule: {md_text(_thresholds_line(result))}")
     for key, b, c in result.environment_differences:

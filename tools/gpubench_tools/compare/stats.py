@@ -1,4 +1,4 @@
-"""Statistics and verdicts for the regression compare tool.
+"""Verdicts of the regression compare tool, on the statistics of gpubench_tools.stats.
 
 Everything here works on plain lists of repetition values, so it can be tested without any JSON.
 A comparison is expressed as a *slowdown*: how many times worse the contender is than the
@@ -9,29 +9,27 @@ rate such as FLOP/s (higher is better) it is baseline / contender. One threshold
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from scipy.stats import mannwhitneyu
-
-from ..benchjson import MAX_ABS_COUNTER, MAX_TIME_S, usable_counter
+from ..benchjson import MAX_TIME_S, usable_counter
+from ..stats import (
+    SampleStats,
+    enough_samples,
+    min_p_value,
+    ratio_of,
+    repetitions_needed,
+    u_test,
+)
 
 __all__ = [
     "BETTER_CHOICES",
-    "MAX_ABS_COUNTER",
-    "MAX_TIME_S",
-    "MIN_REPETITIONS",
     "MetricResult",
     "SampleStats",
     "Thresholds",
     "compare_metric",
     "describe_invalid",
-    "enough_samples",
-    "min_two_sided_p",
-    "plausible_counter",
     "plausible_time",
-    "repetitions_needed",
 ]
 
 # How a metric is judged: "lower" (times), "higher" (rates), "exact" (counters that define the
@@ -49,15 +47,6 @@ CHANGED = "changed"
 INFO = "info"
 FEW = "few"
 INVALID = "invalid"
-
-# Fewest repetitions a side for any verdict, whatever alpha allows: with 1 or 2 a side the
-# spread of a sample is unknown or meaningless.
-MIN_REPETITIONS = 3
-
-# A time per iteration outside (0, MAX_TIME_S] is not a measurement (Google Benchmark writes NaN
-# or Infinity when a division goes wrong), nor is a counter beyond MAX_ABS_COUNTER (whose square
-# would overflow the spread). The limits are the reader's row-validity rule (benchjson), so
-# compare and every other tool agree on what a measurement is.
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
 # benchmark's arguments, so only float formatting can make them differ.
@@ -92,46 +81,6 @@ class Thresholds:
             "alpha": self.alpha,
             "max_cv": self.max_cv,
             "check_fastest": self.check_fastest,
-        }
-
-
-@dataclass
-class SampleStats:
-    """Summary of the repetitions of one metric on one side."""
-
-    values: list[float]
-    n: int
-    median: float
-    mean: float
-    stdev: float
-    cv: float
-    min: float
-    max: float
-
-    @classmethod
-    def of(cls, values: list[float]) -> "SampleStats":
-        """Summary of plausible values (see plausible_time / plausible_counter): finite, so the
-        exact arithmetic of `statistics` cannot fail on NaN or infinity."""
-        vals = [float(v) for v in values]
-        if not vals:
-            nan = math.nan
-            return cls([], 0, nan, nan, nan, nan, nan, nan)
-        mean = statistics.fmean(vals)
-        # A single repetition has no spread: NaN says "unknown", which is not the same as 0.
-        stdev = statistics.stdev(vals) if len(vals) > 1 else math.nan
-        cv = stdev / abs(mean) if len(vals) > 1 and mean != 0 else math.nan
-        return cls(vals, len(vals), statistics.median(vals), mean, stdev, cv, min(vals), max(vals))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "median": self.median,
-            "mean": self.mean,
-            "stdev": self.stdev,
-            "cv": self.cv,
-            "min": self.min,
-            "max": self.max,
-            "values": self.values,
         }
 
 
@@ -185,66 +134,16 @@ class MetricResult:
 
 
 def plausible_time(seconds: float) -> bool:
-    """A time per iteration that can be a measurement: finite, > 0 and at most MAX_TIME_S."""
+    """A time per iteration that can be a measurement: finite, > 0 and at most benchjson's
+    MAX_TIME_S. A row benchjson finds sound can still hold a 0 time (one that ran no iterations)
+    or no cpu_time at all, so compare asks this of the clock it reads."""
     return math.isfinite(seconds) and 0.0 < seconds <= MAX_TIME_S
-
-
-def plausible_counter(value: float) -> bool:
-    """A counter value that can be a measurement: finite and within MAX_ABS_COUNTER.
-    (Zero and negative values are legitimate counters: skipped_steps, t_overhead.)"""
-    return usable_counter(value)
 
 
 def describe_invalid(values: list[float]) -> str:
     """'nan, inf' or '0, -1.5e-06': the distinct implausible values, for a one-line reason."""
-    seen: list[str] = []
-    for value in values:
-        text = f"{value:g}"
-        if text not in seen:
-            seen.append(text)
-    shown = ", ".join(seen[:3])
-    return shown + (", ..." if len(seen) > 3 else "")
-
-
-def min_two_sided_p(n1: int, n2: int) -> float:
-    """Smallest two-sided p-value the exact U test can give for these sample sizes.
-
-    With 3 repetitions a side it is 0.1, so a test at alpha = 0.05 could never fire.
-    """
-    if n1 < 1 or n2 < 1:
-        return 1.0
-    return min(1.0, 2.0 / math.comb(n1 + n2, n1))
-
-
-def enough_samples(n1: int, n2: int, alpha: float) -> bool:
-    """Whether a verdict is possible at all: MIN_REPETITIONS a side, and sizes for which the U
-    test can reach p < alpha (else every difference would be "not significant", a "same" that
-    was never tested)."""
-    return min(n1, n2) >= MIN_REPETITIONS and min_two_sided_p(n1, n2) < alpha
-
-
-def repetitions_needed(alpha: float) -> int:
-    """Fewest repetitions a side (the same on both) that can give a verdict at this alpha:
-    4 at alpha = 0.05, 5 at 0.01 (smallest p 0.029 and 0.0079)."""
-    n = MIN_REPETITIONS
-    while not enough_samples(n, n, alpha):
-        n += 1
-    return n
-
-
-def _u_test(base: list[float], cont: list[float]) -> float:
-    if len(set(base) | set(cont)) == 1:
-        return 1.0  # every value identical: nothing to test, and scipy would return NaN
-    p = float(mannwhitneyu(cont, base, alternative="two-sided").pvalue)
-    return 1.0 if math.isnan(p) else p
-
-
-def _ratio(cont_median: float, base_median: float) -> float:
-    if base_median == cont_median:
-        return 1.0
-    if base_median == 0:
-        return math.inf
-    return cont_median / base_median
+    seen = list(dict.fromkeys(f"{value:g}" for value in values))
+    return ", ".join(seen[:3]) + (", ..." if len(seen) > 3 else "")
 
 
 def _plural(n: int, word: str) -> str:
@@ -258,7 +157,7 @@ def compare_metric(
     cont_values: list[float],
     thresholds: Thresholds,
     gating: bool = True,
-    plausible: Callable[[float], bool] = plausible_counter,
+    plausible: Callable[[float], bool] = usable_counter,
 ) -> MetricResult:
     """Compare the repetitions of one metric and give a verdict.
 
@@ -266,7 +165,7 @@ def compare_metric(
     left out and noted. When the contender has such values and the baseline had none (or the
     contender has nothing else), the verdict is "invalid": the measurement broke.
 
-    few (not enough samples): fewer than MIN_REPETITIONS a side, or too few for the U test to
+    few (not enough samples): fewer than stats.MIN_REPETITIONS a side, or too few for the U test to
     ever reach p < alpha; `needed` says how many repetitions a side would do. Nothing is called
     slower, faster or same without the samples to decide it.
     slower/faster: the median slowdown is beyond max_ratio (either way) AND the U test gives
@@ -279,7 +178,7 @@ def compare_metric(
     cont_invalid = [float(v) for v in cont_values if not plausible(float(v))]
     base = SampleStats.of([v for v in base_values if plausible(float(v))])
     cont = SampleStats.of([v for v in cont_values if plausible(float(v))])
-    ratio = _ratio(cont.median, base.median) if base.n and cont.n else math.nan
+    ratio = ratio_of(cont.median, base.median) if base.n and cont.n else math.nan
     notes: list[str] = []
 
     def result(
@@ -356,14 +255,14 @@ def compare_metric(
 
     p_value: float | None = None
     if base.n >= 2 and cont.n >= 2:
-        p_value = _u_test(base.values, cont.values)
+        p_value = u_test(cont.values, base.values)
 
     if not enough_samples(base.n, cont.n, thresholds.alpha):
         needed = repetitions_needed(thresholds.alpha)
         reps = str(base.n) if base.n == cont.n else f"{base.n} vs {cont.n}"
         notes.append(
             f"not enough samples: n={reps}; the U test needs {needed} repetitions a side to reach "
-            f"alpha={thresholds.alpha:g} (smallest p now {min_two_sided_p(base.n, cont.n):.3g}); "
+            f"alpha={thresholds.alpha:g} (smallest p now {min_p_value(base.n, cont.n):.3g}); "
             f"rerun with --benchmark_repetitions={needed} (the median moved {slowdown:.2f}x)"
         )
         return result(FEW, slowdown, p_value, best_slowdown, needed)

@@ -24,6 +24,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from ..compare.engine import natural_key  # noqa: E402
 from ..escape import html_text
 from ..units import fmt_time  # noqa: E402
 from .check import (  # noqa: E402
@@ -47,11 +48,6 @@ _MACHINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#17be
 _REGRESSION_COLOR = "#d62728"
 
 
-def _natural_key(name: str) -> list[object]:
-    """Sort m:64 before m:128: numbers compare as numbers."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "benchmarks"
 
@@ -64,7 +60,7 @@ def _families(history: History) -> dict[str, list[str]]:
     families: dict[str, list[str]] = {}
     for name, info in history.benchmarks.items():
         families.setdefault(info.family, []).append(name)
-    return {f: sorted(names, key=_natural_key) for f, names in sorted(families.items())}
+    return {f: sorted(names, key=natural_key) for f, names in sorted(families.items())}
 
 
 def _draw_panel(

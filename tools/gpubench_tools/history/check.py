@@ -29,6 +29,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from ..stats import min_p_value, ratio_of, u_test
 from .series import History
 from .store import Machine, Run
 
@@ -39,7 +40,6 @@ __all__ = [
     "RunComparison",
     "check_history",
     "judge",
-    "min_one_sided_p",
     "rolling_regressions",
     "FAILED",
     "MISSING",
@@ -90,9 +90,8 @@ class RunComparison:
     n: int
     median_s: float
     ratio: float  # median of this run / median of the baseline
-    p_value: (
-        float  # one-sided U test of "this run is slower"; 1.0 when the ratio is below the floor
-    )
+    # One-sided U test of "this run is slower"; 1.0 when the ratio is below the floor.
+    p_value: float
     p_floor: float  # the smallest p these sample sizes can give
 
     def slower(self, rule: CheckRule) -> bool:
@@ -132,37 +131,15 @@ class MachineCheck:
         return any(v.verdict in FAILING_VERDICTS for v in self.verdicts)
 
 
-def min_one_sided_p(n1: int, n2: int) -> float:
-    """Smallest one-sided p-value of the exact U test for samples of n1 and n2 values.
-
-    It is reached when every value of one sample is above every value of the other, one
-    arrangement out of C(n1 + n2, n1). 3 repetitions against 3 cannot go below 0.05.
-    """
-    if n1 < 1 or n2 < 1:
-        return 1.0
-    return 1.0 / math.comb(n1 + n2, n1)
-
-
-def _u_test_slower(newer: list[float], base: list[float]) -> float:
-    # Imported here: scipy takes seconds to import, and `add` (which imports this module through
-    # the command line) never tests anything.
-    from scipy.stats import mannwhitneyu
-
-    if len(set(newer) | set(base)) == 1:
-        return 1.0  # all values equal: nothing is slower, and scipy would return NaN
-    p = float(mannwhitneyu(newer, base, alternative="greater").pvalue)
-    return 1.0 if math.isnan(p) else p
-
-
 def _compare(
     run: Run, values: list[float], base: list[float], base_median: float, rule: CheckRule
 ) -> RunComparison:
     median = statistics.median(values)
-    ratio = median / base_median if base_median > 0 else math.inf
+    ratio = ratio_of(median, base_median)
     # The U test is the expensive part; below the effect-size floor its answer cannot matter.
-    p = _u_test_slower(values, base) if ratio >= rule.min_ratio else 1.0
+    p = u_test(values, base, "greater") if ratio >= rule.min_ratio else 1.0
     return RunComparison(
-        run, len(values), median, ratio, p, min_one_sided_p(len(values), len(base))
+        run, len(values), median, ratio, p, min_p_value(len(values), len(base), "greater")
     )
 
 
@@ -247,20 +224,9 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
             if series[-1].git_commit == newest_commit:
                 verdicts.append(judge(history, series, name, rule))
             else:
-                last = series[-1]
-                note = f"not measured at commit {newest_commit}; last at {last.git_commit}"
-                verdicts.append(
-                    BenchVerdict(
-                        name,
-                        MISSING,
-                        history.time_source(name, rule.time),
-                        0,
-                        0,
-                        math.nan,
-                        [],
-                        note,
-                    )
-                )
+                note = f"not measured at commit {newest_commit}; last at {series[-1].git_commit}"
+                source = history.time_source(name, rule.time)
+                verdicts.append(BenchVerdict(name, MISSING, source, 0, 0, math.nan, [], note))
         checks.append(MachineCheck(machine, runs, verdicts))
     return checks
 

@@ -54,36 +54,18 @@ def _error(message: str) -> None:
 
 def _add_rule_options(parser: argparse.ArgumentParser) -> None:
     defaults = CheckRule()
-    parser.add_argument(
-        "--min-ratio",
-        type=float,
-        default=defaults.min_ratio,
-        help="effect-size floor: median slowdown that counts (default %(default)s = 10%% slower)",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=float,
-        default=defaults.alpha,
-        help="one-sided Mann-Whitney U test level (default %(default)s)",
-    )
-    parser.add_argument(
-        "--window",
-        type=int,
-        default=defaults.window,
-        help="earlier runs of the same machine that form the baseline (default %(default)s)",
-    )
-    parser.add_argument(
-        "--confirm",
-        type=int,
-        default=defaults.confirm,
-        help="newest runs that must all be slower (default %(default)s)",
-    )
-    parser.add_argument(
-        "--min-history",
-        type=int,
-        default=defaults.min_history,
-        help="fewest baseline runs before a benchmark is judged (default %(default)s)",
-    )
+    for name, text in (
+        ("min_ratio", "effect-size floor: median slowdown that counts (1.10 = 10%% slower)"),
+        ("alpha", "one-sided Mann-Whitney U test level"),
+        ("window", "earlier runs of the same machine that form the baseline"),
+        ("confirm", "newest runs that must all be slower"),
+        ("min_history", "fewest baseline runs before a benchmark is judged"),
+    ):
+        default = getattr(defaults, name)
+        flag = "--" + name.replace("_", "-")
+        parser.add_argument(
+            flag, type=type(default), default=default, help=text + " (default %(default)s)"
+        )
     parser.add_argument(
         "--time",
         choices=TIME_CHOICES,
@@ -159,6 +141,19 @@ def _rule(args: argparse.Namespace) -> CheckRule:
         except re.error as exc:
             raise HistoryError(f"--filter {args.filter!r} is not a regular expression: {exc}")
     return rule
+
+
+def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
+    """The rule and the stored runs that check and chart read; an empty selection is an error,
+    not a pass."""
+    rule = _rule(args)
+    with HistoryStore.open(args.db) as store:
+        history = History.load(store, args.filter)
+    if history.run_count == 0:
+        raise HistoryError(f"{args.db}: no runs stored (add some with 'add')")
+    if not history.benchmarks:
+        raise HistoryError(f"--filter {args.filter!r} matches no stored benchmark")
+    return rule, history
 
 
 # --- add ---------------------------------------------------------------------------------------
@@ -257,13 +252,7 @@ def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    rule = _rule(args)
-    with HistoryStore.open(args.db) as store:
-        history = History.load(store, args.filter)
-    if history.run_count == 0:
-        raise HistoryError(f"{args.db}: no runs stored (add some with 'add')")
-    if not history.benchmarks:
-        raise HistoryError(f"--filter {args.filter!r} matches no stored benchmark")
+    rule, history = _load(args)
     checks = check_history(history, rule)
     if args.quiet:
         return _quiet_check(checks, rule)
@@ -307,13 +296,7 @@ def _quiet_check(checks: list[MachineCheck], rule: CheckRule) -> int:
 def _cmd_chart(args: argparse.Namespace) -> int:
     from .chart import write_charts  # matplotlib only for this command
 
-    rule = _rule(args)
-    with HistoryStore.open(args.db) as store:
-        history = History.load(store, args.filter)
-    if history.run_count == 0:
-        raise HistoryError(f"{args.db}: no runs stored (add some with 'add')")
-    if not history.benchmarks:
-        raise HistoryError(f"--filter {args.filter!r} matches no stored benchmark")
+    rule, history = _load(args)
     index = write_charts(history, rule, args.out)
     print(f"wrote {index}")
     return EXIT_OK

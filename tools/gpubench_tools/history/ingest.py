@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from datetime import datetime, timezone
 from typing import Any
 
 from ..benchjson import BenchRow, describe_invalid, invalid_rows, load_report, usable_counter
+from ..compare.engine import openblas_core as compare_core
 from ..timing import is_manual_time, not_measured_reason
 from .store import BenchmarkInfo, Failure, HistoryError, RunRecord, Sample
 
@@ -27,17 +27,12 @@ UNKNOWN = "unknown"
 # Context keys copied into the machine description as they are.
 _MACHINE_KEYS: tuple[str, ...] = ("cpu_model", "cpu_logical_cpus", "gpu", "cuda_driver_version")
 
-# "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ... core=Haswell": the kernel set actually in use.
-_OPENBLAS_CORE = re.compile(r"\bcore=(\S+)")
-
 
 def openblas_core(context: dict[str, Any]) -> str:
-    """The OpenBLAS kernel set of the run. It changes CPU GEMM times 2x on the same CPU."""
-    match = _OPENBLAS_CORE.search(str(context.get("openblas_config", "")))
-    if match:
-        return match.group(1)
+    """The OpenBLAS kernel set of the run, read as gpubench-compare reads it, else the
+    OPENBLAS_CORETYPE the run was started with. It changes CPU GEMM times 2x on the same CPU."""
     env = str(context.get("openblas_coretype_env", ""))
-    return env if env and env != "unset" else UNKNOWN
+    return compare_core(context) or (env if env and env != "unset" else UNKNOWN)
 
 
 def machine_description(context: dict[str, Any]) -> dict[str, str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
@@ -128,6 +128,8 @@ class BenchmarkInfo:
 
 @dataclass(frozen=True)
 class Sample:
+    """One repetition; the fields after `benchmark` are the samples table's columns, in order."""
+
     benchmark: str
     repetition: int
     real_time_s: float
@@ -297,17 +299,7 @@ class HistoryStore:
         conn.executemany(
             "INSERT INTO samples (run_id, benchmark_id, repetition, real_time_s, cpu_time_s, "
             "iterations) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    run_id,
-                    bench_ids[s.benchmark],
-                    s.repetition,
-                    s.real_time_s,
-                    s.cpu_time_s,
-                    s.iterations,
-                )
-                for s in record.samples
-            ],
+            [(run_id, bench_ids[s.benchmark], *astuple(s)[1:]) for s in record.samples],
         )
         conn.executemany(
             "INSERT INTO failures (run_id, benchmark_id, repetition, reason) VALUES (?, ?, ?, ?)",
