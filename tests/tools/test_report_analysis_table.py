@@ -164,14 +164,14 @@ def test_speedup_curve_takes_fastest_cpu_threads() -> None:
     assert not curve["noisy"].any()
 
 
-def test_speedup_curve_flags_noise_and_single_iteration() -> None:
+def test_speedup_curve_flags_noise_and_few_repetitions() -> None:
     s = _summary(
         backend=["cpu", "cpu", "gpu", "gpu"],
         n=[1, 2, 1, 2],
         time_s=[1.0, 1.0, 1.0, 1.0],
         time_max_s=[1.0 + A.NOISY_SPREAD + 0.01, 1.0, 1.0, 1.0],
         time_min_s=[1.0, 1.0, 1.0, 1.0],
-        single_iteration=[False, False, False, True],
+        repetitions=[5, 5, 5, 2],
     )
     curve = A.speedup_curve(s, {"backend": "cpu"}, {"backend": "gpu"}, ["n"])
     assert curve["noisy"].tolist() == [True, False]

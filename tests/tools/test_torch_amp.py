@@ -20,8 +20,7 @@ import pytest
 from conftest import REPO
 
 from gpubench_tools.benchjson import iteration_rows, load_report
-from gpubench_tools.dataset import load_sources
-from gpubench_tools.report.precision_analysis import precision_pairs
+from gpubench_tools.table import load_table
 
 SCRIPT = REPO / "tools" / "reference" / "torch_amp.py"
 # bench's flop count of one Iris epoch (4-10-3, batch 120): the committed H100 run's
@@ -92,11 +91,12 @@ def test_cpu_rows_are_named_labelled_and_paired_like_the_suites(tmp_path: Path) 
     # The context identifies the machine the way bench's does, so the two files merge.
     assert report.context["host_name"] == socket.gethostname()
     assert report.context["cpu_logical_cpus"] == str(os.cpu_count())
-    (src,), _ = load_sources([str(out)])
-    pairs = precision_pairs(src)
+    # The table reads every row with its precision and a step time.
+    rows = load_table([str(out)]).rows
     ran = {r.name for r in iteration_rows(report) if "precision:" in r.name}
-    assert {p.mixed.point.run_name for p in pairs} == ran
-    assert all(p.path == "PyTorch CPU eager" and p.speedup > 0 for p in pairs)
+    mixed = rows[rows["name"].isin(ran)]
+    assert set(mixed["name"]) == ran and (mixed["precision"] != "fp32").all()
+    assert (mixed["t_step"] > 0).all()
 
 
 def test_without_pytorch_it_says_so_and_exits_2(tmp_path: Path) -> None:

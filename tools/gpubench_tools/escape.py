@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["html_text", "md_code", "md_text"]
+__all__ = ["html_line", "html_text", "md_code", "md_text"]
 
 # What can turn text into markup anywhere in a CommonMark / GitHub Markdown line: backslash,
 # code spans, emphasis, link and image brackets, table pipes, strikethrough. '<', '>' and '&' become
@@ -50,3 +50,9 @@ def md_code(text: object) -> str:
 def html_text(text: object) -> str:
     """Text for HTML element content or a quoted attribute value."""
     return html.escape(str(text), quote=True)
+
+
+def html_line(text: object) -> str:
+    """HTML text on one line: for an element inside Markdown (a <summary>), where a line break
+    would end the HTML block and start Markdown (a fake heading)."""
+    return html_text(_one_line(text))

@@ -95,16 +95,20 @@ def _ctx_str(context: dict[str, Any], key: str) -> str | None:
 
 
 def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Two contexts describe the same hardware: the same GPU, CPU model and logical CPU count,
-    and the same host name where both record one. A context naming neither a GPU nor a CPU
-    identifies nothing and never matches."""
-    gpu = _ctx_str(a, "gpu")
-    if _ctx_str(a, "cpu_model") is None and (gpu is None or gpu.lower() == "none"):
+    """Two contexts describe the same hardware: the same GPU, and the same CPU model, logical
+    CPU count and host name where both record them (PyTorch reference files name the GPU but
+    not the CPU). A context naming neither a GPU nor a CPU identifies nothing and never matches;
+    without a GPU, the CPU model must be on both."""
+    gpu = _gpu_name(a)
+    if gpu != _gpu_name(b):
         return False
-    if any(_ctx_str(a, k) != _ctx_str(b, k) for k in ("gpu", "cpu_model", "cpu_logical_cpus")):
+    if gpu is None and (_ctx_str(a, "cpu_model") is None or _ctx_str(b, "cpu_model") is None):
         return False
-    host_a, host_b = _ctx_str(a, "host_name"), _ctx_str(b, "host_name")
-    return host_a is None or host_b is None or host_a == host_b
+    for key in ("cpu_model", "cpu_logical_cpus", "host_name"):
+        value_a, value_b = _ctx_str(a, key), _ctx_str(b, key)
+        if value_a is not None and value_b is not None and value_a != value_b:
+            return False
+    return True
 
 
 def _same_host(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -195,7 +199,7 @@ def _problems(report: BenchReport) -> tuple[list[dict[str, Any]], list[str]]:
             status, reason = "invalid", row.invalid
         elif row.error is not None and row.run_type == "iteration":
             status = "skipped" if row.skipped else "failed"
-            reason = skip_reason(row.error) or row.error
+            reason = row.error  # the whole message: the report shows it once per group
         else:
             continue
         if (row.run_name, status) in seen:
@@ -217,7 +221,7 @@ def _problems(report: BenchReport) -> tuple[list[dict[str, Any]], list[str]]:
     counts = Counter(p["status"] for p in out if p["status"] != "invalid")
     for status, n in sorted(counts.items()):
         were = ("was" if n == 1 else "were") if status == "skipped" else ""
-        reasons = Counter(p["reason"] for p in out if p["status"] == status)
+        reasons = Counter(skip_reason(p["reason"]) for p in out if p["status"] == status)
         why = f", {', '.join(reasons)}" if status == "skipped" else ""
         warnings.append(
             f"{n} benchmark{'' if n == 1 else 's'} in {report.path} {were} {status}{why} "

@@ -23,7 +23,7 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from ..units import approx, fmt_bytes, fmt_pct, fmt_ratio, fmt_size, fmt_time
 from . import analysis
 from .charts import Chart, draw
-from .topics import CONTEXT_NAMES, PART_LABELS, PART_MEANINGS, TOPICS, Topic
+from .topics import CONTEXT_NAMES, PART_LABELS, PART_MEANINGS, PEERS, TOPICS, Topic
 
 __all__ = ["build_document", "select"]
 
@@ -513,6 +513,51 @@ class _Builder:
             }
         )
 
+    # --- against PyTorch ---------------------------------------------------------------------
+
+    def peers_section(self) -> None:
+        """The suite's own paths against the same work in PyTorch, where a run has its rows."""
+        tables = []
+        for peer in PEERS:
+            ours, theirs = select(self.summary, peer.ours), select(self.summary, peer.peer)
+            if ours.empty or theirs.empty:
+                continue
+            keys = [k for k in peer.keys if k in ours and k in theirs]
+            # Pair with the curve of the answer: "cpu" is the peer, "gpu" is ours, so the
+            # speedup is PyTorch's time over ours.
+            both = pd.concat([theirs.assign(side="peer"), ours.assign(side="ours")])
+            curve = analysis.speedup_curve(
+                both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col
+            )
+            if curve.empty:
+                continue
+            rows = [
+                [" ".join(f"{k}={_cell(r[k])}" for k in keys),
+                 fmt_time(r["gpu_time"]), fmt_time(r["cpu_time"]),
+                 f"{fmt_ratio(r['speedup'])}{_noise_mark(r)}"]  # fmt: skip
+                for _, r in curve.iterrows()
+            ]
+            tables.append(
+                {
+                    "caption": peer.title,
+                    "headers": ["case", "ours", "PyTorch eager", "PyTorch / ours"],
+                    "rows": rows,
+                }
+            )
+        if tables:
+            self.sections.append(
+                {
+                    "id": "pytorch",
+                    "title": "Against PyTorch",
+                    "paragraphs": [
+                        "The same work in PyTorch, measured in the same session as the suite's "
+                        "rows (tools/reference/): above 1x the suite is faster."
+                    ],
+                    "charts": [],
+                    "tables": tables,
+                }
+            )
+
     # --- device memory ------------------------------------------------------------------------
 
     def memory_section(self) -> None:
@@ -612,6 +657,10 @@ class _Builder:
         return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
 
 
+def _cell(value: Any) -> str:
+    return fmt_size(value) if isinstance(value, float) else str(value)
+
+
 def _context_text(value: Any) -> str:
     if value is None or value == "":
         return ""
@@ -700,6 +749,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     builder.breakdown_section()
     builder.model_section()
     builder.threads_section()
+    builder.peers_section()
     builder.memory_section()
     builder.problems_section()
     machine = table.machines.iloc[0]

@@ -13,7 +13,7 @@ from typing import Any
 
 import jinja2
 
-from ..escape import md_code, md_text
+from ..escape import html_line, md_code, md_text
 
 __all__ = ["write_report"]
 
@@ -28,6 +28,7 @@ def _environment(out: Path, autoescape: bool) -> jinja2.Environment:
     )
     env.filters["md"] = md_text
     env.filters["code"] = md_code
+    env.filters["html_line"] = html_line
     # Inline each PNG so the one HTML file opens offline and can be mailed around.
     env.filters["inline_png"] = lambda name: base64.b64encode((out / name).read_bytes()).decode()
     return env

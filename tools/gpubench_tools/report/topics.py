@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Topic", "TOPICS", "PART_LABELS", "PART_MEANINGS", "CONTEXT_NAMES"]
+__all__ = ["Peer", "PEERS", "Topic", "TOPICS", "PART_LABELS", "PART_MEANINGS", "CONTEXT_NAMES"]
 
 # The GPU training rows compared with the CPU: the suite's own paths, no host copy of the inputs each step
 # (`input` absent or resident, not pageable/pinned) and no loss read back each step
@@ -130,6 +130,50 @@ TOPICS: tuple[Topic, ...] = (
         time_col="t_step",
         time_name="step",
         gpu_path="bf16 products with fp32 master weights and loss scaling",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Peer:
+    """The same work run by a peer library (PyTorch) and by the suite: the ratio peer / ours,
+    above 1 where the suite is faster."""
+
+    title: str
+    ours: dict[str, Any]
+    peer: dict[str, Any]
+    keys: tuple[str, ...]
+    time_col: str = "time_s"
+
+
+_TORCH_TRAINING = ("torch_eager",)
+PEERS: tuple[Peer, ...] = (
+    Peer(
+        title="GEMM kernel: torch.mm against cuBLAS",
+        ours={"workload": "matmul", "backend": "gpu", "variant": "cublas_kernel"},
+        peer={"workload": "matmul", "backend": "gpu", "variant": "torch_mm"},
+        keys=("dtype", "m", "n", "k"),
+    ),
+    Peer(
+        title="MLP training step: PyTorch eager against the suite's eager path",
+        ours={"workload": "mlp", "variant": "eager", "input": (None, "resident")},
+        peer={"workload": "mlp", "variant": _TORCH_TRAINING},
+        keys=("backend", "data", "hidden", "batch", "readback", "precision"),
+        time_col="t_step",
+    ),
+    Peer(
+        title="MLP training step on the CPU: PyTorch against the suite's fastest CPU path",
+        ours={"workload": "mlp", "backend": "cpu", "variant": ("openblas", "small")},
+        peer={"workload": "mlp", "backend": "cpu", "variant": _TORCH_TRAINING},
+        keys=("data", "hidden", "batch", "precision"),
+        time_col="t_step",
+    ),
+    Peer(
+        title="CNN training step: PyTorch eager against the suite",
+        ours={"workload": "cnn", "variant": ("eager", "openblas")},
+        peer={"workload": "cnn", "variant": _TORCH_TRAINING},
+        keys=("backend", "batch", "precision"),
+        time_col="t_step",
     ),
 )
 
