@@ -135,8 +135,10 @@ def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) ->
     proc = _gpu_check(_stand_in_machine(tmp_path, []), "report", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     md = read_md(out / "report" / "report.md")
-    assert "test-gpu-mlp.json + test-gpu-torch-amp.json (H100 80GB HBM3 with" in md
-    assert "| PyTorch eager | PyTorch / ours |" in md
+    # One machine: the torch-amp file's rows meet the sweep's, PyTorch's step over ours.
+    assert md.startswith("# gpubench report: Hand-made Test CPU vs H100 80GB HBM3\n")
+    assert "Inputs: test-gpu-mlp.json, test-gpu-torch-amp.json;" in md
+    assert "| case | ours | PyTorch eager | PyTorch / ours |" in md
 
 
 def test_gpu_check_uses_the_python_rule() -> None:

@@ -97,7 +97,7 @@ def _ends(first: pd.Series, last: pd.Series, topic: Topic) -> str:
 def _wins_at(curve: pd.DataFrame, x: str, x_name: str) -> str:
     wins = curve.loc[curve["speedup"] > 1, x]
     if wins.empty:
-        return "nowhere measured"
+        return "no size measured"
     if len(wins) == len(curve):
         return "every size measured"
     if wins.min() > curve.loc[curve["speedup"] <= 1, x].max():
@@ -255,8 +255,9 @@ class _Builder:
         mine = [a for a in self.answer if a["anchor"] == topic.id and "cpu_config" in a]
         paragraphs = [
             f"{a['workload']}: the GPU wins at {a['wins']}; crossover: {a['crossover']}; "
-            f"speedup {a['ends']}. Where the GPU loses, the largest part of its time is: "
-            f"{a['why']}. CPU side: {a['cpu_config']}."
+            f"speedup {a['ends']}. "
+            + (f"Where the GPU loses, most of its time is {a['why']}. " if a["why"] != "—" else "")
+            + f"CPU side: {a['cpu_config']}."
             for a in mine
         ]
         headers = (["line"] if several or series else []) + [
@@ -732,6 +733,17 @@ def _bias_table(bias: analysis.ModelBias) -> dict[str, Any]:
     }
 
 
+def _made_by_hand(table: Table) -> list[str]:
+    """Test data says so in its context (`generated_by`); the report says it first."""
+    said = []
+    for _, m in table.machines.iterrows():
+        for ctx in (m["context"], m["gpu_context"]):
+            note = ctx.get("generated_by")
+            if note and f"Not a measurement: {note}" not in said:
+                said.append(f"Not a measurement: {note}")
+    return said
+
+
 def _counts(table: Table) -> str:
     """How many benchmarks were measured, and how many did not run or gave no measurement."""
     measured = table.rows[["machine", "name", "label"]].drop_duplicates()
@@ -771,7 +783,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         "headline": "; ".join(n["pair"] for n in builder.labels.values()),
         "inputs": f"Inputs: {', '.join(files)}; {_counts(table)}.",
         "reference": reference,
-        "warnings": table.warnings,
+        "warnings": _made_by_hand(table) + table.warnings,
         "answer": builder.answer,
         "few_samples": builder.few_samples,
         "marks": {"few": FEW_MARK, "noisy": NOISY_MARK},
