@@ -87,10 +87,17 @@ def _threads_text(threads: Any) -> str:
 
 def _ends(first: pd.Series, last: pd.Series, topic: Topic) -> str:
     """The speedup at the smallest and the largest size, each with its noise mark."""
-    text = f"{fmt_ratio(first['speedup'])}{_noise_mark(first)} at {topic.x_name} "
-    text += fmt_size(first[topic.x])
+
+    def at(row: pd.Series, name: str) -> str:
+        # Training topics take the fastest GPU path at each size: say which one it was.
+        path = f" ({row['gpu_variant']})" if topic.time_col == "t_step" else ""
+        return (
+            f"{fmt_ratio(row['speedup'])}{_noise_mark(row)} at {name}{fmt_size(row[topic.x])}{path}"
+        )
+
+    text = at(first, f"{topic.x_name} ")
     if last[topic.x] != first[topic.x]:
-        text += f" → {fmt_ratio(last['speedup'])}{_noise_mark(last)} at {fmt_size(last[topic.x])}"
+        text += " → " + at(last, "")
     return text
 
 
