@@ -1,10 +1,11 @@
 """gpubench tools: read the JSON that `bench` writes and turn it into reports and comparisons.
 
-Shared by both tools: `benchjson` (the one reader of the file format, and the rule that tells a
-skipped row from a failed one), `schema` (every counter's unit and direction, the label keys),
-`dataset` (rows reduced to points and classified by their label), `overhead_model`, `crossover`
-and `units`; `cli` (exit codes, usage names) and `escape` (Markdown and HTML escaping). The tools:
-`report` (gpubench-report), `compare` (gpubench-compare), `history`, `export` and `advise`.
+Shared by the tools: `benchjson` (the one reader of the file format, and the rule that tells a
+skipped row from a failed one), `table` (every file into one pandas table, a row per repetition,
+classified by its label), `stats` (the statistics of compare and history), `schema` (every
+counter's unit and direction, the label keys), `overhead_model` and `units`; `cli` (exit codes,
+usage names) and `escape` (Markdown and HTML escaping). The tools: `report` (gpubench-report),
+`compare` (gpubench-compare), `history`, `export` and `advise`.
 
 Importing the package checks the dependency floors first (`dependency_problems`): an interpreter
 without numpy, or with a distribution's older matplotlib, gets one line naming the package and the

@@ -1,7 +1,7 @@
 """What every gpubench command line shares: the exit-code contract, the program name in usage
 lines, and the rule that an unexpected exception is a one-line message, never a traceback.
 
-Exit codes (the same for report, compare, history, export, advise, benchjson and dataset):
+Exit codes (the same for report, compare, history, export, advise, benchjson and table):
 
 - ``EXIT_OK`` (0): done; for a gate, nothing regressed.
 - ``EXIT_REGRESSION`` (1): a real regression or failure that the command was asked to judge.
