@@ -21,19 +21,10 @@ from typing import Any, Sequence
 
 from ..benchjson import BenchJsonError
 from ..cli import EXIT_OK, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
-from ..dataset import load_sources
 from .curves import GemmShape
 from .loo import leave_one_out
-from .model import (
-    DATASETS,
-    DTYPES,
-    HOSTS,
-    MLP_INPUTS,
-    REFERENCE_RUNS,
-    AdviseError,
-    Advisor,
-    MlpConfig,
-)
+from .model import DATASETS, DTYPES, HOSTS, MLP_INPUTS, REFERENCE_RUNS, AdviseError, Advisor
+from .model import MlpConfig, load_runs
 from .render import gemm_json, gemm_text, loo_json, loo_text, mlp_json, mlp_text
 
 __all__ = ["PROG", "main", "parse_gemm", "parse_mlp"]
@@ -169,21 +160,19 @@ def _answer(args: argparse.Namespace) -> tuple[list[str], list[Any], list[str]]:
         raise AdviseError(f"unknown --host '{args.host}': choose one of {', '.join(HOSTS)}")
     shape = parse_gemm(args.gemm) if args.gemm is not None else None
     config = parse_mlp(args.mlp) if args.mlp is not None else None
-    sources, warnings = load_sources(args.inputs)
+    runs, warnings = load_runs(args.inputs)
     texts: list[str] = []
     objects: list[Any] = []
-    for source in sources:
-        if not source.points:
-            raise AdviseError(f"{source.file_names}: no successful benchmark rows")
+    for run in runs:
+        if run.rows.empty:
+            raise AdviseError(f"{run.name}: no successful benchmark rows")
+        advisor = Advisor(run)
         if args.leave_one_out:
-            advisor = Advisor(source)
             advisor.require_gpu()
-            report = leave_one_out(source)
+            report = leave_one_out(run, advisor.overhead)
             texts.append(loo_text(report))
             objects.append(loo_json(report))
-            continue
-        advisor = Advisor(source)
-        if shape is not None:
+        elif shape is not None:
             gemm = advisor.gemm(shape, args.dtype, args.host)
             texts.append(gemm_text(advisor, gemm))
             objects.append(gemm_json(advisor, gemm))
