@@ -41,24 +41,6 @@ from ..overhead_model import CopyFit, OverheadModel, build_model, num
 from ..table import load_table, summarize
 from .curves import GemmShape, Lookup, lookup
 
-__all__ = [
-    "AdviseError",
-    "Advice",
-    "Advisor",
-    "CpuEstimate",
-    "DATASETS",
-    "DTYPE_BYTES",
-    "DTYPES",
-    "HOSTS",
-    "MLP_INPUTS",
-    "MlpConfig",
-    "REFERENCE_RUNS",
-    "Run",
-    "cpu_dtype_for",
-    "load_runs",
-    "mlp_config_of",
-]
-
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp64": 8}
 DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
 HOSTS: tuple[str, ...] = ("pinned", "pageable", "resident")
@@ -85,8 +67,7 @@ def cpu_dtype_for(gpu_dtype: str) -> str:
     return "fp64" if gpu_dtype == "fp64" else "fp32"
 
 
-def _hint() -> str:
-    return "try the committed reference run: " + " ".join(REFERENCE_RUNS)
+HINT = "try the committed reference run: " + " ".join(REFERENCE_RUNS)
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -188,16 +169,9 @@ class MlpConfig:
     input: str = "resident"  # the batch copied from pinned/pageable host memory every step
 
     @property
-    def inputs(self) -> int:
-        return DATASETS[self.data][0]
-
-    @property
-    def classes(self) -> int:
-        return DATASETS[self.data][1]
-
-    @property
     def widths(self) -> list[int]:
-        return [self.inputs] + [self.hidden] * self.layers + [self.classes]
+        inputs, classes = DATASETS[self.data]
+        return [inputs] + [self.hidden] * self.layers + [classes]
 
     @property
     def kernels_per_step(self) -> int:
@@ -226,13 +200,13 @@ class MlpConfig:
         write), and the update over the parameters (two reads, a write)."""
         w = np.array(self.widths, dtype=float)
         parameters = float(((w[:-1] + 1) * w[1:]).sum())
-        per_batch = 3 * w[1:].sum() + 3 * w[1:-1].sum() + 2 * self.classes
+        per_batch = 3 * w[1:].sum() + 3 * w[1:-1].sum() + 2 * w[-1]
         return 4.0 * (self.batch * per_batch + 3 * parameters)
 
     @property
     def input_bytes(self) -> float:
         """One step's batch when it is copied from the host: the features and the int labels."""
-        return 4.0 * self.batch * (self.inputs + 1)
+        return 4.0 * self.batch * (self.widths[0] + 1)
 
     def describe(self) -> str:
         return f"{self.data} {'-'.join(str(x) for x in self.widths)}, batch {self.batch}"
@@ -242,14 +216,8 @@ def mlp_config_of(row: pd.Series) -> MlpConfig | None:
     """The configuration an MLP row measured; None for a data set the advisor does not know."""
     if row["data"] not in DATASETS or pd.isna(row["batch"]) or pd.isna(row["hidden"]):
         return None
-    return MlpConfig(
-        int(row["batch"]),
-        int(row["hidden"]),
-        int(row["layers"]),
-        str(row["data"]),
-        int(row["readback"]),
-        str(row["input"]),
-    )
+    numbers = [int(row[key]) for key in ("batch", "hidden", "layers")]
+    return MlpConfig(*numbers, str(row["data"]), int(row["readback"]), str(row["input"]))
 
 
 @dataclass
@@ -324,18 +292,17 @@ class Advisor:
     fitted (its transfer and launch probes are never excluded)."""
 
     def __init__(
-        self,
-        run: Run,
-        exclude: pd.Series | None = None,
-        overhead: OverheadModel | None = None,
+        self, run: Run, exclude: pd.Series | None = None, overhead: OverheadModel | None = None
     ) -> None:
         self.run = run
         self.overhead = overhead or build_model(run.rows[run.rows["backend"] == "gpu"])
         curves = run.curve_rows
         curves = curves if exclude is None else curves[~exclude[curves.index]]
-        self.curves: dict[tuple[str, str, int], pd.DataFrame] = dict(
-            list(curves.groupby(["backend", "dtype", "threads"], sort=False))
-        )
+        groups = curves.groupby(["backend", "dtype", "threads"], sort=False)
+        self.curves: dict[tuple[str, str, int], pd.DataFrame] = dict(list(groups))
+
+    def _lacks(self, what: str) -> AdviseError:
+        return AdviseError(f"{self.run.name} has no {what}; {HINT}")
 
     def _dtypes(self, backend: str) -> str:
         return ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
@@ -346,25 +313,23 @@ class Advisor:
             recorded = f" (recorded without a GPU: {why})" if why else ""
             raise AdviseError(
                 f"{self.run.name} has no GPU rows{recorded}; the advisor needs a GPU run's "
-                f"kernel-only GEMM rows and overhead probes: {_hint()}"
+                f"kernel-only GEMM rows and overhead probes: {HINT}"
             )
 
     def copy(self, direction: str, host: str) -> CopyFit:
         fit = self.overhead.copies.get((direction, host))
         if fit is None:
-            raise AdviseError(
-                f"{self.run.name} has no {direction} {host} transfer probes "
-                f"(overhead/{direction}/{host}/bytes:B) to fit the copy cost alpha + bytes/beta; "
-                f"{_hint()}"
+            raise self._lacks(
+                f"{direction} {host} transfer probes (overhead/{direction}/{host}/bytes:B) to fit "
+                f"the copy cost alpha + bytes/beta"
             )
         return fit
 
     def t_launch(self) -> float:
         t = self.overhead.launch.t_launch
         if t is None:
-            raise AdviseError(
-                f"{self.run.name} has no launch probes (overhead/launch/burst/kernels:N) for the "
-                f"cost of a kernel launch; {_hint()}"
+            raise self._lacks(
+                "launch probes (overhead/launch/burst/kernels:N) for the cost of a kernel launch"
             )
         return t
 
@@ -373,13 +338,12 @@ class Advisor:
         its launch is what a synchronised iteration pays; the idle-stream probe measures only the
         API call with nothing to wait for, and is the fallback."""
         costs = self.overhead.launch
-        if costs.t_roundtrip is not None and costs.t_launch is not None:
-            if costs.t_roundtrip > costs.t_launch:
-                return costs.t_roundtrip - costs.t_launch
+        wait = (costs.t_roundtrip or 0.0) - (costs.t_launch or math.inf)
+        if wait > 0:
+            return wait
         if costs.t_sync is None:
-            raise AdviseError(
-                f"{self.run.name} has no synchronisation probes (overhead/launch/roundtrip, "
-                f"overhead/sync/stream); {_hint()}"
+            raise self._lacks(
+                "synchronisation probes (overhead/launch/roundtrip, overhead/sync/stream)"
             )
         return costs.t_sync
 
@@ -387,114 +351,97 @@ class Advisor:
         self.require_gpu()
         lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
         if lk is None:
-            raise AdviseError(
-                f"{self.run.name} has no kernel-only GPU GEMM rows for {dtype} "
-                f"(matmul/gpu/cublas_kernel/dtype:{dtype}/...; it has: {self._dtypes('gpu')}); "
-                f"{_hint()}"
+            raise self._lacks(
+                f"kernel-only GPU GEMM rows for {dtype} (matmul/gpu/cublas_kernel/dtype:{dtype}/"
+                f"...; it has: {self._dtypes('gpu')})"
             )
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
         floor = sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / bw if bw else 0.0
-        return (
-            replace(lk, seconds=floor, floor="device memory bandwidth")
-            if floor > lk.seconds
-            else lk
-        )
+        if floor > lk.seconds:
+            return replace(lk, seconds=floor, floor="device memory bandwidth")
+        return lk
 
     def cpu_estimates(
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
         if not threads:
-            raise AdviseError(
-                f"{self.run.name} has no CPU GEMM rows for {dtype} "
-                f"(matmul/cpu/openblas/dtype:{dtype}/...; it has: {self._dtypes('cpu')}); "
-                f"{_hint()}"
+            raise self._lacks(
+                f"CPU GEMM rows for {dtype} (matmul/cpu/openblas/dtype:{dtype}/...; it has: "
+                f"{self._dtypes('cpu')})"
             )
+        ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
         out = []
         for t in threads:
-            curve = self.curves[("cpu", dtype, t)]
-            lookups = [(what, s, lookup(curve, s)) for what, s in products]
-            ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
-            seconds = sum(lk.seconds for *_, lk in lookups) + ew  # type: ignore[union-attr]
-            out.append(CpuEstimate(t, seconds, lookups, ew))  # type: ignore[arg-type]
+            found = [(what, s, lookup(self.curves[("cpu", dtype, t)], s)) for what, s in products]
+            lookups = [(what, s, lk) for what, s, lk in found if lk is not None]
+            out.append(CpuEstimate(t, sum(lk.seconds for *_, lk in lookups) + ew, lookups, ew))
         return out
 
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
-        if dtype not in DTYPE_BYTES:
-            raise AdviseError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
-        if host not in HOSTS:
-            raise AdviseError(f"unknown host memory '{host}': choose one of {', '.join(HOSTS)}")
+        """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
         compute = self.gpu_gemm(shape, dtype)
-        size = DTYPE_BYTES[dtype]
-        a, b, c = shape.elements()
+        a, b, c = (n * DTYPE_BYTES[dtype] for n in shape.elements())
         h2d = d2h = 0.0
         if host != "resident":
             # Two copies in (A and B), one out (C): each pays alpha (timing-method, copies_h2d).
-            h2d = float(self.copy("h2d", host).predict((a + b) * size, copies=2))
-            d2h = float(self.copy("d2h", host).predict(c * size, copies=1))
+            h2d = float(self.copy("h2d", host).predict(a + b, copies=2))
+            d2h = float(self.copy("d2h", host).predict(c, copies=1))
         gpu = dict(h2d=h2d, compute=compute.seconds, d2h=d2h)
         gpu.update(launch=self.t_launch(), sync=self.t_sync())
         rows = self.run.rows
         at_shape = rows["mnk"].isin([shape.mnk])
-        same = at_shape & (rows["dtype"] == dtype)
+        kind = (rows["kind"] == "gemm_e2e") & (rows["host"] == host)
         if host == "resident":
-            same &= rows["kind"] == "gemm_kernel"
-        else:
-            same &= (rows["kind"] == "gemm_e2e") & (rows["host"] == host)
-        cpu = (rows["kind"] == "gemm_cpu") & at_shape
-        cpu &= rows["dtype"] == cpu_dtype_for(dtype)
+            kind = rows["kind"] == "gemm_kernel"
+        gpu_rows = rows[at_shape & (rows["dtype"] == dtype) & kind]
+        cpu_rows = rows[at_shape & (rows["kind"] == "gemm_cpu")]
+        cpu_rows = cpu_rows[cpu_rows["dtype"] == cpu_dtype_for(dtype)]
+        cpu = self.cpu_estimates([("product", shape)], cpu_dtype_for(dtype))
+        measured = gpu_rows.iloc[0] if len(gpu_rows) else None
+        by_threads = cpu_rows.sort_values("threads", kind="stable")
         return Advice(
-            shape,
-            gpu,
-            [("product", shape, compute)],
-            self.cpu_estimates([("product", shape)], cpu_dtype_for(dtype)),
-            dtype,
-            host,
-            rows[same].iloc[0] if same.any() else None,
-            rows[cpu].sort_values("threads", kind="stable"),
+            shape, gpu, [("product", shape, compute)], cpu, dtype, host, measured, by_threads
         )
 
-    def mlp(self, config: MlpConfig) -> Advice:
+    def mlp(self, c: MlpConfig) -> Advice:
         self.require_gpu()
-        products = config.products()
         # The eager path's products are plain fp32 (no TF32), like the CPU's.
-        lookups = [(what, shape, self.gpu_gemm(shape, "fp32")) for what, shape in products]
+        lookups = [(what, shape, self.gpu_gemm(shape, "fp32")) for what, shape in c.products()]
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
-        gpu = {
-            "layer products": sum(lk.seconds for *_, lk in lookups),
-            "element-wise": config.elementwise_bytes / bw if bw else 0.0,
-            "launch": config.kernels_per_step * self.t_launch(),
-        }
-        if config.readback > 0:
+        gpu = {"layer products": sum(lk.seconds for *_, lk in lookups)}
+        gpu["element-wise"] = c.elementwise_bytes / bw if bw else 0.0
+        more = {}
+        if c.readback > 0:
             d2h = self.copy("d2h", "pinned")  # the loss lands in pinned host memory
-            gpu["loss readback"] = (
-                float(d2h.predict(LOSS_BYTES)) + self.t_sync()
-            ) / config.readback
-        if config.input != "resident":
-            copy = self.copy("h2d", config.input)
-            gpu["input copy"] = float(copy.predict(config.input_bytes, 2))
-        cpu = self.cpu_estimates(products, "fp32", config.elementwise_bytes)
-        advice = Advice(config, gpu, lookups, cpu)
-        self._measured_mlp(advice, config)
-        return advice
-
-    def _measured_mlp(self, advice: Advice, config: MlpConfig) -> None:
-        """The run's rows of this network and batch: the eager GPU row at this readback and
-        input, the OpenBLAS rows by threads, and the other paths (graph, fused, the CPU's
-        small-matrix path) for comparison, at the requested readback where that was measured,
-        else every readback they were run with."""
-        rows, c = self.run.rows, config
+            more["loss readback"] = (float(d2h.predict(LOSS_BYTES)) + self.t_sync()) / c.readback
+        if c.input != "resident":
+            more["input copy"] = float(self.copy("h2d", c.input).predict(c.input_bytes, 2))
+        gpu.update(launch=c.kernels_per_step * self.t_launch(), **more)
+        cpu = self.cpu_estimates(c.products(), "fp32", c.elementwise_bytes)
+        # The run's rows of this network and batch: the eager GPU row at this readback and
+        # input, the OpenBLAS rows by threads, and the other paths (graph, fused, the CPU's
+        # small-matrix path) for comparison, at the requested readback where that was
+        # measured, else every readback they were run with.
+        rows = self.run.rows
         same = (rows["kind"] == "mlp") & (rows["data"] == c.data) & (rows["batch"] == c.batch)
         rows = rows[same & (rows["hidden"] == c.hidden) & (rows["layers"] == c.layers)]
-        gpu = rows["backend"] == "gpu"
-        eager, blas = gpu & (rows["variant"] == "eager"), ~gpu & (rows["variant"] == "openblas")
-        match = eager & (rows["readback"] == config.readback) & (rows["input"] == config.input)
-        advice.measured_gpu = rows[match].iloc[-1] if match.any() else None
-        advice.measured_cpu = rows[blas].sort_values("threads", kind="stable")
-        other = rows[~eager & ~blas & rows["input"].isin(["resident", config.input])]
+        gpu_row = rows["backend"] == "gpu"
+        eager = gpu_row & (rows["variant"] == "eager")
+        blas = ~gpu_row & (rows["variant"] == "openblas")
+        match = rows[eager & (rows["readback"] == c.readback) & (rows["input"] == c.input)]
+        other = rows[~eager & ~blas & rows["input"].isin(["resident", c.input])]
         path = other.groupby(["backend", "variant", "threads"], sort=False, dropna=False).ngroup()
-        same = other["readback"] == config.readback
-        other = other[same | ~same.groupby(path).transform("any")]
-        advice.measured_other = other.assign(path=path).sort_values("path", kind="stable")
+        same_readback = other["readback"] == c.readback
+        other = other[same_readback | ~same_readback.groupby(path).transform("any")]
+        return Advice(
+            c,
+            gpu,
+            lookups,
+            cpu,
+            measured_gpu=match.iloc[-1] if len(match) else None,
+            measured_cpu=rows[blas].sort_values("threads", kind="stable"),
+            measured_other=other.assign(path=path).sort_values("path", kind="stable"),
+        )
