@@ -25,9 +25,7 @@ import pandas as pd
 
 from ..overhead_model import OverheadModel, build_model
 from .curves import GemmShape, lookup
-from .model import Advice, Advisor, Run, mlp_config_of
-
-__all__ = ["LooClass", "LooReport", "REPORTED_ACCURACY", "leave_one_out"]
+from .model import Advisor, Run, mlp_config_of
 
 # What leave_one_out measured on the committed H100 run (reports/baselines/h100-80gb-hbm3-*.json),
 # quoted in the advisor's answers and in docs/advisor.md; tests/tools/test_advise_accuracy.py
@@ -112,32 +110,24 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
     gemm = rows["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
     cases: dict[str, list[dict[str, Any]]] = {key: [] for key in TITLES}
 
-    def case(
-        key: str,
-        row: pd.Series,
-        predicted: float,
-        measured: float,
-        extrapolated: bool,
-        advice: Advice | None = None,
-        cpu: pd.Series | None = None,
-    ) -> None:
-        found = dict(name=row["name"], predicted=predicted, measured=measured)
-        if advice is not None and cpu is not None:
-            found.update(predicted_winner=advice.winner, measured_winner=_winner(cpu, measured))
+    def case(key: str, row: pd.Series, *values: Any, winners: Any = (None, None)) -> None:
+        """`values`: predicted, measured, extrapolated; `winners`: predicted, measured."""
+        predicted, measured, extrapolated = values
+        found = dict(zip(CASE_COLUMNS, (row["name"], predicted, measured, *winners)))
         cases[key].append(dict(found, extrapolated=extrapolated))
 
-    for _, p in rows[gemm].iterrows():
+    for _, p in rows[rows["kind"].isin(["gemm_e2e", "gemm_cpu"])].iterrows():
         advisor = Advisor(run, gemm & rows["mnk"].isin([p["mnk"]]), overhead)
         shape = GemmShape(*p["mnk"])
         if p["kind"] == "gemm_e2e":
             advice = advisor.gemm(shape, p["dtype"], p["host"])
             measured = p["t_wall"] if pd.notna(p["t_wall"]) else p["time_s"]
-            cpu = advice.measured_cpu["time_s"]
-            case("gemm_e2e", p, advice.gpu_total, measured, advice.extrapolated, advice, cpu)
-        elif p["kind"] == "gemm_cpu":
-            lk = lookup(advisor.curves.get(("cpu", p["dtype"], p["threads"])), shape)
-            if lk is not None:
-                case("gemm_cpu", p, lk.seconds, p["time_s"], lk.extrapolated)
+            winners = advice.winner, _winner(advice.measured_cpu["time_s"], measured)
+            case("gemm_e2e", p, advice.gpu_total, measured, advice.extrapolated, winners=winners)
+        elif (
+            lk := lookup(advisor.curves.get(("cpu", p["dtype"], p["threads"])), shape)
+        ) is not None:
+            case("gemm_cpu", p, lk.seconds, p["time_s"], lk.extrapolated)
 
     for _, p in rows[rows["kind"] == "mlp"].iterrows():
         config = mlp_config_of(p)
@@ -147,8 +137,10 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
         shapes = [s.mnk for _, s in config.products()]
         advice = Advisor(run, gemm & rows["mnk"].isin(shapes), overhead).mlp(config)
         if gpu:
-            cpu = advice.measured_cpu["t_step"]
-            case("mlp_eager", p, advice.gpu_total, p["t_step"], advice.extrapolated, advice, cpu)
+            winners = advice.winner, _winner(advice.measured_cpu["t_step"], p["t_step"])
+            case(
+                "mlp_eager", p, advice.gpu_total, p["t_step"], advice.extrapolated, winners=winners
+            )
         for est in (e for e in advice.cpu if not gpu and e.threads == p["threads"]):
             case("mlp_cpu", p, est.seconds, p["t_step"], est.extrapolated)
 

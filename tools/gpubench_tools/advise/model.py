@@ -141,7 +141,7 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     s["seconds"] = t_compute.fillna(s["time_s"])
     s["readback"] = num(s, "readback").fillna(0).astype(int)
     s["layers"] = num(s, "hidden_layers").fillna(1).astype(int)
-    s["input"] = s["input"].replace("", None).fillna("resident")
+    s["input"] = s["input"].mask(s["input"] == "").fillna("resident")
     return s
 
 

@@ -110,27 +110,18 @@ def _verdict(adv: Advice, gpu: str, cpu: str, per: str = "") -> str:
     )
 
 
-def _with_table(
-    out: list[str],
-    header: Row,
-    adv: Advice,
-    measured: dict[int, float],
-    label: str,
-    rows: list[Row],
-) -> list[str]:
-    """The answer's table: the CPU per thread count, then `rows` (the GPU and its parts)."""
+def _with_table(out: list[str], header: Row, adv: Advice, measured: Any, rows: list[Row]) -> None:
+    """The answer's table: the CPU per thread count (`measured`: its measured time by thread
+    count), then `rows` (the GPU and its parts)."""
+    label = f"CPU {adv.cpu_dtype}" if isinstance(adv.request, GemmShape) else "CPU OpenBLAS"
     cpu = [
-        (
-            f"{label}, {_threads(e.threads)}",
-            _time(e.seconds, e.extrapolated),
-            _time(measured.get(e.threads, math.nan)),
-        )
+        (f"{label}, {_threads(e.threads)}", _time(e.seconds, e.extrapolated), _time(m))
         for e in adv.cpu
+        for m in [measured.get(e.threads, math.nan)]
     ]
     out += ["", *_table(header, cpu + rows)]
     if any(r[1].endswith(MARK) for r in cpu + rows):
         out.append("* extrapolated beyond the measured sizes")
-    return out
 
 
 # --- GEMM --------------------------------------------------------------------------------------
@@ -183,7 +174,7 @@ def gemm_text(advisor: Advisor, adv: Advice) -> str:
         ("  launch + sync", fmt_time(overhead), e2e_cell("t_overhead")),
     ]
     mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["time_s"]))
-    _with_table(out, ("", "predicted", "measured"), adv, mcpu, f"CPU {adv.cpu_dtype}", rows)
+    _with_table(out, ("", "predicted", "measured"), adv, mcpu, rows)
     parts = []
     if mg is not None:
         t, what = _measured(mg, "t_wall"), "end to end" if e2e else "kernel-only (compute row)"
@@ -225,27 +216,16 @@ def _rows_json(rows: pd.DataFrame, key: str, threads: bool = True) -> list[dict[
     ]
 
 
-def _json(
-    advisor: Advisor,
-    adv: Advice,
-    request: dict[str, Any],
-    gpu: dict[str, Any],
-    measured: dict[str, Any],
-    kind: str,
-) -> dict[str, Any]:
+def _json(advisor: Advisor, adv: Advice, request: Any, gpu: Any, measured: Any) -> dict[str, Any]:
     """A GEMM or an MLP answer: the machine, the request, the verdict, both sides, what the run
-    measured and the typical error of answers of its `kind`."""
+    measured and the typical error of such answers."""
     run, best = advisor.run, adv.cpu_best
     by_threads = [
-        dict(
-            threads=e.threads,
-            seconds=e.seconds,
-            elementwise_seconds=e.elementwise,
-            extrapolated=e.extrapolated,
-            products=_products_json(e.lookups),
-        )
+        dict(threads=e.threads, seconds=e.seconds, elementwise_seconds=e.elementwise)
+        | dict(extrapolated=e.extrapolated, products=_products_json(e.lookups))
         for e in adv.cpu
     ]
+    kind = "gemm_e2e" if isinstance(adv.request, GemmShape) else "mlp_eager"
     return {
         "machine": {"gpu": run.gpu, "cpu": run.cpu, "files": run.files},
         "request": request,
@@ -270,9 +250,7 @@ def gemm_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
         gpu.update({k: float(mg[k]) for k in keys if math.isfinite(_measured(mg, k, False))})
     measured = {"gpu": gpu, "cpu": _rows_json(adv.measured_cpu, "seconds")}
     compute = {"compute": _lookup_json(adv.compute, s)}
-    return _json(
-        advisor, adv, dict(request, cpu_dtype=adv.cpu_dtype), compute, measured, "gemm_e2e"
-    )
+    return _json(advisor, adv, dict(request, cpu_dtype=adv.cpu_dtype), compute, measured)
 
 
 # --- MLP ---------------------------------------------------------------------------------------
@@ -324,7 +302,7 @@ def mlp_text(advisor: Advisor, adv: Advice) -> str:
             name = f"CPU {p.variant}, {_threads(p.threads)} (measured only)"
         rows.append((name, "", fmt_time(p.t_step)))
     mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["t_step"]))
-    _with_table(out, ("per step", "predicted", "measured"), adv, mcpu, "CPU OpenBLAS", rows)
+    _with_table(out, ("per step", "predicted", "measured"), adv, mcpu, rows)
     if mg is not None or mcpu:
         parts = [f"GPU eager {_vs(adv.gpu_total, mg['t_step'])}"] if mg is not None else []
         by_threads = {e.threads: e.seconds for e in adv.cpu}
@@ -355,7 +333,7 @@ def mlp_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
     }
     request = dict(request, kernels_per_step=c.kernels_per_step)
     products = {"products": _products_json(adv.gpu_lookups)}
-    return _json(advisor, adv, request, products, measured, "mlp_eager")
+    return _json(advisor, adv, request, products, measured)
 
 
 # --- leave-one-out -----------------------------------------------------------------------------
