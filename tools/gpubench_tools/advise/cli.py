@@ -27,8 +27,6 @@ from .model import DATASETS, DTYPES, HOSTS, MLP_INPUTS, REFERENCE_RUNS, AdviseEr
 from .model import MlpConfig, load_runs
 from .render import gemm_json, gemm_text, loo_json, loo_text, mlp_json, mlp_text
 
-__all__ = ["PROG", "main", "parse_gemm", "parse_mlp"]
-
 PROG = program_name("gpubench_tools.advise")
 
 _GEMM = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*$")
@@ -161,8 +159,7 @@ def _answer(args: argparse.Namespace) -> tuple[list[str], list[Any], list[str]]:
     shape = parse_gemm(args.gemm) if args.gemm is not None else None
     config = parse_mlp(args.mlp) if args.mlp is not None else None
     runs, warnings = load_runs(args.inputs)
-    texts: list[str] = []
-    objects: list[Any] = []
+    answers = []
     for run in runs:
         if run.rows.empty:
             raise AdviseError(f"{run.name}: no successful benchmark rows")
@@ -170,16 +167,14 @@ def _answer(args: argparse.Namespace) -> tuple[list[str], list[Any], list[str]]:
         if args.leave_one_out:
             advisor.require_gpu()
             report = leave_one_out(run, advisor.overhead)
-            texts.append(loo_text(report))
-            objects.append(loo_json(report))
+            answers.append((loo_text(report), loo_json(report)))
         elif shape is not None:
             gemm = advisor.gemm(shape, args.dtype, args.host)
-            texts.append(gemm_text(advisor, gemm))
-            objects.append(gemm_json(advisor, gemm))
+            answers.append((gemm_text(advisor, gemm), gemm_json(advisor, gemm)))
         elif config is not None:
             mlp = advisor.mlp(config)
-            texts.append(mlp_text(advisor, mlp))
-            objects.append(mlp_json(advisor, mlp))
+            answers.append((mlp_text(advisor, mlp), mlp_json(advisor, mlp)))
+    texts, objects = [t for t, _ in answers], [o for _, o in answers]
     return texts, objects, warnings
 
 

@@ -24,8 +24,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["FAR_SHAPE", "GemmShape", "Lookup", "lookup"]
-
 Where = Literal["measured", "interpolated", "below", "above"]
 # log2 distance beyond which a requested shape is called unlike the measured ones of its curve
 # (8x in one dimension, or about 4.4x in each of two).
@@ -76,15 +74,11 @@ class Lookup:
         return self.where in ("below", "above")
 
     @property
-    def shape_distance(self) -> float:
-        """How far the nearest measured shape lies: the Euclidean distance of log2 m, n, k."""
-        return float(np.linalg.norm(np.log2(self.nearest.mnk) - np.log2(self.query_mnk)))
-
-    @property
     def unlike_measured(self) -> bool:
-        """True when the nearest measured shape of the curve used is far from the query (log2
-        distance above FAR_SHAPE), so that the curve is only a rough guide to it."""
-        return self.shape_distance > FAR_SHAPE
+        """True when the nearest measured shape of the curve used is far from the query (the
+        Euclidean distance of log2 m, n, k above FAR_SHAPE), so that the curve is only a rough
+        guide to it."""
+        return bool(np.linalg.norm(np.log2(self.nearest.mnk) - np.log2(self.query_mnk)) > FAR_SHAPE)
 
 
 def _read(

@@ -299,7 +299,8 @@ class Advisor:
         curves = run.curve_rows
         curves = curves if exclude is None else curves[~exclude[curves.index]]
         groups = curves.groupby(["backend", "dtype", "threads"], sort=False)
-        self.curves: dict[tuple[str, str, int], pd.DataFrame] = dict(list(groups))
+        # Plain ints for the thread counts: they end up in the JSON answer.
+        self.curves = {(b, d, int(t)): frame for (b, d, t), frame in groups}
 
     def _lacks(self, what: str) -> AdviseError:
         return AdviseError(f"{self.run.name} has no {what}; {HINT}")
