@@ -414,7 +414,7 @@ class Advisor:
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
         gpu = {"layer products": sum(lk.seconds for *_, lk in lookups)}
         gpu["element-wise"] = c.elementwise_bytes / bw if bw else 0.0
-        more = {}
+        more: dict[str, float] = {}
         if c.readback > 0:
             d2h = self.copy("d2h", "pinned")  # the loss lands in pinned host memory
             more["loss readback"] = (float(d2h.predict(LOSS_BYTES)) + self.t_sync()) / c.readback
