@@ -10,10 +10,11 @@ from dataclasses import replace
 import pytest
 from conftest import REPO
 
-from gpubench_tools.advise.curves import CurvePoint, GemmShape, RateCurve, RateTable
-from gpubench_tools.advise.loo import REPORTED_ACCURACY, LooReport, leave_one_out, step_seconds
-from gpubench_tools.advise.model import Advisor, mlp_config_of
-from gpubench_tools.dataset import Source, load_sources
+import pandas as pd
+
+from gpubench_tools.advise.curves import GemmShape, lookup
+from gpubench_tools.advise.loo import REPORTED_ACCURACY, LooReport, leave_one_out
+from gpubench_tools.advise.model import Advisor, Run, load_runs, mlp_config_of
 from gpubench_tools.overhead_model import OverheadModel, build_model
 
 RUNS = [str(REPO / "reports" / "baselines" / f"h100-80gb-hbm3-{w}.json") for w in ("matmul", "mlp")]
@@ -22,14 +23,14 @@ TOLERANCE = 0.0051
 
 
 @pytest.fixture(scope="module")
-def h100() -> Source:
-    sources, _ = load_sources(RUNS)
-    assert len(sources) == 1
-    return sources[0]
+def h100() -> Run:
+    runs, _ = load_runs(RUNS)
+    assert len(runs) == 1
+    return runs[0]
 
 
 @pytest.fixture(scope="module")
-def loo(h100: Source) -> LooReport:
+def loo(h100: Run) -> LooReport:
     return leave_one_out(h100)
 
 
@@ -70,34 +71,36 @@ def test_docs_quote_the_measured_numbers() -> None:
         assert f"{acc['winner'] * 100:.0f}%" in section
 
 
-def test_leave_one_out_really_leaves_the_shape_out(h100: Source) -> None:
+def test_leave_one_out_really_leaves_the_shape_out(h100: Run) -> None:
     """With its own kernel row removed, a shape is interpolated, not read back."""
-    p = next(q for q in h100.matmul_e2e() if q.mnk == (1024, 1024, 1024) and q.dtype == "fp32")
-    advisor = Advisor(h100, lambda q: q.is_matmul and q.mnk == p.mnk)
-    advice = advisor.gemm(GemmShape(*p.mnk), "fp32", "pinned")
+    rows = h100.rows
+    e2e = rows[(rows["kind"] == "gemm_e2e") & (rows["dtype"] == "fp32")]
+    p = e2e[e2e["mnk"].isin([(1024, 1024, 1024)])].iloc[0]
+    advisor = Advisor(h100, rows["mnk"].isin([p["mnk"]]))
+    advice = advisor.gemm(GemmShape(*p["mnk"]), "fp32", "pinned")
     assert advice.compute.where == "interpolated"
     assert all(lk.where == "interpolated" for e in advice.cpu for *_, lk in e.lookups)
-    assert Advisor(h100).gemm(GemmShape(*p.mnk)).compute.where == "measured"
+    assert Advisor(h100).gemm(GemmShape(*p["mnk"])).compute.where == "measured"
 
 
 def test_plain_predictions_of_measured_rows_are_within_the_reported_accuracy(
-    h100: Source,
+    h100: Run,
 ) -> None:
     """With every row available (the answer a user gets for a measured shape) the end-to-end
     rows are predicted at least as well as leave-one-out says."""
     advisor = Advisor(h100)
     errors = []
-    for p in h100.matmul_e2e():
-        advice = advisor.gemm(GemmShape(*p.mnk), p.dtype, p.labels["host"])
-        errors.append(abs(advice.gpu.total / p.c("t_wall") - 1))
+    for _, p in h100.rows[h100.rows["kind"] == "gemm_e2e"].iterrows():
+        advice = advisor.gemm(GemmShape(*p["mnk"]), p["dtype"], p["host"])
+        errors.append(abs(advice.gpu_total / p["t_wall"] - 1))
     errors.sort()
     acc = REPORTED_ACCURACY["gemm_e2e"]
     assert errors[len(errors) // 2] <= acc["median"]
     assert errors[int(0.9 * (len(errors) - 1))] <= acc["p90"]
 
 
-def _broken(h100: Source, **what: float) -> OverheadModel:
-    model = build_model(h100)
+def _broken(h100: Run, **what: float) -> OverheadModel:
+    model = build_model(h100.rows[h100.rows["backend"] == "gpu"])
     if "alpha" in what:
         model.copies = {k: replace(v, alpha_s=what["alpha"]) for k, v in model.copies.items()}
     if "beta_scale" in what:
@@ -119,14 +122,14 @@ def _broken(h100: Source, **what: float) -> OverheadModel:
     ],
 )
 def test_a_broken_overhead_model_misses_the_reported_accuracy(
-    h100: Source, broken: dict[str, float], cls: str
+    h100: Run, broken: dict[str, float], cls: str
 ) -> None:
     report = leave_one_out(h100, _broken(h100, **broken))
     assert any(m.startswith(cls) for m in misses(report)), broken
 
 
 def test_a_wrong_element_size_misses_the_reported_accuracy(
-    h100: Source, monkeypatch: pytest.MonkeyPatch
+    h100: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gpubench_tools.advise import model
 
@@ -135,110 +138,114 @@ def test_a_wrong_element_size_misses_the_reported_accuracy(
     assert any(m.startswith("gemm_e2e") for m in misses(leave_one_out(h100)))
 
 
-def test_gemm_flop_is_benchs_count(h100: Source) -> None:
-    rows = [p for p in h100.points if p.is_matmul]
+def test_gemm_flop_is_benchs_count(h100: Run) -> None:
+    rows = h100.rows[h100.rows["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])]
     assert len(rows) > 200
-    for p in rows:
-        assert GemmShape(*p.mnk).flop == p.c("flop"), p.run_name
+    for _, p in rows.iterrows():
+        assert GemmShape(*p["mnk"]).flop == p["flop"], p["name"]
 
 
-def test_mlp_step_products_are_benchs_flop_count(h100: Source) -> None:
+def test_mlp_step_products_are_benchs_flop_count(h100: Run) -> None:
     """The layer products of a step (forward, weight gradient, input gradient below the first
     layer) add up to bench's FLOP count of every MLP row, on every data set and depth."""
-    rows = [p for p in h100.mlp() if p.has("flop", "epochs")]
+    rows = h100.rows[h100.rows["kind"] == "mlp"].dropna(subset=["flop", "epochs"])
     assert len(rows) > 100
     depths = set()
-    for p in rows:
+    for _, p in rows.iterrows():
         config = mlp_config_of(p)
-        assert config is not None, p.run_name
+        assert config is not None, p["name"]
         depths.add(config.layers)
-        assert config.flop * p.c("epochs") == pytest.approx(p.c("flop"), rel=1e-12), p.run_name
+        assert config.flop * p["epochs"] == pytest.approx(p["flop"], rel=1e-12), p["name"]
     assert depths == {1, 2}
 
 
-def test_mlp_kernels_per_step_is_benchs(h100: Source) -> None:
-    for p in h100.mlp():
-        if p.is_gpu and p.labels.get("variant") == "eager":
+def test_mlp_kernels_per_step_is_benchs(h100: Run) -> None:
+    rows = h100.rows
+    for _, p in rows[(rows["kind"] == "mlp") & (rows["variant"] == "eager")].iterrows():
+        if p["backend"] == "gpu":
             config = mlp_config_of(p)
             assert config is not None
-            assert config.kernels_per_step == p.c("kernels_per_step"), p.run_name
+            assert config.kernels_per_step == p["kernels_per_step"], p["name"]
 
 
-def test_step_seconds_is_t_epoch_for_one_step_epochs(h100: Source) -> None:
-    for p in h100.mlp():
-        assert step_seconds(p) == pytest.approx(p.c("t_epoch"))
+def test_step_seconds_is_t_epoch_for_one_step_epochs(h100: Run) -> None:
+    """The advisor's measured step time is the table's `t_step`: one SGD step, t_epoch on
+    this run, whose epochs are one full-batch step each."""
+    mlp = h100.rows[h100.rows["kind"] == "mlp"]
+    assert len(mlp) > 100
+    for step, epoch in zip(mlp["t_step"], mlp["t_epoch"]):
+        assert step == pytest.approx(epoch)
 
 
 # --- the curves ----------------------------------------------------------------------------------
 
 
-def _curve(*points: tuple[tuple[int, int, int], float], family: str = "square") -> RateCurve:
-    curve = RateCurve("gpu", "fp32", family, None)
-    for mnk, seconds in points:
-        curve.points.append(CurvePoint(GemmShape(*mnk), seconds, f"{mnk}"))
-    return curve
+def _curve(*points: tuple[tuple[int, int, int], float], family: str = "square") -> pd.DataFrame:
+    """GPU fp32 rows of one family, as Advisor.curves holds them."""
+    rows = [dict(m=m, n=n, k=k, flop=2.0 * m * n * k, seconds=t) for (m, n, k), t in points]
+    return pd.DataFrame(rows).assign(backend="gpu", dtype="fp32", threads=0, family=family)
 
 
 def test_interpolation_is_linear_in_log_flop_and_log_rate() -> None:
     # 64^3 at 1 us and 256^3 at 16 us: 128^3 lies halfway in log FLOP.
     curve = _curve(((64, 64, 64), 1e-6), ((256, 256, 256), 16e-6))
-    lk = curve.lookup(GemmShape(128, 128, 128), GemmShape(64, 64, 64))
-    assert lk.where == "interpolated" and not lk.extrapolated
+    lk = lookup(curve, GemmShape(128, 128, 128))
+    assert lk is not None and lk.where == "interpolated" and not lk.extrapolated
     assert lk.seconds == pytest.approx(math.sqrt(1e-6 * 16e-6))
 
 
 def test_exact_shape_is_the_measurement() -> None:
     curve = _curve(((64, 64, 64), 1e-6), ((256, 256, 256), 16e-6))
-    lk = curve.lookup(GemmShape(256, 256, 256), GemmShape(256, 256, 256))
-    assert lk.where == "measured" and lk.seconds == 16e-6
+    lk = lookup(curve, GemmShape(256, 256, 256))
+    assert lk is not None and lk.where == "measured" and lk.seconds == 16e-6
 
 
 def test_above_the_range_holds_the_rate_and_says_so() -> None:
     curve = _curve(((64, 64, 64), 1e-6), ((256, 256, 256), 16e-6))
-    lk = curve.lookup(GemmShape(512, 512, 512), GemmShape(256, 256, 256))
-    assert lk.where == "above" and lk.extrapolated
+    lk = lookup(curve, GemmShape(512, 512, 512))
+    assert lk is not None and lk.where == "above" and lk.extrapolated
     assert lk.seconds == pytest.approx(16e-6 * 8)
 
 
 def test_below_the_range_follows_the_smallest_sizes_trend_within_bounds() -> None:
     fixed = _curve(((64, 64, 64), 5e-6), ((128, 128, 128), 5e-6))  # all fixed cost
-    lk = fixed.lookup(GemmShape(16, 16, 16), GemmShape(64, 64, 64))
-    assert lk.where == "below" and lk.seconds == pytest.approx(5e-6)
+    lk = lookup(fixed, GemmShape(16, 16, 16))
+    assert lk is not None and lk.where == "below" and lk.seconds == pytest.approx(5e-6)
     busy = _curve(((64, 64, 64), 1e-6), ((128, 128, 128), 8e-6))  # all arithmetic
-    assert busy.lookup(GemmShape(32, 32, 32), GemmShape(64, 64, 64)).seconds == pytest.approx(
-        1e-6 / 8
-    )
+    lk = lookup(busy, GemmShape(32, 32, 32))
+    assert lk is not None and lk.seconds == pytest.approx(1e-6 / 8)
 
 
 def test_a_slow_small_shape_does_not_slow_its_neighbours() -> None:
     curve = _curve(((16, 128, 128), 54e-6), ((1024, 128, 128), 10e-6), ((1, 128, 128), 6e-6))
-    lk = curve.lookup(GemmShape(64, 128, 128), GemmShape(16, 128, 128))
-    assert lk.seconds <= 10e-6
+    lk = lookup(curve, GemmShape(64, 128, 128))
+    assert lk is not None and lk.seconds <= 10e-6
     # ... while the shape itself keeps its measurement.
-    assert curve.lookup(GemmShape(16, 128, 128), GemmShape(16, 128, 128)).seconds == 54e-6
+    lk = lookup(curve, GemmShape(16, 128, 128))
+    assert lk is not None and lk.seconds == 54e-6
 
 
 def test_a_family_that_spans_the_size_beats_a_nearer_one_that_does_not() -> None:
-    table = RateTable("gpu")
-    for mnk, seconds in (((2048, 16, 2048), 20e-6), ((2048, 128, 2048), 30e-6)):
-        table.add("fp32", "deepbench", None, CurvePoint(GemmShape(*mnk), seconds, ""))
-    for n, seconds in ((64, 5e-6), (256, 8e-6), (1024, 60e-6)):
-        table.add("fp32", "square", None, CurvePoint(GemmShape(n, n, n), seconds, ""))
-    near = table.lookup(GemmShape(2048, 64, 2048), "fp32")
+    deepbench = _curve(((2048, 16, 2048), 20e-6), ((2048, 128, 2048), 30e-6), family="deepbench")
+    square = _curve(*(((n, n, n), t) for n, t in ((64, 5e-6), (256, 8e-6), (1024, 60e-6))))
+    table = pd.concat([deepbench, square], ignore_index=True)
+    near = lookup(table, GemmShape(2048, 64, 2048))
     assert near is not None and near.family == "deepbench" and near.where == "interpolated"
     # 1024 x 4 x 1024 is 8.4M FLOP: below the deepbench sizes, inside the squares'.
-    small = table.lookup(GemmShape(1024, 4, 1024), "fp32")
+    small = lookup(table, GemmShape(1024, 4, 1024))
     assert small is not None and small.family == "square" and small.where == "interpolated"
-    assert table.lookup(GemmShape(64, 64, 64), "fp64") is None
+    # No rows of a dtype (Advisor.curves has no such key), no answer.
+    assert lookup(None, GemmShape(64, 64, 64)) is None
+    assert lookup(table.iloc[:0], GemmShape(64, 64, 64)) is None
 
 
-def test_shapes_unlike_any_measured_one_are_flagged(h100: Source) -> None:
+def test_shapes_unlike_any_measured_one_are_flagged(h100: Run) -> None:
     advisor = Advisor(h100)
     assert not advisor.gpu_gemm(GemmShape(1000, 1000, 1000), "fp32").unlike_measured
     assert advisor.gpu_gemm(GemmShape(3, 5, 100000), "fp32").unlike_measured
 
 
-def test_skinny_products_are_held_to_the_memory_bandwidth(h100: Source) -> None:
+def test_skinny_products_are_held_to_the_memory_bandwidth(h100: Run) -> None:
     advisor = Advisor(h100)
     shape = GemmShape(65536, 10, 512)
     lk = advisor.gpu_gemm(shape, "fp32")

@@ -21,22 +21,11 @@ from typing import Any, Sequence
 
 from ..benchjson import BenchJsonError
 from ..cli import EXIT_OK, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
-from ..dataset import load_sources
 from .curves import GemmShape
 from .loo import leave_one_out
-from .model import (
-    DATASETS,
-    DTYPES,
-    HOSTS,
-    MLP_INPUTS,
-    REFERENCE_RUNS,
-    AdviseError,
-    Advisor,
-    MlpConfig,
-)
+from .model import DATASETS, DTYPES, HOSTS, MLP_INPUTS, REFERENCE_RUNS, AdviseError, Advisor
+from .model import MlpConfig, load_runs
 from .render import gemm_json, gemm_text, loo_json, loo_text, mlp_json, mlp_text
-
-__all__ = ["PROG", "main", "parse_gemm", "parse_mlp"]
 
 PROG = program_name("gpubench_tools.advise")
 
@@ -169,28 +158,23 @@ def _answer(args: argparse.Namespace) -> tuple[list[str], list[Any], list[str]]:
         raise AdviseError(f"unknown --host '{args.host}': choose one of {', '.join(HOSTS)}")
     shape = parse_gemm(args.gemm) if args.gemm is not None else None
     config = parse_mlp(args.mlp) if args.mlp is not None else None
-    sources, warnings = load_sources(args.inputs)
-    texts: list[str] = []
-    objects: list[Any] = []
-    for source in sources:
-        if not source.points:
-            raise AdviseError(f"{source.file_names}: no successful benchmark rows")
+    runs, warnings = load_runs(args.inputs)
+    answers = []
+    for run in runs:
+        if run.rows.empty:
+            raise AdviseError(f"{run.name}: no successful benchmark rows")
+        advisor = Advisor(run)
         if args.leave_one_out:
-            advisor = Advisor(source)
             advisor.require_gpu()
-            report = leave_one_out(source)
-            texts.append(loo_text(report))
-            objects.append(loo_json(report))
-            continue
-        advisor = Advisor(source)
-        if shape is not None:
+            report = leave_one_out(run, advisor.overhead)
+            answers.append((loo_text(report), loo_json(report)))
+        elif shape is not None:
             gemm = advisor.gemm(shape, args.dtype, args.host)
-            texts.append(gemm_text(advisor, gemm))
-            objects.append(gemm_json(advisor, gemm))
+            answers.append((gemm_text(advisor, gemm), gemm_json(advisor, gemm)))
         elif config is not None:
             mlp = advisor.mlp(config)
-            texts.append(mlp_text(advisor, mlp))
-            objects.append(mlp_json(advisor, mlp))
+            answers.append((mlp_text(advisor, mlp), mlp_json(advisor, mlp)))
+    texts, objects = [t for t, _ in answers], [o for _, o in answers]
     return texts, objects, warnings
 
 

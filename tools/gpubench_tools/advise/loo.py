@@ -3,9 +3,9 @@
 For every measured end-to-end GEMM row, the row and every other GEMM row of the same shape (m, n,
 k: the kernel-only rows of every dtype, the other host-memory kind, the CPU rows) are removed;
 the advisor then predicts the row from what is left (neighbouring sizes and the overhead probes)
-and is compared with the measurement. Likewise every eager MLP row, without every MLP row of the
-same network and batch (every variant, readback and thread count) and without any GEMM row at one
-of its layer products' shapes. The transfer and launch probes are never removed: they are the
+and is compared with the measurement. Likewise every eager MLP row, without any GEMM row at one
+of its layer products' shapes (no MLP row feeds a prediction, so the rows of its network and
+batch are left out as it is). The transfer and launch probes are never removed: they are the
 model's parameters, not rows of the same shape.
 
 Reported per class of rows: the median and 90th percentile of |predicted - measured| / measured,
@@ -17,64 +17,60 @@ CPU's own predictions are scored the same way, each CPU row without the rows of 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from ..dataset import Point, Source
 from ..overhead_model import OverheadModel, build_model
-from .curves import GemmShape, cpu_threads
-from .model import Advisor, MlpConfig, mlp_config_of, same_network
+from .curves import GemmShape, lookup
+from .model import Advisor, Run, mlp_config_of
 
-__all__ = ["LooCase", "LooClass", "LooReport", "leave_one_out", "step_seconds"]
-
-
-@dataclass
-class LooCase:
-    name: str
-    predicted: float
-    measured: float
-    predicted_winner: str | None = None
-    measured_winner: str | None = None
-    extrapolated: bool = False
-
-    @property
-    def rel_error(self) -> float:
-        return (self.predicted - self.measured) / self.measured
+# What leave_one_out measured on the committed H100 run (reports/baselines/h100-80gb-hbm3-*.json),
+# quoted in the advisor's answers and in docs/advisor.md; tests/tools/test_advise_accuracy.py
+# recomputes it and fails when the model no longer reaches it.
+REPORTED_ACCURACY: dict[str, dict[str, float]] = {
+    "gemm_e2e": {"median": 0.145, "p90": 0.406, "winner": 0.900},  # 84 rows; winner: 72 of 80
+    "mlp_eager": {"median": 0.212, "p90": 0.442, "winner": 0.919},  # 38 rows; winner: 34 of 37
+}
+TITLES = {
+    "gemm_e2e": "end-to-end GEMM rows, GPU time",
+    "mlp_eager": "eager MLP rows, GPU time per step",
+    "gemm_cpu": "CPU GEMM rows, CPU time",
+    "mlp_cpu": "OpenBLAS MLP rows, CPU time per step",
+}
+CASE_COLUMNS = ["name", "predicted", "measured", "predicted_winner", "measured_winner"]
 
 
 @dataclass
 class LooClass:
     title: str
-    cases: list[LooCase] = field(default_factory=list)
+    cases: pd.DataFrame  # CASE_COLUMNS, extrapolated and rel_error, a row per predicted row
 
-    def abs_errors(self) -> np.ndarray:
-        return np.abs(np.array([c.rel_error for c in self.cases], dtype=float))
+    def _stat(self, values: pd.Series, q: float) -> float:
+        return float(np.percentile(values, q)) if len(values) else math.nan
 
     @property
     def median(self) -> float:
-        e = self.abs_errors()
-        return float(np.median(e)) if e.size else math.nan
+        return self._stat(self.cases["rel_error"].abs(), 50)
 
     @property
     def p90(self) -> float:
-        e = self.abs_errors()
-        return float(np.percentile(e, 90)) if e.size else math.nan
+        return self._stat(self.cases["rel_error"].abs(), 90)
 
     @property
     def bias(self) -> float:
         """Median signed error: positive when the model predicts too slow."""
-        e = np.array([c.rel_error for c in self.cases], dtype=float)
-        return float(np.median(e)) if e.size else math.nan
+        return self._stat(self.cases["rel_error"], 50)
 
-    def winners(self) -> list[LooCase]:
-        return [c for c in self.cases if c.measured_winner and c.predicted_winner]
+    def winners(self) -> pd.DataFrame:
+        return self.cases.dropna(subset=["predicted_winner", "measured_winner"])
 
     @property
     def winner_agreement(self) -> float:
         w = self.winners()
-        return sum(c.predicted_winner == c.measured_winner for c in w) / len(w) if w else math.nan
+        return float((w["predicted_winner"] == w["measured_winner"]).mean()) if len(w) else math.nan
 
     def summary(self) -> dict[str, float | int | None]:
         """The numbers, None where there were no rows to compute one from (JSON has no NaN)."""
@@ -94,112 +90,64 @@ class LooClass:
 
 @dataclass
 class LooReport:
-    source: Source
+    run: Run
     classes: dict[str, LooClass]
 
 
-def step_seconds(p: Point) -> float:
-    """Seconds per training step of an MLP row: t_epoch over the steps in an epoch (samples per
-    epoch over the batch; one for every workload bench runs today)."""
-    t = p.c("t_epoch")
-    batch, sps = p.c("batch"), p.c("samples_per_s")
-    steps = 1.0
-    if math.isfinite(sps) and sps > 0 and batch > 0 and math.isfinite(t):
-        steps = max(1.0, round(sps * t / batch))
-    return t / steps
-
-
-def _winner(cpu: float | None, gpu: float) -> str | None:
-    if cpu is None or not cpu > 0:
+def _winner(cpu: pd.Series, gpu: float) -> str | None:
+    """The measured winner, where the run measured the CPU too."""
+    if cpu.empty or not cpu.min() > 0:
         return None
-    return "gpu" if gpu < cpu else "cpu"
+    return "gpu" if gpu < cpu.min() else "cpu"
 
 
-def leave_one_out(source: Source, overhead: OverheadModel | None = None) -> LooReport:
+def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
     """Every class of rows predicted one by one; `overhead` replaces the model fitted from the
     run's probes (the tests pass a broken one to see the accuracy check fail)."""
-    overhead = overhead if overhead is not None else build_model(source)
-    gemm = LooClass("end-to-end GEMM rows, GPU time")
-    gemm_cpu = LooClass("CPU GEMM rows, CPU time")
-    mlp = LooClass("eager MLP rows, GPU time per step")
-    mlp_cpu = LooClass("OpenBLAS MLP rows, CPU time per step")
+    if overhead is None:
+        overhead = build_model(run.rows[run.rows["backend"] == "gpu"])
+    rows = run.rows
+    gemm = rows["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
+    cases: dict[str, list[dict[str, Any]]] = {key: [] for key in TITLES}
 
-    for p in source.matmul_e2e():
-        shape = GemmShape(*p.mnk)
-        advisor = Advisor(source, lambda q: q.is_matmul and q.mnk == p.mnk, overhead)
-        advice = advisor.gemm(shape, p.dtype, p.labels.get("host", "pinned"))
-        cpu_rows = [q.time for q in advice.measured_cpu]
-        measured = p.c("t_wall", p.time)
-        gemm.cases.append(
-            LooCase(
-                p.run_name,
-                advice.gpu.total,
-                measured,
-                advice.winner,
-                _winner(min(cpu_rows) if cpu_rows else None, measured),
-                advice.extrapolated,
-            )
-        )
+    def case(key: str, row: pd.Series, *values: Any, winners: Any = (None, None)) -> None:
+        """`values`: predicted, measured, extrapolated; `winners`: predicted, measured."""
+        predicted, measured, extrapolated = values
+        found = dict(zip(CASE_COLUMNS, (row["name"], predicted, measured, *winners)))
+        cases[key].append(dict(found, extrapolated=extrapolated))
 
-    for p in source.matmul_cpu():
-        shape = GemmShape(*p.mnk)
-        advisor = Advisor(source, lambda q: q.is_matmul and q.mnk == p.mnk, overhead)
-        lk = advisor.cpu_rates.lookup(shape, p.dtype, cpu_threads(p))
-        if lk is not None:
-            gemm_cpu.cases.append(
-                LooCase(p.run_name, lk.seconds, p.time, extrapolated=lk.extrapolated)
-            )
+    for _, p in rows[rows["kind"].isin(["gemm_e2e", "gemm_cpu"])].iterrows():
+        advisor = Advisor(run, gemm & rows["mnk"].isin([p["mnk"]]), overhead)
+        shape = GemmShape(*p["mnk"])
+        if p["kind"] == "gemm_e2e":
+            advice = advisor.gemm(shape, p["dtype"], p["host"])
+            measured = p["t_wall"] if pd.notna(p["t_wall"]) else p["time_s"]
+            winners = advice.winner, _winner(advice.measured_cpu["time_s"], measured)
+            case("gemm_e2e", p, advice.gpu_total, measured, advice.extrapolated, winners=winners)
+        elif (
+            lk := lookup(advisor.curves.get(("cpu", p["dtype"], p["threads"])), shape)
+        ) is not None:
+            case("gemm_cpu", p, lk.seconds, p["time_s"], lk.extrapolated)
 
-    for p in source.mlp():
+    for _, p in rows[rows["kind"] == "mlp"].iterrows():
         config = mlp_config_of(p)
-        if config is None:
+        gpu = p["backend"] == "gpu"
+        if config is None or p["variant"] != ("eager" if gpu else "openblas"):
             continue
-        variant = p.labels.get("variant")
-        if not (p.is_gpu and variant == "eager") and not (not p.is_gpu and variant == "openblas"):
-            continue
-        advisor = Advisor(source, _mlp_exclusion(config), overhead)
-        advice = advisor.mlp(config)
-        measured = step_seconds(p)
-        if p.is_gpu:
-            cpu_rows = [step_seconds(q) for q in advice.measured_cpu]
-            mlp.cases.append(
-                LooCase(
-                    p.run_name,
-                    advice.gpu.total,
-                    measured,
-                    advice.winner,
-                    _winner(min(cpu_rows) if cpu_rows else None, measured),
-                    advice.extrapolated,
-                )
+        shapes = [s.mnk for _, s in config.products()]
+        advice = Advisor(run, gemm & rows["mnk"].isin(shapes), overhead).mlp(config)
+        if gpu:
+            winners = advice.winner, _winner(advice.measured_cpu["t_step"], p["t_step"])
+            case(
+                "mlp_eager", p, advice.gpu_total, p["t_step"], advice.extrapolated, winners=winners
             )
-        else:
-            est = next((e for e in advice.cpu if e.threads == cpu_threads(p)), None)
-            if est is not None:
-                mlp_cpu.cases.append(
-                    LooCase(p.run_name, est.seconds, measured, extrapolated=est.extrapolated)
-                )
+        for est in (e for e in advice.cpu if not gpu and e.threads == p["threads"]):
+            case("mlp_cpu", p, est.seconds, p["t_step"], est.extrapolated)
 
-    classes = {"gemm_e2e": gemm, "mlp_eager": mlp, "gemm_cpu": gemm_cpu, "mlp_cpu": mlp_cpu}
-    return LooReport(source, {k: v for k, v in classes.items() if v.cases})
-
-
-def _mlp_exclusion(config: MlpConfig) -> Callable[[Point], bool]:
-    """The MLP rows of this network and batch, and the GEMM rows at its products' shapes."""
-    shapes = {s.mnk for _, s in config.products()}
-
-    def exclude(q: Point) -> bool:
-        if q.is_mlp:
-            other = mlp_config_of(q)
-            return other is not None and same_network(other, config)
-        return q.is_matmul and q.mnk in shapes
-
-    return exclude
-
-
-# What leave_one_out measured on the committed H100 run (reports/baselines/h100-80gb-hbm3-*.json),
-# quoted in the advisor's answers and in docs/advisor.md; tests/tools/test_advise_accuracy.py recomputes it
-# and fails when the model no longer reaches it.
-REPORTED_ACCURACY: dict[str, dict[str, float]] = {
-    "gemm_e2e": {"median": 0.145, "p90": 0.406, "winner": 0.900},  # 84 rows; winner: 72 of 80
-    "mlp_eager": {"median": 0.212, "p90": 0.442, "winner": 0.919},  # 38 rows; winner: 34 of 37
-}
+    classes: dict[str, LooClass] = {}
+    for key, found in cases.items():
+        if found:
+            frame = pd.DataFrame(found).reindex(columns=[*CASE_COLUMNS, "extrapolated"])
+            frame["rel_error"] = (frame["predicted"] - frame["measured"]) / frame["measured"]
+            classes[key] = LooClass(TITLES[key], frame)
+    return LooReport(run, classes)

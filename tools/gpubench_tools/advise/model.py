@@ -14,45 +14,32 @@ GEMM on the GPU, end to end (docs/timing-method.md, "The overhead model"):
 same precision (fp32 for every reduced GPU precision, as the report compares them) for every
 thread count measured; the faster thread count is the CPU's answer.
 
-A training step of the tiny MLP (docs/workloads.md, "Tiny-MLP workloads") is its layer products, each
-looked up like a GEMM above (forward Z = A W: batch x fan_out x fan_in; weight gradient
+A training step of the tiny MLP (docs/workloads.md, "Tiny-MLP workloads") is its layer products,
+each looked up like a GEMM above (forward Z = A W: batch x fan_out x fan_in; weight gradient
 dW = A^T dZ: fan_in x fan_out x batch; input gradient dA = dZ W^T: batch x fan_in x fan_out,
 every layer but the first), plus its element-wise passes (bias, ReLU, softmax, bias gradient,
 ReLU mask, update) as the bytes they move at memory speed (the GPU's bandwidth from the run's
 context; on the CPU an assumed streaming rate), plus on the GPU one launch per operation (eager:
-6 per weight layer), when the loss is read back a 4-byte copy and a synchronisation, and when the
-batch comes from host memory its copies.
+6 per weight layer), when the loss is read back a 4-byte copy and a synchronisation, and when
+the batch comes from host memory its copies.
+
+The run is one machine's rows of `table.summarize()` with a few columns derived once (`Run`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Sequence
 
-from ..dataset import Point, Source
-from ..overhead_model import CopyFit, LaunchCosts, OverheadModel, build_model
-from .curves import GemmShape, Lookup, RateTable, cpu_rate_table, cpu_threads, gpu_rate_table
+import numpy as np
+import pandas as pd
 
-__all__ = [
-    "AdviseError",
-    "DTYPES",
-    "DTYPE_BYTES",
-    "HOSTS",
-    "DATASETS",
-    "REFERENCE_RUNS",
-    "GpuParts",
-    "CpuEstimate",
-    "GemmAdvice",
-    "MlpConfig",
-    "MlpGpuParts",
-    "MlpAdvice",
-    "Advisor",
-    "MLP_INPUTS",
-    "cpu_dtype_for",
-    "mlp_config_of",
-    "same_network",
-]
+from ..overhead_model import CopyFit, OverheadModel, build_model, num
+from ..table import load_table, summarize
+from .curves import GemmShape, Lookup, lookup
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp64": 8}
 DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
@@ -80,85 +67,96 @@ def cpu_dtype_for(gpu_dtype: str) -> str:
     return "fp64" if gpu_dtype == "fp64" else "fp32"
 
 
-def _reference_hint() -> str:
-    return "try the committed reference run: " + " ".join(REFERENCE_RUNS)
+HINT = "try the committed reference run: " + " ".join(REFERENCE_RUNS)
+
+
+# --- the run -------------------------------------------------------------------------------
 
 
 @dataclass
-class GpuParts:
-    h2d: float
-    compute: float
-    d2h: float
-    launch: float
-    sync: float
+class Run:
+    """One machine: its summary rows (see `_derive` for the columns added) and its names."""
+
+    rows: pd.DataFrame
+    files: list[str]
+    gpu: str | None
+    cpu: str
+    context: dict[str, Any]
 
     @property
-    def total(self) -> float:
-        return self.h2d + self.compute + self.d2h + self.launch + self.sync
-
-    def items(self) -> list[tuple[str, float]]:
-        return [
-            ("h2d", self.h2d),
-            ("compute", self.compute),
-            ("d2h", self.d2h),
-            ("launch", self.launch),
-            ("sync", self.sync),
-        ]
-
-
-@dataclass
-class CpuEstimate:
-    threads: int
-    seconds: float
-    lookups: list[tuple[str, GemmShape, Lookup]]  # (what, shape, curve answer) per product
-    elementwise: float = 0.0
+    def name(self) -> str:
+        return " + ".join(Path(p).name for p in self.files)
 
     @property
-    def extrapolated(self) -> bool:
-        return any(lk.extrapolated for _, _, lk in self.lookups)
+    def has_gpu(self) -> bool:
+        return self.gpu is not None and bool((self.rows["backend"] == "gpu").any())
+
+    @cached_property
+    def curve_rows(self) -> pd.DataFrame:
+        """The rows the curves are read from (kernel-only GPU and CPU GEMMs), with only the
+        columns a look-up reads: the summary is wide, and leave-one-out makes an advisor per
+        row. `family` is the shape label; `flop` is 2 m n k."""
+        rows = self.rows
+        use = rows["kind"].isin(["gemm_kernel", "gemm_cpu"]) & (rows["flop"] > 0)
+        use &= rows["seconds"] > 0
+        curves = rows.loc[use, ["backend", "dtype", "threads", "shape", "m", "n", "k", "seconds"]]
+        flop = 2.0 * curves["m"] * curves["n"] * curves["k"]
+        return curves.rename(columns={"shape": "family"}).assign(flop=flop)
+
+    def ctx_float(self, key: str) -> float | None:
+        """A positive number from the context, None where it has none."""
+        value = pd.to_numeric(pd.Series([self.context.get(key)]), errors="coerce")[0]
+        return float(value) if math.isfinite(value) and value > 0 else None
 
 
-def _best(estimates: list[CpuEstimate]) -> CpuEstimate:
-    return min(estimates, key=lambda e: e.seconds)
+def _derive(s: pd.DataFrame) -> pd.DataFrame:
+    """The summary rows with what the advisor selects on: `kind` (gemm_kernel, gemm_e2e,
+    gemm_cpu, or mlp for an fp32 training row), `mnk` (a tuple on GEMM rows), `threads`,
+    `seconds` (one GEMM: the GPU kernel's event time, the CPU's iteration) and the MLP
+    configuration columns with the defaults of files that predate them."""
+    s = s.copy()
+    for label in ("host", "probe", "data", "variant", "input", "shape", "precision", "dtype"):
+        if label not in s:
+            s[label] = None
+    for counter in ("m", "n", "k", "flop", "t_compute", "t_wall", "t_step", "batch", "hidden"):
+        s[counter] = num(s, counter)
+    gpu, matmul = s["backend"] == "gpu", (s["workload"] == "matmul") & s["probe"].isna()
+    s["kind"] = np.select(
+        [matmul & gpu & s["host"].isna(), matmul & gpu, matmul & (s["backend"] == "cpu")],
+        ["gemm_kernel", "gemm_e2e", "gemm_cpu"],
+        default=None,
+    ).astype(object)
+    s.loc[(s["workload"] == "mlp") & (s["precision"].fillna("fp32") == "fp32"), "kind"] = "mlp"
+    is_gemm = s["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
+    s["mnk"] = None
+    s.loc[is_gemm, "mnk"] = pd.Series(
+        list(zip(*(s.loc[is_gemm, c].astype(int) for c in "mnk"))), index=s.index[is_gemm]
+    )
+    s["shape"] = s["shape"].fillna("square")
+    s["dtype"] = s["dtype"].fillna("fp32")
+    # OpenBLAS threads of a CPU row (`blas_threads`; older files named it `threads`).
+    threads = num(s, "blas_threads").fillna(num(s, "threads"))
+    s["threads"] = threads.where(threads >= 1, 1).fillna(1).astype(int).where(~gpu, 0)
+    t_compute = s["t_compute"].where(gpu & (s["t_compute"] > 0))
+    s["seconds"] = t_compute.fillna(s["time_s"])
+    s["readback"] = num(s, "readback").fillna(0).astype(int)
+    s["layers"] = num(s, "hidden_layers").fillna(1).astype(int)
+    s["input"] = s["input"].mask(s["input"] == "").fillna("resident")
+    return s
 
 
-class _Verdict:
-    """Which side wins and by how much, for an advice with CPU estimates `cpu` and GPU parts
-    `gpu` (whose `total` is the predicted GPU seconds)."""
-
-    cpu: list[CpuEstimate]
-    gpu: GpuParts | MlpGpuParts
-
-    @property
-    def cpu_best(self) -> CpuEstimate:
-        return _best(self.cpu)
-
-    @property
-    def winner(self) -> str:
-        return "gpu" if self.gpu.total < self.cpu_best.seconds else "cpu"
-
-    @property
-    def ratio(self) -> float:
-        """How many times faster the winner is (>= 1)."""
-        a, b = self.gpu.total, self.cpu_best.seconds
-        return max(a, b) / min(a, b)
+def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
+    """One Run per machine of the files (BenchJsonError propagates), and the warnings."""
+    table = load_table(paths)
+    rows = _derive(summarize(table.rows))
+    runs = [
+        Run(rows[rows["machine"] == i], list(m["files"]), m["gpu"], m["cpu"], m["context"])
+        for i, m in table.machines.iterrows()
+    ]
+    return runs, table.warnings
 
 
-@dataclass
-class GemmAdvice(_Verdict):
-    shape: GemmShape
-    dtype: str
-    host: str
-    cpu_dtype: str
-    cpu: list[CpuEstimate]
-    gpu: GpuParts
-    compute: Lookup
-    measured_gpu: Point | None = None
-    measured_cpu: list[Point] = field(default_factory=list)
-
-    @property
-    def extrapolated(self) -> bool:
-        return self.compute.extrapolated or self.cpu_best.extrapolated
+# --- requests and answers ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -171,36 +169,19 @@ class MlpConfig:
     input: str = "resident"  # the batch copied from pinned/pageable host memory every step
 
     @property
-    def inputs(self) -> int:
-        return DATASETS[self.data][0]
-
-    @property
-    def classes(self) -> int:
-        return DATASETS[self.data][1]
-
-    @property
     def widths(self) -> list[int]:
-        return [self.inputs] + [self.hidden] * self.layers + [self.classes]
-
-    @property
-    def weight_layers(self) -> int:
-        return self.layers + 1
+        inputs, classes = DATASETS[self.data]
+        return [inputs] + [self.hidden] * self.layers + [classes]
 
     @property
     def kernels_per_step(self) -> int:
         """Eager launches per step: 6 per weight layer (kernels/mlp/mlp_cuda_trainer.hpp)."""
-        return 6 * self.weight_layers
-
-    @property
-    def parameters(self) -> int:
-        w = self.widths
-        return sum((w[i] + 1) * w[i + 1] for i in range(len(w) - 1))
+        return 6 * (self.layers + 1)
 
     def products(self) -> list[tuple[str, GemmShape]]:
         """The layer products of one step as row-major GEMMs (m x n x k)."""
         b, w, out = self.batch, self.widths, []
-        for layer in range(self.weight_layers):
-            fan_in, fan_out = w[layer], w[layer + 1]
+        for layer, (fan_in, fan_out) in enumerate(zip(w, w[1:])):
             out.append((f"forward {layer + 1}", GemmShape(b, fan_out, fan_in)))
             out.append((f"weight gradient {layer + 1}", GemmShape(fan_in, fan_out, b)))
             if layer > 0:
@@ -217,49 +198,34 @@ class MlpConfig:
         (read, write), bias gradient (read) per layer output, softmax cross-entropy over the
         logits (read, write), the ReLU mask below every layer but the first (two reads, a
         write), and the update over the parameters (two reads, a write)."""
-        b, w = self.batch, self.widths
-        total = 0.0
-        for layer in range(self.weight_layers):
-            total += (2 + 1) * b * w[layer + 1]
-            if layer > 0:
-                total += 3 * b * w[layer]
-        total += 2 * b * self.classes + 3 * self.parameters
-        return 4.0 * total
+        w = np.array(self.widths, dtype=float)
+        parameters = float(((w[:-1] + 1) * w[1:]).sum())
+        per_batch = 3 * w[1:].sum() + 3 * w[1:-1].sum() + 2 * w[-1]
+        return 4.0 * (self.batch * per_batch + 3 * parameters)
 
     @property
     def input_bytes(self) -> float:
         """One step's batch when it is copied from the host: the features and the int labels."""
-        return 4.0 * self.batch * (self.inputs + 1)
+        return 4.0 * self.batch * (self.widths[0] + 1)
 
     def describe(self) -> str:
-        net = "-".join(str(x) for x in self.widths)
-        return f"{self.data} {net}, batch {self.batch}"
+        return f"{self.data} {'-'.join(str(x) for x in self.widths)}, batch {self.batch}"
+
+
+def mlp_config_of(row: pd.Series) -> MlpConfig | None:
+    """The configuration an MLP row measured; None for a data set the advisor does not know."""
+    if row["data"] not in DATASETS or pd.isna(row["batch"]) or pd.isna(row["hidden"]):
+        return None
+    numbers = [int(row[key]) for key in ("batch", "hidden", "layers")]
+    return MlpConfig(*numbers, str(row["data"]), int(row["readback"]), str(row["input"]))
 
 
 @dataclass
-class MlpGpuParts:
-    products: float
-    elementwise: float
-    launch: float
-    readback: float
-    input: float
-    lookups: list[tuple[str, GemmShape, Lookup]]
-
-    @property
-    def total(self) -> float:
-        return self.products + self.elementwise + self.launch + self.readback + self.input
-
-    def items(self) -> list[tuple[str, float]]:
-        out = [
-            ("layer products", self.products),
-            ("element-wise", self.elementwise),
-            ("launch", self.launch),
-        ]
-        if self.readback:
-            out.append(("loss readback", self.readback))
-        if self.input:
-            out.append(("input copy", self.input))
-        return out
+class CpuEstimate:
+    threads: int
+    seconds: float
+    lookups: list[tuple[str, GemmShape, Lookup]]  # (what, shape, curve answer) per product
+    elementwise: float = 0.0
 
     @property
     def extrapolated(self) -> bool:
@@ -267,91 +233,104 @@ class MlpGpuParts:
 
 
 @dataclass
-class MlpAdvice(_Verdict):
-    config: MlpConfig
+class Advice:
+    """The answer to a GEMM (`request` a GemmShape) or an MLP step (an MlpConfig): the GPU's
+    parts in the order the answer lists them, the curve look-ups behind them, the CPU's
+    estimate per thread count, and the rows the run measured at this request."""
+
+    request: GemmShape | MlpConfig
+    gpu: dict[str, float]
+    gpu_lookups: list[tuple[str, GemmShape, Lookup]]
     cpu: list[CpuEstimate]
-    gpu: MlpGpuParts
-    measured_gpu: Point | None = None  # the eager row at this configuration
-    measured_cpu: list[Point] = field(default_factory=list)  # the OpenBLAS rows, by threads
-    measured_other: list[Point] = field(default_factory=list)  # graph, fused, CPU small
+    dtype: str = "fp32"
+    host: str = "resident"
+    measured_gpu: pd.Series | None = None
+    measured_cpu: pd.DataFrame = field(default_factory=pd.DataFrame)
+    measured_other: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def cpu_dtype(self) -> str:
+        return cpu_dtype_for(self.dtype)
+
+    @property
+    def compute(self) -> Lookup:
+        return self.gpu_lookups[0][2]
+
+    @property
+    def gpu_total(self) -> float:
+        return sum(self.gpu.values())
+
+    @property
+    def cpu_best(self) -> CpuEstimate:
+        return min(self.cpu, key=lambda e: e.seconds)
+
+    @property
+    def winner(self) -> str:
+        return "gpu" if self.gpu_total < self.cpu_best.seconds else "cpu"
+
+    @property
+    def ratio(self) -> float:
+        """How many times faster the winner is (>= 1)."""
+        a, b = self.gpu_total, self.cpu_best.seconds
+        return max(a, b) / min(a, b)
+
+    @property
+    def gpu_extrapolated(self) -> bool:
+        return any(lk.extrapolated for _, _, lk in self.gpu_lookups)
 
     @property
     def extrapolated(self) -> bool:
-        return self.gpu.extrapolated or self.cpu_best.extrapolated
+        return self.gpu_extrapolated or self.cpu_best.extrapolated
 
 
-def mlp_config_of(p: Point) -> MlpConfig | None:
-    """The configuration an MLP row measured; None for a data set the advisor does not know."""
-    data = p.labels.get("data", "")
-    if data not in DATASETS or not p.has("batch", "hidden"):
-        return None
-    readback = p.c("readback", 0.0)
-    return MlpConfig(
-        batch=int(p.c("batch")),
-        hidden=int(p.c("hidden")),
-        layers=int(p.c("hidden_layers", 1.0)),
-        data=data,
-        readback=int(readback) if math.isfinite(readback) else 0,
-        input=p.labels.get("input", "resident") or "resident",
-    )
-
-
-def same_network(a: MlpConfig, b: MlpConfig) -> bool:
-    return (a.data, a.batch, a.hidden, a.layers) == (b.data, b.batch, b.hidden, b.layers)
+# --- the advisor ---------------------------------------------------------------------------
 
 
 class Advisor:
-    """Predictions from one machine's run. `exclude` drops points before anything is fitted or
-    interpolated (leave-one-out); the overhead model may be passed in when it is already fitted
-    (its transfer and launch probes are never excluded)."""
+    """Predictions from one machine's run. `exclude` (a mask over `run.rows`) drops GEMM rows
+    from the curves (leave-one-out); the overhead model may be passed in when it is already
+    fitted (its transfer and launch probes are never excluded)."""
 
     def __init__(
-        self,
-        source: Source,
-        exclude: Callable[[Point], bool] | None = None,
-        overhead: OverheadModel | None = None,
+        self, run: Run, exclude: pd.Series | None = None, overhead: OverheadModel | None = None
     ) -> None:
-        self.full = source
-        points = [p for p in source.points if exclude is None or not exclude(p)]
-        self.overhead = overhead if overhead is not None else build_model(source)
-        self.gpu_rates: RateTable = gpu_rate_table(points)
-        self.cpu_rates: RateTable = cpu_rate_table(points)
+        self.run = run
+        self.overhead = overhead or build_model(run.rows[run.rows["backend"] == "gpu"])
+        curves = run.curve_rows
+        curves = curves if exclude is None else curves[~exclude[curves.index]]
+        groups = curves.groupby(["backend", "dtype", "threads"], sort=False)
+        # Plain ints for the thread counts: they end up in the JSON answer.
+        self.curves = {(b, d, int(t)): frame for (b, d, t), frame in groups}
 
-    # --- what the run must hold --------------------------------------------------------------
+    def _lacks(self, what: str) -> AdviseError:
+        return AdviseError(f"{self.run.name} has no {what}; {HINT}")
 
-    @property
-    def name(self) -> str:
-        return self.full.file_names
+    def _dtypes(self, backend: str) -> str:
+        return ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
 
     def require_gpu(self) -> None:
-        if not self.full.has_gpu:
-            why = self.full.report.context.get("gpu_unavailable_reason")
+        if not self.run.has_gpu:
+            why = self.run.context.get("gpu_unavailable_reason")
             recorded = f" (recorded without a GPU: {why})" if why else ""
             raise AdviseError(
-                f"{self.name} has no GPU rows{recorded}; the advisor needs a GPU run's kernel-only "
-                f"GEMM rows and overhead probes: {_reference_hint()}"
+                f"{self.run.name} has no GPU rows{recorded}; the advisor needs a GPU run's "
+                f"kernel-only GEMM rows and overhead probes: {HINT}"
             )
 
-    def _copy(self, direction: str, host: str) -> CopyFit:
+    def copy(self, direction: str, host: str) -> CopyFit:
         fit = self.overhead.copies.get((direction, host))
         if fit is None:
-            raise AdviseError(
-                f"{self.name} has no {direction} {host} transfer probes "
-                f"(overhead/{direction}/{host}/bytes:B) to fit the copy cost alpha + bytes/beta; "
-                f"{_reference_hint()}"
+            raise self._lacks(
+                f"{direction} {host} transfer probes (overhead/{direction}/{host}/bytes:B) to fit "
+                f"the copy cost alpha + bytes/beta"
             )
         return fit
 
-    @property
-    def launch_costs(self) -> LaunchCosts:
-        return self.overhead.launch
-
     def t_launch(self) -> float:
-        t = self.launch_costs.t_launch
+        t = self.overhead.launch.t_launch
         if t is None:
-            raise AdviseError(
-                f"{self.name} has no launch probes (overhead/launch/burst/kernels:N) for the "
-                f"cost of a kernel launch; {_reference_hint()}"
+            raise self._lacks(
+                "launch probes (overhead/launch/burst/kernels:N) for the cost of a kernel launch"
             )
         return t
 
@@ -359,152 +338,111 @@ class Advisor:
         """Waiting for finished work. The round trip (launch one empty kernel, synchronise) less
         its launch is what a synchronised iteration pays; the idle-stream probe measures only the
         API call with nothing to wait for, and is the fallback."""
-        costs = self.launch_costs
-        if costs.t_roundtrip is not None and costs.t_launch is not None:
-            wait = costs.t_roundtrip - costs.t_launch
-            if wait > 0:
-                return wait
-        t = costs.t_sync
-        if t is None:
-            raise AdviseError(
-                f"{self.name} has no synchronisation probes (overhead/launch/roundtrip, "
-                f"overhead/sync/stream); {_reference_hint()}"
+        costs = self.overhead.launch
+        wait = (costs.t_roundtrip or 0.0) - (costs.t_launch or math.inf)
+        if wait > 0:
+            return wait
+        if costs.t_sync is None:
+            raise self._lacks(
+                "synchronisation probes (overhead/launch/roundtrip, overhead/sync/stream)"
             )
-        return t
-
-    def memory_bandwidth(self) -> float | None:
-        return self.full.ctx_float("gpu_memory_bandwidth_bytes_per_s")
-
-    # --- curve look-ups ----------------------------------------------------------------------
+        return costs.t_sync
 
     def gpu_gemm(self, shape: GemmShape, dtype: str) -> Lookup:
         self.require_gpu()
-        lk = self.gpu_rates.lookup(shape, dtype)
+        lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
         if lk is None:
-            have = ", ".join(self.gpu_rates.dtypes) or "none"
-            raise AdviseError(
-                f"{self.name} has no kernel-only GPU GEMM rows for {dtype} "
-                f"(matmul/gpu/cublas_kernel/dtype:{dtype}/...; it has: {have}); "
-                f"{_reference_hint()}"
+            raise self._lacks(
+                f"kernel-only GPU GEMM rows for {dtype} (matmul/gpu/cublas_kernel/dtype:{dtype}/"
+                f"...; it has: {self._dtypes('gpu')})"
             )
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
-        bw = self.memory_bandwidth()
-        if bw:
-            floor = sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / bw
-            if floor > lk.seconds:
-                lk = replace(lk, seconds=floor, floor="device memory bandwidth")
+        bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
+        floor = sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / bw if bw else 0.0
+        if floor > lk.seconds:
+            return replace(lk, seconds=floor, floor="device memory bandwidth")
         return lk
 
     def cpu_estimates(
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
-        threads = [t for t in self.cpu_rates.threads(dtype) if t is not None]
+        threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
         if not threads:
-            have = ", ".join(self.cpu_rates.dtypes) or "none"
-            raise AdviseError(
-                f"{self.name} has no CPU GEMM rows for {dtype} "
-                f"(matmul/cpu/openblas/dtype:{dtype}/...; it has: {have}); {_reference_hint()}"
+            raise self._lacks(
+                f"CPU GEMM rows for {dtype} (matmul/cpu/openblas/dtype:{dtype}/...; it has: "
+                f"{self._dtypes('cpu')})"
             )
+        ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
         out = []
         for t in threads:
-            lookups = []
-            for what, shape in products:
-                lk = self.cpu_rates.lookup(shape, dtype, t)
-                assert lk is not None
-                lookups.append((what, shape, lk))
-            ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
+            found = [(what, s, lookup(self.curves[("cpu", dtype, t)], s)) for what, s in products]
+            lookups = [(what, s, lk) for what, s, lk in found if lk is not None]
             out.append(CpuEstimate(t, sum(lk.seconds for *_, lk in lookups) + ew, lookups, ew))
         return out
 
-    # --- GEMM --------------------------------------------------------------------------------
-
-    def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> GemmAdvice:
-        if dtype not in DTYPE_BYTES:
-            raise AdviseError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
-        if host not in HOSTS:
-            raise AdviseError(f"unknown host memory '{host}': choose one of {', '.join(HOSTS)}")
-        self.require_gpu()
+    def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
+        """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
         compute = self.gpu_gemm(shape, dtype)
-        size = DTYPE_BYTES[dtype]
-        a, b, c = shape.elements()
+        a, b, c = (n * DTYPE_BYTES[dtype] for n in shape.elements())
+        h2d = d2h = 0.0
+        if host != "resident":
+            # Two copies in (A and B), one out (C): each pays alpha (timing-method, copies_h2d).
+            h2d = float(self.copy("h2d", host).predict(a + b, copies=2))
+            d2h = float(self.copy("d2h", host).predict(c, copies=1))
+        gpu = dict(h2d=h2d, compute=compute.seconds, d2h=d2h)
+        gpu.update(launch=self.t_launch(), sync=self.t_sync())
+        rows = self.run.rows
+        at_shape = rows["mnk"].isin([shape.mnk])
+        kind = (rows["kind"] == "gemm_e2e") & (rows["host"] == host)
         if host == "resident":
-            h2d = d2h = 0.0
-        else:
-            # Two copies in (A and B), one out (C): each pays alpha (docs/timing-method.md, copies_h2d).
-            h2d = float(self._copy("h2d", host).predict((a + b) * size, copies=2))
-            d2h = float(self._copy("d2h", host).predict(c * size, copies=1))
-        parts = GpuParts(h2d, compute.seconds, d2h, self.t_launch(), self.t_sync())
-        cpu_dtype = cpu_dtype_for(dtype)
-        cpu = self.cpu_estimates([("product", shape)], cpu_dtype)
-        return GemmAdvice(
-            shape=shape,
-            dtype=dtype,
-            host=host,
-            cpu_dtype=cpu_dtype,
-            cpu=cpu,
-            gpu=parts,
-            compute=compute,
-            measured_gpu=self._measured_gemm(shape, dtype, host),
-            measured_cpu=sorted(
-                (p for p in self.full.matmul_cpu() if p.mnk == shape.mnk and p.dtype == cpu_dtype),
-                key=cpu_threads,
-            ),
+            kind = rows["kind"] == "gemm_kernel"
+        gpu_rows = rows[at_shape & (rows["dtype"] == dtype) & kind]
+        cpu_rows = rows[at_shape & (rows["kind"] == "gemm_cpu")]
+        cpu_rows = cpu_rows[cpu_rows["dtype"] == cpu_dtype_for(dtype)]
+        cpu = self.cpu_estimates([("product", shape)], cpu_dtype_for(dtype))
+        measured = gpu_rows.iloc[0] if len(gpu_rows) else None
+        by_threads = cpu_rows.sort_values("threads", kind="stable")
+        return Advice(
+            shape, gpu, [("product", shape, compute)], cpu, dtype, host, measured, by_threads
         )
 
-    def _measured_gemm(self, shape: GemmShape, dtype: str, host: str) -> Point | None:
-        for p in self.full.points:
-            if p.is_matmul and p.is_gpu and p.mnk == shape.mnk and p.dtype == dtype:
-                if (host == "resident" and p.is_kernel_only) or (
-                    p.is_e2e and p.labels.get("host") == host
-                ):
-                    return p
-        return None
-
-    # --- MLP ---------------------------------------------------------------------------------
-
-    def mlp(self, config: MlpConfig) -> MlpAdvice:
+    def mlp(self, c: MlpConfig) -> Advice:
         self.require_gpu()
-        products = config.products()
         # The eager path's products are plain fp32 (no TF32), like the CPU's.
-        lookups = [(what, shape, self.gpu_gemm(shape, "fp32")) for what, shape in products]
-        bw = self.memory_bandwidth()
-        elementwise = config.elementwise_bytes / bw if bw else 0.0
-        readback = 0.0
-        if config.readback > 0:
-            d2h = self._copy("d2h", "pinned")  # the loss lands in pinned host memory
-            readback = (float(d2h.predict(LOSS_BYTES)) + self.t_sync()) / config.readback
-        input_copy = 0.0
-        if config.input != "resident":
-            input_copy = float(self._copy("h2d", config.input).predict(config.input_bytes, 2))
-        gpu = MlpGpuParts(
-            products=sum(lk.seconds for *_, lk in lookups),
-            elementwise=elementwise,
-            launch=config.kernels_per_step * self.t_launch(),
-            readback=readback,
-            input=input_copy,
-            lookups=lookups,
+        lookups = [(what, shape, self.gpu_gemm(shape, "fp32")) for what, shape in c.products()]
+        bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
+        gpu = {"layer products": sum(lk.seconds for *_, lk in lookups)}
+        gpu["element-wise"] = c.elementwise_bytes / bw if bw else 0.0
+        more: dict[str, float] = {}
+        if c.readback > 0:
+            d2h = self.copy("d2h", "pinned")  # the loss lands in pinned host memory
+            more["loss readback"] = (float(d2h.predict(LOSS_BYTES)) + self.t_sync()) / c.readback
+        if c.input != "resident":
+            more["input copy"] = float(self.copy("h2d", c.input).predict(c.input_bytes, 2))
+        gpu.update(launch=c.kernels_per_step * self.t_launch(), **more)
+        cpu = self.cpu_estimates(c.products(), "fp32", c.elementwise_bytes)
+        # The run's rows of this network and batch: the eager GPU row at this readback and
+        # input, the OpenBLAS rows by threads, and the other paths (graph, fused, the CPU's
+        # small-matrix path) for comparison, at the requested readback where that was
+        # measured, else every readback they were run with.
+        rows = self.run.rows
+        same = (rows["kind"] == "mlp") & (rows["data"] == c.data) & (rows["batch"] == c.batch)
+        rows = rows[same & (rows["hidden"] == c.hidden) & (rows["layers"] == c.layers)]
+        gpu_row = rows["backend"] == "gpu"
+        eager = gpu_row & (rows["variant"] == "eager")
+        blas = ~gpu_row & (rows["variant"] == "openblas")
+        match = rows[eager & (rows["readback"] == c.readback) & (rows["input"] == c.input)]
+        other = rows[~eager & ~blas & rows["input"].isin(["resident", c.input])]
+        path = other.groupby(["backend", "variant", "threads"], sort=False, dropna=False).ngroup()
+        same_readback = other["readback"] == c.readback
+        other = other[same_readback | ~same_readback.groupby(path).transform("any")]
+        return Advice(
+            c,
+            gpu,
+            lookups,
+            cpu,
+            measured_gpu=match.iloc[-1] if len(match) else None,
+            measured_cpu=rows[blas].sort_values("threads", kind="stable"),
+            measured_other=other.assign(path=path).sort_values("path", kind="stable"),
         )
-        cpu = self.cpu_estimates(products, "fp32", config.elementwise_bytes)
-        advice = MlpAdvice(config=config, cpu=cpu, gpu=gpu)
-        others: dict[tuple[str, str, int], list[tuple[MlpConfig, Point]]] = {}
-        for p in self.full.mlp():
-            other = mlp_config_of(p)
-            if other is None or not same_network(other, config):
-                continue
-            variant = p.labels.get("variant", "")
-            if p.is_gpu and variant == "eager":
-                if (other.readback, other.input) == (config.readback, config.input):
-                    advice.measured_gpu = p
-            elif not p.is_gpu and variant == "openblas":
-                advice.measured_cpu.append(p)
-            elif other.input in ("resident", config.input):
-                key = (p.backend or "", variant, 0 if p.is_gpu else cpu_threads(p))
-                others.setdefault(key, []).append((other, p))
-        # The other paths (graph, fused, the CPU's small-matrix path) for comparison: at the
-        # requested readback where that was measured, else every readback they were run with.
-        for rows in others.values():
-            same = [p for o, p in rows if o.readback == config.readback]
-            advice.measured_other += same or [p for _, p in rows]
-        advice.measured_cpu.sort(key=cpu_threads)
-        return advice
