@@ -23,7 +23,7 @@ from conftest import FIXTURES, REPO
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from gpubench_tools import benchjson, dataset, export
+from gpubench_tools import benchjson, export, table
 from gpubench_tools.advise import main as advise_main
 from gpubench_tools.history.cli import main as history_main
 from gpubench_tools.report import main as report_main
@@ -201,7 +201,7 @@ def examples(n: int) -> settings:
 @examples(40)
 @given(case=mutated_text())
 @example(case=known("cpu_only", "label", "x", cut=True))
-def test_benchjson_and_dataset(case: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_benchjson_and_table(case: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     _, text = case
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.json"
@@ -212,7 +212,7 @@ def test_benchjson_and_dataset(case: tuple[str, str], capsys: pytest.CaptureFixt
             assert "failed" in out and "skipped" in out
             # Rows are counted only in a whole file: never for a truncated one.
             assert not benchjson.load_report(str(path)).recovered_from_truncation
-        code, out, _ = _run(capsys, dataset._main, ["--gpu-rows", str(path)])
+        code, out, _ = _run(capsys, table._main, ["--gpu-rows", str(path)])
         assert code in (OK, UNUSABLE)
         if code == OK:
             assert int(out.strip()) >= 0
