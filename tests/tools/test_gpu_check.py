@@ -138,7 +138,7 @@ def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) ->
     # One machine: the torch-amp file's rows meet the sweep's, PyTorch's step over ours.
     assert md.startswith("# gpubench report: Hand-made Test CPU vs H100 80GB HBM3\n")
     assert "Inputs: test-gpu-mlp.json, test-gpu-torch-amp.json;" in md
-    assert "| case | ours | PyTorch eager | PyTorch / ours |" in md
+    assert "| case | ours | PyTorch eager | PyTorch eager / ours |" in md
 
 
 def test_gpu_check_uses_the_python_rule() -> None:

@@ -154,3 +154,17 @@ def test_thread_scaling_names_every_cpu_configuration(tmp_path: Path) -> None:
     assert {r[1] for r in rows} == {"2"}
     two = [float(r[2].rstrip("x")) for r in rows]
     assert two and all(0.5 < s < 2.5 for s in two)
+
+
+def test_mixed_precision_is_set_against_fp32_on_the_same_path(tmp_path: Path) -> None:
+    """HAND-MADE rows (handmade_rows.py): the eager 4096x4096 step at batch 4096 takes 1.00 ms in
+    fp32 and 400 us in bf16, so mixed precision is 2.5x; on Iris it is slower (0.9x)."""
+    from handmade_rows import CONTEXT, gpu_mlp_rows
+
+    gpu = write_bench_json(tmp_path / "handmade-gpu.json", gpu_mlp_rows(), CONTEXT)
+    doc = _document(tmp_path / "r", [str(gpu)])
+    (table,) = [t for t in _section(doc, "peers")["tables"] if t["headers"][1] == "bf16"]
+    ratios = {r[0]: r[3] for r in table["rows"]}
+    case = "backend=gpu variant=eager data=synthetic hidden=4096 batch=4096 readback=0"
+    assert ratios[case] == "2.5x†"
+    assert ratios["backend=gpu variant=eager data=iris hidden=10 batch=120 readback=0"] == "0.9x†"

@@ -25,6 +25,8 @@ GPU_CHARTS = [
     "speedup_mlp-sweep",
     "breakdown_gemm",
     "cpu_threads",
+    "heatmap_mlp-sweep",
+    "utilisation_gemm",
 ]
 
 

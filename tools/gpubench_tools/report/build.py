@@ -278,7 +278,7 @@ class _Builder:
             "id": topic.id,
             "title": topic.title,
             "paragraphs": paragraphs,
-            "charts": [self.chart(chart, curve, caption)],
+            "charts": [self.chart(chart, curve, caption)] + self._extra_charts(topic, curve),
             "tables": [
                 {
                     "caption": f"Time per {topic.time_name} (medians) and speedups",
@@ -287,6 +287,56 @@ class _Builder:
                 }
             ],
         }
+
+    def _extra_charts(self, topic: Topic, curve: pd.DataFrame) -> list[dict[str, str]]:
+        """A sweep over two sizes (batch x hidden) as a heatmap; GEMM's kernel utilisation."""
+        charts = []
+        if topic.series is not None and len(self.labels) == 1 and curve[topic.series].nunique() > 1:
+            heat = Chart(
+                kind="heatmap",
+                stem=f"heatmap_{topic.id}",
+                title=f"{topic.title}: speedup by {topic.x_name} and {topic.series}",
+                subtitle=self.subtitle(),
+                x=topic.x,
+                y=topic.series,
+                value="speedup",
+                x_label=topic.x_name,
+                y_label=topic.series,
+                value_label="CPU time / GPU time",
+            )
+            caption = "Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."
+            charts.append(self.chart(heat, curve, caption))
+        if topic.id == "gemm":
+            kernel = analysis.select(
+                self.summary,
+                {"workload": "matmul", "backend": "gpu", "shape": "square", "host": None},
+            ).dropna(subset=["pct_peak"] if "pct_peak" in self.summary else [])
+            if len(kernel) and len(self.labels) == 1:
+                utilisation = Chart(
+                    kind="lines",
+                    stem="utilisation_gemm",
+                    title="GPU kernel-only GEMM: share of peak by precision",
+                    subtitle=self.subtitle(),
+                    x="n",
+                    y="pct_peak",
+                    series="dtype",
+                    flag="few_samples",
+                    log_x=True,
+                    log_y=True,
+                    x_label="n",
+                    y_label="% of the precision's peak",
+                    y_unit="count",
+                )
+                few = kernel["repetitions"] < analysis.FEW_REPETITIONS
+                charts.append(
+                    self.chart(
+                        utilisation,
+                        kernel.sort_values("n").assign(few_samples=few),
+                        "Operands already on the GPU (no copies): what is left below 100% at "
+                        "small n is the under-utilisation of the breakdown.",
+                    )
+                )
+        return charts
 
     # --- where the GPU time goes -----------------------------------------------------------
 
@@ -548,18 +598,21 @@ class _Builder:
             tables.append(
                 {
                     "caption": peer.title,
-                    "headers": ["case", "ours", "PyTorch eager", "PyTorch / ours"],
+                    "headers": ["case", peer.names[0], peer.names[1],
+                                f"{peer.names[1]} / {peer.names[0]}"],  # fmt: skip
                     "rows": rows,
                 }
             )
         if tables:
             self.sections.append(
                 {
-                    "id": "pytorch",
-                    "title": "Against PyTorch",
+                    "id": "peers",
+                    "title": "Against PyTorch, and mixed precision against fp32",
                     "paragraphs": [
-                        "The same work in PyTorch, measured in the same session as the suite's "
-                        "rows (tools/reference/): above 1x the suite is faster."
+                        "The same work two ways, each ratio the second time over the first: "
+                        "PyTorch (tools/reference/, measured in the same session as the suite's "
+                        "rows) over the suite, above 1x the suite is faster; fp32 over bf16 or "
+                        "fp16 on the same path, above 1x mixed precision pays."
                     ],
                     "charts": [],
                     "tables": tables,

@@ -144,6 +144,7 @@ class Peer:
     peer: dict[str, Any]
     keys: tuple[str, ...]
     time_col: str = "time_s"
+    names: tuple[str, str] = ("ours", "PyTorch eager")  # table headers: ours, the peer
 
 
 _TORCH_TRAINING = ("torch_eager",)
@@ -175,6 +176,19 @@ PEERS: tuple[Peer, ...] = (
         keys=("backend", "batch", "precision"),
         time_col="t_step",
     ),
+)
+
+# Mixed precision against fp32 on the same path, net and batch (the peer is fp32 here).
+PEERS += tuple(
+    Peer(
+        title=f"MLP training step, {precision} against fp32 on the same path",
+        ours={"workload": "mlp", "precision": precision, "input": (None, "resident")},
+        peer={"workload": "mlp", "precision": "fp32", "input": (None, "resident")},
+        keys=("backend", "variant", "data", "hidden", "batch", "readback"),
+        time_col="t_step",
+        names=(precision, "fp32"),
+    )
+    for precision in ("bf16", "fp16")
 )
 
 # The four parts of a GPU time, in the order they are stacked: the short name every chart and
