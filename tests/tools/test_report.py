@@ -168,3 +168,26 @@ def test_mixed_precision_is_set_against_fp32_on_the_same_path(tmp_path: Path) ->
     case = "backend=gpu variant=eager data=synthetic hidden=4096 batch=4096 readback=0"
     assert ratios[case] == "2.5x†"
     assert ratios["backend=gpu variant=eager data=iris hidden=10 batch=120 readback=0"] == "0.9x†"
+
+
+def test_the_cnn_profile_groups_operations_by_kind(tmp_path: Path) -> None:
+    doc = _document(
+        tmp_path, [str(FIXTURES / "cnn_cpu.json")], [str(FIXTURES / "cnn_gpu_synthetic.json")]
+    )
+    (chart,) = _section(doc, "profile")["charts"]
+    assert chart["alt"] == "Where a CNN training step goes, batch 64"
+    from gpubench_tools.report.build import _operation_kind
+
+    kinds = {
+        _operation_kind(f"t_op:{op}")
+        for op in (
+            "conv2.weight_gradient",
+            "fc1.forward",
+            "conv1.im2col",
+            "conv3.bias_gradient",
+            "pool2.backward",
+            "update",
+            "launch_gaps",
+        )
+    }
+    assert kinds == {"GEMM", "im2col", "bias", "pool", "update", "launch gaps"}

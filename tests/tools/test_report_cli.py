@@ -27,6 +27,10 @@ GPU_CHARTS = [
     "cpu_threads",
     "heatmap_mlp-sweep",
     "utilisation_gemm",
+    "time_gemm",
+    "time_mlp-iris",
+    "time_mlp-sweep",
+    "copies",
 ]
 
 

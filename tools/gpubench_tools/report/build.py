@@ -290,7 +290,7 @@ class _Builder:
 
     def _extra_charts(self, topic: Topic, curve: pd.DataFrame) -> list[dict[str, str]]:
         """A sweep over two sizes (batch x hidden) as a heatmap; GEMM's kernel utilisation."""
-        charts = []
+        charts = [self._time_chart(topic, curve)]
         if topic.series is not None and len(self.labels) == 1 and curve[topic.series].nunique() > 1:
             heat = Chart(
                 kind="heatmap",
@@ -337,6 +337,40 @@ class _Builder:
                     )
                 )
         return charts
+
+    def _time_chart(self, topic: Topic, curve: pd.DataFrame) -> dict[str, str]:
+        """Both sides' times against size: what the speedup is a ratio of."""
+        sides = []
+        for side, name in (("cpu", "CPU (fastest threads)"), ("gpu", "GPU")):
+            part = curve.assign(
+                side=curve["line"] + " · " + name if "line" in curve else name,
+                time=curve[f"{side}_time"],
+                low=curve[f"{side}_low"],
+                high=curve[f"{side}_high"],
+                few=curve[f"{side}_repetitions"] < analysis.FEW_REPETITIONS,
+            )
+            sides.append(part)
+        times = pd.concat(sides, ignore_index=True)
+        if topic.series is None and len(self.labels) == 1:
+            times["side"] = times["side"].str.split(" · ").str[-1]
+        chart = Chart(
+            kind="lines",
+            stem=f"time_{topic.id}",
+            title=f"{topic.title}: time per {topic.time_name}",
+            subtitle=self.subtitle(),
+            x=topic.x,
+            y="time",
+            series="side",
+            y_low="low",
+            y_high="high",
+            flag="few",
+            log_x=True,
+            log_y=True,
+            x_label=topic.x_name,
+            y_label=f"time per {topic.time_name}",
+            y_unit="s",
+        )
+        return self.chart(chart, times, "Medians; bands: min..max over repetitions.")
 
     # --- where the GPU time goes -----------------------------------------------------------
 
@@ -490,6 +524,34 @@ class _Builder:
                 "rows": costs,
             }
         )
+        charts = []
+        copies = analysis.select(gpu, {"probe": ("h2d", "d2h")}).dropna(subset=["bytes_per_s"])
+        if len(copies) and len(self.labels) == 1:
+            copies = copies.assign(
+                copy=copies["probe"].str.upper() + " " + copies["host"].fillna(""),
+                few=copies["repetitions"] < analysis.FEW_REPETITIONS,
+            ).sort_values("bytes")
+            chart = Chart(
+                kind="lines",
+                stem="copies",
+                title="Host-device copies: bandwidth against size",
+                subtitle=self.subtitle(),
+                x="bytes",
+                y="bytes_per_s",
+                series="copy",
+                flag="few",
+                log_x=True,
+                log_y=True,
+                x_label="bytes per copy",
+                y_label="bandwidth",
+                x_unit="bytes",
+                y_unit="bytes/s",
+            )
+            charts.append(
+                self.chart(
+                    chart, copies, "Below alpha x beta bytes the fixed cost alpha dominates."
+                )
+            )
         bias = analysis.model_bias(self.summary, model)
         if len(bias.before):
             paragraphs.append(bias_sentence(bias))
@@ -499,7 +561,7 @@ class _Builder:
                 "id": "model",
                 "title": "The overhead model and its error",
                 "paragraphs": paragraphs,
-                "charts": [],
+                "charts": charts,
                 "tables": tables,
                 "notes": [
                     "Predicted end-to-end GEMM time = copies (alpha + bytes / beta each way) + "
@@ -507,6 +569,44 @@ class _Builder:
                     "error = (predicted − measured) / measured: negative means the model "
                     "under-predicts."
                 ],
+            }
+        )
+
+    # --- the CNN step, operation by operation -------------------------------------------------
+
+    def profile_section(self) -> None:
+        """Where one CNN step goes, from the `t_op:<layer>.<operation>` counters, by kind."""
+        columns = [c for c in self.summary.columns if c.startswith("t_op:")]
+        rows = self.summary[self.summary["workload"] == "cnn"].dropna(subset=columns[:1])
+        if not columns or rows.empty:
+            return
+        # The profiled batch nearest to 64: big enough to be a real step on every path.
+        batch = min(rows["batch"].unique(), key=lambda b: abs(math.log(b / 64)))
+        rows = rows[rows["batch"] == batch]
+        kinds: dict[str, list[str]] = {}
+        for column in columns:
+            kinds.setdefault(_operation_kind(column), []).append(column)
+        parts = rows[["name", "machine"]].assign(
+            **{kind: rows[cols].sum(axis=1, min_count=1) for kind, cols in kinds.items()},
+            path=rows["name"].map(lambda n: _short_benchmark(n).split("/", 1)[1]),
+        )
+        chart = Chart(
+            kind="stacked",
+            stem="profile_cnn",
+            title=f"Where a CNN training step goes, batch {fmt_size(batch)}",
+            subtitle=self.subtitle(),
+            x="path",
+            parts=tuple((kind, kind) for kind in kinds),
+            normalize=True,
+            y_label="share of the profiled step",
+        )
+        self.sections.append(
+            {
+                "id": "profile",
+                "title": "The CNN step, operation by operation",
+                "paragraphs": [],
+                "charts": [self.chart(chart, parts, "From the per-operation counters, by kind.")],
+                "tables": [],
             }
         )
 
@@ -735,6 +835,21 @@ def _context_text(value: Any) -> str:
     return f"{number:.4g}" if abs(number) >= 1e5 else text
 
 
+def _operation_kind(column: str) -> str:
+    """`t_op:conv2.weight_gradient` -> "GEMM": the profile's operations grouped by what they do."""
+    operation = column.split(":", 1)[1]
+    layer, _, step = operation.partition(".")
+    if step == "im2col":
+        return "im2col"
+    if step.startswith("bias"):
+        return "bias"
+    if layer.startswith("pool"):
+        return "pool"
+    if step in ("gemm", "weight_gradient", "input_gradient") or layer.startswith("fc"):
+        return "GEMM"
+    return {"loss": "loss", "update": "update", "launch_gaps": "launch gaps"}.get(layer, layer)
+
+
 def _short_benchmark(name: str) -> str:
     """A benchmark name without the suffixes every row of its kind shares."""
     return name.replace("/manual_time", "").replace("/readback:1", "")
@@ -819,6 +934,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     for topic in TOPICS:
         builder.topic(topic)
     builder.breakdown_section()
+    builder.profile_section()
     builder.model_section()
     builder.threads_section()
     builder.peers_section()
