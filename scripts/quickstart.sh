@@ -18,8 +18,10 @@ mkdir -p "$run_dir"
 # fact), and five a side is what the compare gate's U test needs to judge at alpha 0.05 (four is
 # its minimum). Five short repetitions cost less than one long one would in trust: the CPU-only
 # default sweep takes about a minute on a 2-core machine. Arguments given to this script come
-# after these and override them (Google Benchmark keeps a flag's last value).
+# after these and override them (Google Benchmark keeps a flag's last value). The terminal shows
+# each benchmark's mean, median, stddev and cv; the JSON keeps every repetition for the report.
 "$BUILD_DIR/benchmarks/bench" --benchmark_repetitions=5 --benchmark_min_time=0.01s \
+  --benchmark_display_aggregates_only=true \
   --benchmark_out="$run_dir/bench.json" --benchmark_out_format=json "$@" |
   tee "$run_dir/bench.txt"
 echo "gpubench: benchmark JSON written to $run_dir/bench.json"
