@@ -52,16 +52,18 @@ _ID += ["host", "input", "data", "m", "n", "k", "batch", "hidden", "threads", "s
 
 
 def select(summary: pd.DataFrame, filt: dict[str, Any]) -> pd.DataFrame:
-    """Rows whose columns equal the filter's values (a list or tuple value: any of them; None:
-    the column is empty, e.g. {"input": None} for the GPU rows that read no host input)."""
-    mask = pd.Series(True, index=summary.index)
-    for column, value in filt.items():
-        col = summary[column] if column in summary else pd.Series(None, index=summary.index)
-        if value is None:
-            mask &= col.isna()
-        else:
-            mask &= col.isin(value) if isinstance(value, (list, tuple, set)) else col == value
-    return summary[mask]
+    """Rows whose columns match the filter: a scalar matches equal values, a tuple or list any
+    of its values, and None an empty column (the GPU rows that read no host input are
+    {"input": (None, "resident")}: older files have no `input` label at all)."""
+    keep = pd.Series(True, index=summary.index)
+    for column, wanted in filt.items():
+        values = summary[column] if column in summary else pd.Series(None, index=summary.index)
+        options = wanted if isinstance(wanted, (list, tuple, set)) else (wanted,)
+        match = pd.Series(False, index=summary.index)
+        for option in options:
+            match |= values.isna() if option is None else (values == option).fillna(False)
+        keep &= match.astype(bool)
+    return summary[keep]
 
 
 def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:

@@ -25,25 +25,12 @@ from . import analysis
 from .charts import Chart, draw
 from .topics import CONTEXT_NAMES, PART_LABELS, PART_MEANINGS, PEERS, TOPICS, Topic
 
-__all__ = ["build_document", "select"]
+__all__ = ["build_document"]
 
 PARTS = ("transfer", "overhead", "under_utilisation", "work_at_peak")
 # Marks in tables: a median of fewer than 3 repetitions (or of single iterations) is one
 # draw from a noisy machine, not a measurement to act on; a wide spread says the same.
 FEW_MARK, NOISY_MARK = "†", "~"
-
-
-def select(frame: pd.DataFrame, filters: dict[str, Any]) -> pd.DataFrame:
-    """The rows matching a topic's filter (see topics.py for the value rules)."""
-    keep = pd.Series(True, index=frame.index)
-    for column, wanted in filters.items():
-        values = frame[column] if column in frame else pd.Series(pd.NA, index=frame.index)
-        options = wanted if isinstance(wanted, tuple) else (wanted,)
-        match = pd.Series(False, index=frame.index)
-        for option in options:
-            match |= values.isna() if option is None else (values == option).fillna(False)
-        keep &= match.astype(bool)
-    return frame[keep]
 
 
 def _fastest(rows: pd.DataFrame, keys: list[str], time_col: str) -> pd.DataFrame:
@@ -164,7 +151,7 @@ class _Builder:
 
     def _machine_topic(self, topic: Topic, machine: int, rows: pd.DataFrame) -> pd.DataFrame | None:
         """One machine's answer row for a topic, and its speedup curve (None without one)."""
-        cpu, gpu = select(rows, topic.cpu), select(rows, topic.gpu)
+        cpu, gpu = analysis.select(rows, topic.cpu), analysis.select(rows, topic.gpu)
         if cpu.empty and gpu.empty:
             return None
         title = topic.title + (f" ({self.labels[machine]['pair']})" if len(self.labels) > 1 else "")
@@ -677,7 +664,9 @@ class _Builder:
         """The suite's own paths against the same work in PyTorch, where a run has its rows."""
         tables = []
         for peer in PEERS:
-            ours, theirs = select(self.summary, peer.ours), select(self.summary, peer.peer)
+            ours, theirs = analysis.select(self.summary, peer.ours), analysis.select(
+                self.summary, peer.peer
+            )
             if ours.empty or theirs.empty:
                 continue
             keys = [k for k in peer.keys if k in ours and k in theirs]
