@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import statistics
 import sys
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from .benchjson import (
     load_report,
 )
 from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
-from .timing import TIME_CHOICES, not_measured_reason, row_time_s, time_source
+from .timing import add_time_option, compile_filter, not_measured_reason, row_time_s, time_source
 from .units import fmt_time
 
 __all__ = [
@@ -83,11 +82,9 @@ class Summary:
 
     @property
     def origin(self) -> str:
-        if self.repetitions == 0:
-            return f"Google Benchmark aggregate, {self.clock}"
-        if self.repetitions == 1:
-            return f"one repetition, {self.clock}"
-        return f"median of {self.repetitions} repetitions, {self.clock}"
+        n = self.repetitions
+        what = {0: "Google Benchmark aggregate", 1: "one repetition"}.get(n)
+        return f"{what or f'median of {n} repetitions'}, {self.clock}"
 
 
 @dataclass(frozen=True)
@@ -106,22 +103,18 @@ def describe_dropped(dropped: list[Dropped], verbose: bool = False) -> list[str]
     """One line per file and reason; with `verbose`, one more line per benchmark."""
     lines: list[str] = []
     for (path, reason), items in group_reasons(dropped, lambda d: (d.path, d.reason)):
-        rows = sum(d.rows for d in items)
-        gone = [d for d in items if not d.exported]
+        rows, n = sum(d.rows for d in items), len(items)
+        gone = sum(not d.exported for d in items)
         text = f"{path}: {rows} row{'' if rows == 1 else 's'} dropped ({reason})"
-        if len(items) == 1:
-            text += f": {items[0].name}" + ("; not exported" if gone else "")
+        if n == 1:
+            lines.append(text + f": {items[0].name}" + ("; not exported" if gone else ""))
+            continue
+        if gone == n:
+            text += f"; {n} benchmarks not exported"
         else:
-            n = len(items)
-            text += (
-                f"; {n} benchmarks not exported"
-                if len(gone) == n
-                else f" of {n} benchmarks, {len(gone)} of them left with nothing to export"
-            )
-            if not verbose:
-                text += " (--verbose lists them)"
-        lines.append(text)
-        if verbose and len(items) > 1:
+            text += f" of {n} benchmarks, {gone} of them left with nothing to export"
+        lines.append(text + ("" if verbose else " (--verbose lists them)"))
+        if verbose:
             lines += [
                 f"  {d.name}: {d.rows} of {d.of_rows} rows"
                 + ("" if d.exported else "; not exported")
@@ -146,36 +139,35 @@ def summarise_rows(
 ) -> tuple[list[Summary], list[Dropped], list[str]]:
     """One Summary per benchmark of the report (in file order), the dropped rows, and warnings
     for benchmarks without a usable time."""
-    order: dict[str, None] = {}  # benchmark names in file order
+    # benchmark name (in file order) -> its iteration rows, and its aggregate rows by kind
     iterations: dict[str, list[BenchRow]] = {}
     aggregates: dict[str, dict[str, BenchRow]] = {}
     for row in report.rows:
-        order.setdefault(row.run_name)
-        if row.run_type == "aggregate":
-            if row.aggregate_name is not None:
-                aggregates.setdefault(row.run_name, {})[row.aggregate_name] = row
-        else:
-            iterations.setdefault(row.run_name, []).append(row)
+        rows = iterations.setdefault(row.run_name, [])
+        if row.run_type != "aggregate":
+            rows.append(row)
+        elif row.aggregate_name is not None:
+            aggregates.setdefault(row.run_name, {})[row.aggregate_name] = row
 
     summaries: list[Summary] = []
     warnings: list[str] = []
     all_dropped: list[Dropped] = []
-    for name in order:
-        rows = iterations.get(name, [])
+    for name, rows in iterations.items():
         reasons = [not_measured_reason(r) for r in rows]
         measured = [r for r, reason in zip(rows, reasons) if reason is None]
         values = [v for v in (row_time_s(r, time) for r in measured) if _usable(v)]
         dropped = [reason for reason in reasons if reason is not None]
-        for reason in dict.fromkeys(dropped):
-            all_dropped.append(
-                Dropped(report.path, name, reason, dropped.count(reason), len(rows), bool(values))
-            )
+        all_dropped += [
+            Dropped(report.path, name, why, dropped.count(why), len(rows), bool(values))
+            for why in dict.fromkeys(dropped)
+        ]
         if values:
-            clock = time_source(measured[0], time)
-            median = statistics.median(values)
             # One repetition has no spread: leave the range out rather than claim it is zero.
             low, high = (min(values), max(values)) if len(values) > 1 else (None, None)
-            summaries.append(Summary(name, median, low, high, len(values), clock))
+            clock = time_source(measured[0], time)
+            summaries.append(
+                Summary(name, statistics.median(values), low, high, len(values), clock)
+            )
             continue
         summary = None if rows else _from_aggregate(name, aggregates.get(name, {}), time)
         if summary is not None:
@@ -186,12 +178,9 @@ def summarise_rows(
 
 
 def _from_aggregate(name: str, rows: dict[str, BenchRow], time: str) -> Summary | None:
-    for kind in _AGGREGATE_VALUES:
-        row = rows.get(kind)
-        if row is None or row.error is not None:
-            continue
+    for row in filter(None, (rows.get(kind) for kind in _AGGREGATE_VALUES)):
         value = row_time_s(row, time)
-        if _usable(value):
+        if row.error is None and _usable(value):
             return Summary(name, value, None, None, 0, time_source(row, time))
     return None
 
@@ -251,13 +240,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("runs", nargs="+", metavar="RUN.json", help="bench JSON files")
     parser.add_argument("--format", required=True, choices=FORMATS)
     parser.add_argument("--out", metavar="FILE", help="output file (default: standard output)")
-    parser.add_argument(
-        "--time",
-        choices=TIME_CHOICES,
-        default="auto",
-        help="clock of CPU rows: auto = cpu_time for single-threaded rows, real_time otherwise; "
-        "GPU (manual-time) rows always use their event time (default %(default)s)",
-    )
+    add_time_option(parser)
     parser.add_argument(
         "--unit",
         choices=sorted(UNIT_SCALE),
@@ -281,9 +264,9 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     if args.unit is not None and args.format == "bencher":
         raise ExportError("--unit applies to github-action-benchmark only (Bencher's is ns)")
     try:
-        pattern = re.compile(args.filter) if args.filter else None
-    except re.error as exc:
-        raise ExportError(f"--filter {args.filter!r} is not a regular expression: {exc}")
+        pattern = compile_filter(args.filter)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
     summaries: list[Summary] = []
     warnings: list[str] = []
     origin: dict[str, str] = {}
@@ -291,7 +274,7 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
         found, dropped, unusable = summarise_rows(_load(path), args.time)
         warnings += describe_dropped(dropped, verbose=args.verbose) + unusable
         for s in found:
-            if pattern is not None and not pattern.search(s.name):
+            if pattern and not pattern.search(s.name):
                 continue
             if s.name in origin:
                 raise ExportError(f"{path}: {s.name} is also in {origin[s.name]}: which one?")
@@ -299,20 +282,21 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
             summaries.append(s)
     if not summaries:
         raise ExportError("no benchmark with a usable time in the input")
-    if args.format == "bencher":
-        doc: Any = to_bencher(summaries)
-    else:
-        doc = to_github_action_benchmark(summaries, args.unit or "ns")
+    bencher = args.format == "bencher"
+    doc = (
+        to_bencher(summaries)
+        if bencher
+        else to_github_action_benchmark(summaries, args.unit or "ns")
+    )
     # allow_nan=False: a NaN or Infinity that got this far is a bug, never valid JSON to write.
     return json.dumps(doc, indent=2, allow_nan=False) + "\n", warnings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    prog = _prog()
-    return run_main(prog, lambda a: _main(prog, a), argv)
+    return run_main(_prog(), _main, argv)
 
 
-def _main(prog: str, argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     args = _parse_args(argv)
     try:
         text, warnings = _export(args)
@@ -327,7 +311,7 @@ def _main(prog: str, argv: Sequence[str] | None) -> int:
         raise UnusableInput(f"{exc.filename}: {exc.strerror or exc}") from None
     if not args.quiet:
         for line in warnings:
-            print(f"{prog}: warning: {line}", file=sys.stderr)
+            print(f"{_prog()}: warning: {line}", file=sys.stderr)
     return EXIT_OK
 
 

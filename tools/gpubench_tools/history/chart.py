@@ -36,8 +36,7 @@ from .check import (  # noqa: E402
     check_history,
     rolling_regressions,
 )
-from .series import History  # noqa: E402
-from .store import Run  # noqa: E402
+from .store import History, Run  # noqa: E402
 
 __all__ = ["PANELS_PER_PAGE", "write_charts"]
 

@@ -30,8 +30,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from ..stats import min_p_value, ratio_of, u_test
-from .series import History
-from .store import Machine, Run
+from .store import History, Machine, Run
 
 __all__ = [
     "BenchVerdict",

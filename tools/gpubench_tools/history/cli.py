@@ -38,8 +38,8 @@ from .check import (
     check_history,
 )
 from .ingest import read_run
-from .series import History
-from .store import HistoryError, HistoryStore
+
+from .store import History, HistoryError, HistoryStore
 
 __all__ = ["main"]
 
