@@ -44,15 +44,14 @@ PANELS_PER_PAGE = 12
 _COLUMNS = 3
 _MAX_TICKS = 12
 _MACHINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f"]
-_REGRESSION_COLOR = "#d62728"
+
+
+# The red ring around a flagged run, in the panels and in the legend.
+_RING = dict(linestyle="none", marker="o", markerfacecolor="none", markeredgecolor="#d62728")
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "benchmarks"
-
-
-def _short_commit(commit: str) -> str:
-    return commit[:10]
 
 
 def _families(history: History) -> dict[str, list[str]]:
@@ -73,30 +72,28 @@ def _draw_panel(
     rule: CheckRule,
 ) -> None:
     for machine_id, runs in history.runs_by_machine.items():
-        xs: list[int] = []
-        medians: list[float] = []
-        below: list[float] = []
-        above: list[float] = []
-        marked_x: list[int] = []
-        marked_y: list[float] = []
-        for run in runs:
-            values = history.values(run.id, benchmark, rule.time)
-            if not values:
-                continue
-            median = statistics.median(values)
-            xs.append(positions[run.id])
-            medians.append(median)
-            below.append(median - min(values))
-            above.append(max(values) - median)
-            if (run.id, benchmark) in flagged:
-                marked_x.append(positions[run.id])
-                marked_y.append(median)
-        if not xs:
+        # (x, median, fastest, slowest, flagged) of each run that measured the benchmark
+        points = [
+            (
+                positions[run.id],
+                statistics.median(v),
+                min(v),
+                max(v),
+                (run.id, benchmark) in flagged,
+            )
+            for run in runs
+            if (v := history.values(run.id, benchmark, rule.time))
+        ]
+        if not points:
             continue
+        xs, medians, lows, highs, marked = zip(*points)
         ax.errorbar(
-            xs,
-            medians,
-            yerr=[below, above],
+            list(xs),
+            list(medians),
+            yerr=[
+                [m - lo for m, lo in zip(medians, lows)],
+                [hi - m for m, hi in zip(medians, highs)],
+            ],
             color=colors[machine_id],
             marker="o",
             markersize=3,
@@ -104,17 +101,9 @@ def _draw_panel(
             elinewidth=0.8,
             capsize=2,
         )
-        if marked_x:
-            ax.plot(
-                marked_x,
-                marked_y,
-                linestyle="none",
-                marker="o",
-                markersize=10,
-                markerfacecolor="none",
-                markeredgecolor=_REGRESSION_COLOR,
-                markeredgewidth=1.5,
-            )
+        rings = [(x, m) for x, m, mark in zip(xs, medians, marked) if mark]
+        if rings:
+            ax.plot(*map(list, zip(*rings)), markersize=10, markeredgewidth=1.5, **_RING)
     title = benchmark[len(family) + 1 :] if benchmark.startswith(family + "/") else benchmark
     ax.set_title(title, fontsize=7)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: fmt_time(y, 2)))
@@ -123,12 +112,10 @@ def _draw_panel(
 
 
 def _set_run_ticks(ax: Axes, ordered_runs: list[Run]) -> None:
-    step = max(1, math.ceil(len(ordered_runs) / _MAX_TICKS))
-    ticks = list(range(0, len(ordered_runs), step))
+    ticks = list(range(0, len(ordered_runs), max(1, math.ceil(len(ordered_runs) / _MAX_TICKS))))
     ax.set_xticks(ticks)
-    ax.set_xticklabels(
-        [_short_commit(ordered_runs[i].git_commit) for i in ticks], rotation=45, ha="right"
-    )
+    labels = [ordered_runs[i].git_commit[:10] for i in ticks]  # short commits
+    ax.set_xticklabels(labels, rotation=45, ha="right")
     ax.set_xlim(-0.5, len(ordered_runs) - 0.5)
 
 
@@ -146,8 +133,7 @@ def _family_pages(
     pages = [names[i : i + PANELS_PER_PAGE] for i in range(0, len(names), PANELS_PER_PAGE)]
     written: list[Path] = []
     for page_no, page in enumerate(pages, start=1):
-        rows = math.ceil(len(page) / _COLUMNS)
-        columns = min(_COLUMNS, len(page))
+        rows, columns = math.ceil(len(page) / _COLUMNS), min(_COLUMNS, len(page))
         fig, axes = plt.subplots(
             rows, columns, figsize=(4.2 * columns, 2.7 * rows + 0.9), squeeze=False
         )
@@ -162,21 +148,10 @@ def _family_pages(
             Line2D([], [], color=colors[m.id], marker="o", markersize=3, label=m.label)
             for m in history.machines.values()
         ]
-        handles.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="o",
-                markerfacecolor="none",
-                markeredgecolor=_REGRESSION_COLOR,
-                label="regression (check rule)",
-            )
-        )
+        handles.append(Line2D([], [], label="regression (check rule)", **_RING))
         fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7, frameon=False)
         fig.tight_layout(rect=(0, 0.06 + 0.02 * (len(handles) // 2), 1, 0.97))
-        name = _slug(family) + (f"-{page_no}" if len(pages) > 1 else "") + ".png"
-        path = out_dir / name
+        path = out_dir / (_slug(family) + (f"-{page_no}" if len(pages) > 1 else "") + ".png")
         fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path)
@@ -186,12 +161,11 @@ def _family_pages(
 def _html_index(
     history: History,
     rule: CheckRule,
+    runs: list[Run],
     pages: dict[str, list[Path]],
     flagged: dict[tuple[int, str], BenchVerdict],
 ) -> str:
     e = html_text
-    runs = sorted((r for rs in history.runs_by_machine.values() for r in rs), key=_run_order)
-    runs_by_id = {r.id: r for r in runs}
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>gpubench history</title>',
@@ -209,17 +183,18 @@ def _html_index(
     ]
     for machine_id, machine in history.machines.items():
         machine_runs = history.runs_by_machine.get(machine_id, [])
-        newest = machine_runs[-1] if machine_runs else None
-        newest_text = f"{e(newest.git_commit)} ({e(newest.date)})" if newest else ""
+        newest = (
+            f"{e(machine_runs[-1].git_commit)} ({e(machine_runs[-1].date)})" if machine_runs else ""
+        )
         parts.append(
             f"<tr><td>{e(machine.fingerprint)}</td><td>{e(machine.label)}</td>"
-            f"<td>{len(machine_runs)}</td><td>{newest_text}</td></tr>"
+            f"<td>{len(machine_runs)}</td><td>{newest}</td></tr>"
         )
     parts.append("</table>")
 
     parts.append("<h2>Newest run of each machine</h2><ul>")
+    shown = (REGRESSION, FAILED, SUSPECT)
     for check in check_history(history, rule):
-        shown = (REGRESSION, FAILED, SUSPECT)
         found = sorted(
             (v for v in check.verdicts if v.verdict in shown),
             key=lambda v: (shown.index(v.verdict), v.benchmark),
@@ -240,10 +215,9 @@ def _html_index(
             "<h2>Every run flagged by the rule</h2><table><tr><th>commit</th>"
             "<th>date</th><th>benchmark</th><th>median ratios (newest first)</th></tr>"
         )
-        for (run_id, name), v in sorted(
-            flagged.items(), key=lambda item: (_run_order(runs_by_id[item[0][0]]), item[0][1])
-        ):
-            run = runs_by_id[run_id]
+        order = {run.id: i for i, run in enumerate(runs)}
+        for (run_id, name), v in sorted(flagged.items(), key=lambda f: (order[f[0][0]], f[0][1])):
+            run = runs[order[run_id]]
             ratios = ", ".join(f"{c.ratio:.2f}x" for c in v.newest)
             parts.append(
                 f"<tr><td>{e(run.git_commit)}</td><td>{e(run.date)}</td><td>{e(name)}</td>"
@@ -252,37 +226,30 @@ def _html_index(
         parts.append("</table>")
 
     parts.append("<h2>Families</h2><ul>")
-    for family in pages:
-        parts.append(f'<li><a href="#{_slug(family)}">{e(family)}</a></li>')
+    parts += [f'<li><a href="#{_slug(family)}">{e(family)}</a></li>' for family in pages]
     parts.append("</ul>")
     for family, paths in pages.items():
         parts.append(f'<h3 id="{_slug(family)}">{e(family)}</h3>')
-        for path in paths:
-            parts.append(f'<p><img src="{e(path.name)}" alt="{e(family)} trend chart"></p>')
+        parts += [f'<p><img src="{e(p.name)}" alt="{e(family)} trend chart"></p>' for p in paths]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
-
-
-def _run_order(run: Run) -> tuple[float, int]:
-    return (run.time_utc_s, run.id)
 
 
 def write_charts(history: History, rule: CheckRule, out_dir: str) -> Path:
     """Write the PNGs and index.html into out_dir; returns the path of index.html."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    ordered_runs = sorted(
-        (r for runs in history.runs_by_machine.values() for r in runs), key=_run_order
+    # The runs of all machines by date (ties in the order they were added): the x axis.
+    runs = sorted(
+        (r for rs in history.runs_by_machine.values() for r in rs),
+        key=lambda r: (r.time_utc_s, r.id),
     )
-    colors = {
-        machine_id: _MACHINE_COLORS[i % len(_MACHINE_COLORS)]
-        for i, machine_id in enumerate(history.machines)
-    }
+    colors = {m: _MACHINE_COLORS[i % len(_MACHINE_COLORS)] for i, m in enumerate(history.machines)}
     flagged = rolling_regressions(history, rule)
     pages = {
-        family: _family_pages(history, family, names, ordered_runs, colors, flagged, rule, out)
+        family: _family_pages(history, family, names, runs, colors, flagged, rule, out)
         for family, names in _families(history).items()
     }
     index = out / "index.html"
-    index.write_text(_html_index(history, rule, pages, flagged), encoding="utf-8")
+    index.write_text(_html_index(history, rule, runs, pages, flagged), encoding="utf-8")
     return index

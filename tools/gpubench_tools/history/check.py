@@ -146,13 +146,10 @@ def judge(history: History, runs: list[Run], benchmark: str, rule: CheckRule) ->
     """The verdict for `benchmark`, whose series of runs (oldest first) ends with the run judged."""
     first_newest = max(0, len(runs) - rule.confirm)
     newest = runs[first_newest:][::-1]  # newest first
-    base: list[float] = []
-    base_run_count = 0
-    for run in runs[max(0, first_newest - rule.window) : first_newest]:
-        values = history.values(run.id, benchmark, rule.time)
-        if values:
-            base.extend(values)
-            base_run_count += 1
+    baseline = runs[max(0, first_newest - rule.window) : first_newest]
+    base_runs = [v for v in (history.values(r.id, benchmark, rule.time) for r in baseline) if v]
+    base = [value for values in base_runs for value in values]
+    base_run_count = len(base_runs)
     base_median = statistics.median(base) if base else math.nan
 
     def verdict(kind: str, comparisons: list[RunComparison], note: str = "") -> BenchVerdict:

@@ -12,13 +12,14 @@ opened: the database only ever holds complete runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sqlite3
 from dataclasses import astuple, dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Iterator
 
 from ..timing import choose_time
 
@@ -213,23 +214,16 @@ class HistoryStore:
         self.close()
 
     def _check_or_create(self, create: bool) -> None:
-        conn = self._conn
         if create:
             # Under the write lock, so that two `add`s creating the same file do not both try.
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction():
                 if self._header() == (0, 0, 0):
                     for statement in filter(str.strip, _SCHEMA.split(";")):
-                        conn.execute(statement)
+                        self._conn.execute(statement)
                     # Both live in the database header and are journaled like any page, so the
                     # file becomes a history in the same commit that creates the tables.
-                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                    self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         app_id, version, tables = self._header()
         if (app_id, version, tables) == (0, 0, 0):
             return  # an empty file that nothing was added to: reads find no runs
@@ -256,58 +250,56 @@ class HistoryStore:
 
     # --- writing -------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE (the write lock at once) ... COMMIT, or ROLLBACK on any exception."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self._conn.execute("COMMIT")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+
     def add_run(self, record: RunRecord) -> AddOutcome:
         """Store one run in one transaction; a run already stored is left alone."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            outcome = self._insert_run(record)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        return outcome
+        with self._transaction():
+            return self._insert_run(record)
 
-    def _insert_run(self, record: RunRecord) -> AddOutcome:
+    def _insert_run(self, r: RunRecord) -> AddOutcome:
         conn = self._conn
         conn.execute(
             "INSERT OR IGNORE INTO machines (fingerprint, description) VALUES (?, ?)",
-            (record.machine_fingerprint, json.dumps(record.machine_description, sort_keys=True)),
+            (r.machine_fingerprint, json.dumps(r.machine_description, sort_keys=True)),
         )
         machine_id = conn.execute(
-            "SELECT id FROM machines WHERE fingerprint = ?", (record.machine_fingerprint,)
+            "SELECT id FROM machines WHERE fingerprint = ?", (r.machine_fingerprint,)
         ).fetchone()[0]
         existing = conn.execute(
             "SELECT id, source_sha256 FROM runs WHERE machine_id = ? AND git_commit = ? AND date = ?",
-            (machine_id, record.git_commit, record.date),
+            (machine_id, r.git_commit, r.date),
         ).fetchone()
         if existing is not None:
-            return AddOutcome(existing[0], False, existing[1] == record.source_sha256)
+            return AddOutcome(existing[0], False, existing[1] == r.source_sha256)
 
+        run = (machine_id, r.git_commit, r.date, r.time_utc_s, r.source_path, r.source_sha256)
+        added = datetime.now(timezone.utc).isoformat(timespec="seconds")
         cur = conn.execute(
             "INSERT INTO runs (machine_id, git_commit, date, time_utc_s, source_path, "
             "source_sha256, context, added_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                machine_id,
-                record.git_commit,
-                record.date,
-                record.time_utc_s,
-                record.source_path,
-                record.source_sha256,
-                json.dumps(record.context, sort_keys=True),
-                datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            ),
+            (*run, json.dumps(r.context, sort_keys=True), added),
         )
         run_id = int(cur.lastrowid or 0)
-        bench_ids = {name: self._benchmark_id(info) for name, info in record.benchmarks.items()}
+        bench_ids = {name: self._benchmark_id(info) for name, info in r.benchmarks.items()}
         conn.executemany(
             "INSERT INTO samples (run_id, benchmark_id, repetition, real_time_s, cpu_time_s, "
             "iterations) VALUES (?, ?, ?, ?, ?, ?)",
-            [(run_id, bench_ids[s.benchmark], *astuple(s)[1:]) for s in record.samples],
+            [(run_id, bench_ids[s.benchmark], *astuple(s)[1:]) for s in r.samples],
         )
         conn.executemany(
             "INSERT INTO failures (run_id, benchmark_id, repetition, reason) VALUES (?, ?, ?, ?)",
-            [(run_id, bench_ids[f.benchmark], f.repetition, f.reason) for f in record.failures],
+            [(run_id, bench_ids[f.benchmark], f.repetition, f.reason) for f in r.failures],
         )
         return AddOutcome(run_id, True, True)
 
