@@ -3,23 +3,12 @@
     gpubench-export --format github-action-benchmark run.json --out gab.json
     gpubench-export --format bencher run.json --out bmf.json
 
-github-action-benchmark (tool 'customSmallerIsBetter') reads a JSON list of objects with `name`,
-`unit`, `value` and the optional strings `range` and `extra`. Bencher reads Bencher Metric Format:
-an object keyed by benchmark name, each holding measures by slug; the built-in `latency` measure
-is in nanoseconds and takes `value` with optional `lower_value` and `upper_value`.
-
-Rules for both: failed and skipped rows are dropped (a failed row has real_time 0, which a
-dashboard would draw as infinitely fast); with repetitions, the value is the median of the
-repetition rows and the range their minimum and maximum, while Google Benchmark's own aggregate
-rows are used only for a benchmark that has nothing else; GPU rows count their CUDA-event time
-(the real_time of a `/manual_time` row); NaN and Infinity are never written.
-
-Rows dropped for the same reason are told once per file and reason ("18 rows dropped (error:
-not supported on this machine: ...)"); `--verbose` lists their benchmarks, `--quiet` prints
-nothing but errors. A file with invalid rows (NaN, Infinity, zero, negative or absurd times or
-counts, see benchjson.invalid_reason) is not exported: a dashboard must not draw a corrupt number.
-
-Exit status: 0 written, 2 unusable input (one line on stderr says which file and what).
+docs/history.md ("Exports for CI dashboards") gives both formats and every rule. In short: the
+value is the median of a benchmark's repetition rows and the range their extremes (aggregate rows
+only for a benchmark that has nothing else); failed and skipped rows are dropped, told once per
+file and reason, because a failed row has real_time 0, which a dashboard would draw as infinitely
+fast; a file with invalid rows is not exported, because a dashboard must not draw a corrupt
+number; NaN and Infinity are never written. Exit status: 0 written, 2 unusable input.
 """
 
 from __future__ import annotations
@@ -214,8 +203,7 @@ def to_bencher(summaries: list[Summary]) -> dict[str, dict[str, dict[str, float]
     for s in summaries:
         metric = {"value": _sig(s.value_s * scale)}
         if s.min_s is not None and s.max_s is not None:
-            metric["lower_value"] = _sig(s.min_s * scale)
-            metric["upper_value"] = _sig(s.max_s * scale)
+            metric.update(lower_value=_sig(s.min_s * scale), upper_value=_sig(s.max_s * scale))
         out[s.name] = {BENCHER_MEASURE: metric}
     return out
 
@@ -282,12 +270,10 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
             summaries.append(s)
     if not summaries:
         raise ExportError("no benchmark with a usable time in the input")
-    bencher = args.format == "bencher"
-    doc = (
-        to_bencher(summaries)
-        if bencher
-        else to_github_action_benchmark(summaries, args.unit or "ns")
-    )
+    if args.format == "bencher":
+        doc: Any = to_bencher(summaries)
+    else:
+        doc = to_github_action_benchmark(summaries, args.unit or "ns")
     # allow_nan=False: a NaN or Infinity that got this far is a bug, never valid JSON to write.
     return json.dumps(doc, indent=2, allow_nan=False) + "\n", warnings
 

@@ -1,26 +1,17 @@
 """The regression rule: is the newest run of a machine slower than its recent history?
 
-Every benchmark measured at a machine's newest commit is judged at its newest run. Its baseline
-is the pooled repetitions of up to `window` (8) earlier runs of the same machine that measured it,
-before the `confirm` (2) newest. The benchmark has regressed when all of these hold:
+Each benchmark measured at a machine's newest commit is judged at its newest run, against a
+baseline: the pooled repetitions of up to `window` (8) earlier runs of the same machine, before
+the `confirm` (2) newest. It has regressed when (docs/history.md, "The regression check", says
+why each is needed): 1. at least `min_history` (3) baseline runs have it, since two runs of a
+shared machine are no picture of its run-to-run spread; 2. the run's median is at least
+`min_ratio` (1.10) times the baseline's; 3. a one-sided Mann-Whitney U test gives p < `alpha`
+(0.01), and sample sizes that cannot reach such a p give "not enough samples", never a silent
+pass; 4. 2 and 3 hold in each of the `confirm` newest runs: a burst of load slows one run, a code
+change every run after it, so a newest run slower on its own is only a "suspect".
 
-1. History: at least `min_history` (3) of those baseline runs have it. A shared machine moves
-   between faster and slower states for minutes at a time (other tenants, the host's caches), so
-   two runs are not yet a picture of its run-to-run spread; fewer runs give "not enough history".
-2. Effect size: the median time of the run is at least `min_ratio` (1.10) times the median of the
-   baseline. Smaller changes can be real but are not worth an alarm on a machine whose run-to-run
-   spread is several percent, and with many repetitions the test below finds them "significant".
-3. Significance: a one-sided Mann-Whitney U test says the run's repetitions are slower than the
-   baseline's with p < `alpha` (0.01). If the sample sizes cannot produce a p that small at all
-   (1 repetition against 8 can at best reach 1/9), the verdict is "not enough samples", never a
-   silent pass.
-4. Persistence: 2 and 3 hold for each of the `confirm` newest runs, judged against the same
-   baseline. A burst of load slows one run; a change of the code slows every run after it. A
-   newest run that is slower on its own is a "suspect": a re-run or the next commit confirms or
-   clears it.
-
-A benchmark that has samples in the baseline and fails in the newest run also fails the check,
-as it fails gpubench-compare: a fast wrong answer is a bug, not a result.
+A benchmark with samples in the baseline that fails in the newest run also fails the check, as
+it fails gpubench-compare: a fast wrong answer is a bug, not a result.
 """
 
 from __future__ import annotations
