@@ -21,17 +21,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .benchjson import (
-    BenchJsonError,
-    BenchReport,
-    BenchRow,
-    describe_invalid,
-    group_reasons,
-    invalid_rows,
-    load_report,
-)
+from .benchjson import BenchJsonError, BenchReport, BenchRow, group_reasons
 from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
-from .timing import add_time_option, compile_filter, not_measured_reason, row_time_s, time_source
+from .timing import add_time_option, compile_filter, load_sound_report, not_measured_reason
+from .timing import row_time_s, time_source
 from .units import fmt_time
 
 __all__ = [
@@ -208,17 +201,6 @@ def to_bencher(summaries: list[Summary]) -> dict[str, dict[str, dict[str, float]
     return out
 
 
-def _load(path: str) -> BenchReport:
-    report = load_report(path)
-    if report.recovered_from_truncation:
-        # A dashboard cannot tell a benchmark that was never reached from one that was removed.
-        raise ExportError(f"{path}: file is truncated (the run was interrupted); not exported")
-    invalid = invalid_rows(report)
-    if invalid:
-        raise ExportError(f"{path}: {describe_invalid(invalid)}; not exported")
-    return report
-
-
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog=_prog(),
@@ -259,7 +241,9 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     warnings: list[str] = []
     origin: dict[str, str] = {}
     for path in args.runs:
-        found, dropped, unusable = summarise_rows(_load(path), args.time)
+        # A dashboard cannot tell a benchmark that was never reached from one that was removed.
+        report = load_sound_report(path, ExportError, "not exported", "not exported")
+        found, dropped, unusable = summarise_rows(report, args.time)
         warnings += describe_dropped(dropped, verbose=args.verbose) + unusable
         for s in found:
             if pattern and not pattern.search(s.name):

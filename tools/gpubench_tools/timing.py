@@ -10,7 +10,7 @@ import argparse
 import math
 import re
 
-from .benchjson import BenchRow
+from .benchjson import BenchReport, BenchRow, describe_invalid, invalid_rows, load_report
 
 __all__ = [
     "TIME_CHOICES",
@@ -18,6 +18,7 @@ __all__ = [
     "choose_time",
     "compile_filter",
     "is_manual_time",
+    "load_sound_report",
     "not_measured_reason",
     "row_time_s",
     "time_source",
@@ -101,3 +102,19 @@ def compile_filter(text: str | None) -> re.Pattern[str] | None:
         return re.compile(text) if text else None
     except re.error as exc:
         raise ValueError(f"--filter {text!r} is not a regular expression: {exc}") from None
+
+
+def load_sound_report(
+    path: str, error: type[Exception], truncated: str, invalid: str
+) -> BenchReport:
+    """The report of a complete file whose rows all hold sound values, else `error` saying which
+    file and, after "; ", what the command does not do with it (`truncated` / `invalid`): a run
+    cut short or holding a NaN, Infinity, zero or absurd time must not reach a store or a
+    dashboard, where it would read as a missing benchmark or an impossible number."""
+    report = load_report(path)
+    if report.recovered_from_truncation:
+        raise error(f"{path}: file is truncated (the run was interrupted); {truncated}")
+    bad_rows = invalid_rows(report)
+    if bad_rows:
+        raise error(f"{path}: {describe_invalid(bad_rows)}; {invalid}")
+    return report

@@ -226,12 +226,11 @@ def rolling_regressions(history: History, rule: CheckRule) -> dict[tuple[int, st
     check after every `add` would have said. The charts mark these points; the false-alarm
     measurement counts them.
     """
-    flagged: dict[tuple[int, str], BenchVerdict] = {}
-    for machine_id in history.runs_by_machine:
-        for name in history.benchmarks_of_machine(machine_id):
-            series = history.series(machine_id, name)
-            for index, run in enumerate(series):
-                v = judge(history, series[: index + 1], name, rule)
-                if v.verdict == REGRESSION:
-                    flagged[(run.id, name)] = v
-    return flagged
+    judged = (
+        ((run.id, name), judge(history, series[: index + 1], name, rule))
+        for machine_id in history.runs_by_machine
+        for name in history.benchmarks_of_machine(machine_id)
+        for series in [history.series(machine_id, name)]
+        for index, run in enumerate(series)
+    )
+    return {key: v for key, v in judged if v.verdict == REGRESSION}

@@ -14,9 +14,9 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from ..benchjson import describe_invalid, invalid_rows, load_report, usable_counter
+from ..benchjson import usable_counter
 from ..compare.engine import openblas_core as compare_core
-from ..timing import is_manual_time, not_measured_reason
+from ..timing import is_manual_time, load_sound_report, not_measured_reason
 from .store import BenchmarkInfo, Failure, HistoryError, RunRecord, Sample
 
 __all__ = ["family_of", "machine_description", "machine_fingerprint", "read_run"]
@@ -74,18 +74,9 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
 
     `commit` and `date` replace the context's values (files written by other programs have none).
     """
-    report = load_report(path)
-    if report.recovered_from_truncation:
-        raise HistoryError(
-            f"{path}: file is truncated (the run was interrupted); a partial run is not stored"
-        )
-    invalid = invalid_rows(report)
-    if invalid:
-        # A NaN, Infinity, zero or absurd time stored as a sample would pass every later check
-        # as a "missing" or an impossible number; the history keeps only sound runs.
-        raise HistoryError(
-            f"{path}: {describe_invalid(invalid)}; a run with invalid values is not stored"
-        )
+    report = load_sound_report(
+        path, HistoryError, "a partial run is not stored", "a run with invalid values is not stored"
+    )
     context = report.context
     commit = commit or str(context.get(COMMIT_KEY, "") or "")
     if not commit:

@@ -193,14 +193,12 @@ class HistoryStore:
         store = cls(conn, path)
         try:
             store._check_or_create(create)
-        except sqlite3.OperationalError as exc:  # locked by another writer for 30 s, read-only, ...
+        except BaseException as exc:
             conn.close()
-            raise HistoryError(f"{path}: cannot open: {exc}") from None
-        except sqlite3.DatabaseError as exc:  # "file is not a database"
-            conn.close()
-            raise HistoryError(f"{path}: not a gpubench history database ({exc})") from None
-        except HistoryError:
-            conn.close()
+            if isinstance(exc, sqlite3.OperationalError):  # locked for 30 s, read-only, ...
+                raise HistoryError(f"{path}: cannot open: {exc}") from None
+            if isinstance(exc, sqlite3.DatabaseError):  # "file is not a database"
+                raise HistoryError(f"{path}: not a gpubench history database ({exc})") from None
             raise
         return store
 
