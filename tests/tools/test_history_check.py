@@ -22,8 +22,7 @@ from gpubench_tools.history.check import (
     rolling_regressions,
 )
 from gpubench_tools.history.cli import main
-from gpubench_tools.history.series import History
-from gpubench_tools.history.store import HistoryStore
+from gpubench_tools.history.store import History, HistoryStore
 
 RUNS = sorted((Path(__file__).resolve().parent / "fixtures" / "history").glob("run*.json"))
 GEMM = "matmul/cpu/openblas/dtype:fp32/m:{m}/n:{m}/k:{m}/threads:1"

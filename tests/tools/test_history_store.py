@@ -23,8 +23,7 @@ from conftest import REPO, gb_row, write_bench_json
 
 from gpubench_tools.history.cli import main
 from gpubench_tools.history.ingest import family_of, machine_fingerprint, read_run
-from gpubench_tools.history.series import History
-from gpubench_tools.history.store import SCHEMA_VERSION, HistoryError, HistoryStore
+from gpubench_tools.history.store import SCHEMA_VERSION, History, HistoryError, HistoryStore
 
 HISTORY_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "history"
 RUNS = sorted(HISTORY_FIXTURES.glob("run*.json"))

@@ -3,23 +3,12 @@
     gpubench-export --format github-action-benchmark run.json --out gab.json
     gpubench-export --format bencher run.json --out bmf.json
 
-github-action-benchmark (tool 'customSmallerIsBetter') reads a JSON list of objects with `name`,
-`unit`, `value` and the optional strings `range` and `extra`. Bencher reads Bencher Metric Format:
-an object keyed by benchmark name, each holding measures by slug; the built-in `latency` measure
-is in nanoseconds and takes `value` with optional `lower_value` and `upper_value`.
-
-Rules for both: failed and skipped rows are dropped (a failed row has real_time 0, which a
-dashboard would draw as infinitely fast); with repetitions, the value is the median of the
-repetition rows and the range their minimum and maximum, while Google Benchmark's own aggregate
-rows are used only for a benchmark that has nothing else; GPU rows count their CUDA-event time
-(the real_time of a `/manual_time` row); NaN and Infinity are never written.
-
-Rows dropped for the same reason are told once per file and reason ("18 rows dropped (error:
-not supported on this machine: ...)"); `--verbose` lists their benchmarks, `--quiet` prints
-nothing but errors. A file with invalid rows (NaN, Infinity, zero, negative or absurd times or
-counts, see benchjson.invalid_reason) is not exported: a dashboard must not draw a corrupt number.
-
-Exit status: 0 written, 2 unusable input (one line on stderr says which file and what).
+docs/history.md ("Exports for CI dashboards") gives both formats and every rule. In short: the
+value is the median of a benchmark's repetition rows and the range their extremes (aggregate rows
+only for a benchmark that has nothing else); failed and skipped rows are dropped, told once per
+file and reason, because a failed row has real_time 0, which a dashboard would draw as infinitely
+fast; a file with invalid rows is not exported, because a dashboard must not draw a corrupt
+number; NaN and Infinity are never written. Exit status: 0 written, 2 unusable input.
 """
 
 from __future__ import annotations
@@ -27,23 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import statistics
 import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .benchjson import (
-    BenchJsonError,
-    BenchReport,
-    BenchRow,
-    describe_invalid,
-    group_reasons,
-    invalid_rows,
-    load_report,
-)
+from .benchjson import BenchJsonError, BenchReport, BenchRow, group_reasons
 from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
-from .timing import TIME_CHOICES, not_measured_reason, row_time_s, time_source
+from .timing import add_time_option, compile_filter, load_sound_report, not_measured_reason
+from .timing import row_time_s, time_source
 from .units import fmt_time
 
 __all__ = [
@@ -83,11 +64,9 @@ class Summary:
 
     @property
     def origin(self) -> str:
-        if self.repetitions == 0:
-            return f"Google Benchmark aggregate, {self.clock}"
-        if self.repetitions == 1:
-            return f"one repetition, {self.clock}"
-        return f"median of {self.repetitions} repetitions, {self.clock}"
+        n = self.repetitions
+        what = {0: "Google Benchmark aggregate", 1: "one repetition"}.get(n)
+        return f"{what or f'median of {n} repetitions'}, {self.clock}"
 
 
 @dataclass(frozen=True)
@@ -106,22 +85,18 @@ def describe_dropped(dropped: list[Dropped], verbose: bool = False) -> list[str]
     """One line per file and reason; with `verbose`, one more line per benchmark."""
     lines: list[str] = []
     for (path, reason), items in group_reasons(dropped, lambda d: (d.path, d.reason)):
-        rows = sum(d.rows for d in items)
-        gone = [d for d in items if not d.exported]
+        rows, n = sum(d.rows for d in items), len(items)
+        gone = sum(not d.exported for d in items)
         text = f"{path}: {rows} row{'' if rows == 1 else 's'} dropped ({reason})"
-        if len(items) == 1:
-            text += f": {items[0].name}" + ("; not exported" if gone else "")
+        if n == 1:
+            lines.append(text + f": {items[0].name}" + ("; not exported" if gone else ""))
+            continue
+        if gone == n:
+            text += f"; {n} benchmarks not exported"
         else:
-            n = len(items)
-            text += (
-                f"; {n} benchmarks not exported"
-                if len(gone) == n
-                else f" of {n} benchmarks, {len(gone)} of them left with nothing to export"
-            )
-            if not verbose:
-                text += " (--verbose lists them)"
-        lines.append(text)
-        if verbose and len(items) > 1:
+            text += f" of {n} benchmarks, {gone} of them left with nothing to export"
+        lines.append(text + ("" if verbose else " (--verbose lists them)"))
+        if verbose:
             lines += [
                 f"  {d.name}: {d.rows} of {d.of_rows} rows"
                 + ("" if d.exported else "; not exported")
@@ -146,36 +121,35 @@ def summarise_rows(
 ) -> tuple[list[Summary], list[Dropped], list[str]]:
     """One Summary per benchmark of the report (in file order), the dropped rows, and warnings
     for benchmarks without a usable time."""
-    order: dict[str, None] = {}  # benchmark names in file order
+    # benchmark name (in file order) -> its iteration rows, and its aggregate rows by kind
     iterations: dict[str, list[BenchRow]] = {}
     aggregates: dict[str, dict[str, BenchRow]] = {}
     for row in report.rows:
-        order.setdefault(row.run_name)
-        if row.run_type == "aggregate":
-            if row.aggregate_name is not None:
-                aggregates.setdefault(row.run_name, {})[row.aggregate_name] = row
-        else:
-            iterations.setdefault(row.run_name, []).append(row)
+        rows = iterations.setdefault(row.run_name, [])
+        if row.run_type != "aggregate":
+            rows.append(row)
+        elif row.aggregate_name is not None:
+            aggregates.setdefault(row.run_name, {})[row.aggregate_name] = row
 
     summaries: list[Summary] = []
     warnings: list[str] = []
     all_dropped: list[Dropped] = []
-    for name in order:
-        rows = iterations.get(name, [])
+    for name, rows in iterations.items():
         reasons = [not_measured_reason(r) for r in rows]
         measured = [r for r, reason in zip(rows, reasons) if reason is None]
         values = [v for v in (row_time_s(r, time) for r in measured) if _usable(v)]
         dropped = [reason for reason in reasons if reason is not None]
-        for reason in dict.fromkeys(dropped):
-            all_dropped.append(
-                Dropped(report.path, name, reason, dropped.count(reason), len(rows), bool(values))
-            )
+        all_dropped += [
+            Dropped(report.path, name, why, dropped.count(why), len(rows), bool(values))
+            for why in dict.fromkeys(dropped)
+        ]
         if values:
-            clock = time_source(measured[0], time)
-            median = statistics.median(values)
             # One repetition has no spread: leave the range out rather than claim it is zero.
             low, high = (min(values), max(values)) if len(values) > 1 else (None, None)
-            summaries.append(Summary(name, median, low, high, len(values), clock))
+            clock = time_source(measured[0], time)
+            summaries.append(
+                Summary(name, statistics.median(values), low, high, len(values), clock)
+            )
             continue
         summary = None if rows else _from_aggregate(name, aggregates.get(name, {}), time)
         if summary is not None:
@@ -186,12 +160,9 @@ def summarise_rows(
 
 
 def _from_aggregate(name: str, rows: dict[str, BenchRow], time: str) -> Summary | None:
-    for kind in _AGGREGATE_VALUES:
-        row = rows.get(kind)
-        if row is None or row.error is not None:
-            continue
+    for row in filter(None, (rows.get(kind) for kind in _AGGREGATE_VALUES)):
         value = row_time_s(row, time)
-        if _usable(value):
+        if row.error is None and _usable(value):
             return Summary(name, value, None, None, 0, time_source(row, time))
     return None
 
@@ -225,21 +196,9 @@ def to_bencher(summaries: list[Summary]) -> dict[str, dict[str, dict[str, float]
     for s in summaries:
         metric = {"value": _sig(s.value_s * scale)}
         if s.min_s is not None and s.max_s is not None:
-            metric["lower_value"] = _sig(s.min_s * scale)
-            metric["upper_value"] = _sig(s.max_s * scale)
+            metric.update(lower_value=_sig(s.min_s * scale), upper_value=_sig(s.max_s * scale))
         out[s.name] = {BENCHER_MEASURE: metric}
     return out
-
-
-def _load(path: str) -> BenchReport:
-    report = load_report(path)
-    if report.recovered_from_truncation:
-        # A dashboard cannot tell a benchmark that was never reached from one that was removed.
-        raise ExportError(f"{path}: file is truncated (the run was interrupted); not exported")
-    invalid = invalid_rows(report)
-    if invalid:
-        raise ExportError(f"{path}: {describe_invalid(invalid)}; not exported")
-    return report
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -251,13 +210,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("runs", nargs="+", metavar="RUN.json", help="bench JSON files")
     parser.add_argument("--format", required=True, choices=FORMATS)
     parser.add_argument("--out", metavar="FILE", help="output file (default: standard output)")
-    parser.add_argument(
-        "--time",
-        choices=TIME_CHOICES,
-        default="auto",
-        help="clock of CPU rows: auto = cpu_time for single-threaded rows, real_time otherwise; "
-        "GPU (manual-time) rows always use their event time (default %(default)s)",
-    )
+    add_time_option(parser)
     parser.add_argument(
         "--unit",
         choices=sorted(UNIT_SCALE),
@@ -281,17 +234,19 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     if args.unit is not None and args.format == "bencher":
         raise ExportError("--unit applies to github-action-benchmark only (Bencher's is ns)")
     try:
-        pattern = re.compile(args.filter) if args.filter else None
-    except re.error as exc:
-        raise ExportError(f"--filter {args.filter!r} is not a regular expression: {exc}")
+        pattern = compile_filter(args.filter)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
     summaries: list[Summary] = []
     warnings: list[str] = []
     origin: dict[str, str] = {}
     for path in args.runs:
-        found, dropped, unusable = summarise_rows(_load(path), args.time)
+        # A dashboard cannot tell a benchmark that was never reached from one that was removed.
+        report = load_sound_report(path, ExportError, "not exported", "not exported")
+        found, dropped, unusable = summarise_rows(report, args.time)
         warnings += describe_dropped(dropped, verbose=args.verbose) + unusable
         for s in found:
-            if pattern is not None and not pattern.search(s.name):
+            if pattern and not pattern.search(s.name):
                 continue
             if s.name in origin:
                 raise ExportError(f"{path}: {s.name} is also in {origin[s.name]}: which one?")
@@ -308,11 +263,10 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    prog = _prog()
-    return run_main(prog, lambda a: _main(prog, a), argv)
+    return run_main(_prog(), _main, argv)
 
 
-def _main(prog: str, argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     args = _parse_args(argv)
     try:
         text, warnings = _export(args)
@@ -327,7 +281,7 @@ def _main(prog: str, argv: Sequence[str] | None) -> int:
         raise UnusableInput(f"{exc.filename}: {exc.strerror or exc}") from None
     if not args.quiet:
         for line in warnings:
-            print(f"{prog}: warning: {line}", file=sys.stderr)
+            print(f"{_prog()}: warning: {line}", file=sys.stderr)
     return EXIT_OK
 
 

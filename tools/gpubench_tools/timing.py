@@ -6,14 +6,19 @@ upload of the same run agree on every number.
 
 from __future__ import annotations
 
+import argparse
 import math
+import re
 
-from .benchjson import BenchRow
+from .benchjson import BenchReport, BenchRow, describe_invalid, invalid_rows, load_report
 
 __all__ = [
     "TIME_CHOICES",
+    "add_time_option",
     "choose_time",
+    "compile_filter",
     "is_manual_time",
+    "load_sound_report",
     "not_measured_reason",
     "row_time_s",
     "time_source",
@@ -77,3 +82,39 @@ def choose_time(run_name: str, threads: float | None, time: str = "auto") -> str
 def row_time_s(row: BenchRow, time: str = "auto") -> float:
     """The selected time of one row in seconds (NaN when the row has no such time)."""
     return row.cpu_time_s if time_source(row, time) == "cpu_time" else row.real_time_s
+
+
+def add_time_option(parser: argparse.ArgumentParser, default: str = "auto") -> None:
+    """The --time option, worded once for every command that picks a clock."""
+    parser.add_argument(
+        "--time",
+        choices=TIME_CHOICES,
+        default=default,
+        help="clock of CPU rows: auto = cpu_time for single-threaded rows, real_time otherwise; "
+        "GPU (manual-time) rows always use their event time (default %(default)s)",
+    )
+
+
+def compile_filter(text: str | None) -> re.Pattern[str] | None:
+    """The compiled --filter REGEX (None without one); ValueError with the one-line message when
+    it is not a regular expression, which each command reports as its own input error."""
+    try:
+        return re.compile(text) if text else None
+    except re.error as exc:
+        raise ValueError(f"--filter {text!r} is not a regular expression: {exc}") from None
+
+
+def load_sound_report(
+    path: str, error: type[Exception], truncated: str, invalid: str
+) -> BenchReport:
+    """The report of a complete file whose rows all hold sound values, else `error` saying which
+    file and, after "; ", what the command does not do with it (`truncated` / `invalid`): a run
+    cut short or holding a NaN, Infinity, zero or absurd time must not reach a store or a
+    dashboard, where it would read as a missing benchmark or an impossible number."""
+    report = load_report(path)
+    if report.recovered_from_truncation:
+        raise error(f"{path}: file is truncated (the run was interrupted); {truncated}")
+    bad_rows = invalid_rows(report)
+    if bad_rows:
+        raise error(f"{path}: {describe_invalid(bad_rows)}; {invalid}")
+    return report

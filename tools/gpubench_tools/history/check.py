@@ -1,26 +1,17 @@
 """The regression rule: is the newest run of a machine slower than its recent history?
 
-Every benchmark measured at a machine's newest commit is judged at its newest run. Its baseline
-is the pooled repetitions of up to `window` (8) earlier runs of the same machine that measured it,
-before the `confirm` (2) newest. The benchmark has regressed when all of these hold:
+Each benchmark measured at a machine's newest commit is judged at its newest run, against a
+baseline: the pooled repetitions of up to `window` (8) earlier runs of the same machine, before
+the `confirm` (2) newest. It has regressed when (docs/history.md, "The regression check", says
+why each is needed): 1. at least `min_history` (3) baseline runs have it, since two runs of a
+shared machine are no picture of its run-to-run spread; 2. the run's median is at least
+`min_ratio` (1.10) times the baseline's; 3. a one-sided Mann-Whitney U test gives p < `alpha`
+(0.01), and sample sizes that cannot reach such a p give "not enough samples", never a silent
+pass; 4. 2 and 3 hold in each of the `confirm` newest runs: a burst of load slows one run, a code
+change every run after it, so a newest run slower on its own is only a "suspect".
 
-1. History: at least `min_history` (3) of those baseline runs have it. A shared machine moves
-   between faster and slower states for minutes at a time (other tenants, the host's caches), so
-   two runs are not yet a picture of its run-to-run spread; fewer runs give "not enough history".
-2. Effect size: the median time of the run is at least `min_ratio` (1.10) times the median of the
-   baseline. Smaller changes can be real but are not worth an alarm on a machine whose run-to-run
-   spread is several percent, and with many repetitions the test below finds them "significant".
-3. Significance: a one-sided Mann-Whitney U test says the run's repetitions are slower than the
-   baseline's with p < `alpha` (0.01). If the sample sizes cannot produce a p that small at all
-   (1 repetition against 8 can at best reach 1/9), the verdict is "not enough samples", never a
-   silent pass.
-4. Persistence: 2 and 3 hold for each of the `confirm` newest runs, judged against the same
-   baseline. A burst of load slows one run; a change of the code slows every run after it. A
-   newest run that is slower on its own is a "suspect": a re-run or the next commit confirms or
-   clears it.
-
-A benchmark that has samples in the baseline and fails in the newest run also fails the check,
-as it fails gpubench-compare: a fast wrong answer is a bug, not a result.
+A benchmark with samples in the baseline that fails in the newest run also fails the check, as
+it fails gpubench-compare: a fast wrong answer is a bug, not a result.
 """
 
 from __future__ import annotations
@@ -30,8 +21,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from ..stats import min_p_value, ratio_of, u_test
-from .series import History
-from .store import Machine, Run
+from .store import History, Machine, Run
 
 __all__ = [
     "BenchVerdict",
@@ -147,13 +137,10 @@ def judge(history: History, runs: list[Run], benchmark: str, rule: CheckRule) ->
     """The verdict for `benchmark`, whose series of runs (oldest first) ends with the run judged."""
     first_newest = max(0, len(runs) - rule.confirm)
     newest = runs[first_newest:][::-1]  # newest first
-    base: list[float] = []
-    base_run_count = 0
-    for run in runs[max(0, first_newest - rule.window) : first_newest]:
-        values = history.values(run.id, benchmark, rule.time)
-        if values:
-            base.extend(values)
-            base_run_count += 1
+    baseline = runs[max(0, first_newest - rule.window) : first_newest]
+    base_runs = [v for v in (history.values(r.id, benchmark, rule.time) for r in baseline) if v]
+    base = [value for values in base_runs for value in values]
+    base_run_count = len(base_runs)
     base_median = statistics.median(base) if base else math.nan
 
     def verdict(kind: str, comparisons: list[RunComparison], note: str = "") -> BenchVerdict:
@@ -239,12 +226,11 @@ def rolling_regressions(history: History, rule: CheckRule) -> dict[tuple[int, st
     check after every `add` would have said. The charts mark these points; the false-alarm
     measurement counts them.
     """
-    flagged: dict[tuple[int, str], BenchVerdict] = {}
-    for machine_id in history.runs_by_machine:
-        for name in history.benchmarks_of_machine(machine_id):
-            series = history.series(machine_id, name)
-            for index, run in enumerate(series):
-                v = judge(history, series[: index + 1], name, rule)
-                if v.verdict == REGRESSION:
-                    flagged[(run.id, name)] = v
-    return flagged
+    judged = (
+        ((run.id, name), judge(history, series[: index + 1], name, rule))
+        for machine_id in history.runs_by_machine
+        for name in history.benchmarks_of_machine(machine_id)
+        for series in [history.series(machine_id, name)]
+        for index, run in enumerate(series)
+    )
+    return {key: v for key, v in judged if v.verdict == REGRESSION}

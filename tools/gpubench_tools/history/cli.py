@@ -7,72 +7,47 @@ Exit status, like gpubench-compare: 0 no regression (and every file added or alr
 from __future__ import annotations
 
 import argparse
-import re
 import sqlite3
 import sys
 from typing import Sequence
 
 from ..benchjson import BenchJsonError
-from ..cli import (
-    EXIT_OK,
-    EXIT_REGRESSION,
-    EXIT_UNUSABLE,
-    UnusableInput,
-    add_debug_flag,
-    program_name,
-    run_main,
-)
-from ..timing import TIME_CHOICES
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag
+from ..cli import program_name, run_main
+from ..timing import add_time_option, compile_filter
 from ..units import fmt_time
-from .check import (
-    FAILED,
-    MISSING,
-    NOT_ENOUGH_HISTORY,
-    NOT_ENOUGH_SAMPLES,
-    OK,
-    REGRESSION,
-    SUSPECT,
-    BenchVerdict,
-    CheckRule,
-    MachineCheck,
-    check_history,
-)
+from .check import FAILED, MISSING, NOT_ENOUGH_HISTORY, NOT_ENOUGH_SAMPLES, OK, REGRESSION, SUSPECT
+from .check import BenchVerdict, CheckRule, MachineCheck, check_history
 from .ingest import read_run
-from .series import History
-from .store import HistoryError, HistoryStore
+from .store import History, HistoryError, HistoryStore
 
 __all__ = ["main"]
+
+# The options of CheckRule, in its field order, with their help; --time comes after them.
+_RULE_HELP = {
+    "min_ratio": "effect-size floor: median slowdown that counts (1.10 = 10%% slower)",
+    "alpha": "one-sided Mann-Whitney U test level",
+    "window": "earlier runs of the same machine that form the baseline",
+    "confirm": "newest runs that must all be slower",
+    "min_history": "fewest baseline runs before a benchmark is judged",
+}
 
 
 def _prog() -> str:
     return program_name("gpubench_tools.history")
 
 
-def _error(message: str) -> None:
-    print(f"{_prog()}: error: {message}", file=sys.stderr)
-
-
 def _add_rule_options(parser: argparse.ArgumentParser) -> None:
     defaults = CheckRule()
-    for name, text in (
-        ("min_ratio", "effect-size floor: median slowdown that counts (1.10 = 10%% slower)"),
-        ("alpha", "one-sided Mann-Whitney U test level"),
-        ("window", "earlier runs of the same machine that form the baseline"),
-        ("confirm", "newest runs that must all be slower"),
-        ("min_history", "fewest baseline runs before a benchmark is judged"),
-    ):
+    for name, text in _RULE_HELP.items():
         default = getattr(defaults, name)
-        flag = "--" + name.replace("_", "-")
         parser.add_argument(
-            flag, type=type(default), default=default, help=text + " (default %(default)s)"
+            "--" + name.replace("_", "-"),
+            type=type(default),
+            default=default,
+            help=text + " (default %(default)s)",
         )
-    parser.add_argument(
-        "--time",
-        choices=TIME_CHOICES,
-        default=defaults.time,
-        help="clock of CPU rows: auto = cpu_time for single-threaded rows, real_time otherwise; "
-        "GPU (manual-time) rows always use their event time (default %(default)s)",
-    )
+    add_time_option(parser, defaults.time)
     parser.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches")
 
 
@@ -123,30 +98,14 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _rule(args: argparse.Namespace) -> CheckRule:
+def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
+    """The rule and the stored runs that check and chart read; a bad option value, and an empty
+    selection, are errors, not a pass."""
     try:
-        rule = CheckRule(
-            min_ratio=args.min_ratio,
-            alpha=args.alpha,
-            window=args.window,
-            confirm=args.confirm,
-            min_history=args.min_history,
-            time=args.time,
-        )
+        rule = CheckRule(time=args.time, **{name: getattr(args, name) for name in _RULE_HELP})
+        compile_filter(args.filter)
     except ValueError as exc:
         raise HistoryError(str(exc)) from None
-    if args.filter:
-        try:
-            re.compile(args.filter)
-        except re.error as exc:
-            raise HistoryError(f"--filter {args.filter!r} is not a regular expression: {exc}")
-    return rule
-
-
-def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
-    """The rule and the stored runs that check and chart read; an empty selection is an error,
-    not a pass."""
-    rule = _rule(args)
     with HistoryStore.open(args.db) as store:
         history = History.load(store, args.filter)
     if history.run_count == 0:
@@ -162,33 +121,31 @@ def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
 def _cmd_add(args: argparse.Namespace) -> int:
     status = EXIT_OK
     with HistoryStore.open(args.db, create=True) as store:
-        machines = {m.fingerprint: m for m in store.machines()}
+        known = {m.fingerprint: m.label for m in store.machines()}
         for path in args.runs:
             try:
                 record = read_run(path, args.commit, args.date)
                 outcome = store.add_run(record)
             except (BenchJsonError, HistoryError) as exc:
-                _error(str(exc))  # this file only; every run stored so far stays
+                # This file only; every run stored so far stays.
+                print(f"{_prog()}: error: {exc}", file=sys.stderr)
                 status = EXIT_UNUSABLE
                 continue
-            where = (
-                f"commit {record.git_commit}, {record.date}, machine {record.machine_fingerprint}"
-            )
+            fingerprint = record.machine_fingerprint
+            where = f"commit {record.git_commit}, {record.date}, machine {fingerprint}"
             if args.quiet:
                 continue
             if not outcome.added:
-                if outcome.same_content:
-                    print(f"already stored, nothing to do: {path} (run {outcome.run_id}, {where})")
-                else:
-                    print(
-                        f"already stored, nothing to do: {path}: run {outcome.run_id} has the "
-                        f"same {where} but came from a different file; the stored run is kept"
-                    )
+                print(
+                    f"already stored, nothing to do: {path} (run {outcome.run_id}, {where})"
+                    if outcome.same_content
+                    else f"already stored, nothing to do: {path}: run {outcome.run_id} has the "
+                    f"same {where} but came from a different file; the stored run is kept"
+                )
                 continue
-            if record.machine_fingerprint not in machines:
-                machines = {m.fingerprint: m for m in store.machines()}
-                label = machines[record.machine_fingerprint].label
-                print(f"new machine {record.machine_fingerprint}: {label}")
+            if fingerprint not in known:
+                known = {m.fingerprint: m.label for m in store.machines()}
+                print(f"new machine {fingerprint}: {known[fingerprint]}")
             print(
                 f"added run {outcome.run_id} from {path} ({where}): {len(record.samples)} "
                 f"repetitions of {len(record.benchmarks)} benchmarks, {len(record.failures)} "
@@ -204,12 +161,11 @@ def _cmd_add(args: argparse.Namespace) -> int:
 def _describe(v: BenchVerdict, rule: CheckRule) -> str:
     clock = v.time_source
     parts = [f"{c.ratio:.2f}x (p={c.p_value:.2g}, commit {c.run.git_commit})" for c in v.newest]
-    median = fmt_time(v.baseline_median_s)
     if v.verdict == REGRESSION:
-        newest = fmt_time(v.newest[0].median_s)
         return (
-            f"{', '.join(parts)} in the {len(v.newest)} newest runs; {clock} median {median} "
-            f"over {v.baseline_runs} earlier runs -> {newest}"
+            f"{', '.join(parts)} in the {len(v.newest)} newest runs; {clock} median "
+            f"{fmt_time(v.baseline_median_s)} over {v.baseline_runs} earlier runs -> "
+            f"{fmt_time(v.newest[0].median_s)}"
         )
     if v.verdict == SUSPECT:
         return f"{parts[0]} in the newest run: {v.note}"
@@ -222,6 +178,12 @@ def _describe(v: BenchVerdict, rule: CheckRule) -> str:
     return v.note
 
 
+# Verdicts that need a look are listed; the ones that only say "not judged (yet)" are summed up
+# unless asked for, because a new history says so for every benchmark of a sweep.
+_LISTED = [REGRESSION, FAILED, SUSPECT]
+_SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY]
+
+
 def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
     newest = check.newest_run
     print(f"machine {check.machine.fingerprint}: {check.machine.label}")
@@ -229,65 +191,51 @@ def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
         f"  newest run: commit {newest.git_commit} ({newest.date}), {len(check.runs)} runs "
         f"stored; baseline: up to {rule.window} runs before the {rule.confirm} newest"
     )
-    # Every verdict that needs a look is listed; the ones that only say "not judged (yet)" are
-    # summed up unless asked for, because a new history says so for every benchmark of a sweep.
-    listed = [REGRESSION, FAILED, SUSPECT]
-    summed = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY]
-    for kind in listed + (summed + [OK, MISSING] if verbose else []):
+    for kind in _LISTED + (_SUMMED + [OK, MISSING] if verbose else []):
+        label = kind.upper() if kind in (REGRESSION, FAILED) else kind
         for v in check.with_verdict(kind):
-            label = kind.upper() if kind in (REGRESSION, FAILED) else kind
             print(f"  {label}: {v.benchmark}: {_describe(v, rule)}")
-    if not verbose:
-        for kind in summed:
-            found = check.with_verdict(kind)
-            if found:
-                print(
-                    f"  {kind}: {len(found)} benchmarks, e.g. {found[0].benchmark}: "
-                    f"{found[0].note} (--verbose lists them)"
-                )
-    counts = ", ".join(
-        f"{len(check.with_verdict(kind))} {kind}" for kind in [OK] + listed + summed + [MISSING]
-    )
+    for kind in [] if verbose else _SUMMED:
+        found = check.with_verdict(kind)
+        if found:
+            print(
+                f"  {kind}: {len(found)} benchmarks, e.g. {found[0].benchmark}: "
+                f"{found[0].note} (--verbose lists them)"
+            )
+    kinds = [OK] + _LISTED + _SUMMED + [MISSING]
+    counts = ", ".join(f"{len(check.with_verdict(kind))} {kind}" for kind in kinds)
     print(f"  {len(check.verdicts)} benchmarks: {counts}")
+
+
+def _count(checks: list[MachineCheck], kinds: list[str]) -> int:
+    return sum(len(check.with_verdict(kind)) for check in checks for kind in kinds)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     rule, history = _load(args)
     checks = check_history(history, rule)
     if args.quiet:
-        return _quiet_check(checks, rule)
+        failing = [(c, v) for c in checks for k in (REGRESSION, FAILED) for v in c.with_verdict(k)]
+        for check, v in failing:
+            label = f"{v.verdict.upper()}: {check.machine.fingerprint}"
+            print(f"{label}: {v.benchmark}: {_describe(v, rule)}")
+        return EXIT_REGRESSION if failing else EXIT_OK
     for check in checks:
         _print_machine(check, rule, args.verbose)
-    unjudged = sum(
-        len(c.with_verdict(NOT_ENOUGH_SAMPLES)) + len(c.with_verdict(NOT_ENOUGH_HISTORY))
-        for c in checks
-    )
+    unjudged = _count(checks, _SUMMED)
     if unjudged:
         print(
             f"warning: {unjudged} benchmarks not judged (not enough samples or history); "
             "they neither pass nor fail",
             file=sys.stderr,
         )
-    failing = [c for c in checks if c.fails]
-    if failing:
-        count = sum(len(c.with_verdict(REGRESSION)) + len(c.with_verdict(FAILED)) for c in failing)
-        print(f"result: REGRESSION: {count} benchmarks on {len(failing)} machines")
+    failing_machines = [check for check in checks if check.fails]
+    if failing_machines:
+        count = _count(failing_machines, [REGRESSION, FAILED])
+        print(f"result: REGRESSION: {count} benchmarks on {len(failing_machines)} machines")
         return EXIT_REGRESSION
     print("result: no confirmed regression")
     return EXIT_OK
-
-
-def _quiet_check(checks: list[MachineCheck], rule: CheckRule) -> int:
-    status = EXIT_OK
-    for check in checks:
-        for kind in (REGRESSION, FAILED):
-            for v in check.with_verdict(kind):
-                print(
-                    f"{kind.upper()}: {check.machine.fingerprint}: {v.benchmark}: "
-                    f"{_describe(v, rule)}"
-                )
-                status = EXIT_REGRESSION
-    return status
 
 
 # --- chart -------------------------------------------------------------------------------------

@@ -9,13 +9,14 @@ and one host with a new GPU or driver is another machine as far as timings go.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from datetime import datetime, timezone
 from typing import Any
 
-from ..benchjson import BenchRow, describe_invalid, invalid_rows, load_report, usable_counter
+from ..benchjson import usable_counter
 from ..compare.engine import openblas_core as compare_core
-from ..timing import is_manual_time, not_measured_reason
+from ..timing import is_manual_time, load_sound_report, not_measured_reason
 from .store import BenchmarkInfo, Failure, HistoryError, RunRecord, Sample
 
 __all__ = ["family_of", "machine_description", "machine_fingerprint", "read_run"]
@@ -52,12 +53,8 @@ def family_of(name: str) -> str:
     The leading path components before the first parameter (the first one with a ':'); the
     '/manual_time' suffix of GPU rows is not part of it.
     """
-    parts: list[str] = []
-    for part in name.split("/"):
-        if ":" in part:
-            break
-        parts.append(part)
-    if parts and parts[-1] == "manual_time":
+    parts = list(itertools.takewhile(lambda part: ":" not in part, name.split("/")))
+    if parts[-1:] == ["manual_time"]:
         parts.pop()
     return "/".join(parts) or name
 
@@ -72,37 +69,14 @@ def _time_utc_s(path: str, date: str) -> float:
     return moment.timestamp()
 
 
-def _threads(row: BenchRow) -> float | None:
-    threads = row.counters.get("threads")
-    return threads if threads is not None and usable_counter(threads) else None
-
-
-def _benchmark_info(row: BenchRow) -> BenchmarkInfo:
-    return BenchmarkInfo(
-        name=row.run_name,
-        family=family_of(row.run_name),
-        manual_time=is_manual_time(row.run_name),
-        threads=_threads(row),
-    )
-
-
 def read_run(path: str, commit: str | None = None, date: str | None = None) -> RunRecord:
     """Read and check one bench JSON file. Raises BenchJsonError or HistoryError, one line each.
 
     `commit` and `date` replace the context's values (files written by other programs have none).
     """
-    report = load_report(path)
-    if report.recovered_from_truncation:
-        raise HistoryError(
-            f"{path}: file is truncated (the run was interrupted); a partial run is not stored"
-        )
-    invalid = invalid_rows(report)
-    if invalid:
-        # A NaN, Infinity, zero or absurd time stored as a sample would pass every later check
-        # as a "missing" or an impossible number; the history keeps only sound runs.
-        raise HistoryError(
-            f"{path}: {describe_invalid(invalid)}; a run with invalid values is not stored"
-        )
+    report = load_sound_report(
+        path, HistoryError, "a partial run is not stored", "a run with invalid values is not stored"
+    )
     context = report.context
     commit = commit or str(context.get(COMMIT_KEY, "") or "")
     if not commit:
@@ -116,12 +90,12 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
 
     iteration_rows = [r for r in report.rows if r.run_type == "iteration"]
     if not iteration_rows:
-        what = (
-            "only aggregate rows (--benchmark_report_aggregates_only): no repetitions to store"
-            if report.rows
-            else "no benchmark rows"
+        if not report.rows:
+            raise HistoryError(f"{path}: no benchmark rows")
+        raise HistoryError(
+            f"{path}: only aggregate rows (--benchmark_report_aggregates_only): no repetitions to "
+            "store"
         )
-        raise HistoryError(f"{path}: {what}")
 
     benchmarks: dict[str, BenchmarkInfo] = {}
     samples: list[Sample] = []
@@ -129,7 +103,12 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     used: dict[str, set[int]] = {}
     for row in iteration_rows:
         name = row.run_name
-        benchmarks.setdefault(name, _benchmark_info(row))
+        if name not in benchmarks:
+            threads = row.counters.get("threads")
+            usable = threads is not None and usable_counter(threads)
+            benchmarks[name] = BenchmarkInfo(
+                name, family_of(name), is_manual_time(name), threads if usable else None
+            )
         reps = used.setdefault(name, set())
         rep = row.repetition_index if row.repetition_index is not None else len(reps)
         if rep in reps:
@@ -146,17 +125,7 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
 
     with open(path, "rb") as fh:
         sha256 = hashlib.sha256(fh.read()).hexdigest()
-    description = machine_description(context)
-    return RunRecord(
-        machine_fingerprint=machine_fingerprint(description),
-        machine_description=description,
-        git_commit=commit,
-        date=date,
-        time_utc_s=_time_utc_s(path, date),
-        source_path=path,
-        source_sha256=sha256,
-        context=context,
-        benchmarks=benchmarks,
-        samples=samples,
-        failures=failures,
-    )
+    desc, time_utc_s = machine_description(context), _time_utc_s(path, date)
+    fingerprint = machine_fingerprint(desc)
+    record = (fingerprint, desc, commit, date, time_utc_s, path, sha256, context, benchmarks)
+    return RunRecord(*record, samples, failures)

@@ -12,12 +12,16 @@ opened: the database only ever holds complete runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import sqlite3
 from dataclasses import astuple, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterator
+
+from ..timing import choose_time
 
 __all__ = [
     "APPLICATION_ID",
@@ -25,6 +29,7 @@ __all__ = [
     "AddOutcome",
     "BenchmarkInfo",
     "Failure",
+    "History",
     "HistoryError",
     "HistoryStore",
     "Machine",
@@ -188,14 +193,12 @@ class HistoryStore:
         store = cls(conn, path)
         try:
             store._check_or_create(create)
-        except sqlite3.OperationalError as exc:  # locked by another writer for 30 s, read-only, ...
+        except BaseException as exc:
             conn.close()
-            raise HistoryError(f"{path}: cannot open: {exc}") from None
-        except sqlite3.DatabaseError as exc:  # "file is not a database"
-            conn.close()
-            raise HistoryError(f"{path}: not a gpubench history database ({exc})") from None
-        except HistoryError:
-            conn.close()
+            if isinstance(exc, sqlite3.OperationalError):  # locked for 30 s, read-only, ...
+                raise HistoryError(f"{path}: cannot open: {exc}") from None
+            if isinstance(exc, sqlite3.DatabaseError):  # "file is not a database"
+                raise HistoryError(f"{path}: not a gpubench history database ({exc})") from None
             raise
         return store
 
@@ -209,28 +212,19 @@ class HistoryStore:
         self.close()
 
     def _check_or_create(self, create: bool) -> None:
-        conn = self._conn
         if create:
             # Under the write lock, so that two `add`s creating the same file do not both try.
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if self._is_blank():
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+            with self._transaction():
+                if self._header() == (0, 0, 0):
+                    for statement in filter(str.strip, _SCHEMA.split(";")):
+                        self._conn.execute(statement)
                     # Both live in the database header and are journaled like any page, so the
                     # file becomes a history in the same commit that creates the tables.
-                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        if self._is_blank():
+                    self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        app_id, version, tables = self._header()
+        if (app_id, version, tables) == (0, 0, 0):
             return  # an empty file that nothing was added to: reads find no runs
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
         if app_id != APPLICATION_ID:
             raise HistoryError(
                 f"{self.path}: not a gpubench history database (an SQLite file of another program)"
@@ -243,67 +237,67 @@ class HistoryStore:
         if version != SCHEMA_VERSION:
             raise HistoryError(f"{self.path}: unknown history schema version {version}")
 
-    def _is_blank(self) -> bool:
-        conn = self._conn
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        return app_id == 0 and version == 0 and tables == 0
+    def _header(self) -> tuple[int, ...]:
+        """(application id, schema version, schema objects): all 0 in a blank SQLite file."""
+        pragmas = (
+            "PRAGMA application_id",
+            "PRAGMA user_version",
+            "SELECT count(*) FROM sqlite_master",
+        )
+        return tuple(self._conn.execute(sql).fetchone()[0] for sql in pragmas)
 
     # --- writing -------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE (the write lock at once) ... COMMIT, or ROLLBACK on any exception."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self._conn.execute("COMMIT")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+
     def add_run(self, record: RunRecord) -> AddOutcome:
         """Store one run in one transaction; a run already stored is left alone."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            outcome = self._insert_run(record)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        return outcome
+        with self._transaction():
+            return self._insert_run(record)
 
-    def _insert_run(self, record: RunRecord) -> AddOutcome:
+    def _insert_run(self, r: RunRecord) -> AddOutcome:
         conn = self._conn
         conn.execute(
             "INSERT OR IGNORE INTO machines (fingerprint, description) VALUES (?, ?)",
-            (record.machine_fingerprint, json.dumps(record.machine_description, sort_keys=True)),
+            (r.machine_fingerprint, json.dumps(r.machine_description, sort_keys=True)),
         )
         machine_id = conn.execute(
-            "SELECT id FROM machines WHERE fingerprint = ?", (record.machine_fingerprint,)
+            "SELECT id FROM machines WHERE fingerprint = ?", (r.machine_fingerprint,)
         ).fetchone()[0]
         existing = conn.execute(
             "SELECT id, source_sha256 FROM runs WHERE machine_id = ? AND git_commit = ? AND date = ?",
-            (machine_id, record.git_commit, record.date),
+            (machine_id, r.git_commit, r.date),
         ).fetchone()
         if existing is not None:
-            return AddOutcome(existing[0], False, existing[1] == record.source_sha256)
+            return AddOutcome(existing[0], False, existing[1] == r.source_sha256)
 
+        run = (machine_id, r.git_commit, r.date, r.time_utc_s, r.source_path, r.source_sha256)
+        added = datetime.now(timezone.utc).isoformat(timespec="seconds")
         cur = conn.execute(
             "INSERT INTO runs (machine_id, git_commit, date, time_utc_s, source_path, "
             "source_sha256, context, added_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                machine_id,
-                record.git_commit,
-                record.date,
-                record.time_utc_s,
-                record.source_path,
-                record.source_sha256,
-                json.dumps(record.context, sort_keys=True),
-                datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            ),
+            (*run, json.dumps(r.context, sort_keys=True), added),
         )
         run_id = int(cur.lastrowid or 0)
-        bench_ids = {name: self._benchmark_id(info) for name, info in record.benchmarks.items()}
+        bench_ids = {name: self._benchmark_id(info) for name, info in r.benchmarks.items()}
         conn.executemany(
             "INSERT INTO samples (run_id, benchmark_id, repetition, real_time_s, cpu_time_s, "
             "iterations) VALUES (?, ?, ?, ?, ?, ?)",
-            [(run_id, bench_ids[s.benchmark], *astuple(s)[1:]) for s in record.samples],
+            [(run_id, bench_ids[s.benchmark], *astuple(s)[1:]) for s in r.samples],
         )
         conn.executemany(
             "INSERT INTO failures (run_id, benchmark_id, repetition, reason) VALUES (?, ?, ?, ?)",
-            [(run_id, bench_ids[f.benchmark], f.repetition, f.reason) for f in record.failures],
+            [(run_id, bench_ids[f.benchmark], f.repetition, f.reason) for f in r.failures],
         )
         return AddOutcome(run_id, True, True)
 
@@ -318,57 +312,106 @@ class HistoryStore:
 
     # --- reading -------------------------------------------------------------------------------
 
-    def _has_schema(self) -> bool:
-        return self._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    def _select(self, sql: str) -> list[Any]:
+        # A blank file (opened, nothing added yet) has no tables: it reads as an empty history.
+        if self._conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            return []
+        return self._conn.execute(sql).fetchall()
 
     def machines(self) -> list[Machine]:
-        if not self._has_schema():
-            return []
-        rows = self._conn.execute("SELECT id, fingerprint, description FROM machines ORDER BY id")
+        rows = self._select("SELECT id, fingerprint, description FROM machines ORDER BY id")
         return [Machine(i, fp, json.loads(desc)) for i, fp, desc in rows]
 
     def runs(self) -> list[Run]:
         """All runs, oldest first (by measurement date; ties in the order they were added)."""
-        if not self._has_schema():
-            return []
-        rows = self._conn.execute(
-            "SELECT id, machine_id, git_commit, date, time_utc_s, source_path FROM runs "
-            "ORDER BY time_utc_s, id"
-        )
-        return [Run(*row) for row in rows]
+        columns = "id, machine_id, git_commit, date, time_utc_s, source_path"
+        return [
+            Run(*row) for row in self._select(f"SELECT {columns} FROM runs ORDER BY time_utc_s, id")
+        ]
 
     def benchmarks(self) -> dict[str, BenchmarkInfo]:
-        if not self._has_schema():
-            return {}
-        rows = self._conn.execute("SELECT name, family, manual_time, threads FROM benchmarks")
-        return {
-            name: BenchmarkInfo(name, fam, bool(manual), thr) for name, fam, manual, thr in rows
-        }
+        rows = self._select("SELECT name, family, manual_time, threads FROM benchmarks")
+        return {name: BenchmarkInfo(name, fam, bool(man), thr) for name, fam, man, thr in rows}
 
-    def samples(self) -> Iterator[tuple[int, Sample]]:
+    def samples(self) -> list[tuple[int, Sample]]:
         """(run id, sample) for every stored repetition."""
-        if not self._has_schema():
-            return
-        rows = self._conn.execute(
+        rows = self._select(
             "SELECT s.run_id, b.name, s.repetition, s.real_time_s, s.cpu_time_s, s.iterations "
             "FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id "
             "ORDER BY s.run_id, b.name, s.repetition"
         )
-        for run_id, name, rep, real_s, cpu_s, iters in rows:
-            yield run_id, Sample(name, rep, real_s, cpu_s, iters)
+        return [(row[0], Sample(*row[1:])) for row in rows]
 
-    def failures(self) -> Iterator[tuple[int, Failure]]:
+    def failures(self) -> list[tuple[int, Failure]]:
         """(run id, failure) for every failed or skipped row."""
-        if not self._has_schema():
-            return
-        rows = self._conn.execute(
+        rows = self._select(
             "SELECT f.run_id, b.name, f.repetition, f.reason "
             "FROM failures f JOIN benchmarks b ON b.id = f.benchmark_id ORDER BY f.run_id, b.name"
         )
-        for run_id, name, rep, reason in rows:
-            yield run_id, Failure(name, rep, reason)
+        return [(row[0], Failure(*row[1:])) for row in rows]
 
-    def integrity_check(self) -> str:
-        """SQLite's own consistency check: 'ok' or the problems it found."""
-        rows = self._conn.execute("PRAGMA integrity_check").fetchall()
-        return "; ".join(str(r[0]) for r in rows)
+
+@dataclass
+class History:
+    """The stored runs as time series: per machine its runs in order, per run and benchmark the
+    times of the repetitions. Loaded once from the store; the check and the charts read only this.
+    """
+
+    machines: dict[int, Machine]
+    runs_by_machine: dict[int, list[Run]]  # oldest first
+    benchmarks: dict[str, BenchmarkInfo]
+    # (run id, benchmark) -> [(real_time_s, cpu_time_s or None)], one pair per repetition
+    times: dict[tuple[int, str], list[tuple[float, float | None]]]
+    # (run id, benchmark) -> why it has no samples in that run (failed or skipped)
+    failures: dict[tuple[int, str], str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, store: HistoryStore, name_filter: str | None = None) -> "History":
+        """Everything in the store, or only the benchmarks whose name matches `name_filter`."""
+        pattern = re.compile(name_filter or "")  # the empty pattern matches every name
+        machines = {m.id: m for m in store.machines()}
+        runs_by_machine: dict[int, list[Run]] = {m: [] for m in machines}
+        for run in store.runs():
+            runs_by_machine[run.machine_id].append(run)
+        times: dict[tuple[int, str], list[tuple[float, float | None]]] = {}
+        for run_id, s in store.samples():
+            if pattern.search(s.benchmark):
+                times.setdefault((run_id, s.benchmark), []).append((s.real_time_s, s.cpu_time_s))
+        failures: dict[tuple[int, str], str] = {}
+        for run_id, f in store.failures():
+            if pattern.search(f.benchmark):
+                failures.setdefault((run_id, f.benchmark), f.reason)
+        benchmarks = {n: b for n, b in store.benchmarks().items() if pattern.search(n)}
+        return cls(machines, runs_by_machine, benchmarks, times, failures)
+
+    @property
+    def run_count(self) -> int:
+        return sum(len(runs) for runs in self.runs_by_machine.values())
+
+    def time_source(self, benchmark: str, time: str) -> str:
+        info = self.benchmarks.get(benchmark)
+        return choose_time(benchmark, info.threads if info else None, time)
+
+    def values(self, run_id: int, benchmark: str, time: str) -> list[float]:
+        """Seconds per iteration of each repetition, on the clock `time` selects for it."""
+        pairs = self.times.get((run_id, benchmark), [])
+        real = self.time_source(benchmark, time) == "real_time"
+        return [t for t in (r if real else c for r, c in pairs) if t is not None]
+
+    def failure(self, run_id: int, benchmark: str) -> str | None:
+        """Why the benchmark has no samples in this run, when the run recorded it as failed."""
+        return self.failures.get((run_id, benchmark))
+
+    def series(self, machine_id: int, benchmark: str) -> list[Run]:
+        """The runs of the machine that measured the benchmark (or recorded it failing), oldest
+        first. A machine's runs need not all hold the same benchmarks: one commit is often
+        measured as several files (the matmul sweep, the MLP sweep)."""
+        return [
+            run
+            for run in self.runs_by_machine.get(machine_id, [])
+            if (run.id, benchmark) in self.times or (run.id, benchmark) in self.failures
+        ]
+
+    def benchmarks_of_machine(self, machine_id: int) -> list[str]:
+        run_ids = {run.id for run in self.runs_by_machine.get(machine_id, [])}
+        return sorted({name for run_id, name in [*self.times, *self.failures] if run_id in run_ids})
