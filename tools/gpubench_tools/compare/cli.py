@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import traceback
@@ -30,12 +31,10 @@ from typing import Sequence
 
 from ..benchjson import BenchJsonError, load_report
 from ..cli import EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
-from .config import DEFAULT_CONFIG_RESOURCE, TIME_FIELDS, ConfigError, load_config
+from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RULES, TIME_FIELDS, ConfigError, load_config
 from .engine import UsageError, compare_reports
 from .model import CompareResult
 from .render import render_markdown, render_markdown_error, render_terminal
-
-__all__ = ["main"]
 
 MODULE = "gpubench_tools.compare"
 
@@ -108,26 +107,18 @@ def _write(path: str, text: str) -> None:
 
 def _compare(args: argparse.Namespace) -> CompareResult:
     config = load_config(args.config)
-    cli = {
-        k: v
-        for k, v in (("max_ratio", args.max_ratio), ("alpha", args.alpha), ("max_cv", args.max_cv))
-        if v is not None
-    }
-    if args.max_ratio is not None and not args.max_ratio >= 1.0:
-        raise UsageError("--max-ratio must be >= 1 (1.05 = 5 % slower)")
-    if args.alpha is not None and not 0.0 < args.alpha < 1.0:
-        raise UsageError("--alpha must be between 0 and 1")
-    if args.max_cv is not None and not args.max_cv > 0.0:
-        raise UsageError("--max-cv must be > 0")
+    cli = {k: v for k in THRESHOLD_RULES if (v := getattr(args, k)) is not None}
+    for key, value in cli.items():
+        unusable, rule = THRESHOLD_RULES[key]
+        if math.isnan(value) or unusable(value):  # a NaN threshold would judge nothing
+            raise UsageError(f"--{key.replace('_', '-')} {rule}")
     if cli:
         config.thresholds = replace(config.thresholds, **cli)
-    if args.time is not None:
-        config.time = args.time
+    config.time = args.time or config.time
     counters = None
     if args.counters is not None:
         counters = [c.strip() for c in args.counters.split(",") if c.strip()]
-    baseline = load_report(args.baseline)
-    contender = load_report(args.contender)
+    baseline, contender = load_report(args.baseline), load_report(args.contender)
     return compare_reports(baseline, contender, config, counters, args.allow_missing)
 
 

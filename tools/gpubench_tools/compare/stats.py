@@ -9,28 +9,11 @@ rate such as FLOP/s (higher is better) it is baseline / contender. One threshold
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from ..benchjson import MAX_TIME_S, usable_counter
-from ..stats import (
-    SampleStats,
-    enough_samples,
-    min_p_value,
-    ratio_of,
-    repetitions_needed,
-    u_test,
-)
-
-__all__ = [
-    "BETTER_CHOICES",
-    "MetricResult",
-    "SampleStats",
-    "Thresholds",
-    "compare_metric",
-    "describe_invalid",
-    "plausible_time",
-]
+from ..stats import SampleStats, enough_samples, min_p_value, ratio_of, repetitions_needed, u_test
 
 # How a metric is judged: "lower" (times), "higher" (rates), "exact" (counters that define the
 # work, e.g. flop: any change means the benchmark itself changed) and "info" (shown, never judged).
@@ -39,14 +22,8 @@ BETTER_CHOICES: tuple[str, ...] = ("lower", "higher", "exact", "info")
 # Verdicts of one metric. "slower", "changed" and "invalid" fail the gate (when the metric
 # gates); the others never do. "few" (not enough samples) is not a pass either: the gate counts
 # it as not judged.
-SLOWER = "slower"
-FASTER = "faster"
-SAME = "same"
-NOISY = "noisy"
-CHANGED = "changed"
-INFO = "info"
-FEW = "few"
-INVALID = "invalid"
+SLOWER, FASTER, SAME, NOISY = "slower", "faster", "same", "noisy"
+CHANGED, INFO, FEW, INVALID = "changed", "info", "few", "invalid"
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
 # benchmark's arguments, so only float formatting can make them differ.
@@ -76,12 +53,7 @@ class Thresholds:
     check_fastest: bool
 
     def as_dict(self) -> dict[str, float | bool]:
-        return {
-            "max_ratio": self.max_ratio,
-            "alpha": self.alpha,
-            "max_cv": self.max_cv,
-            "check_fastest": self.check_fastest,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -111,21 +83,13 @@ class MetricResult:
         return self.gating and self.verdict in (SLOWER, CHANGED, INVALID)
 
     def as_dict(self) -> dict[str, Any]:
+        keys = ("metric", "better", "verdict", "gating", "fails", "ratio", "slowdown")
         return {
-            "metric": self.metric,
-            "better": self.better,
-            "verdict": self.verdict,
-            "gating": self.gating,
-            "fails": self.fails,
-            "ratio": self.ratio,
-            "slowdown": self.slowdown,
-            "best_slowdown": self.best_slowdown,
-            "p_value": self.p_value,
+            **{key: getattr(self, key) for key in keys + ("best_slowdown", "p_value")},
             "repetitions_needed": self.needed,
-            "invalid_values": {
-                "baseline": len(self.base_invalid),
-                "contender": len(self.cont_invalid),
-            },
+            "invalid_values": dict(
+                baseline=len(self.base_invalid), contender=len(self.cont_invalid)
+            ),
             "thresholds": self.thresholds.as_dict(),
             "baseline": self.base.as_dict(),
             "contender": self.cont.as_dict(),
@@ -182,29 +146,10 @@ def compare_metric(
     notes: list[str] = []
 
     def result(
-        verdict: str,
-        slowdown: float,
-        p: float | None,
-        best: float = math.nan,
-        needed: int | None = None,
+        verdict: str, slow: float, p: float | None, best: float = math.nan, need: int | None = None
     ) -> MetricResult:
-        return MetricResult(
-            metric,
-            better,
-            base,
-            cont,
-            thresholds,
-            ratio,
-            slowdown,
-            best,
-            p,
-            verdict,
-            gating,
-            notes,
-            needed,
-            base_invalid,
-            cont_invalid,
-        )
+        sides = (base, cont, thresholds, ratio, slow, best, p, verdict, gating, notes, need)
+        return MetricResult(metric, better, *sides, base_invalid, cont_invalid)
 
     # An "info" metric is shown, never judged: its bad values are only noted.
     if better != "info" and cont_invalid and base.n and (not base_invalid or not cont.n):
