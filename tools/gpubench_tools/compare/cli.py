@@ -6,16 +6,8 @@
 
 (or `python -m gpubench_tools.compare ...`: the same program, the same defaults.)
 
-Per benchmark (repetitions grouped by run_name; Google Benchmark's own aggregate rows are ignored
-and everything is recomputed from the raw repetitions): median ratio, spread, Mann-Whitney U test
-and a verdict (faster / slower / same / noisy / not enough samples), for the time and for chosen
-counters.
-
-Exit status (gpubench_tools.cli): 0 pass; 1 a benchmark significantly slower beyond its
-threshold, whose work changed, that now fails or whose time is no longer a valid number, or a
-baseline benchmark missing from the contender (unless --allow-missing); 2 unusable input or
-usage, including "cannot judge" (every compared benchmark has too few repetitions), with one line
-on stderr. An unexpected error is exit 2 with one line too (the traceback with --debug).
+What is compared: engine.py; the exit status (the gate): model.py. Unusable input or usage and
+an unexpected error are exit 2 with one line on stderr (the traceback with --debug).
 """
 
 from __future__ import annotations
@@ -48,59 +40,46 @@ def _parser(prog: str) -> argparse.ArgumentParser:
             "missing; 2 unusable input, or nothing could be judged (too few repetitions)."
         ),
     )
-    parser.add_argument("baseline", help="bench JSON of the reference run")
-    parser.add_argument("contender", help="bench JSON of the run to judge")
-    parser.add_argument(
-        "--config",
-        metavar="FILE",
-        help=(
-            "thresholds file (JSON), read over the packaged defaults "
-            f"(gpubench_tools/compare/{DEFAULT_CONFIG_RESOURCE})"
-        ),
-    )
-    parser.add_argument("--markdown", metavar="OUT.md", help="also write a Markdown report")
-    parser.add_argument("--json", metavar="OUT.json", help="also write the result as JSON")
-    parser.add_argument(
+    add = parser.add_argument
+    add("baseline", help="bench JSON of the reference run")
+    add("contender", help="bench JSON of the run to judge")
+    defaults = f"gpubench_tools/compare/{DEFAULT_CONFIG_RESOURCE}"
+    config_help = f"thresholds file (JSON), read over the packaged defaults ({defaults})"
+    add("--config", metavar="FILE", help=config_help)
+    add("--markdown", metavar="OUT.md", help="also write a Markdown report")
+    add("--json", metavar="OUT.json", help="also write the result as JSON")
+    add(
         "--allow-missing",
         action="store_true",
         help="list baseline benchmarks missing from the contender instead of failing "
         "(for a run filtered on purpose); by default they fail the gate",
     )
-    parser.add_argument(
+    add(
         "--fail-on-missing",
         action="store_true",
         help="no effect: failing on missing benchmarks is the default (accepted so older "
         "invocations keep working)",
     )
-    parser.add_argument(
+    add(
         "--counters",
         help="comma-separated counters to compare (default from the config: FLOP/s,pct_peak,"
         "t_epoch); '' for none",
     )
-    parser.add_argument(
-        "--time",
-        choices=TIME_FIELDS,
-        help="clock to compare (default from the config: real_time)",
-    )
-    parser.add_argument("--max-ratio", type=float, help="override the global max_ratio")
-    parser.add_argument("--alpha", type=float, help="override the global U-test alpha")
-    parser.add_argument("--max-cv", type=float, help="override the global max_cv")
+    add("--time", choices=TIME_FIELDS, help="clock to compare (default from the config: real_time)")
+    add("--max-ratio", type=float, help="override the global max_ratio")
+    add("--alpha", type=float, help="override the global U-test alpha")
+    add("--max-cv", type=float, help="override the global max_cv")
     loudness = parser.add_mutually_exclusive_group()
-    loudness.add_argument(
-        "--quiet", action="store_true", help="print only the failures and one summary line"
-    )
-    loudness.add_argument(
-        "--verbose",
-        action="store_true",
-        help="also list the names under each grouped line (skipped, not judged, new, ...)",
-    )
+    quiet_help = "print only the failures and one summary line"
+    loudness.add_argument("--quiet", action="store_true", help=quiet_help)
+    verbose_help = "also list the names under each grouped line (skipped, not judged, new, ...)"
+    loudness.add_argument("--verbose", action="store_true", help=verbose_help)
     add_debug_flag(parser)
     return parser
 
 
 def _write(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
 

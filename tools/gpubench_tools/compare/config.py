@@ -60,15 +60,9 @@ THRESHOLD_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "max_cv": (lambda v: v <= 0.0, "must be > 0"),
 }
 _TEXT_KEYS = ("why", "comment", "note")
-_TOP_KEYS = (
-    "time",
-    "thresholds",
-    "counters",
-    "counter_direction",
-    "exact_counters",
-    "gate_counters",
-    "overrides",
-    "normalize",
+_TOP_KEYS = tuple(
+    "time thresholds counters counter_direction exact_counters gate_counters overrides "
+    "normalize".split()
 )
 # Keys the packaged defaults must set: they are the only source of every default value.
 _REQUIRED_IN_DEFAULTS = tuple(k for k in _TOP_KEYS if k != "normalize")
