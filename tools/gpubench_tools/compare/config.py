@@ -1,14 +1,8 @@
 """Threshold configuration of the regression compare tool.
 
-The defaults are one file, package data of gpubench_tools.compare: default-thresholds.json, read
-with importlib.resources. `python -m gpubench_tools.compare` and the installed console script
-`gpubench-compare` therefore read the same file, and there is no second, built-in copy of the
-defaults that could disagree with it. A --config FILE is read over the defaults: a key FILE sets
-replaces the default ("thresholds" key by key), a key it omits keeps the default, except
-"overrides" and "normalize", which belong to one file (tuned for one machine): absent from FILE
-means none.
-
-The file is JSON (no extra dependency, and the same format as the results). Shape:
+The defaults are one file, the package data default-thresholds.json, so every way of running the
+tool reads the same defaults and no built-in copy can disagree with them; a --config FILE is read
+over them (docs/regression-gate.md, "Thresholds"). JSON, like the results. Shape:
 
     {
       "time": "real_time",

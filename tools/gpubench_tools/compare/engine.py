@@ -134,19 +134,15 @@ class _Reference:
     """The benchmarks whose times normalise the others (config "normalize"), with their median
     times on each side."""
 
-    keys: list[str] = field(default_factory=list)
     base: dict[str, float] = field(default_factory=dict)
     cont: dict[str, float] = field(default_factory=dict)
 
     def divisor(self, key: str) -> tuple[float, float] | None:
         """(baseline, contender) divisor for one benchmark: geometric mean of the reference
-        medians.
-
-        The benchmark itself is left out of its own divisor, so a regression in it cannot shrink
-        its own normalised ratio; averaging several references makes the divisor steadier than
-        any single benchmark's median on a noisy machine.
-        """
-        others = [r for r in self.keys if r != key]
+        medians. The benchmark itself is left out of its own divisor, so a regression in it
+        cannot shrink its own normalised ratio; averaging several references makes the divisor
+        steadier than any single benchmark's median on a noisy machine."""
+        others = [r for r in self.base if r != key]
         if not others:
             return None
         mean = statistics.geometric_mean
@@ -201,7 +197,7 @@ def _compare_benchmark(
         gating = better == "exact" or config.gate_counters
         metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
     notes = metrics[0].notes
-    if reference.keys and divisor is None:
+    if reference.base and divisor is None:
         notes.append("the only normalisation reference: no time/ref of its own")
     for what, messages in (("failed", cgroup.errors), ("skipped", cgroup.skipped)):
         if messages:
@@ -270,11 +266,10 @@ def compare_reports(
                 f"normalize.reference {pattern.pattern!r} matches no benchmark measured in "
                 f"{baseline.path}"
             )
-        reference.keys = [k for k in common if pattern.search(k)]
-        for key in reference.keys:
+        for key in (k for k in common if pattern.search(k)):
             reference.base[key] = statistics.median(clock(r) for r in base[key].rows)
             reference.cont[key] = statistics.median(clock(r) for r in cont[key].rows)
-        if not reference.keys:
+        if not reference.base:
             warnings.append(
                 f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
                 "files: times are not normalised (time / reference is not compared)"
@@ -339,6 +334,6 @@ def compare_reports(
         ),
         warnings=warnings,
         allow_missing=allow_missing,
-        reference=reference.keys,
+        reference=list(reference.base),
         not_compared=[NameGroup(kind, why, keys) for (kind, why), keys in by_reason],
     )

@@ -191,16 +191,12 @@ def compare_metric(
     slowdown = ratio if better == "lower" else 1.0 / ratio
     # Work in "badness" space so that one rule serves times and rates: larger = worse.
     sign = 1.0 if better == "lower" else -1.0
-    base_bad = sorted(sign * v for v in base.values)
-    cont_bad = sorted(sign * v for v in cont.values)
-    separated_worse = cont_bad[0] > base_bad[-1]
-    separated_better = cont_bad[-1] < base_bad[0]
+    base_bad, cont_bad = [sign * v for v in base.values], [sign * v for v in cont.values]
+    separated_worse, separated_better = min(cont_bad) > max(base_bad), max(cont_bad) < min(base_bad)
     # Best repetition of each side: the fastest time, or the highest rate.
     best_slowdown = cont.min / base.min if better == "lower" else base.max / cont.max
 
-    p_value: float | None = None
-    if base.n >= 2 and cont.n >= 2:
-        p_value = u_test(cont.values, base.values)
+    p_value = u_test(cont.values, base.values) if base.n >= 2 and cont.n >= 2 else None
 
     if not enough_samples(base.n, cont.n, thresholds.alpha):
         needed = repetitions_needed(thresholds.alpha)
@@ -227,14 +223,12 @@ def compare_metric(
                 "load during part of one run, not a change of the code"
             )
         worse, improved = worse and best_worse, improved and best_improved
-    if worse and significant:
-        verdict = NOISY if noisy and not separated_worse else SLOWER
-    elif improved and significant:
-        verdict = NOISY if noisy and not separated_better else FASTER
-    elif noisy:
-        verdict = NOISY
+    if significant and (worse or improved):
+        # Samples that do not even overlap cannot owe the difference to their noise.
+        separated = separated_worse if worse else separated_better
+        verdict = NOISY if noisy and not separated else SLOWER if worse else FASTER
     else:
-        verdict = SAME
+        verdict = NOISY if noisy else SAME
     if verdict == NOISY:
         notes.append(
             f"spread (cv {max(cvs):.1%}) above max_cv={thresholds.max_cv:.0%}: too noisy to judge"
