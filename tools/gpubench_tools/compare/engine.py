@@ -319,6 +319,7 @@ def compare_reports(
     # Benchmarks of the baseline without a measurement there: one group per reason.
     unmeasured = [key for key in sorted(base, key=natural_key) if not base[key].rows]
     by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(base[key]))
+    contexts = baseline.context, contender.context
     return CompareResult(
         baseline=baseline,
         contender=contender,
@@ -326,12 +327,8 @@ def compare_reports(
         benchmarks=results,
         only_in_baseline=[k for k in measured if k not in cont],
         only_in_contender=sorted((k for k in cont if k not in base), key=natural_key),
-        hardware_differences=_context_differences(
-            baseline.context, contender.context, HARDWARE_KEYS
-        ),
-        environment_differences=_context_differences(
-            baseline.context, contender.context, ENVIRONMENT_KEYS
-        ),
+        hardware_differences=_context_differences(*contexts, HARDWARE_KEYS),
+        environment_differences=_context_differences(*contexts, ENVIRONMENT_KEYS),
         warnings=warnings,
         allow_missing=allow_missing,
         reference=list(reference.base),

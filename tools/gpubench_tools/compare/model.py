@@ -17,7 +17,7 @@ The gate (`CompareResult.exit_code`), in order:
 
 from __future__ import annotations
 
-import math
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -171,39 +171,28 @@ class CompareResult:
         def differences(rows: list[tuple[str, str, str]]) -> list[dict[str, str]]:
             return [{"key": k, "baseline": b, "contender": c} for k, b, c in rows]
 
-        return _json_safe(
-            {
-                "schema": "gpubench-compare/1",
-                "exit_code": self.exit_code,
-                "cannot_judge": self.cannot_judge,
-                "repetitions_needed": self.repetitions_needed,
-                "baseline": side(self.baseline),
-                "contender": side(self.contender),
-                "hardware_differs": bool(self.hardware_differences),
-                "hardware_differences": differences(self.hardware_differences),
-                "environment_differences": differences(self.environment_differences),
-                "time": self.config.time,
-                "normalize_reference": self.reference,
-                "config": self.config.as_dict(),
-                "allow_missing": self.allow_missing,
-                # Before --allow-missing, failing on missing benchmarks was opt-in.
-                "fail_on_missing": not self.allow_missing,
-                "summary": self.summary(),
-                "benchmarks": [b.as_dict() for b in self.benchmarks],
-                "only_in_baseline": self.only_in_baseline,
-                "only_in_contender": self.only_in_contender,
-                "not_compared": [g.as_dict() for g in self.not_compared],
-                "warnings": self.warnings,
-            }
-        )
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN and infinity are not JSON: write null so every JSON parser can read the output."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
+        doc = {
+            "schema": "gpubench-compare/1",
+            "exit_code": self.exit_code,
+            "cannot_judge": self.cannot_judge,
+            "repetitions_needed": self.repetitions_needed,
+            "baseline": side(self.baseline),
+            "contender": side(self.contender),
+            "hardware_differs": bool(self.hardware_differences),
+            "hardware_differences": differences(self.hardware_differences),
+            "environment_differences": differences(self.environment_differences),
+            "time": self.config.time,
+            "normalize_reference": self.reference,
+            "config": self.config.as_dict(),
+            "allow_missing": self.allow_missing,
+            # Before --allow-missing, failing on missing benchmarks was opt-in.
+            "fail_on_missing": not self.allow_missing,
+            "summary": self.summary(),
+            "benchmarks": [b.as_dict() for b in self.benchmarks],
+            "only_in_baseline": self.only_in_baseline,
+            "only_in_contender": self.only_in_contender,
+            "not_compared": [g.as_dict() for g in self.not_compared],
+            "warnings": self.warnings,
+        }
+        # NaN and infinity are not JSON: null, so every JSON parser can read the output.
+        return json.loads(json.dumps(doc), parse_constant=lambda _: None)

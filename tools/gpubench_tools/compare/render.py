@@ -267,14 +267,10 @@ def _failure_lines(result: CompareResult) -> list[tuple[str, list[str]]]:
         )
         lines.append((f"REGRESSION: {head}: {message}", names))
     if result.missing_fails:
-        n = len(result.only_in_baseline)
-        lines.append(
-            (
-                f"REGRESSION: {_n(n)} of the baseline missing from the contender "
-                "(pass --allow-missing for a run filtered on purpose):",
-                result.only_in_baseline,
-            )
-        )
+        missing = _n(len(result.only_in_baseline))
+        line = f"REGRESSION: {missing} of the baseline missing from the contender (pass "
+        line += "--allow-missing for a run filtered on purpose):"
+        lines.append((line, result.only_in_baseline))
     return lines
 
 
@@ -369,21 +365,25 @@ def render_markdown(result: CompareResult) -> str:
     status = {"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge")
     out = [MARKER, f"### gpubench regression check: {status}", ""]
     if result.hardware_differences:
-        out.append("> [!WARNING]")
-        out.append(
+        out += [
+            "> [!WARNING]",
             "> **DIFFERENT HARDWARE**: these ratios compare two machines, not two versions of "
-            "the code."
-        )
-        for key, b, c in result.hardware_differences:
-            out.append(f"> - {md_code(key)}: {md_text(b)} → {md_text(c)}")
-        out.append("")
+            "the code.",
+            *(
+                f"> - {md_code(k)}: {md_text(b)} → {md_text(c)}"
+                for k, b, c in result.hardware_differences
+            ),
+            "",
+        ]
     out += [f"**gate: {word}**: {md_text(reason)}. {md_text(_headline(result))}.", ""]
     for which, report in (("baseline", result.baseline), ("contender", result.contender)):
         described = ", ".join(md_text(part) for part in _describe(report))
         out.append(f"- {which}: {md_code(report.path)} ({described})")
     out.append(f"- rule: {md_text(_thresholds_line(result))}")
-    for key, b, c in result.environment_differences:
-        out.append(f"- note: {md_code(key)} differs: {md_text(b)} → {md_text(c)}")
+    out += [
+        f"- note: {md_code(k)} differs: {md_text(b)} → {md_text(c)}"
+        for k, b, c in result.environment_differences
+    ]
     out += [f"- warning: {md_text(warning)}" for warning in result.warnings] + [""]
 
     failures = _failure_lines(result)
