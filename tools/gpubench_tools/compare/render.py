@@ -181,13 +181,10 @@ def _gate(result: CompareResult) -> tuple[str, str]:
 
 def info_groups(result: CompareResult) -> list[tuple[str, NameGroup]]:
     """(one line, its names) for every group that is information, not a failure."""
-    out = [
-        (
-            f"{_n(len(names))} skipped in the contender, not failed: {why}",
-            NameGroup(SKIPPED, why, names),
-        )
-        for why, names in _by_error(result, SKIPPED)
-    ]
+    out: list[tuple[str, NameGroup]] = []
+    for why, names in _by_error(result, SKIPPED):
+        line = f"{_n(len(names))} skipped in the contender, not failed: {why}"
+        out.append((line, NameGroup(SKIPPED, why, names)))
     what = {
         "failed_in_baseline": "failed in the baseline, not compared",
         "skipped_in_baseline": "skipped in the baseline, not compared",
@@ -320,9 +317,8 @@ def render_terminal(
         widths = [max(len(r[i]) for r in [_HEADER] + [t[0] for t in table]) for i in range(7)]
 
         def fmt(cells: tuple[str, ...]) -> str:
-            first = cells[0].ljust(widths[0])
-            rest = [c.rjust(widths[i + 1]) for i, c in enumerate(cells[1:-1])]
-            return "  ".join([first] + rest + [cells[-1]])
+            numbers = [c.rjust(width) for c, width in zip(cells[1:-1], widths[1:])]
+            return "  ".join([cells[0].ljust(widths[0]), *numbers, cells[-1]])
 
         out += [fmt(_HEADER), "-" * (sum(widths) + 2 * 6)]
         out += [paint(fmt(row), verdict) for row, verdict in table] + [""]
