@@ -6,22 +6,15 @@
 
 (or `python -m gpubench_tools.compare ...`: the same program, the same defaults.)
 
-Per benchmark (repetitions grouped by run_name; Google Benchmark's own aggregate rows are ignored
-and everything is recomputed from the raw repetitions): median ratio, spread, Mann-Whitney U test
-and a verdict (faster / slower / same / noisy / not enough samples), for the time and for chosen
-counters.
-
-Exit status (gpubench_tools.cli): 0 pass; 1 a benchmark significantly slower beyond its
-threshold, whose work changed, that now fails or whose time is no longer a valid number, or a
-baseline benchmark missing from the contender (unless --allow-missing); 2 unusable input or
-usage, including "cannot judge" (every compared benchmark has too few repetitions), with one line
-on stderr. An unexpected error is exit 2 with one line too (the traceback with --debug).
+What is compared: engine.py; the exit status (the gate): model.py. Unusable input or usage and
+an unexpected error are exit 2 with one line on stderr (the traceback with --debug).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import traceback
@@ -30,12 +23,10 @@ from typing import Sequence
 
 from ..benchjson import BenchJsonError, load_report
 from ..cli import EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
-from .config import DEFAULT_CONFIG_RESOURCE, TIME_FIELDS, ConfigError, load_config
+from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RULES, TIME_FIELDS, ConfigError, load_config
 from .engine import UsageError, compare_reports
 from .model import CompareResult
 from .render import render_markdown, render_markdown_error, render_terminal
-
-__all__ = ["main"]
 
 MODULE = "gpubench_tools.compare"
 
@@ -49,85 +40,64 @@ def _parser(prog: str) -> argparse.ArgumentParser:
             "missing; 2 unusable input, or nothing could be judged (too few repetitions)."
         ),
     )
-    parser.add_argument("baseline", help="bench JSON of the reference run")
-    parser.add_argument("contender", help="bench JSON of the run to judge")
-    parser.add_argument(
-        "--config",
-        metavar="FILE",
-        help=(
-            "thresholds file (JSON), read over the packaged defaults "
-            f"(gpubench_tools/compare/{DEFAULT_CONFIG_RESOURCE})"
-        ),
-    )
-    parser.add_argument("--markdown", metavar="OUT.md", help="also write a Markdown report")
-    parser.add_argument("--json", metavar="OUT.json", help="also write the result as JSON")
-    parser.add_argument(
+    add = parser.add_argument
+    add("baseline", help="bench JSON of the reference run")
+    add("contender", help="bench JSON of the run to judge")
+    defaults = f"gpubench_tools/compare/{DEFAULT_CONFIG_RESOURCE}"
+    config_help = f"thresholds file (JSON), read over the packaged defaults ({defaults})"
+    add("--config", metavar="FILE", help=config_help)
+    add("--markdown", metavar="OUT.md", help="also write a Markdown report")
+    add("--json", metavar="OUT.json", help="also write the result as JSON")
+    add(
         "--allow-missing",
         action="store_true",
         help="list baseline benchmarks missing from the contender instead of failing "
         "(for a run filtered on purpose); by default they fail the gate",
     )
-    parser.add_argument(
+    add(
         "--fail-on-missing",
         action="store_true",
         help="no effect: failing on missing benchmarks is the default (accepted so older "
         "invocations keep working)",
     )
-    parser.add_argument(
+    add(
         "--counters",
         help="comma-separated counters to compare (default from the config: FLOP/s,pct_peak,"
         "t_epoch); '' for none",
     )
-    parser.add_argument(
-        "--time",
-        choices=TIME_FIELDS,
-        help="clock to compare (default from the config: real_time)",
-    )
-    parser.add_argument("--max-ratio", type=float, help="override the global max_ratio")
-    parser.add_argument("--alpha", type=float, help="override the global U-test alpha")
-    parser.add_argument("--max-cv", type=float, help="override the global max_cv")
+    add("--time", choices=TIME_FIELDS, help="clock to compare (default from the config: real_time)")
+    add("--max-ratio", type=float, help="override the global max_ratio")
+    add("--alpha", type=float, help="override the global U-test alpha")
+    add("--max-cv", type=float, help="override the global max_cv")
     loudness = parser.add_mutually_exclusive_group()
-    loudness.add_argument(
-        "--quiet", action="store_true", help="print only the failures and one summary line"
-    )
-    loudness.add_argument(
-        "--verbose",
-        action="store_true",
-        help="also list the names under each grouped line (skipped, not judged, new, ...)",
-    )
+    quiet_help = "print only the failures and one summary line"
+    loudness.add_argument("--quiet", action="store_true", help=quiet_help)
+    verbose_help = "also list the names under each grouped line (skipped, not judged, new, ...)"
+    loudness.add_argument("--verbose", action="store_true", help=verbose_help)
     add_debug_flag(parser)
     return parser
 
 
 def _write(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
 
 
 def _compare(args: argparse.Namespace) -> CompareResult:
     config = load_config(args.config)
-    cli = {
-        k: v
-        for k, v in (("max_ratio", args.max_ratio), ("alpha", args.alpha), ("max_cv", args.max_cv))
-        if v is not None
-    }
-    if args.max_ratio is not None and not args.max_ratio >= 1.0:
-        raise UsageError("--max-ratio must be >= 1 (1.05 = 5 % slower)")
-    if args.alpha is not None and not 0.0 < args.alpha < 1.0:
-        raise UsageError("--alpha must be between 0 and 1")
-    if args.max_cv is not None and not args.max_cv > 0.0:
-        raise UsageError("--max-cv must be > 0")
+    cli = {k: v for k in THRESHOLD_RULES if (v := getattr(args, k)) is not None}
+    for key, value in cli.items():
+        unusable, rule = THRESHOLD_RULES[key]
+        if math.isnan(value) or unusable(value):  # a NaN threshold would judge nothing
+            raise UsageError(f"--{key.replace('_', '-')} {rule}")
     if cli:
         config.thresholds = replace(config.thresholds, **cli)
-    if args.time is not None:
-        config.time = args.time
+    config.time = args.time or config.time
     counters = None
     if args.counters is not None:
         counters = [c.strip() for c in args.counters.split(",") if c.strip()]
-    baseline = load_report(args.baseline)
-    contender = load_report(args.contender)
+    baseline, contender = load_report(args.baseline), load_report(args.contender)
     return compare_reports(baseline, contender, config, counters, args.allow_missing)
 
 

@@ -1,14 +1,8 @@
 """Threshold configuration of the regression compare tool.
 
-The defaults are one file, package data of gpubench_tools.compare: default-thresholds.json, read
-with importlib.resources. `python -m gpubench_tools.compare` and the installed console script
-`gpubench-compare` therefore read the same file, and there is no second, built-in copy of the
-defaults that could disagree with it. A --config FILE is read over the defaults: a key FILE sets
-replaces the default ("thresholds" key by key), a key it omits keeps the default, except
-"overrides" and "normalize", which belong to one file (tuned for one machine): absent from FILE
-means none.
-
-The file is JSON (no extra dependency, and the same format as the results). Shape:
+The defaults are one file, the package data default-thresholds.json, so every way of running the
+tool reads the same defaults and no built-in copy can disagree with them; a --config FILE is read
+over them (docs/regression-gate.md, "Thresholds"). JSON, like the results. Shape:
 
     {
       "time": "real_time",
@@ -49,34 +43,20 @@ from typing import Any, Callable
 from .. import schema
 from .stats import BETTER_CHOICES, Thresholds
 
-__all__ = [
-    "DEFAULT_CONFIG_RESOURCE",
-    "DEFAULT_CONFIG_SOURCE",
-    "TIME_FIELDS",
-    "CompareConfig",
-    "ConfigError",
-    "NormalizeSpec",
-    "Override",
-    "default_config",
-    "default_config_text",
-    "load_config",
-    "parse_config",
-]
-
 TIME_FIELDS = ("real_time", "cpu_time")
 # A counter's direction in the schema, as the compare tool's "better".
 _SCHEMA_TO_BETTER: dict[str, str] = {schema.SMALLER: "lower", schema.BIGGER: "higher"}
 _THRESHOLD_KEYS = ("max_ratio", "alpha", "max_cv", "check_fastest")
+# When a numeric threshold is unusable, and what it must be instead (the CLI's flags say the same).
+THRESHOLD_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "max_ratio": (lambda v: v < 1.0, "must be >= 1 (1.05 = 5 % slower)"),
+    "alpha": (lambda v: not 0.0 < v < 1.0, "must be between 0 and 1"),
+    "max_cv": (lambda v: v <= 0.0, "must be > 0"),
+}
 _TEXT_KEYS = ("why", "comment", "note")
-_TOP_KEYS = (
-    "time",
-    "thresholds",
-    "counters",
-    "counter_direction",
-    "exact_counters",
-    "gate_counters",
-    "overrides",
-    "normalize",
+_TOP_KEYS = tuple(
+    "time thresholds counters counter_direction exact_counters gate_counters overrides "
+    "normalize".split()
 )
 # Keys the packaged defaults must set: they are the only source of every default value.
 _REQUIRED_IN_DEFAULTS = tuple(k for k in _TOP_KEYS if k != "normalize")
@@ -111,34 +91,32 @@ class NormalizeSpec:
     thresholds: Thresholds
 
 
-def _packaged(attr: str) -> Callable[[], Any]:
-    """A field's default: its value in the packaged defaults file (a fresh copy)."""
-    return lambda: copy.deepcopy(getattr(_packaged_config(), attr))
+def _packaged(attr: str) -> Any:
+    """A field whose default is its value in the packaged defaults file (a fresh copy)."""
+    return field(default_factory=lambda: copy.deepcopy(getattr(_packaged_config(), attr)))
 
 
 @dataclass
 class CompareConfig:
     """A configuration; every field not given is the packaged default's value."""
 
-    time: str = field(default_factory=_packaged("time"))
-    thresholds: Thresholds = field(default_factory=_packaged("thresholds"))
-    counters: list[str] = field(default_factory=_packaged("counters"))
-    counter_direction: dict[str, str] = field(default_factory=_packaged("counter_direction"))
-    exact_counters: list[str] = field(default_factory=_packaged("exact_counters"))
-    gate_counters: bool = field(default_factory=_packaged("gate_counters"))
-    overrides: list[Override] = field(default_factory=_packaged("overrides"))
-    normalize: NormalizeSpec | None = field(default_factory=_packaged("normalize"))
+    time: str = _packaged("time")
+    thresholds: Thresholds = _packaged("thresholds")
+    counters: list[str] = _packaged("counters")
+    counter_direction: dict[str, str] = _packaged("counter_direction")
+    exact_counters: list[str] = _packaged("exact_counters")
+    gate_counters: bool = _packaged("gate_counters")
+    overrides: list[Override] = _packaged("overrides")
+    normalize: NormalizeSpec | None = _packaged("normalize")
     source: str = DEFAULT_CONFIG_SOURCE
 
     def thresholds_for(self, name: str) -> tuple[Thresholds, list[str]]:
         """Thresholds of one benchmark and the override patterns that produced them."""
         current = self.thresholds
-        matched: list[str] = []
-        for override in self.overrides:
-            if override.pattern.search(name):
-                current = replace(current, **override.values)
-                matched.append(override.pattern.pattern)
-        return current, matched
+        matched = [o for o in self.overrides if o.pattern.search(name)]
+        for override in matched:
+            current = replace(current, **override.values)
+        return current, [o.pattern.pattern for o in matched]
 
     def direction(self, counter: str) -> str:
         """How a counter is judged: the config's counter_direction, else "exact" for the
@@ -151,6 +129,7 @@ class CompareConfig:
         return _SCHEMA_TO_BETTER.get(schema.direction_of(counter) or "", "info")
 
     def as_dict(self) -> dict[str, Any]:
+        norm = self.normalize
         return {
             "source": self.source,
             "time": self.time,
@@ -163,14 +142,8 @@ class CompareConfig:
                 {"pattern": o.pattern.pattern, **o.values, **({"why": o.why} if o.why else {})}
                 for o in self.overrides
             ],
-            "normalize": (
-                None
-                if self.normalize is None
-                else {
-                    "reference": self.normalize.reference.pattern,
-                    **self.normalize.thresholds.as_dict(),
-                }
-            ),
+            "normalize": norm
+            and {"reference": norm.reference.pattern, **norm.thresholds.as_dict()},
         }
 
 
@@ -180,31 +153,24 @@ def _fail(path: str, problem: str) -> ConfigError:
 
 def _check_unknown(path: str, where: str, obj: dict[str, Any], allowed: tuple[str, ...]) -> None:
     for key in obj:
-        if key.startswith("_") or key in _TEXT_KEYS or key in allowed:
-            continue
-        raise _fail(path, f"unknown key {key!r} in {where} (allowed: {', '.join(allowed)})")
+        if not (key.startswith("_") or key in _TEXT_KEYS or key in allowed):
+            raise _fail(path, f"unknown key {key!r} in {where} (allowed: {', '.join(allowed)})")
 
 
 def _threshold_values(path: str, where: str, obj: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for key in _THRESHOLD_KEYS:
-        if key not in obj:
-            continue
+    for key in (k for k in _THRESHOLD_KEYS if k in obj):
         value = obj[key]
         if key == "check_fastest":
             if not isinstance(value, bool):
                 raise _fail(path, f"{where}.check_fastest must be true or false, got {value!r}")
-            values[key] = value
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _fail(path, f"{where}.{key} must be a number, got {value!r}")
-        value = float(value)
-        if key == "max_ratio" and value < 1.0:
-            raise _fail(path, f"{where}.max_ratio must be >= 1 (1.05 = 5 % slower), got {value}")
-        if key == "alpha" and not 0.0 < value < 1.0:
-            raise _fail(path, f"{where}.alpha must be between 0 and 1, got {value}")
-        if key == "max_cv" and value <= 0.0:
-            raise _fail(path, f"{where}.max_cv must be > 0, got {value}")
+        else:
+            value = float(value)
+            unusable, rule = THRESHOLD_RULES[key]
+            if unusable(value):
+                raise _fail(path, f"{where}.{key} {rule}, got {value}")
         values[key] = value
     return values
 
@@ -218,87 +184,74 @@ def _regex(path: str, where: str, text: Any) -> re.Pattern[str]:
         raise _fail(path, f"{where} {text!r} is not a valid regular expression ({exc})") from None
 
 
-def _str_list(path: str, where: str, value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _fail(path, f"{where} must be a list of strings")
-    return list(value)
-
-
 def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
     """`doc` read over `base` (see the module docstring); with base None, `doc` must set every
     key of _REQUIRED_IN_DEFAULTS (the packaged defaults are the source of every default)."""
-    if not isinstance(doc, dict):
-        raise _fail(path, "top level must be a JSON object")
+
+    def check(ok: bool, problem: str) -> None:
+        if not ok:
+            raise _fail(path, problem)
+
+    check(isinstance(doc, dict), "top level must be a JSON object")
     _check_unknown(path, "the top level", doc, _TOP_KEYS)
+    start: dict[str, Any] = {}
     if base is None:
         missing = [k for k in _REQUIRED_IN_DEFAULTS if k not in doc]
-        thresholds = doc.get("thresholds")
-        if isinstance(thresholds, dict):
-            missing += [f"thresholds.{k}" for k in _THRESHOLD_KEYS if k not in thresholds]
-        if missing:
-            raise _fail(path, f"the defaults file must set {', '.join(missing)}")
-        start: dict[str, Any] = {}
+        if isinstance(doc.get("thresholds"), dict):
+            missing += [f"thresholds.{k}" for k in _THRESHOLD_KEYS if k not in doc["thresholds"]]
+        check(not missing, f"the defaults file must set {', '.join(missing)}")
     else:
         # "overrides" and "normalize" belong to one file: a file without them has none.
-        inherited = (k for k in _TOP_KEYS if k not in ("overrides", "normalize"))
+        inherited = (k for k in _REQUIRED_IN_DEFAULTS if k != "overrides")
         start = {k: copy.deepcopy(getattr(base, k)) for k in inherited}
     if "time" in doc:
-        if doc["time"] not in TIME_FIELDS:
-            raise _fail(
-                path, f"'time' must be one of {', '.join(TIME_FIELDS)}, got {doc['time']!r}"
-            )
+        check(
+            doc["time"] in TIME_FIELDS,
+            f"'time' must be one of {', '.join(TIME_FIELDS)}, got {doc['time']!r}",
+        )
         start["time"] = doc["time"]
     if "thresholds" in doc:
-        if not isinstance(doc["thresholds"], dict):
-            raise _fail(path, "'thresholds' must be an object")
+        check(isinstance(doc["thresholds"], dict), "'thresholds' must be an object")
         _check_unknown(path, "thresholds", doc["thresholds"], _THRESHOLD_KEYS)
         values = _threshold_values(path, "thresholds", doc["thresholds"])
         start["thresholds"] = (
             Thresholds(**values) if base is None else replace(start["thresholds"], **values)
         )
-    if "counters" in doc:
-        start["counters"] = _str_list(path, "counters", doc["counters"])
-    if "exact_counters" in doc:
-        start["exact_counters"] = _str_list(path, "exact_counters", doc["exact_counters"])
+    for key in ("counters", "exact_counters"):
+        if key in doc:
+            value = doc[key]
+            strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
+            check(strings, f"{key} must be a list of strings")
+            start[key] = list(value)
     if "counter_direction" in doc:
         directions = doc["counter_direction"]
-        if not isinstance(directions, dict):
-            raise _fail(path, "'counter_direction' must be an object of counter -> direction")
-        merged = dict(start.get("counter_direction", {}))
+        check(
+            isinstance(directions, dict),
+            "'counter_direction' must be an object of counter -> direction",
+        )
         for counter, better in directions.items():
-            if better not in BETTER_CHOICES:
-                raise _fail(
-                    path,
-                    f"counter_direction[{counter!r}] is {better!r}, expected one of "
-                    f"{', '.join(BETTER_CHOICES)}",
-                )
-            merged[counter] = better
-        start["counter_direction"] = merged
+            check(
+                better in BETTER_CHOICES,
+                f"counter_direction[{counter!r}] is {better!r}, expected one of "
+                f"{', '.join(BETTER_CHOICES)}",
+            )
+        start["counter_direction"] = {**start.get("counter_direction", {}), **directions}
     if "gate_counters" in doc:
-        if not isinstance(doc["gate_counters"], bool):
-            raise _fail(path, "'gate_counters' must be true or false")
+        check(isinstance(doc["gate_counters"], bool), "'gate_counters' must be true or false")
         start["gate_counters"] = doc["gate_counters"]
     overrides = doc.get("overrides", [])
-    if not isinstance(overrides, list):
-        raise _fail(path, "'overrides' must be a list of objects")
+    check(isinstance(overrides, list), "'overrides' must be a list of objects")
     start["overrides"] = []
     for i, entry in enumerate(overrides):
         where = f"overrides[{i}]"
-        if not isinstance(entry, dict):
-            raise _fail(path, f"{where} must be an object")
+        check(isinstance(entry, dict), f"{where} must be an object")
         _check_unknown(path, where, entry, ("pattern",) + _THRESHOLD_KEYS)
-        start["overrides"].append(
-            Override(
-                pattern=_regex(path, f"{where}.pattern", entry.get("pattern")),
-                values=_threshold_values(path, where, entry),
-                why=str(entry.get("why", "")),
-            )
-        )
-    start["normalize"] = None
-    norm = doc.get("normalize")
+        pattern = _regex(path, f"{where}.pattern", entry.get("pattern"))
+        values = _threshold_values(path, where, entry)
+        start["overrides"].append(Override(pattern, values, str(entry.get("why", ""))))
+    start["normalize"] = norm = doc.get("normalize")
     if norm is not None:
-        if not isinstance(norm, dict):
-            raise _fail(path, "'normalize' must be an object with a 'reference' regex")
+        check(isinstance(norm, dict), "'normalize' must be an object with a 'reference' regex")
         _check_unknown(path, "normalize", norm, ("reference",) + _THRESHOLD_KEYS)
         start["normalize"] = NormalizeSpec(
             reference=_regex(path, "normalize.reference", norm.get("reference")),
@@ -310,8 +263,9 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
 def default_config_text() -> str:
     """The packaged defaults file, as text (importlib.resources: works from a checkout, an
     editable install and a wheel alike)."""
-    resource = resources.files(__package__).joinpath(DEFAULT_CONFIG_RESOURCE)
-    return resource.read_text(encoding="utf-8")
+    return (
+        resources.files(__package__).joinpath(DEFAULT_CONFIG_RESOURCE).read_text(encoding="utf-8")
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -346,6 +300,5 @@ def load_config(path: str | None) -> CompareConfig:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or exc
-        raise _fail(path, f"cannot read config: {reason}") from None
+        raise _fail(path, f"cannot read config: {getattr(exc, 'strerror', None) or exc}") from None
     return parse_config(_json(text, path), path)

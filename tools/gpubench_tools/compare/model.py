@@ -17,8 +17,8 @@ The gate (`CompareResult.exit_code`), in order:
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..benchjson import BenchReport
@@ -26,19 +26,10 @@ from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
 
-__all__ = [
-    "ERROR",
-    "SKIPPED",
-    "BenchComparison",
-    "CompareResult",
-    "NameGroup",
-]
-
 # Verdicts of a whole benchmark, besides the metric verdicts. ERROR: it ran in the baseline and
 # now fails (fails the gate). SKIPPED: it ran in the baseline and now does not run on this
 # machine (its error message starts with one of benchjson.SKIP_PREFIXES): listed, never failed.
-ERROR = "error"
-SKIPPED = "skipped"
+ERROR, SKIPPED = "error", "skipped"
 
 
 @dataclass
@@ -52,7 +43,7 @@ class NameGroup:
     names: list[str]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "reason": self.reason, "names": list(self.names)}
+        return asdict(self)
 
 
 @dataclass
@@ -71,19 +62,16 @@ class BenchComparison:
     @property
     def needed(self) -> int | None:
         """Repetitions a side that would let the U test judge it (verdict FEW)."""
-        counts = [m.needed for m in self.metrics if m.gating and m.needed is not None]
-        return max(counts) if counts else None
+        return max(
+            (m.needed for m in self.metrics if m.gating and m.needed is not None), default=None
+        )
 
     def metric(self, name: str) -> MetricResult | None:
         return next((m for m in self.metrics if m.metric == name), None)
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "label": self.label,
-            "verdict": self.verdict,
-            "fails": self.fails,
-            "error": self.error,
+            **{key: getattr(self, key) for key in ("name", "label", "verdict", "fails", "error")},
             "repetitions_needed": self.needed if self.verdict == FEW else None,
             "overrides": list(self.overrides),
             "metrics": [m.as_dict() for m in self.metrics],
@@ -131,8 +119,7 @@ class CompareResult:
 
     @property
     def repetitions_needed(self) -> int | None:
-        counts = [b.needed for b in self.unjudged if b.needed is not None]
-        return max(counts) if counts else None
+        return max((b.needed for b in self.unjudged if b.needed is not None), default=None)
 
     @property
     def all_failed(self) -> bool:
@@ -144,8 +131,7 @@ class CompareResult:
         """The exit-2 reason when nothing failed and nothing could be judged, else None."""
         if self.failing or self.missing_fails or self.judged or not self.unjudged:
             return None
-        reps = self.repetitions_needed
-        n = len(self.unjudged)
+        reps, n = self.repetitions_needed, len(self.unjudged)
         return (
             f"cannot judge: {n} benchmark{'' if n == 1 else 's'} "
             f"{'has' if n == 1 else 'have'} fewer than {reps} repetitions; rerun with "
@@ -156,23 +142,16 @@ class CompareResult:
     def exit_code(self) -> int:
         if self.failing or self.missing_fails:
             return EXIT_REGRESSION
-        if self.cannot_judge is not None:
-            return EXIT_UNUSABLE
-        return EXIT_OK
+        return EXIT_OK if self.cannot_judge is None else EXIT_UNUSABLE
 
     def summary(self) -> dict[str, int]:
+        verdicts = (SLOWER, FASTER, SAME, NOISY)
         return {
             "compared": len(self.benchmarks) - self.count(SKIPPED),
             "judged": len(self.judged),
-            "slower": self.count(SLOWER),
-            "faster": self.count(FASTER),
-            "same": self.count(SAME),
-            "noisy": self.count(NOISY),
+            **{verdict: self.count(verdict) for verdict in verdicts},
             "not_enough_samples": self.count(FEW),
-            "changed": self.count(CHANGED),
-            "invalid": self.count(INVALID),
-            "error": self.count(ERROR),
-            "skipped": self.count(SKIPPED),
+            **{verdict: self.count(verdict) for verdict in (CHANGED, INVALID, ERROR, SKIPPED)},
             "only_in_baseline": len(self.only_in_baseline),
             "only_in_contender": len(self.only_in_contender),
             "not_compared": sum(len(g.names) for g in self.not_compared),
@@ -181,54 +160,39 @@ class CompareResult:
 
     def as_dict(self) -> dict[str, Any]:
         def side(report: BenchReport) -> dict[str, Any]:
-            ctx = report.context
+            keys = ("date", "host_name", "cpu_model", "gpu")
             return {
                 "path": report.path,
-                "git_commit": ctx.get("gpubench_git_commit"),
-                "date": ctx.get("date"),
-                "host_name": ctx.get("host_name"),
-                "cpu_model": ctx.get("cpu_model"),
-                "gpu": ctx.get("gpu"),
+                "git_commit": report.context.get("gpubench_git_commit"),
+                **{key: report.context.get(key) for key in keys},
                 "recovered_from_truncation": report.recovered_from_truncation,
             }
 
-        diff = [{"key": k, "baseline": b, "contender": c} for k, b, c in self.hardware_differences]
-        env = [
-            {"key": k, "baseline": b, "contender": c} for k, b, c in self.environment_differences
-        ]
-        return _json_safe(
-            {
-                "schema": "gpubench-compare/1",
-                "exit_code": self.exit_code,
-                "cannot_judge": self.cannot_judge,
-                "repetitions_needed": self.repetitions_needed,
-                "baseline": side(self.baseline),
-                "contender": side(self.contender),
-                "hardware_differs": bool(self.hardware_differences),
-                "hardware_differences": diff,
-                "environment_differences": env,
-                "time": self.config.time,
-                "normalize_reference": self.reference,
-                "config": self.config.as_dict(),
-                "allow_missing": self.allow_missing,
-                # Before --allow-missing, failing on missing benchmarks was opt-in.
-                "fail_on_missing": not self.allow_missing,
-                "summary": self.summary(),
-                "benchmarks": [b.as_dict() for b in self.benchmarks],
-                "only_in_baseline": self.only_in_baseline,
-                "only_in_contender": self.only_in_contender,
-                "not_compared": [g.as_dict() for g in self.not_compared],
-                "warnings": self.warnings,
-            }
-        )
+        def differences(rows: list[tuple[str, str, str]]) -> list[dict[str, str]]:
+            return [{"key": k, "baseline": b, "contender": c} for k, b, c in rows]
 
-
-def _json_safe(value: Any) -> Any:
-    """NaN and infinity are not JSON: write null so every JSON parser can read the output."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
+        doc = {
+            "schema": "gpubench-compare/1",
+            "exit_code": self.exit_code,
+            "cannot_judge": self.cannot_judge,
+            "repetitions_needed": self.repetitions_needed,
+            "baseline": side(self.baseline),
+            "contender": side(self.contender),
+            "hardware_differs": bool(self.hardware_differences),
+            "hardware_differences": differences(self.hardware_differences),
+            "environment_differences": differences(self.environment_differences),
+            "time": self.config.time,
+            "normalize_reference": self.reference,
+            "config": self.config.as_dict(),
+            "allow_missing": self.allow_missing,
+            # Before --allow-missing, failing on missing benchmarks was opt-in.
+            "fail_on_missing": not self.allow_missing,
+            "summary": self.summary(),
+            "benchmarks": [b.as_dict() for b in self.benchmarks],
+            "only_in_baseline": self.only_in_baseline,
+            "only_in_contender": self.only_in_contender,
+            "not_compared": [g.as_dict() for g in self.not_compared],
+            "warnings": self.warnings,
+        }
+        # NaN and infinity are not JSON: null, so every JSON parser can read the output.
+        return json.loads(json.dumps(doc), parse_constant=lambda _: None)

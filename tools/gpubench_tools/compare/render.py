@@ -15,57 +15,35 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from .. import schema
 from ..benchjson import BenchReport, group_reasons
 from ..escape import md_code, md_text
 from ..stats import repetitions_needed
 from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
-from .stats import (
-    CHANGED,
-    FASTER,
-    FEW,
-    INFO,
-    INVALID,
-    NOISY,
-    SAME,
-    SLOWER,
-    MetricResult,
-)
-
-__all__ = [
-    "failure_reason",
-    "format_value",
-    "info_groups",
-    "render_markdown",
-    "render_markdown_error",
-    "render_terminal",
-]
+from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult
 
 MARKER = "<!-- gpubench-compare -->"  # lets CI find and update its own PR comment
 
 _VERDICT_TEXT = {
-    SLOWER: "SLOWER",
-    FASTER: "faster",
-    SAME: "same",
-    NOISY: "too noisy to judge",
-    FEW: "not enough samples",
-    CHANGED: "CHANGED WORK",
-    INVALID: "INVALID VALUES",
-    INFO: "info",
-    ERROR: "NOW FAILS",
-    SKIPPED: "skipped",
+    **{v: v for v in (FASTER, SAME, INFO, SKIPPED)},
+    **{SLOWER: "SLOWER", NOISY: "too noisy to judge", FEW: "not enough samples"},
+    **{CHANGED: "CHANGED WORK", INVALID: "INVALID VALUES", ERROR: "NOW FAILS"},
 }
 _ANSI = {
     **dict.fromkeys((SLOWER, CHANGED, ERROR, INVALID), "31;1"),
+    **dict.fromkeys((NOISY, FEW), "33"),
     FASTER: "32",
-    NOISY: "33",
-    FEW: "33",
 }
 # Units of format_value, largest first; a value below the last still takes the last.
 _SECONDS = ((1.0, " s"), (1e-3, " ms"), (1e-6, " us"), (1e-9, " ns"))
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+_HEADER = ("benchmark / metric", "baseline", "contender", "ratio", "cv base/new", "p", "verdict")
+_MD_HEADER = [
+    "| benchmark | metric | baseline | contender | ratio | cv base / new | p | verdict |",
+    "|---|---|--:|--:|--:|--:|--:|---|",
+]
 
 
 def _line(text: object) -> str:
@@ -77,63 +55,49 @@ def _n(count: int, word: str = "benchmark") -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def _scaled(value: float, units: tuple[tuple[float, str], ...]) -> str:
-    factor, unit = next(((f, u) for f, u in units if abs(value) >= f), units[-1])
-    return f"{value / factor:.4g}{unit}"
-
-
 def format_value(metric: str, value: float) -> str:
     """A median for humans: times with a unit, rates with an SI prefix."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
-    if metric == "time" or schema.is_seconds(metric):
-        return _scaled(value, _SECONDS)
     if metric == "time/ref":
         return f"{value:.4g}"
-    return _scaled(value, _SI)
+    units = _SECONDS if metric == "time" or schema.is_seconds(metric) else _SI
+    factor, unit = next(((f, u) for f, u in units if abs(value) >= f), units[-1])
+    return f"{value / factor:.4g}{unit}"
 
 
 def _metric_name(m: MetricResult) -> str:
-    if m.metric == "time":
-        return "time"
-    if m.metric == "time/ref":
-        return "time / reference"
+    names = {"time": "time", "time/ref": "time / reference"}
     arrow = {"higher": " (higher better)", "lower": " (lower better)", "exact": " (exact)"}
-    return m.metric + arrow.get(m.better, "")
+    return names.get(m.metric, m.metric + arrow.get(m.better, ""))
 
 
-def _ratio(m: MetricResult) -> str:
+def _cells(m: MetricResult) -> tuple[str, ...]:
+    """The metric's name, numbers and verdict: the same cells in both tables."""
     if m.better == "exact":
-        return {SAME: "=", CHANGED: "differs"}.get(m.verdict, "-")
-    if math.isnan(m.ratio) or math.isinf(m.ratio):
-        return "-"
-    return f"{m.ratio:.3f}x"
-
-
-def _cv(m: MetricResult) -> str:
-    def one(cv: float) -> str:
-        return "-" if math.isnan(cv) else f"{cv:.1%}"
-
-    return f"{one(m.base.cv)} / {one(m.cont.cv)}"
-
-
-def _verdict(m: MetricResult) -> str:
-    text = _VERDICT_TEXT.get(m.verdict, m.verdict)
+        ratio = {SAME: "=", CHANGED: "differs"}.get(m.verdict, "-")
+    else:
+        ratio = "-" if math.isnan(m.ratio) or math.isinf(m.ratio) else f"{m.ratio:.3f}x"
+    cv = " / ".join("-" if math.isnan(cv) else f"{cv:.1%}" for cv in (m.base.cv, m.cont.cv))
+    verdict = _VERDICT_TEXT.get(m.verdict, m.verdict)
     if m.verdict == FEW:
-        text += f" (n={m.base.n} vs {m.cont.n})"  # what it needs: the grouped line says it
+        verdict += f" (n={m.base.n} vs {m.cont.n})"  # what it needs: the grouped line says it
     if not m.gating and m.verdict in (SLOWER, FASTER, NOISY, INVALID):
-        text = text.lower() + " (not gated)"
-    return text
+        verdict = verdict.lower() + " (not gated)"
+    medians = (format_value(m.metric, m.base.median), format_value(m.metric, m.cont.median))
+    p = "-" if m.p_value is None else f"{m.p_value:.3g}"
+    return (_metric_name(m), *medians, ratio, cv, p, verdict)
 
 
-def _p(m: MetricResult) -> str:
-    return "-" if m.p_value is None else f"{m.p_value:.3g}"
-
-
-def _numbers(m: MetricResult) -> tuple[str, ...]:
-    """The cells between the metric's name and its verdict, the same in both tables."""
-    base, cont = format_value(m.metric, m.base.median), format_value(m.metric, m.cont.median)
-    return (base, cont, _ratio(m), _cv(m), _p(m))
+def _rows(
+    benches: Sequence[BenchComparison],
+) -> Iterator[tuple[str | None, MetricResult, tuple[str, ...]]]:
+    """(benchmark name on its first row else None, metric, cells) for every table row: an exact
+    counter only when it differs (else it is clutter)."""
+    for bench in benches:
+        shown = [m for i, m in enumerate(bench.metrics) if i == 0 or m.better != "exact" or m.fails]
+        for i, m in enumerate(shown):
+            yield (bench.name if i == 0 else None), m, _cells(m)
 
 
 def failure_reason(bench: BenchComparison) -> str:
@@ -141,9 +105,7 @@ def failure_reason(bench: BenchComparison) -> str:
     if bench.verdict in (ERROR, INVALID) and not bench.metrics:
         return ("now fails: " if bench.verdict == ERROR else "") + (bench.error or "")
     parts = []
-    for m in bench.metrics:
-        if not m.fails:
-            continue
+    for m in (m for m in bench.metrics if m.fails):
         if m.verdict == INVALID:
             parts.append(f"{_metric_name(m)}: {'; '.join(m.notes[:1])}")
         elif m.better == "exact":
@@ -159,11 +121,6 @@ def failure_reason(bench: BenchComparison) -> str:
     return "; ".join(parts)
 
 
-def _shown(bench: BenchComparison) -> list[MetricResult]:
-    """Metrics worth a table row: an exact counter only when it differs (else it is clutter)."""
-    return [m for i, m in enumerate(bench.metrics) if i == 0 or m.better != "exact" or m.fails]
-
-
 def _headline(result: CompareResult) -> str:
     s = result.summary()
     parts = [f"{s['compared']} compared"]
@@ -177,49 +134,43 @@ def _headline(result: CompareResult) -> str:
         ("noisy", "too noisy to judge"),
         ("not_enough_samples", "not enough samples"),
         ("same", "same"),
+        ("only_in_baseline", "missing from contender"),
+        ("only_in_contender", "new"),
+        ("not_compared", "not measured in the baseline"),
     ):
         if s[key]:
             parts.append(f"{s[key]} {text}")
-    if s["only_in_baseline"]:
-        parts.append(f"{s['only_in_baseline']} missing from contender")
-    if s["only_in_contender"]:
-        parts.append(f"{s['only_in_contender']} new")
-    if s["not_compared"]:
-        parts.append(f"{s['not_compared']} not measured in the baseline")
     return ", ".join(parts)
 
 
-def _error_groups(result: CompareResult) -> list[NameGroup]:
-    """Benchmarks that now fail with an error, one group per message."""
-    failing = [bench for bench in result.benchmarks if bench.verdict == ERROR]
-    return [
-        NameGroup("error", message, [bench.name for bench in benches])
-        for message, benches in group_reasons(failing, lambda bench: bench.error or "")
-    ]
+def _by_error(result: CompareResult, verdict: str) -> list[tuple[str, list[str]]]:
+    """Names of the benchmarks with this verdict (ERROR, SKIPPED), one group per message."""
+    benches = [bench for bench in result.benchmarks if bench.verdict == verdict]
+    groups = group_reasons(benches, lambda bench: bench.error or "")
+    return [(message, [bench.name for bench in group]) for message, group in groups]
 
 
 def _gate(result: CompareResult) -> tuple[str, str]:
     """(PASS | FAIL | CANNOT JUDGE, the reason)."""
     code = result.exit_code
-    unjudged = len(result.unjudged)
     if code == 0:
         text = f"{_n(len(result.judged))} judged, no significant regression beyond threshold"
-        if unjudged:
-            text += f"; {unjudged} not judged (not enough samples)"
+        if result.unjudged:
+            text += f"; {len(result.unjudged)} not judged (not enough samples)"
         return "PASS", text
     if code == 2:
         return "CANNOT JUDGE", (result.cannot_judge or "").removeprefix("cannot judge: ")
     reasons = []
-    errors = _error_groups(result)
+    errors = _by_error(result, ERROR)
     if result.all_failed:
-        what = errors[0].reason if len(errors) == 1 else f"{len(errors)} different errors"
+        what = errors[0][0] if len(errors) == 1 else f"{len(errors)} different errors"
         reasons.append(f"every benchmark now fails ({len(result.benchmarks)}): {what}")
     else:
         regressed = [b for b in result.failing if b.verdict != ERROR]
         if regressed:
             reasons.append(f"{_n(len(regressed))} regressed")
         if errors:
-            reasons.append(f"{sum(len(g.names) for g in errors)} now failing")
+            reasons.append(f"{sum(len(names) for _, names in errors)} now failing")
     if result.missing_fails:
         reasons.append(
             f"{len(result.only_in_baseline)} missing from the contender "
@@ -231,11 +182,9 @@ def _gate(result: CompareResult) -> tuple[str, str]:
 def info_groups(result: CompareResult) -> list[tuple[str, NameGroup]]:
     """(one line, its names) for every group that is information, not a failure."""
     out: list[tuple[str, NameGroup]] = []
-    skipped = [bench for bench in result.benchmarks if bench.verdict == SKIPPED]
-    for reason, benches in group_reasons(skipped, lambda bench: bench.error or ""):
-        names = [bench.name for bench in benches]
-        group = NameGroup("skipped", reason, names)
-        out.append((f"{_n(len(names))} skipped in the contender, not failed: {reason}", group))
+    for why, names in _by_error(result, SKIPPED):
+        line = f"{_n(len(names))} skipped in the contender, not failed: {why}"
+        out.append((line, NameGroup(SKIPPED, why, names)))
     what = {
         "failed_in_baseline": "failed in the baseline, not compared",
         "skipped_in_baseline": "skipped in the baseline, not compared",
@@ -254,13 +203,8 @@ def info_groups(result: CompareResult) -> list[tuple[str, NameGroup]]:
         out.append((f"{_n(len(benches))} not judged: {reason}", group))
     if result.only_in_baseline and not result.missing_fails:
         group = NameGroup("missing_allowed", "allowed by --allow-missing", result.only_in_baseline)
-        out.append(
-            (
-                f"{_n(len(group.names))} missing from the contender, not failed "
-                "(--allow-missing)",
-                group,
-            )
-        )
+        line = f"{_n(len(group.names))} missing from the contender, not failed (--allow-missing)"
+        out.append((line, group))
     if result.only_in_contender:
         group = NameGroup("new", "new, not compared", result.only_in_contender)
         out.append((f"{_n(len(group.names))} only in the contender (new, not compared)", group))
@@ -303,34 +247,27 @@ def _thresholds_line(result: CompareResult) -> str:
     return text + f" [config: {result.config.source}]"
 
 
-def _table_benches(result: CompareResult) -> list[BenchComparison]:
-    """Benchmarks with numbers to show (the others are said in grouped lines)."""
-    return [b for b in result.benchmarks if b.metrics]
-
-
 def _failure_lines(result: CompareResult) -> list[tuple[str, list[str]]]:
     """(line, names listed under it) for every failure, in the order a reader needs them."""
-    lines: list[tuple[str, list[str]]] = []
-    for bench in result.failing:
-        if bench.verdict != ERROR:
-            lines.append((f"REGRESSION {bench.name}: {failure_reason(bench)}", []))
-    for group in _error_groups(result):
-        n = len(group.names)
+    lines: list[tuple[str, list[str]]] = [
+        (f"REGRESSION {bench.name}: {failure_reason(bench)}", [])
+        for bench in result.failing
+        if bench.verdict != ERROR
+    ]
+    errors = _by_error(result, ERROR)
+    for message, names in errors:
+        n = len(names)
         head = (
             f"every benchmark now fails ({n})"
-            if result.all_failed and len(_error_groups(result)) == 1
+            if result.all_failed and len(errors) == 1
             else f"{_n(n)} now fail{'s' if n == 1 else ''}"
         )
-        lines.append((f"REGRESSION: {head}: {group.reason}", group.names))
+        lines.append((f"REGRESSION: {head}: {message}", names))
     if result.missing_fails:
-        n = len(result.only_in_baseline)
-        lines.append(
-            (
-                f"REGRESSION: {_n(n)} of the baseline missing from the contender "
-                "(pass --allow-missing for a run filtered on purpose):",
-                result.only_in_baseline,
-            )
-        )
+        missing = _n(len(result.only_in_baseline))
+        line = f"REGRESSION: {missing} of the baseline missing from the contender (pass "
+        line += "--allow-missing for a run filtered on purpose):"
+        lines.append((line, result.only_in_baseline))
     return lines
 
 
@@ -347,85 +284,66 @@ def render_terminal(
         [paint(_line(line), SLOWER)] + [f"  {_line(name)}" for name in names]
         for line, names in _failure_lines(result)
     ]
+    hardware = result.hardware_differences
     if quiet:
         out = [line for block in failures for line in block]
-        tail = " (DIFFERENT HARDWARE)" if result.hardware_differences else ""
-        summary = _line(f"gate: {word}: {reason} ({_headline(result)}){tail}")
-        out.append(paint(summary, gate_verdict))
+        tail = " (DIFFERENT HARDWARE)" if hardware else ""
+        out.append(
+            paint(_line(f"gate: {word}: {reason} ({_headline(result)}){tail}"), gate_verdict)
+        )
         return "\n".join(out) + "\n"
 
     out: list[str] = []
-    if result.hardware_differences:
+    if hardware:
         banner = [
             "DIFFERENT HARDWARE: these ratios compare two machines, not two versions of the code."
         ]
-        banner += [_line(f"  {k}: {b}  ->  {c}") for k, b, c in result.hardware_differences]
+        banner += [_line(f"  {k}: {b}  ->  {c}") for k, b, c in hardware]
         width = max(len(line) for line in banner) + 6
-        out.append("!" * width)
-        out.extend(f"!! {line.ljust(width - 6)} !!" for line in banner)
-        out.append("!" * width)
+        out += ["!" * width, *(f"!! {line.ljust(width - 6)} !!" for line in banner), "!" * width]
     for which, report in (("baseline", result.baseline), ("contender", result.contender)):
         out.append(_line(f"{which:<9}: {report.path} ({', '.join(_describe(report))})"))
-    for key, b, c in result.environment_differences:
-        out.append(_line(f"note: {key} differs: {b} -> {c}"))
-    for warning in result.warnings:
-        out.append(_line(f"warning: {warning}"))
-    out.append(_line(_thresholds_line(result)))
-    out.append("")
+    out += [
+        _line(f"note: {key} differs: {b} -> {c}") for key, b, c in result.environment_differences
+    ]
+    out += [_line(f"warning: {warning}") for warning in result.warnings]
+    out += [_line(_thresholds_line(result)), ""]
 
-    header = ("benchmark / metric", "baseline", "contender", "ratio", "cv base/new", "p", "verdict")
-    table: list[tuple[tuple[str, ...], str]] = []
-    for bench in _table_benches(result):
-        for i, m in enumerate(_shown(bench)):
-            name = _line(bench.name) if i == 0 else "    " + _line(_metric_name(m))
-            table.append(((name, *_numbers(m), _verdict(m)), m.verdict))
+    table = [
+        ((_line(name) if name is not None else "    " + _line(cells[0]), *cells[1:]), m.verdict)
+        for name, m, cells in _rows([b for b in result.benchmarks if b.metrics])
+    ]
     if table:
-        widths = [max(len(r[i]) for r in [header] + [t[0] for t in table]) for i in range(7)]
+        widths = [max(len(r[i]) for r in [_HEADER] + [t[0] for t in table]) for i in range(7)]
 
         def fmt(cells: tuple[str, ...]) -> str:
-            first = cells[0].ljust(widths[0])
-            rest = [c.rjust(widths[i + 1]) for i, c in enumerate(cells[1:-1])]
-            return "  ".join([first] + rest + [cells[-1]])
+            numbers = [c.rjust(width) for c, width in zip(cells[1:-1], widths[1:])]
+            return "  ".join([cells[0].ljust(widths[0]), *numbers, cells[-1]])
 
-        out.append(fmt(header))
-        out.append("-" * (sum(widths) + 2 * 6))
-        for row, verdict in table:
-            out.append(paint(fmt(row), verdict))
-        out.append("")
+        out += [fmt(_HEADER), "-" * (sum(widths) + 2 * 6)]
+        out += [paint(fmt(row), verdict) for row, verdict in table] + [""]
 
     for line, group in info_groups(result):
         out.append(_line(line))
         if verbose:
             out.extend(f"  {_line(name)}" for name in group.names)
-    for block in failures:
-        out.extend(block)
+    out += [line for block in failures for line in block]
     out.append(_line(f"summary: {_headline(result)}"))
     out.append(paint(_line(f"gate: {word}: {reason}"), gate_verdict))
-    if result.hardware_differences:
+    if hardware:
         out.append("(reminder: the two files come from DIFFERENT HARDWARE, see the top)")
     return "\n".join(out) + "\n"
 
 
-# --- Markdown ------------------------------------------------------------------------------------
-
-
-_MD_HEADER = [
-    "| benchmark | metric | baseline | contender | ratio | cv base / new | p | verdict |",
-    "|---|---|--:|--:|--:|--:|--:|---|",
-]
-
-
-def _md_rows(benches: Sequence[BenchComparison]) -> list[str]:
+def _md_table(benches: Sequence[BenchComparison]) -> list[str]:
+    # Data (the name, a counter's name) is escaped; the numbers and the verdict are this tool's
+    # own formatting (digits, units, '%', 'x', '-').
     rows = []
-    for bench in benches:
-        for i, m in enumerate(_shown(bench)):
-            # Data (the name, a counter's name) is escaped; the numbers and the verdict are
-            # this tool's own formatting (digits, units, '%', 'x', '-').
-            name = md_code(bench.name) if i == 0 else ""
-            verdict = f"**{_verdict(m)}**" if m.fails else _verdict(m)
-            cells = (name, md_text(_metric_name(m)), *_numbers(m), verdict)
-            rows.append("| " + " | ".join(cells) + " |")
-    return rows
+    for name, m, cells in _rows(benches):
+        verdict = f"**{cells[-1]}**" if m.fails else cells[-1]
+        row = ("" if name is None else md_code(name), md_text(cells[0]), *cells[1:-1], verdict)
+        rows.append("| " + " | ".join(row) + " |")
+    return _MD_HEADER + rows
 
 
 def _md_details(summary: str, body: list[str]) -> list[str]:
@@ -443,56 +361,48 @@ def render_markdown(result: CompareResult) -> str:
     status = {"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge")
     out = [MARKER, f"### gpubench regression check: {status}", ""]
     if result.hardware_differences:
-        out.append("> [!WARNING]")
-        out.append(
+        out += [
+            "> [!WARNING]",
             "> **DIFFERENT HARDWARE**: these ratios compare two machines, not two versions of "
-            "the code."
-        )
-        for key, b, c in result.hardware_differences:
-            out.append(f"> - {md_code(key)}: {md_text(b)} → {md_text(c)}")
-        out.append("")
-    out.append(f"**gate: {word}**: {md_text(reason)}. {md_text(_headline(result))}.")
-    out.append("")
+            "the code.",
+            *(
+                f"> - {md_code(k)}: {md_text(b)} → {md_text(c)}"
+                for k, b, c in result.hardware_differences
+            ),
+            "",
+        ]
+    out += [f"**gate: {word}**: {md_text(reason)}. {md_text(_headline(result))}.", ""]
     for which, report in (("baseline", result.baseline), ("contender", result.contender)):
         described = ", ".join(md_text(part) for part in _describe(report))
         out.append(f"- {which}: {md_code(report.path)} ({described})")
     out.append(f"- rule: {md_text(_thresholds_line(result))}")
-    for key, b, c in result.environment_differences:
-        out.append(f"- note: {md_code(key)} differs: {md_text(b)} → {md_text(c)}")
-    for warning in result.warnings:
-        out.append(f"- warning: {md_text(warning)}")
-    out.append("")
+    out += [
+        f"- note: {md_code(k)} differs: {md_text(b)} → {md_text(c)}"
+        for k, b, c in result.environment_differences
+    ]
+    out += [f"- warning: {md_text(warning)}" for warning in result.warnings] + [""]
 
     failures = _failure_lines(result)
     if failures:
-        out.append("**Failures**:")
-        out.append("")
+        out += ["**Failures**:", ""]
         for line, names in failures:
-            out.append(f"- {md_text(line)}")
-            out.extend(_md_names(names, "  "))
+            out += [f"- {md_text(line)}", *_md_names(names, "  ")]
         out.append("")
 
-    with_numbers = _table_benches(result)
+    with_numbers = [b for b in result.benchmarks if b.metrics]
     attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
     unchanged = [b for b in with_numbers if b.verdict == SAME]
     if attention:
-        out.extend(_MD_HEADER)
-        out.extend(_md_rows(attention))
-        out.append("")
+        out += _md_table(attention) + [""]
     for line, group in info_groups(result):
-        out.append(f"**{md_text(line)}**")
-        out.append("")
+        out += [f"**{md_text(line)}**", ""]
         if group.kind == "not_enough_samples":
             benches = [b for b in with_numbers if b.name in set(group.names)]
-            out.extend(_md_details("benchmarks", _MD_HEADER + _md_rows(benches)))
+            out += _md_details("benchmarks", _md_table(benches))
         else:
-            out.extend(_md_details("names", _md_names(group.names)))
+            out += _md_details("names", _md_names(group.names))
     if unchanged:
-        out.extend(
-            _md_details(
-                f"{len(unchanged)} unchanged benchmark(s)", _MD_HEADER + _md_rows(unchanged)
-            )
-        )
+        out += _md_details(f"{len(unchanged)} unchanged benchmark(s)", _md_table(unchanged))
     notes = [
         f"- {md_code(b.name)} {md_text(m.metric)}: {md_text('; '.join(m.notes))}"
         for b in attention
@@ -500,7 +410,7 @@ def render_markdown(result: CompareResult) -> str:
         if m.notes
     ]
     if notes:
-        out.extend(_md_details("notes", notes))
+        out += _md_details("notes", notes)
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -9,28 +9,11 @@ rate such as FLOP/s (higher is better) it is baseline / contender. One threshold
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from ..benchjson import MAX_TIME_S, usable_counter
-from ..stats import (
-    SampleStats,
-    enough_samples,
-    min_p_value,
-    ratio_of,
-    repetitions_needed,
-    u_test,
-)
-
-__all__ = [
-    "BETTER_CHOICES",
-    "MetricResult",
-    "SampleStats",
-    "Thresholds",
-    "compare_metric",
-    "describe_invalid",
-    "plausible_time",
-]
+from ..stats import SampleStats, enough_samples, min_p_value, ratio_of, repetitions_needed, u_test
 
 # How a metric is judged: "lower" (times), "higher" (rates), "exact" (counters that define the
 # work, e.g. flop: any change means the benchmark itself changed) and "info" (shown, never judged).
@@ -39,14 +22,8 @@ BETTER_CHOICES: tuple[str, ...] = ("lower", "higher", "exact", "info")
 # Verdicts of one metric. "slower", "changed" and "invalid" fail the gate (when the metric
 # gates); the others never do. "few" (not enough samples) is not a pass either: the gate counts
 # it as not judged.
-SLOWER = "slower"
-FASTER = "faster"
-SAME = "same"
-NOISY = "noisy"
-CHANGED = "changed"
-INFO = "info"
-FEW = "few"
-INVALID = "invalid"
+SLOWER, FASTER, SAME, NOISY = "slower", "faster", "same", "noisy"
+CHANGED, INFO, FEW, INVALID = "changed", "info", "few", "invalid"
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
 # benchmark's arguments, so only float formatting can make them differ.
@@ -76,12 +53,7 @@ class Thresholds:
     check_fastest: bool
 
     def as_dict(self) -> dict[str, float | bool]:
-        return {
-            "max_ratio": self.max_ratio,
-            "alpha": self.alpha,
-            "max_cv": self.max_cv,
-            "check_fastest": self.check_fastest,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -111,21 +83,13 @@ class MetricResult:
         return self.gating and self.verdict in (SLOWER, CHANGED, INVALID)
 
     def as_dict(self) -> dict[str, Any]:
+        keys = ("metric", "better", "verdict", "gating", "fails", "ratio", "slowdown")
         return {
-            "metric": self.metric,
-            "better": self.better,
-            "verdict": self.verdict,
-            "gating": self.gating,
-            "fails": self.fails,
-            "ratio": self.ratio,
-            "slowdown": self.slowdown,
-            "best_slowdown": self.best_slowdown,
-            "p_value": self.p_value,
+            **{key: getattr(self, key) for key in keys + ("best_slowdown", "p_value")},
             "repetitions_needed": self.needed,
-            "invalid_values": {
-                "baseline": len(self.base_invalid),
-                "contender": len(self.cont_invalid),
-            },
+            "invalid_values": dict(
+                baseline=len(self.base_invalid), contender=len(self.cont_invalid)
+            ),
             "thresholds": self.thresholds.as_dict(),
             "baseline": self.base.as_dict(),
             "contender": self.cont.as_dict(),
@@ -182,29 +146,10 @@ def compare_metric(
     notes: list[str] = []
 
     def result(
-        verdict: str,
-        slowdown: float,
-        p: float | None,
-        best: float = math.nan,
-        needed: int | None = None,
+        verdict: str, slow: float, p: float | None, best: float = math.nan, need: int | None = None
     ) -> MetricResult:
-        return MetricResult(
-            metric,
-            better,
-            base,
-            cont,
-            thresholds,
-            ratio,
-            slowdown,
-            best,
-            p,
-            verdict,
-            gating,
-            notes,
-            needed,
-            base_invalid,
-            cont_invalid,
-        )
+        sides = (base, cont, thresholds, ratio, slow, best, p, verdict, gating, notes, need)
+        return MetricResult(metric, better, *sides, base_invalid, cont_invalid)
 
     # An "info" metric is shown, never judged: its bad values are only noted.
     if better != "info" and cont_invalid and base.n and (not base_invalid or not cont.n):
@@ -246,16 +191,12 @@ def compare_metric(
     slowdown = ratio if better == "lower" else 1.0 / ratio
     # Work in "badness" space so that one rule serves times and rates: larger = worse.
     sign = 1.0 if better == "lower" else -1.0
-    base_bad = sorted(sign * v for v in base.values)
-    cont_bad = sorted(sign * v for v in cont.values)
-    separated_worse = cont_bad[0] > base_bad[-1]
-    separated_better = cont_bad[-1] < base_bad[0]
+    base_bad, cont_bad = [sign * v for v in base.values], [sign * v for v in cont.values]
+    separated_worse, separated_better = min(cont_bad) > max(base_bad), max(cont_bad) < min(base_bad)
     # Best repetition of each side: the fastest time, or the highest rate.
     best_slowdown = cont.min / base.min if better == "lower" else base.max / cont.max
 
-    p_value: float | None = None
-    if base.n >= 2 and cont.n >= 2:
-        p_value = u_test(cont.values, base.values)
+    p_value = u_test(cont.values, base.values) if base.n >= 2 and cont.n >= 2 else None
 
     if not enough_samples(base.n, cont.n, thresholds.alpha):
         needed = repetitions_needed(thresholds.alpha)
@@ -282,14 +223,12 @@ def compare_metric(
                 "load during part of one run, not a change of the code"
             )
         worse, improved = worse and best_worse, improved and best_improved
-    if worse and significant:
-        verdict = NOISY if noisy and not separated_worse else SLOWER
-    elif improved and significant:
-        verdict = NOISY if noisy and not separated_better else FASTER
-    elif noisy:
-        verdict = NOISY
+    if significant and (worse or improved):
+        # Samples that do not even overlap cannot owe the difference to their noise.
+        separated = separated_worse if worse else separated_better
+        verdict = NOISY if noisy and not separated else SLOWER if worse else FASTER
     else:
-        verdict = SAME
+        verdict = NOISY if noisy else SAME
     if verdict == NOISY:
         notes.append(
             f"spread (cv {max(cvs):.1%}) above max_cv={thresholds.max_cv:.0%}: too noisy to judge"
