@@ -135,7 +135,7 @@ def test_h100_dominant_ranges(h100_breakdown: pd.DataFrame) -> None:
 
 def _summary(**columns) -> pd.DataFrame:
     frame = pd.DataFrame(columns)
-    defaults = dict(machine=0, repetitions=5, single_iteration=False, measured_on="this run")
+    defaults = dict(machine=0, repetitions=5, measured_on="this run")
     for key, value in defaults.items():
         if key not in frame:
             frame[key] = value

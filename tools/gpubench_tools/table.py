@@ -12,8 +12,8 @@
 - `problems`: one row per benchmark that failed, was skipped, or wrote values that cannot be a
   measurement (`file`, `name`, `backend`, `status`, `reason`).
 - `machines`: one row per machine: `cpu`, `gpu` (None without one), `files`, `tag` (set where
-  two machines share device names), and, for a run given a GPU reference, `gpu_files`,
-  `gpu_date`, `gpu_commit` and `gpu_same_host`.
+  two machines share device names), `gpu_reference` (its GPU rows come from a reference run),
+  and for such a run `gpu_files`, `gpu_date`, `gpu_commit` and `gpu_same_host`.
 
 Rows are classified by their label's `workload` and `backend`; files written before the label
 had them are classified by the name (`<workload>/<backend>/...`, every `overhead/` probe on the
@@ -189,9 +189,9 @@ def _measured(report: BenchReport) -> list[BenchRow]:
     return rows
 
 
-def _problems(report: BenchReport) -> tuple[list[dict[str, Any]], list[str]]:
-    """Failed, skipped and invalid benchmarks of one file (one entry per benchmark, not per
-    repetition) and the warnings that count them."""
+def _problems(report: BenchReport) -> list[dict[str, Any]]:
+    """Failed, skipped and invalid benchmarks of one file: one entry per benchmark, not per
+    repetition."""
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for row in report.rows:
@@ -214,20 +214,26 @@ def _problems(report: BenchReport) -> tuple[list[dict[str, Any]], list[str]]:
                 "reason": reason,
             }
         )
+    return out
+
+
+def _problem_warnings(path: str, problems: list[dict[str, Any]]) -> list[str]:
+    """One line per status: how many benchmarks of a file failed, and how many were skipped
+    and why (the reasons' common prefixes, not every message)."""
     warnings = []
-    invalid = [r for r in report.rows if r.invalid is not None]
-    if invalid:
-        warnings.append(f"{report.path}: {describe_invalid(invalid)}: not used")
-    counts = Counter(p["status"] for p in out if p["status"] != "invalid")
-    for status, n in sorted(counts.items()):
-        were = ("was" if n == 1 else "were") if status == "skipped" else ""
-        reasons = Counter(skip_reason(p["reason"]) for p in out if p["status"] == status)
-        why = f", {', '.join(reasons)}" if status == "skipped" else ""
-        warnings.append(
-            f"{n} benchmark{'' if n == 1 else 's'} in {report.path} {were} {status}{why} "
-            f"(listed in the report)".replace("  ", " ")
-        )
-    return out, warnings
+    for status in ("failed", "skipped"):
+        mine = [p for p in problems if p["status"] == status]
+        if not mine:
+            continue
+        n = len(mine)
+        text = f"{n} benchmark{'' if n == 1 else 's'} in {path} "
+        if status == "skipped":
+            reasons = dict.fromkeys(skip_reason(p["reason"]) for p in mine)
+            text += f"{'was' if n == 1 else 'were'} skipped, {', '.join(map(str, reasons))}"
+        else:
+            text += "failed"
+        warnings.append(text + " (listed in the report)")
+    return warnings
 
 
 def _machine_groups(paths: Sequence[str]) -> list[list[BenchReport]]:
@@ -242,11 +248,12 @@ def _machine_groups(paths: Sequence[str]) -> list[list[BenchReport]]:
     return groups
 
 
-def _shared_warning(group: list[BenchReport]) -> list[str]:
+def _shared_warning(measured: dict[str, list[BenchRow]]) -> list[str]:
+    """A benchmark in two files of one machine: its rows are pooled as repetitions; say so."""
     names_in: dict[str, list[str]] = {}
-    for report in group:
-        for name in sorted({r.run_name for r in _measured(report)}):
-            names_in.setdefault(name, []).append(report.path)
+    for path, rows in measured.items():
+        for name in sorted({r.run_name for r in rows}):
+            names_in.setdefault(name, []).append(path)
     shared = [name for name, files in names_in.items() if len(files) > 1]
     if not shared:
         return []
@@ -285,16 +292,21 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
                 "files": [r.path for r in group],
                 "context": context,
                 "gpu_context": context,
+                "gpu_reference": False,
             }
         )
+        measured = {report.path: _measured(report) for report in group}
         for report in group:
             file_contexts[report.path] = report.context
             warnings += report.warnings
-            found, found_warnings = _problems(report)
+            invalid = [r for r in report.rows if r.invalid is not None]
+            if invalid:
+                warnings.append(f"{report.path}: {describe_invalid(invalid)}: not used")
+            found = _problems(report)
             problems += found
-            warnings += found_warnings
-            records += [_record(r, index, report.path, THIS_RUN) for r in _measured(report)]
-        warnings += _shared_warning(group)
+            warnings += _problem_warnings(report.path, found)
+            records += [_record(r, index, report.path, THIS_RUN) for r in measured[report.path]]
+        warnings += _shared_warning(measured)
     if gpu_reference:
         warnings += _add_reference(records, problems, machines, gpu_reference, file_contexts)
     _tag_twins(machines)
@@ -358,6 +370,7 @@ def _add_reference(
     run.update(
         gpu=_gpu_name(context),
         gpu_context=context,
+        gpu_reference=True,
         gpu_files=[r.path for r in group],
         gpu_date=(_ctx_str(context, "date") or "").split("T", 1)[0] or None,
         gpu_commit=None if commit == "unknown" else commit,
@@ -368,16 +381,11 @@ def _add_reference(
     for report in group:
         file_contexts[report.path] = report.context
         warnings += report.warnings  # a reference recovered from truncation says so
-        found, _ = _problems(report)
-        gpu_found = [p for p in found if p["backend"] == "gpu" and p["status"] != "invalid"]
+        gpu_found = [
+            p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != "invalid"
+        ]
         problems += gpu_found
-        for status in ("failed", "skipped"):
-            n = sum(p["status"] == status for p in gpu_found)
-            if n:
-                s = "" if n == 1 else "s"
-                warnings.append(
-                    f"{n} benchmark{s} in {report.path} {status} (listed in the report)"
-                )
+        warnings += _problem_warnings(report.path, gpu_found)
     return warnings
 
 
@@ -403,9 +411,8 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
 
     Added columns: `time_s` (median real time), `time_min_s`, `time_max_s` (and `t_step_min`,
     `t_step_max` where training rows give `t_step`, the time per step), `repetitions`,
-    `spread` ((max - min) / median of the time: the relative width of the band a chart draws)
-    and `single_iteration` (every repetition timed one iteration: its time is one sample of
-    a clock, not an average). String columns keep their first value.
+    and `spread` ((max - min) / median of the time: the relative width of the band a chart
+    draws). String columns keep their first value.
     """
     if rows.empty:
         return rows.assign(time_s=[], time_min_s=[], time_max_s=[], repetitions=[], spread=[])
@@ -424,7 +431,6 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
         out["t_step_max"] = grouped["t_step"].max()
     out["repetitions"] = time.size()
     out["spread"] = (out["time_max_s"] - out["time_min_s"]) / out["time_s"]
-    out["single_iteration"] = grouped["iterations"].max() <= 1
     return out.reset_index()
 
 
