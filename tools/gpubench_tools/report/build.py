@@ -27,9 +27,9 @@ from .topics import CONTEXT_NAMES, PART_LABELS, PART_MEANINGS, PEERS, TOPICS, To
 
 __all__ = ["build_document"]
 
-PARTS = ("transfer", "overhead", "under_utilisation", "work_at_peak")
-# Marks in tables: a median of fewer than 3 repetitions (or of single iterations) is one
-# draw from a noisy machine, not a measurement to act on; a wide spread says the same.
+PARTS = analysis.PARTS
+# Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
+# a measurement to act on; a wide spread says the same.
 FEW_MARK, NOISY_MARK = "†", "~"
 
 
@@ -44,9 +44,9 @@ def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
     labels = {}
     for index, m in table.machines.iterrows():
         tag = f" ({m['tag']})" if m.get("tag") else ""
-        gpu_where = THIS_RUN
-        if isinstance(m.get("gpu_files"), list):
-            gpu_where = f"{REFERENCE_RUN}, {m.get('gpu_date') or 'undated'}"
+        gpu_where = (
+            f"{REFERENCE_RUN}, {m['gpu_date'] or 'undated'}" if m["gpu_reference"] else THIS_RUN
+        )
         gpu = short_gpu_name(m["gpu"]) if m["gpu"] else "no GPU"
         cpu = short_cpu_name(m["cpu"])
         labels[int(index)] = {
@@ -59,9 +59,9 @@ def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
     return labels
 
 
-def _noise_mark(row: pd.Series, prefix: str = "") -> str:
-    few = bool(row.get(f"{prefix}few_samples", False))
-    noisy = bool(row.get(f"{prefix}noisy", False))
+def _noise_mark(row: pd.Series) -> str:
+    few = bool(row.get("few_samples", False))
+    noisy = bool(row.get("noisy", False))
     return (FEW_MARK if few else "") + (NOISY_MARK if noisy else "")
 
 
@@ -403,19 +403,12 @@ class _Builder:
                 size=gemm["n"].map(lambda v: f"n={fmt_size(v)}"), pair=self._pairs(gemm)
             )
             charts.append(
-                self.chart(
-                    Chart(
-                        kind="stacked",
-                        stem="breakdown_gemm",
-                        title="Where the end-to-end GEMM time goes (fp32, pinned)",
-                        subtitle=self.subtitle(),
-                        x="size",
-                        parts=tuple((p, PART_LABELS[p]) for p in PARTS),
-                        normalize=True,
-                        facet="pair" if len(self.labels) > 1 else None,
-                        x_label="matrix size",
-                        y_label="share of the GPU time",
-                    ),
+                self._parts_chart(
+                    "breakdown_gemm",
+                    "Where the end-to-end GEMM time goes (fp32, pinned)",
+                    "size",
+                    "matrix size",
+                    "share of the GPU time",
                     gemm,
                     "Each bar is one GEMM's GPU time split four ways; its total is printed at "
                     "its end. Under-utilisation is the compute time beyond what the same flop "
@@ -434,18 +427,12 @@ class _Builder:
             training = training.assign(path=path.str.strip(), pair=self._pairs(training))
             training = training.drop_duplicates(["pair", "path"])
             charts.append(
-                self.chart(
-                    Chart(
-                        kind="stacked",
-                        stem="breakdown_training",
-                        title="Where a GPU training step goes (MLP on Iris)",
-                        subtitle=self.subtitle(),
-                        x="path",
-                        parts=tuple((p, PART_LABELS[p]) for p in PARTS),
-                        normalize=True,
-                        facet="pair" if len(self.labels) > 1 else None,
-                        y_label="share of the step",
-                    ),
+                self._parts_chart(
+                    "breakdown_training",
+                    "Where a GPU training step goes (MLP on Iris)",
+                    "path",
+                    "",
+                    "share of the step",
                     training,
                     "One bar per GPU path and variant (readback: the loss copied to the host "
                     "every N steps, 0 never; input: the batch copied from pageable or pinned "
@@ -469,6 +456,25 @@ class _Builder:
                 ],
             }
         )
+
+    def _parts_chart(
+        self, stem: str, title: str, x: str, x_label: str, y_label: str, rows: pd.DataFrame,
+        caption: str,
+    ) -> dict[str, str]:  # fmt: skip
+        """The four parts as shares of each bar, one panel per machine where there are several."""
+        chart = Chart(
+            kind="stacked",
+            stem=stem,
+            title=title,
+            subtitle=self.subtitle(),
+            x=x,
+            parts=tuple((p, PART_LABELS[p]) for p in PARTS),
+            normalize=True,
+            facet="pair" if len(self.labels) > 1 else None,
+            x_label=x_label,
+            y_label=y_label,
+        )
+        return self.chart(chart, rows, caption)
 
     def _parts_table(self, parts: pd.DataFrame, x: str, x_head: str) -> dict[str, Any]:
         rows = []
@@ -784,8 +790,8 @@ class _Builder:
         for _, m in self.table.machines.iterrows():
             files = ", ".join(Path(f).name for f in m["files"])
             columns.append((f"{short_cpu_name(m['cpu'])} ({files})", m["context"]))
-            if m["gpu_context"] is not m["context"]:
-                gpu_files = ", ".join(Path(f).name for f in m.get("gpu_files") or [])
+            if m["gpu_reference"]:
+                gpu_files = _reference_files(m)
                 columns.append(
                     (
                         f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {gpu_files})",
@@ -897,6 +903,29 @@ def _bias_table(bias: analysis.ModelBias) -> dict[str, Any]:
     }
 
 
+def _reference_files(machine: pd.Series) -> str:
+    return ", ".join(Path(f).name for f in machine["gpu_files"])
+
+
+def _reference_date(machine: pd.Series) -> str:
+    return machine["gpu_date"] or "on an unknown date"
+
+
+def _reference_where(machine: pd.Series) -> str:
+    return "on this host" if machine["gpu_same_host"] else "on another machine"
+
+
+def reference_warning(table: Table) -> list[str]:
+    """Said first on the terminal when every GPU number of the report is another run's."""
+    machine = table.machines.iloc[0]
+    if not machine["gpu_reference"]:
+        return []
+    return [
+        f"GPU numbers come from the reference run {_reference_files(machine)} "
+        f"({machine['gpu']}, recorded {_reference_date(machine)} {_reference_where(machine)})"
+    ]
+
+
 def _made_by_hand(table: Table) -> list[str]:
     """Test data says so in its context (`generated_by`); the report says it first."""
     said = []
@@ -930,17 +959,14 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     builder.memory_section()
     builder.problems_section()
     machine = table.machines.iloc[0]
-    names = builder.labels[0]
     reference = ""
-    if isinstance(machine.get("gpu_files"), list):
-        commit = machine.get("gpu_commit")
+    if machine["gpu_reference"]:
+        commit = machine["gpu_commit"]
         reference = (
-            f"The GPU side is the reference run of {names['gpu']} "
-            f"({', '.join(Path(f).name for f in machine['gpu_files'])}, recorded "
-            f"{machine.get('gpu_date') or 'on an unknown date'}"
+            f"The GPU side is the reference run of {builder.labels[0]['gpu']} "
+            f"({_reference_files(machine)}, recorded {_reference_date(machine)}"
             + (f" at commit {commit[:12]}" if commit else "")
-            + f", {'on this host' if machine.get('gpu_same_host') else 'on another machine'}): "
-            "not measured by this run."
+            + f", {_reference_where(machine)}): not measured by this run."
         )
     files = sorted({Path(f).name for f in table.rows["file"].unique()}) if len(table.rows) else []
     return {

@@ -51,22 +51,14 @@ def build_report(
             "no successful benchmark rows to report on",
         )
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
-    from .build import build_document
+    from .build import build_document, reference_warning
     from .render import write_report
 
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path, md_path = write_report(build_document(table, out_dir), out_dir)
     listed = [f"{Path(p.file).name}: {p.status}: {p.name}" for p in table.problems.itertuples()]
-    machine = table.machines.iloc[0]
-    whose = []
-    if isinstance(machine.get("gpu_files"), list):
-        # Said first: every GPU number of this report is another run's.
-        where = "on this host" if machine["gpu_same_host"] else "on another machine"
-        whose = [
-            f"GPU numbers come from the reference run "
-            f"{', '.join(Path(f).name for f in machine['gpu_files'])} ({machine['gpu']}, "
-            f"recorded {machine['gpu_date'] or 'on an unknown date'} {where})"
-        ]
+    # Said first: every GPU number of this report is another run's.
+    whose = reference_warning(table)
     return html_path, md_path, whose + table.warnings + (listed if verbose else [])
 
 
