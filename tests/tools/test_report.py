@@ -191,3 +191,24 @@ def test_the_cnn_profile_groups_operations_by_kind(tmp_path: Path) -> None:
         )
     }
     assert kinds == {"GEMM", "im2col", "bias", "pool", "update", "launch gaps"}
+
+
+def test_a_gpu_row_without_a_flop_count_keeps_three_parts_and_says_why(tmp_path: Path) -> None:
+    """HAND-MADE rows: an end-to-end GEMM whose file has no flop counter. Its compute time is
+    shown unsplit with the reason, in the table and as its own part of the bar."""
+    label = "workload=matmul backend=gpu variant=cublas_e2e dtype=fp32 shape=square host=pinned"
+    parts = {"t_h2d": 4e-6, "t_d2h": 2e-6, "t_compute": 10e-6, "t_overhead": 3e-6}
+    rows = [
+        gb_row(f"matmul/gpu/cublas_e2e/dtype:fp32/host:pinned/m:{n}/n:{n}/k:{n}/manual_time",
+               19e-6, {"m": n, "n": n, "k": n, **parts}, label)  # fmt: skip
+        for n in (16.0, 32.0)
+    ]
+    context = {"cpu_model": "Test CPU", "gpu": "NVIDIA Test GPU", "gpu_peak_fp32_flops": "5e13"}
+    doc = _document(tmp_path, [str(write_bench_json(tmp_path / "noflop.json", rows, context))])
+    table = _table(_section(doc, "breakdown"), "n")
+    assert table["rows"][0] == [
+        "16", "6.00 us", "3.00 us", "10.0 us compute, not split: no flop count", "—", "19.0 us",
+        "compute (not split)",
+    ]  # fmt: skip
+    svg = (tmp_path / "breakdown_gemm.svg").read_text()
+    assert "compute (not split)" in svg

@@ -461,14 +461,20 @@ class _Builder:
         self, stem: str, title: str, x: str, x_label: str, y_label: str, rows: pd.DataFrame,
         caption: str,
     ) -> dict[str, str]:  # fmt: skip
-        """The four parts as shares of each bar, one panel per machine where there are several."""
+        """The four parts as shares of each bar, one panel per machine where there are several.
+        A row without a flop count or a peak stacks its compute time unsplit, so that no bar
+        leaves part of its time out of its 100%."""
+        rows = rows.assign(unsplit=rows["compute"].where(rows["parts"] == 3))
+        parts = [(p, PART_LABELS[p]) for p in PARTS]
+        if rows["unsplit"].notna().any():
+            parts.append(("unsplit", PART_LABELS["compute"]))
         chart = Chart(
             kind="stacked",
             stem=stem,
             title=title,
             subtitle=self.subtitle(),
             x=x,
-            parts=tuple((p, PART_LABELS[p]) for p in PARTS),
+            parts=tuple(parts),
             normalize=True,
             facet="pair" if len(self.labels) > 1 else None,
             x_label=x_label,
@@ -481,7 +487,13 @@ class _Builder:
         for _, r in parts.iterrows():
             rows.append(
                 [str(r[x]) if not isinstance(r[x], float) else fmt_size(r[x])]
-                + [fmt_time(r[p]) if pd.notna(r.get(p)) else "—" for p in PARTS]
+                + [fmt_time(r["transfer"]), fmt_time(r["overhead"])]
+                + (
+                    [fmt_time(r["under_utilisation"]), fmt_time(r["work_at_peak"])]
+                    if r["parts"] == 4
+                    # Three parts: the compute time stands unsplit, with the reason.
+                    else [f"{fmt_time(r['compute'])} compute, not split: {r['why']}", "—"]
+                )
                 + [
                     fmt_time(r["total"]),
                     PART_LABELS.get(r["dominant"], r["dominant"]),

@@ -198,7 +198,7 @@ PART_LABELS: dict[str, str] = {
     "overhead": "overhead",
     "under_utilisation": "under-utilisation",
     "work_at_peak": "work at peak",
-    "compute": "compute",
+    "compute": "compute (not split)",
 }
 PART_MEANINGS: dict[str, str] = {
     "transfer": "transfer: copies to and from the host",
