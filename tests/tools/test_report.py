@@ -212,3 +212,81 @@ def test_a_gpu_row_without_a_flop_count_keeps_three_parts_and_says_why(tmp_path:
     ]  # fmt: skip
     svg = (tmp_path / "breakdown_gemm.svg").read_text()
     assert "compute (not split)" in svg
+
+
+def test_allocation_costs_are_the_median_and_slowest_decile_of_the_repetitions(
+    tmp_path: Path,
+) -> None:
+    """HAND-MADE probes (handmade_rows.py): ten repetitions at base x (1.0, 1.1, 0.9, 1.05,
+    0.95, 1.2, 1.0, 0.98, 1.02, 3.0): the median is 1.01x the base and the slowest decile (the
+    9th of 10 sorted, a measured value) 1.2x, where an interpolated 90th percentile would be
+    1.38x. The warm pool saves (2 + 1) / 0.5 = 6x at 4 KiB and (500 + 300) / 0.6 = 1333x at 1 GiB.
+    """
+    from handmade_rows import (
+        ALLOC_BASE,
+        ALLOC_SIZES,
+        CONTEXT,
+        MEDIAN_FACTOR,
+        P90_FACTOR,
+        alloc_rows,
+    )
+
+    from gpubench_tools.report import analysis
+
+    path = write_bench_json(tmp_path / "alloc.json", alloc_rows(), CONTEXT)
+    costs = analysis.allocation_costs(load_table([str(path)]).rows)
+    assert len(costs) == len(ALLOC_BASE) * len(ALLOC_SIZES)
+    assert set(costs["repetitions"]) == {10}
+    probe = {("malloc", "device"): "malloc/device", ("free", "device"): "free/device"}
+    probe |= {("async", "device"): "async", ("malloc", "pinned"): "malloc/pinned"}
+    probe |= {("free", "pinned"): "free/pinned"}
+    for key, bases in ALLOC_BASE.items():
+        rows = costs[costs["probe"] == probe[key]].sort_values("bytes")
+        assert list(rows["bytes"]) == list(ALLOC_SIZES)
+        assert rows["time_s"].tolist() == pytest.approx([b * MEDIAN_FACTOR for b in bases])
+        assert rows["slowest_decile_s"].tolist() == pytest.approx([b * P90_FACTOR for b in bases])
+    savings = analysis.pool_savings(costs).set_index("bytes")["saving"]
+    assert savings[4096] == pytest.approx(6.0)
+    assert savings[1024 * 2**20] == pytest.approx(800 / 0.6)
+    # A file of aggregates only: one value per probe, the median aggregate, and no decile.
+    path = write_bench_json(tmp_path / "agg.json", alloc_rows(aggregates_only=True), CONTEXT)
+    costs = analysis.allocation_costs(load_table([str(path)]).rows)
+    assert set(costs["repetitions"]) == {1} and costs["slowest_decile_s"].isna().all()
+    doc = _document(tmp_path / "r", [str(path)])
+    section = _section(doc, "allocation")
+    assert [c["png"] for c in section["charts"]] == ["allocation.png"]
+    assert {r[3] for r in _table(section, "call")["rows"]} == {"—"}
+    assert (tmp_path / "r" / "allocation.png").is_file()
+
+
+def test_device_memory_sets_the_measured_peak_against_the_model(tmp_path: Path) -> None:
+    """HAND-MADE rows: every MLP row's peak is its model plus 8 MiB rounded up to 2 MiB pages,
+    the CNN largest-batch row measured 72 GB against 70 GB, the bf16 MLP one did not fit."""
+    from handmade_rows import CONTEXT, gpu_mlp_rows, largest_batch_rows
+
+    from gpubench_tools.report import analysis
+
+    rows = gpu_mlp_rows() + largest_batch_rows()
+    path = write_bench_json(tmp_path / "handmade-gpu.json", rows, CONTEXT)
+    table = load_table([str(path)])
+    from gpubench_tools.table import summarize
+
+    agreement = analysis.memory_agreement(summarize(table.rows))
+    assert len(agreement) == len(gpu_mlp_rows()) + 1
+    mlp = agreement[agreement["workload"] == "mlp"]
+    assert (
+        (mlp["device_bytes_peak"] - mlp["device_bytes_model"]).between(8 * 2**20, 10 * 2**20).all()
+    )
+    cnn = agreement[agreement["workload"] == "memory"]
+    assert cnn["ratio"].tolist() == pytest.approx([72 / 70])
+    doc = _document(tmp_path / "r", [str(path)])
+    section = _section(doc, "memory")
+    assert [c["png"] for c in section["charts"]] == ["memory_model.png"]
+    table_rows = _table(section, "benchmark")["rows"]
+    assert len(table_rows) == len(agreement)
+    # Largest disagreement first: the smallest Iris model under its fixed 8 MiB.
+    assert table_rows[0][0].startswith("mlp/gpu/") and "iris" in table_rows[0][0]
+    # The trained largest batch and the one that did not fit are both told.
+    text = " ".join(section["paragraphs"])
+    assert "largest_batch/net:cnn" in text and "9000" in text
+    assert "net:mlp" in text and "does not fit" in text

@@ -30,6 +30,9 @@ __all__ = [
     "dominant_by_range",
     "model_bias",
     "thread_scaling",
+    "memory_agreement",
+    "allocation_costs",
+    "pool_savings",
 ]
 
 # A median over fewer repetitions has no spread to speak of: 1 or 2 samples cannot tell a
@@ -353,3 +356,60 @@ def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
     out["few_samples"] = rows["_few"] | rows["_few_1"].astype(bool)
     out["noisy"] = rows["_noisy"] | rows["_noisy_1"].astype(bool)
     return out.sort_values(["base_name", "threads"]).reset_index(drop=True)
+
+
+def memory_agreement(summary: pd.DataFrame) -> pd.DataFrame:
+    """Every GPU row with a device-memory model and a measured peak: `ratio` = measured peak /
+    model bytes (above 1 the benchmark held more than its shapes call for: library workspaces,
+    the allocator's 2 MiB pages, the context's own reservations)."""
+    columns = ["device_bytes_model", "device_bytes_peak"]
+    if not set(columns) <= set(summary.columns):
+        return pd.DataFrame(columns=[*_ID, *columns, "ratio"])
+    rows = summary.dropna(subset=columns)
+    rows = rows[rows["device_bytes_model"] > 0]
+    keep = [c for c in [*_ID, "measured_on"] if c in rows] + columns
+    return rows[keep].assign(ratio=rows["device_bytes_peak"] / rows["device_bytes_model"])
+
+
+# `overhead/alloc/<probe>/bytes:<B>/...` (benchmarks/alloc_probes.cpp): the probe is
+# `malloc/device`, `free/device`, `async`, `malloc/pinned` or `free/pinned`.
+_ALLOC_NAME = r"^overhead/alloc/(?P<probe>.+?)/bytes:(?P<bytes>\d+)"
+
+
+def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, allocation probe and size, from the per-repetition rows of the table (not
+    the summary: the tail needs every sample): `time_s` the median host seconds per call,
+    `slowest_decile_s` the 90th percentile and `repetitions`.
+
+    Allocation times have a long tail (the driver and the OS reclaiming pages), which a median
+    hides and a maximum overstates; the slowest decile is what one call in ten pays. It is the
+    inverted-CDF quantile (a value that was measured, never an interpolation between two), and
+    NaN where a file holds one value per probe (aggregates only)."""
+    columns = ["machine", "probe", "bytes", "time_s", "slowest_decile_s", "repetitions"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    parts = rows["name"].str.extract(_ALLOC_NAME)
+    probes = rows.assign(probe=parts["probe"], bytes=pd.to_numeric(parts["bytes"]))
+    probes = probes.dropna(subset=["probe"])
+    if probes.empty:
+        return pd.DataFrame(columns=columns)
+
+    def decile(times: pd.Series) -> float:
+        if len(times) < 2:
+            return float("nan")
+        return float(np.quantile(times.to_numpy(), 0.9, method="inverted_cdf"))
+
+    grouped = probes.groupby(["machine", "probe", "bytes"], sort=True)["real_time_s"]
+    out = grouped.agg(time_s="median", slowest_decile_s=decile, repetitions="size")
+    return out.reset_index()[columns]
+
+
+def pool_savings(costs: pd.DataFrame) -> pd.DataFrame:
+    """Per machine and size: (cudaMalloc + cudaFree) / the warm pool's cudaMallocAsync +
+    cudaFreeAsync, medians; above 1 a caching allocator saves that factor per buffer."""
+    wide = costs.pivot_table(index=["machine", "bytes"], columns="probe", values="time_s")
+    need = {"malloc/device", "free/device", "async"}
+    if wide.empty or not need <= set(wide.columns):
+        return pd.DataFrame(columns=["machine", "bytes", "saving"])
+    saving = (wide["malloc/device"] + wide["free/device"]) / wide["async"]
+    return saving.rename("saving").dropna().reset_index()

@@ -23,7 +23,17 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from ..units import approx, fmt_bytes, fmt_pct, fmt_ratio, fmt_size, fmt_time
 from . import analysis
 from .charts import Chart, draw
-from .topics import CONTEXT_NAMES, PART_LABELS, PART_MEANINGS, PEERS, TOPICS, Topic
+from .topics import (
+    ALLOCATION_PROBES,
+    CONTEXT_NAMES,
+    MEMORY_AGREEMENT,
+    MEMORY_FAMILIES,
+    PART_LABELS,
+    PART_MEANINGS,
+    PEERS,
+    TOPICS,
+    Topic,
+)
 
 __all__ = ["build_document"]
 
@@ -729,38 +739,184 @@ class _Builder:
     # --- device memory ------------------------------------------------------------------------
 
     def memory_section(self) -> None:
-        cols = {"device_bytes_peak", "device_bytes_model"}
-        if not cols <= set(self.summary.columns):
+        """Measured peak device memory against the model's bytes, and the largest batches."""
+        agreement = analysis.memory_agreement(self.summary)
+        workload = agreement["workload"].fillna("other")
+        agreement = agreement.assign(family=workload.map(lambda w: MEMORY_FAMILIES.get(w, w)))
+        largest = self._largest_batch_lines()
+        if agreement.empty and not largest:
             return
-        rows = self.summary.dropna(subset=list(cols))
-        if rows.empty:
-            return
-        table_rows = [
-            [_short_benchmark(r["name"]), fmt_bytes(r["device_bytes_model"]),
-             fmt_bytes(r["device_bytes_peak"]),
-             fmt_pct(r["device_bytes_peak"] / r["device_bytes_model"] - 1)
-             if r["device_bytes_model"] > 0 else "—", r["measured_on"]]  # fmt: skip
-            for _, r in rows.iterrows()
-        ]
+        paragraphs, charts, tables = [], [], []
+        if not agreement.empty:
+            ratios = agreement["ratio"]
+            within = ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT)
+            families = "; ".join(
+                f"{family} {fmt_ratio(r.median())}"
+                + (f" ({fmt_ratio(r.min())} to {fmt_ratio(r.max())}, {len(r)} rows)" if len(r) > 1 else "")
+                for family, r in ratios.groupby(agreement["family"], sort=False)
+            )  # fmt: skip
+            worst = agreement.loc[(np.log(ratios)).abs().idxmax()]
+            paragraphs += [
+                f"Over {len(agreement)} GPU benchmarks the measured peak (cudaMemGetInfo around "
+                f"the benchmark) is {fmt_ratio(ratios.median())} the bytes its shapes call for "
+                f"at the median, within {fmt_pct(MEMORY_AGREEMENT - 1)} of them in "
+                f"{int(within.sum())}. Measured over model, by workload: {families}.",
+                f"The largest disagreement is {_short_benchmark(worst['name'])}: "
+                f"{fmt_bytes(worst['device_bytes_peak'])} measured against "
+                f"{fmt_bytes(worst['device_bytes_model'])} modelled "
+                f"({fmt_ratio(worst['ratio'])}).",
+            ]
+            chart = Chart(
+                kind="lines",
+                stem="memory_model",
+                title="Peak device memory: measured against the model",
+                subtitle=self.subtitle(),
+                x="device_bytes_model",
+                y="device_bytes_peak",
+                series="family",
+                connect=False,
+                diagonal=True,
+                diagonal_label="measured = model",
+                log_x=True,
+                log_y=True,
+                x_unit="bytes",
+                y_unit="bytes",
+                x_label="model (bytes the shapes call for)",
+                y_label="measured peak",
+            )
+            caption = "One marker per benchmark; above the diagonal it held more than modelled."
+            charts.append(self.chart(chart, agreement, caption))
+            tables.append(
+                {
+                    "caption": "Device memory: model and measured peak, largest disagreement first",
+                    "headers": ["benchmark", "model", "measured peak", "measured over model",
+                                "measured on"],  # fmt: skip
+                    "rows": [
+                        [_short_benchmark(r["name"]), fmt_bytes(r["device_bytes_model"]),
+                         fmt_bytes(r["device_bytes_peak"]), fmt_ratio(r["ratio"]),
+                         r["measured_on"]]  # fmt: skip
+                        for _, r in agreement.loc[
+                            np.log(agreement["ratio"]).abs().sort_values(ascending=False).index
+                        ].iterrows()
+                    ],
+                }
+            )
         self.sections.append(
             {
                 "id": "memory",
                 "title": "Device memory",
-                "paragraphs": [
-                    "Peak device memory measured around each GPU benchmark (cudaMemGetInfo) "
-                    "against the bytes its shapes call for."
-                ],
-                "charts": [],
+                "paragraphs": paragraphs + largest,
+                "charts": charts,
+                "tables": tables,
+            }
+        )
+
+    def _largest_batch_lines(self) -> list[str]:
+        """The largest-batch rows (benchmarks/largest_batch.cpp): the batch the model says fits,
+        the batch that trained and its peak, and the ones that did not fit."""
+        rows = analysis.select(self.summary, {"variant": "largest_batch"})
+        lines = []
+        for _, r in rows.iterrows():
+            text = f"{_short_benchmark(r['name'])}: the model puts the largest batch at "
+            text += fmt_size(r.get("batch_largest", math.nan))
+            free, peak = r.get("device_bytes_free", math.nan), r.get("device_bytes_peak", math.nan)
+            if pd.notna(free):
+                text += f" in {fmt_bytes(free)} of free device memory"
+            text += f"; it trained at batch {fmt_size(r['batch'])}"
+            if pd.notna(peak):
+                text += f" with a measured peak of {fmt_bytes(peak)}"
+                if pd.notna(free) and free > 0:
+                    text += f" ({fmt_pct(peak / free)} of the free memory)"
+            if pd.notna(r.get("t_step", math.nan)):
+                text += f", {fmt_time(r['t_step'])} per step"
+            lines.append(text + f" ({r['measured_on']}).")
+        problems = self.table.problems
+        if not problems.empty:
+            skipped = problems[problems["name"].str.startswith("memory/")]
+            lines += [f"{p['name']} did not run: {p['reason']}." for _, p in skipped.iterrows()]
+        return lines
+
+    # --- allocation -----------------------------------------------------------------------------
+
+    def allocation_section(self) -> None:
+        """What a cudaMalloc, cudaFree or pinned allocation costs the host per call, against the
+        warm pool of cudaMallocAsync (what a caching allocator saves)."""
+        costs = analysis.allocation_costs(self.table.rows)
+        if costs.empty:
+            return
+        costs = costs.assign(
+            call=costs["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
+            few_samples=costs["repetitions"] < analysis.FEW_REPETITIONS,
+        )
+        costs["order"] = costs["probe"].map(list(ALLOCATION_PROBES).index)
+        costs = costs.sort_values(["machine", "order", "bytes"])
+        self.few_samples |= bool(costs["few_samples"].any())
+        paragraphs = []
+        for machine, rows in costs.groupby("machine", sort=False):
+            ends = []
+            for call, c in rows.groupby("call", sort=False):
+                first, last = c.iloc[0], c.iloc[-1]
+                ends.append(f"{call} {_alloc_cost(first)}"
+                            + (f", {_alloc_cost(last)}" if len(c) > 1 else ""))  # fmt: skip
+            where = self.labels[int(machine)]["gpu_where"]
+            paragraphs.append(
+                f"Host time per call, median over repetitions ({where}): " + "; ".join(ends) + "."
+            )
+        savings = analysis.pool_savings(costs)
+        if not savings.empty:
+            text = ", ".join(
+                f"{fmt_ratio(r['saving'])} at {fmt_bytes(r['bytes'])}"
+                for _, r in savings.iterrows()
+            )
+            paragraphs.append(
+                "A warm pool's allocate-and-free (cudaMallocAsync + cudaFreeAsync) against "
+                f"cudaMalloc + cudaFree, (cudaMalloc + cudaFree) / pool: {text}. Above 1x a "
+                "caching allocator saves that factor per buffer a step allocates."
+            )
+        tails = costs.dropna(subset=["slowest_decile_s"])
+        if not tails.empty:
+            tail = tails.loc[(tails["slowest_decile_s"] / tails["time_s"]).idxmax()]
+            paragraphs.append(
+                f"The slowest decile is at most {fmt_ratio(tail['slowest_decile_s'] / tail['time_s'])} "
+                f"the median ({tail['call']} at {fmt_bytes(tail['bytes'])}: "
+                f"{fmt_time(tail['slowest_decile_s'])} against {fmt_time(tail['time_s'])})."
+            )
+        chart = Chart(
+            kind="lines",
+            stem="allocation",
+            title="What an allocation costs the host, per call",
+            subtitle=self.subtitle(),
+            x="bytes",
+            y="time_s",
+            series="call",
+            y_low="time_s",
+            y_high="slowest_decile_s",
+            band_label="median to slowest decile",
+            flag="few_samples",
+            log_x=True,
+            log_y=True,
+            x_unit="bytes",
+            y_unit="s",
+            x_label="bytes per allocation",
+            y_label="host time per call",
+        )
+        table_rows = [
+            [r["call"], fmt_bytes(r["bytes"]), fmt_time(r["time_s"])
+             + (FEW_MARK if r["few_samples"] else ""),
+             fmt_time(r["slowest_decile_s"]) if pd.notna(r["slowest_decile_s"]) else "—",
+             str(int(r["repetitions"]))]  # fmt: skip
+            for _, r in costs.iterrows()
+        ]
+        self.sections.append(
+            {
+                "id": "allocation",
+                "title": "What allocation costs",
+                "paragraphs": paragraphs,
+                "charts": [self.chart(chart, costs, "The band runs up to the slowest decile.")],
                 "tables": [
                     {
-                        "caption": "Device memory: model and measured peak",
-                        "headers": [
-                            "benchmark",
-                            "model",
-                            "measured peak",
-                            "measured over model",
-                            "measured on",
-                        ],
+                        "caption": "Host time per call",
+                        "headers": ["call", "bytes", "median", "slowest decile", "repetitions"],
                         "rows": table_rows,
                     }
                 ],
@@ -823,6 +979,12 @@ class _Builder:
             for header, ctx in columns
         ]
         return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
+
+
+def _alloc_cost(row: pd.Series) -> str:
+    tail = row["slowest_decile_s"]
+    decile = f", slowest decile {fmt_time(tail)}" if pd.notna(tail) else ""
+    return f"{fmt_time(row['time_s'])} at {fmt_bytes(row['bytes'])}{decile}"
 
 
 def _cell(value: Any) -> str:
@@ -969,6 +1131,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     builder.threads_section()
     builder.peers_section()
     builder.memory_section()
+    builder.allocation_section()
     builder.problems_section()
     machine = table.machines.iloc[0]
     reference = ""

@@ -1,8 +1,8 @@
 """A few generic chart kinds drawn from one pandas table; a report topic declares a `Chart`.
 
-- `lines`: y against x, one line per value of `series`, with an optional min-max band, hollow
-  markers for flagged points (few repetitions, noisy), a reference line (`hline`) and the
-  ideal-scaling diagonal.
+- `lines`: y against x, one line per value of `series` (or markers only, `connect=False`), with
+  an optional min-max band, hollow markers for flagged points (few repetitions, noisy), a
+  reference line (`hline`) and the ideal diagonal.
 - `stacked`: one bar per category of `x`, stacked from `parts`; `normalize` shows shares with
   the total time written at the end of each bar; `facet` gives one panel per value.
 - `heatmap`: `value` (a ratio such as a speedup) over the `x` by `y` grid, on a log colour
@@ -107,7 +107,9 @@ class Chart:
     log_x: bool = False
     log_y: bool = False
     hline: tuple[float, str] | None = None  # (y, label), e.g. (1.0, "same speed")
-    diagonal: bool = False  # y = x, labelled "ideal"
+    diagonal: bool = False  # y = x
+    diagonal_label: str = "ideal"
+    connect: bool = True  # lines: False draws markers only (a scatter of unrelated rows)
     x_ticks: Literal["auto", "data"] = "auto"  # "data": one tick per distinct x
     x_unit: str | None = None
     y_unit: str | None = None
@@ -282,6 +284,8 @@ def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
     for i, (key, rows) in enumerate(groups):
         rows = rows.sort_values(chart.x)
         style = _series_style(i)
+        if not chart.connect:
+            style["linestyle"] = "none"
         label = "_" if key is None else _plain(key[0] if isinstance(key, tuple) else key)
         (line,) = ax.plot(
             rows[chart.x], rows[chart.y], label=label, markersize=4.5, linewidth=1.4, **style
@@ -305,7 +309,9 @@ def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
                 flagged = True
     if chart.diagonal and not data.empty:
         lo, hi = data[chart.x].min(), data[chart.x].max()
-        handles += ax.plot([lo, hi], [lo, hi], label="ideal", linestyle="--", **_REFERENCE)
+        handles += ax.plot(
+            [lo, hi], [lo, hi], label=chart.diagonal_label, linestyle="--", **_REFERENCE
+        )
     if chart.hline is not None:
         y, label = chart.hline
         handles.append(ax.axhline(y, label=label, linestyle=(0, (4, 2)), **_REFERENCE))
