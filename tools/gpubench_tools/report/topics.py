@@ -11,13 +11,13 @@ rows where the column is absent or empty (a GEMM without a `host` label is the k
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Peer", "PEERS", "Topic", "TOPICS", "PART_LABELS", "PART_MEANINGS", "CONTEXT_NAMES"]
 
-# The GPU training rows compared with the CPU: the suite's own paths, no host copy of the inputs each step
-# (`input` absent or resident, not pageable/pinned) and no loss read back each step
+# The GPU training rows compared with the CPU: the suite's own paths, no host copy of the inputs
+# each step (`input` absent or resident, not pageable/pinned) and no loss read back each step
 # (`readback` 0): the throughput a training loop gets. The readback and input variants are
 # questions of their own (the Iris ladder shows them). PyTorch rows in the same file are a
 # peer, not the GPU side.
@@ -42,7 +42,6 @@ class Topic:
     time_col: str = "time_s"  # compared time: a training step for training rows
     time_name: str = "call"  # what one compared time is: a "call", a training "step"
     gpu_path: str = ""  # what the GPU side is, for captions ("end to end, pinned host memory")
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 TOPICS: tuple[Topic, ...] = (
