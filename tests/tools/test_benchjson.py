@@ -13,13 +13,12 @@ from gpubench_tools.benchjson import (
     SKIP_PREFIXES,
     BenchJsonError,
     describe_errors,
-    error_counts,
     iteration_rows,
     load_report,
-    median_by_name,
     parse_label,
     skip_reason,
 )
+from gpubench_tools.table import load_table, summarize
 
 
 def test_real_cpu_file_loads_with_units_counters_and_labels() -> None:
@@ -73,25 +72,20 @@ def test_cv_aggregate_is_a_ratio_not_a_time(tmp_path: Path) -> None:
     assert rep.rows[1].real_time_s == pytest.approx(0.05)
 
 
-def test_repetitions_give_median_min_max_and_skip_aggregates() -> None:
+def test_iteration_rows_skip_aggregates_and_the_table_gives_median_min_max() -> None:
     rep = load_report(str(FIXTURES / "h100_reps.json"))
     iters = iteration_rows(rep)
     assert all(r.run_type == "iteration" for r in iters)
     assert len(rep.rows) > len(iters)  # the mean/median/stddev/cv rows are there but skipped
-    stats = median_by_name(rep)
     name = "matmul/cpu/openblas/dtype:fp32/m:256/n:256/k:256/threads:16"
     times = sorted(r.real_time_s for r in iters if r.run_name == name)
     assert len(times) == 3
-    assert stats[name] == pytest.approx((times[1], times[0], times[2]))
-
-
-def test_median_by_name_custom_value(tmp_path: Path) -> None:
-    rows = [
-        gb_row("a", 1e-6, {"x": v}, repetition_index=i, repetitions=3)
-        for i, v in enumerate([3.0, 1.0, 2.0])
-    ]
-    rep = load_report(str(write_bench_json(tmp_path / "m.json", rows)))
-    assert median_by_name(rep, value=lambda r: r.counters["x"]) == {"a": (2.0, 1.0, 3.0)}
+    summary = summarize(load_table([str(FIXTURES / "h100_reps.json")]).rows)
+    (row,) = summary[summary["name"] == name].to_dict("records")
+    assert (row["time_s"], row["time_min_s"], row["time_max_s"]) == pytest.approx(
+        (times[1], times[0], times[2])
+    )
+    assert row["repetitions"] == 3
 
 
 ON_CHIP = (
@@ -128,7 +122,6 @@ def test_rows_that_do_not_fit_are_skipped_not_failed(tmp_path: Path) -> None:
     assert [n for n, r in by_name.items() if r.failed] == ["wrong"]
     assert not by_name["ok"].skipped and not by_name["ok"].failed
     # Counted over the measured rows only (no aggregates), each skip with its reason.
-    assert error_counts(rep) == (1, {"does not fit on chip": 1, "does not fit in device memory": 1})
     assert describe_errors(rep) == (
         "1 row failed, 2 skipped (does not fit on chip: 1, does not fit in device memory: 1)"
     )

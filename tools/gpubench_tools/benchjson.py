@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
@@ -21,11 +21,9 @@ __all__ = [
     "load_report",
     "parse_label",
     "iteration_rows",
-    "median_by_name",
     "GBENCH_KEYS",
     "SKIP_PREFIXES",
     "skip_reason",
-    "error_counts",
     "describe_errors",
     "describe_invalid",
     "invalid_rows",
@@ -451,38 +449,6 @@ def iteration_rows(report: BenchReport) -> list[BenchRow]:
     return [r for r in report.rows if r.run_type == "iteration" and r.usable]
 
 
-def median_by_name(
-    report: BenchReport, value: Callable[[BenchRow], float] = lambda r: r.real_time_s
-) -> dict[str, tuple[float, float, float]]:
-    """run_name -> (median, min, max) of `value` over the repetitions of that benchmark."""
-    groups: dict[str, list[float]] = {}
-    for row in iteration_rows(report):
-        v = value(row)
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
-        groups.setdefault(row.run_name, []).append(float(v))
-    return {
-        name: (statistics.median(vals), min(vals), max(vals))
-        for name, vals in groups.items()
-        if vals
-    }
-
-
-def error_counts(report: BenchReport) -> tuple[int, dict[str, int]]:
-    """(failed rows, {skip reason: skipped rows}) over the measured (non-aggregate) rows."""
-    failed = 0
-    skipped: dict[str, int] = {}
-    for row in report.rows:
-        if row.run_type != "iteration" or row.error is None:
-            continue
-        reason = skip_reason(row.error)
-        if reason is None:
-            failed += 1
-        else:
-            skipped[reason] = skipped.get(reason, 0) + 1
-    return failed, skipped
-
-
 def invalid_rows(report: BenchReport) -> list[BenchRow]:
     """Rows (measured or aggregate) whose values cannot be a measurement (see invalid_reason)."""
     return [row for row in report.rows if row.invalid is not None]
@@ -501,9 +467,12 @@ def describe_invalid(rows: list[BenchRow], limit: int = 3) -> str:
 
 
 def describe_errors(report: BenchReport) -> str:
-    """'0 rows failed, 1 skipped (does not fit on chip: 1)': one line for logs and summaries;
-    ', 2 invalid' is added when rows hold values that cannot be a measurement."""
-    failed, skipped = error_counts(report)
+    """'0 rows failed, 1 skipped (does not fit on chip: 1)': one line for logs and summaries,
+    over the measured (non-aggregate) rows; ', 2 invalid' is added when rows hold values that
+    cannot be a measurement."""
+    errors = [r for r in report.rows if r.run_type == "iteration" and r.error is not None]
+    skipped = Counter(reason for r in errors if (reason := skip_reason(r.error)) is not None)
+    failed = len(errors) - sum(skipped.values())
     text = f"{failed} row{'' if failed == 1 else 's'} failed, {sum(skipped.values())} skipped"
     if skipped:
         text += " (" + ", ".join(f"{reason}: {n}" for reason, n in skipped.items()) + ")"
