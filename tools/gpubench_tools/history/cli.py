@@ -58,7 +58,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     check = sub.add_parser(
         "check",
         parents=[common],
-        help="exit 1 when the newest run of a machine has a confirmed " "regression",
+        help="exit 1 when the newest run of a machine has a confirmed regression",
     )
     check.add_argument("db", help="history database")
     check.add_argument(

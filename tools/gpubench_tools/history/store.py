@@ -207,12 +207,8 @@ class HistoryStore:
 
     def _header(self) -> tuple[int, ...]:
         """(application id, schema version, schema objects): all 0 in a blank SQLite file."""
-        pragmas = (
-            "PRAGMA application_id",
-            "PRAGMA user_version",
-            "SELECT count(*) FROM sqlite_master",
-        )
-        return tuple(self._conn.execute(sql).fetchone()[0] for sql in pragmas)
+        sql = ("PRAGMA application_id", "PRAGMA user_version", "SELECT count(*) FROM sqlite_master")
+        return tuple(self._conn.execute(query).fetchone()[0] for query in sql)
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -283,7 +279,7 @@ class HistoryStore:
 
     def frame(self, sql: str) -> pd.DataFrame:
         conn = self._conn
-        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        if self._header()[1] != SCHEMA_VERSION:
             # A blank file (opened, nothing added yet) has no tables: it reads as an empty
             # history, the same query on the schema with no rows.
             conn = sqlite3.connect(":memory:")
