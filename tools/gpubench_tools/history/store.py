@@ -253,9 +253,10 @@ class HistoryStore:
             (*run, json.dumps(r.context, sort_keys=True), added),
         )
         run_id = int(cur.lastrowid or 0)
-        ids = {b.name: self._benchmark_id(b) for b in r.benchmarks.itertuples(index=False)}
+        # NULL, not NaN, for a thread count or a time the file did not have
+        benchmarks = r.benchmarks.astype(object).where(r.benchmarks.notna(), None)
+        ids = {b.name: self._benchmark_id(b) for b in benchmarks.itertuples(index=False)}
         for table, frame in (("samples", r.samples), ("failures", r.failures)):
-            # NULL, not NaN, for a time the file did not have
             rows = frame.astype(object).where(frame.notna(), None).itertuples(index=False)
             columns = ", ".join(frame.columns[1:])
             conn.executemany(
@@ -278,6 +279,7 @@ class HistoryStore:
     # --- reading -------------------------------------------------------------------------------
 
     def frame(self, sql: str) -> pd.DataFrame:
+        """The rows of a query of the history as a table."""
         conn = self._conn
         if self._header()[1] != SCHEMA_VERSION:
             # A blank file (opened, nothing added yet) has no tables: it reads as an empty
