@@ -16,27 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
-from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .benchjson import BenchJsonError, BenchReport, BenchRow, group_reasons
+import numpy as np
+import pandas as pd
+
+from .benchjson import BenchJsonError
 from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
-from .timing import add_time_option, compile_filter, load_sound_report, not_measured_reason
-from .timing import row_time_s, time_source
+from .timing import add_time_option, choose_time, compile_filter, read_rows
 from .units import fmt_time
 
-__all__ = [
-    "FORMATS",
-    "ExportError",
-    "Summary",
-    "main",
-    "Dropped",
-    "summarise",
-    "to_bencher",
-    "to_github_action_benchmark",
-]
+__all__ = ["FORMATS", "main", "summarise", "to_bencher", "to_github_action_benchmark"]
 
 FORMATS: tuple[str, ...] = ("github-action-benchmark", "bencher")
 UNIT_SCALE: dict[str, float] = {"ns": 1e9, "us": 1e6, "ms": 1e3, "s": 1.0}
@@ -51,45 +42,61 @@ class ExportError(Exception):
     """Input that cannot be exported. str() is the one line printed on stderr."""
 
 
-@dataclass(frozen=True)
-class Summary:
-    """The one number of a benchmark, in seconds, and where it came from."""
+def summarise(
+    path: str, rows: pd.DataFrame, time: str = "auto"
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The benchmarks of one file's rows (timing.read_rows), what was dropped, and warnings.
 
-    name: str
-    value_s: float
-    min_s: float | None  # None with a single repetition or only an aggregate row
-    max_s: float | None
-    repetitions: int  # rows the value is the median of; 0 for an aggregate row
-    clock: str  # "real_time" or "cpu_time"
+    Summaries, indexed by name in file order: `value_s` (the median of the usable repetitions),
+    `min_s` and `max_s` (NaN with one repetition or an aggregate: no spread to claim),
+    `repetitions` (0 for an aggregate) and `clock`. Dropped: one row per benchmark and reason,
+    in file order, with `rows` dropped for it, `of_rows` of the benchmark, and `exported` (False:
+    nothing of the benchmark was left). Warnings name benchmarks without a usable time.
+    """
+    rows = rows.assign(
+        order=range(len(rows)),
+        clock=[choose_time(n, t, time) for n, t in zip(rows["name"], rows["threads"])],
+    )
+    rows["value_s"] = rows["cpu_time_s"].where(rows["clock"] == "cpu_time", rows["real_time_s"])
+    rows["usable"] = np.isfinite(rows["value_s"]) & (rows["value_s"] > 0)
+    names = pd.Series(range(rows["name"].nunique()), index=rows["name"].unique())
+    repetitions = rows[rows["run_type"] != "aggregate"]
+    measured = repetitions[repetitions["reason"].isna()]
+    values = measured[measured["usable"]].groupby("name")["value_s"]
+    found = pd.DataFrame(
+        {"value_s": values.median(), "min_s": values.min(), "max_s": values.max()}
+    ).assign(repetitions=values.size(), clock=measured.groupby("name")["clock"].first())
+    found.loc[found["repetitions"] == 1, ["min_s", "max_s"]] = math.nan
 
-    @property
-    def origin(self) -> str:
-        n = self.repetitions
-        what = {0: "Google Benchmark aggregate", 1: "one repetition"}.get(n)
-        return f"{what or f'median of {n} repetitions'}, {self.clock}"
+    # A benchmark with no repetition rows at all: its median aggregate, else its mean (the last
+    # row of each kind, as Google Benchmark writes one).
+    aggregates = rows[(rows["run_type"] == "aggregate") & ~rows["name"].isin(repetitions["name"])]
+    aggregates = aggregates.drop_duplicates(["name", "aggregate_name"], keep="last")
+    aggregates = aggregates[aggregates["error"].isna() & aggregates["usable"]]
+    chosen = [aggregates[aggregates["aggregate_name"] == kind] for kind in _AGGREGATE_VALUES]
+    chosen_rows = pd.concat(chosen).drop_duplicates("name").set_index("name")
+    found = pd.concat([found, chosen_rows[["value_s", "clock"]].assign(repetitions=0)])
+    found = found.loc[[name for name in names.index if name in found.index]]
+
+    dropped = repetitions[repetitions["reason"].notna()].groupby(["name", "reason"])
+    dropped = dropped["order"].agg(rows="size", first="min").reset_index()
+    dropped["of_rows"] = dropped["name"].map(repetitions["name"].value_counts())
+    dropped["exported"] = dropped["name"].isin(values.size().index)
+    dropped = dropped.sort_values(
+        ["name", "first"], key=lambda c: c.map(names) if c.name == "name" else c
+    )
+    silent = [n for n in names.index if n not in found.index and n not in set(dropped["name"])]
+    return found, dropped, [f"{path}: {name}: no usable time, not exported" for name in silent]
 
 
-@dataclass(frozen=True)
-class Dropped:
-    """Rows of one benchmark that were dropped for one reason."""
-
-    path: str
-    name: str
-    reason: str
-    rows: int  # rows dropped for this reason
-    of_rows: int  # rows of the benchmark
-    exported: bool  # False: nothing of the benchmark was left to export
-
-
-def describe_dropped(dropped: list[Dropped], verbose: bool = False) -> list[str]:
-    """One line per file and reason; with `verbose`, one more line per benchmark."""
+def describe_dropped(path: str, dropped: pd.DataFrame, verbose: bool = False) -> list[str]:
+    """One line per reason; with `verbose`, one more line per benchmark."""
     lines: list[str] = []
-    for (path, reason), items in group_reasons(dropped, lambda d: (d.path, d.reason)):
-        rows, n = sum(d.rows for d in items), len(items)
-        gone = sum(not d.exported for d in items)
+    for reason, items in dropped.groupby("reason", sort=False):
+        rows, n, gone = int(items["rows"].sum()), len(items), int((~items["exported"]).sum())
         text = f"{path}: {rows} row{'' if rows == 1 else 's'} dropped ({reason})"
         if n == 1:
-            lines.append(text + f": {items[0].name}" + ("; not exported" if gone else ""))
+            lines.append(text + f": {items['name'].iloc[0]}" + ("; not exported" if gone else ""))
             continue
         if gone == n:
             text += f"; {n} benchmarks not exported"
@@ -100,71 +107,9 @@ def describe_dropped(dropped: list[Dropped], verbose: bool = False) -> list[str]
             lines += [
                 f"  {d.name}: {d.rows} of {d.of_rows} rows"
                 + ("" if d.exported else "; not exported")
-                for d in items
+                for d in items.itertuples()
             ]
     return lines
-
-
-def _usable(value: float) -> bool:
-    return math.isfinite(value) and value > 0
-
-
-def summarise(report: BenchReport, time: str = "auto") -> tuple[list[Summary], list[str]]:
-    """One Summary per benchmark of the report (in file order), and warnings for what was dropped
-    (one line per reason, see describe_dropped)."""
-    summaries, dropped, warnings = summarise_rows(report, time)
-    return summaries, describe_dropped(dropped) + warnings
-
-
-def summarise_rows(
-    report: BenchReport, time: str = "auto"
-) -> tuple[list[Summary], list[Dropped], list[str]]:
-    """One Summary per benchmark of the report (in file order), the dropped rows, and warnings
-    for benchmarks without a usable time."""
-    # benchmark name (in file order) -> its iteration rows, and its aggregate rows by kind
-    iterations: dict[str, list[BenchRow]] = {}
-    aggregates: dict[str, dict[str, BenchRow]] = {}
-    for row in report.rows:
-        rows = iterations.setdefault(row.run_name, [])
-        if row.run_type != "aggregate":
-            rows.append(row)
-        elif row.aggregate_name is not None:
-            aggregates.setdefault(row.run_name, {})[row.aggregate_name] = row
-
-    summaries: list[Summary] = []
-    warnings: list[str] = []
-    all_dropped: list[Dropped] = []
-    for name, rows in iterations.items():
-        reasons = [not_measured_reason(r) for r in rows]
-        measured = [r for r, reason in zip(rows, reasons) if reason is None]
-        values = [v for v in (row_time_s(r, time) for r in measured) if _usable(v)]
-        dropped = [reason for reason in reasons if reason is not None]
-        all_dropped += [
-            Dropped(report.path, name, why, dropped.count(why), len(rows), bool(values))
-            for why in dict.fromkeys(dropped)
-        ]
-        if values:
-            # One repetition has no spread: leave the range out rather than claim it is zero.
-            low, high = (min(values), max(values)) if len(values) > 1 else (None, None)
-            clock = time_source(measured[0], time)
-            summaries.append(
-                Summary(name, statistics.median(values), low, high, len(values), clock)
-            )
-            continue
-        summary = None if rows else _from_aggregate(name, aggregates.get(name, {}), time)
-        if summary is not None:
-            summaries.append(summary)
-        elif not dropped:
-            warnings.append(f"{report.path}: {name}: no usable time, not exported")
-    return summaries, all_dropped, warnings
-
-
-def _from_aggregate(name: str, rows: dict[str, BenchRow], time: str) -> Summary | None:
-    for row in filter(None, (rows.get(kind) for kind in _AGGREGATE_VALUES)):
-        value = row_time_s(row, time)
-        if row.error is None and _usable(value):
-            return Summary(name, value, None, None, 0, time_source(row, time))
-    return None
 
 
 def _sig(x: float) -> float:
@@ -172,32 +117,33 @@ def _sig(x: float) -> float:
     return float(f"{x:.6g}")
 
 
-def to_github_action_benchmark(summaries: list[Summary], unit: str = "ns") -> list[dict[str, Any]]:
+def to_github_action_benchmark(summaries: pd.DataFrame, unit: str = "ns") -> list[dict[str, Any]]:
     scale = UNIT_SCALE[unit]
     entries: list[dict[str, Any]] = []
-    for s in summaries:
-        entry: dict[str, Any] = {"name": s.name, "unit": unit, "value": _sig(s.value_s * scale)}
-        extra = s.origin
-        if s.min_s is not None and s.max_s is not None:
+    for s in summaries.itertuples():
+        entry: dict[str, Any] = {"name": s.Index, "unit": unit, "value": _sig(s.value_s * scale)}
+        n = int(s.repetitions)
+        what = {0: "Google Benchmark aggregate", 1: "one repetition"}.get(n)
+        extra = f"{what or f'median of {n} repetitions'}, {s.clock}"
+        if not math.isnan(s.min_s):
             # github-action-benchmark reads a range as "± <number>" (and rescales it when the
             # unit changes), so the range is the half-width that covers the slowest and the
             # fastest repetition; the exact extremes go into `extra`.
             half_width = max(s.max_s - s.value_s, s.value_s - s.min_s)
             entry["range"] = f"± {_sig(half_width * scale)!r}"
             extra += f"; min {fmt_time(s.min_s, 4)}, max {fmt_time(s.max_s, 4)}"
-        entry["extra"] = extra
-        entries.append(entry)
+        entries.append({**entry, "extra": extra})
     return entries
 
 
-def to_bencher(summaries: list[Summary]) -> dict[str, dict[str, dict[str, float]]]:
+def to_bencher(summaries: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
     scale = UNIT_SCALE["ns"]
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for s in summaries:
+    for s in summaries.itertuples():
         metric = {"value": _sig(s.value_s * scale)}
-        if s.min_s is not None and s.max_s is not None:
+        if not math.isnan(s.min_s):
             metric.update(lower_value=_sig(s.min_s * scale), upper_value=_sig(s.max_s * scale))
-        out[s.name] = {BENCHER_MEASURE: metric}
+        out[s.Index] = {BENCHER_MEASURE: metric}
     return out
 
 
@@ -237,27 +183,26 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
         pattern = compile_filter(args.filter)
     except ValueError as exc:
         raise ExportError(str(exc)) from None
-    summaries: list[Summary] = []
+    summaries: list[pd.DataFrame] = []
     warnings: list[str] = []
     origin: dict[str, str] = {}
     for path in args.runs:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
-        report = load_sound_report(path, ExportError, "not exported", "not exported")
-        found, dropped, unusable = summarise_rows(report, args.time)
-        warnings += describe_dropped(dropped, verbose=args.verbose) + unusable
-        for s in found:
-            if pattern and not pattern.search(s.name):
-                continue
-            if s.name in origin:
-                raise ExportError(f"{path}: {s.name} is also in {origin[s.name]}: which one?")
-            origin[s.name] = path
-            summaries.append(s)
-    if not summaries:
+        _, rows = read_rows(path, ExportError, "not exported", "not exported")
+        found, dropped, unusable = summarise(path, rows, args.time)
+        warnings += describe_dropped(path, dropped, verbose=args.verbose) + unusable
+        found = found[[not pattern or bool(pattern.search(name)) for name in found.index]]
+        for name in found.index:
+            if name in origin:
+                raise ExportError(f"{path}: {name} is also in {origin[name]}: which one?")
+            origin[name] = path
+        summaries.append(found)
+    if not origin:
         raise ExportError("no benchmark with a usable time in the input")
     if args.format == "bencher":
-        doc: Any = to_bencher(summaries)
+        doc: Any = to_bencher(pd.concat(summaries))
     else:
-        doc = to_github_action_benchmark(summaries, args.unit or "ns")
+        doc = to_github_action_benchmark(pd.concat(summaries), args.unit or "ns")
     # allow_nan=False: a NaN or Infinity that got this far is a bug, never valid JSON to write.
     return json.dumps(doc, indent=2, allow_nan=False) + "\n", warnings
 

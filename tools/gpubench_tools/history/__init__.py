@@ -2,5 +2,6 @@
 check against the recent runs of the same machine.
 
 Modules: `store` (the database), `ingest` (bench JSON -> a stored run), `check` (the regression
-rule), `chart` (trend charts and the HTML index), `cli` (the `gpubench-history` command).
+rule), `chart` (trend charts and the HTML index, from
+`templates/index.html.j2`), `cli` (the `gpubench-history` command).
 """

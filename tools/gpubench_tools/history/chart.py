@@ -14,7 +14,9 @@ import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import jinja2
 import matplotlib
 
 # Charts are drawn in CI and on servers without a display; Agg never needs one.
@@ -30,7 +32,7 @@ from ..escape import html_text  # noqa: E402
 from ..units import fmt_time  # noqa: E402
 from .check import FAILED, REGRESSION, SUSPECT, BenchVerdict, CheckRule  # noqa: E402
 from .check import check_history, rolling_regressions  # noqa: E402
-from .store import History, Run  # noqa: E402
+from .store import History  # noqa: E402
 
 __all__ = ["PANELS_PER_PAGE", "write_charts"]
 
@@ -52,7 +54,7 @@ class _Charts:
 
     history: History
     rule: CheckRule
-    runs: list[Run]  # of all machines, by date: the x axis
+    runs: list[Any]  # of all machines, by date: the x axis
     colors: dict[int, str]  # machine id -> line colour
     flagged: dict[tuple[int, str], BenchVerdict]  # where the check would have failed
 
@@ -138,80 +140,46 @@ class _Charts:
         return written
 
     def index(self, pages: dict[str, list[Path]]) -> str:
-        e, history, rule, runs = html_text, self.history, self.rule, self.runs
-        parts = [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8"><title>gpubench history</title>',
-            "<style>body{font-family:sans-serif;max-width:1300px;margin:auto}"
-            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;"
-            "font-size:90%}img{max-width:100%}.reg{color:#d62728}</style></head><body>",
-            "<h1>gpubench history</h1>",
-            f"<p>{len(runs)} runs of {len(history.machines)} machines, from {e(runs[0].date)} to "
-            f"{e(runs[-1].date)}. Times: {e(rule.time)} clock (GPU rows: CUDA-event time). Red "
-            f"rings: the run at which the check would have failed (median &ge; "
-            f"{rule.min_ratio:g}x the {rule.window} earlier runs, one-sided U test p &lt; "
-            f"{rule.alpha:g}, in each of the {rule.confirm} newest runs).</p>",
-            "<h2>Machines</h2><table><tr><th>machine</th><th>description</th><th>runs</th>"
-            "<th>newest run</th></tr>",
-        ]
-        for machine_id, machine in history.machines.items():
-            machine_runs = history.runs_by_machine.get(machine_id, [])
-            newest = (
-                f"{e(machine_runs[-1].git_commit)} ({e(machine_runs[-1].date)})"
-                if machine_runs
-                else ""
-            )
-            parts.append(
-                f"<tr><td>{e(machine.fingerprint)}</td><td>{e(machine.label)}</td>"
-                f"<td>{len(machine_runs)}</td><td>{newest}</td></tr>"
-            )
-        parts.append("</table>")
-
-        parts.append("<h2>Newest run of each machine</h2><ul>")
+        env = jinja2.Environment(
+            loader=jinja2.PackageLoader("gpubench_tools.history", "templates"),
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            undefined=jinja2.StrictUndefined,
+            # Names, notes and context values come from the input: every value is escaped.
+            finalize=html_text,
+        )
         shown = (REGRESSION, FAILED, SUSPECT)
-        for check in check_history(history, rule):
-            found = sorted(
-                (v for v in check.verdicts if v.verdict in shown),
-                key=lambda v: (shown.index(v.verdict), v.benchmark),
+        newest = [
+            (
+                check.machine.fingerprint,
+                sorted(
+                    (v for v in check.verdicts if v.verdict in shown),
+                    key=lambda v: (shown.index(v.verdict), v.benchmark),
+                ),
             )
-            label = e(check.machine.fingerprint)
-            if not found:
-                parts.append(f"<li>{label}: no regression</li>")
-            for v in found:
-                ratios = ", ".join(f"{c.ratio:.2f}x" for c in v.newest)
-                css = ' class="reg"' if v.verdict in (REGRESSION, FAILED) else ""
-                parts.append(
-                    f"<li{css}>{label}: {e(v.verdict)}: {e(v.benchmark)}: {ratios} {e(v.note)}</li>"
-                )
-        parts.append("</ul>")
-
-        if self.flagged:
-            parts.append(
-                "<h2>Every run flagged by the rule</h2><table><tr><th>commit</th>"
-                "<th>date</th><th>benchmark</th><th>median ratios (newest first)</th></tr>"
-            )
-            order = {run.id: i for i, run in enumerate(runs)}
+            for check in check_history(self.history, self.rule)
+        ]
+        order = {run.id: i for i, run in enumerate(self.runs)}
+        flagged = [
+            (self.runs[order[run_id]], name, v)
             for (run_id, name), v in sorted(
                 self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1])
-            ):
-                run = runs[order[run_id]]
-                ratios = ", ".join(f"{c.ratio:.2f}x" for c in v.newest)
-                parts.append(
-                    f"<tr><td>{e(run.git_commit)}</td><td>{e(run.date)}</td><td>{e(name)}</td>"
-                    f"<td>{ratios}</td></tr>"
-                )
-            parts.append("</table>")
-
-        parts.append("<h2>Families</h2><ul>")
-        parts += [f'<li><a href="#{_slug(family)}">{e(family)}</a></li>' for family in pages]
-        parts.append("</ul>")
-        for family, paths in pages.items():
-            parts.append(f'<h3 id="{_slug(family)}">{e(family)}</h3>')
-            parts += [
-                f'<p><img src="{e(p.name)}" alt="{e(family)} trend chart"></p>' for p in paths
-            ]
-        parts.append("</body></html>")
-        return "\n".join(parts) + "\n"
+            )
+        ]
+        return env.get_template("index.html.j2").render(
+            runs=self.runs,
+            rule=self.rule,
+            machines=[
+                (m, self.history.runs_by_machine.get(i, []))
+                for i, m in self.history.machines.items()
+            ],
+            newest=newest,
+            failing=(REGRESSION, FAILED),
+            ratios=lambda v: ", ".join(f"{c.ratio:.2f}x" for c in v.newest),
+            flagged=flagged,
+            pages=[(family, _slug(family), paths) for family, paths in pages.items()],
+        )
 
 
 def write_charts(history: History, rule: CheckRule, out_dir: str) -> Path:

@@ -19,26 +19,18 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..stats import min_p_value, ratio_of, u_test
-from .store import History, Machine, Run
+from .store import History, Machine
 
 __all__ = [
     "BenchVerdict",
     "CheckRule",
     "MachineCheck",
-    "RunComparison",
     "check_history",
     "judge",
     "rolling_regressions",
-    "FAILED",
-    "MISSING",
-    "NOT_ENOUGH_HISTORY",
-    "NOT_ENOUGH_SAMPLES",
-    "OK",
-    "REGRESSION",
-    "SUSPECT",
-    "FAILING_VERDICTS",
 ]
 
 REGRESSION = "regression"
@@ -76,7 +68,7 @@ class CheckRule:
 class RunComparison:
     """One of the newest runs against the baseline."""
 
-    run: Run
+    run: Any  # a stored run (History.runs_by_machine)
     n: int
     median_s: float
     ratio: float  # median of this run / median of the baseline
@@ -106,11 +98,11 @@ class BenchVerdict:
 @dataclass
 class MachineCheck:
     machine: Machine
-    runs: list[Run]
+    runs: list[Any]
     verdicts: list[BenchVerdict]
 
     @property
-    def newest_run(self) -> Run:
+    def newest_run(self) -> Any:
         return self.runs[-1]
 
     def with_verdict(self, verdict: str) -> list[BenchVerdict]:
@@ -122,7 +114,7 @@ class MachineCheck:
 
 
 def _compare(
-    run: Run, values: list[float], base: list[float], base_median: float, rule: CheckRule
+    run: Any, values: list[float], base: list[float], base_median: float, rule: CheckRule
 ) -> RunComparison:
     median = statistics.median(values)
     ratio = ratio_of(median, base_median)
@@ -133,7 +125,7 @@ def _compare(
     )
 
 
-def judge(history: History, runs: list[Run], benchmark: str, rule: CheckRule) -> BenchVerdict:
+def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) -> BenchVerdict:
     """The verdict for `benchmark`, whose series of runs (oldest first) ends with the run judged."""
     first_newest = max(0, len(runs) - rule.confirm)
     newest = runs[first_newest:][::-1]  # newest first
@@ -206,8 +198,9 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
             continue
         newest_commit = runs[-1].git_commit
         verdicts = []
-        for name in history.benchmarks_of_machine(machine_id):
-            series = history.series(machine_id, name)
+        for (owner, name), series in history.series.items():
+            if owner != machine_id:
+                continue
             if series[-1].git_commit == newest_commit:
                 verdicts.append(judge(history, series, name, rule))
             else:
@@ -228,9 +221,7 @@ def rolling_regressions(history: History, rule: CheckRule) -> dict[tuple[int, st
     """
     judged = (
         ((run.id, name), judge(history, series[: index + 1], name, rule))
-        for machine_id in history.runs_by_machine
-        for name in history.benchmarks_of_machine(machine_id)
-        for series in [history.series(machine_id, name)]
+        for (_, name), series in history.series.items()
         for index, run in enumerate(series)
     )
     return {key: v for key, v in judged if v.verdict == REGRESSION}

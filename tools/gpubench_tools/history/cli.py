@@ -37,20 +37,6 @@ def _prog() -> str:
     return program_name("gpubench_tools.history")
 
 
-def _add_rule_options(parser: argparse.ArgumentParser) -> None:
-    defaults = CheckRule()
-    for name, text in _RULE_HELP.items():
-        default = getattr(defaults, name)
-        parser.add_argument(
-            "--" + name.replace("_", "-"),
-            type=type(default),
-            default=default,
-            help=text + " (default %(default)s)",
-        )
-    add_time_option(parser, defaults.time)
-    parser.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches")
-
-
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
     add_debug_flag(common)
@@ -61,7 +47,6 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "each machine for regressions against its recent history.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-
     add = sub.add_parser(
         "add", parents=[common], help="store bench JSON runs (a run already stored is skipped)"
     )
@@ -70,7 +55,6 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add.add_argument("--commit", help="suite commit of the runs (default: from the context)")
     add.add_argument("--date", help="ISO 8601 date of the runs (default: from the context)")
     add.add_argument("--quiet", action="store_true", help="print nothing but errors")
-
     check = sub.add_parser(
         "check",
         parents=[common],
@@ -87,14 +71,20 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="print only regressions and failures (and errors): nothing when the check passes",
     )
-    _add_rule_options(check)
-
     chart = sub.add_parser(
         "chart", parents=[common], help="trend charts per benchmark family and an HTML index"
     )
     chart.add_argument("db", help="history database")
     chart.add_argument("--out", required=True, metavar="DIR", help="output folder")
-    _add_rule_options(chart)
+    for command in (check, chart):
+        defaults = CheckRule()
+        for name, text in _RULE_HELP.items():
+            default = getattr(defaults, name)
+            flag = "--" + name.replace("_", "-")
+            help_text = text + " (default %(default)s)"
+            command.add_argument(flag, type=type(default), default=default, help=help_text)
+        add_time_option(command, defaults.time)
+        command.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches")
     return parser.parse_args(argv)
 
 
@@ -113,9 +103,6 @@ def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
     if not history.benchmarks:
         raise HistoryError(f"--filter {args.filter!r} matches no stored benchmark")
     return rule, history
-
-
-# --- add ---------------------------------------------------------------------------------------
 
 
 def _cmd_add(args: argparse.Namespace) -> int:
@@ -153,9 +140,6 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 flush=True,  # a caller watching the output sees each run as it is committed
             )
     return status
-
-
-# --- check -------------------------------------------------------------------------------------
 
 
 def _describe(v: BenchVerdict, rule: CheckRule) -> str:
@@ -236,9 +220,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return EXIT_REGRESSION
     print("result: no confirmed regression")
     return EXIT_OK
-
-
-# --- chart -------------------------------------------------------------------------------------
 
 
 def _cmd_chart(args: argparse.Namespace) -> int:

@@ -14,10 +14,12 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+import pandas as pd
+
 from ..benchjson import usable_counter
 from ..compare.engine import openblas_core as compare_core
-from ..timing import is_manual_time, load_sound_report, not_measured_reason
-from .store import BenchmarkInfo, Failure, HistoryError, RunRecord, Sample
+from ..timing import read_rows
+from .store import HistoryError, RunRecord
 
 __all__ = ["family_of", "machine_description", "machine_fingerprint", "read_run"]
 
@@ -69,15 +71,30 @@ def _time_utc_s(path: str, date: str) -> float:
     return moment.timestamp()
 
 
+def _repetitions(rows: pd.DataFrame) -> list[int]:
+    """The repetition number of each row: its repetition_index, or for a row without one the
+    count of the benchmark's rows before it. Google Benchmark lets two registrations share a name
+    (a shape that is in two sweeps); like gpubench-compare, their rows are pooled as repetitions
+    of one, so a number already taken becomes one past the largest."""
+    taken: dict[str, set[int]] = {}
+    numbers = []
+    for name, index in zip(rows["name"], rows["repetition"]):
+        seen = taken.setdefault(name, set())
+        number = len(seen) if pd.isna(index) else int(index)
+        number = max(seen) + 1 if number in seen else number
+        seen.add(number)
+        numbers.append(number)
+    return numbers
+
+
 def read_run(path: str, commit: str | None = None, date: str | None = None) -> RunRecord:
     """Read and check one bench JSON file. Raises BenchJsonError or HistoryError, one line each.
 
     `commit` and `date` replace the context's values (files written by other programs have none).
     """
-    report = load_sound_report(
+    context, rows = read_rows(
         path, HistoryError, "a partial run is not stored", "a run with invalid values is not stored"
     )
-    context = report.context
     commit = commit or str(context.get(COMMIT_KEY, "") or "")
     if not commit:
         raise HistoryError(
@@ -88,40 +105,24 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     if not date:
         raise HistoryError(f"{path}: no '{DATE_KEY}' in the context (pass --date)")
 
-    iteration_rows = [r for r in report.rows if r.run_type == "iteration"]
-    if not iteration_rows:
-        if not report.rows:
-            raise HistoryError(f"{path}: no benchmark rows")
+    if rows.empty:
+        raise HistoryError(f"{path}: no benchmark rows")
+    rows = rows[rows["run_type"] == "iteration"]
+    if rows.empty:
         raise HistoryError(
             f"{path}: only aggregate rows (--benchmark_report_aggregates_only): no repetitions to "
             "store"
         )
-
-    benchmarks: dict[str, BenchmarkInfo] = {}
-    samples: list[Sample] = []
-    failures: list[Failure] = []
-    used: dict[str, set[int]] = {}
-    for row in iteration_rows:
-        name = row.run_name
-        if name not in benchmarks:
-            threads = row.counters.get("threads")
-            usable = threads is not None and usable_counter(threads)
-            benchmarks[name] = BenchmarkInfo(
-                name, family_of(name), is_manual_time(name), threads if usable else None
-            )
-        reps = used.setdefault(name, set())
-        rep = row.repetition_index if row.repetition_index is not None else len(reps)
-        if rep in reps:
-            # Google Benchmark lets two registrations share a name (a shape that is in two
-            # sweeps); like gpubench-compare, their rows are pooled as repetitions of one.
-            rep = max(reps) + 1
-        reps.add(rep)
-        reason = not_measured_reason(row)
-        if reason is not None:
-            failures.append(Failure(name, rep, reason))
-            continue
-        cpu_s = row.cpu_time_s if row.cpu_time_s == row.cpu_time_s else None  # NaN -> None
-        samples.append(Sample(name, rep, row.real_time_s, cpu_s, row.iterations))
+    rows = rows.assign(repetition=_repetitions(rows))
+    benchmarks = rows.drop_duplicates("name")[["name", "threads"]]
+    benchmarks = benchmarks.assign(
+        family=benchmarks["name"].map(family_of),
+        manual_time=benchmarks["name"].str.endswith("/manual_time"),
+        threads=benchmarks["threads"].where(benchmarks["threads"].map(usable_counter)),
+    )[["name", "family", "manual_time", "threads"]]
+    measured = rows["reason"].isna()
+    samples = rows.loc[measured, ["name", "repetition", "real_time_s", "cpu_time_s", "iterations"]]
+    failures = rows.loc[~measured, ["name", "repetition", "reason"]]
 
     with open(path, "rb") as fh:
         sha256 = hashlib.sha256(fh.read()).hexdigest()

@@ -17,26 +17,15 @@ import json
 import os
 import re
 import sqlite3
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
+
+import pandas as pd
 
 from ..timing import choose_time
 
-__all__ = [
-    "APPLICATION_ID",
-    "SCHEMA_VERSION",
-    "AddOutcome",
-    "BenchmarkInfo",
-    "Failure",
-    "History",
-    "HistoryError",
-    "HistoryStore",
-    "Machine",
-    "Run",
-    "RunRecord",
-    "Sample",
-]
+__all__ = ["SCHEMA_VERSION", "History", "HistoryError", "HistoryStore", "Machine", "RunRecord"]
 
 SCHEMA_VERSION = 1
 # Written into the database header (PRAGMA application_id) so that another program's SQLite file
@@ -113,45 +102,10 @@ class Machine:
         return f"{cpu}, {gpu}, OpenBLAS {blas}"
 
 
-@dataclass(frozen=True)
-class Run:
-    id: int
-    machine_id: int
-    git_commit: str
-    date: str
-    time_utc_s: float
-    source_path: str
-
-
-@dataclass(frozen=True)
-class BenchmarkInfo:
-    name: str
-    family: str
-    manual_time: bool
-    threads: float | None
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One repetition; the fields after `benchmark` are the samples table's columns, in order."""
-
-    benchmark: str
-    repetition: int
-    real_time_s: float
-    cpu_time_s: float | None
-    iterations: int
-
-
-@dataclass(frozen=True)
-class Failure:
-    benchmark: str
-    repetition: int | None
-    reason: str
-
-
 @dataclass
 class RunRecord:
-    """One run, ready to store: what ingest makes of a bench JSON file."""
+    """One run, ready to store: what ingest makes of a bench JSON file. The tables hold the
+    columns of `benchmarks`, `samples` and `failures`, with the benchmark's name for its id."""
 
     machine_fingerprint: str
     machine_description: dict[str, str]
@@ -161,16 +115,30 @@ class RunRecord:
     source_path: str
     source_sha256: str
     context: dict[str, Any]
-    benchmarks: dict[str, BenchmarkInfo]
-    samples: list[Sample] = field(default_factory=list)
-    failures: list[Failure] = field(default_factory=list)
+    benchmarks: pd.DataFrame  # name, family, manual_time, threads
+    samples: pd.DataFrame  # name, repetition, real_time_s, cpu_time_s, iterations
+    failures: pd.DataFrame  # name, repetition, reason
 
 
-@dataclass(frozen=True)
-class AddOutcome:
+class AddOutcome(NamedTuple):
     run_id: int
     added: bool  # False: this run (machine, commit, date) was already stored; nothing changed
     same_content: bool  # when not added: whether the stored run came from an identical file
+
+
+# Every repetition and every failed or skipped row, by the benchmark's name.
+_SAMPLES = (
+    "SELECT s.run_id, b.name AS benchmark, s.repetition, s.real_time_s, s.cpu_time_s, "
+    "s.iterations FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id "
+    "ORDER BY s.run_id, b.name, s.repetition"
+)
+_FAILURES = (
+    "SELECT f.run_id, b.name AS benchmark, f.repetition, f.reason "
+    "FROM failures f JOIN benchmarks b ON b.id = f.benchmark_id ORDER BY f.run_id, b.name"
+)
+# All runs, oldest first (by measurement date; ties in the order they were added).
+_RUNS = "SELECT id, machine_id, git_commit, date, time_utc_s, source_path FROM runs "
+_RUNS += "ORDER BY time_utc_s, id"
 
 
 class HistoryStore:
@@ -239,12 +207,8 @@ class HistoryStore:
 
     def _header(self) -> tuple[int, ...]:
         """(application id, schema version, schema objects): all 0 in a blank SQLite file."""
-        pragmas = (
-            "PRAGMA application_id",
-            "PRAGMA user_version",
-            "SELECT count(*) FROM sqlite_master",
-        )
-        return tuple(self._conn.execute(sql).fetchone()[0] for sql in pragmas)
+        sql = ("PRAGMA application_id", "PRAGMA user_version", "SELECT count(*) FROM sqlite_master")
+        return tuple(self._conn.execute(query).fetchone()[0] for query in sql)
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -289,19 +253,21 @@ class HistoryStore:
             (*run, json.dumps(r.context, sort_keys=True), added),
         )
         run_id = int(cur.lastrowid or 0)
-        bench_ids = {name: self._benchmark_id(info) for name, info in r.benchmarks.items()}
-        conn.executemany(
-            "INSERT INTO samples (run_id, benchmark_id, repetition, real_time_s, cpu_time_s, "
-            "iterations) VALUES (?, ?, ?, ?, ?, ?)",
-            [(run_id, bench_ids[s.benchmark], *astuple(s)[1:]) for s in r.samples],
-        )
-        conn.executemany(
-            "INSERT INTO failures (run_id, benchmark_id, repetition, reason) VALUES (?, ?, ?, ?)",
-            [(run_id, bench_ids[f.benchmark], f.repetition, f.reason) for f in r.failures],
-        )
+        # NULL, not NaN, for a thread count or a time the file did not have
+        benchmarks = r.benchmarks.astype(object).where(r.benchmarks.notna(), None)
+        ids = {b.name: self._benchmark_id(b) for b in benchmarks.itertuples(index=False)}
+        for table, frame in (("samples", r.samples), ("failures", r.failures)):
+            rows = frame.astype(object).where(frame.notna(), None).itertuples(index=False)
+            columns = ", ".join(frame.columns[1:])
+            conn.executemany(
+                f"INSERT INTO {table} (run_id, benchmark_id, {columns}) "
+                f"VALUES (?, ?{', ?' * (len(frame.columns) - 1)})",
+                [(run_id, ids[name], *rest) for name, *rest in rows],
+            )
         return AddOutcome(run_id, True, True)
 
-    def _benchmark_id(self, info: BenchmarkInfo) -> int:
+    def _benchmark_id(self, info: Any) -> int:
+        """The id of the benchmark (name, family, manual_time, threads), stored if new."""
         self._conn.execute(
             "INSERT OR IGNORE INTO benchmarks (name, family, manual_time, threads) "
             "VALUES (?, ?, ?, ?)",
@@ -312,43 +278,32 @@ class HistoryStore:
 
     # --- reading -------------------------------------------------------------------------------
 
-    def _select(self, sql: str) -> list[Any]:
-        # A blank file (opened, nothing added yet) has no tables: it reads as an empty history.
-        if self._conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            return []
-        return self._conn.execute(sql).fetchall()
+    def frame(self, sql: str) -> pd.DataFrame:
+        """The rows of a query of the history as a table."""
+        conn = self._conn
+        if self._header()[1] != SCHEMA_VERSION:
+            # A blank file (opened, nothing added yet) has no tables: it reads as an empty
+            # history, the same query on the schema with no rows.
+            conn = sqlite3.connect(":memory:")
+            conn.executescript(_SCHEMA)
+        return pd.read_sql_query(sql, conn)
 
     def machines(self) -> list[Machine]:
-        rows = self._select("SELECT id, fingerprint, description FROM machines ORDER BY id")
-        return [Machine(i, fp, json.loads(desc)) for i, fp, desc in rows]
+        rows = self.frame("SELECT id, fingerprint, description FROM machines ORDER BY id")
+        return [Machine(i, fp, json.loads(desc)) for i, fp, desc in rows.itertuples(index=False)]
 
-    def runs(self) -> list[Run]:
-        """All runs, oldest first (by measurement date; ties in the order they were added)."""
-        columns = "id, machine_id, git_commit, date, time_utc_s, source_path"
-        return [
-            Run(*row) for row in self._select(f"SELECT {columns} FROM runs ORDER BY time_utc_s, id")
-        ]
+    def runs(self) -> list[Any]:
+        """All runs, oldest first: .id, .machine_id, .git_commit, .date, .time_utc_s, ..."""
+        return list(self.frame(_RUNS).itertuples(index=False, name="Run"))
 
-    def benchmarks(self) -> dict[str, BenchmarkInfo]:
-        rows = self._select("SELECT name, family, manual_time, threads FROM benchmarks")
-        return {name: BenchmarkInfo(name, fam, bool(man), thr) for name, fam, man, thr in rows}
+    def samples(self) -> list[tuple[int, Any]]:
+        """(run id, sample) for every stored repetition: .benchmark, .repetition, .real_time_s,
+        .cpu_time_s (NaN when the file had none), .iterations."""
+        return [(s.run_id, s) for s in self.frame(_SAMPLES).itertuples(index=False)]
 
-    def samples(self) -> list[tuple[int, Sample]]:
-        """(run id, sample) for every stored repetition."""
-        rows = self._select(
-            "SELECT s.run_id, b.name, s.repetition, s.real_time_s, s.cpu_time_s, s.iterations "
-            "FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id "
-            "ORDER BY s.run_id, b.name, s.repetition"
-        )
-        return [(row[0], Sample(*row[1:])) for row in rows]
-
-    def failures(self) -> list[tuple[int, Failure]]:
-        """(run id, failure) for every failed or skipped row."""
-        rows = self._select(
-            "SELECT f.run_id, b.name, f.repetition, f.reason "
-            "FROM failures f JOIN benchmarks b ON b.id = f.benchmark_id ORDER BY f.run_id, b.name"
-        )
-        return [(row[0], Failure(*row[1:])) for row in rows]
+    def failures(self) -> list[tuple[int, Any]]:
+        """(run id, failure) for every failed or skipped row: .benchmark, .repetition, .reason."""
+        return [(f.run_id, f) for f in self.frame(_FAILURES).itertuples(index=False)]
 
 
 @dataclass
@@ -358,31 +313,52 @@ class History:
     """
 
     machines: dict[int, Machine]
-    runs_by_machine: dict[int, list[Run]]  # oldest first
-    benchmarks: dict[str, BenchmarkInfo]
-    # (run id, benchmark) -> [(real_time_s, cpu_time_s or None)], one pair per repetition
-    times: dict[tuple[int, str], list[tuple[float, float | None]]]
+    runs_by_machine: dict[int, list[Any]]  # oldest first
+    benchmarks: dict[str, Any]  # name -> .family, .manual_time, .threads (NaN when not known)
+    # (run id, benchmark) -> [(real_time_s, cpu_time_s or NaN)], one pair per repetition
+    times: dict[tuple[int, str], list[tuple[float, float]]]
     # (run id, benchmark) -> why it has no samples in that run (failed or skipped)
-    failures: dict[tuple[int, str], str] = field(default_factory=dict)
+    failures: dict[tuple[int, str], str]
+    # (machine id, benchmark) -> the runs of the machine that measured the benchmark (or recorded
+    # it failing), oldest first; by machine, then benchmark. A machine's runs need not all hold
+    # the same benchmarks: one commit is often measured as several files (matmul, MLP sweeps).
+    series: dict[tuple[int, str], list[Any]]
 
     @classmethod
     def load(cls, store: HistoryStore, name_filter: str | None = None) -> "History":
         """Everything in the store, or only the benchmarks whose name matches `name_filter`."""
         pattern = re.compile(name_filter or "")  # the empty pattern matches every name
         machines = {m.id: m for m in store.machines()}
-        runs_by_machine: dict[int, list[Run]] = {m: [] for m in machines}
-        for run in store.runs():
-            runs_by_machine[run.machine_id].append(run)
-        times: dict[tuple[int, str], list[tuple[float, float | None]]] = {}
-        for run_id, s in store.samples():
-            if pattern.search(s.benchmark):
-                times.setdefault((run_id, s.benchmark), []).append((s.real_time_s, s.cpu_time_s))
-        failures: dict[tuple[int, str], str] = {}
-        for run_id, f in store.failures():
-            if pattern.search(f.benchmark):
-                failures.setdefault((run_id, f.benchmark), f.reason)
-        benchmarks = {n: b for n, b in store.benchmarks().items() if pattern.search(n)}
-        return cls(machines, runs_by_machine, benchmarks, times, failures)
+        runs = store.frame(_RUNS)
+        run_list = list(runs.itertuples(index=False, name="Run"))
+        by_machine = {m: [r for r in run_list if r.machine_id == m] for m in machines}
+        every = store.frame("SELECT name, family, manual_time, threads FROM benchmarks")
+        benchmarks = {
+            b.name: b
+            for b in every.itertuples(index=False, name="Benchmark")
+            if pattern.search(b.name)
+        }
+        samples, failures = store.frame(_SAMPLES), store.frame(_FAILURES)
+        samples = samples[samples["benchmark"].isin(benchmarks)]
+        failures = failures[failures["benchmark"].isin(benchmarks)]
+        times: dict[tuple[int, str], list[tuple[float, float]]] = {}
+        for run_id, name, real_s, cpu_s in samples[
+            ["run_id", "benchmark", "real_time_s", "cpu_time_s"]
+        ].itertuples(index=False):
+            times.setdefault((run_id, name), []).append((real_s, cpu_s))
+        failed = failures.drop_duplicates(["run_id", "benchmark"])
+        reasons = dict(zip(zip(failed["run_id"], failed["benchmark"]), failed["reason"]))
+        measured = pd.concat([samples, failures])[["run_id", "benchmark"]].drop_duplicates()
+        measured = measured.merge(
+            runs[["id", "machine_id"]].assign(position=range(len(runs))),
+            left_on="run_id",
+            right_on="id",
+        ).sort_values("position")
+        series = {
+            key: [run_list[i] for i in group["position"]]
+            for key, group in measured.groupby(["machine_id", "benchmark"])
+        }
+        return cls(machines, by_machine, benchmarks, times, reasons, series)
 
     @property
     def run_count(self) -> int:
@@ -396,22 +372,8 @@ class History:
         """Seconds per iteration of each repetition, on the clock `time` selects for it."""
         pairs = self.times.get((run_id, benchmark), [])
         real = self.time_source(benchmark, time) == "real_time"
-        return [t for t in (r if real else c for r, c in pairs) if t is not None]
+        return [t for t in (r if real else c for r, c in pairs) if t == t]  # not NaN
 
     def failure(self, run_id: int, benchmark: str) -> str | None:
         """Why the benchmark has no samples in this run, when the run recorded it as failed."""
         return self.failures.get((run_id, benchmark))
-
-    def series(self, machine_id: int, benchmark: str) -> list[Run]:
-        """The runs of the machine that measured the benchmark (or recorded it failing), oldest
-        first. A machine's runs need not all hold the same benchmarks: one commit is often
-        measured as several files (the matmul sweep, the MLP sweep)."""
-        return [
-            run
-            for run in self.runs_by_machine.get(machine_id, [])
-            if (run.id, benchmark) in self.times or (run.id, benchmark) in self.failures
-        ]
-
-    def benchmarks_of_machine(self, machine_id: int) -> list[str]:
-        run_ids = {run.id for run in self.runs_by_machine.get(machine_id, [])}
-        return sorted({name for run_id, name in [*self.times, *self.failures] if run_id in run_ids})
