@@ -36,8 +36,7 @@ from gpubench_tools.history.check import (  # noqa: E402
     rolling_regressions,
 )
 from gpubench_tools.history.ingest import read_run  # noqa: E402
-from gpubench_tools.history.series import History  # noqa: E402
-from gpubench_tools.history.store import HistoryStore  # noqa: E402
+from gpubench_tools.history.store import History, HistoryStore  # noqa: E402
 
 # Seven single-threaded OpenBLAS GEMMs from 0.2 us to 0.7 ms: launch-bound to compute-bound.
 FILTER = (
@@ -86,13 +85,17 @@ def load(files: list[Path]) -> History:
     return history
 
 
+def _benchmarks_of(history: History, machine_id: int) -> list[str]:
+    return [name for (machine, name) in history.series if machine == machine_id]
+
+
 def false_alarms(history: History, rule: CheckRule) -> None:
     flagged = rolling_regressions(history, rule)
     judged_pairs = 0
     judged_runs: set[int] = set()
     for machine_id in history.runs_by_machine:
-        for name in history.benchmarks_of_machine(machine_id):
-            series = history.series(machine_id, name)
+        for name in _benchmarks_of(history, machine_id):
+            series = history.series[(machine_id, name)]
             for index, run in enumerate(series):
                 if judge(history, series[: index + 1], name, rule).verdict != NOT_ENOUGH_HISTORY:
                     judged_pairs += 1
@@ -109,7 +112,7 @@ def false_alarms(history: History, rule: CheckRule) -> None:
 
 def planted(history: History, rule: CheckRule, factor: float) -> None:
     (machine_id, runs), *_ = history.runs_by_machine.items()
-    names = history.benchmarks_of_machine(machine_id)
+    names = _benchmarks_of(history, machine_id)
     caught: dict[str, int] = {name: 0 for name in names}
     tries = 0
     for second in range(rule.min_history + 1, len(runs)):
@@ -119,7 +122,7 @@ def planted(history: History, rule: CheckRule, factor: float) -> None:
             times = dict(history.times)
             for run in (runs[first], runs[second]):
                 times[(run.id, name)] = [
-                    (real * factor, None if cpu is None else cpu * factor)
+                    (real * factor, cpu * factor)  # a missing CPU time stays NaN
                     for real, cpu in history.times[(run.id, name)]
                 ]
             trial = dataclasses.replace(history, times=times)

@@ -311,3 +311,27 @@ def test_chart_filter(tmp_path: Path) -> None:
     assert run_cli("chart", str(db), "--out", str(out_dir), "--filter", "m:64/")[0] == 0
     assert [p.name for p in out_dir.glob("*.png")] == ["matmul-cpu-openblas.png"]
     assert run_cli("chart", str(db), "--out", str(out_dir), "--filter", "^gpu")[0] == 2
+
+
+def test_the_measuring_script_runs_on_stored_runs(tmp_path: Path) -> None:
+    """scripts/measure_history_check.py (docs/history.md) on the six fixture runs twice over:
+    it reads the store's current API, judges pairs and plants slowdowns."""
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES, REPO
+
+    for copy in (0, 1):
+        for index in range(1, 7):
+            source = FIXTURES / "history" / f"run{index}.json"
+            shutil.copy(source, tmp_path / f"run{copy}{index}.json")
+    script = REPO / "scripts" / "measure_history_check.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "12 runs of unchanged code" in done.stdout
+    caught = [line for line in done.stdout.splitlines() if "planted 1.3x slowdowns" in line]
+    assert len(caught) == 2  # one per clock rule
+    assert "of 24 planted" in caught[0]
