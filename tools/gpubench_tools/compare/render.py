@@ -13,9 +13,12 @@ data are folded into spaces, so a message cannot forge a line of the log either.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Iterator, Sequence
+
+import jinja2
 
 from .. import schema
 from ..benchjson import BenchReport, group_reasons
@@ -40,10 +43,6 @@ _ANSI = {
 _SECONDS = ((1.0, " s"), (1e-3, " ms"), (1e-6, " us"), (1e-9, " ns"))
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 _HEADER = ("benchmark / metric", "baseline", "contender", "ratio", "cv base/new", "p", "verdict")
-_MD_HEADER = [
-    "| benchmark | metric | baseline | contender | ratio | cv base / new | p | verdict |",
-    "|---|---|--:|--:|--:|--:|--:|---|",
-]
 
 
 def _line(text: object) -> str:
@@ -335,83 +334,63 @@ def render_terminal(
     return "\n".join(out) + "\n"
 
 
-def _md_table(benches: Sequence[BenchComparison]) -> list[str]:
-    # Data (the name, a counter's name) is escaped; the numbers and the verdict are this tool's
-    # own formatting (digits, units, '%', 'x', '-').
-    rows = []
-    for name, m, cells in _rows(benches):
-        verdict = f"**{cells[-1]}**" if m.fails else cells[-1]
-        row = ("" if name is None else md_code(name), md_text(cells[0]), *cells[1:-1], verdict)
-        rows.append("| " + " | ".join(row) + " |")
-    return _MD_HEADER + rows
-
-
-def _md_details(summary: str, body: list[str]) -> list[str]:
-    """A folded block; `summary` must already be escaped."""
-    return [f"<details><summary>{summary}</summary>", ""] + body + ["", "</details>", ""]
-
-
-def _md_names(names: Sequence[str], indent: str = "") -> list[str]:
-    return [f"{indent}- {md_code(name)}" for name in names]
+@functools.lru_cache(maxsize=1)
+def _markdown_template() -> jinja2.Template:
+    # No autoescape: the output is Markdown, not HTML; every piece of data goes through the
+    # md/code filters (escape.md_text, escape.md_code) in the template.
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader(__package__, "templates"),
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(md=md_text, code=md_code)
+    return env.get_template("compare.md.j2")
 
 
 def render_markdown(result: CompareResult) -> str:
     """A PR comment: verdict first, then what needs attention, the unchanged rest folded away."""
+
+    def table(benches: Sequence[BenchComparison]) -> list[tuple[str | None, tuple[str, ...], bool]]:
+        return [(name, cells, m.fails) for name, m, cells in _rows(benches)]
+
     word, reason = _gate(result)
-    status = {"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge")
-    out = [MARKER, f"### gpubench regression check: {status}", ""]
-    if result.hardware_differences:
-        out += [
-            "> [!WARNING]",
-            "> **DIFFERENT HARDWARE**: these ratios compare two machines, not two versions of "
-            "the code.",
-            *(
-                f"> - {md_code(k)}: {md_text(b)} → {md_text(c)}"
-                for k, b, c in result.hardware_differences
-            ),
-            "",
-        ]
-    out += [f"**gate: {word}**: {md_text(reason)}. {md_text(_headline(result))}.", ""]
-    for which, report in (("baseline", result.baseline), ("contender", result.contender)):
-        described = ", ".join(md_text(part) for part in _describe(report))
-        out.append(f"- {which}: {md_code(report.path)} ({described})")
-    out.append(f"- rule: {md_text(_thresholds_line(result))}")
-    out += [
-        f"- note: {md_code(k)} differs: {md_text(b)} → {md_text(c)}"
-        for k, b, c in result.environment_differences
-    ]
-    out += [f"- warning: {md_text(warning)}" for warning in result.warnings] + [""]
-
-    failures = _failure_lines(result)
-    if failures:
-        out += ["**Failures**:", ""]
-        for line, names in failures:
-            out += [f"- {md_text(line)}", *_md_names(names, "  ")]
-        out.append("")
-
     with_numbers = [b for b in result.benchmarks if b.metrics]
     attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
     unchanged = [b for b in with_numbers if b.verdict == SAME]
-    if attention:
-        out += _md_table(attention) + [""]
-    for line, group in info_groups(result):
-        out += [f"**{md_text(line)}**", ""]
-        if group.kind == "not_enough_samples":
-            benches = [b for b in with_numbers if b.name in set(group.names)]
-            out += _md_details("benchmarks", _md_table(benches))
-        else:
-            out += _md_details("names", _md_names(group.names))
-    if unchanged:
-        out += _md_details(f"{len(unchanged)} unchanged benchmark(s)", _md_table(unchanged))
-    notes = [
-        f"- {md_code(b.name)} {md_text(m.metric)}: {md_text('; '.join(m.notes))}"
-        for b in attention
-        for m in b.metrics
-        if m.notes
+    info = [
+        (
+            line,
+            group,
+            group.kind == "not_enough_samples"
+            and table([b for b in with_numbers if b.name in group.names]),
+        )
+        for line, group in info_groups(result)
     ]
-    if notes:
-        out += _md_details("notes", notes)
-    return "\n".join(out).rstrip() + "\n"
+    text = _markdown_template().render(
+        status={"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge"),
+        hardware=result.hardware_differences,
+        word=word,
+        reason=reason,
+        headline=_headline(result),
+        sides=[
+            (which, report.path, _describe(report))
+            for which, report in (("baseline", result.baseline), ("contender", result.contender))
+        ],
+        rule=_thresholds_line(result),
+        environment=result.environment_differences,
+        warnings=result.warnings,
+        failures=_failure_lines(result),
+        attention=table(attention),
+        info=info,
+        unchanged=table(unchanged),
+        unchanged_count=len(unchanged),
+        notes=[
+            (b.name, m.metric, "; ".join(m.notes)) for b in attention for m in b.metrics if m.notes
+        ],
+    )
+    return text.rstrip() + "\n"
 
 
 def render_markdown_error(line: str) -> str:
