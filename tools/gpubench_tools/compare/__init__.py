@@ -11,8 +11,7 @@ default-thresholds.json), the result's data model in `model`, its terminal and M
 from .cli import main
 from .config import DEFAULT_CONFIG_RESOURCE, CompareConfig, ConfigError, default_config
 from .config import default_config_text, load_config, parse_config
-from .engine import UsageError, compare_reports, openblas_core
-from .model import BenchComparison, CompareResult
+from .engine import BenchComparison, CompareResult, UsageError, compare_reports, openblas_core
 
 __all__ = """DEFAULT_CONFIG_RESOURCE BenchComparison CompareConfig CompareResult ConfigError
 UsageError compare_reports default_config default_config_text load_config main openblas_core

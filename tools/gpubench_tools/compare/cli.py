@@ -24,8 +24,7 @@ from typing import Sequence
 from ..benchjson import BenchJsonError, load_report
 from ..cli import EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
 from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RULES, TIME_FIELDS, ConfigError, load_config
-from .engine import UsageError, compare_reports
-from .model import CompareResult
+from .engine import CompareResult, UsageError, compare_reports
 from .render import render_markdown, render_markdown_error, render_terminal
 
 MODULE = "gpubench_tools.compare"

@@ -24,7 +24,7 @@ from .. import schema
 from ..benchjson import BenchReport, group_reasons
 from ..escape import md_code, md_text
 from ..stats import repetitions_needed
-from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
+from .engine import ERROR, SKIPPED, BenchComparison, CompareResult
 from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult
 
 MARKER = "<!-- gpubench-compare -->"  # lets CI find and update its own PR comment
@@ -178,35 +178,36 @@ def _gate(result: CompareResult) -> tuple[str, str]:
     return "FAIL", "; ".join(reasons)
 
 
-def info_groups(result: CompareResult) -> list[tuple[str, NameGroup]]:
-    """(one line, its names) for every group that is information, not a failure."""
-    out: list[tuple[str, NameGroup]] = []
-    for why, names in _by_error(result, SKIPPED):
-        line = f"{_n(len(names))} skipped in the contender, not failed: {why}"
-        out.append((line, NameGroup(SKIPPED, why, names)))
+def info_groups(result: CompareResult) -> list[tuple[str, list[str], list[BenchComparison]]]:
+    """(one line, its names, the benchmarks when they were compared but not judged) for every
+    group that is information, not a failure."""
+    out = [
+        (f"{_n(len(names))} skipped in the contender, not failed: {why}", names, [])
+        for why, names in _by_error(result, SKIPPED)
+    ]
     what = {
         "failed_in_baseline": "failed in the baseline, not compared",
         "skipped_in_baseline": "skipped in the baseline, not compared",
         "invalid_in_baseline": "without a valid time in the baseline, not compared",
     }
     for group in result.not_compared:
-        out.append((f"{_n(len(group.names))} {what[group.kind]}: {group.reason}", group))
+        line = f"{_n(len(group['names']))} {what[group['kind']]}: {group['reason']}"
+        out.append((line, group["names"], []))
     by_needed = group_reasons(result.unjudged, lambda bench: bench.needed or 0)
     for needed, benches in sorted(by_needed, key=lambda group: group[0]):
         fewest = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in benches)
-        reason = (
-            f"not enough samples (as few as n={fewest} a side; the U test needs {needed} "
-            f"repetitions a side to reach alpha): rerun with --benchmark_repetitions={needed}"
+        line = (
+            f"{_n(len(benches))} not judged: not enough samples (as few as n={fewest} a side; "
+            f"the U test needs {needed} repetitions a side to reach alpha): rerun with "
+            f"--benchmark_repetitions={needed}"
         )
-        group = NameGroup("not_enough_samples", reason, [b.name for b in benches])
-        out.append((f"{_n(len(benches))} not judged: {reason}", group))
-    if result.only_in_baseline and not result.missing_fails:
-        group = NameGroup("missing_allowed", "allowed by --allow-missing", result.only_in_baseline)
-        line = f"{_n(len(group.names))} missing from the contender, not failed (--allow-missing)"
-        out.append((line, group))
-    if result.only_in_contender:
-        group = NameGroup("new", "new, not compared", result.only_in_contender)
-        out.append((f"{_n(len(group.names))} only in the contender (new, not compared)", group))
+        out.append((line, [b.name for b in benches], benches))
+    missing, new = result.only_in_baseline, result.only_in_contender
+    if missing and not result.missing_fails:
+        line = f"{_n(len(missing))} missing from the contender, not failed (--allow-missing)"
+        out.append((line, missing, []))
+    if new:
+        out.append((f"{_n(len(new))} only in the contender (new, not compared)", new, []))
     return out
 
 
@@ -322,10 +323,10 @@ def render_terminal(
         out += [fmt(_HEADER), "-" * (sum(widths) + 2 * 6)]
         out += [paint(fmt(row), verdict) for row, verdict in table] + [""]
 
-    for line, group in info_groups(result):
+    for line, names, _ in info_groups(result):
         out.append(_line(line))
         if verbose:
-            out.extend(f"  {_line(name)}" for name in group.names)
+            out.extend(f"  {_line(name)}" for name in names)
     out += [line for block in failures for line in block]
     out.append(_line(f"summary: {_headline(result)}"))
     out.append(paint(_line(f"gate: {word}: {reason}"), gate_verdict))
@@ -359,15 +360,6 @@ def render_markdown(result: CompareResult) -> str:
     with_numbers = [b for b in result.benchmarks if b.metrics]
     attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
     unchanged = [b for b in with_numbers if b.verdict == SAME]
-    info = [
-        (
-            line,
-            group,
-            group.kind == "not_enough_samples"
-            and table([b for b in with_numbers if b.name in group.names]),
-        )
-        for line, group in info_groups(result)
-    ]
     text = _markdown_template().render(
         status={"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge"),
         hardware=result.hardware_differences,
@@ -383,7 +375,7 @@ def render_markdown(result: CompareResult) -> str:
         warnings=result.warnings,
         failures=_failure_lines(result),
         attention=table(attention),
-        info=info,
+        info=[(line, names, table(benches)) for line, names, benches in info_groups(result)],
         unchanged=table(unchanged),
         unchanged_count=len(unchanged),
         notes=[
