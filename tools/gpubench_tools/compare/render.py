@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import jinja2
 
@@ -353,31 +353,28 @@ def _markdown_template() -> jinja2.Template:
 def render_markdown(result: CompareResult) -> str:
     """A PR comment: verdict first, then what needs attention, the unchanged rest folded away."""
 
-    def table(benches: Sequence[BenchComparison]) -> list[tuple[str | None, tuple[str, ...], bool]]:
+    def rows_of(benches: Sequence[BenchComparison]) -> list[tuple[str | None, Any, bool]]:
         return [(name, cells, m.fails) for name, m, cells in _rows(benches)]
 
     word, reason = _gate(result)
     with_numbers = [b for b in result.benchmarks if b.metrics]
     attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
-    unchanged = [b for b in with_numbers if b.verdict == SAME]
+    sides = (("baseline", result.baseline), ("contender", result.contender))
     text = _markdown_template().render(
         status={"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge"),
         hardware=result.hardware_differences,
         word=word,
         reason=reason,
         headline=_headline(result),
-        sides=[
-            (which, report.path, _describe(report))
-            for which, report in (("baseline", result.baseline), ("contender", result.contender))
-        ],
+        sides=[(which, report.path, _describe(report)) for which, report in sides],
         rule=_thresholds_line(result),
         environment=result.environment_differences,
         warnings=result.warnings,
         failures=_failure_lines(result),
-        attention=table(attention),
-        info=[(line, names, table(benches)) for line, names, benches in info_groups(result)],
-        unchanged=table(unchanged),
-        unchanged_count=len(unchanged),
+        info=info_groups(result),
+        rows_of=rows_of,
+        attention=attention,
+        unchanged=[b for b in with_numbers if b.verdict == SAME],
         notes=[
             (b.name, m.metric, "; ".join(m.notes)) for b in attention for m in b.metrics if m.notes
         ],
