@@ -29,7 +29,7 @@ from ..benchjson import BenchReport, BenchRow, group_reasons
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
-from .stats import compare_metric, describe_invalid, plausible_time
+from .stats import compare_metric, describe_invalid, plausible_time, plural
 
 # Verdicts of a whole benchmark besides the metric verdicts. ERROR: it ran in the baseline and now
 # fails (fails the gate). SKIPPED: it now does not run on this machine (its error starts with one
@@ -343,8 +343,8 @@ class CompareResult:
             return None
         reps, n = self.repetitions_needed, len(self.unjudged)
         return (
-            f"cannot judge: {n} benchmark{'' if n == 1 else 's'} "
-            f"{'has' if n == 1 else 'have'} fewer than {reps} repetitions; rerun with "
+            f"cannot judge: {plural(n)} {'has' if n == 1 else 'have'} fewer than {reps} "
+            "repetitions; rerun with "
             f"--benchmark_repetitions={reps}"
         )
 

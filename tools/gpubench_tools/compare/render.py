@@ -25,7 +25,7 @@ from ..benchjson import BenchReport, group_reasons
 from ..escape import md_code, md_text
 from ..stats import repetitions_needed
 from .engine import ERROR, SKIPPED, BenchComparison, CompareResult
-from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult
+from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult, plural
 
 MARKER = "<!-- gpubench-compare -->"  # lets CI find and update its own PR comment
 
@@ -48,10 +48,6 @@ _HEADER = ("benchmark / metric", "baseline", "contender", "ratio", "cv base/new"
 def _line(text: object) -> str:
     """Data for the terminal: one line (no control character can start a forged line)."""
     return re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", str(text))
-
-
-def _n(count: int, word: str = "benchmark") -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def format_value(metric: str, value: float) -> str:
@@ -153,7 +149,7 @@ def _gate(result: CompareResult) -> tuple[str, str]:
     """(PASS | FAIL | CANNOT JUDGE, the reason)."""
     code = result.exit_code
     if code == 0:
-        text = f"{_n(len(result.judged))} judged, no significant regression beyond threshold"
+        text = f"{plural(len(result.judged))} judged, no significant regression beyond threshold"
         if result.unjudged:
             text += f"; {len(result.unjudged)} not judged (not enough samples)"
         return "PASS", text
@@ -167,7 +163,7 @@ def _gate(result: CompareResult) -> tuple[str, str]:
     else:
         regressed = [b for b in result.failing if b.verdict != ERROR]
         if regressed:
-            reasons.append(f"{_n(len(regressed))} regressed")
+            reasons.append(f"{plural(len(regressed))} regressed")
         if errors:
             reasons.append(f"{sum(len(names) for _, names in errors)} now failing")
     if result.missing_fails:
@@ -182,7 +178,7 @@ def info_groups(result: CompareResult) -> list[tuple[str, list[str], list[BenchC
     """(one line, its names, the benchmarks when they were compared but not judged) for every
     group that is information, not a failure."""
     out = [
-        (f"{_n(len(names))} skipped in the contender, not failed: {why}", names, [])
+        (f"{plural(len(names))} skipped in the contender, not failed: {why}", names, [])
         for why, names in _by_error(result, SKIPPED)
     ]
     what = {
@@ -191,23 +187,23 @@ def info_groups(result: CompareResult) -> list[tuple[str, list[str], list[BenchC
         "invalid_in_baseline": "without a valid time in the baseline, not compared",
     }
     for group in result.not_compared:
-        line = f"{_n(len(group['names']))} {what[group['kind']]}: {group['reason']}"
+        line = f"{plural(len(group['names']))} {what[group['kind']]}: {group['reason']}"
         out.append((line, group["names"], []))
     by_needed = group_reasons(result.unjudged, lambda bench: bench.needed or 0)
     for needed, benches in sorted(by_needed, key=lambda group: group[0]):
         fewest = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in benches)
         line = (
-            f"{_n(len(benches))} not judged: not enough samples (as few as n={fewest} a side; "
+            f"{plural(len(benches))} not judged: not enough samples (as few as n={fewest} a side; "
             f"the U test needs {needed} repetitions a side to reach alpha): rerun with "
             f"--benchmark_repetitions={needed}"
         )
         out.append((line, [b.name for b in benches], benches))
     missing, new = result.only_in_baseline, result.only_in_contender
     if missing and not result.missing_fails:
-        line = f"{_n(len(missing))} missing from the contender, not failed (--allow-missing)"
+        line = f"{plural(len(missing))} missing from the contender, not failed (--allow-missing)"
         out.append((line, missing, []))
     if new:
-        out.append((f"{_n(len(new))} only in the contender (new, not compared)", new, []))
+        out.append((f"{plural(len(new))} only in the contender (new, not compared)", new, []))
     return out
 
 
@@ -260,11 +256,11 @@ def _failure_lines(result: CompareResult) -> list[tuple[str, list[str]]]:
         head = (
             f"every benchmark now fails ({n})"
             if result.all_failed and len(errors) == 1
-            else f"{_n(n)} now fail{'s' if n == 1 else ''}"
+            else f"{plural(n)} now fail{'s' if n == 1 else ''}"
         )
         lines.append((f"REGRESSION: {head}: {message}", names))
     if result.missing_fails:
-        missing = _n(len(result.only_in_baseline))
+        missing = plural(len(result.only_in_baseline))
         line = f"REGRESSION: {missing} of the baseline missing from the contender (pass "
         line += "--allow-missing for a run filtered on purpose):"
         lines.append((line, result.only_in_baseline))
