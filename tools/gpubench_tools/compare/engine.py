@@ -178,11 +178,11 @@ def _compare_benchmark(
     cont: pd.DataFrame,
     config: CompareConfig,
     counters: list[str],
-    divisor: tuple[float, float] | None,
-    lone_reference: bool,
+    divisors: dict[str, tuple[float, float]],
+    reference: list[str],
 ) -> BenchComparison:
     """One benchmark measured in the baseline (the repetitions of each side): time, time/ref
-    (with `divisor`, the reference time of each side) and counters."""
+    (divided by the reference time of each side, see _divisors) and counters."""
     thresholds, matched = config.thresholds_for(key)
     label = base.label.iloc[0]
     errors, skipped = _values(cont, FAILED, "error"), _values(cont, SKIPPED, "error")
@@ -207,6 +207,7 @@ def _compare_benchmark(
     if not ctimes:
         return unmeasured(SKIPPED, skipped[0])
     metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)]
+    divisor = divisors.get(key)
     if divisor is not None and config.normalize is not None:
         bnorm, cnorm = [t / divisor[0] for t in btimes], [t / divisor[1] for t in ctimes]
         metrics.append(
@@ -224,7 +225,7 @@ def _compare_benchmark(
         gating = better == "exact" or config.gate_counters
         metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
     notes = metrics[0].notes
-    if lone_reference:
+    if reference and divisor is None:
         notes.append("the only normalisation reference: no time/ref of its own")
     for what, messages in (("failed", errors), ("skipped", skipped)):
         if messages:
@@ -440,16 +441,8 @@ def compare_reports(
     chosen = list(config.counters if counters is None else counters)
     checked = chosen + [c for c in config.exact_counters if c not in chosen]
     results = [
-        _compare_benchmark(
-            key,
-            by_key[0][key],
-            by_key[1][key],
-            config,
-            checked,
-            divisors.get(key),
-            bool(reference) and key not in divisors,
-        )
-        for key in in_cont
+        _compare_benchmark(k, by_key[0][k], by_key[1][k], config, checked, divisors, reference)
+        for k in in_cont
     ]
 
     # What the reader must know before trusting the table (one line each).
