@@ -1,13 +1,6 @@
-"""gpubench-compare: compare two bench JSON files and gate on regressions.
-
-    gpubench-compare BASELINE.json CONTENDER.json [--config FILE] [--markdown OUT.md]
-        [--json OUT.json] [--allow-missing] [--counters FLOP/s,pct_peak,t_epoch]
-        [--quiet | --verbose] [--debug]
-
-(or `python -m gpubench_tools.compare ...`: the same program, the same defaults.)
-
-What is compared: engine.py; the exit status (the gate): model.py. Unusable input or usage and
-an unexpected error are exit 2 with one line on stderr (the traceback with --debug).
+"""The command line of gpubench-compare (`python -m gpubench_tools.compare`: the same program).
+What is compared and the exit status: engine.py. Unusable input or usage and an unexpected error
+are exit 2 with one line on stderr (the traceback with --debug), never exit 1.
 """
 
 from __future__ import annotations
@@ -24,8 +17,7 @@ from typing import Sequence
 from ..benchjson import BenchJsonError, load_report
 from ..cli import EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
 from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RULES, TIME_FIELDS, ConfigError, load_config
-from .engine import UsageError, compare_reports
-from .model import CompareResult
+from .engine import CompareResult, UsageError, compare_reports
 from .render import render_markdown, render_markdown_error, render_terminal
 
 MODULE = "gpubench_tools.compare"
@@ -101,39 +93,25 @@ def _compare(args: argparse.Namespace) -> CompareResult:
     return compare_reports(baseline, contender, config, counters, args.allow_missing)
 
 
-def _write_error_outputs(args: argparse.Namespace, line: str) -> None:
-    """The PR comment and the JSON say why nothing was compared (best effort: the stderr line
-    is the message that matters)."""
-    try:
-        if args.markdown:
-            _write(args.markdown, render_markdown_error(line))
-        if args.json:
-            _write(args.json, json.dumps({"exit_code": EXIT_UNUSABLE, "error": line}) + "\n")
-    except OSError:
-        pass
-
-
 def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     try:
         result = _compare(args)
-    except (BenchJsonError, ConfigError, UsageError) as exc:
-        line = " ".join(str(exc).split())
-        _write_error_outputs(args, line)
-        raise UnusableInput(line) from None
     except Exception as exc:  # noqa: BLE001 - the contract: one line and exit 2, never exit 1
-        # Said like run_main says it, with the two files named.
-        line = " ".join(
-            f"comparing {args.baseline} with {args.contender}: unexpected "
-            f"{type(exc).__name__}: {exc}".split()
-        )
-        _write_error_outputs(args, line)
-        if args.debug:
+        expected = isinstance(exc, (BenchJsonError, ConfigError, UsageError))
+        what = f"comparing {args.baseline} with {args.contender}: unexpected {type(exc).__name__}: "
+        line = " ".join(f"{'' if expected else what}{exc}".split())
+        try:  # the PR comment and the JSON say why nothing was compared (best effort)
+            if args.markdown:
+                _write(args.markdown, render_markdown_error(line))
+            if args.json:
+                _write(args.json, json.dumps({"exit_code": EXIT_UNUSABLE, "error": line}) + "\n")
+        except OSError:
+            pass
+        if not expected and args.debug:
             traceback.print_exc()
-        raise UnusableInput(
-            line + ("" if args.debug else " (rerun with --debug for the traceback)")
-        ) from None
-
+        hint = "" if expected or args.debug else " (rerun with --debug for the traceback)"
+        raise UnusableInput(line + hint) from None
     try:
         if args.markdown:
             _write(args.markdown, render_markdown(result))

@@ -1,33 +1,12 @@
-"""Threshold configuration of the regression compare tool.
+"""Thresholds of the compare tool (docs/regression-gate.md, "Thresholds").
 
 The defaults are one file, the package data default-thresholds.json, so every way of running the
-tool reads the same defaults and no built-in copy can disagree with them; a --config FILE is read
-over them (docs/regression-gate.md, "Thresholds"). JSON, like the results. Shape:
-
-    {
-      "time": "real_time",
-      "thresholds": {"max_ratio": 1.05, "alpha": 0.05, "max_cv": 0.10, "check_fastest": false},
-      "counters": ["FLOP/s", "pct_peak", "t_epoch"],
-      "counter_direction": {"t_overhead": "info"},
-      "exact_counters": ["flop"],
-      "gate_counters": true,
-      "overrides": [
-        {"pattern": "^overhead/", "max_ratio": 1.25, "max_cv": 0.30, "why": "..."}
-      ],
-      "normalize": {"reference": "regex", "max_ratio": 1.25, "alpha": 0.01, "max_cv": 0.25}
-    }
-
-The packaged defaults set every key but "normalize"; in a --config file every key is optional.
-"time" picks the clock that is compared: real_time (wall or, for GPU benchmarks, CUDA-event
-time) or cpu_time (CPU time of the benchmark's main thread, which a single-threaded CPU benchmark
-does not accumulate while other processes hold the core). Exact counters always gate (they
-cannot be noisy); "gate_counters" decides whether the timing-derived counters (FLOP/s, pct_peak,
-t_epoch, ...) gate too or are only shown. A counter's direction comes from the schema
-(gpubench_tools/schema.py: "smaller" is judged "lower", "bigger" "higher", the rest "info");
-"counter_direction" overrides it for one counter (lower, higher, exact or info). Overrides are
-regular expressions searched in the benchmark name; every matching override applies, in file
-order, so a later, more specific entry can refine an earlier, broader one. Keys starting with "_"
-and "why"/"comment" are free text for the reader.
+tool reads the same defaults and no built-in copy can disagree with them; it sets every key but
+"normalize". A --config FILE (every key optional) is read over them: a key it sets replaces the
+default ("thresholds" and "counter_direction" key by key), except "overrides" and "normalize",
+which belong to one file. Overrides are regular expressions searched in the benchmark name;
+every match applies in file order, so a later, narrower entry refines an earlier one. Keys
+starting with "_" and "why"/"comment"/"note" are free text for the reader.
 """
 
 from __future__ import annotations
@@ -59,9 +38,8 @@ _TOP_KEYS = tuple(
     "normalize".split()
 )
 # Keys the packaged defaults must set: they are the only source of every default value.
-_REQUIRED_IN_DEFAULTS = tuple(k for k in _TOP_KEYS if k != "normalize")
+_REQUIRED_IN_DEFAULTS = _TOP_KEYS[:-1]
 
-# The packaged defaults: gpubench_tools/compare/default-thresholds.json (package data).
 DEFAULT_CONFIG_RESOURCE = "default-thresholds.json"
 DEFAULT_CONFIG_SOURCE = f"packaged defaults ({__package__}/{DEFAULT_CONFIG_RESOURCE})"
 
@@ -79,13 +57,10 @@ class Override:
 
 @dataclass
 class NormalizeSpec:
-    """Divide every time by the reference time of the same file.
-
-    The reference is the geometric mean of the median times of the benchmarks the regex matches
-    (one or several), leaving out the benchmark being normalised. That cancels whatever slows or
-    speeds up a whole run (another CPU model, a lower clock, a neighbour busy for the whole run),
-    leaving what changed for one benchmark relative to the others.
-    """
+    """Divide every time by the geometric mean of the median times of the benchmarks `reference`
+    matches in the same file (leaving out the benchmark itself). That cancels whatever changes a
+    whole run (another CPU, a lower clock, a neighbour busy for the whole run), leaving what
+    changed for one benchmark relative to the others."""
 
     reference: re.Pattern[str]
     thresholds: Thresholds
@@ -112,16 +87,16 @@ class CompareConfig:
 
     def thresholds_for(self, name: str) -> tuple[Thresholds, list[str]]:
         """Thresholds of one benchmark and the override patterns that produced them."""
-        current = self.thresholds
         matched = [o for o in self.overrides if o.pattern.search(name)]
+        current = self.thresholds
         for override in matched:
             current = replace(current, **override.values)
         return current, [o.pattern.pattern for o in matched]
 
     def direction(self, counter: str) -> str:
-        """How a counter is judged: the config's counter_direction, else "exact" for the
-        exact counters, else its direction in the schema; "info" (shown, never judged) for a
-        counter the schema does not know or calls neither better nor worse."""
+        """How a counter is judged: the config's counter_direction, else "exact" for the exact
+        counters, else its direction in the schema ("info", shown and never judged, for one the
+        schema does not know or calls neither better nor worse)."""
         if counter in self.counter_direction:
             return self.counter_direction[counter]
         if counter in self.exact_counters:
@@ -147,73 +122,67 @@ class CompareConfig:
         }
 
 
-def _fail(path: str, problem: str) -> ConfigError:
-    return ConfigError(f"{path}: {problem}")
-
-
-def _check_unknown(path: str, where: str, obj: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    for key in obj:
-        if not (key.startswith("_") or key in _TEXT_KEYS or key in allowed):
-            raise _fail(path, f"unknown key {key!r} in {where} (allowed: {', '.join(allowed)})")
-
-
-def _threshold_values(path: str, where: str, obj: dict[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for key in (k for k in _THRESHOLD_KEYS if k in obj):
-        value = obj[key]
-        if key == "check_fastest":
-            if not isinstance(value, bool):
-                raise _fail(path, f"{where}.check_fastest must be true or false, got {value!r}")
-        elif isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _fail(path, f"{where}.{key} must be a number, got {value!r}")
-        else:
-            value = float(value)
-            unusable, rule = THRESHOLD_RULES[key]
-            if unusable(value):
-                raise _fail(path, f"{where}.{key} {rule}, got {value}")
-        values[key] = value
-    return values
-
-
-def _regex(path: str, where: str, text: Any) -> re.Pattern[str]:
-    if not isinstance(text, str) or not text:
-        raise _fail(path, f"{where} must be a non-empty regular expression string")
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise _fail(path, f"{where} {text!r} is not a valid regular expression ({exc})") from None
-
-
 def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
-    """`doc` read over `base` (see the module docstring); with base None, `doc` must set every
-    key of _REQUIRED_IN_DEFAULTS (the packaged defaults are the source of every default)."""
+    """`doc` read over `base`; with base None (the packaged defaults themselves) `doc` must set
+    every key of _REQUIRED_IN_DEFAULTS."""
 
     def check(ok: bool, problem: str) -> None:
         if not ok:
-            raise _fail(path, problem)
+            raise ConfigError(f"{path}: {problem}")
 
-    check(isinstance(doc, dict), "top level must be a JSON object")
-    _check_unknown(path, "the top level", doc, _TOP_KEYS)
-    start: dict[str, Any] = {}
+    def known(where: str, obj: Any, allowed: tuple[str, ...], what: str) -> dict[str, Any]:
+        check(isinstance(obj, dict), what)
+        for key in obj:
+            ok = key.startswith("_") or key in _TEXT_KEYS or key in allowed
+            check(ok, f"unknown key {key!r} in {where} (allowed: {', '.join(allowed)})")
+        return obj
+
+    def thresholds(where: str, obj: dict[str, Any]) -> dict[str, Any]:
+        values = {key: obj[key] for key in _THRESHOLD_KEYS if key in obj}
+        for key, value in values.items():
+            if key == "check_fastest":
+                check(
+                    isinstance(value, bool), f"{where}.{key} must be true or false, got {value!r}"
+                )
+                continue
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            check(number, f"{where}.{key} must be a number, got {value!r}")
+            values[key] = value = float(value)
+            unusable, rule = THRESHOLD_RULES[key]
+            check(not unusable(value), f"{where}.{key} {rule}, got {value}")
+        return values
+
+    def regex(where: str, text: Any) -> re.Pattern[str]:
+        check(
+            isinstance(text, str) and bool(text),
+            f"{where} must be a non-empty regular expression string",
+        )
+        try:
+            return re.compile(text)
+        except re.error as exc:
+            raise ConfigError(
+                f"{path}: {where} {text!r} is not a valid regular expression ({exc})"
+            ) from None
+
+    known("the top level", doc, _TOP_KEYS, "top level must be a JSON object")
     if base is None:
         missing = [k for k in _REQUIRED_IN_DEFAULTS if k not in doc]
         if isinstance(doc.get("thresholds"), dict):
             missing += [f"thresholds.{k}" for k in _THRESHOLD_KEYS if k not in doc["thresholds"]]
         check(not missing, f"the defaults file must set {', '.join(missing)}")
-    else:
-        # "overrides" and "normalize" belong to one file: a file without them has none.
+        start: dict[str, Any] = {}
+    else:  # "overrides" and "normalize" belong to one file: a file without them has none
         inherited = (k for k in _REQUIRED_IN_DEFAULTS if k != "overrides")
         start = {k: copy.deepcopy(getattr(base, k)) for k in inherited}
     if "time" in doc:
-        check(
-            doc["time"] in TIME_FIELDS,
-            f"'time' must be one of {', '.join(TIME_FIELDS)}, got {doc['time']!r}",
-        )
-        start["time"] = doc["time"]
+        time = doc["time"]
+        check(time in TIME_FIELDS, f"'time' must be one of {', '.join(TIME_FIELDS)}, got {time!r}")
+        start["time"] = time
     if "thresholds" in doc:
-        check(isinstance(doc["thresholds"], dict), "'thresholds' must be an object")
-        _check_unknown(path, "thresholds", doc["thresholds"], _THRESHOLD_KEYS)
-        values = _threshold_values(path, "thresholds", doc["thresholds"])
+        obj = known(
+            "thresholds", doc["thresholds"], _THRESHOLD_KEYS, "'thresholds' must be an object"
+        )
+        values = thresholds("thresholds", obj)
         start["thresholds"] = (
             Thresholds(**values) if base is None else replace(start["thresholds"], **values)
         )
@@ -230,10 +199,10 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
             "'counter_direction' must be an object of counter -> direction",
         )
         for counter, better in directions.items():
+            choices = ", ".join(BETTER_CHOICES)
             check(
                 better in BETTER_CHOICES,
-                f"counter_direction[{counter!r}] is {better!r}, expected one of "
-                f"{', '.join(BETTER_CHOICES)}",
+                f"counter_direction[{counter!r}] is {better!r}, expected one of {choices}",
             )
         start["counter_direction"] = {**start.get("counter_direction", {}), **directions}
     if "gate_counters" in doc:
@@ -244,18 +213,17 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
     start["overrides"] = []
     for i, entry in enumerate(overrides):
         where = f"overrides[{i}]"
-        check(isinstance(entry, dict), f"{where} must be an object")
-        _check_unknown(path, where, entry, ("pattern",) + _THRESHOLD_KEYS)
-        pattern = _regex(path, f"{where}.pattern", entry.get("pattern"))
-        values = _threshold_values(path, where, entry)
-        start["overrides"].append(Override(pattern, values, str(entry.get("why", ""))))
+        known(where, entry, ("pattern",) + _THRESHOLD_KEYS, f"{where} must be an object")
+        pattern = regex(f"{where}.pattern", entry.get("pattern"))
+        why = str(entry.get("why", ""))
+        start["overrides"].append(Override(pattern, thresholds(where, entry), why))
     start["normalize"] = norm = doc.get("normalize")
     if norm is not None:
-        check(isinstance(norm, dict), "'normalize' must be an object with a 'reference' regex")
-        _check_unknown(path, "normalize", norm, ("reference",) + _THRESHOLD_KEYS)
+        what = "'normalize' must be an object with a 'reference' regex"
+        known("normalize", norm, ("reference",) + _THRESHOLD_KEYS, what)
         start["normalize"] = NormalizeSpec(
-            reference=_regex(path, "normalize.reference", norm.get("reference")),
-            thresholds=replace(start["thresholds"], **_threshold_values(path, "normalize", norm)),
+            reference=regex("normalize.reference", norm.get("reference")),
+            thresholds=replace(start["thresholds"], **thresholds("normalize", norm)),
         )
     return CompareConfig(source=path, **start)
 
@@ -263,9 +231,7 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
 def default_config_text() -> str:
     """The packaged defaults file, as text (importlib.resources: works from a checkout, an
     editable install and a wheel alike)."""
-    return (
-        resources.files(__package__).joinpath(DEFAULT_CONFIG_RESOURCE).read_text(encoding="utf-8")
-    )
+    return resources.files(__package__).joinpath(DEFAULT_CONFIG_RESOURCE).read_text("utf-8")
 
 
 @functools.lru_cache(maxsize=1)
@@ -287,9 +253,8 @@ def _json(text: str, path: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _fail(
-            path, f"config is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
+        where = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise ConfigError(f"{path}: config is not valid JSON ({where})") from None
 
 
 def load_config(path: str | None) -> CompareConfig:
@@ -300,5 +265,6 @@ def load_config(path: str | None) -> CompareConfig:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(path, f"cannot read config: {getattr(exc, 'strerror', None) or exc}") from None
+        problem = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"{path}: cannot read config: {problem}") from None
     return parse_config(_json(text, path), path)

@@ -1,26 +1,42 @@
-"""Compare two loaded bench files: the steps from two reports to a `CompareResult`.
+"""Compare two loaded bench files: from two reports to a `CompareResult`, which the renderers and
+the --json output read.
 
-Per benchmark (repetitions grouped by run_name; Google Benchmark's own aggregate rows are ignored
-and everything is recomputed from the raw repetitions): median ratio, spread, Mann-Whitney U test
-and a verdict (faster / slower / same / noisy / not enough samples), for the time and for chosen
-counters. A repetition whose time is not a measurement (NaN, infinity, zero or negative, absurd)
-is left out; when the contender has such repetitions and the baseline had none, the benchmark
-fails as "invalid".
+Each file becomes a DataFrame of its repetitions (Google Benchmark's own mean/median/stddev/cv
+aggregate rows are left out: everything is recomputed from the repetitions), grouped by benchmark.
+Per benchmark measured in the baseline: median ratio, spread, Mann-Whitney U test and a verdict
+for the time and the chosen counters (stats.compare_metric). A repetition whose time is not a
+measurement (NaN, infinity, zero or negative, absurd) is left out; when the contender has such
+repetitions and the baseline had none, the benchmark fails as "invalid".
+
+The gate (`CompareResult.exit_code`): exit 1 when anything failed (slower beyond threshold,
+changed work, an error or invalid values where the baseline was fine, a baseline benchmark
+missing unless --allow-missing); else exit 2 when nothing could be judged because every compared
+benchmark has too few repetitions ("cannot judge"); else exit 0. Benchmarks with too few
+repetitions beside judged ones are listed as not judged, never counted as passing.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+
+import pandas as pd
 
 from ..benchjson import BenchReport, BenchRow, group_reasons
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
 from .config import CompareConfig
-from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
-from .stats import compare_metric, describe_invalid, plausible_time
+from .stats import compare_metric, describe_invalid, plausible_time, plural
 
+# Verdicts of a whole benchmark besides the metric verdicts. ERROR: it ran in the baseline and now
+# fails (fails the gate). SKIPPED: it now does not run on this machine (its error starts with one
+# of benchjson.SKIP_PREFIXES): listed, never failed.
+ERROR, SKIPPED = "error", "skipped"
+# Status of one repetition in the DataFrame of a file.
+MEASURED, FAILED = "measured", "failed"
 # Context keys that name the hardware: if they differ, ratios compare machines, not code.
 HARDWARE_KEYS = tuple(
     "cpu_model cpu_logical_cpus gpu gpu_compute_capability gpu_sm_count gpu_memory_bytes".split()
@@ -36,50 +52,43 @@ class UsageError(Exception):
     """Input that cannot be compared (exit 2). str() is the one line printed on stderr."""
 
 
-Clock = Callable[[BenchRow], float]
+def _status(row: BenchRow, time_s: float) -> str:
+    if row.error is not None:
+        return SKIPPED if row.skipped else FAILED
+    return MEASURED if row.invalid is None and plausible_time(time_s) else INVALID
 
 
-@dataclass
-class Group:
-    """The repetitions of one benchmark in one file."""
-
-    label: str
-    rows: list[BenchRow] = field(default_factory=list)  # measured, with a plausible time
-    errors: list[str] = field(default_factory=list)  # messages of failed repetitions
-    skipped: list[str] = field(default_factory=list)  # messages of repetitions that did not run
-    invalid: list[float] = field(default_factory=list)  # implausible times (NaN, <= 0, ...)
-
-
-def _group(report: BenchReport, ambiguous: set[str], clock: Clock) -> dict[str, Group]:
-    """Repetitions of each benchmark, keyed by run_name.
-
-    A run_name that appears with different labels (two registrations that happen to print the
-    same name, e.g. a square and an MLP-layer GEMM of equal size) would mix two benchmarks into
-    one sample; those are keyed "run_name [label]" instead.
-    """
-    groups: dict[str, Group] = {}
-    for row in report.rows:
-        if row.run_type != "iteration":
-            continue  # mean/median/stddev/cv aggregates: recomputed from the repetitions
-        key = f"{row.run_name} [{row.label}]" if row.run_name in ambiguous else row.run_name
-        group = groups.setdefault(key, Group(row.label))
-        if row.error is not None:
-            (group.skipped if row.skipped else group.errors).append(row.error)
-        elif row.invalid is not None or not plausible_time(clock(row)):
-            group.invalid.append(clock(row))
-        else:
-            group.rows.append(row)
-    return groups
+def _repetitions(report: BenchReport, clock: str) -> pd.DataFrame:
+    """One row per repetition: run name, label, the compared clock's time in seconds (a row
+    benchjson finds sound can still hold a 0 time or no cpu_time, so its plausibility is asked
+    here), status (measured, failed, skipped, invalid), error message and counters as read (a
+    dict: a NaN counter is an invalid value, an absent one is no value)."""
+    rows = [row for row in report.rows if row.run_type == "iteration"]
+    times = [getattr(row, f"{clock}_s") for row in rows]
+    columns = {
+        "name": [row.run_name for row in rows],
+        "label": [row.label for row in rows],
+        "time": times,
+        "status": [_status(row, time_s) for row, time_s in zip(rows, times)],
+        "error": [row.error for row in rows],
+        "counters": [row.counters for row in rows],
+    }
+    return pd.DataFrame(columns, dtype=object).astype({"time": float})
 
 
-def _ambiguous_names(*reports: BenchReport) -> set[str]:
-    out: set[str] = set()
-    for report in reports:
-        labels: dict[str, set[str]] = {}
-        for row in (r for r in report.rows if r.run_type == "iteration"):
-            labels.setdefault(row.run_name, set()).add(row.label)
-        out |= {name for name, seen in labels.items() if len(seen) > 1}
-    return out
+def _key(frames: list[pd.DataFrame]) -> set[str]:
+    """Add each repetition's benchmark key, the same on both sides: its run name, or "run_name
+    [label]" for a run name that one file uses with different labels (two registrations that
+    print the same name, e.g. a square and an MLP-layer GEMM of equal size, would otherwise mix
+    into one sample). Returns those run names."""
+    ambiguous = set()
+    for frame in frames:
+        labels = frame.groupby("name").label.nunique()
+        ambiguous |= set(labels.index[labels > 1])
+    for frame in frames:
+        pairs = zip(frame.name, frame.label)
+        frame["key"] = [f"{n} [{label}]" if n in ambiguous else n for n, label in pairs]
+    return ambiguous
 
 
 def _context_differences(
@@ -98,7 +107,12 @@ def openblas_core(context: dict[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
-def _nothing_measured(report: BenchReport, groups: dict[str, Group]) -> str:
+def natural_key(name: str) -> list[Any]:
+    """Sort m:64 before m:256: repetitions may be interleaved, so file order means nothing."""
+    return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name)]
+
+
+def _nothing_measured(report: BenchReport, frame: pd.DataFrame) -> str:
     """Why a file has no benchmark to compare: the one line for UsageError."""
     if report.rows and all(row.run_type == "aggregate" for row in report.rows):
         return (
@@ -106,18 +120,13 @@ def _nothing_measured(report: BenchReport, groups: dict[str, Group]) -> str:
             "--benchmark_report_aggregates_only); rerun without it so the repetitions can be "
             "compared"
         )
-    invalid = [v for g in groups.values() for v in g.invalid]
+    invalid = frame.time[frame.status == INVALID].tolist()
     if invalid:
         return (
             f"{report.path}: no benchmark with a valid time to compare ({len(invalid)} "
             f"repetitions with times that are not measurements: {describe_invalid(invalid)})"
         )
     return f"{report.path}: no successfully measured benchmark to compare"
-
-
-def natural_key(name: str) -> list[Any]:
-    """Sort m:64 before m:256: repetitions may be interleaved, so file order means nothing."""
-    return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name)]
 
 
 def _overall(metrics: list[MetricResult]) -> str:
@@ -130,65 +139,84 @@ def _overall(metrics: list[MetricResult]) -> str:
 
 
 @dataclass
-class _Reference:
-    """The benchmarks whose times normalise the others (config "normalize"), with their median
-    times on each side."""
+class BenchComparison:
+    name: str
+    label: str
+    verdict: str
+    metrics: list[MetricResult]
+    overrides: list[str]
+    error: str | None = None  # why it was not compared (ERROR, SKIPPED, INVALID without metrics)
 
-    base: dict[str, float] = field(default_factory=dict)
-    cont: dict[str, float] = field(default_factory=dict)
+    @property
+    def fails(self) -> bool:
+        return self.verdict in (ERROR, INVALID) or any(m.fails for m in self.metrics)
 
-    def divisor(self, key: str) -> tuple[float, float] | None:
-        """(baseline, contender) divisor for one benchmark: geometric mean of the reference
-        medians. The benchmark itself is left out of its own divisor, so a regression in it
-        cannot shrink its own normalised ratio; averaging several references makes the divisor
-        steadier than any single benchmark's median on a noisy machine."""
-        others = [r for r in self.base if r != key]
-        if not others:
-            return None
-        mean = statistics.geometric_mean
-        return mean(self.base[r] for r in others), mean(self.cont[r] for r in others)
+    @property
+    def needed(self) -> int | None:
+        """Repetitions a side that would let the U test judge it (verdict FEW)."""
+        return max((m.needed or 0 for m in self.metrics if m.gating), default=0) or None
+
+    def metric(self, name: str) -> MetricResult | None:
+        return next((m for m in self.metrics if m.metric == name), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **{key: getattr(self, key) for key in ("name", "label", "verdict", "fails", "error")},
+            "repetitions_needed": self.needed if self.verdict == FEW else None,
+            "overrides": list(self.overrides),
+            "metrics": [m.as_dict() for m in self.metrics],
+        }
+
+
+def _values(frame: pd.DataFrame, status: str, column: str = "time") -> list[Any]:
+    return frame.loc[frame.status == status, column].tolist()
 
 
 def _compare_benchmark(
     key: str,
-    bgroup: Group,
-    cgroup: Group,
+    base: pd.DataFrame,
+    cont: pd.DataFrame,
     config: CompareConfig,
     counters: list[str],
-    reference: _Reference,
-    clock: Clock,
+    divisors: dict[str, tuple[float, float]],
+    reference: list[str],
 ) -> BenchComparison:
-    """One benchmark measured in the baseline: time, time/ref and counters."""
+    """One benchmark measured in the baseline (the repetitions of each side): time, time/ref
+    (divided by the reference time of each side, see _divisors) and counters."""
     thresholds, matched = config.thresholds_for(key)
+    label = base.label.iloc[0]
+    errors, skipped = _values(cont, FAILED, "error"), _values(cont, SKIPPED, "error")
+    btimes, ctimes = _values(base, MEASURED), _values(cont, MEASURED)
+    binvalid, cinvalid = _values(base, INVALID), _values(cont, INVALID)
 
     def unmeasured(verdict: str, why: str) -> BenchComparison:
-        return BenchComparison(key, bgroup.label, verdict, [], matched, why)
+        return BenchComparison(key, label, verdict, [], matched, why)
 
-    if cgroup.errors and not cgroup.rows:
-        return unmeasured(ERROR, cgroup.errors[0])
-    if cgroup.invalid and (not bgroup.invalid or not cgroup.rows):
-        # The time itself is not a measurement (NaN, infinity, <= 0, absurd) where the
-        # baseline's was: the benchmark broke, whatever its valid repetitions say.
-        total = len(cgroup.invalid) + len(cgroup.rows)
+    if errors and not ctimes:
+        return unmeasured(ERROR, errors[0])
+    if cinvalid and (not binvalid or not ctimes):
+        # The time itself is not a measurement where the baseline's was: the benchmark broke,
+        # whatever its valid repetitions say.
+        total = len(cinvalid) + len(ctimes)
         return unmeasured(
             INVALID,
-            f"{config.time}: {len(cgroup.invalid)} of {total} repetitions are not a valid time "
-            f"({describe_invalid(cgroup.invalid)})"
-            + ("" if bgroup.invalid else "; the baseline's times were all valid"),
+            f"{config.time}: {len(cinvalid)} of {total} repetitions are not a valid time "
+            f"({describe_invalid(cinvalid)})"
+            + ("" if binvalid else "; the baseline's times were all valid"),
         )
-    if not cgroup.rows:
-        return unmeasured(SKIPPED, cgroup.skipped[0])
-    btimes, ctimes = [clock(r) for r in bgroup.rows], [clock(r) for r in cgroup.rows]
+    if not ctimes:
+        return unmeasured(SKIPPED, skipped[0])
     metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)]
-    divisor = reference.divisor(key)
+    divisor = divisors.get(key)
     if divisor is not None and config.normalize is not None:
         bnorm, cnorm = [t / divisor[0] for t in btimes], [t / divisor[1] for t in ctimes]
         metrics.append(
             compare_metric("time/ref", "lower", bnorm, cnorm, config.normalize.thresholds)
         )
+    bcounters, ccounters = _values(base, MEASURED, "counters"), _values(cont, MEASURED, "counters")
     for counter in counters:
-        bvals = [r.counters[counter] for r in bgroup.rows if counter in r.counters]
-        cvals = [r.counters[counter] for r in cgroup.rows if counter in r.counters]
+        bvals = [c[counter] for c in bcounters if counter in c]
+        cvals = [c[counter] for c in ccounters if counter in c]
         if not bvals or not cvals:
             continue  # a counter this benchmark does not have (e.g. t_epoch on a GEMM)
         better = config.direction(counter)
@@ -197,27 +225,187 @@ def _compare_benchmark(
         gating = better == "exact" or config.gate_counters
         metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
     notes = metrics[0].notes
-    if reference.base and divisor is None:
+    if reference and divisor is None:
         notes.append("the only normalisation reference: no time/ref of its own")
-    for what, messages in (("failed", cgroup.errors), ("skipped", cgroup.skipped)):
+    for what, messages in (("failed", errors), ("skipped", skipped)):
         if messages:
             notes.append(f"{len(messages)} repetition(s) {what} in the contender: {messages[0]}")
-    for side, group in (("baseline", bgroup), ("contender", cgroup)):
-        if group.invalid:
+    for side, invalid in (("baseline", binvalid), ("contender", cinvalid)):
+        if invalid:
             notes.append(
-                f"{len(group.invalid)} repetition(s) in the {side} without a valid time "
-                f"({describe_invalid(group.invalid)}): left out"
+                f"{len(invalid)} repetition(s) in the {side} without a valid time "
+                f"({describe_invalid(invalid)}): left out"
             )
-    return BenchComparison(key, bgroup.label, _overall(metrics), metrics, matched)
+    return BenchComparison(key, label, _overall(metrics), metrics, matched)
 
 
-def _why_not_measured(group: Group) -> tuple[str, str]:
+def _why_not_measured(group: pd.DataFrame) -> tuple[str, str]:
     """(kind, reason) of a baseline benchmark without a measurement."""
-    if group.errors:
-        return "failed_in_baseline", group.errors[0]
-    if group.skipped:
-        return "skipped_in_baseline", group.skipped[0]
-    return "invalid_in_baseline", f"no valid time ({describe_invalid(group.invalid)})"
+    for status, kind in ((FAILED, "failed_in_baseline"), (SKIPPED, "skipped_in_baseline")):
+        if status in group.status.values:
+            return kind, _values(group, status, "error")[0]
+    return "invalid_in_baseline", f"no valid time ({describe_invalid(_values(group, INVALID))})"
+
+
+def _divisors(
+    config: CompareConfig, base: pd.DataFrame, cont: pd.DataFrame, common: list[str], path: str
+) -> tuple[list[str], dict[str, tuple[float, float]], list[str]]:
+    """The normalisation of config "normalize": (the reference benchmarks, each benchmark's
+    (baseline, contender) divisor, warnings). A divisor is the geometric mean of the reference
+    benchmarks' median times on that side, leaving out the benchmark itself, so a regression in
+    it cannot shrink its own normalised ratio; averaging several references makes the divisor
+    steadier than any single median on a noisy machine."""
+    if config.normalize is None:
+        return [], {}, []
+    pattern = config.normalize.reference
+    if not any(pattern.search(k) for k in base.key[base.status == MEASURED]):
+        raise UsageError(
+            f"normalize.reference {pattern.pattern!r} matches no benchmark measured in {path}"
+        )
+    # A pattern whose benchmarks all fail, are missing or have no valid time in the contender
+    # leaves the run without normalisation (a warning): those benchmarks fail or are listed on
+    # their own, and the absolute comparison of every time still holds.
+    refs = [k for k in common if pattern.search(k)]
+    if not refs:
+        warning = (
+            f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
+            "files: times are not normalised (time / reference is not compared)"
+        )
+        return [], {}, [warning]
+    medians = [
+        frame[frame.status == MEASURED].groupby("key").time.median().reindex(refs)
+        for frame in (base, cont)
+    ]
+    mean = statistics.geometric_mean
+    divisors = {
+        key: (
+            mean(medians[0].drop(key, errors="ignore")),
+            mean(medians[1].drop(key, errors="ignore")),
+        )
+        for key in common
+        if len(refs) > (key in refs)
+    }
+    return refs, divisors, []
+
+
+@dataclass
+class CompareResult:
+    baseline: BenchReport
+    contender: BenchReport
+    config: CompareConfig
+    benchmarks: list[BenchComparison]
+    # Measured in the baseline, absent from the contender: fails unless allow_missing.
+    only_in_baseline: list[str]
+    only_in_contender: list[str]
+    hardware_differences: list[tuple[str, str, str]]
+    environment_differences: list[tuple[str, str, str]]
+    warnings: list[str]
+    allow_missing: bool
+    # The benchmarks whose times normalise the others (config "normalize"), empty without one.
+    reference: list[str] = field(default_factory=list)
+    # Benchmarks not compared, one {"kind", "reason", "names"} per reason (failed or skipped in
+    # the baseline, ...): the reason is said once, the names listed only where asked.
+    not_compared: list[dict[str, Any]] = field(default_factory=list)
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for b in self.benchmarks if b.verdict == verdict)
+
+    @property
+    def failing(self) -> list[BenchComparison]:
+        return [b for b in self.benchmarks if b.fails]
+
+    @property
+    def missing_fails(self) -> bool:
+        return bool(self.only_in_baseline) and not self.allow_missing
+
+    @property
+    def unjudged(self) -> list[BenchComparison]:
+        """Compared benchmarks with too few repetitions to give a verdict."""
+        return [b for b in self.benchmarks if b.verdict == FEW]
+
+    @property
+    def judged(self) -> list[BenchComparison]:
+        """Benchmarks that got a verdict (a failure counts: it is a verdict)."""
+        return [b for b in self.benchmarks if b.verdict not in (FEW, SKIPPED)]
+
+    @property
+    def repetitions_needed(self) -> int | None:
+        return max((b.needed or 0 for b in self.unjudged), default=0) or None
+
+    @property
+    def all_failed(self) -> bool:
+        """Every compared benchmark now fails with an error (a run that broke as a whole)."""
+        return bool(self.benchmarks) and all(b.verdict == ERROR for b in self.benchmarks)
+
+    @property
+    def cannot_judge(self) -> str | None:
+        """The exit-2 reason when nothing failed and nothing could be judged, else None."""
+        if self.failing or self.missing_fails or self.judged or not self.unjudged:
+            return None
+        reps, n = self.repetitions_needed, len(self.unjudged)
+        return (
+            f"cannot judge: {plural(n)} {'has' if n == 1 else 'have'} fewer than {reps} "
+            "repetitions; rerun with "
+            f"--benchmark_repetitions={reps}"
+        )
+
+    @property
+    def exit_code(self) -> int:
+        if self.failing or self.missing_fails:
+            return EXIT_REGRESSION
+        return EXIT_OK if self.cannot_judge is None else EXIT_UNUSABLE
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "compared": len(self.benchmarks) - self.count(SKIPPED),
+            "judged": len(self.judged),
+            **{verdict: self.count(verdict) for verdict in (SLOWER, FASTER, SAME, NOISY)},
+            "not_enough_samples": self.count(FEW),
+            **{verdict: self.count(verdict) for verdict in (CHANGED, INVALID, ERROR, SKIPPED)},
+            "only_in_baseline": len(self.only_in_baseline),
+            "only_in_contender": len(self.only_in_contender),
+            "not_compared": sum(len(g["names"]) for g in self.not_compared),
+            "failing": len(self.failing),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        def side(report: BenchReport) -> dict[str, Any]:
+            keys = ("date", "host_name", "cpu_model", "gpu")
+            return {
+                "path": report.path,
+                "git_commit": report.context.get("gpubench_git_commit"),
+                **{key: report.context.get(key) for key in keys},
+                "recovered_from_truncation": report.recovered_from_truncation,
+            }
+
+        def differences(rows: list[tuple[str, str, str]]) -> list[dict[str, str]]:
+            return [{"key": k, "baseline": b, "contender": c} for k, b, c in rows]
+
+        doc = {
+            "schema": "gpubench-compare/1",
+            "exit_code": self.exit_code,
+            "cannot_judge": self.cannot_judge,
+            "repetitions_needed": self.repetitions_needed,
+            "baseline": side(self.baseline),
+            "contender": side(self.contender),
+            "hardware_differs": bool(self.hardware_differences),
+            "hardware_differences": differences(self.hardware_differences),
+            "environment_differences": differences(self.environment_differences),
+            "time": self.config.time,
+            "normalize_reference": self.reference,
+            "config": self.config.as_dict(),
+            "allow_missing": self.allow_missing,
+            # Before --allow-missing, failing on missing benchmarks was opt-in.
+            "fail_on_missing": not self.allow_missing,
+            "summary": self.summary(),
+            "benchmarks": [b.as_dict() for b in self.benchmarks],
+            "only_in_baseline": self.only_in_baseline,
+            "only_in_contender": self.only_in_contender,
+            "not_compared": self.not_compared,
+            "warnings": self.warnings,
+        }
+        # NaN and infinity are not JSON: null, so every JSON parser can read the output.
+        return json.loads(json.dumps(doc), parse_constant=lambda _: None)
 
 
 def compare_reports(
@@ -232,60 +420,32 @@ def compare_reports(
     allow_missing: a benchmark measured in the baseline and absent from the contender is listed,
     not failed (a run filtered on purpose). By default it fails the gate.
     """
-
-    def clock(row: BenchRow) -> float:
-        return row.cpu_time_s if config.time == "cpu_time" else row.real_time_s
-
-    # Step 1: both files' repetitions grouped by benchmark, keyed the same way on both sides.
-    ambiguous = _ambiguous_names(baseline, contender)
-    base, cont = _group(baseline, ambiguous, clock), _group(contender, ambiguous, clock)
-    measured = sorted((k for k, g in base.items() if g.rows), key=natural_key)
-    common = [k for k in measured if k in cont and cont[k].rows]  # they get ratios
-
-    # Step 2: files that share nothing that can be compared are unusable input.
-    if not any(k in cont for k in measured):
+    base, cont = _repetitions(baseline, config.time), _repetitions(contender, config.time)
+    ambiguous = _key([base, cont])
+    by_key = [dict(tuple(frame.groupby("key", sort=False))) for frame in (base, cont)]
+    measured = sorted(set(base.key[base.status == MEASURED]), key=natural_key)
+    in_cont = [k for k in measured if k in by_key[1]]
+    if not in_cont:  # files that share nothing that can be compared are unusable input
         if not measured:
             raise UsageError(_nothing_measured(baseline, base))
-        if not any(g.rows for g in cont.values()):
+        if MEASURED not in cont.status.values:
             raise UsageError(_nothing_measured(contender, cont))
         raise UsageError(
             f"no common benchmarks: {baseline.path} and {contender.path} share no benchmark name"
         )
-    warnings = list(baseline.warnings) + list(contender.warnings)
+    common = [k for k in in_cont if MEASURED in by_key[1][k].status.values]  # they get ratios
+    reference, divisors, warnings = _divisors(config, base, cont, common, baseline.path)
+    warnings = baseline.warnings + contender.warnings + warnings
 
-    # Step 3: the reference benchmarks of config "normalize". A pattern that matches nothing
-    # measured in the baseline does not fit these files; one whose benchmarks all fail, are
-    # missing or have no valid time in the contender leaves the run without normalisation (a
-    # warning): those benchmarks fail or are listed on their own, and the absolute comparison
-    # of every time still holds.
-    reference = _Reference()
-    if config.normalize is not None:
-        pattern = config.normalize.reference
-        if not any(pattern.search(k) for k in measured):
-            raise UsageError(
-                f"normalize.reference {pattern.pattern!r} matches no benchmark measured in "
-                f"{baseline.path}"
-            )
-        for key in (k for k in common if pattern.search(k)):
-            reference.base[key] = statistics.median(clock(r) for r in base[key].rows)
-            reference.cont[key] = statistics.median(clock(r) for r in cont[key].rows)
-        if not reference.base:
-            warnings.append(
-                f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
-                "files: times are not normalised (time / reference is not compared)"
-            )
-
-    # Step 4: one comparison per benchmark measured in the baseline. Exact counters (the work
-    # of an iteration) are checked whenever both sides carry them.
+    # Exact counters (the work of an iteration) are checked whenever both sides carry them.
     chosen = list(config.counters if counters is None else counters)
     checked = chosen + [c for c in config.exact_counters if c not in chosen]
     results = [
-        _compare_benchmark(key, base[key], cont[key], config, checked, reference, clock)
-        for key in measured
-        if key in cont
+        _compare_benchmark(k, by_key[0][k], by_key[1][k], config, checked, divisors, reference)
+        for k in in_cont
     ]
 
-    # Step 5: what the reader must know before trusting the table (one line each).
+    # What the reader must know before trusting the table (one line each).
     if ambiguous:
         warnings.append(
             f"{len(ambiguous)} benchmark name(s) are used by benchmarks with different "
@@ -300,13 +460,13 @@ def compare_reports(
             "contender; CPU ratios compare the two kernel sets, not the code (set "
             f"OPENBLAS_CORETYPE={bcore} to measure like the baseline)"
         )
+    with_invalid = set(base.key[base.status == INVALID]) | set(cont.key[cont.status == INVALID])
     dropped = [
         b
         for b in results
         if b.metrics
         and (
-            base[b.name].invalid
-            or cont[b.name].invalid
+            b.name in with_invalid
             or any((m.base_invalid or m.cont_invalid) and m.verdict != INVALID for m in b.metrics)
         )
     ]
@@ -316,21 +476,22 @@ def compare_reports(
             "a time <= 0, an absurd magnitude) that were left out of the comparison (see the "
             "notes)"
         )
-    # Benchmarks of the baseline without a measurement there: one group per reason.
-    unmeasured = [key for key in sorted(base, key=natural_key) if not base[key].rows]
-    by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(base[key]))
+    unmeasured = sorted(set(by_key[0]) - set(measured), key=natural_key)
+    by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(by_key[0][key]))
     contexts = baseline.context, contender.context
     return CompareResult(
         baseline=baseline,
         contender=contender,
         config=config,
         benchmarks=results,
-        only_in_baseline=[k for k in measured if k not in cont],
-        only_in_contender=sorted((k for k in cont if k not in base), key=natural_key),
+        only_in_baseline=[k for k in measured if k not in by_key[1]],
+        only_in_contender=sorted(set(by_key[1]) - set(by_key[0]), key=natural_key),
         hardware_differences=_context_differences(*contexts, HARDWARE_KEYS),
         environment_differences=_context_differences(*contexts, ENVIRONMENT_KEYS),
         warnings=warnings,
         allow_missing=allow_missing,
-        reference=list(reference.base),
-        not_compared=[NameGroup(kind, why, keys) for (kind, why), keys in by_reason],
+        reference=reference,
+        not_compared=[
+            {"kind": kind, "reason": why, "names": keys} for (kind, why), keys in by_reason
+        ],
     )

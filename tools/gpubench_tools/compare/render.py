@@ -13,16 +13,19 @@ data are folded into spaces, so a message cannot forge a line of the log either.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
+
+import jinja2
 
 from .. import schema
 from ..benchjson import BenchReport, group_reasons
 from ..escape import md_code, md_text
 from ..stats import repetitions_needed
-from .model import ERROR, SKIPPED, BenchComparison, CompareResult, NameGroup
-from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult
+from .engine import ERROR, SKIPPED, BenchComparison, CompareResult
+from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult, plural
 
 MARKER = "<!-- gpubench-compare -->"  # lets CI find and update its own PR comment
 
@@ -40,19 +43,11 @@ _ANSI = {
 _SECONDS = ((1.0, " s"), (1e-3, " ms"), (1e-6, " us"), (1e-9, " ns"))
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 _HEADER = ("benchmark / metric", "baseline", "contender", "ratio", "cv base/new", "p", "verdict")
-_MD_HEADER = [
-    "| benchmark | metric | baseline | contender | ratio | cv base / new | p | verdict |",
-    "|---|---|--:|--:|--:|--:|--:|---|",
-]
 
 
 def _line(text: object) -> str:
     """Data for the terminal: one line (no control character can start a forged line)."""
     return re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", str(text))
-
-
-def _n(count: int, word: str = "benchmark") -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def format_value(metric: str, value: float) -> str:
@@ -154,7 +149,7 @@ def _gate(result: CompareResult) -> tuple[str, str]:
     """(PASS | FAIL | CANNOT JUDGE, the reason)."""
     code = result.exit_code
     if code == 0:
-        text = f"{_n(len(result.judged))} judged, no significant regression beyond threshold"
+        text = f"{plural(len(result.judged))} judged, no significant regression beyond threshold"
         if result.unjudged:
             text += f"; {len(result.unjudged)} not judged (not enough samples)"
         return "PASS", text
@@ -168,7 +163,7 @@ def _gate(result: CompareResult) -> tuple[str, str]:
     else:
         regressed = [b for b in result.failing if b.verdict != ERROR]
         if regressed:
-            reasons.append(f"{_n(len(regressed))} regressed")
+            reasons.append(f"{plural(len(regressed))} regressed")
         if errors:
             reasons.append(f"{sum(len(names) for _, names in errors)} now failing")
     if result.missing_fails:
@@ -179,35 +174,36 @@ def _gate(result: CompareResult) -> tuple[str, str]:
     return "FAIL", "; ".join(reasons)
 
 
-def info_groups(result: CompareResult) -> list[tuple[str, NameGroup]]:
-    """(one line, its names) for every group that is information, not a failure."""
-    out: list[tuple[str, NameGroup]] = []
-    for why, names in _by_error(result, SKIPPED):
-        line = f"{_n(len(names))} skipped in the contender, not failed: {why}"
-        out.append((line, NameGroup(SKIPPED, why, names)))
+def info_groups(result: CompareResult) -> list[tuple[str, list[str], list[BenchComparison]]]:
+    """(one line, its names, the benchmarks when they were compared but not judged) for every
+    group that is information, not a failure."""
+    out = [
+        (f"{plural(len(names))} skipped in the contender, not failed: {why}", names, [])
+        for why, names in _by_error(result, SKIPPED)
+    ]
     what = {
         "failed_in_baseline": "failed in the baseline, not compared",
         "skipped_in_baseline": "skipped in the baseline, not compared",
         "invalid_in_baseline": "without a valid time in the baseline, not compared",
     }
     for group in result.not_compared:
-        out.append((f"{_n(len(group.names))} {what[group.kind]}: {group.reason}", group))
+        line = f"{plural(len(group['names']))} {what[group['kind']]}: {group['reason']}"
+        out.append((line, group["names"], []))
     by_needed = group_reasons(result.unjudged, lambda bench: bench.needed or 0)
     for needed, benches in sorted(by_needed, key=lambda group: group[0]):
         fewest = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in benches)
-        reason = (
-            f"not enough samples (as few as n={fewest} a side; the U test needs {needed} "
-            f"repetitions a side to reach alpha): rerun with --benchmark_repetitions={needed}"
+        line = (
+            f"{plural(len(benches))} not judged: not enough samples (as few as n={fewest} a side; "
+            f"the U test needs {needed} repetitions a side to reach alpha): rerun with "
+            f"--benchmark_repetitions={needed}"
         )
-        group = NameGroup("not_enough_samples", reason, [b.name for b in benches])
-        out.append((f"{_n(len(benches))} not judged: {reason}", group))
-    if result.only_in_baseline and not result.missing_fails:
-        group = NameGroup("missing_allowed", "allowed by --allow-missing", result.only_in_baseline)
-        line = f"{_n(len(group.names))} missing from the contender, not failed (--allow-missing)"
-        out.append((line, group))
-    if result.only_in_contender:
-        group = NameGroup("new", "new, not compared", result.only_in_contender)
-        out.append((f"{_n(len(group.names))} only in the contender (new, not compared)", group))
+        out.append((line, [b.name for b in benches], benches))
+    missing, new = result.only_in_baseline, result.only_in_contender
+    if missing and not result.missing_fails:
+        line = f"{plural(len(missing))} missing from the contender, not failed (--allow-missing)"
+        out.append((line, missing, []))
+    if new:
+        out.append((f"{plural(len(new))} only in the contender (new, not compared)", new, []))
     return out
 
 
@@ -260,11 +256,11 @@ def _failure_lines(result: CompareResult) -> list[tuple[str, list[str]]]:
         head = (
             f"every benchmark now fails ({n})"
             if result.all_failed and len(errors) == 1
-            else f"{_n(n)} now fail{'s' if n == 1 else ''}"
+            else f"{plural(n)} now fail{'s' if n == 1 else ''}"
         )
         lines.append((f"REGRESSION: {head}: {message}", names))
     if result.missing_fails:
-        missing = _n(len(result.only_in_baseline))
+        missing = plural(len(result.only_in_baseline))
         line = f"REGRESSION: {missing} of the baseline missing from the contender (pass "
         line += "--allow-missing for a run filtered on purpose):"
         lines.append((line, result.only_in_baseline))
@@ -323,10 +319,10 @@ def render_terminal(
         out += [fmt(_HEADER), "-" * (sum(widths) + 2 * 6)]
         out += [paint(fmt(row), verdict) for row, verdict in table] + [""]
 
-    for line, group in info_groups(result):
+    for line, names, _ in info_groups(result):
         out.append(_line(line))
         if verbose:
-            out.extend(f"  {_line(name)}" for name in group.names)
+            out.extend(f"  {_line(name)}" for name in names)
     out += [line for block in failures for line in block]
     out.append(_line(f"summary: {_headline(result)}"))
     out.append(paint(_line(f"gate: {word}: {reason}"), gate_verdict))
@@ -335,83 +331,51 @@ def render_terminal(
     return "\n".join(out) + "\n"
 
 
-def _md_table(benches: Sequence[BenchComparison]) -> list[str]:
-    # Data (the name, a counter's name) is escaped; the numbers and the verdict are this tool's
-    # own formatting (digits, units, '%', 'x', '-').
-    rows = []
-    for name, m, cells in _rows(benches):
-        verdict = f"**{cells[-1]}**" if m.fails else cells[-1]
-        row = ("" if name is None else md_code(name), md_text(cells[0]), *cells[1:-1], verdict)
-        rows.append("| " + " | ".join(row) + " |")
-    return _MD_HEADER + rows
-
-
-def _md_details(summary: str, body: list[str]) -> list[str]:
-    """A folded block; `summary` must already be escaped."""
-    return [f"<details><summary>{summary}</summary>", ""] + body + ["", "</details>", ""]
-
-
-def _md_names(names: Sequence[str], indent: str = "") -> list[str]:
-    return [f"{indent}- {md_code(name)}" for name in names]
+@functools.lru_cache(maxsize=1)
+def _markdown_template() -> jinja2.Template:
+    # No autoescape: the output is Markdown, not HTML; every piece of data goes through the
+    # md/code filters (escape.md_text, escape.md_code) in the template.
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader(__package__, "templates"),
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(md=md_text, code=md_code)
+    return env.get_template("compare.md.j2")
 
 
 def render_markdown(result: CompareResult) -> str:
     """A PR comment: verdict first, then what needs attention, the unchanged rest folded away."""
+
+    def rows_of(benches: Sequence[BenchComparison]) -> list[tuple[str | None, Any, bool]]:
+        return [(name, cells, m.fails) for name, m, cells in _rows(benches)]
+
     word, reason = _gate(result)
-    status = {"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge")
-    out = [MARKER, f"### gpubench regression check: {status}", ""]
-    if result.hardware_differences:
-        out += [
-            "> [!WARNING]",
-            "> **DIFFERENT HARDWARE**: these ratios compare two machines, not two versions of "
-            "the code.",
-            *(
-                f"> - {md_code(k)}: {md_text(b)} → {md_text(c)}"
-                for k, b, c in result.hardware_differences
-            ),
-            "",
-        ]
-    out += [f"**gate: {word}**: {md_text(reason)}. {md_text(_headline(result))}.", ""]
-    for which, report in (("baseline", result.baseline), ("contender", result.contender)):
-        described = ", ".join(md_text(part) for part in _describe(report))
-        out.append(f"- {which}: {md_code(report.path)} ({described})")
-    out.append(f"- rule: {md_text(_thresholds_line(result))}")
-    out += [
-        f"- note: {md_code(k)} differs: {md_text(b)} → {md_text(c)}"
-        for k, b, c in result.environment_differences
-    ]
-    out += [f"- warning: {md_text(warning)}" for warning in result.warnings] + [""]
-
-    failures = _failure_lines(result)
-    if failures:
-        out += ["**Failures**:", ""]
-        for line, names in failures:
-            out += [f"- {md_text(line)}", *_md_names(names, "  ")]
-        out.append("")
-
     with_numbers = [b for b in result.benchmarks if b.metrics]
     attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
-    unchanged = [b for b in with_numbers if b.verdict == SAME]
-    if attention:
-        out += _md_table(attention) + [""]
-    for line, group in info_groups(result):
-        out += [f"**{md_text(line)}**", ""]
-        if group.kind == "not_enough_samples":
-            benches = [b for b in with_numbers if b.name in set(group.names)]
-            out += _md_details("benchmarks", _md_table(benches))
-        else:
-            out += _md_details("names", _md_names(group.names))
-    if unchanged:
-        out += _md_details(f"{len(unchanged)} unchanged benchmark(s)", _md_table(unchanged))
-    notes = [
-        f"- {md_code(b.name)} {md_text(m.metric)}: {md_text('; '.join(m.notes))}"
-        for b in attention
-        for m in b.metrics
-        if m.notes
-    ]
-    if notes:
-        out += _md_details("notes", notes)
-    return "\n".join(out).rstrip() + "\n"
+    sides = (("baseline", result.baseline), ("contender", result.contender))
+    text = _markdown_template().render(
+        status={"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge"),
+        hardware=result.hardware_differences,
+        word=word,
+        reason=reason,
+        headline=_headline(result),
+        sides=[(which, report.path, _describe(report)) for which, report in sides],
+        rule=_thresholds_line(result),
+        environment=result.environment_differences,
+        warnings=result.warnings,
+        failures=_failure_lines(result),
+        info=info_groups(result),
+        rows_of=rows_of,
+        attention=attention,
+        unchanged=[b for b in with_numbers if b.verdict == SAME],
+        notes=[
+            (b.name, m.metric, "; ".join(m.notes)) for b in attention for m in b.metrics if m.notes
+        ],
+    )
+    return text.rstrip() + "\n"
 
 
 def render_markdown_error(line: str) -> str:

@@ -32,19 +32,12 @@ _EXACT_RTOL = 1e-9
 
 @dataclass(frozen=True)
 class Thresholds:
-    """When a difference counts.
+    """When a difference counts (docs/regression-gate.md). No defaults here: the values come
+    from the packaged default-thresholds.json or a --config file.
 
-    max_ratio: a slowdown above this (e.g. 1.05 = 5 % worse) is "slower", below 1/max_ratio "faster".
-    alpha: significance level of the Mann-Whitney U test the difference must also pass.
-    max_cv: a coefficient of variation (stdev/mean of the repetitions) above this on either side
-        makes the metric "too noisy to judge", unless the two samples do not even overlap.
-    check_fastest: the best repetitions (fastest time, highest rate) must differ beyond max_ratio
-        too. Noise from other processes only ever adds time, so a burst that slowed most of a
-        run moves the median but leaves the best repetition alone, while a real regression
-        moves both.
-
-    The values themselves come from the packaged default thresholds file
-    (compare/default-thresholds.json) or a --config file: there are no built-in defaults here.
+    check_fastest: the best repetitions must differ beyond max_ratio too. Noise from other
+    processes only ever adds time, so a burst that slowed most of a run moves the median but
+    leaves the best repetition alone, while a real regression moves both.
     """
 
     max_ratio: float
@@ -110,7 +103,8 @@ def describe_invalid(values: list[float]) -> str:
     return ", ".join(seen[:3]) + (", ..." if len(seen) > 3 else "")
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str = "benchmark") -> str:
+    """'1 value', '2 values'."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -123,18 +117,14 @@ def compare_metric(
     gating: bool = True,
     plausible: Callable[[float], bool] = usable_counter,
 ) -> MetricResult:
-    """Compare the repetitions of one metric and give a verdict.
+    """Compare the repetitions of one metric and give a verdict (the rules: docs/regression-gate.md,
+    "How a benchmark is judged").
 
     Values that are not plausible (NaN, infinity, an absurd magnitude; for times also <= 0) are
-    left out and noted. When the contender has such values and the baseline had none (or the
-    contender has nothing else), the verdict is "invalid": the measurement broke.
-
-    few (not enough samples): fewer than stats.MIN_REPETITIONS a side, or too few for the U test to
-    ever reach p < alpha; `needed` says how many repetitions a side would do. Nothing is called
-    slower, faster or same without the samples to decide it.
-    slower/faster: the median slowdown is beyond max_ratio (either way) AND the U test gives
-    p < alpha. A spread above max_cv turns that into "noisy" unless the ranges do not overlap at
-    all, because then the noise cannot have produced the difference.
+    left out and noted; "invalid" when the contender has them and the baseline had none (or the
+    contender has nothing else). "few" (not enough samples) sets `needed`, the repetitions a side
+    the U test needs to reach alpha. "slower"/"faster" need the median beyond max_ratio AND
+    p < alpha; a spread above max_cv makes that "noisy" unless the samples do not overlap at all.
     """
     if better not in BETTER_CHOICES:
         raise ValueError(f"metric {metric!r}: 'better' must be one of {BETTER_CHOICES}")
@@ -155,7 +145,7 @@ def compare_metric(
     if better != "info" and cont_invalid and base.n and (not base_invalid or not cont.n):
         total = cont.n + len(cont_invalid)
         notes.append(
-            f"{len(cont_invalid)} of {_plural(total, 'value')} not valid in the contender "
+            f"{len(cont_invalid)} of {plural(total, 'value')} not valid in the contender "
             f"({describe_invalid(cont_invalid)})"
             + ("" if base_invalid else ", none in the baseline")
         )
@@ -163,7 +153,7 @@ def compare_metric(
     for side, bad, stats in (("baseline", base_invalid, base), ("contender", cont_invalid, cont)):
         if bad:
             notes.append(
-                f"{len(bad)} of {_plural(stats.n + len(bad), 'value')} not valid in the {side} "
+                f"{len(bad)} of {plural(stats.n + len(bad), 'value')} not valid in the {side} "
                 f"({describe_invalid(bad)}): left out"
             )
     if not base.n or not cont.n:
