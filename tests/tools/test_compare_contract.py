@@ -396,6 +396,10 @@ def test_module_and_installed_script_give_the_same_verdicts(tmp_path) -> None:
     assert installed[0] == module[0] == 0, installed[1] + module[1]
     assert installed[2]["benchmarks"][0]["overrides"] == ["^matmul/cpu/"]
     assert (lib / "gpubench_tools" / "compare" / config_module.DEFAULT_CONFIG_RESOURCE).exists()
+    # Every tool's page templates ship as package data: an installed tool renders from them.
+    templates = [p.relative_to(TOOLS) for p in TOOLS.glob("gpubench_tools/**/templates/*.j2")]
+    missing = [str(t) for t in templates if not (lib / t).is_file()]
+    assert templates and not missing, f"not in the built package: {missing}"
 
 
 def test_usage_line_names_the_program_as_invoked(tmp_path) -> None:
