@@ -48,6 +48,7 @@ from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 
 __all__ = [
     "Table",
+    "file_rows",
     "load_table",
     "summarize",
     "same_machine",
@@ -75,6 +76,38 @@ class Table:
         the machine's GPU rows come from one."""
         ctx = self.machines.at[machine, "gpu_context" if gpu else "context"]
         return ctx.get(key)
+
+
+def file_rows(report: BenchReport) -> pd.DataFrame:
+    """Every benchmark row of one file as read, in file order, for the tools that judge rows one
+    by one (compare, history, export) rather than plot measurements: `name` (the run name),
+    `label`, `run_type`, `aggregate_name`, `repetition` (None without one), `iterations`,
+    `real_time_s`, `cpu_time_s` (NaN where absent or invalid), `threads` (the BLAS thread-count
+    counter, NaN without one), `error` (the message of a row that did not run), `status`
+    (measured, failed, skipped or invalid, by benchjson's rules) and `counters` (a dict of the
+    values as read: a NaN counter is an invalid value, an absent one no value)."""
+
+    def status(row: BenchRow) -> str:
+        if row.error is not None:
+            return "skipped" if row.skipped else "failed"
+        return "measured" if row.invalid is None else "invalid"
+
+    columns = {
+        "name": [r.run_name for r in report.rows],
+        "label": [r.label for r in report.rows],
+        "run_type": [r.run_type for r in report.rows],
+        "aggregate_name": [r.aggregate_name for r in report.rows],
+        "repetition": [r.repetition_index for r in report.rows],
+        "iterations": [r.iterations for r in report.rows],
+        "real_time_s": [r.real_time_s for r in report.rows],
+        "cpu_time_s": [r.cpu_time_s for r in report.rows],
+        "threads": [r.counters.get("threads", float("nan")) for r in report.rows],
+        "error": [r.error for r in report.rows],
+        "status": [status(r) for r in report.rows],
+        "counters": [r.counters for r in report.rows],
+    }
+    numbers = {"iterations": int, "real_time_s": float, "cpu_time_s": float, "threads": float}
+    return pd.DataFrame(columns, dtype=object).astype(numbers)
 
 
 def short_gpu_name(name: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from .benchjson import describe_invalid, invalid_rows, load_report
+from .table import file_rows
 
 __all__ = ["TIME_CHOICES", "add_time_option", "choose_time", "compile_filter", "read_rows"]
 
@@ -79,22 +80,10 @@ def read_rows(
     bad_rows = invalid_rows(report)
     if bad_rows:
         raise error(f"{path}: {describe_invalid(bad_rows)}; {invalid}")
+    rows = file_rows(report)
+    no_iterations = rows["error"].isna() & (rows["iterations"] <= 0)
+    rows["reason"] = ("error: " + rows["error"]).where(rows["error"].notna())
+    rows.loc[no_iterations, "reason"] = "skipped: ran no iterations"
     columns = ["name", "run_type", "aggregate_name", "repetition", "iterations"]
     columns += ["real_time_s", "cpu_time_s", "threads", "error", "reason"]
-    records = [
-        (r.run_name, r.run_type, r.aggregate_name, r.repetition_index, r.iterations)
-        + (r.real_time_s, r.cpu_time_s, r.counters.get("threads", float("nan")), r.error)
-        + (
-            (
-                f"error: {r.error}"
-                if r.error is not None
-                else "skipped: ran no iterations" if r.iterations <= 0 else None
-            ),
-        )
-        for r in report.rows
-    ]
-    frame = pd.DataFrame.from_records(records, columns=columns)
-    # A file without rows still has numeric columns.
-    return report.context, frame.astype(
-        {"iterations": int, "real_time_s": float, "cpu_time_s": float, "threads": float}
-    )
+    return report.context, rows[columns]

@@ -25,8 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..benchjson import BenchReport, BenchRow, group_reasons
+from ..benchjson import BenchReport, group_reasons
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
+from ..table import file_rows
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
 from .stats import compare_metric, describe_invalid, plausible_time, plural
@@ -52,28 +53,16 @@ class UsageError(Exception):
     """Input that cannot be compared (exit 2). str() is the one line printed on stderr."""
 
 
-def _status(row: BenchRow, time_s: float) -> str:
-    if row.error is not None:
-        return SKIPPED if row.skipped else FAILED
-    return MEASURED if row.invalid is None and plausible_time(time_s) else INVALID
-
-
 def _repetitions(report: BenchReport, clock: str) -> pd.DataFrame:
-    """One row per repetition: run name, label, the compared clock's time in seconds (a row
-    benchjson finds sound can still hold a 0 time or no cpu_time, so its plausibility is asked
-    here), status (measured, failed, skipped, invalid), error message and counters as read (a
-    dict: a NaN counter is an invalid value, an absent one is no value)."""
-    rows = [row for row in report.rows if row.run_type == "iteration"]
-    times = [getattr(row, f"{clock}_s") for row in rows]
-    columns = {
-        "name": [row.run_name for row in rows],
-        "label": [row.label for row in rows],
-        "time": times,
-        "status": [_status(row, time_s) for row, time_s in zip(rows, times)],
-        "error": [row.error for row in rows],
-        "counters": [row.counters for row in rows],
-    }
-    return pd.DataFrame(columns, dtype=object).astype({"time": float})
+    """One row per repetition (the table's file rows of run type iteration), with `time` the
+    compared clock's seconds. A row benchjson finds sound can still hold a 0 time or no cpu_time
+    on the compared clock, so its plausibility is asked here."""
+    rows = file_rows(report)
+    rows = rows[rows["run_type"] == "iteration"].reset_index(drop=True)
+    rows["time"] = rows[f"{clock}_s"]
+    implausible = (rows["status"] == MEASURED) & ~rows["time"].map(plausible_time).astype(bool)
+    rows.loc[implausible, "status"] = INVALID
+    return rows[["name", "label", "time", "status", "error", "counters"]]
 
 
 def _key(frames: list[pd.DataFrame]) -> set[str]:
