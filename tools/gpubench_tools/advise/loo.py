@@ -1,17 +1,12 @@
 """Leave-one-out accuracy: how well the advisor predicts rows it was not given.
 
-For every measured end-to-end GEMM row, the row and every other GEMM row of the same shape (m, n,
-k: the kernel-only rows of every dtype, the other host-memory kind, the CPU rows) are removed;
-the advisor then predicts the row from what is left (neighbouring sizes and the overhead probes)
-and is compared with the measurement. Likewise every eager MLP row, without any GEMM row at one
-of its layer products' shapes (no MLP row feeds a prediction, so the rows of its network and
-batch are left out as it is). The transfer and launch probes are never removed: they are the
-model's parameters, not rows of the same shape.
-
-Reported per class of rows: the median and 90th percentile of |predicted - measured| / measured,
-and the fraction of rows where the predicted winner (the faster of the CPU, best thread count,
-and the GPU) is the measured winner (where the run measured the CPU at that shape too). The
-CPU's own predictions are scored the same way, each CPU row without the rows of its shape.
+Each measured end-to-end GEMM row is predicted without every GEMM row of its shape (m, n, k: the
+kernel-only rows of every dtype, the other host-memory kind, the CPU rows), each CPU GEMM row the
+same way, and each eager GPU or OpenBLAS MLP row without any GEMM row at its layer products'
+shapes (no MLP row feeds a prediction). The transfer and launch probes stay: they are the model's
+parameters. Per class of rows: the median and 90th percentile of |predicted - measured| /
+measured, and how often the predicted winner (the CPU's faster thread count against the GPU) is
+the measured one, where the run measured both.
 """
 
 from __future__ import annotations

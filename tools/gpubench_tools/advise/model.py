@@ -1,28 +1,13 @@
-"""The advisor's predictions: a GEMM or a tiny-MLP training step, on the CPU and on the GPU.
+"""The advisor's predictions from one machine's run: a GEMM or a tiny-MLP training step, on the
+CPU and on the GPU (docs/advisor.md gives the formulas and what they are measured against).
 
-GEMM on the GPU, end to end (docs/timing-method.md, "The overhead model"):
-
-    T_gpu = T_h2d + T_compute + T_d2h + T_launch + T_sync
-    T_h2d = 2 alpha_h2d + (|A| + |B|) / beta_h2d      T_d2h = alpha_d2h + |C| / beta_d2h
-    T_compute   from the kernel-only utilisation curve of the dtype, at the shape's FLOP count,
-                and never less than reading A and B and writing C at the GPU's memory bandwidth
-    T_launch    one kernel launch (the burst probe's cost per kernel)
-    T_sync      waiting for finished work: the round-trip probe (launch + synchronise one
-                empty kernel) less one launch
-
-`resident` operands skip both copies. On the CPU, T_cpu comes from the OpenBLAS curve of the
-same precision (fp32 for every reduced GPU precision, as the report compares them) for every
-thread count measured; the faster thread count is the CPU's answer.
-
-A training step of the tiny MLP (docs/workloads.md, "Tiny-MLP workloads") is its layer products,
-each looked up like a GEMM above (forward Z = A W: batch x fan_out x fan_in; weight gradient
-dW = A^T dZ: fan_in x fan_out x batch; input gradient dA = dZ W^T: batch x fan_in x fan_out,
-every layer but the first), plus its element-wise passes (bias, ReLU, softmax, bias gradient,
-ReLU mask, update) as the bytes they move at memory speed (the GPU's bandwidth from the run's
-context; on the CPU an assumed streaming rate), plus on the GPU one launch per operation (eager:
-6 per weight layer), when the loss is read back a 4-byte copy and a synchronisation, and when
-the batch comes from host memory its copies.
-
+A GEMM on the GPU, end to end, is its parts T_h2d + T_compute + T_d2h + T_launch + T_sync: the
+copies, launch and sync costs from the fitted overhead model (docs/timing-method.md, "The
+overhead model"), the compute from the dtype's kernel-only utilisation curve (`curves`), never
+faster than reading A and B and writing C at the memory bandwidth. The CPU's time is its OpenBLAS
+curve of the same precision at each measured thread count; the faster is the CPU's answer. An MLP
+step (docs/workloads.md, "Tiny-MLP workloads") is its layer products looked up the same way, its
+element-wise passes at memory speed, and on the GPU its launches, loss readback and input copies.
 The run is one machine's rows of `table.summarize()` with a few columns derived once (`Run`).
 """
 
@@ -68,9 +53,6 @@ def cpu_dtype_for(gpu_dtype: str) -> str:
 
 
 HINT = "try the committed reference run: " + " ".join(REFERENCE_RUNS)
-
-
-# --- the run -------------------------------------------------------------------------------
 
 
 @dataclass
@@ -156,9 +138,6 @@ def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
     return runs, table.warnings
 
 
-# --- requests and answers ------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class MlpConfig:
     batch: int
@@ -236,7 +215,7 @@ class CpuEstimate:
 class Advice:
     """The answer to a GEMM (`request` a GemmShape) or an MLP step (an MlpConfig): the GPU's
     parts in the order the answer lists them, the curve look-ups behind them, the CPU's
-    estimate per thread count, and the rows the run measured at this request."""
+    estimate per thread count, the rows the run measured at this request, and the verdict."""
 
     request: GemmShape | MlpConfig
     gpu: dict[str, float]
@@ -248,42 +227,16 @@ class Advice:
     measured_cpu: pd.DataFrame = field(default_factory=pd.DataFrame)
     measured_other: pd.DataFrame = field(default_factory=pd.DataFrame)
 
-    @property
-    def cpu_dtype(self) -> str:
-        return cpu_dtype_for(self.dtype)
-
-    @property
-    def compute(self) -> Lookup:
-        return self.gpu_lookups[0][2]
-
-    @property
-    def gpu_total(self) -> float:
-        return sum(self.gpu.values())
-
-    @property
-    def cpu_best(self) -> CpuEstimate:
-        return min(self.cpu, key=lambda e: e.seconds)
-
-    @property
-    def winner(self) -> str:
-        return "gpu" if self.gpu_total < self.cpu_best.seconds else "cpu"
-
-    @property
-    def ratio(self) -> float:
-        """How many times faster the winner is (>= 1)."""
-        a, b = self.gpu_total, self.cpu_best.seconds
-        return max(a, b) / min(a, b)
-
-    @property
-    def gpu_extrapolated(self) -> bool:
-        return any(lk.extrapolated for _, _, lk in self.gpu_lookups)
-
-    @property
-    def extrapolated(self) -> bool:
-        return self.gpu_extrapolated or self.cpu_best.extrapolated
-
-
-# --- the advisor ---------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.cpu_dtype = cpu_dtype_for(self.dtype)
+        self.compute = self.gpu_lookups[0][2]
+        self.gpu_total = sum(self.gpu.values())
+        self.cpu_best = min(self.cpu, key=lambda e: e.seconds)
+        cpu_s = self.cpu_best.seconds
+        self.winner = "gpu" if self.gpu_total < cpu_s else "cpu"
+        self.ratio = max(self.gpu_total, cpu_s) / min(self.gpu_total, cpu_s)  # the winner's
+        self.gpu_extrapolated = any(lk.extrapolated for _, _, lk in self.gpu_lookups)
+        self.extrapolated = self.gpu_extrapolated or self.cpu_best.extrapolated
 
 
 class Advisor:
@@ -395,12 +348,11 @@ class Advisor:
         rows = self.run.rows
         at_shape = rows["mnk"].isin([shape.mnk])
         kind = (rows["kind"] == "gemm_e2e") & (rows["host"] == host)
-        if host == "resident":
-            kind = rows["kind"] == "gemm_kernel"
+        kind = rows["kind"] == "gemm_kernel" if host == "resident" else kind
         gpu_rows = rows[at_shape & (rows["dtype"] == dtype) & kind]
-        cpu_rows = rows[at_shape & (rows["kind"] == "gemm_cpu")]
-        cpu_rows = cpu_rows[cpu_rows["dtype"] == cpu_dtype_for(dtype)]
-        cpu = self.cpu_estimates([("product", shape)], cpu_dtype_for(dtype))
+        cpu_dtype = cpu_dtype_for(dtype)
+        cpu_rows = rows[at_shape & (rows["kind"] == "gemm_cpu") & (rows["dtype"] == cpu_dtype)]
+        cpu = self.cpu_estimates([("product", shape)], cpu_dtype)
         measured = gpu_rows.iloc[0] if len(gpu_rows) else None
         by_threads = cpu_rows.sort_values("threads", kind="stable")
         return Advice(

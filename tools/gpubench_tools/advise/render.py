@@ -49,6 +49,15 @@ def _cell(seconds: float | None, extrapolated: bool = False) -> str:
     return fmt_time(seconds) + (MARK if extrapolated else "")
 
 
+def _signed_pct(fraction: float) -> str:
+    return f"{fraction:+.0%}"
+
+
+def _vs(predicted: float, measured: float) -> str:
+    """A prediction's error against a measurement."""
+    return _signed_pct((predicted - measured) / measured)
+
+
 @cache
 def _templates() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -59,20 +68,9 @@ def _templates() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         extensions=["jinja2.ext.do"],
     )
-    env.filters.update(
-        time=fmt_time,
-        pct=fmt_pct,
-        ratio=fmt_ratio,
-        flops=fmt_flops,
-        bytes=fmt_bytes,
-        rate=fmt_rate,
-        flop=_flop,
-        cell=_cell,
-        short_gpu=short_gpu_name,
-        short_cpu=short_cpu_name,
-        signed_pct=lambda x: f"{x:+.0%}",
-        vs=lambda predicted, measured: f"{(predicted - measured) / measured:+.0%}",
-    )
+    units = dict(time=fmt_time, pct=fmt_pct, ratio=fmt_ratio, flops=fmt_flops, bytes=fmt_bytes)
+    env.filters.update(units, rate=fmt_rate, flop=_flop, cell=_cell, signed_pct=_signed_pct)
+    env.filters.update(vs=_vs, short_gpu=short_gpu_name, short_cpu=short_cpu_name)
     env.globals.update(table=_table, reported_accuracy=REPORTED_ACCURACY)
     return env
 
@@ -93,9 +91,11 @@ def _marked(adv: Advice) -> bool:
     return adv.gpu_extrapolated or any(e.extrapolated for e in adv.cpu)
 
 
-def gemm_text(advisor: Advisor, adv: Advice) -> str:
+def answer_text(advisor: Advisor, adv: Advice) -> str:
+    """The answer to a GEMM or an MLP step in sentences and a table."""
+    if not isinstance(adv.request, GemmShape):
+        return _mlp_text(advisor, adv)
     s, g, mg = adv.request, adv.gpu, adv.measured_gpu
-    assert isinstance(s, GemmShape)
     resident = adv.host == "resident"
     total = adv.gpu_total
     parts = {"copies": g["h2d"] + g["d2h"], "compute": g["compute"]}
@@ -122,7 +122,7 @@ def gemm_text(advisor: Advisor, adv: Advice) -> str:
     )
 
 
-def mlp_text(advisor: Advisor, adv: Advice) -> str:
+def _mlp_text(advisor: Advisor, adv: Advice) -> str:
     g, mg = adv.gpu, adv.measured_gpu
     mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["t_step"]))
     predicted = {e.threads: e.seconds for e in adv.cpu}
@@ -155,9 +155,6 @@ def loo_text(report: LooReport) -> str:
     return _render("loo.txt.j2", report=report, worst=None if worst is None else worst.head(5))
 
 
-# --- JSON --------------------------------------------------------------------------------------
-
-
 def _lookup_json(lk: Lookup, shape: GemmShape) -> dict[str, Any]:
     curve = dict(backend=lk.backend, dtype=lk.dtype, family=lk.family, threads=lk.threads)
     curve.update(flop_range=list(lk.flop_range), nearest_measured_shape=list(lk.nearest.mnk))
@@ -186,10 +183,33 @@ def _machine_json(advisor: Advisor | LooReport) -> dict[str, Any]:
     return {"gpu": run.gpu, "cpu": run.cpu, "files": run.files}
 
 
-def _json(advisor: Advisor, adv: Advice, request: Any, gpu: Any, measured: Any) -> dict[str, Any]:
+def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
     """A GEMM or an MLP answer: the machine, the request, the verdict, both sides, what the run
     measured and the typical error of such answers."""
-    best = adv.cpu_best
+    r, mg, best = adv.request, adv.measured_gpu, adv.cpu_best
+    if isinstance(r, GemmShape):
+        request = dict(kind="gemm", m=r.m, n=r.n, k=r.k, flop=r.flop, dtype=adv.dtype)
+        request.update(host=adv.host, cpu_dtype=adv.cpu_dtype)
+        gpu = {"compute": _lookup_json(adv.compute, r)}
+        measured: dict[str, Any] = {"gpu": None, "cpu": _rows_json(adv.measured_cpu, "seconds")}
+        if mg is not None:
+            measured["gpu"] = {"run_name": mg["name"], "seconds": float(mg["time_s"])}
+            finite = [k for k in GEMM_MEASURED if math.isfinite(_measured(mg, k, False))]
+            measured["gpu"].update({k: float(mg[k]) for k in finite})
+        accuracy = REPORTED_ACCURACY["gemm_e2e"]
+    else:
+        request = dict(kind="mlp", batch=r.batch, hidden=r.hidden, layers=r.layers, data=r.data)
+        request.update(readback=r.readback, input=r.input, widths=r.widths, flop_per_step=r.flop)
+        request.update(kernels_per_step=r.kernels_per_step)
+        gpu = {"products": _products_json(adv.gpu_lookups)}
+        eager = (
+            None
+            if mg is None
+            else {"run_name": mg["name"], "seconds_per_step": float(mg["t_step"])}
+        )
+        measured = {"gpu_eager": eager, "cpu": _rows_json(adv.measured_cpu, "seconds_per_step")}
+        measured["other"] = _rows_json(adv.measured_other, "seconds_per_step", threads=False)
+        accuracy = REPORTED_ACCURACY["mlp_eager"]
     by_threads = [
         dict(threads=e.threads, seconds=e.seconds, elementwise_seconds=e.elementwise)
         | dict(extrapolated=e.extrapolated, products=_products_json(e.lookups))
@@ -204,42 +224,8 @@ def _json(advisor: Advisor, adv: Advice, request: Any, gpu: Any, measured: Any) 
         "cpu": {"seconds": best.seconds, "threads": best.threads, "by_threads": by_threads},
         "gpu": {"seconds": adv.gpu_total, "parts": adv.gpu, **gpu},
         "measured": measured,
-        "typical_error": REPORTED_ACCURACY[
-            "gemm_e2e" if isinstance(adv.request, GemmShape) else "mlp_eager"
-        ],
+        "typical_error": accuracy,
     }
-
-
-def gemm_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
-    s, mg = adv.request, adv.measured_gpu
-    assert isinstance(s, GemmShape)
-    request = dict(kind="gemm", m=s.m, n=s.n, k=s.k, flop=s.flop, dtype=adv.dtype, host=adv.host)
-    gpu = None
-    if mg is not None:
-        gpu = {"run_name": mg["name"], "seconds": float(mg["time_s"])}
-        gpu.update(
-            {k: float(mg[k]) for k in GEMM_MEASURED if math.isfinite(_measured(mg, k, False))}
-        )
-    measured = {"gpu": gpu, "cpu": _rows_json(adv.measured_cpu, "seconds")}
-    compute = {"compute": _lookup_json(adv.compute, s)}
-    return _json(advisor, adv, dict(request, cpu_dtype=adv.cpu_dtype), compute, measured)
-
-
-def mlp_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
-    c, mg = adv.request, adv.measured_gpu
-    request = dict(kind="mlp", batch=c.batch, hidden=c.hidden, layers=c.layers, data=c.data)
-    request.update(readback=c.readback, input=c.input, widths=c.widths, flop_per_step=c.flop)
-    eager = (
-        None if mg is None else {"run_name": mg["name"], "seconds_per_step": float(mg["t_step"])}
-    )
-    measured = {
-        "gpu_eager": eager,
-        "cpu": _rows_json(adv.measured_cpu, "seconds_per_step"),
-        "other": _rows_json(adv.measured_other, "seconds_per_step", threads=False),
-    }
-    request = dict(request, kernels_per_step=c.kernels_per_step)
-    products = {"products": _products_json(adv.gpu_lookups)}
-    return _json(advisor, adv, request, products, measured)
 
 
 def loo_json(report: LooReport) -> dict[str, Any]:
