@@ -1,14 +1,7 @@
-"""gpubench-advise: CPU or GPU for a GEMM or a tiny-MLP training step, predicted from a run.
-
-    python -m gpubench_tools.advise RUN.json [RUN.json ...] --gemm MxNxK
-        [--dtype fp32|tf32|bf16|fp16|fp64] [--host pinned|pageable|resident] [--json]
-    python -m gpubench_tools.advise RUN.json ... --mlp batch=B,hidden=H[,layers=L][,data=D]
-        [,readback=R][,input=resident|pinned|pageable] [--json]
-    python -m gpubench_tools.advise RUN.json ... --leave-one-out [--json]
-
-The files of one machine (a -matmul.json and a -mlp.json of one session) are merged; files of
-different machines get one answer each. Exit status: 0 with an answer, 2 when the request or
-the input cannot give one (one line on stderr naming the problem).
+"""gpubench-advise: CPU or GPU for a GEMM or a tiny-MLP training step, predicted from a run
+(`--help` and docs/advisor.md give the options). The files of one machine (a -matmul.json and a
+-mlp.json of one session) are merged; files of different machines get one answer each. Exit
+status: 0 with an answer, 2 when the request or the input cannot give one (one line on stderr).
 """
 
 from __future__ import annotations

@@ -61,11 +61,18 @@ class LooClass:
 
     def summary(self) -> dict[str, float | int | None]:
         """The numbers, None where there is none (JSON has no NaN)."""
-        numbers = dict(median_abs_rel_error=self.median, p90_abs_rel_error=self.p90)
-        numbers.update(median_rel_error=self.bias, winner_rows=self.winner_rows)
-        numbers.update(winner_agreement=self.winner_agreement)
-        finite = {k: v if math.isfinite(v) else None for k, v in numbers.items()}
-        return {"rows": len(self.cases), **finite}
+
+        def finite(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "rows": len(self.cases),
+            "median_abs_rel_error": finite(self.median),
+            "p90_abs_rel_error": finite(self.p90),
+            "median_rel_error": finite(self.bias),
+            "winner_rows": self.winner_rows,
+            "winner_agreement": finite(self.winner_agreement),
+        }
 
 
 @dataclass

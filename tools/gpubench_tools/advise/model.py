@@ -202,13 +202,12 @@ def mlp_config_of(row: pd.Series) -> MlpConfig | None:
 @dataclass
 class CpuEstimate:
     threads: int
-    seconds: float
     lookups: list[tuple[str, GemmShape, Lookup]]  # (what, shape, curve answer) per product
-    elementwise: float = 0.0
+    elementwise: float = 0.0  # seconds of the element-wise passes
 
-    @property
-    def extrapolated(self) -> bool:
-        return any(lk.extrapolated for _, _, lk in self.lookups)
+    def __post_init__(self) -> None:
+        self.seconds = sum(lk.seconds for *_, lk in self.lookups) + self.elementwise
+        self.extrapolated = any(lk.extrapolated for *_, lk in self.lookups)
 
 
 @dataclass
@@ -327,12 +326,11 @@ class Advisor:
                 f"{self._dtypes('cpu')})"
             )
         ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
-        out = []
+        estimates = []
         for t in threads:
             found = [(what, s, lookup(self.curves[("cpu", dtype, t)], s)) for what, s in products]
-            lookups = [(what, s, lk) for what, s, lk in found if lk is not None]
-            out.append(CpuEstimate(t, sum(lk.seconds for *_, lk in lookups) + ew, lookups, ew))
-        return out
+            estimates.append(CpuEstimate(t, [f for f in found if f[2] is not None], ew))
+        return estimates
 
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
         """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
