@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,7 @@ def cpu_dtype_for(gpu_dtype: str) -> str:
     return "fp64" if gpu_dtype == "fp64" else "fp32"
 
 
+T = TypeVar("T")
 HINT = "try the committed reference run: " + " ".join(REFERENCE_RUNS)
 
 
@@ -187,9 +188,6 @@ class MlpConfig:
         """One step's batch when it is copied from the host: the features and the int labels."""
         return 4.0 * self.batch * (self.widths[0] + 1)
 
-    def describe(self) -> str:
-        return f"{self.data} {'-'.join(str(x) for x in self.widths)}, batch {self.batch}"
-
 
 def mlp_config_of(row: pd.Series) -> MlpConfig | None:
     """The configuration an MLP row measured; None for a data set the advisor does not know."""
@@ -254,8 +252,11 @@ class Advisor:
         # Plain ints for the thread counts: they end up in the JSON answer.
         self.curves = {(b, d, int(t)): frame for (b, d, t), frame in groups}
 
-    def _lacks(self, what: str) -> AdviseError:
-        return AdviseError(f"{self.run.name} has no {what}; {HINT}")
+    def _need(self, value: T | None, what: str) -> T:
+        """`value`, or the error naming what the run lacks for it."""
+        if value is None:
+            raise AdviseError(f"{self.run.name} has no {what}; {HINT}")
+        return value
 
     def _dtypes(self, backend: str) -> str:
         return ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
@@ -271,20 +272,12 @@ class Advisor:
 
     def copy(self, direction: str, host: str) -> CopyFit:
         fit = self.overhead.copies.get((direction, host))
-        if fit is None:
-            raise self._lacks(
-                f"{direction} {host} transfer probes (overhead/{direction}/{host}/bytes:B) to fit "
-                f"the copy cost alpha + bytes/beta"
-            )
-        return fit
+        probes = f"{direction} {host} transfer probes (overhead/{direction}/{host}/bytes:B)"
+        return self._need(fit, f"{probes} to fit the copy cost alpha + bytes/beta")
 
     def t_launch(self) -> float:
-        t = self.overhead.launch.t_launch
-        if t is None:
-            raise self._lacks(
-                "launch probes (overhead/launch/burst/kernels:N) for the cost of a kernel launch"
-            )
-        return t
+        what = "launch probes (overhead/launch/burst/kernels:N) for the cost of a kernel launch"
+        return self._need(self.overhead.launch.t_launch, what)
 
     def t_sync(self) -> float:
         """Waiting for finished work. The round trip (launch one empty kernel, synchronise) less
@@ -292,22 +285,14 @@ class Advisor:
         API call with nothing to wait for, and is the fallback."""
         costs = self.overhead.launch
         wait = (costs.t_roundtrip or 0.0) - (costs.t_launch or math.inf)
-        if wait > 0:
-            return wait
-        if costs.t_sync is None:
-            raise self._lacks(
-                "synchronisation probes (overhead/launch/roundtrip, overhead/sync/stream)"
-            )
-        return costs.t_sync
+        what = "synchronisation probes (overhead/launch/roundtrip, overhead/sync/stream)"
+        return wait if wait > 0 else self._need(costs.t_sync, what)
 
     def gpu_gemm(self, shape: GemmShape, dtype: str) -> Lookup:
         self.require_gpu()
         lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
-        if lk is None:
-            raise self._lacks(
-                f"kernel-only GPU GEMM rows for {dtype} (matmul/gpu/cublas_kernel/dtype:{dtype}/"
-                f"...; it has: {self._dtypes('gpu')})"
-            )
+        rows = f"kernel-only GPU GEMM rows for {dtype} (matmul/gpu/cublas_kernel/dtype:{dtype}/..."
+        lk = self._need(lk, f"{rows}; it has: {self._dtypes('gpu')})")
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
@@ -320,11 +305,8 @@ class Advisor:
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
-        if not threads:
-            raise self._lacks(
-                f"CPU GEMM rows for {dtype} (matmul/cpu/openblas/dtype:{dtype}/...; it has: "
-                f"{self._dtypes('cpu')})"
-            )
+        rows = f"CPU GEMM rows for {dtype} (matmul/cpu/openblas/dtype:{dtype}/..."
+        threads = self._need(threads or None, f"{rows}; it has: {self._dtypes('cpu')})")
         ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
         estimates = []
         for t in threads:
