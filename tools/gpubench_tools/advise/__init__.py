@@ -1,12 +1,8 @@
 """gpubench-advise: will this GEMM or tiny-MLP training step run faster on the CPU or the GPU?
 
-`model` predicts both sides from one run: the GPU end to end from the fitted overhead model
-(`..overhead_model`: copy alpha and beta, launch and sync costs) and the kernel-only
-utilisation curves, the CPU from its OpenBLAS curves (`curves`: achieved FLOP/s against size,
-interpolated in log FLOP, extrapolation flagged). `loo` measures the advisor's accuracy by
-leave-one-out on the run's own rows; `render` writes the answers (sentences and a table, or
-JSON); `cli` is the command line. Run it as `python -m gpubench_tools.advise` or
-`gpubench-advise`.
+`model` predicts both sides from one run (the fitted overhead model and the utilisation curves
+of `curves`), `loo` measures its accuracy by leave-one-out, `render` writes the answers (the
+templates' sentences and table, or JSON) and `cli` is the command line (docs/advisor.md).
 """
 
 from .cli import PROG, main

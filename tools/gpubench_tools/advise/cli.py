@@ -1,14 +1,7 @@
-"""gpubench-advise: CPU or GPU for a GEMM or a tiny-MLP training step, predicted from a run.
-
-    python -m gpubench_tools.advise RUN.json [RUN.json ...] --gemm MxNxK
-        [--dtype fp32|tf32|bf16|fp16|fp64] [--host pinned|pageable|resident] [--json]
-    python -m gpubench_tools.advise RUN.json ... --mlp batch=B,hidden=H[,layers=L][,data=D]
-        [,readback=R][,input=resident|pinned|pageable] [--json]
-    python -m gpubench_tools.advise RUN.json ... --leave-one-out [--json]
-
-The files of one machine (a -matmul.json and a -mlp.json of one session) are merged; files of
-different machines get one answer each. Exit status: 0 with an answer, 2 when the request or
-the input cannot give one (one line on stderr naming the problem).
+"""gpubench-advise: CPU or GPU for a GEMM or a tiny-MLP training step, predicted from a run
+(`--help` and docs/advisor.md give the options). The files of one machine (a -matmul.json and a
+-mlp.json of one session) are merged; files of different machines get one answer each. Exit
+status: 0 with an answer, 2 when the request or the input cannot give one (one line on stderr).
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ from .curves import GemmShape
 from .loo import leave_one_out
 from .model import DATASETS, DTYPES, HOSTS, MLP_INPUTS, REFERENCE_RUNS, AdviseError, Advisor
 from .model import MlpConfig, load_runs
-from .render import gemm_json, gemm_text, loo_json, loo_text, mlp_json, mlp_text
+from .render import answer_json, answer_text, loo_json, loo_text
 
 PROG = program_name("gpubench_tools.advise")
 
@@ -48,13 +41,13 @@ def parse_gemm(text: str) -> GemmShape:
             f"--gemm '{text}': expected MxNxK, three positive integers joined by 'x' "
             f"(for example 1024x1024x1024)"
         )
-    m, n, k = (int(g) for g in match.groups())
-    if min(m, n, k) < 1:
+    shape = GemmShape(*(int(g) for g in match.groups()))
+    if min(shape.mnk) < 1:
         raise AdviseError(f"--gemm '{text}': every dimension must be at least 1")
-    return GemmShape(m, n, k)
+    return shape
 
 
-def _positive(key: str, value: str, minimum: int = 1) -> int:
+def _integer(key: str, value: str, minimum: int = 1) -> int:
     if not re.fullmatch(r"\d+", value) or int(value) < minimum:
         lowest = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise AdviseError(f"--mlp {key}={value}: expected {lowest}")
@@ -66,9 +59,8 @@ def parse_mlp(text: str) -> MlpConfig:
     spelling of L hidden layers of width H) is accepted too."""
     pairs: dict[str, str] = {}
     for part in text.split(","):
-        key, sep, value = part.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key or not value:
+        key, sep, value = (s.strip() for s in part.partition("="))
+        if not (sep and key and value):
             raise AdviseError(
                 f"--mlp '{text}': expected key=value pairs separated by commas, "
                 f"e.g. batch=256,hidden=512 (got '{part}')"
@@ -81,30 +73,29 @@ def parse_mlp(text: str) -> MlpConfig:
     missing = [k for k in ("batch", "hidden") if k not in pairs]
     if missing:
         raise AdviseError(f"--mlp '{text}': missing {' and '.join(missing)} (batch=B,hidden=H)")
-    hidden_text, layers = pairs["hidden"], None
-    if re.fullmatch(r"\d+[xX]\d+", hidden_text):
-        hidden_text, layer_text = re.split(r"[xX]", hidden_text)
-        layers = _positive("hidden", layer_text)
-    hidden = _positive("hidden", hidden_text)
+    hidden, layers = pairs["hidden"], None
+    if re.fullmatch(r"\d+[xX]\d+", hidden):
+        hidden, layer_text = re.split(r"[xX]", hidden)
+        layers = _integer("hidden", layer_text)
+    width = _integer("hidden", hidden)
     if "layers" in pairs:
-        given = _positive("layers", pairs["layers"])
+        given = _integer("layers", pairs["layers"])
         if layers is not None and layers != given:
             raise AdviseError(f"--mlp: hidden={pairs['hidden']} and layers={given} disagree")
         layers = given
-    data = pairs.get("data", "synthetic")
+    data, source = pairs.get("data", "synthetic"), pairs.get("input", "resident")
     if data not in DATASETS:
         raise AdviseError(
             f"--mlp data={data}: unknown data set; choose one of {', '.join(DATASETS)}"
         )
-    source = pairs.get("input", "resident")
     if source not in MLP_INPUTS:
         raise AdviseError(f"--mlp input={source}: choose one of {', '.join(MLP_INPUTS)}")
     return MlpConfig(
-        batch=_positive("batch", pairs["batch"]),
-        hidden=hidden,
+        batch=_integer("batch", pairs["batch"]),
+        hidden=width,
         layers=layers or 1,
         data=data,
-        readback=_positive("readback", pairs.get("readback", "0"), minimum=0),
+        readback=_integer("readback", pairs.get("readback", "0"), minimum=0),
         input=source,
     )
 
@@ -150,8 +141,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _answer(args: argparse.Namespace) -> tuple[list[str], list[Any], list[str]]:
-    """(texts, JSON objects, warnings) for every machine in the input."""
+def _answers(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[str]]:
+    """(text, JSON object) for every machine in the input, and the warnings."""
     if args.dtype not in DTYPES:
         raise AdviseError(f"unknown dtype '{args.dtype}': choose one of {', '.join(DTYPES)}")
     if args.host not in HOSTS:
@@ -168,14 +159,10 @@ def _answer(args: argparse.Namespace) -> tuple[list[str], list[Any], list[str]]:
             advisor.require_gpu()
             report = leave_one_out(run, advisor.overhead)
             answers.append((loo_text(report), loo_json(report)))
-        elif shape is not None:
-            gemm = advisor.gemm(shape, args.dtype, args.host)
-            answers.append((gemm_text(advisor, gemm), gemm_json(advisor, gemm)))
-        elif config is not None:
-            mlp = advisor.mlp(config)
-            answers.append((mlp_text(advisor, mlp), mlp_json(advisor, mlp)))
-    texts, objects = [t for t, _ in answers], [o for _, o in answers]
-    return texts, objects, warnings
+        else:
+            adv = advisor.gemm(shape, args.dtype, args.host) if shape else advisor.mlp(config)
+            answers.append((answer_text(advisor, adv), answer_json(advisor, adv)))
+    return answers, warnings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = _parse_args(argv)
     try:
-        texts, objects, warnings = _answer(args)
+        answers, warnings = _answers(args)
     except (AdviseError, BenchJsonError) as exc:
         raise UnusableInput(str(exc)) from None
     for w in [] if args.quiet else warnings:
@@ -193,9 +180,9 @@ def _main(argv: Sequence[str] | None) -> int:
         # or a benchmark in two files still bears on the answer.
         if not w.endswith("(listed in the report)"):
             print(f"{PROG}: warning: {w}", file=sys.stderr)
+    objects = [doc for _, doc in answers]
     if args.json:
-        doc = objects[0] if len(objects) == 1 else objects
-        print(json.dumps(doc, indent=1, allow_nan=False))
+        print(json.dumps(objects[0] if len(objects) == 1 else objects, indent=1, allow_nan=False))
     else:
-        print("\n".join(texts), end="")
+        print("\n".join(text for text, _ in answers), end="")
     return EXIT_OK

@@ -1,18 +1,12 @@
-"""Measured utilisation curves: achieved FLOP/s against problem size, and what they predict for a
-GEMM shape nobody measured.
+"""Measured utilisation curves: what the run's GEMM rows of one backend, dtype and thread count
+(the GPU's kernel-only rows, the CPU's OpenBLAS rows) say about a shape nobody measured.
 
-A curve is one (backend, dtype, shape family, thread count) series of GEMM rows: the GPU's
-kernel-only rows (operands already on the device, L2 flushed) by dtype and family, the CPU's
-OpenBLAS rows by dtype, family and thread count. A shape is looked up on the curve of the family
-whose measured shape lies nearest (log m, n, k), among the families whose measured sizes span
-its FLOP count when any do, and interpolated linearly in log FLOP and log time (the same as log
-FLOP/s) between the measured sizes on either side. Along a curve time never decreases with work.
-
-Outside the measured range the curve is extrapolated, and every answer says so:
-- above the largest size the *rate* is held (a big GEMM runs at the last measured rate, the
-  saturated one);
-- below the smallest size the line through the two smallest sizes continues, its slope kept
-  between holding the time (they were all fixed cost) and holding the rate (all arithmetic).
+A shape is read off the curve of one shape family, interpolated linearly in log FLOP and log time
+between the measured sizes on either side; along a curve time never decreases with work. Outside
+the measured range the curve is extrapolated, and the answer says so: above the largest size the
+rate is held (a big GEMM runs at the saturated rate), below the smallest the line through the two
+smallest sizes continues, its slope kept between holding the time (all fixed cost) and holding the
+rate (all arithmetic).
 """
 
 from __future__ import annotations
@@ -112,12 +106,11 @@ def _read(
 
 def lookup(rows: pd.DataFrame | None, shape: GemmShape) -> Lookup | None:
     """The time of `shape` from the GEMM rows of one backend, dtype and thread count (columns
-    backend, dtype, threads (0 on the GPU), family, m, n, k, flop, seconds), on the curve of
-    the family whose measured shape lies nearest (Euclidean distance of log2 m, n, k: a
-    64x64x4096 product is nearer a long-reduction family than the squares), among the families
-    whose measured sizes span its FLOP count when there are any: a neighbouring family's
-    interpolation is better evidence than this family's extrapolation. None without rows.
-    (numpy, not pandas, inside: leave-one-out makes thousands of look-ups.)"""
+    backend, dtype, threads (0 on the GPU), family, m, n, k, flop, seconds), None without rows.
+    The curve is the family whose measured shape lies nearest (distance of log2 m, n, k: a
+    64x64x4096 product is nearer a long-reduction family than the squares) among the families
+    whose sizes span its FLOP count when any do: a neighbouring family's interpolation is better
+    evidence than this family's extrapolation. (numpy inside: leave-one-out makes thousands.)"""
     if rows is None or rows.empty:
         return None
     families, family = np.unique(rows["family"].to_numpy(str), return_inverse=True)

@@ -1,17 +1,12 @@
 """Leave-one-out accuracy: how well the advisor predicts rows it was not given.
 
-For every measured end-to-end GEMM row, the row and every other GEMM row of the same shape (m, n,
-k: the kernel-only rows of every dtype, the other host-memory kind, the CPU rows) are removed;
-the advisor then predicts the row from what is left (neighbouring sizes and the overhead probes)
-and is compared with the measurement. Likewise every eager MLP row, without any GEMM row at one
-of its layer products' shapes (no MLP row feeds a prediction, so the rows of its network and
-batch are left out as it is). The transfer and launch probes are never removed: they are the
-model's parameters, not rows of the same shape.
-
-Reported per class of rows: the median and 90th percentile of |predicted - measured| / measured,
-and the fraction of rows where the predicted winner (the faster of the CPU, best thread count,
-and the GPU) is the measured winner (where the run measured the CPU at that shape too). The
-CPU's own predictions are scored the same way, each CPU row without the rows of its shape.
+Each measured end-to-end GEMM row is predicted without every GEMM row of its shape (m, n, k: the
+kernel-only rows of every dtype, the other host-memory kind, the CPU rows), each CPU GEMM row the
+same way, and each eager GPU or OpenBLAS MLP row without any GEMM row at its layer products'
+shapes (no MLP row feeds a prediction). The transfer and launch probes stay: they are the model's
+parameters. Per class of rows: the median and 90th percentile of |predicted - measured| /
+measured, and how often the predicted winner (the CPU's faster thread count against the GPU) is
+the measured one, where the run measured both.
 """
 
 from __future__ import annotations
@@ -43,48 +38,40 @@ TITLES = {
 CASE_COLUMNS = ["name", "predicted", "measured", "predicted_winner", "measured_winner"]
 
 
+def _percentile(values: pd.Series, q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else math.nan
+
+
 @dataclass
 class LooClass:
+    """One class of rows: `cases` (CASE_COLUMNS, extrapolated and rel_error, a row per
+    predicted row) and their statistics, NaN where there were no rows to compute one from."""
+
     title: str
-    cases: pd.DataFrame  # CASE_COLUMNS, extrapolated and rel_error, a row per predicted row
+    cases: pd.DataFrame
 
-    def _stat(self, values: pd.Series, q: float) -> float:
-        return float(np.percentile(values, q)) if len(values) else math.nan
-
-    @property
-    def median(self) -> float:
-        return self._stat(self.cases["rel_error"].abs(), 50)
-
-    @property
-    def p90(self) -> float:
-        return self._stat(self.cases["rel_error"].abs(), 90)
-
-    @property
-    def bias(self) -> float:
-        """Median signed error: positive when the model predicts too slow."""
-        return self._stat(self.cases["rel_error"], 50)
-
-    def winners(self) -> pd.DataFrame:
-        return self.cases.dropna(subset=["predicted_winner", "measured_winner"])
-
-    @property
-    def winner_agreement(self) -> float:
-        w = self.winners()
-        return float((w["predicted_winner"] == w["measured_winner"]).mean()) if len(w) else math.nan
+    def __post_init__(self) -> None:
+        error = self.cases["rel_error"]
+        self.median, self.p90 = _percentile(error.abs(), 50), _percentile(error.abs(), 90)
+        self.bias = _percentile(error, 50)  # the median signed error: > 0 predicts too slow
+        both = self.cases.dropna(subset=["predicted_winner", "measured_winner"])
+        right = both["predicted_winner"] == both["measured_winner"]
+        self.winner_rows = len(both)
+        self.winner_agreement = float(right.mean()) if len(both) else math.nan
 
     def summary(self) -> dict[str, float | int | None]:
-        """The numbers, None where there were no rows to compute one from (JSON has no NaN)."""
+        """The numbers, None where there is none (JSON has no NaN)."""
 
-        def num(x: float) -> float | None:
+        def finite(x: float) -> float | None:
             return x if math.isfinite(x) else None
 
         return {
             "rows": len(self.cases),
-            "median_abs_rel_error": num(self.median),
-            "p90_abs_rel_error": num(self.p90),
-            "median_rel_error": num(self.bias),
-            "winner_rows": len(self.winners()),
-            "winner_agreement": num(self.winner_agreement),
+            "median_abs_rel_error": finite(self.median),
+            "p90_abs_rel_error": finite(self.p90),
+            "median_rel_error": finite(self.bias),
+            "winner_rows": self.winner_rows,
+            "winner_agreement": finite(self.winner_agreement),
         }
 
 
@@ -108,13 +95,7 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
         overhead = build_model(run.rows[run.rows["backend"] == "gpu"])
     rows = run.rows
     gemm = rows["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
-    cases: dict[str, list[dict[str, Any]]] = {key: [] for key in TITLES}
-
-    def case(key: str, row: pd.Series, *values: Any, winners: Any = (None, None)) -> None:
-        """`values`: predicted, measured, extrapolated; `winners`: predicted, measured."""
-        predicted, measured, extrapolated = values
-        found = dict(zip(CASE_COLUMNS, (row["name"], predicted, measured, *winners)))
-        cases[key].append(dict(found, extrapolated=extrapolated))
+    cases: list[tuple[Any, ...]] = []  # (class, *CASE_COLUMNS, extrapolated)
 
     for _, p in rows[rows["kind"].isin(["gemm_e2e", "gemm_cpu"])].iterrows():
         advisor = Advisor(run, gemm & rows["mnk"].isin([p["mnk"]]), overhead)
@@ -122,12 +103,15 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
         if p["kind"] == "gemm_e2e":
             advice = advisor.gemm(shape, p["dtype"], p["host"])
             measured = p["t_wall"] if pd.notna(p["t_wall"]) else p["time_s"]
-            winners = advice.winner, _winner(advice.measured_cpu["time_s"], measured)
-            case("gemm_e2e", p, advice.gpu_total, measured, advice.extrapolated, winners=winners)
+            winner = _winner(advice.measured_cpu["time_s"], measured)
+            predicted = advice.gpu_total, measured, advice.winner, winner, advice.extrapolated
+            cases.append(("gemm_e2e", p["name"], *predicted))
         elif (
             lk := lookup(advisor.curves.get(("cpu", p["dtype"], p["threads"])), shape)
         ) is not None:
-            case("gemm_cpu", p, lk.seconds, p["time_s"], lk.extrapolated)
+            cases.append(
+                ("gemm_cpu", p["name"], lk.seconds, p["time_s"], None, None, lk.extrapolated)
+            )
 
     for _, p in rows[rows["kind"] == "mlp"].iterrows():
         config = mlp_config_of(p)
@@ -137,17 +121,15 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
         shapes = [s.mnk for _, s in config.products()]
         advice = Advisor(run, gemm & rows["mnk"].isin(shapes), overhead).mlp(config)
         if gpu:
-            winners = advice.winner, _winner(advice.measured_cpu["t_step"], p["t_step"])
-            case(
-                "mlp_eager", p, advice.gpu_total, p["t_step"], advice.extrapolated, winners=winners
-            )
+            winner = _winner(advice.measured_cpu["t_step"], p["t_step"])
+            predicted = advice.gpu_total, p["t_step"], advice.winner, winner, advice.extrapolated
+            cases.append(("mlp_eager", p["name"], *predicted))
         for est in (e for e in advice.cpu if not gpu and e.threads == p["threads"]):
-            case("mlp_cpu", p, est.seconds, p["t_step"], est.extrapolated)
+            cases.append(
+                ("mlp_cpu", p["name"], est.seconds, p["t_step"], None, None, est.extrapolated)
+            )
 
-    classes: dict[str, LooClass] = {}
-    for key, found in cases.items():
-        if found:
-            frame = pd.DataFrame(found).reindex(columns=[*CASE_COLUMNS, "extrapolated"])
-            frame["rel_error"] = (frame["predicted"] - frame["measured"]) / frame["measured"]
-            classes[key] = LooClass(TITLES[key], frame)
-    return LooReport(run, classes)
+    found = pd.DataFrame(cases, columns=["class", *CASE_COLUMNS, "extrapolated"])
+    found["rel_error"] = (found["predicted"] - found["measured"]) / found["measured"]
+    groups = dict(list(found.drop(columns="class").groupby(found["class"], sort=False)))
+    return LooReport(run, {k: LooClass(TITLES[k], groups[k]) for k in TITLES if k in groups})

@@ -1,28 +1,13 @@
-"""The advisor's predictions: a GEMM or a tiny-MLP training step, on the CPU and on the GPU.
+"""The advisor's predictions from one machine's run: a GEMM or a tiny-MLP training step, on the
+CPU and on the GPU (docs/advisor.md gives the formulas and what they are measured against).
 
-GEMM on the GPU, end to end (docs/timing-method.md, "The overhead model"):
-
-    T_gpu = T_h2d + T_compute + T_d2h + T_launch + T_sync
-    T_h2d = 2 alpha_h2d + (|A| + |B|) / beta_h2d      T_d2h = alpha_d2h + |C| / beta_d2h
-    T_compute   from the kernel-only utilisation curve of the dtype, at the shape's FLOP count,
-                and never less than reading A and B and writing C at the GPU's memory bandwidth
-    T_launch    one kernel launch (the burst probe's cost per kernel)
-    T_sync      waiting for finished work: the round-trip probe (launch + synchronise one
-                empty kernel) less one launch
-
-`resident` operands skip both copies. On the CPU, T_cpu comes from the OpenBLAS curve of the
-same precision (fp32 for every reduced GPU precision, as the report compares them) for every
-thread count measured; the faster thread count is the CPU's answer.
-
-A training step of the tiny MLP (docs/workloads.md, "Tiny-MLP workloads") is its layer products,
-each looked up like a GEMM above (forward Z = A W: batch x fan_out x fan_in; weight gradient
-dW = A^T dZ: fan_in x fan_out x batch; input gradient dA = dZ W^T: batch x fan_in x fan_out,
-every layer but the first), plus its element-wise passes (bias, ReLU, softmax, bias gradient,
-ReLU mask, update) as the bytes they move at memory speed (the GPU's bandwidth from the run's
-context; on the CPU an assumed streaming rate), plus on the GPU one launch per operation (eager:
-6 per weight layer), when the loss is read back a 4-byte copy and a synchronisation, and when
-the batch comes from host memory its copies.
-
+A GEMM on the GPU, end to end, is its parts T_h2d + T_compute + T_d2h + T_launch + T_sync: the
+copies, launch and sync costs from the fitted overhead model (docs/timing-method.md, "The
+overhead model"), the compute from the dtype's kernel-only utilisation curve (`curves`), never
+faster than reading A and B and writing C at the memory bandwidth. The CPU's time is its OpenBLAS
+curve of the same precision at each measured thread count; the faster is the CPU's answer. An MLP
+step (docs/workloads.md, "Tiny-MLP workloads") is its layer products looked up the same way, its
+element-wise passes at memory speed, and on the GPU its launches, loss readback and input copies.
 The run is one machine's rows of `table.summarize()` with a few columns derived once (`Run`).
 """
 
@@ -32,7 +17,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -67,10 +52,8 @@ def cpu_dtype_for(gpu_dtype: str) -> str:
     return "fp64" if gpu_dtype == "fp64" else "fp32"
 
 
+T = TypeVar("T")
 HINT = "try the committed reference run: " + " ".join(REFERENCE_RUNS)
-
-
-# --- the run -------------------------------------------------------------------------------
 
 
 @dataclass
@@ -156,9 +139,6 @@ def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
     return runs, table.warnings
 
 
-# --- requests and answers ------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class MlpConfig:
     batch: int
@@ -208,9 +188,6 @@ class MlpConfig:
         """One step's batch when it is copied from the host: the features and the int labels."""
         return 4.0 * self.batch * (self.widths[0] + 1)
 
-    def describe(self) -> str:
-        return f"{self.data} {'-'.join(str(x) for x in self.widths)}, batch {self.batch}"
-
 
 def mlp_config_of(row: pd.Series) -> MlpConfig | None:
     """The configuration an MLP row measured; None for a data set the advisor does not know."""
@@ -223,20 +200,19 @@ def mlp_config_of(row: pd.Series) -> MlpConfig | None:
 @dataclass
 class CpuEstimate:
     threads: int
-    seconds: float
     lookups: list[tuple[str, GemmShape, Lookup]]  # (what, shape, curve answer) per product
-    elementwise: float = 0.0
+    elementwise: float = 0.0  # seconds of the element-wise passes
 
-    @property
-    def extrapolated(self) -> bool:
-        return any(lk.extrapolated for _, _, lk in self.lookups)
+    def __post_init__(self) -> None:
+        self.seconds = sum(lk.seconds for *_, lk in self.lookups) + self.elementwise
+        self.extrapolated = any(lk.extrapolated for *_, lk in self.lookups)
 
 
 @dataclass
 class Advice:
     """The answer to a GEMM (`request` a GemmShape) or an MLP step (an MlpConfig): the GPU's
     parts in the order the answer lists them, the curve look-ups behind them, the CPU's
-    estimate per thread count, and the rows the run measured at this request."""
+    estimate per thread count, the rows the run measured at this request, and the verdict."""
 
     request: GemmShape | MlpConfig
     gpu: dict[str, float]
@@ -248,42 +224,16 @@ class Advice:
     measured_cpu: pd.DataFrame = field(default_factory=pd.DataFrame)
     measured_other: pd.DataFrame = field(default_factory=pd.DataFrame)
 
-    @property
-    def cpu_dtype(self) -> str:
-        return cpu_dtype_for(self.dtype)
-
-    @property
-    def compute(self) -> Lookup:
-        return self.gpu_lookups[0][2]
-
-    @property
-    def gpu_total(self) -> float:
-        return sum(self.gpu.values())
-
-    @property
-    def cpu_best(self) -> CpuEstimate:
-        return min(self.cpu, key=lambda e: e.seconds)
-
-    @property
-    def winner(self) -> str:
-        return "gpu" if self.gpu_total < self.cpu_best.seconds else "cpu"
-
-    @property
-    def ratio(self) -> float:
-        """How many times faster the winner is (>= 1)."""
-        a, b = self.gpu_total, self.cpu_best.seconds
-        return max(a, b) / min(a, b)
-
-    @property
-    def gpu_extrapolated(self) -> bool:
-        return any(lk.extrapolated for _, _, lk in self.gpu_lookups)
-
-    @property
-    def extrapolated(self) -> bool:
-        return self.gpu_extrapolated or self.cpu_best.extrapolated
-
-
-# --- the advisor ---------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.cpu_dtype = cpu_dtype_for(self.dtype)
+        self.compute = self.gpu_lookups[0][2]
+        self.gpu_total = sum(self.gpu.values())
+        self.cpu_best = min(self.cpu, key=lambda e: e.seconds)
+        cpu_s = self.cpu_best.seconds
+        self.winner = "gpu" if self.gpu_total < cpu_s else "cpu"
+        self.ratio = max(self.gpu_total, cpu_s) / min(self.gpu_total, cpu_s)  # the winner's
+        self.gpu_extrapolated = any(lk.extrapolated for _, _, lk in self.gpu_lookups)
+        self.extrapolated = self.gpu_extrapolated or self.cpu_best.extrapolated
 
 
 class Advisor:
@@ -302,8 +252,11 @@ class Advisor:
         # Plain ints for the thread counts: they end up in the JSON answer.
         self.curves = {(b, d, int(t)): frame for (b, d, t), frame in groups}
 
-    def _lacks(self, what: str) -> AdviseError:
-        return AdviseError(f"{self.run.name} has no {what}; {HINT}")
+    def _need(self, value: T | None, what: str) -> T:
+        """`value`, or the error naming what the run lacks for it."""
+        if value is None:
+            raise AdviseError(f"{self.run.name} has no {what}; {HINT}")
+        return value
 
     def _dtypes(self, backend: str) -> str:
         return ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
@@ -319,20 +272,12 @@ class Advisor:
 
     def copy(self, direction: str, host: str) -> CopyFit:
         fit = self.overhead.copies.get((direction, host))
-        if fit is None:
-            raise self._lacks(
-                f"{direction} {host} transfer probes (overhead/{direction}/{host}/bytes:B) to fit "
-                f"the copy cost alpha + bytes/beta"
-            )
-        return fit
+        probes = f"{direction} {host} transfer probes (overhead/{direction}/{host}/bytes:B)"
+        return self._need(fit, f"{probes} to fit the copy cost alpha + bytes/beta")
 
     def t_launch(self) -> float:
-        t = self.overhead.launch.t_launch
-        if t is None:
-            raise self._lacks(
-                "launch probes (overhead/launch/burst/kernels:N) for the cost of a kernel launch"
-            )
-        return t
+        what = "launch probes (overhead/launch/burst/kernels:N) for the cost of a kernel launch"
+        return self._need(self.overhead.launch.t_launch, what)
 
     def t_sync(self) -> float:
         """Waiting for finished work. The round trip (launch one empty kernel, synchronise) less
@@ -340,22 +285,14 @@ class Advisor:
         API call with nothing to wait for, and is the fallback."""
         costs = self.overhead.launch
         wait = (costs.t_roundtrip or 0.0) - (costs.t_launch or math.inf)
-        if wait > 0:
-            return wait
-        if costs.t_sync is None:
-            raise self._lacks(
-                "synchronisation probes (overhead/launch/roundtrip, overhead/sync/stream)"
-            )
-        return costs.t_sync
+        what = "synchronisation probes (overhead/launch/roundtrip, overhead/sync/stream)"
+        return wait if wait > 0 else self._need(costs.t_sync, what)
 
     def gpu_gemm(self, shape: GemmShape, dtype: str) -> Lookup:
         self.require_gpu()
         lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
-        if lk is None:
-            raise self._lacks(
-                f"kernel-only GPU GEMM rows for {dtype} (matmul/gpu/cublas_kernel/dtype:{dtype}/"
-                f"...; it has: {self._dtypes('gpu')})"
-            )
+        rows = f"kernel-only GPU GEMM rows for {dtype} (matmul/gpu/cublas_kernel/dtype:{dtype}/..."
+        lk = self._need(lk, f"{rows}; it has: {self._dtypes('gpu')})")
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
@@ -368,18 +305,14 @@ class Advisor:
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
-        if not threads:
-            raise self._lacks(
-                f"CPU GEMM rows for {dtype} (matmul/cpu/openblas/dtype:{dtype}/...; it has: "
-                f"{self._dtypes('cpu')})"
-            )
+        rows = f"CPU GEMM rows for {dtype} (matmul/cpu/openblas/dtype:{dtype}/..."
+        threads = self._need(threads or None, f"{rows}; it has: {self._dtypes('cpu')})")
         ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
-        out = []
+        estimates = []
         for t in threads:
             found = [(what, s, lookup(self.curves[("cpu", dtype, t)], s)) for what, s in products]
-            lookups = [(what, s, lk) for what, s, lk in found if lk is not None]
-            out.append(CpuEstimate(t, sum(lk.seconds for *_, lk in lookups) + ew, lookups, ew))
-        return out
+            estimates.append(CpuEstimate(t, [f for f in found if f[2] is not None], ew))
+        return estimates
 
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
         """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
@@ -395,12 +328,11 @@ class Advisor:
         rows = self.run.rows
         at_shape = rows["mnk"].isin([shape.mnk])
         kind = (rows["kind"] == "gemm_e2e") & (rows["host"] == host)
-        if host == "resident":
-            kind = rows["kind"] == "gemm_kernel"
+        kind = rows["kind"] == "gemm_kernel" if host == "resident" else kind
         gpu_rows = rows[at_shape & (rows["dtype"] == dtype) & kind]
-        cpu_rows = rows[at_shape & (rows["kind"] == "gemm_cpu")]
-        cpu_rows = cpu_rows[cpu_rows["dtype"] == cpu_dtype_for(dtype)]
-        cpu = self.cpu_estimates([("product", shape)], cpu_dtype_for(dtype))
+        cpu_dtype = cpu_dtype_for(dtype)
+        cpu_rows = rows[at_shape & (rows["kind"] == "gemm_cpu") & (rows["dtype"] == cpu_dtype)]
+        cpu = self.cpu_estimates([("product", shape)], cpu_dtype)
         measured = gpu_rows.iloc[0] if len(gpu_rows) else None
         by_threads = cpu_rows.sort_values("threads", kind="stable")
         return Advice(
