@@ -377,6 +377,18 @@ def test_thread_scaling_handmade() -> None:
     small = out[out["base_name"] == "matmul/cpu/openblas/n:64"]
     assert small["speedup"].tolist() == pytest.approx([1.0, 0.8, 0.5])
     assert not out["few_samples"].any() and not out["noisy"].any()
+    assert not out["flagged"].any()
+    # Bands: every time spans 0.95..1.05 of its median, so the 4-thread speedup 3.2 of n=1024
+    # spans 3.2 x 0.95 / 1.05 .. 3.2 x 1.05 / 0.95; the 1-thread row is the reference, exactly 1.
+    assert big["speedup_low"].tolist() == pytest.approx([1.0, 2 * 0.95 / 1.05, 3.2 * 0.95 / 1.05])
+    assert big["speedup_high"].tolist() == pytest.approx([1.0, 2 * 1.05 / 0.95, 3.2 * 1.05 / 0.95])
+    # A 2-thread row whose repetitions spread over 25% of its median is flagged, and so is every
+    # row compared with a 1-thread row of too few repetitions.
+    noisy = s.assign(time_max_s=s["time_s"].where(s["name"] != names[4], 6.0), repetitions=5)
+    noisy.loc[noisy["name"] == names[0], "repetitions"] = 2
+    out = A.thread_scaling(noisy).set_index(["base_name", "threads"])["flagged"]
+    assert out[("matmul/cpu/openblas/n:1024", 2)] and out[("matmul/cpu/openblas/n:64", 4)]
+    assert not out[("matmul/cpu/openblas/n:1024", 4)]
 
 
 def test_h100_thread_scaling_training_uses_t_step(h100: pd.DataFrame) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "dominant_by_range",
     "model_bias",
     "thread_scaling",
+    "flagged",
     "memory_agreement",
     "allocation_costs",
     "pool_savings",
@@ -71,14 +72,8 @@ def select(summary: pd.DataFrame, filt: dict[str, Any]) -> pd.DataFrame:
 
 def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
     """`_t`, `_lo`, `_hi` (the repetitions' median, min, max of `time_col`) and the flags."""
-    low, high = (
-        ("time_min_s", "time_max_s")
-        if time_col == "time_s"
-        else (
-            f"{time_col}_min",
-            f"{time_col}_max",
-        )
-    )
+    suffixes = ("_min_s", "_max_s") if time_col == "time_s" else ("_min", "_max")
+    low, high = (time_col.removesuffix("_s") + suffix for suffix in suffixes)
     t = num(rows, time_col)
     lo, hi = num(rows, low).fillna(t), num(rows, high).fillna(t)
     # Repetitions, not iterations, are the samples: a training row's one iteration is a whole
@@ -130,8 +125,16 @@ def speedup_curve(
     curve["speedup_low"] = curve["cpu_low"] / curve["gpu_high"]
     curve["speedup_high"] = curve["cpu_high"] / curve["gpu_low"]
     curve["few_samples"] = curve.pop("cpu_few") | curve.pop("gpu_few")
-    curve["noisy"] = curve.pop("cpu_noisy") | curve.pop("gpu_noisy")
+    curve["noisy"] = curve["cpu_noisy"] | curve["gpu_noisy"]
+    curve["flagged"] = curve["few_samples"] | curve["noisy"]
     return curve.reset_index(drop=True)
+
+
+def flagged(summary: pd.DataFrame) -> pd.Series:
+    """Summary rows a chart draws hollow: fewer than FEW_REPETITIONS repetitions, or a spread
+    over NOISY_SPREAD of the median."""
+    few = num(summary, "repetitions").fillna(1) < FEW_REPETITIONS
+    return (few | (num(summary, "spread") > NOISY_SPREAD)).astype(bool)
 
 
 @dataclass
@@ -345,7 +348,7 @@ def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
     group = ["machine", "base_name", "label"]
     rows = rows[rows.groupby(group, dropna=False)["threads"].transform("nunique") > 1]
     one = rows[rows["threads"] == 1].set_index(group)
-    one = one[["_t", "_few", "_noisy"]].add_suffix("_1")
+    one = one[["_t", "_lo", "_hi", "_few", "_noisy"]].add_suffix("_1")
     rows = rows.join(one, on=group)
     rows = rows[rows["_t_1"].notna()]
     out = rows[[c for c in _ID if c in rows] + ["base_name"]].assign(
@@ -355,6 +358,12 @@ def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
     out["efficiency"] = out["speedup"] / out["threads"]
     out["few_samples"] = rows["_few"] | rows["_few_1"].astype(bool)
     out["noisy"] = rows["_noisy"] | rows["_noisy_1"].astype(bool)
+    out["flagged"] = out["few_samples"] | out["noisy"]
+    # The widest band the repetitions allow: the slowest 1-thread repetition over the fastest
+    # one at this thread count, and back. The 1-thread row is the reference itself: exactly 1.
+    reference = out["threads"] == 1
+    out["speedup_low"] = (rows["_lo_1"] / rows["_hi"]).where(~reference, 1.0)
+    out["speedup_high"] = (rows["_hi_1"] / rows["_lo"]).where(~reference, 1.0)
     return out.sort_values(["base_name", "threads"]).reset_index(drop=True)
 
 

@@ -231,7 +231,7 @@ class _Builder:
             series="line" if several or series else None,
             y_low="speedup_low",
             y_high="speedup_high",
-            flag="few_samples",
+            flag="flagged",
             log_x=True,
             log_y=True,
             hline=(1.0, "same speed"),
@@ -242,7 +242,7 @@ class _Builder:
         caption = (
             f"Above 1 the GPU is faster. GPU: {topic.gpu_path}; CPU: the fastest thread count "
             f"measured at each size. Bands: min..max over repetitions; hollow markers: fewer "
-            f"than 3 repetitions."
+            f"than 3 repetitions or a spread over 25%."
         )
         table_rows = [
             ([r["line"]] if several or series else [])
@@ -324,11 +324,10 @@ class _Builder:
                     y_label="% of the precision's peak",
                     y_unit="count",
                 )
-                few = kernel["repetitions"] < analysis.FEW_REPETITIONS
                 charts.append(
                     self.chart(
                         utilisation,
-                        kernel.sort_values("n").assign(few_samples=few),
+                        kernel.sort_values("n").assign(few_samples=analysis.flagged(kernel)),
                         "Operands already on the GPU (no copies): what is left below 100% at "
                         "small n is the under-utilisation of the breakdown.",
                     )
@@ -344,7 +343,8 @@ class _Builder:
                 time=curve[f"{side}_time"],
                 low=curve[f"{side}_low"],
                 high=curve[f"{side}_high"],
-                few=curve[f"{side}_repetitions"] < analysis.FEW_REPETITIONS,
+                few=(curve[f"{side}_repetitions"] < analysis.FEW_REPETITIONS)
+                | curve[f"{side}_noisy"],
             )
             sides.append(part)
         times = pd.concat(sides, ignore_index=True)
@@ -544,7 +544,7 @@ class _Builder:
         if len(copies) and len(self.labels) == 1:
             copies = copies.assign(
                 copy=copies["probe"].str.upper() + " " + copies["host"].fillna(""),
-                few=copies["repetitions"] < analysis.FEW_REPETITIONS,
+                few=analysis.flagged(copies),
             ).sort_values("bytes")
             chart = Chart(
                 kind="lines",
@@ -649,7 +649,9 @@ class _Builder:
             x="threads",
             y="speedup",
             series="benchmark",
-            flag="few_samples",
+            y_low="speedup_low",
+            y_high="speedup_high",
+            flag="flagged",
             diagonal=True,
             x_label="threads",
             y_label="time with 1 thread / time",
@@ -895,6 +897,7 @@ class _Builder:
             y_high="slowest_decile_s",
             band_label="median to slowest decile",
             flag="few_samples",
+            flag_label="hollow marker: fewer than 3 repetitions",
             log_x=True,
             log_y=True,
             x_unit="bytes",
