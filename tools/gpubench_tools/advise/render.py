@@ -11,6 +11,7 @@ import jinja2
 import pandas as pd
 
 from ..table import short_cpu_name, short_gpu_name
+from ..templating import environment
 from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 from .curves import GemmShape, Lookup
 from .loo import REPORTED_ACCURACY, LooReport
@@ -60,13 +61,8 @@ def _vs(predicted: float, measured: float) -> str:
 
 @cache
 def _templates() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("gpubench_tools.advise", "templates"),
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-        extensions=["jinja2.ext.do"],
+    env = environment(
+        "gpubench_tools.advise", keep_trailing_newline=True, extensions=["jinja2.ext.do"]
     )
     units = dict(time=fmt_time, pct=fmt_pct, ratio=fmt_ratio, flops=fmt_flops, bytes=fmt_bytes)
     env.filters.update(units, rate=fmt_rate, flop=_flop, cell=_cell, signed_pct=_signed_pct)

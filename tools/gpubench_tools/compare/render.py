@@ -22,8 +22,9 @@ import jinja2
 
 from .. import schema
 from ..benchjson import BenchReport, group_reasons
-from ..escape import md_code, md_text
+from ..escape import md_text
 from ..stats import repetitions_needed
+from ..templating import environment
 from .engine import ERROR, SKIPPED, BenchComparison, CompareResult
 from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult, plural
 
@@ -335,15 +336,7 @@ def render_terminal(
 def _markdown_template() -> jinja2.Template:
     # No autoescape: the output is Markdown, not HTML; every piece of data goes through the
     # md/code filters (escape.md_text, escape.md_code) in the template.
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader(__package__, "templates"),
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters.update(md=md_text, code=md_code)
-    return env.get_template("compare.md.j2")
+    return environment(__package__).get_template("compare.md.j2")
 
 
 def render_markdown(result: CompareResult) -> str:

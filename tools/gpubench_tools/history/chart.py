@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import matplotlib
 
 # Charts are drawn in CI and on servers without a display; Agg never needs one.
@@ -29,6 +28,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from ..compare.engine import natural_key  # noqa: E402
 from ..escape import html_text  # noqa: E402
+from ..templating import environment  # noqa: E402
 from ..units import fmt_time  # noqa: E402
 from .check import FAILED, REGRESSION, SUSPECT, BenchVerdict, CheckRule  # noqa: E402
 from .check import check_history, rolling_regressions  # noqa: E402
@@ -140,12 +140,9 @@ class _Charts:
         return written
 
     def index(self, pages: dict[str, list[Path]]) -> str:
-        env = jinja2.Environment(
-            loader=jinja2.PackageLoader("gpubench_tools.history", "templates"),
-            trim_blocks=True,
-            lstrip_blocks=True,
+        env = environment(
+            "gpubench_tools.history",
             keep_trailing_newline=True,
-            undefined=jinja2.StrictUndefined,
             # Names, notes and context values come from the input: every value is escaped.
             finalize=html_text,
         )

@@ -13,21 +13,14 @@ from typing import Any
 
 import jinja2
 
-from ..escape import html_line, md_code, md_text
+from ..escape import html_line
+from ..templating import environment
 
 __all__ = ["write_report"]
 
 
 def _environment(out: Path, autoescape: bool) -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("gpubench_tools.report", "templates"),
-        autoescape=autoescape,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters["md"] = md_text
-    env.filters["code"] = md_code
+    env = environment("gpubench_tools.report", autoescape=autoescape)
     env.filters["html_line"] = html_line
     # Inline each PNG so the one HTML file opens offline and can be mailed around.
     env.filters["inline_png"] = lambda name: base64.b64encode((out / name).read_bytes()).decode()
