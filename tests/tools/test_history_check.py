@@ -6,11 +6,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
+import subprocess
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import gb_row, write_bench_json
+from conftest import FIXTURES, REPO, gb_row, write_bench_json
 
 from gpubench_tools.history.check import (
     NOT_ENOUGH_HISTORY,
@@ -316,12 +319,6 @@ def test_chart_filter(tmp_path: Path) -> None:
 def test_the_measuring_script_runs_on_stored_runs(tmp_path: Path) -> None:
     """scripts/measure_history_check.py (docs/history.md) on the six fixture runs twice over:
     it reads the store's current API, judges pairs and plants slowdowns."""
-    import shutil
-    import subprocess
-    import sys
-
-    from conftest import FIXTURES, REPO
-
     for copy in (0, 1):
         for index in range(1, 7):
             source = FIXTURES / "history" / f"run{index}.json"

@@ -257,6 +257,17 @@ def test_allocation_costs_are_the_median_and_slowest_decile_of_the_repetitions(
     assert [c["png"] for c in section["charts"]] == ["allocation.png"]
     assert {r[3] for r in _table(section, "call")["rows"]} == {"—"}
     assert (tmp_path / "r" / "allocation.png").is_file()
+    # A probe the report does not name yet is shown under its own name, after the known ones.
+    label = "workload=overhead backend=gpu variant=alloc_managed"
+    managed = gb_row("overhead/alloc/managed/bytes:4096/manual_time", 1e-6, {}, label)
+    path = write_bench_json(tmp_path / "new.json", alloc_rows() + [managed], CONTEXT)
+    calls = [
+        r[0]
+        for r in _table(_section(_document(tmp_path / "n", [str(path)]), "allocation"), "call")[
+            "rows"
+        ]
+    ]
+    assert calls[-1] == "managed" and calls.count("managed") == 1
 
 
 def test_device_memory_sets_the_measured_peak_against_the_model(tmp_path: Path) -> None:

@@ -750,6 +750,9 @@ class _Builder:
             return
         paragraphs, charts, tables = [], [], []
         if not agreement.empty:
+            # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
+            distance = np.log(agreement["ratio"]).abs()
+            by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
             ratios = agreement["ratio"]
             within = ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT)
             families = "; ".join(
@@ -758,7 +761,7 @@ class _Builder:
                    if len(r) > 1 else "")
                 for family, r in ratios.groupby(agreement["family"], sort=False)
             )  # fmt: skip
-            worst = agreement.loc[(np.log(ratios)).abs().idxmax()]
+            worst = by_distance.iloc[0]
             paragraphs += [
                 f"Over {len(agreement)} GPU benchmarks the measured peak (cudaMemGetInfo around "
                 f"the benchmark) is {fmt_ratio(ratios.median())} the bytes its shapes call for "
@@ -798,9 +801,7 @@ class _Builder:
                         [_short_benchmark(r["name"]), fmt_bytes(r["device_bytes_model"]),
                          fmt_bytes(r["device_bytes_peak"]), fmt_ratio(r["ratio"]),
                          r["measured_on"]]  # fmt: skip
-                        for _, r in agreement.loc[
-                            np.log(agreement["ratio"]).abs().sort_values(ascending=False).index
-                        ].iterrows()
+                        for _, r in by_distance.iterrows()
                     ],
                 }
             )
@@ -851,7 +852,9 @@ class _Builder:
             call=costs["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
             few_samples=costs["repetitions"] < analysis.FEW_REPETITIONS,
         )
-        costs["order"] = costs["probe"].map(list(ALLOCATION_PROBES).index)
+        # The declared order of the calls; a probe the report does not know yet goes last.
+        order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
+        costs["order"] = costs["probe"].map(order).fillna(len(order))
         costs = costs.sort_values(["machine", "order", "bytes"])
         self.few_samples |= bool(costs["few_samples"].any())
         paragraphs = []
