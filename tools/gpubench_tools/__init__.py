@@ -4,8 +4,9 @@ Shared by the tools: `benchjson` (the one reader of the file format, and the rul
 skipped row from a failed one), `table` (every file into one pandas table, a row per repetition,
 classified by its label), `stats` (the statistics of compare and history), `schema` (every
 counter's unit and direction, the label keys), `overhead_model` and `units`; `cli` (exit codes,
-usage names) and `escape` (Markdown and HTML escaping). The tools: `report` (gpubench-report),
-`compare` (gpubench-compare), `history`, `export` and `advise`.
+usage names), `escape` (Markdown and HTML escaping) and `templating` (the Jinja2 environment
+every tool's templates load in). The tools: `report` (gpubench-report), `compare`
+(gpubench-compare), `history`, `export` and `advise`.
 
 Importing the package checks the dependency floors first (`dependency_problems`): an interpreter
 without numpy, or with a distribution's older matplotlib, gets one line naming the package and the
