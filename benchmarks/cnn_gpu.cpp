@@ -3,7 +3,8 @@
 //   eager mode (kernels/cnn/cnn_cuda_trainer.hpp): im2col/col2im, cuBLAS products, bias, pool,
 //   loss and update kernels; kernels_per_step counts them.
 // cnn/gpu/graph/data:D/batch:B/readback:R[/input:pinned]/manual_time
-//   the same step captured once in a CUDA graph and replayed.
+//   the same steps captured once in a CUDA graph of graph_steps steps (as the MLP's graph rows:
+//   every step of the iteration, up to kGraphSteps) and replayed.
 // cnn/gpu/<eager|graph>/data:D/batch:B/readback:0/precision:bf16|fp16/manual_time
 //   mixed precision (kernels/cnn/cnn_cuda_trainer.hpp): 2-byte products on the tensor cores with
 //   fp32 accumulation and fp32 master weights; fp16 with dynamic loss scaling on the device
@@ -147,6 +148,7 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   config.execution = execution;
   config.readback_every = readback;
   config.input = input;
+  config.graph_steps = kGraphSteps;
   trainer.prepare(config, steps);  // graphs are captured and uploaded here
 
   std::vector<float> losses;

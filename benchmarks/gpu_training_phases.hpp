@@ -22,6 +22,12 @@
 
 namespace gpubench {
 
+// The most training steps one CUDA graph of a graph row holds (fewer when the iteration trains
+// fewer; with readbacks, the readback interval). One constant for the MLP and the CNN, so their
+// graph rows replay alike: each replay's launch cost is shared by up to this many steps, and the
+// rows' graph_steps counter says how many it was.
+constexpr int kGraphSteps = 200;
+
 // How far a GPU training row's losses may be from the fp32 CPU trainer's, relative: the first
 // step's, and every later step's (each carries the previous steps' rounding).
 struct LossTolerances {

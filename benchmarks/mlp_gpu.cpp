@@ -70,8 +70,6 @@ const char* execution_name(MlpExecution execution) {
   return execution == MlpExecution::eager ? "eager" : "graph";
 }
 
-// Steps per graph replay without readbacks (with readbacks: the readback interval).
-constexpr int kGraphSteps = 200;
 // Steps in the graph that measures t_compute.
 constexpr int kComputeProbeSteps = 100;
 // The CPU reference trajectory is computed only up to this many layer-product flop (about a

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/common/cuda_check.hpp"
@@ -62,6 +64,25 @@ struct LtOperands {
   std::uint32_t c_alignment = kAllocationAlignment;
 };
 
+// Owners of cuBLASLt's descriptors. Members, not raw handles released in ~LtProduct: when a
+// constructor throws after creating some of them (an unsupported layout, no algorithm), the members
+// already built are destroyed, where a destructor would never run.
+template <typename Handle, cublasStatus_t (*Destroy)(Handle)>
+struct LtDestroy {
+  void operator()(Handle handle) const { static_cast<void>(Destroy(handle)); }
+};
+using LtDescription = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>,
+                                      LtDestroy<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>>;
+using LtLayout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>,
+                                 LtDestroy<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>>;
+
+// A column-major matrix layout: `rows` x `columns` with leading dimension `leading`.
+LtLayout make_layout(cudaDataType_t type, int rows, int columns, int leading) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  GPUBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, rows, columns, leading));
+  return LtLayout(layout);
+}
+
 // One product with fp32 accumulation, column-major C (m x n) = op(A) op(B), described as for
 // cublasSgemm, with its algorithm chosen once. Owns its cuBLASLt descriptors.
 class LtProduct {
@@ -69,37 +90,28 @@ class LtProduct {
   LtProduct(cublasLtHandle_t lt, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
             int k, int lda, int ldb, int ldc, const LtOperands& operands = {})
       : operands_(operands) {
-    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(&description_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(description_, CUBLASLT_MATMUL_DESC_TRANSA,
-                                                         &transa, sizeof transa));
-    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(description_, CUBLASLT_MATMUL_DESC_TRANSB,
-                                                         &transb, sizeof transb));
+    cublasLtMatmulDesc_t description = nullptr;
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(&description, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    description_.reset(description);
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        description_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        description_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
     const bool a_plain = transa == CUBLAS_OP_N;
     const bool b_plain = transb == CUBLAS_OP_N;
-    GPUBENCH_CUBLAS_CHECK(
-        cublasLtMatrixLayoutCreate(&a_, operands.ab_type, a_plain ? m : k, a_plain ? k : m, lda));
-    GPUBENCH_CUBLAS_CHECK(
-        cublasLtMatrixLayoutCreate(&b_, operands.ab_type, b_plain ? k : n, b_plain ? n : k, ldb));
-    GPUBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c_, CUDA_R_32F, m, n, ldc));
+    a_ = make_layout(operands.ab_type, a_plain ? m : k, a_plain ? k : m, lda);
+    b_ = make_layout(operands.ab_type, b_plain ? k : n, b_plain ? n : k, ldb);
+    c_ = make_layout(CUDA_R_32F, m, n, ldc);
     choose_algorithm(lt, k);
   }
-  ~LtProduct() {
-    if (c_ != nullptr) cublasLtMatrixLayoutDestroy(c_);
-    if (b_ != nullptr) cublasLtMatrixLayoutDestroy(b_);
-    if (a_ != nullptr) cublasLtMatrixLayoutDestroy(a_);
-    if (description_ != nullptr) cublasLtMatmulDescDestroy(description_);
-  }
-  LtProduct(const LtProduct&) = delete;
-  LtProduct& operator=(const LtProduct&) = delete;
-  LtProduct(LtProduct&&) = delete;
-  LtProduct& operator=(LtProduct&&) = delete;
 
   void run(cublasLtHandle_t lt, const void* a, const void* b, float* c,
            const DeviceBuffer& workspace, cudaStream_t stream) const {
     const float one = 1.0F;
     const float zero = 0.0F;
-    GPUBENCH_CUBLAS_CHECK(cublasLtMatmul(lt, description_, &one, a, a_, b, b_, &zero, c, c_, c, c_,
-                                         &algorithm_, workspace.data(), workspace.bytes(), stream));
+    GPUBENCH_CUBLAS_CHECK(cublasLtMatmul(lt, description_.get(), &one, a, a_.get(), b, b_.get(),
+                                         &zero, c, c_.get(), c, c_.get(), &algorithm_,
+                                         workspace.data(), workspace.bytes(), stream));
   }
 
  private:
@@ -136,8 +148,8 @@ class LtProduct {
     cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
     int count = 0;
     if (status == CUBLAS_STATUS_SUCCESS) {
-      status = cublasLtMatmulAlgoGetHeuristic(lt, description_, a_, b_, c_, c_, preference,
-                                              kCandidates, results, &count);
+      status = cublasLtMatmulAlgoGetHeuristic(lt, description_.get(), a_.get(), b_.get(), c_.get(),
+                                              c_.get(), preference, kCandidates, results, &count);
     }
     cublasLtMatmulPreferenceDestroy(preference);
     GPUBENCH_CUBLAS_CHECK(status);
@@ -156,18 +168,18 @@ class LtProduct {
     cublasLtMatmulHeuristicResult_t check = {};
     if (cublasLtMatmulAlgoConfigSetAttribute(&unsplit, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one_split,
                                              sizeof one_split) == CUBLAS_STATUS_SUCCESS &&
-        cublasLtMatmulAlgoCheck(lt, description_, a_, b_, c_, c_, &unsplit, &check) ==
-            CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulAlgoCheck(lt, description_.get(), a_.get(), b_.get(), c_.get(), c_.get(),
+                                &unsplit, &check) == CUBLAS_STATUS_SUCCESS &&
         check.workspaceSize <= kCublasWorkspaceBytes) {
       algorithm_ = unsplit;
     }
   }
 
   LtOperands operands_;
-  cublasLtMatmulDesc_t description_ = nullptr;
-  cublasLtMatrixLayout_t a_ = nullptr;
-  cublasLtMatrixLayout_t b_ = nullptr;
-  cublasLtMatrixLayout_t c_ = nullptr;
+  LtDescription description_;
+  LtLayout a_;
+  LtLayout b_;
+  LtLayout c_;
   cublasLtMatmulAlgo_t algorithm_ = {};
 };
 
@@ -388,7 +400,12 @@ MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs
   stream_.synchronize();
 }
 
-MlpGpuTrainer::~MlpGpuTrainer() = default;
+MlpGpuTrainer::~MlpGpuTrainer() {
+  // run() returns with work still queued (as the CNN trainer's does); let it finish before its
+  // buffers, graphs and side stream go. A failure here has nowhere to go (a destructor does not
+  // throw) and the context is broken anyway.
+  static_cast<void>(cudaStreamSynchronize(stream_.get()));
+}
 
 DeviceBuffer MlpGpuTrainer::allocate(std::size_t bytes) {
   device_bytes_ += bytes;
