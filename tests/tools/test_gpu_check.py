@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, gb_row
+from conftest import REPO, bench_binary, gb_row
 from md_plain import read_md
 
 from gpubench_tools.benchjson import SKIP_PREFIXES
@@ -151,3 +151,114 @@ def test_gpu_check_uses_the_python_rule() -> None:
         "does not fit in device memory",
         "not supported on this machine",
     )
+
+
+# The parts of a name that make a GPU family (tools/gpu-check's header): every path part without
+# a value, and the values of these keys; sizes are left out.
+_FAMILY_KEYS = ("dtype", "host", "precision", "input", "net")
+
+
+def _family(name: str) -> str:
+    return "/".join(
+        part for part in name.split("/") if ":" not in part or part.split(":")[0] in _FAMILY_KEYS
+    )
+
+
+def _is_gpu(name: str) -> bool:
+    return name.startswith("overhead/") or name.split("/")[1:2] == ["gpu"]
+
+
+def test_list_families_names_the_cheapest_row_of_every_gpu_family(tmp_path: Path) -> None:
+    """The sanitizer and smoke steps cover every GPU family of the real sweep, including the ones
+    the old hand-written filter missed: mixed precision, input copies, allocation, largest batch."""
+    bench = bench_binary()
+    if not bench.is_file():
+        pytest.skip(f"no bench at {bench}")
+    names = subprocess.run(
+        [str(bench), "--list-all"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    build = tmp_path / "build"
+    (build / "benchmarks").mkdir(parents=True)
+    (build / "benchmarks" / "bench").symlink_to(bench)
+    proc = subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--list-families"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, BUILD_DIR=str(build)),
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    chosen = proc.stdout.split()
+    families = {_family(name) for name in names if _is_gpu(name)}
+    assert sorted(_family(name) for name in chosen) == sorted(families)
+    assert set(chosen) <= set(names)
+    for family in (
+        "overhead/alloc/async/manual_time",
+        "mlp/gpu/eager/precision:bf16/manual_time",
+        "mlp/gpu/graph/input:pinned/manual_time",
+        "cnn/gpu/graph/precision:fp16/manual_time",
+        "memory/gpu/largest_batch/net:cnn/precision:fp32/manual_time",
+    ):
+        assert family in families, family
+    # Synthetic data wherever a family has it: Iris and digits rows train thousands of epochs.
+    by_family = {_family(name): name for name in chosen}
+    assert "data:synthetic" in by_family["mlp/gpu/eager/precision:bf16/manual_time"]
+    assert "/batch:1/" in by_family["cnn/gpu/eager/manual_time"]
+    assert "/m:16/" in by_family["matmul/gpu/cublas_kernel/dtype:fp32/manual_time"]
+
+
+def test_quick_runs_the_risky_steps_and_smokes_every_family(tmp_path: Path) -> None:
+    """--quick: the tests, sanitizer and smoke steps only; smoke measures exactly the rows
+    --list-families names, three repetitions each, into <device>-smoke.json."""
+    env = _stand_in_machine(tmp_path, _sweep_rows()[:1])
+    bench = Path(env["BUILD_DIR"]) / "benchmarks" / "bench"
+    calls = tmp_path / "bench-calls.txt"
+    listed = [
+        "matmul/gpu/cublas_kernel/dtype:fp32/m:16/n:16/k:16/manual_time",
+        "matmul/gpu/cublas_kernel/dtype:fp32/m:32/n:32/k:32/manual_time",
+        "overhead/alloc/async/bytes:4096/repeats:10/manual_time",
+        "mlp/gpu/eager/data:iris/batch:120/hidden:10/readback:0/precision:bf16/manual_time",
+        "mlp/gpu/eager/data:synthetic/batch:256/hidden:512/readback:0/precision:bf16/manual_time",
+        "matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1",
+    ]
+    script = bench.read_text().replace(
+        "#!/usr/bin/env bash\n",
+        "#!/usr/bin/env bash\n"
+        f'echo "$*" >> "{calls}"\n'
+        f"[[ $1 == --list-all ]] && {{ printf '%s\\n' {' '.join(listed)}; exit 0; }}\n",
+    )
+    _executable(bench, script)
+    # No compute-sanitizer and no ctest on this machine: those steps fail, smoke still runs.
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--quick", str(out)],
+        capture_output=True,
+        text=True,
+        env=dict(env, PATH=env["PATH"]),
+        timeout=300,
+    )
+    summary = (out / "summary.txt").read_text()
+    assert "steps: tests sanitizer smoke" in summary
+    smoke = [line for line in calls.read_text().splitlines() if "test-gpu-smoke.json" in line]
+    assert len(smoke) == 1, calls.read_text()
+    expected = "|".join([listed[0], listed[2], listed[4]])
+    assert f"--benchmark_filter=^({expected})$" in smoke[0]
+    assert "--benchmark_repetitions=3" in smoke[0]
+    assert (out / "test-gpu-smoke.json").is_file()
+    assert "bench smoke (--benchmark_repetitions=3): exit 0" in summary
+    assert "bench mlp" not in summary
+    # This stand-in build has no CTest tests: a GPU test that is not there fails, never passes.
+    assert "ctest test_mlp_gpu: FAILED or skipped" in summary
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+def test_quick_and_full_exclude_each_other(tmp_path: Path) -> None:
+    env = _stand_in_machine(tmp_path, [])
+    proc = subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--quick", "--full", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "exclude each other" in proc.stderr
