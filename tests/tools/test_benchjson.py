@@ -211,24 +211,65 @@ MALFORMED = {
     "top_level_number": ("42", "top level is int"),
     "foreign_object": ('{"name": "package.json", "version": "1.0"}', "no 'benchmarks' list"),
     "benchmarks_not_list": ('{"context": {}, "benchmarks": {"a": 1}}', "no 'benchmarks' list"),
-    "row_not_object": (
-        '{"context": {}, "benchmarks": [1]}',
-        "benchmark row 0 is not a JSON object",
-    ),
-    "row_without_name": ('{"benchmarks": [{"real_time": 1.0}]}', "benchmark row 0 has no 'name'"),
-    "row_without_time": (
-        '{"benchmarks": [{"name": "a", "real_time": 1, "time_unit": "us"}, {"name": "b"}]}',
-        "benchmark row 1 ('b') has no numeric 'real_time'",
-    ),
-    "bad_time_unit": (
-        '{"benchmarks": [{"name": "a", "real_time": 1, "time_unit": "h"}]}',
-        "unknown time_unit 'h'",
-    ),
     "corrupt_middle": (
         '{"context": {}, "benchmarks": [{"name": "a", "real_time": 1}, {"name": "b", "real_time": x}]\n}',
         "not valid JSON",
     ),
 }
+
+
+# A row that breaks the schema is an invalid row of its file, named with the field and the value
+# as read (before issue 26 each of these made the whole file unreadable).
+ROW_FIELD = {
+    "row_not_object": (
+        '{"context": {}, "benchmarks": [1]}',
+        "row 0",
+        "row 0 is 1, expected an object",
+    ),
+    "row_without_name": ('{"benchmarks": [{"real_time": 1.0}]}', "row 0", "name is missing"),
+    "row_without_time": (
+        '{"benchmarks": [{"name": "b", "run_name": "b", "run_type": "iteration", "iterations": 1,'
+        ' "cpu_time": 1, "time_unit": "us"}]}',
+        "b",
+        "real_time is missing",
+    ),
+    "bad_time_unit": (
+        '{"benchmarks": [{"name": "a", "run_name": "a", "run_type": "iteration", "iterations": 1,'
+        ' "real_time": 1, "cpu_time": 1, "time_unit": "h"}]}',
+        "a",
+        'time_unit is "h" (expected one of ns, us, ms, s)',
+    ),
+    "no_time_unit": (
+        '{"benchmarks": [{"name": "a", "run_name": "a", "run_type": "iteration", "iterations": 1,'
+        ' "real_time": 1, "cpu_time": 1}]}',
+        "a",
+        "time_unit is missing",
+    ),
+    "exact_counter_as_string": (
+        '{"benchmarks": [{"name": "a", "run_name": "a", "run_type": "iteration", "iterations": 1,'
+        ' "real_time": 1, "cpu_time": 1, "time_unit": "us", "flop": "12"}]}',
+        "a",
+        'flop is "12" (expected a number)',
+    ),
+    "nan_as_read": (
+        '{"benchmarks": [{"name": "a", "run_name": "a", "run_type": "iteration", "iterations": 1e30,'
+        ' "real_time": NaN, "cpu_time": 1, "time_unit": "us"}]}',
+        "a",
+        "iterations is 1e30 (above 1e+15)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROW_FIELD))
+def test_a_row_that_breaks_the_schema_is_invalid_naming_the_field(
+    tmp_path: Path, case: str
+) -> None:
+    content, name, reason = ROW_FIELD[case]
+    path = tmp_path / f"{case}.json"
+    path.write_text(content)
+    (row,) = load_report(str(path)).rows
+    assert (row.name, row.status, row.invalid) == (name, "invalid", reason)
+    assert math.isnan(row.real_time_s) and not row.usable
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))

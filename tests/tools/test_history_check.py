@@ -83,7 +83,7 @@ def test_planted_slowdown_in_the_two_newest_runs_is_a_regression(tmp_path: Path,
     assert code == 1
     regressions = [line for line in out.splitlines() if line.startswith("  REGRESSION:")]
     assert len(regressions) == 1 and slow in regressions[0], out
-    assert "result: REGRESSION: 1 benchmarks on 1 machines" in out
+    assert "result: REGRESSION: 1 benchmark on 1 machine" in out
     (check,) = check_history(load(db), CheckRule())
     (verdict,) = check.with_verdict(REGRESSION)
     assert [c.run.git_commit for c in verdict.newest] == ["c6", "c5"]
@@ -247,7 +247,7 @@ def test_filter_and_usage_errors(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     add_as_commits(db, RUNS)
     code, out, _ = run_cli("check", str(db), "--filter", "m:256/", "--verbose")
-    assert code == 0 and "3 benchmarks" not in out and "1 benchmarks" in out
+    assert code == 0 and "3 benchmarks" not in out and "1 benchmark:" in out
     assert run_cli("check", str(db), "--filter", "(")[0] == 2
     assert run_cli("check", str(db), "--filter", "nothing-matches")[0] == 2
     assert run_cli("check", str(db), "--min-ratio", "0.9")[0] == 2
@@ -257,7 +257,7 @@ def test_filter_and_usage_errors(tmp_path: Path) -> None:
     empty = tmp_path / "empty.db"
     empty.touch()
     code, _, err = run_cli("check", str(empty))
-    assert code == 2 and "no runs stored" in err
+    assert code == 2 and "no run stored" in err
 
 
 def test_rule_defaults_are_the_documented_ones() -> None:

@@ -119,7 +119,7 @@ def test_failed_and_skipped_rows_are_recorded_but_never_samples(tmp_path: Path) 
     db = tmp_path / "h.db"
     code, out, err = run_cli("add", str(db), str(path))
     assert code == 0, err
-    assert "1 repetitions of 3 benchmarks, 2 failed or skipped rows" in out
+    assert "1 repetition of 3 benchmarks, 2 failed or skipped rows" in out
     with HistoryStore.open(str(db)) as store:
         assert [s.benchmark for _, s in store.samples()] == [rows[0]["name"]]
         reasons = {f.benchmark: f.reason for _, f in store.failures()}
@@ -157,7 +157,7 @@ def test_two_rows_of_one_name_are_pooled_as_repetitions(tmp_path: Path) -> None:
         "add", str(db), str(write_bench_json(tmp_path / "r.json", rows, CONTEXT))
     )
     assert code == 0, err
-    assert "2 repetitions of 1 benchmarks" in out
+    assert "2 repetitions of 1 benchmark," in out
     with HistoryStore.open(str(db)) as store:
         assert sorted(s.repetition for _, s in store.samples()) == [0, 1]
 

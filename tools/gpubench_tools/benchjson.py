@@ -1,24 +1,51 @@
-"""Load the Google Benchmark JSON that the `bench` binary writes.
+"""The one reader of the Google Benchmark JSON that the `bench` binary writes.
 
-This module is the single place that knows the file format; every other tool works on
-`BenchReport` / `BenchRow`. It reads JSON only and never touches the C++ code.
+Every tool reads bench files here (`load_report`, or `read_file` for a verdict per file without an
+exception), and nowhere else; `table.load_table` and `table.file_rows` are its front for the tools
+that work on pandas tables. A file is validated against one declared JSON Schema (`json_schema()`,
+generated from the counter declaration in schema.py that `bench --schema` is tested against, with
+the row-validity limits below) by the jsonschema library, and classified:
+
+- per file: *complete*, *cut off* (a prefix of a bench document: an interrupted run; its complete
+  rows are recovered) or *not a bench file* (unreadable, not UTF-8, empty, not JSON, JSON of
+  another shape, nested deeper than any bench file, or a document followed by other bytes);
+- per row: *valid*, *skipped* (its reason), *failed* (its message) or *invalid* (the field named
+  and its value shown as read: `time_unit is missing`, `flop is "12" (expected a number)`,
+  `real_time is NaN (not a finite number)`). Nothing missing or mistyped is given a default.
+
+What each tool then does with each class is policy.py's table (docs/input-policy.md).
+It reads JSON only and never touches the C++ code.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence, TypeVar
 
+from . import schema
 from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 
 __all__ = [
     "BenchJsonError",
     "BenchRow",
     "BenchReport",
+    "COMPLETE",
+    "CUT_OFF",
+    "NOT_BENCH",
+    "VALID",
+    "SKIPPED",
+    "FAILED",
+    "INVALID",
+    "MAX_DEPTH",
+    "as_read",
+    "json_schema",
     "load_report",
+    "read_file",
     "parse_label",
     "iteration_rows",
     "GBENCH_KEYS",
@@ -34,6 +61,11 @@ __all__ = [
     "MAX_ABS_COUNTER",
     "usable_counter",
 ]
+
+# What a file is (read_file's verdict per file).
+COMPLETE, CUT_OFF, NOT_BENCH = "complete", "cut off", "not a bench file"
+# What a row is.
+VALID, SKIPPED, FAILED, INVALID = "valid", "skipped", "failed", "invalid"
 
 # Keys Google Benchmark writes itself; every other numeric top-level key is a user counter.
 GBENCH_KEYS: frozenset[str] = frozenset(
@@ -96,20 +128,43 @@ MAX_ABS_COUNTER = 1e30
 MAX_REPETITION_INDEX = 1e6
 
 
-def _describe_value(value: Any) -> str:
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    if isinstance(value, float) and math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if _is_number(value):
-        return f"{value:g}"
-    return type(value).__name__
+# Deeper than any bench file (its deepest value is a cache entry of the context, 4 levels down):
+# a file nested beyond this is not ours, and reading it on would only recurse.
+MAX_DEPTH = 32
+_TIMES = ("real_time", "cpu_time")
+
+
+class _ReadFloat(float):
+    """A number as a float, with the text it was read from: an invalid value is shown as the
+    file wrote it (`1e30`, `NaN`, `-Infinity`), never as Python prints it."""
+
+    text: str
+
+    def __new__(cls, value: float, text: str) -> "_ReadFloat":
+        number = super().__new__(cls, value)
+        number.text = text
+        return number
+
+
+def _read_float(text: str) -> _ReadFloat:
+    return _ReadFloat(float(text), text)
+
+
+def _read_constant(text: str) -> _ReadFloat:
+    return _ReadFloat(float(text.replace("Infinity", "inf")), text)
+
+
+def as_read(value: Any, limit: int = 40) -> str:
+    """A value of a file as the file wrote it, in JSON (`"12"` for a string, `NaN`, `null`,
+    `1e30`), cut to `limit` characters: for one line that names a field and its value."""
+    if isinstance(value, _ReadFloat):
+        text = value.text
+    elif isinstance(value, (list, _Pairs)) or isinstance(value, dict):
+        kind = "an object" if isinstance(value, (_Pairs, dict)) else "a list"
+        return f"{kind} of {len(value)} item{'' if len(value) == 1 else 's'}"
+    else:
+        text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def usable_counter(value: float) -> bool:
@@ -117,33 +172,242 @@ def usable_counter(value: float) -> bool:
     return math.isfinite(value) and abs(value) <= MAX_ABS_COUNTER
 
 
+# --- the declared schema ------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a bench file, generated from the counter declaration
+    in schema.py (the one `bench --schema` is tested against) and the row-validity limits above.
+
+    A row that reports an error is judged by its message (Google Benchmark writes 0 times for
+    it); every other row needs its name, run type, iterations, both times and their unit. Times and
+    iterations must be finite ("finite", the one keyword added to JSON Schema: standard JSON has
+    no NaN, Google Benchmark and Python write it), not negative, not 0 in an iteration row that
+    ran, and at most MAX_TIME_S seconds in their unit. Declared counters must be numbers (NaN
+    included: a diverged loss is a result); other keys are free.
+    """
+    number = {"type": "number"}
+    counters = {key: number for key in schema.COUNTERS}
+    counters["threads"] = number  # Google Benchmark's thread count, or the counter of that name
+    unit_limits = [
+        {
+            "if": {
+                "required": ["time_unit"],
+                "properties": {
+                    "time_unit": {"const": unit},
+                    "aggregate_unit": {"not": {"const": "percentage"}},
+                },
+            },
+            "then": {"properties": {key: {"maximum": MAX_TIME_S / scale} for key in _TIMES}},
+        }
+        for unit, scale in _TIME_UNIT_TO_S.items()
+    ]
+    ran = {
+        "if": {
+            "required": ["run_type", "iterations"],
+            "properties": {
+                "run_type": {"const": "iteration"},
+                "iterations": {"type": "number", "exclusiveMinimum": 0},
+            },
+        },
+        "then": {"properties": {key: {"exclusiveMinimum": 0} for key in _TIMES}},
+    }
+    measured = {
+        "required": ["run_name", "run_type", "iterations", *_TIMES, "time_unit"],
+        "allOf": [ran, *unit_limits],
+    }
+    row = {
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            **counters,
+            "name": {"type": "string", "minLength": 1},
+            "run_name": {"type": "string", "minLength": 1},
+            "run_type": {"enum": ["iteration", "aggregate"]},
+            "family_index": {"type": "integer"},
+            "per_family_instance_index": {"type": "integer"},
+            "repetitions": {"type": "integer", "minimum": 0},
+            "repetition_index": {
+                "type": "integer",
+                "finite": True,
+                "minimum": 0,
+                "maximum": MAX_REPETITION_INDEX,
+            },
+            "iterations": {
+                "type": "number",
+                "finite": True,
+                "minimum": 0,
+                "maximum": MAX_ITERATIONS,
+            },
+            **{key: {"type": "number", "finite": True, "minimum": 0} for key in _TIMES},
+            "time_unit": {"enum": list(_TIME_UNIT_TO_S)},
+            "label": {"type": "string"},
+            "aggregate_name": {"type": "string"},
+            "aggregate_unit": {"enum": ["time", "percentage"]},
+            "error_occurred": {"type": "boolean"},
+            "error_message": {"type": "string"},
+        },
+        "patternProperties": {
+            "^" + re.escape(prefix): number for prefix in schema.COUNTER_PREFIXES
+        },
+        "if": {"required": ["error_occurred"], "properties": {"error_occurred": {"const": True}}},
+        "then": {"required": ["error_message"]},
+        "else": measured,
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "bench JSON (Google Benchmark --benchmark_out_format=json)",
+        "type": "object",
+        "required": ["benchmarks"],
+        "properties": {
+            "context": {"type": "object"},
+            "benchmarks": {"type": "array", "items": {"$ref": "#/$defs/row"}},
+        },
+        "$defs": {"row": row},
+    }
+
+
+def _finite(validator: Any, wanted: Any, instance: Any, subschema: Any) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
+    if wanted and _is_number(instance) and not math.isfinite(instance):
+        yield ValidationError(f"{instance!r} is not a finite number")
+
+
+@functools.lru_cache(maxsize=1)
+def _validators() -> tuple[Any, Any]:
+    """(file validator, row validator). Imported here: jsonschema is only needed to read."""
+    from jsonschema import Draft202012Validator, validators
+
+    Validator = validators.extend(Draft202012Validator, {"finite": _finite})
+    doc = json_schema()
+    top = {k: v for k, v in doc.items() if k != "$defs"}
+    top["properties"] = {"context": {"type": "object"}, "benchmarks": {"type": "array"}}
+    return Validator(top), Validator(doc["$defs"]["row"])
+
+
+_TYPE_WORDS = {
+    "number": "a number",
+    "integer": "an integer",
+    "string": "a string",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "a list",
+}
+# Field order in which a row's problems are named (the first one is the one said).
+_FIELD_ORDER = (
+    "name run_name run_type error_occurred error_message iterations real_time cpu_time time_unit "
+    "repetition_index aggregate_unit"
+).split()
+
+
+# Keywords that say a field is missing or of the wrong kind (the row is *malformed*); the others
+# (finite, minimum, maximum, ...) say a value cannot be a measurement (the row is *unsound*).
+_FORM_KEYWORDS = frozenset({"required", "type", "enum", "const", "minLength"})
+
+
+def _problem(error: Any) -> tuple[int, str, str, bool]:
+    """(order, field, one line, malformed) of one schema violation of a row."""
+    malformed = error.validator in _FORM_KEYWORDS
+    if error.validator == "required":
+        missing = [k for k in error.validator_value if k not in error.instance]
+        key = min(missing, key=_order)
+        return _order(key), key, f"{key} is missing", True
+    key = str(error.path[0]) if error.path else "row"
+    value = as_read(error.instance)
+    expected = {
+        "type": lambda: "expected " + _TYPE_WORDS.get(error.validator_value, "another type"),
+        "enum": lambda: "expected one of " + ", ".join(map(str, error.validator_value)),
+        "const": lambda: f"expected {json.dumps(error.validator_value)}",
+        "finite": lambda: "not a finite number",
+        "minimum": lambda: f"below {error.validator_value:g}",
+        "exclusiveMinimum": lambda: (
+            "0 in a row that ran iterations"
+            if error.validator_value == 0 and key in _TIMES
+            else f"not above {error.validator_value:g}"
+        ),
+        "maximum": lambda: (
+            f"more than {MAX_TIME_S:g} s" if key in _TIMES else f"above {error.validator_value:g}"
+        ),
+        "minLength": lambda: "empty",
+    }.get(error.validator, lambda: error.message)()
+    return _order(key), key, f"{key} is {value} ({expected})", malformed
+
+
+def _order(key: str) -> int:
+    return _FIELD_ORDER.index(key) if key in _FIELD_ORDER else len(_FIELD_ORDER)
+
+
 def invalid_reason(seen: dict[str, Any]) -> str | None:
-    """Why the values of one row (its keys as read) cannot be a measurement, or None when they
-    can. Failed rows (error_occurred) are judged by their error, not their numbers: Google
-    Benchmark writes 0 times for them. A time of 0 is invalid only in a row that ran iterations
-    (Google Benchmark 1.8 writes 0 for a row skipped with SkipWithMessage)."""
-    if seen.get("error_occurred"):
+    """Why one row (its keys as read) is not a sound bench row, naming the first field in
+    question and its value as read; None for a sound row (see json_schema)."""
+    found = _first_problem(seen)
+    return None if found is None else found[0]
+
+
+def _first_problem(seen: dict[str, Any]) -> tuple[str, bool] | None:
+    """(reason, malformed) of the first problem of a row, None for a sound row."""
+    shape = _shape(seen)
+    if _VALID_SHAPES.get(shape):
         return None
-    aggregate = seen.get("run_type") == "aggregate"
-    iterations = seen.get("iterations", 0)
-    if not (_is_number(iterations) and 0 <= iterations <= MAX_ITERATIONS):
-        return f"iterations is {_describe_value(iterations)}"
-    ran = iterations > 0
-    for key in ("real_time", "cpu_time"):
-        if key not in seen and key == "cpu_time":
-            continue
-        value = seen.get(key)
-        if not _is_number(value) or not math.isfinite(value):
-            return f"{key} is {_describe_value(value)}"
-        if value < 0 or (ran and not aggregate and value == 0):
-            return f"{key} is {_describe_value(value)}"
-        scale = _TIME_UNIT_TO_S.get(seen.get("time_unit", "ns"), 1.0)
-        if seen.get("aggregate_unit") != "percentage" and value * scale > MAX_TIME_S:
-            return f"{key} is {_describe_value(value)} {seen.get('time_unit', 'ns')}"
-    rep = seen.get("repetition_index")
-    if rep is not None and not (_is_number(rep) and 0 <= rep <= MAX_REPETITION_INDEX):
-        return f"repetition_index is {_describe_value(rep)}"
-    return None
+    # A missing or mistyped field first: such a row is malformed whatever else it holds.
+    problems = sorted(
+        (_problem(e) for e in _validators()[1].iter_errors(seen)), key=lambda p: (not p[3], p[:3])
+    )
+    if len(_VALID_SHAPES) < 100_000:  # bounded: a hostile file cannot grow it without end
+        _VALID_SHAPES[shape] = not problems
+    return (problems[0][2], problems[0][3]) if problems else None
+
+
+@functools.lru_cache(maxsize=1)
+def _limits() -> tuple[tuple[float, ...], frozenset[str]]:
+    """Every number the schema compares a value with, and the keys whose string values it
+    compares (enum, const): what a row's validity can depend on."""
+    numbers: set[float] = {0.0}
+    strings: set[str] = set()
+    stack: list[Any] = [json_schema()]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                    numbers.add(float(value))
+                if key == "properties":
+                    for name, sub in value.items():
+                        if isinstance(sub, dict) and ({"enum", "const"} & set(sub)):
+                            strings.add(name)
+                stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return tuple(sorted(numbers)), frozenset(strings)
+
+
+def _shape(seen: dict[str, Any]) -> tuple[Any, ...]:
+    """The row with every value replaced by what the schema's keywords can tell apart: for a
+    number its type, whether it is finite and an integer, and where it lies among the schema's
+    limits; for a string its value where an enum or const compares it, else whether it is empty.
+    Rows of one shape are all valid or all invalid, so validity is computed once per shape (a
+    file's thousand rows have a handful of shapes), and the messages only for invalid rows."""
+    limits, compared = _limits()
+
+    def of(key: str, value: Any) -> Any:
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            finite = math.isfinite(value)
+            where = tuple((value > t) - (value < t) for t in limits) if value == value else ()
+            integer = isinstance(value, int) or (finite and float(value).is_integer())
+            return (type(value) is int, finite, integer, where)
+        if isinstance(value, str):
+            return value if key in compared else bool(value)
+        return type(value).__name__ if not isinstance(value, _Pairs) else "object"
+
+    return tuple((key, of(key, value)) for key, value in seen.items())
+
+
+# Shape of a row (see _shape) -> whether the validator found such a row valid.
+_VALID_SHAPES: dict[tuple[Any, ...], bool] = {}
 
 
 _Item = TypeVar("_Item")
@@ -185,23 +449,34 @@ class BenchRow:
     labels: dict[str, str]
     counters: dict[str, float]
     error: str | None
-    # Why the row's values cannot be a measurement (see invalid_reason), None for a sound row.
+    # Why the row is not a sound bench row (see invalid_reason), None for a sound row.
     invalid: str | None = None
+    # For an invalid row: a field is missing or of the wrong type (else a value is unsound).
+    malformed: bool = False
+
+    @property
+    def status(self) -> str:
+        """VALID, SKIPPED, FAILED or INVALID."""
+        if self.invalid is not None:
+            return INVALID
+        if self.error is not None:
+            return SKIPPED if skip_reason(self.error) is not None else FAILED
+        return VALID
 
     @property
     def usable(self) -> bool:
         """A measurement: no error and sound values."""
-        return self.error is None and self.invalid is None
+        return self.status == VALID
 
     @property
     def skipped(self) -> bool:
         """Did not run for lack of room on the machine (see SKIP_PREFIXES): not a failure."""
-        return skip_reason(self.error) is not None
+        return self.status == SKIPPED
 
     @property
     def failed(self) -> bool:
         """Reported an error that is not a skip: a wrong result, a CUDA error, ..."""
-        return self.error is not None and not self.skipped
+        return self.status == FAILED
 
 
 @dataclass
@@ -211,6 +486,11 @@ class BenchReport:
     rows: list[BenchRow]
     recovered_from_truncation: bool = False
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        """COMPLETE, or CUT_OFF for a file an interrupted run left (its complete rows read)."""
+        return CUT_OFF if self.recovered_from_truncation else COMPLETE
 
 
 def parse_label(label: str) -> dict[str, str]:
@@ -239,13 +519,18 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> Any:
     return _Pairs(pairs)
 
 
+def _plain_number(value: Any) -> Any:
+    return float(value) if isinstance(value, _ReadFloat) else value
+
+
 def _to_plain(value: Any) -> Any:
-    """Turn _Pairs objects (used outside rows, e.g. the context) back into dicts."""
+    """Turn _Pairs objects (used outside rows, e.g. the context) back into dicts, and numbers
+    read with their text back into plain floats."""
     if isinstance(value, _Pairs):
         return {k: _to_plain(v) for k, v in value}
     if isinstance(value, list):
         return [_to_plain(v) for v in value]
-    return value
+    return _plain_number(value)
 
 
 def _is_number(value: Any) -> bool:
@@ -253,8 +538,13 @@ def _is_number(value: Any) -> bool:
 
 
 def _make_row(path: str, index: int, obj: Any) -> BenchRow:
+    """One row as read; a row that breaks the schema is an INVALID row (never an exception),
+    named by its name where it has one, else by its position."""
     if not isinstance(obj, _Pairs):
-        raise BenchJsonError(path, f"benchmark row {index} is not a JSON object")
+        what = f"row {index}"
+        row = _invalid_row(what, f"row {index} is {as_read(obj)}, expected an object")
+        row.malformed = True
+        return row
     seen: dict[str, Any] = {}
     counters: dict[str, float] = {}
     for key, value in obj:
@@ -270,7 +560,7 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
             # Google Benchmark writes its thread count as an integer and user counters as
             # floats, so a lone float "threads" (a file rewritten by a JSON library that kept
             # only the last duplicate key) is the counter.
-            counters["threads"] = value
+            counters["threads"] = float(value)
 
     if "blas_threads" in counters:
         # The OpenBLAS thread count of a CPU row. Files written before it had this name carry it
@@ -278,57 +568,59 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
         counters["threads"] = counters["blas_threads"]
 
     name = seen.get("name")
-    if not isinstance(name, str) or not name:
-        raise BenchJsonError(path, f"benchmark row {index} has no 'name'")
+    name = name if isinstance(name, str) and name else f"row {index}"
+    found = _first_problem(seen)
+    if found is not None:
+        invalid, malformed = found
+        # Never a time: a NaN, a missing unit or an absurd value must not reach a chart, a store
+        # or an upload. Its counters go too: they were measured with the same broken run.
+        row = _invalid_row(name, invalid)
+        row.malformed = malformed
+        run_name = seen.get("run_name")
+        row.run_name = run_name if isinstance(run_name, str) and run_name else name
+        run_type = seen.get("run_type")
+        row.run_type = run_type if run_type in ("iteration", "aggregate") else "iteration"
+        label = seen.get("label")
+        row.label = label if isinstance(label, str) else ""
+        row.labels = parse_label(row.label)
+        return row
     error: str | None = None
     if seen.get("error_occurred"):
-        error = str(seen.get("error_message") or "error_occurred without a message")
-    real_time = seen.get("real_time")
-    if "real_time" not in seen and error is None:
-        raise BenchJsonError(path, f"benchmark row {index} ('{name}') has no numeric 'real_time'")
-    unit = seen.get("time_unit", "ns")
-    if unit not in _TIME_UNIT_TO_S:
-        raise BenchJsonError(
-            path, f"benchmark row {index} ('{name}') has unknown time_unit {unit!r}"
-        )
-    invalid = invalid_reason(seen)
-    if invalid is not None:
-        # Never a time: a NaN, Infinity or absurd value must not reach a chart, a store or an
-        # upload. Its counters go too: they were measured with the same broken run.
-        real_time = cpu_time = math.nan
-        counters = {}
-    if not _is_number(real_time) or not math.isfinite(real_time):
-        real_time = math.nan
-    cpu_time = seen.get("cpu_time")
-    if invalid is not None or not _is_number(cpu_time) or not math.isfinite(cpu_time):
-        cpu_time = math.nan
+        error = seen["error_message"]
+    unit = seen.get("time_unit")
     # A "cv" aggregate is a ratio, not a time: Google Benchmark marks it aggregate_unit=percentage.
-    scale = 1.0 if seen.get("aggregate_unit") == "percentage" else _TIME_UNIT_TO_S[unit]
+    scale = (
+        1.0 if seen.get("aggregate_unit") == "percentage" else _TIME_UNIT_TO_S.get(unit, math.nan)
+    )
+
+    def seconds(key: str) -> float:
+        value = seen.get(key)
+        return float(value) * scale if _is_number(value) and math.isfinite(value) else math.nan
 
     label = seen.get("label", "")
-    label = label if isinstance(label, str) else str(label)
     rep = seen.get("repetition_index")
     agg = seen.get("aggregate_name")
     iterations = seen.get("iterations", 0)
-    if not (_is_number(iterations) and 0 <= iterations <= MAX_ITERATIONS):
-        iterations = 0
-    if not (_is_number(rep) and 0 <= rep <= MAX_REPETITION_INDEX):
-        rep = None
     return BenchRow(
         name=name,
-        run_name=str(seen.get("run_name", name)),
-        run_type=str(seen.get("run_type", "iteration")),
-        aggregate_name=str(agg) if agg is not None else None,
+        run_name=seen.get("run_name", name),
+        run_type=seen.get("run_type", "iteration"),
+        aggregate_name=agg,
         repetition_index=int(rep) if _is_number(rep) else None,
         iterations=int(iterations) if _is_number(iterations) else 0,
-        real_time_s=float(real_time) * scale,
-        cpu_time_s=float(cpu_time) * scale,
+        real_time_s=seconds("real_time"),
+        cpu_time_s=seconds("cpu_time"),
         label=label,
         labels=parse_label(label),
         counters=counters,
         error=error,
-        invalid=invalid,
+        invalid=None,
     )
+
+
+def _invalid_row(name: str, reason: str) -> BenchRow:
+    nan = math.nan
+    return BenchRow(name, name, "iteration", None, None, 0, nan, nan, "", {}, {}, None, reason)
 
 
 def _skip_ws(text: str, pos: int) -> int:
@@ -337,19 +629,34 @@ def _skip_ws(text: str, pos: int) -> int:
     return pos
 
 
-def _recover_truncated(path: str, text: str) -> tuple[dict[str, Any], list[Any]] | None:
+# A value a writer was interrupted inside: the start of a literal or of a number.
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_NUMBER_PREFIX = re.compile(r"-?(\d+(\.\d*)?([eE][-+]?\d*)?)?")
+
+
+def _cut_off_here(text: str, error: json.JSONDecodeError) -> bool:
+    """Whether a parse error is the end of the text arriving, not a mistake: what is left
+    from the error on is empty, a string still open, or the start of a literal or number."""
+    rest = text[error.pos :].rstrip(" \t\r\n")
+    if not rest:
+        return True
+    if error.msg.startswith("Unterminated string"):
+        return re.fullmatch(r'"(?:[^"\\]|\\.)*\\?', rest, re.DOTALL) is not None
+    if any(lit.startswith(rest) for lit in _LITERALS):
+        return True
+    return _NUMBER_PREFIX.fullmatch(rest) is not None or rest in ("-",)
+
+
+def _recover_truncated(text: str) -> tuple[dict[str, Any], list[Any]] | None:
     """Parse the complete prefix of a file whose writer was interrupted.
 
     Google Benchmark writes the context first and then one row object at a time, so an
     interrupted run leaves `{"context": {...}, "benchmarks": [ {..}, {..}, {.` . Returns
     (context, complete row objects), or None when the text does not look like such a prefix.
     """
-    stripped = text.rstrip()
-    # A file that ends like a complete document ("...]\n}") but still fails to parse is
-    # corrupt, not cut off, and must not be passed off as a partial run.
-    if stripped.endswith("}") and stripped[:-1].rstrip().endswith("]"):
-        return None
-    decoder = json.JSONDecoder(object_pairs_hook=_pairs_hook)
+    decoder = json.JSONDecoder(
+        object_pairs_hook=_pairs_hook, parse_float=_read_float, parse_constant=_read_constant
+    )
     context: dict[str, Any] = {}
     ctx_at = text.find('"context"')
     bench_at = text.find('"benchmarks"')
@@ -388,8 +695,45 @@ def _recover_truncated(path: str, text: str) -> tuple[dict[str, Any], list[Any]]
     return (context if isinstance(context, dict) else {}), rows
 
 
+def _depth(doc: Any) -> int:
+    """How deeply lists and objects nest in a parsed document (iteratively: a deep one must not
+    exhaust the stack while it is measured)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, list):  # _Pairs too: its items are (key, value) tuples
+            deepest = max(deepest, depth)
+            if depth > MAX_DEPTH:
+                return depth
+            for item in value:
+                child = item[1] if isinstance(value, _Pairs) else item
+                if isinstance(child, list):
+                    stack.append((child, depth + 1))
+    return deepest
+
+
+def read_file(path: str) -> BenchReport | BenchJsonError:
+    """One file, classified: a BenchReport (COMPLETE or CUT_OFF, every row classified) or, for
+    anything that is not a bench file, the BenchJsonError saying why. Never raises for what a
+    file holds: one bad file in a batch stops nothing else."""
+    try:
+        return _read(path)
+    except BenchJsonError as error:
+        return error
+    except RecursionError:
+        return BenchJsonError(path, f"not a bench file: nested deeper than {MAX_DEPTH} levels")
+
+
 def load_report(path: str) -> BenchReport:
-    """Read one bench JSON file. Raises BenchJsonError for anything that is not bench output."""
+    """Read one bench JSON file. Raises BenchJsonError for anything that is not a bench file
+    (read_file's verdict) and for a cut-off file without one complete row."""
+    read = read_file(path)
+    if isinstance(read, BenchJsonError):
+        raise read
+    return read
+
+
+def _read(path: str) -> BenchReport:
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -407,14 +751,35 @@ def load_report(path: str) -> BenchReport:
     warnings: list[str] = []
     recovered = False
     try:
-        doc = json.loads(text, object_pairs_hook=_pairs_hook)
+        doc = json.loads(
+            text,
+            object_pairs_hook=_pairs_hook,
+            parse_float=_read_float,
+            parse_constant=_read_constant,
+        )
     except json.JSONDecodeError as exc:
-        salvage = _recover_truncated(path, text) if text.lstrip().startswith("{") else None
+        if exc.msg == "Extra data":
+            extra = len(raw) - len(text[: exc.pos].encode("utf-8"))
+            nul = (
+                " (NUL bytes: two writers, or a file written over)"
+                if "\0" in text[exc.pos :]
+                else ""
+            )
+            raise BenchJsonError(
+                path,
+                f"a complete JSON document followed by {extra} more bytes at line {exc.lineno} "
+                f"column {exc.colno}{nul}: not one bench file",
+            ) from None
+        salvage = None
+        if text.lstrip().startswith("{") and _cut_off_here(text, exc):
+            salvage = _recover_truncated(text)
         if salvage is None:
             raise BenchJsonError(
                 path, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
             ) from None
         context, raw_rows = salvage
+        if _depth(_Pairs([("context", context), ("benchmarks", raw_rows)])) > MAX_DEPTH:
+            raise RecursionError
         if not raw_rows:
             raise BenchJsonError(path, "file is truncated and holds no complete benchmark row")
         recovered = True
@@ -422,8 +787,12 @@ def load_report(path: str) -> BenchReport:
             f"recovered {len(raw_rows)} complete benchmark rows from truncated file {path}"
         )
     else:
+        if _depth(doc) > MAX_DEPTH:
+            raise RecursionError
         if not isinstance(doc, _Pairs):
             kind = "a list" if isinstance(doc, list) else type(doc).__name__
+            if isinstance(doc, _ReadFloat):
+                kind = "float"
             raise BenchJsonError(path, f"top level is {kind}, expected a JSON object")
         top = dict(doc)
         raw_rows = top.get("benchmarks")
@@ -431,8 +800,10 @@ def load_report(path: str) -> BenchReport:
             raise BenchJsonError(
                 path, "no 'benchmarks' list: not Google Benchmark JSON from the bench binary"
             )
-        context_obj = top.get("context", {})
-        context = _to_plain(context_obj) if isinstance(context_obj, _Pairs) else {}
+        context_obj = top.get("context", _Pairs())
+        if not isinstance(context_obj, _Pairs):
+            raise BenchJsonError(path, f"'context' is {as_read(context_obj)}, expected an object")
+        context = _to_plain(context_obj)
 
     rows = [_make_row(path, i, obj) for i, obj in enumerate(raw_rows)]
     return BenchReport(

@@ -60,23 +60,28 @@ def run_main(
     """Runs ``body(argv)`` under the exit-code contract: its return value is the exit status;
     ``UnusableInput`` and any exception it did not expect become one line on stderr and exit 2
     (the traceback only with ``--debug``); ``SystemExit`` from argparse passes through."""
+    from . import output  # the writer: it imports escape, which must not import this module
+
     args = list(sys.argv[1:] if argv is None else argv)
+    output.reset()
     try:
         return body(args)
     except UnusableInput as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
+        output.warn(f"{prog}: error: {error}")
         return EXIT_UNUSABLE
     except (KeyboardInterrupt, SystemExit):
         raise
     except BrokenPipeError:
-        # `tool | head`: the reader left; nothing more to say, and not a failure of the input.
-        return EXIT_OK
+        # `tool | head`: the reader left. Not a failure of the input, and no reason to change a
+        # verdict the command had decided before it printed (output.decide).
+        output._drop_stdout()
+        code = output.decided()
+        return EXIT_OK if code is None else code
     except Exception as error:  # noqa: BLE001 - the contract: never a bare traceback, never 1
         if "--debug" in args:
             traceback.print_exc()
-        print(
+        output.warn(
             f"{prog}: error: unexpected {type(error).__name__}: {error} "
-            "(unusable input; rerun with --debug for the traceback)",
-            file=sys.stderr,
+            "(unusable input; rerun with --debug for the traceback)"
         )
         return EXIT_UNUSABLE

@@ -22,7 +22,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from . import output
 from .benchjson import BenchJsonError
+from .escape import term_text
 from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 from .timing import add_time_option, choose_time, compile_filter, read_rows
 from .units import fmt_time
@@ -188,13 +190,18 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     origin: dict[str, str] = {}
     for path in args.runs:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
-        _, rows = read_rows(path, ExportError, "not exported", "not exported")
+        try:
+            _, rows = read_rows(path, ExportError, "not exported", "not exported")
+        except OSError as exc:  # named here: an OSError need not carry the file's name
+            raise ExportError(f"{path}: {exc.strerror or exc}") from None
         found, dropped, unusable = summarise(path, rows, args.time)
         warnings += describe_dropped(path, dropped, verbose=args.verbose) + unusable
         found = found[[not pattern or bool(pattern.search(name)) for name in found.index]]
         for name in found.index:
             if name in origin:
-                raise ExportError(f"{path}: {name} is also in {origin[name]}: which one?")
+                raise ExportError(
+                    f"{path}: {term_text(name)} is also in {origin[name]}: which one?"
+                )
             origin[name] = path
         summaries.append(found)
     if not origin:
@@ -215,18 +222,20 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _parse_args(argv)
     try:
         text, warnings = _export(args)
-        if args.out:
-            with open(args.out, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            sys.stdout.write(text)
     except (BenchJsonError, ExportError) as exc:
-        raise UnusableInput(str(exc)) from None
+        raise UnusableInput(term_text(exc, 600)) from None
     except OSError as exc:
-        raise UnusableInput(f"{exc.filename}: {exc.strerror or exc}") from None
+        where = exc.filename if exc.filename is not None else "input"
+        raise UnusableInput(f"{term_text(where)}: {exc.strerror or exc}") from None
+    if args.out:
+        # The export is this command's result, not a side output: not written is exit 2.
+        problem = output.write_side(args.out, text, "export (--out)")
+        if problem is not None:
+            raise UnusableInput(problem)
+    else:
+        output.say(*text.splitlines())
     if not args.quiet:
-        for line in warnings:
-            print(f"{_prog()}: warning: {line}", file=sys.stderr)
+        output.warn(*(f"{_prog()}: warning: {term_text(line, 600)}" for line in warnings))
     return EXIT_OK
 
 

@@ -13,7 +13,13 @@ __all__ = [
     "fmt_ratio",
     "fmt_size",
     "fmt_pct",
+    "plural",
 ]
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 run', '2 runs', '0 runs' ('1 repetition of', with `many` for an irregular plural)."""
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
 def _sig(x: float, digits: int = 3) -> str:

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import traceback
 from dataclasses import replace
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from ..benchjson import BenchJsonError, load_report
+from .. import output
 from ..cli import EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
 from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RULES, TIME_FIELDS, ConfigError, load_config
+from .config import threshold_problem
 from .engine import CompareResult, UsageError, compare_reports
 from .render import render_markdown, render_markdown_error, render_terminal
 
@@ -70,19 +71,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-
-
 def _compare(args: argparse.Namespace) -> CompareResult:
     config = load_config(args.config)
     cli = {k: v for k in THRESHOLD_RULES if (v := getattr(args, k)) is not None}
     for key, value in cli.items():
-        unusable, rule = THRESHOLD_RULES[key]
-        if math.isnan(value) or unusable(value):  # a NaN threshold would judge nothing
-            raise UsageError(f"--{key.replace('_', '-')} {rule}")
+        problem = threshold_problem(key, value)  # the rule a --config file's value meets too
+        if problem is not None:
+            raise UsageError(f"--{key.replace('_', '-')} {problem}")
     if cli:
         config.thresholds = replace(config.thresholds, **cli)
     config.time = args.time or config.time
@@ -93,6 +88,29 @@ def _compare(args: argparse.Namespace) -> CompareResult:
     return compare_reports(baseline, contender, config, counters, args.allow_missing)
 
 
+def _side_outputs(
+    args: argparse.Namespace, markdown: Callable[[], str], doc: Callable[[], Any]
+) -> list[str]:
+    """Write --markdown and --json; the one line for each that could not be written (a renderer
+    that fails counts as a failed side output: it must not take the verdict with it)."""
+    problems = []
+    for path, what, render in (
+        (args.markdown, "Markdown report (--markdown)", markdown),
+        (args.json, "JSON result (--json)", lambda: json.dumps(doc(), indent=2) + "\n"),
+    ):
+        if not path:
+            continue
+        try:
+            text = render()
+        except Exception as exc:  # noqa: BLE001 - a side output never costs the verdict
+            problems.append(f"could not render the {what}: {type(exc).__name__}: {exc}")
+            continue
+        problem = output.write_side(path, text, what)
+        if problem is not None:
+            problems.append(problem)
+    return problems
+
+
 def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     try:
@@ -101,30 +119,26 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         expected = isinstance(exc, (BenchJsonError, ConfigError, UsageError))
         what = f"comparing {args.baseline} with {args.contender}: unexpected {type(exc).__name__}: "
         line = " ".join(f"{'' if expected else what}{exc}".split())
-        try:  # the PR comment and the JSON say why nothing was compared (best effort)
-            if args.markdown:
-                _write(args.markdown, render_markdown_error(line))
-            if args.json:
-                _write(args.json, json.dumps({"exit_code": EXIT_UNUSABLE, "error": line}) + "\n")
-        except OSError:
-            pass
+        output.decide(EXIT_UNUSABLE)
+        # The PR comment and the JSON say why nothing was compared (best effort).
+        error_doc = {"exit_code": EXIT_UNUSABLE, "error": line}
+        for problem in _side_outputs(args, lambda: render_markdown_error(line), lambda: error_doc):
+            output.warn(f"{prog}: {problem}")
         if not expected and args.debug:
             traceback.print_exc()
         hint = "" if expected or args.debug else " (rerun with --debug for the traceback)"
         raise UnusableInput(line + hint) from None
-    try:
-        if args.markdown:
-            _write(args.markdown, render_markdown(result))
-        if args.json:
-            _write(args.json, json.dumps(result.as_dict(), indent=2) + "\n")
-    except OSError as exc:
-        raise UnusableInput(f"cannot write output: {exc}") from None
+    # The verdict is decided before anything is written; no output can change it (output.py).
+    code = output.decide(result.exit_code)
     color = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
-    sys.stdout.write(render_terminal(result, color=color, quiet=args.quiet, verbose=args.verbose))
-    sys.stdout.flush()
-    if result.cannot_judge is not None and result.exit_code == EXIT_UNUSABLE:
-        print(f"{prog}: error: {result.cannot_judge}", file=sys.stderr)
-    return result.exit_code
+    terminal = render_terminal(result, color=color, quiet=args.quiet, verbose=args.verbose)
+    output.say(*terminal.splitlines())
+    if result.cannot_judge is not None and code == EXIT_UNUSABLE:
+        output.warn(f"{prog}: error: {result.cannot_judge}")
+    for problem in _side_outputs(args, lambda: render_markdown(result), result.as_dict):
+        # Named on stderr; the exit status stays the verdict's (docs/input-policy.md, "Outputs").
+        output.warn(f"{prog}: {problem}; the verdict above stands (exit {code})")
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -32,6 +33,28 @@ THRESHOLD_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "alpha": (lambda v: not 0.0 < v < 1.0, "must be between 0 and 1"),
     "max_cv": (lambda v: v <= 0.0, "must be > 0"),
 }
+
+
+def threshold_problem(key: str, value: Any) -> str | None:
+    """What is wrong with a value of a numeric threshold, None when it is usable: the one rule for
+    the command line and every --config file (top level, overrides, normalize). A NaN or an
+    infinity would switch the gate off (every comparison with NaN is false), so a value must be a
+    finite number before its rule is asked."""
+    unusable, rule = THRESHOLD_RULES[key]
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value):
+        return f"must be a finite number {rule.removeprefix('must be ')}, got {_as_read(value)}"
+    if unusable(float(value)):
+        return f"{rule}, got {_as_read(value)}"
+    return None
+
+
+def _as_read(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    return json.dumps(value) if not isinstance(value, float) else f"{value:g}"
+
+
 _TEXT_KEYS = ("why", "comment", "note")
 _TOP_KEYS = tuple(
     "time thresholds counters counter_direction exact_counters gate_counters overrides "
@@ -145,11 +168,9 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
                     isinstance(value, bool), f"{where}.{key} must be true or false, got {value!r}"
                 )
                 continue
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            check(number, f"{where}.{key} must be a number, got {value!r}")
-            values[key] = value = float(value)
-            unusable, rule = THRESHOLD_RULES[key]
-            check(not unusable(value), f"{where}.{key} {rule}, got {value}")
+            problem = threshold_problem(key, value)
+            check(problem is None, f"{where}.{key} {problem}")
+            values[key] = float(value)
         return values
 
     def regex(where: str, text: Any) -> re.Pattern[str]:

@@ -25,7 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..benchjson import BenchReport, group_reasons
+from ..benchjson import CUT_OFF, BenchReport, group_reasons
+from ..policy import FAIL, MALFORMED_ROW, NOTHING_MEASURED, REFUSE, action
+from ..policy import CUT_OFF as CUT_OFF_FILE
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
 from ..table import file_rows
 from .config import CompareConfig
@@ -295,6 +297,8 @@ class CompareResult:
     # Benchmarks not compared, one {"kind", "reason", "names"} per reason (failed or skipped in
     # the baseline, ...): the reason is said once, the names listed only where asked.
     not_compared: list[dict[str, Any]] = field(default_factory=list)
+    # Why the contender is not a whole run (a cut-off file), which fails the gate; None when whole.
+    cut_off: str | None = None
 
     def count(self, verdict: str) -> int:
         return sum(1 for b in self.benchmarks if b.verdict == verdict)
@@ -327,22 +331,34 @@ class CompareResult:
         return bool(self.benchmarks) and all(b.verdict == ERROR for b in self.benchmarks)
 
     @property
+    def fails(self) -> bool:
+        """Something failed the gate: a benchmark, a missing one, or a contender cut off."""
+        return bool(self.failing or self.missing_fails or self.cut_off)
+
+    @property
     def cannot_judge(self) -> str | None:
-        """The exit-2 reason when nothing failed and nothing could be judged, else None."""
-        if self.failing or self.missing_fails or self.judged or not self.unjudged:
+        """The exit-2 reason when nothing failed and nothing was judged, else None: "0 judged" is
+        never a pass (policy: a contender that measured nothing is not judged)."""
+        if self.fails or self.judged:
             return None
-        reps, n = self.repetitions_needed, len(self.unjudged)
-        return (
-            f"cannot judge: {plural(n)} {'has' if n == 1 else 'have'} fewer than {reps} "
-            "repetitions; rerun with "
-            f"--benchmark_repetitions={reps}"
-        )
+        if self.unjudged:
+            reps, n = self.repetitions_needed, len(self.unjudged)
+            return (
+                f"cannot judge: {plural(n)} {'has' if n == 1 else 'have'} fewer than {reps} "
+                f"repetitions on a side; rerun with --benchmark_repetitions={reps}"
+            )
+        skipped = [b for b in self.benchmarks if b.verdict == SKIPPED]
+        why = f" ({len(skipped)} skipped in the contender: {skipped[0].error})" if skipped else ""
+        return f"cannot judge: no benchmark was measured in both files{why}"
 
     @property
     def exit_code(self) -> int:
-        if self.failing or self.missing_fails:
+        if self.fails:
             return EXIT_REGRESSION
-        return EXIT_OK if self.cannot_judge is None else EXIT_UNUSABLE
+        if self.cannot_judge is None:
+            return EXIT_OK
+        code = action("compare contender", NOTHING_MEASURED).exit_code
+        return EXIT_UNUSABLE if code is None else code
 
     def summary(self) -> dict[str, int]:
         return {
@@ -365,6 +381,7 @@ class CompareResult:
                 "git_commit": report.context.get("gpubench_git_commit"),
                 **{key: report.context.get(key) for key in keys},
                 "recovered_from_truncation": report.recovered_from_truncation,
+                "state": report.state,
             }
 
         def differences(rows: list[tuple[str, str, str]]) -> list[dict[str, str]]:
@@ -386,6 +403,7 @@ class CompareResult:
             "allow_missing": self.allow_missing,
             # Before --allow-missing, failing on missing benchmarks was opt-in.
             "fail_on_missing": not self.allow_missing,
+            "cut_off": self.cut_off,
             "summary": self.summary(),
             "benchmarks": [b.as_dict() for b in self.benchmarks],
             "only_in_baseline": self.only_in_baseline,
@@ -409,6 +427,13 @@ def compare_reports(
     allow_missing: a benchmark measured in the baseline and absent from the contender is listed,
     not failed (a run filtered on purpose). By default it fails the gate.
     """
+    _check_files(baseline, contender)
+    cut_off = None
+    if contender.state == CUT_OFF and action("compare contender", CUT_OFF_FILE).kind == FAIL:
+        cut_off = (
+            f"the contender {contender.path} is cut off after {len(contender.rows)} complete rows: "
+            "the run did not finish, so benchmarks or repetitions may be missing"
+        )
     base, cont = _repetitions(baseline, config.time), _repetitions(contender, config.time)
     ambiguous = _key([base, cont])
     by_key = [dict(tuple(frame.groupby("key", sort=False))) for frame in (base, cont)]
@@ -483,4 +508,23 @@ def compare_reports(
         not_compared=[
             {"kind": kind, "reason": why, "names": keys} for (kind, why), keys in by_reason
         ],
+        cut_off=cut_off,
     )
+
+
+def _check_files(baseline: BenchReport, contender: BenchReport) -> None:
+    """What the policy table refuses before anything is compared (UsageError, one line naming
+    the file, the row and the field): a malformed row on either side, a cut-off baseline."""
+    for tool, report in (("compare baseline", baseline), ("compare contender", contender)):
+        malformed = [row for row in report.rows if row.malformed]
+        if malformed and action(tool, MALFORMED_ROW).kind == REFUSE:
+            more = f" (and {plural(len(malformed) - 1, 'more row')})" if len(malformed) > 1 else ""
+            raise UsageError(
+                f"{report.path}: row '{malformed[0].name}' is invalid: {malformed[0].invalid}"
+                f"{more}; the gate reads only whole, well-formed bench rows"
+            )
+    if baseline.state == CUT_OFF and action("compare baseline", CUT_OFF_FILE).kind == REFUSE:
+        raise UsageError(
+            f"{baseline.path}: cut off after {len(baseline.rows)} complete rows (the run was "
+            "interrupted): a baseline must be a whole run"
+        )

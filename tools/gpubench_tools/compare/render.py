@@ -23,10 +23,10 @@ import jinja2
 from .. import schema
 from ..benchjson import BenchReport, group_reasons
 from ..escape import md_text
-from ..stats import repetitions_needed
 from ..templating import environment
 from .engine import ERROR, SKIPPED, BenchComparison, CompareResult
 from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult, plural
+from .stats import repetition_rule
 
 MARKER = "<!-- gpubench-compare -->"  # lets CI find and update its own PR comment
 
@@ -172,6 +172,8 @@ def _gate(result: CompareResult) -> tuple[str, str]:
             f"{len(result.only_in_baseline)} missing from the contender "
             "(--allow-missing for a filtered run)"
         )
+    if result.cut_off:
+        reasons.append("the contender is cut off (the run did not finish)")
     return "FAIL", "; ".join(reasons)
 
 
@@ -223,9 +225,7 @@ def _thresholds_line(result: CompareResult) -> str:
     text = (
         f"{result.config.time} compared; "
         f"slower/faster when the median ratio is beyond {t.max_ratio:g}x and the U test gives "
-        f"p < {t.alpha:g}; too noisy above cv {t.max_cv:.0%}; not judged with fewer than "
-        f"{repetitions_needed(t.alpha)} repetitions a side (the U test cannot reach p < "
-        f"{t.alpha:g} with fewer)"
+        f"p < {t.alpha:g}; too noisy above cv {t.max_cv:.0%}; {repetition_rule(t.alpha)}"
     )
     if result.config.overrides:
         text += f"; {len(result.config.overrides)} per-name override(s)"
@@ -260,6 +260,8 @@ def _failure_lines(result: CompareResult) -> list[tuple[str, list[str]]]:
             else f"{plural(n)} now fail{'s' if n == 1 else ''}"
         )
         lines.append((f"REGRESSION: {head}: {message}", names))
+    if result.cut_off:
+        lines.append((f"FAIL: {result.cut_off}", []))
     if result.missing_fails:
         missing = plural(len(result.only_in_baseline))
         line = f"REGRESSION: {missing} of the baseline missing from the contender (pass "

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from ..benchjson import MAX_TIME_S, usable_counter
-from ..stats import SampleStats, enough_samples, min_p_value, ratio_of, repetitions_needed, u_test
+from ..stats import SampleStats, min_p_value, ratio_of, repetitions_needed, u_test
 
 # How a metric is judged: "lower" (times), "higher" (rates), "exact" (counters that define the
 # work, e.g. flop: any change means the benchmark itself changed) and "info" (shown, never judged).
@@ -24,6 +24,26 @@ BETTER_CHOICES: tuple[str, ...] = ("lower", "higher", "exact", "info")
 # it as not judged.
 SLOWER, FASTER, SAME, NOISY = "slower", "faster", "same", "noisy"
 CHANGED, INFO, FEW, INVALID = "changed", "info", "few", "invalid"
+
+
+def judgeable(n_base: int, n_cont: int, alpha: float) -> bool:
+    """The repetition rule of the gate, the one place it is decided: a benchmark is judged only
+    with at least repetitions_needed(alpha) repetitions on *each* side, the fewest with which the
+    two-sided U test can reach p < alpha at equal sizes (4 at alpha 0.05, 5 at 0.01). Why one
+    number a side: uneven sizes can reach alpha with fewer on one side (5 against 3 gives
+    p >= 0.036), but a side of 3 says little about its own spread, and a rule a user can state
+    in one sentence is the one they can plan repetitions by."""
+    return min(n_base, n_cont) >= repetitions_needed(alpha)
+
+
+def repetition_rule(alpha: float) -> str:
+    """The rule in words, the same in the tool's output, docs/regression-gate.md and the README."""
+    needed = repetitions_needed(alpha)
+    return (
+        f"not judged with fewer than {needed} repetitions on either side (at alpha {alpha:g}, "
+        "the fewest with which the U test can reach p < alpha)"
+    )
+
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
 # benchmark's arguments, so only float formatting can make them differ.
@@ -188,7 +208,7 @@ def compare_metric(
 
     p_value = u_test(cont.values, base.values) if base.n >= 2 and cont.n >= 2 else None
 
-    if not enough_samples(base.n, cont.n, thresholds.alpha):
+    if not judgeable(base.n, cont.n, thresholds.alpha):
         needed = repetitions_needed(thresholds.alpha)
         reps = str(base.n) if base.n == cont.n else f"{base.n} vs {cont.n}"
         notes.append(

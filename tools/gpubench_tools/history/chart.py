@@ -27,7 +27,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from ..compare.engine import natural_key  # noqa: E402
-from ..escape import html_text  # noqa: E402
+from ..escape import file_name, html_text, term_text  # noqa: E402
 from ..templating import environment  # noqa: E402
 from ..units import fmt_time  # noqa: E402
 from .check import FAILED, REGRESSION, SUSPECT, BenchVerdict, CheckRule  # noqa: E402
@@ -44,8 +44,21 @@ _MACHINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#17be
 _RING = dict(linestyle="none", marker="o", markerfacecolor="none", markeredgecolor="#d62728")
 
 
+# Characters of a benchmark name in a panel title and of a machine in the legend: a 10,000-character
+# name must not take the figure (and every other panel of the page) with it.
+_TITLE_CHARS = 70
+_LEGEND_CHARS = 80
+
+
+def _label(text: str, limit: int) -> str:
+    """Input text for a chart: one line, bounded, and '$' shown as itself (matplotlib would
+    read "$...$" as mathematics and fail on what it cannot parse)."""
+    return term_text(text, limit).replace("$", r"\$")
+
+
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "benchmarks"
+    slug = file_name(re.sub(r"[^A-Za-z0-9]+", "-", text).lower())
+    return "benchmarks" if slug == "unnamed" else slug
 
 
 @dataclass
@@ -99,13 +112,13 @@ class _Charts:
             if rings:
                 ax.plot(*map(list, zip(*rings)), markersize=10, markeredgewidth=1.5, **_RING)
         title = benchmark[len(family) + 1 :] if benchmark.startswith(family + "/") else benchmark
-        ax.set_title(title, fontsize=7)
+        ax.set_title(_label(title, _TITLE_CHARS), fontsize=7)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: fmt_time(y, 2)))
         ax.tick_params(labelsize=6)
         ax.grid(True, alpha=0.3)
         ticks = list(range(0, len(self.runs), max(1, math.ceil(len(self.runs) / _MAX_TICKS))))
         ax.set_xticks(ticks)
-        labels = [self.runs[i].git_commit[:10] for i in ticks]  # short commits
+        labels = [_label(self.runs[i].git_commit[:10], 10) for i in ticks]  # short commits
         ax.set_xticklabels(labels, rotation=45, ha="right")
         ax.set_xlim(-0.5, len(self.runs) - 0.5)
 
@@ -124,10 +137,19 @@ class _Charts:
                 ax.set_visible(False)
             suffix = f" ({page_no}/{len(pages)})" if len(pages) > 1 else ""
             fig.suptitle(
-                f"{family}{suffix}: median and range of the repetitions per run", fontsize=9
+                f"{_label(family, _LEGEND_CHARS)}{suffix}: median and range of the repetitions "
+                "per run",
+                fontsize=9,
             )
             handles = [
-                Line2D([], [], color=self.colors[m.id], marker="o", markersize=3, label=m.label)
+                Line2D(
+                    [],
+                    [],
+                    color=self.colors[m.id],
+                    marker="o",
+                    markersize=3,
+                    label=_label(m.label, _LEGEND_CHARS),
+                )
                 for m in self.history.machines.values()
             ]
             handles.append(Line2D([], [], label="regression (check rule)", **_RING))

@@ -9,13 +9,17 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
+import traceback
 from typing import Sequence
 
+from .. import output
 from ..benchjson import BenchJsonError
+from ..escape import term_text
+from ..output import say
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag
 from ..cli import program_name, run_main
 from ..timing import add_time_option, compile_filter
-from ..units import fmt_time
+from ..units import fmt_time, plural
 from .check import FAILED, MISSING, NOT_ENOUGH_HISTORY, NOT_ENOUGH_SAMPLES, OK, REGRESSION, SUSPECT
 from .check import BenchVerdict, CheckRule, MachineCheck, check_history
 from .ingest import read_run
@@ -99,7 +103,7 @@ def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
     with HistoryStore.open(args.db) as store:
         history = History.load(store, args.filter)
     if history.run_count == 0:
-        raise HistoryError(f"{args.db}: no runs stored (add some with 'add')")
+        raise HistoryError(f"{args.db}: no run stored (add some with 'add')")
     if not history.benchmarks:
         raise HistoryError(f"--filter {args.filter!r} matches no stored benchmark")
     return rule, history
@@ -114,30 +118,46 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 record = read_run(path, args.commit, args.date)
                 outcome = store.add_run(record)
             except (BenchJsonError, HistoryError) as exc:
-                # This file only; every run stored so far stays.
-                print(f"{_prog()}: error: {exc}", file=sys.stderr)
+                # This file only (policy: "history add" refuses it); every other file is added.
+                output.warn(f"{_prog()}: error: {term_text(exc, 600)}")
+                status = EXIT_UNUSABLE
+                continue
+            except (sqlite3.Error, KeyboardInterrupt):
+                raise  # the database, not this file: nothing more can be added
+            except Exception as exc:  # noqa: BLE001 - one bad file never stops the batch
+                if args.debug:
+                    traceback.print_exc()
+                output.warn(
+                    f"{_prog()}: error: {term_text(path)}: unexpected {type(exc).__name__}: "
+                    f"{term_text(exc)} (not stored; rerun with --debug for the traceback)"
+                )
                 status = EXIT_UNUSABLE
                 continue
             fingerprint = record.machine_fingerprint
-            where = f"commit {record.git_commit}, {record.date}, machine {fingerprint}"
+            where = (
+                f"commit {term_text(record.git_commit)}, {term_text(record.date)}, "
+                f"machine {fingerprint}"
+            )
             if args.quiet:
                 continue
+            name = term_text(path)
             if not outcome.added:
-                print(
-                    f"already stored, nothing to do: {path} (run {outcome.run_id}, {where})"
+                output.say(
+                    f"already stored, nothing to do: {name} (run {outcome.run_id}, {where})"
                     if outcome.same_content
-                    else f"already stored, nothing to do: {path}: run {outcome.run_id} has the "
+                    else f"already stored, nothing to do: {name}: run {outcome.run_id} has the "
                     f"same {where} but came from a different file; the stored run is kept"
                 )
                 continue
             if fingerprint not in known:
                 known = {m.fingerprint: m.label for m in store.machines()}
-                print(f"new machine {fingerprint}: {known[fingerprint]}")
-            print(
-                f"added run {outcome.run_id} from {path} ({where}): {len(record.samples)} "
-                f"repetitions of {len(record.benchmarks)} benchmarks, {len(record.failures)} "
-                "failed or skipped rows",
-                flush=True,  # a caller watching the output sees each run as it is committed
+                output.say(f"new machine {fingerprint}: {term_text(known[fingerprint])}")
+            # Said as each run is committed: a caller watching the output sees it at once.
+            output.say(
+                f"added run {outcome.run_id} from {name} ({where}): "
+                f"{plural(len(record.samples), 'repetition')} of "
+                f"{plural(len(record.benchmarks), 'benchmark')}, "
+                f"{plural(len(record.failures), 'failed or skipped row')}"
             )
     return status
 
@@ -170,25 +190,27 @@ _SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY]
 
 def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
     newest = check.newest_run
-    print(f"machine {check.machine.fingerprint}: {check.machine.label}")
-    print(
-        f"  newest run: commit {newest.git_commit} ({newest.date}), {len(check.runs)} runs "
-        f"stored; baseline: up to {rule.window} runs before the {rule.confirm} newest"
+    say(f"machine {check.machine.fingerprint}: {term_text(check.machine.label)}")
+    say(
+        f"  newest run: commit {term_text(newest.git_commit)} ({term_text(newest.date)}), "
+        f"{plural(len(check.runs), 'run')} stored; baseline: up to "
+        f"{plural(rule.window, 'run')} before the {rule.confirm} newest"
     )
     for kind in _LISTED + (_SUMMED + [OK, MISSING] if verbose else []):
         label = kind.upper() if kind in (REGRESSION, FAILED) else kind
         for v in check.with_verdict(kind):
-            print(f"  {label}: {v.benchmark}: {_describe(v, rule)}")
+            say(f"  {label}: {term_text(v.benchmark)}: {term_text(_describe(v, rule), 600)}")
     for kind in [] if verbose else _SUMMED:
         found = check.with_verdict(kind)
         if found:
-            print(
-                f"  {kind}: {len(found)} benchmarks, e.g. {found[0].benchmark}: "
-                f"{found[0].note} (--verbose lists them)"
+            say(
+                f"  {kind}: {plural(len(found), 'benchmark')}, e.g. "
+                f"{term_text(found[0].benchmark)}: {term_text(found[0].note)} "
+                "(--verbose lists them)"
             )
     kinds = [OK] + _LISTED + _SUMMED + [MISSING]
     counts = ", ".join(f"{len(check.with_verdict(kind))} {kind}" for kind in kinds)
-    print(f"  {len(check.verdicts)} benchmarks: {counts}")
+    say(f"  {plural(len(check.verdicts), 'benchmark')}: {counts}")
 
 
 def _count(checks: list[MachineCheck], kinds: list[str]) -> int:
@@ -198,28 +220,32 @@ def _count(checks: list[MachineCheck], kinds: list[str]) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     rule, history = _load(args)
     checks = check_history(history, rule)
+    # The verdict first (output.decide): a closed stdout cannot turn a regression into exit 0.
+    failing_machines = [check for check in checks if check.fails]
+    code = output.decide(EXIT_REGRESSION if failing_machines else EXIT_OK)
     if args.quiet:
         failing = [(c, v) for c in checks for k in (REGRESSION, FAILED) for v in c.with_verdict(k)]
         for check, v in failing:
             label = f"{v.verdict.upper()}: {check.machine.fingerprint}"
-            print(f"{label}: {v.benchmark}: {_describe(v, rule)}")
-        return EXIT_REGRESSION if failing else EXIT_OK
+            say(f"{label}: {term_text(v.benchmark)}: {term_text(_describe(v, rule), 600)}")
+        return code
     for check in checks:
         _print_machine(check, rule, args.verbose)
     unjudged = _count(checks, _SUMMED)
     if unjudged:
-        print(
-            f"warning: {unjudged} benchmarks not judged (not enough samples or history); "
-            "they neither pass nor fail",
-            file=sys.stderr,
+        output.warn(
+            f"warning: {plural(unjudged, 'benchmark')} not judged (not enough samples or "
+            "history); they neither pass nor fail"
         )
-    failing_machines = [check for check in checks if check.fails]
     if failing_machines:
         count = _count(failing_machines, [REGRESSION, FAILED])
-        print(f"result: REGRESSION: {count} benchmarks on {len(failing_machines)} machines")
-        return EXIT_REGRESSION
-    print("result: no confirmed regression")
-    return EXIT_OK
+        say(
+            f"result: REGRESSION: {plural(count, 'benchmark')} on "
+            f"{plural(len(failing_machines), 'machine')}"
+        )
+    else:
+        say("result: no confirmed regression")
+    return code
 
 
 def _cmd_chart(args: argparse.Namespace) -> int:
@@ -227,7 +253,7 @@ def _cmd_chart(args: argparse.Namespace) -> int:
 
     rule, history = _load(args)
     index = write_charts(history, rule, args.out)
-    print(f"wrote {index}")
+    say(f"wrote {term_text(index)}")
     return EXIT_OK
 
 
@@ -243,7 +269,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except HistoryError as exc:
         raise UnusableInput(str(exc)) from None
     except OSError as exc:
-        raise UnusableInput(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+        where = exc.filename or getattr(args, "out", None) or args.db
+        raise UnusableInput(f"{where}: {exc.strerror or exc}") from None
     except sqlite3.Error as exc:  # e.g. a database locked by another writer for over 30 s
         raise UnusableInput(f"{args.db}: {exc}") from None
 

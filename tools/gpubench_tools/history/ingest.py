@@ -17,6 +17,9 @@ from typing import Any
 import pandas as pd
 
 from ..benchjson import usable_counter
+from ..escape import term_text
+from ..policy import NOTHING_MEASURED, REFUSE, action
+from ..units import plural
 from ..compare.engine import openblas_core as compare_core
 from ..timing import read_rows
 from .store import HistoryError, RunRecord
@@ -121,6 +124,14 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
         threads=benchmarks["threads"].where(benchmarks["threads"].map(usable_counter)),
     )[["name", "family", "manual_time", "threads"]]
     measured = rows["reason"].isna()
+    if not measured.any() and action("history add", NOTHING_MEASURED).kind == REFUSE:
+        reasons = rows["reason"].value_counts()
+        raise HistoryError(
+            f"{path}: nothing measured ({plural(len(rows), 'row')}: "
+            f"{term_text(reasons.index[0], 200)}"
+            + (f"; and {plural(len(reasons) - 1, 'other reason')}" if len(reasons) > 1 else "")
+            + "); a run without a measurement is not stored"
+        )
     samples = rows.loc[measured, ["name", "repetition", "real_time_s", "cpu_time_s", "iterations"]]
     failures = rows.loc[~measured, ["name", "repetition", "reason"]]
 

@@ -18,10 +18,10 @@ that cannot be written.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Sequence
 
+from .. import output
 from ..benchjson import BenchJsonError
 from ..cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 from ..table import load_table
@@ -46,9 +46,14 @@ def build_report(
     """
     table = load_table(inputs, gpu_reference)
     if table.rows.empty:
+        # A run that measured nothing is refused (policy.POLICY["report"]); the line says what
+        # its rows were.
+        found = [f"{p.name}: {p.reason}" for p in table.problems.head(2).itertuples()]
+        more = len(table.problems) - len(found)
+        what = "; ".join(found) + (f"; and {more} more" if more > 0 else "")
         raise BenchJsonError(
             inputs[0] if len(inputs) == 1 else ", ".join(inputs),
-            "no successful benchmark rows to report on",
+            "no successful benchmark rows to report on" + (f" ({what})" if what else ""),
         )
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
     from .build import build_document, reference_warning
@@ -112,7 +117,6 @@ def _main(prog: str, argv: Sequence[str] | None) -> int:
     if args.quiet:
         return EXIT_OK
     for w in warnings:
-        print(f"{prog}: warning: {w}", file=sys.stderr)
-    print(f"markdown: {md_path}")
-    print(html_path)
+        output.warn(f"{prog}: warning: {w}")
+    output.say(f"markdown: {md_path}", str(html_path))
     return EXIT_OK

@@ -1,0 +1,412 @@
+"""Issue 26: one strict reader, one policy table, one writer. Each test is a class of bad input or
+fault, on every tool it reaches; the property test at the end generates files across the classes
+and holds every tool to the exit-code contract (0 done, 1 regression, 2 unusable input)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from conftest import FIXTURES, REPO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpubench_tools import benchjson, export, policy
+from gpubench_tools.compare import main as compare_main
+from gpubench_tools.compare.stats import repetition_rule
+from gpubench_tools.history.cli import main as history_main
+from gpubench_tools.report import main as report_main
+
+OK, REGRESSION, UNUSABLE = 0, 1, 2
+CI_CPU = json.loads((REPO / "reports" / "baselines" / "ci-cpu.json").read_text())
+CI_CONFIG = REPO / "reports" / "baselines" / "ci-cpu.thresholds.json"
+ENV = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+
+
+def run(capsys: pytest.CaptureFixture[str], main: Callable[[list[str]], int], *args: str):
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else UNUSABLE
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return code, out, err
+
+
+def write(path: Path, doc: Any) -> Path:
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def ci_doc() -> dict[str, Any]:
+    return copy.deepcopy(CI_CPU)
+
+
+# --- the reader ---------------------------------------------------------------------------------
+
+
+def test_the_json_schema_accepts_every_committed_bench_file() -> None:
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(benchjson.json_schema())
+    for path in [*FIXTURES.glob("*.json"), REPO / "reports" / "baselines" / "ci-cpu.json"]:
+        doc = json.loads(path.read_text())
+        errors = list(Draft202012Validator(benchjson.json_schema()).iter_errors(doc))
+        assert errors == [], (path, errors[:1])
+
+
+def test_the_json_schema_declares_every_counter_of_the_shared_schema() -> None:
+    from gpubench_tools import schema
+
+    row = benchjson.json_schema()["$defs"]["row"]
+    assert set(schema.COUNTERS) <= set(row["properties"])
+    assert all(row["properties"][key] == {"type": "number"} for key in schema.COUNTERS)
+
+
+@pytest.mark.parametrize(
+    "tail, words",
+    [
+        ("\0\0\0\0", "NUL bytes"),
+        ("\0\0]}\n", "followed by"),
+        ('{"context": {}}', "followed by"),
+    ],
+)
+def test_a_document_followed_by_other_bytes_is_not_a_bench_file(
+    tmp_path: Path, tail: str, words: str
+) -> None:
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(ci_doc()) + tail)
+    found = benchjson.read_file(str(path))
+    assert isinstance(found, benchjson.BenchJsonError) and words in str(found)
+
+
+def test_deep_nesting_is_not_a_bench_file_and_never_a_crash(tmp_path: Path) -> None:
+    for depth in (40, 100_000):
+        path = tmp_path / f"deep{depth}.json"
+        path.write_text('{"context": {}, "benchmarks": [' + "[" * depth + "]" * depth + "]}")
+        found = benchjson.read_file(str(path))
+        assert isinstance(found, benchjson.BenchJsonError), depth
+        assert "nested deeper" in str(found)
+
+
+def test_invalid_values_are_shown_as_read(tmp_path: Path) -> None:
+    doc = ci_doc()
+    doc["benchmarks"][0]["iterations"] = 1e30
+    doc["benchmarks"][1]["real_time"] = math.nan
+    path = write(tmp_path / "r.json", doc)
+    rows = benchjson.load_report(str(path)).rows
+    assert rows[0].invalid == "iterations is 1e+30 (above 1e+15)"
+    assert rows[1].invalid == "real_time is NaN (not a finite number)"
+    path.write_text(path.read_text().replace("1e+30", "1e30"))
+    assert benchjson.load_report(str(path)).rows[0].invalid.startswith("iterations is 1e30 ")
+
+
+# --- compare: what must not pass --------------------------------------------------------------
+
+
+def _compare(capsys, base: Path, cont: Path, *extra: str) -> tuple[int, str, str]:
+    return run(capsys, compare_main, str(base), str(cont), "--config", str(CI_CONFIG), *extra)
+
+
+def test_a_contender_whose_every_benchmark_is_skipped_does_not_pass(tmp_path, capsys) -> None:
+    doc = ci_doc()
+    for row in doc["benchmarks"]:
+        row.update(error_occurred=True, error_message="not supported on this machine: no BLAS")
+    code, out, err = _compare(
+        capsys, REPO / "reports/baselines/ci-cpu.json", write(tmp_path / "c.json", doc)
+    )
+    assert code == UNUSABLE and "cannot judge" in err and "PASS" not in out
+
+
+@pytest.mark.parametrize("allow_missing", [False, True])
+def test_a_contender_cut_inside_the_last_repetitions_does_not_pass(
+    tmp_path, capsys, allow_missing
+) -> None:
+    text = json.dumps(ci_doc(), indent=1)
+    cut = tmp_path / "cut.json"
+    # Cut inside the last iteration row: every benchmark is there, one repetition short.
+    last = text.rfind('"run_type": "iteration"')
+    cut.write_text(text[:last])
+    assert benchjson.load_report(str(cut)).state == benchjson.CUT_OFF
+    extra = ["--allow-missing"] if allow_missing else []
+    code, out, _ = _compare(capsys, REPO / "reports/baselines/ci-cpu.json", cut, *extra)
+    assert code == REGRESSION and "cut off" in out
+
+
+def test_a_cut_off_baseline_is_unusable(tmp_path, capsys) -> None:
+    text = json.dumps(ci_doc(), indent=1)
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    code, _, err = _compare(capsys, cut, REPO / "reports/baselines/ci-cpu.json")
+    assert code == UNUSABLE and str(cut) in err and "cut off" in err
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda row: row.pop("time_unit"), "time_unit is missing"),
+        (lambda row: row.update(flop="12"), 'flop is "12"'),
+        (lambda row: row.pop("cpu_time"), "cpu_time is missing"),
+    ],
+)
+def test_a_missing_or_mistyped_field_is_unusable_input_naming_row_and_field(
+    tmp_path, capsys, change, field
+) -> None:
+    doc = ci_doc()
+    for row in doc["benchmarks"]:
+        if row["run_type"] == "iteration":
+            row["real_time"] *= 2  # a slowdown: the old reader called it faster, or passed it
+            row["cpu_time"] *= 2
+            change(row)
+    code, _, err = _compare(
+        capsys, REPO / "reports/baselines/ci-cpu.json", write(tmp_path / "c.json", doc)
+    )
+    assert code == UNUSABLE
+    (line,) = err.strip().splitlines()
+    assert "c.json: row 'matmul/" in line and field in line
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-1", '"1.5"', "0.5"])
+def test_config_values_meet_the_command_line_rule(tmp_path, capsys, value) -> None:
+    config = tmp_path / "c.json"
+    config.write_text('{"thresholds": {"max_ratio": %s}}' % value)
+    base = REPO / "reports/baselines/ci-cpu.json"
+    code, _, err = run(capsys, compare_main, str(base), str(base), "--config", str(config))
+    assert code == UNUSABLE and "thresholds.max_ratio must be" in err
+    code, _, err = run(capsys, compare_main, str(base), str(base), "--max-ratio", "inf")
+    assert code == UNUSABLE and "--max-ratio must be" in err
+
+
+def _slow(tmp_path: Path) -> Path:
+    doc = ci_doc()
+    for row in doc["benchmarks"]:
+        row["real_time"] *= 3
+        row["cpu_time"] *= 3
+    return write(tmp_path / "slow.json", doc)
+
+
+def test_a_closed_stdout_keeps_the_regression_exit_code(tmp_path) -> None:
+    slow = _slow(tmp_path)
+    base = REPO / "reports/baselines/ci-cpu.json"
+    command = (
+        f"set -o pipefail; {sys.executable} -m gpubench_tools.compare {base} {slow} "
+        f"--config {CI_CONFIG} | true"
+    )
+    proc = subprocess.run(["bash", "-c", command], env=ENV, capture_output=True, text=True)
+    assert proc.returncode == REGRESSION, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_unwritable_markdown_keeps_the_verdict(tmp_path, capsys) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, out, err = _compare(
+        capsys,
+        REPO / "reports/baselines/ci-cpu.json",
+        _slow(tmp_path),
+        "--markdown",
+        str(blocker / "x.md"),
+    )
+    assert code == REGRESSION and "gate: FAIL" in out
+    assert "could not write the Markdown report" in err and "verdict above stands (exit 1)" in err
+
+
+def test_the_repetition_rule_is_said_the_same_everywhere(capsys) -> None:
+    rule = repetition_rule(0.05)
+    assert rule in (REPO / "docs" / "regression-gate.md").read_text()
+    row = next(
+        line
+        for line in (REPO / "README.md").read_text().splitlines()
+        if line.startswith("| `gpubench-compare")
+    )
+    assert rule in row
+    base = str(REPO / "reports/baselines/ci-cpu.json")
+    _, out, _ = run(capsys, compare_main, base, base)
+    assert rule in out
+
+
+def test_five_against_three_is_not_judged(tmp_path, capsys) -> None:
+    doc = ci_doc()
+    rows = [r for r in doc["benchmarks"] if r["run_type"] == "iteration"]
+    keep, seen = [], {}
+    for row in rows:
+        seen[row["run_name"]] = seen.get(row["run_name"], 0) + 1
+        if seen[row["run_name"]] <= 3:
+            keep.append(row)
+    base = tmp_path / "five.json"
+    five = [
+        r
+        for r in rows
+        if sum(1 for k in rows[: rows.index(r) + 1] if k["run_name"] == r["run_name"]) <= 5
+    ]
+    write(base, {"context": doc["context"], "benchmarks": five})
+    code, _, err = run(
+        capsys,
+        compare_main,
+        str(base),
+        str(write(tmp_path / "three.json", {"context": doc["context"], "benchmarks": keep})),
+    )
+    assert code == UNUSABLE and "fewer than 4 repetitions" in err
+
+
+# --- history, export: one bad item ------------------------------------------------------------
+
+
+def test_history_add_stores_the_other_files_of_a_batch(tmp_path, capsys) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"context": {}, "benchmarks": [' + "[" * 50_000 + "]" * 50_000 + "]}")
+    good = write(tmp_path / "good.json", ci_doc())
+    db = tmp_path / "h.db"
+    code, out, err = run(capsys, history_main, "add", str(db), str(deep), str(good))
+    assert code == UNUSABLE and "added run 1 from" in out
+    (line,) = err.strip().splitlines()
+    assert str(deep) in line and "nested deeper" in line
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+
+
+def test_hostile_names_reach_no_terminal_raw(tmp_path, capsys) -> None:
+    doc = ci_doc()
+    hostile = "x\n::error::forged\r\x1b[31mred"
+    for row in doc["benchmarks"][:2]:
+        row["name"] = row["run_name"] = "matmul/" + hostile
+    path = write(tmp_path / "h.json", doc)
+    db = tmp_path / "h.db"
+    for args in (["add", str(db), str(path)], ["check", str(db), "--verbose"]):
+        _, out, err = run(capsys, history_main, *args)
+        for line in (out + err).splitlines():
+            assert not line.lstrip().startswith("::") and "\x1b" not in line and "\r" not in line
+    code, out, err = run(capsys, export.main, "--format", "bencher", str(path), "--verbose")
+    assert all(not line.lstrip().startswith("::") for line in (out + err).splitlines())
+
+
+def test_a_ten_thousand_character_name_leaves_the_charts_drawn(tmp_path, capsys) -> None:
+    doc = ci_doc()
+    rows = [r for r in doc["benchmarks"] if r["run_type"] == "iteration"][:9]
+    for row in rows:
+        row["name"] = row["run_name"] = "matmul/" + "$x_" * 3400
+    db = tmp_path / "h.db"
+    path = write(tmp_path / "long.json", {"context": doc["context"], "benchmarks": rows})
+    assert run(capsys, history_main, "add", str(db), str(path))[0] == OK
+    code, out, err = run(capsys, history_main, "chart", str(db), "--out", str(tmp_path / "c"))
+    assert code == OK, err
+    assert all(len(p.name) < 100 for p in (tmp_path / "c").iterdir())
+
+
+def test_export_names_the_file_it_cannot_read(tmp_path, capsys) -> None:
+    code, _, err = run(capsys, export.main, "--format", "bencher", str(tmp_path))
+    assert code == UNUSABLE and str(tmp_path) in err and "None" not in err
+
+
+# --- the policy table ---------------------------------------------------------------------------
+
+
+def test_the_policy_doc_shows_the_table_the_tools_read() -> None:
+    assert policy.markdown_table() in (REPO / "docs" / "input-policy.md").read_text()
+
+
+def test_no_gate_passes_a_cut_off_or_unmeasured_run() -> None:
+    for tool in ("compare contender", "history add", "export"):
+        for situation in (policy.CUT_OFF, policy.NOTHING_MEASURED, policy.NOT_BENCH):
+            assert policy.action(tool, situation).exit_code in (REGRESSION, UNUSABLE)
+
+
+# --- property: every tool, every class ----------------------------------------------------------
+
+HOSTILE = ["x\n::error::forged", "\x1b[2J", "a\rb", "##vso[task.setvariable]", "<script>", "$x$"]
+
+
+@st.composite
+def bad_file(draw: st.DrawFn) -> tuple[str, bytes]:
+    """(class, bytes) of a file in one of the classes the reader must tell apart."""
+    doc = ci_doc()
+    rows = doc["benchmarks"]
+    kind = draw(
+        st.sampled_from(
+            ["cut", "skipped", "missing", "mistyped", "bad_number", "hostile", "deep", "trailing"]
+        )
+    )
+    index = draw(st.integers(0, len(rows) - 1))
+    if kind == "skipped":
+        for row in rows:
+            row.update(error_occurred=True, error_message="does not fit in device memory: x")
+    elif kind == "missing":
+        rows[index].pop(draw(st.sampled_from(["time_unit", "real_time", "cpu_time", "name"])))
+    elif kind == "mistyped":
+        key = draw(st.sampled_from(["flop", "m", "iterations", "time_unit", "run_type"]))
+        rows[index][key] = draw(st.sampled_from(["12", None, [], True, "h"]))
+    elif kind == "bad_number":
+        key = draw(st.sampled_from(["real_time", "cpu_time", "iterations", "flop"]))
+        rows[index][key] = draw(st.sampled_from([math.nan, math.inf, -math.inf, -1.0, 1e308]))
+    elif kind == "hostile":
+        rows[index]["name"] = rows[index]["run_name"] = draw(st.sampled_from(HOSTILE)) * 3
+        doc["context"]["cpu_model"] = draw(st.sampled_from(HOSTILE))
+    text = json.dumps(doc, indent=1)
+    if kind == "cut":
+        text = text[: draw(st.integers(0, len(text) - 2))]
+    elif kind == "deep":
+        depth = draw(st.sampled_from([33, 2000, 200_000]))
+        text = text.replace(
+            '"benchmarks": [', '"benchmarks": [' + "[" * depth + "]" * depth + ",", 1
+        )
+    elif kind == "trailing":
+        text += draw(st.sampled_from(["\0" * 16, "\0\0 }", "x", text[: len(text) // 3]]))
+    return kind, text.encode()
+
+
+def _settings(n: int) -> settings:
+    return settings(
+        max_examples=n,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        derandomize=True,
+        database=None,
+    )
+
+
+def _contract(code: int, err: str, path: Path, allowed: set[int]) -> None:
+    assert code in allowed, (code, err)
+    if code == UNUSABLE:
+        lines = [line for line in err.strip().splitlines() if "error" in line]
+        assert lines, err
+    for line in err.splitlines():
+        assert not line.lstrip().startswith("::") and "\x1b" not in line
+
+
+@_settings(40)
+@given(case=bad_file())
+def test_every_tool_keeps_the_contract(case: tuple[str, bytes], capsys, tmp_path_factory) -> None:
+    kind, data = case
+    tmp = tmp_path_factory.mktemp("p")
+    path = tmp / "run.json"
+    path.write_bytes(data)
+    base = REPO / "reports/baselines/ci-cpu.json"
+    # A gate never passes what is not a whole, well-formed, measured run.
+    must_fail = kind in ("cut", "skipped", "missing", "mistyped", "deep", "trailing")
+    code, out, err = run(capsys, compare_main, str(base), str(path), "--config", str(CI_CONFIG))
+    _contract(code, err, path, {REGRESSION, UNUSABLE} if must_fail else {OK, REGRESSION, UNUSABLE})
+    assert "gate: PASS" not in out or not must_fail
+    code, _, err = run(capsys, compare_main, str(base), str(path), "--allow-missing")
+    assert code != OK or not must_fail
+    code, _, err = run(capsys, history_main, "add", str(tmp / "h.db"), str(path), str(base))
+    _contract(code, err, path, {UNUSABLE} if must_fail else {OK, UNUSABLE})
+    code, _, err = run(capsys, history_main, "check", str(tmp / "h.db"))
+    _contract(code, err, path, {OK, REGRESSION, UNUSABLE})
+    code, _, err = run(
+        capsys, export.main, "--format", "bencher", str(path), "--out", str(tmp / "o")
+    )
+    _contract(code, err, path, {UNUSABLE} if must_fail else {OK, UNUSABLE})
+    code, _, err = run(capsys, benchjson._main, "--errors", str(path))
+    _contract(code, err, path, {OK, UNUSABLE})
+    if kind in ("deep", "trailing", "hostile", "mistyped"):  # the report is slow: its classes only
+        code, _, err = run(capsys, report_main, str(path), "--out", str(tmp / "r"), "--quiet")
+        _contract(code, err, path, {OK, UNUSABLE})

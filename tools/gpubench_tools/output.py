@@ -1,0 +1,102 @@
+"""The one writer of every tool: the verdict is decided first, and nothing that happens to an
+output afterwards changes it.
+
+- `decide(code)` records the exit status a command has decided (a gate's verdict) before it
+  prints anything; cli.run_main returns it whatever happens to the output afterwards.
+- `say(line)` / `warn(line)` print one line on stdout / stderr, sanitised for a terminal or CI
+  log (escape.log_line: no control characters, no line a CI runner takes for a command). A closed
+  stdout (`tool | head`, `tool | true` under pipefail: EPIPE) is noted once and the rest of stdout
+  is dropped: the command goes on, and its exit status stays the decided one. stderr keeps
+  working, so the reason for an exit status is never lost with stdout.
+- `write_side(path, text, what)` writes a side output (--markdown, --json, --out): it returns
+  None, or the one line saying that it could not, which the command prints on stderr and counts
+  under its documented rule (docs/input-policy.md, "Outputs") instead of losing its verdict.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+
+from .escape import log_line, term_text
+
+__all__ = ["decide", "decided", "reset", "say", "warn", "write_side", "stdout_closed"]
+
+_state: dict[str, object] = {"code": None, "stdout_closed": False}
+
+
+def reset() -> None:
+    """Forget a decided status (run_main calls it when a command starts)."""
+    _state.update(code=None, stdout_closed=False)
+
+
+def decide(code: int) -> int:
+    """Record the exit status the command has decided; returns it."""
+    _state["code"] = code
+    return code
+
+
+def decided() -> int | None:
+    return _state["code"]  # type: ignore[return-value]
+
+
+def stdout_closed() -> bool:
+    return bool(_state["stdout_closed"])
+
+
+def _closed_pipe(exc: BaseException) -> bool:
+    return isinstance(exc, BrokenPipeError) or (
+        isinstance(exc, OSError) and exc.errno in (errno.EPIPE, errno.EINVAL)
+    )
+
+
+def _drop_stdout() -> None:
+    """After EPIPE: send the rest of stdout to /dev/null, so that neither a later print nor the
+    interpreter's final flush fails (Python would exit 120 after a failed final flush)."""
+    _state["stdout_closed"] = True
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test's capture): nothing will be flushed to a pipe
+
+
+def say(*lines: str) -> None:
+    """Each argument one line on stdout, sanitised (a newline inside one is data: folded). A
+    block the command built line by line is passed as block.splitlines()."""
+    if _state["stdout_closed"]:
+        return
+    text = "".join(log_line(line) + "\n" for line in lines)
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError) as exc:
+        if not _closed_pipe(exc):
+            raise
+        _drop_stdout()
+
+
+def warn(*lines: str) -> None:
+    """Each argument one line on stderr, sanitised like say(); a closed stderr is ignored."""
+    text = "".join(log_line(line) + "\n" for line in lines)
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError) as exc:
+        if not _closed_pipe(exc):
+            raise
+
+
+def write_side(path: str, text: str, what: str) -> str | None:
+    """Write a side output; None when written, else one line naming it and why not."""
+    try:
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        return f"could not write the {what} {term_text(path)}: {term_text(why)}"
+    return None
