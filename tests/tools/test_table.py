@@ -193,3 +193,13 @@ def test_gpu_rows_are_counted_from_the_json(tmp_path: Path) -> None:
     bad.write_text("[]")
     proc = subprocess.run(cmd + [str(bad)], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 2 and "top level is a list" in proc.stderr
+
+
+def test_a_machine_without_a_gpu_has_none_beside_one_with_a_gpu() -> None:
+    """A GPU machine and a CPU-only one in one table: the CPU-only machine's GPU is None, not NaN
+    (pandas 3's string dtype makes a missing string NaN, which is truthy and has no .strip)."""
+    table = load_table([FIXTURES / "h100.json", FIXTURES / "cpu_only.json"])
+    gpus = dict(zip(table.machines["cpu"], table.machines["gpu"]))
+    assert gpus["AMD EPYC"] is None
+    assert gpus["Intel(R) Xeon(R) Platinum 8480+"] == "NVIDIA H100 80GB HBM3"
+    assert list(table.machines["tag"]) == [None, None]

@@ -357,6 +357,10 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     if not rows.empty and not contexts.empty:
         rows = rows.join(contexts, on="file")
     machine_frame = pd.DataFrame.from_records(machines)
+    # The names as given, None where a machine has none: pandas 3 would make these columns its
+    # string dtype, where a missing GPU reads as NaN (truthy, and not a string).
+    for column in ("cpu", "gpu", "tag"):
+        machine_frame[column] = pd.Series([m[column] for m in machines], dtype=object)
     problem_frame = pd.DataFrame.from_records(
         problems, columns=["file", "name", "backend", "status", "reason"]
     )
