@@ -307,8 +307,16 @@ class _Builder:
         others = self.other_paths.get(topic.id, [])
         on = ["machine", *topic.keys]
         for path, other in others:
-            columns = other[on + ["gpu_time", "speedup"]].rename(
-                columns={"gpu_time": f"{path.name}_time", "speedup": f"{path.name}_speedup"}
+            columns = other[on + ["gpu_time", "speedup", "gpu_repetitions", "gpu_noisy"]]
+            columns = columns.assign(
+                few=(columns["gpu_repetitions"] < analysis.FEW_REPETITIONS) | columns["gpu_noisy"]
+            )
+            columns = columns[on + ["gpu_time", "speedup", "few"]].rename(
+                columns={
+                    "gpu_time": f"{path.name}_time",
+                    "speedup": f"{path.name}_speedup",
+                    "few": f"{path.name}_few",
+                }
             )
             curve = curve.merge(columns, on=on, how="left")
         table_rows = [
@@ -412,7 +420,8 @@ class _Builder:
     def _time_chart(self, topic: Topic, curve: pd.DataFrame) -> dict[str, str]:
         """Both sides' times against size: what the speedup is a ratio of."""
         sides = []
-        last = f"GPU, {topic.gpu_paths[-1].name}" if len(topic.gpu_paths) > 1 else "GPU"
+        several_paths = topic.series is None and len(topic.gpu_paths) > 1
+        last = f"GPU, {topic.gpu_paths[-1].name}" if several_paths else "GPU"
         for side, name in (("cpu", "CPU (fastest threads)"), ("gpu", last)):
             part = curve.assign(
                 side=curve["line"] + " · " + name if "line" in curve else name,
@@ -423,8 +432,11 @@ class _Builder:
                 | curve[f"{side}_noisy"],
             )
             sides.append(part)
-        for path, _ in self.other_paths.get(topic.id, []):
-            # The other paths the answer states (eager): their medians, without bands.
+        # The other paths the answer states (eager), as lines of their own: their medians,
+        # without bands. A sweep with series already has a line per width and side; its
+        # table carries the other paths instead.
+        others = self.other_paths.get(topic.id, []) if topic.series is None else []
+        for path, _ in others:
             time = curve[f"{path.name}_time"]
             name = f"GPU, {path.name}"
             sides.append(
@@ -433,7 +445,7 @@ class _Builder:
                     time=time,
                     low=time,
                     high=time,
-                    few=False,
+                    few=curve[f"{path.name}_few"].fillna(False).astype(bool),
                 ).dropna(subset=["time"])
             )
         times = pd.concat(sides, ignore_index=True)
