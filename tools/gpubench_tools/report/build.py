@@ -294,7 +294,7 @@ class _Builder:
             log_y=True,
             hline=(1.0, "same speed"),
             x_label=topic.x_name,
-            y_label="CPU time / GPU time",
+            y_label=f"CPU / GPU wall time per {topic.time_name}",
             y_unit="ratio",
         )
         caption = (
@@ -382,7 +382,7 @@ class _Builder:
                 value="speedup",
                 x_label=topic.x_name,
                 y_label=topic.series,
-                value_label="CPU time / GPU time",
+                value_label=f"CPU / GPU wall time per {topic.time_name}",
             )
             caption = "Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."
             charts.append(self.chart(heat, curve, caption))
