@@ -133,7 +133,9 @@ def test_gemm_text_has_sentences_a_table_and_the_measurement(
     assert "| CPU fp32, 16 threads" in out
     assert "H2D copies (2 x " in out
     assert "launch + sync" in out
-    assert "The run measured this shape: GPU 353 us end to end" in out
+    # The measurement leads; the prediction follows with its error.
+    assert "The GPU wins: 353 us (end to end, measured)" in out
+    assert "Predicted: GPU 319 us (-10%)" in out
     assert "median 14%" in out
 
 

@@ -23,7 +23,9 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import CopyFit, OverheadModel, build_model, num
+from ..report.topics import COMMITTED_GPU_REFERENCE, committed_gpu_reference
 from ..table import load_table, summarize
+from ..units import fmt_bytes
 from .curves import GemmShape, Lookup, lookup
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp64": 8}
@@ -32,10 +34,7 @@ HOSTS: tuple[str, ...] = ("pinned", "pageable", "resident")
 # data set -> (input features, classes), as benchmarks/mlp_*.cpp build the networks.
 DATASETS: dict[str, tuple[int, int]] = {"synthetic": (64, 10), "digits": (64, 10), "iris": (4, 3)}
 MLP_INPUTS: tuple[str, ...] = ("resident", "pinned", "pageable")
-REFERENCE_RUNS = (
-    "reports/baselines/h100-80gb-hbm3-matmul.json",
-    "reports/baselines/h100-80gb-hbm3-mlp.json",
-)
+REFERENCE_RUNS = COMMITTED_GPU_REFERENCE
 # The CPU's element-wise loops of an MLP step stream their arrays once per pass; no file records
 # the host's memory bandwidth, so one core's typical streaming rate stands in for it.
 CPU_STREAM_BYTES_PER_S = 10e9
@@ -53,7 +52,20 @@ def cpu_dtype_for(gpu_dtype: str) -> str:
 
 
 T = TypeVar("T")
-HINT = "try the committed reference run: " + " ".join(REFERENCE_RUNS)
+
+
+def reference_hint(passed: Sequence[str]) -> str:
+    """What to try when a run lacks rows: the committed reference run's files that were not
+    passed already (a file counts as passed by its path or its name), or nothing."""
+    given = {Path(p).name for p in passed} | {str(Path(p).resolve()) for p in passed}
+    missing = [
+        path
+        for path in committed_gpu_reference()
+        if Path(path).name not in given and str(Path(path).resolve()) not in given
+    ]
+    if not missing:
+        return "the committed reference run, passed already, has none either"
+    return "try the committed reference run: " + " ".join(missing)
 
 
 @dataclass
@@ -65,10 +77,24 @@ class Run:
     gpu: str | None
     cpu: str
     context: dict[str, Any]
+    # The files of another machine's run whose GPU rows stand in for this run's (a CPU run
+    # passed with a GPU reference run): empty when the GPU rows are the run's own.
+    gpu_files: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
-        return " + ".join(Path(p).name for p in self.files)
+        own = " + ".join(Path(p).name for p in self.files)
+        if not self.gpu_files:
+            return own
+        return (
+            own
+            + ", GPU side from the reference run "
+            + " + ".join(Path(p).name for p in self.gpu_files)
+        )
+
+    @property
+    def passed(self) -> list[str]:
+        return [*self.files, *self.gpu_files]
 
     @property
     def has_gpu(self) -> bool:
@@ -129,9 +155,37 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
-    """One Run per machine of the files (BenchJsonError propagates), and the warnings."""
+    """One Run per machine of the files (BenchJsonError propagates), and the warnings.
+
+    A machine without GPU rows passed beside exactly one machine with them (a CPU run and the
+    committed reference run) is answered as the report's `--gpu-reference` pairs them: its own
+    CPU rows against the other machine's GPU rows; the GPU machine is then the reference and
+    gets no answer of its own."""
     table = load_table(paths)
     rows = _derive(summarize(table.rows))
+    gpu_rows = rows.loc[rows["backend"] == "gpu", "machine"].unique()
+    with_gpu = [i for i in table.machines.index if i in gpu_rows]
+    without = [i for i in table.machines.index if i not in gpu_rows]
+    if without and len(with_gpu) == 1:
+        reference = list(table.machines.at[with_gpu[0], "files"])
+        runs, warnings = [], []
+        for i in without:
+            paired = load_table(list(table.machines.at[i, "files"]), reference)
+            m = paired.machines.iloc[0]
+            # The GPU's own facts (memory, bandwidth, peaks) come from the reference's context.
+            gpu_keys = {k: v for k, v in m["gpu_context"].items() if k.startswith("gpu")}
+            runs.append(
+                Run(
+                    _derive(summarize(paired.rows)),
+                    list(m["files"]),
+                    m["gpu"],
+                    m["cpu"],
+                    {**m["context"], **gpu_keys},
+                    reference,
+                )
+            )
+            warnings += [w for w in paired.warnings if w not in warnings]
+        return runs, warnings
     runs = [
         Run(rows[rows["machine"] == i], list(m["files"]), m["gpu"], m["cpu"], m["context"])
         for i, m in table.machines.iterrows()
@@ -255,7 +309,7 @@ class Advisor:
     def _need(self, value: T | None, what: str) -> T:
         """`value`, or the error naming what the run lacks for it."""
         if value is None:
-            raise AdviseError(f"{self.run.name} has no {what}; {HINT}")
+            raise AdviseError(f"{self.run.name} has no {what}; {reference_hint(self.run.passed)}")
         return value
 
     def _dtypes(self, backend: str) -> str:
@@ -267,7 +321,7 @@ class Advisor:
             recorded = f" (recorded without a GPU: {why})" if why else ""
             raise AdviseError(
                 f"{self.run.name} has no GPU rows{recorded}; the advisor needs a GPU run's "
-                f"kernel-only GEMM rows and overhead probes: {HINT}"
+                f"kernel-only GEMM rows and overhead probes: {reference_hint(self.run.passed)}"
             )
 
     def copy(self, direction: str, host: str) -> CopyFit:
@@ -314,8 +368,23 @@ class Advisor:
             estimates.append(CpuEstimate(t, [f for f in found if f[2] is not None], ew))
         return estimates
 
+    def require_memory(self, request: str, what: str, nbytes: float) -> None:
+        """Refuse a request whose device buffers cannot fit in the GPU memory the run recorded
+        (`gpu_memory_bytes`): no prediction is an answer for a shape that cannot run. bench
+        records no host memory size, so the CPU side is not checked."""
+        available = self.run.ctx_float("gpu_memory_bytes")
+        if available is not None and nbytes > available:
+            raise AdviseError(
+                f"{request} cannot run on the GPU of {self.run.name}: {what} need "
+                f"{fmt_bytes(nbytes)} ({nbytes:.0f} bytes) of device memory, the GPU has "
+                f"{fmt_bytes(available)} ({available:.0f} bytes, gpu_memory_bytes in its context)"
+            )
+
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
         """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
+        self.require_gpu()
+        operands = sum(shape.elements()) * DTYPE_BYTES[dtype]
+        self.require_memory(f"GEMM {shape} ({dtype})", "A, B and C", operands)
         compute = self.gpu_gemm(shape, dtype)
         a, b, c = (n * DTYPE_BYTES[dtype] for n in shape.elements())
         h2d = d2h = 0.0
@@ -341,6 +410,14 @@ class Advisor:
 
     def mlp(self, c: MlpConfig) -> Advice:
         self.require_gpu()
+        # A lower bound of what the step holds on the device: its largest layer product's
+        # operands and result (fp32); the whole step holds more (every activation, gradients).
+        what, largest = max(c.products(), key=lambda p: sum(p[1].elements()))
+        self.require_memory(
+            f"MLP step batch={c.batch},hidden={c.hidden}",
+            f"the {what} product's operands and result alone",
+            4.0 * sum(largest.elements()),
+        )
         # The eager path's products are plain fp32 (no TF32), like the CPU's.
         lookups = [(what, shape, self.gpu_gemm(shape, "fp32")) for what, shape in c.products()]
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")

@@ -82,6 +82,71 @@ def _measured(row: pd.Series | None, key: str, fallback: bool = True) -> float:
     return float(v) if pd.notna(v) else math.nan
 
 
+# Why a prediction and a measurement of the same part differ, by part: what the model leaves out
+# (docs/advisor.md, "Measured and predicted").
+_WHY_PARTS = {
+    "copies to the GPU": "the copy model is one straight line, alpha + bytes / beta, fitted "
+    "over every probe size",
+    "copy back": "the copy model is one straight line, alpha + bytes / beta, fitted over every "
+    "probe size",
+    "input copy": "the copy model is one straight line, alpha + bytes / beta, fitted over every "
+    "probe size",
+    "compute": "the model reads each product off the kernel-only GEMM curve, timed alone with a "
+    "cold L2, and adds the element-wise passes at the memory bandwidth",
+    "launch and sync": "the model counts an empty kernel's launch and one synchronisation; a "
+    "cuBLAS call costs the host more, and the measured overhead is all the wall time outside "
+    "the kernels",
+}
+
+
+def _headline(
+    adv: Advice,
+    gpu_measured: float,
+    cpu_measured: dict[int, float],
+    predicted_cpu: dict[int, float],
+) -> dict[str, Any]:
+    """What the answer leads with: each side measured where the run measured this very request
+    (the same quantity: end to end for a GEMM with copies, the eager step for an MLP), else
+    predicted; the winner and ratio of those two times."""
+    if math.isfinite(gpu_measured):
+        gpu = {"seconds": gpu_measured, "source": "measured", "predicted": adv.gpu_total}
+    else:
+        gpu = {"seconds": adv.gpu_total, "source": "predicted", "predicted": adv.gpu_total}
+    if cpu_measured:
+        seconds, threads = min((v, k) for k, v in cpu_measured.items())
+        cpu = {"seconds": seconds, "threads": threads, "source": "measured"}
+        cpu["predicted"] = predicted_cpu.get(threads)  # None: no curve at that thread count
+    else:
+        best = adv.cpu_best
+        cpu = {"seconds": best.seconds, "threads": best.threads, "source": "predicted"}
+        cpu["predicted"] = best.seconds
+    winner = "gpu" if gpu["seconds"] < cpu["seconds"] else "cpu"
+    ratio = max(gpu["seconds"], cpu["seconds"]) / min(gpu["seconds"], cpu["seconds"])
+    return {"gpu": gpu, "cpu": cpu, "winner": winner, "ratio": ratio}
+
+
+def _differs_most(pairs: list[tuple[str, float, float]]) -> dict[str, Any] | None:
+    """Of (part, predicted, measured) seconds, the part whose two differ most, and why."""
+    pairs = [(p, a, b) for p, a, b in pairs if math.isfinite(a) and math.isfinite(b)]
+    if not pairs:
+        return None
+    part, predicted, measured = max(pairs, key=lambda x: abs(x[1] - x[2]))
+    return {"part": part, "predicted": predicted, "measured": measured, "why": _WHY_PARTS[part]}
+
+
+def _per_step(row: pd.Series | None, key: str) -> float:
+    """A measured training row's phase time per step: the trainers write run totals where
+    t_wall / steps is t_step (within 10%), and per-step values otherwise."""
+    value = _measured(row, key, fallback=False)
+    if row is None or not math.isfinite(value):
+        return math.nan
+    steps = _measured(row, "steps", False)
+    steps = steps if math.isfinite(steps) else _measured(row, "epochs", False)
+    wall, step = _measured(row, "t_wall", False), _measured(row, "t_step", False)
+    totals = math.isfinite(steps) and steps > 0 and abs(wall / steps - step) <= 0.1 * step
+    return value / steps if totals else value
+
+
 def _marked(adv: Advice) -> bool:
     """Whether the table shows an extrapolated time (any CPU thread count or the GPU)."""
     return adv.gpu_extrapolated or any(e.extrapolated for e in adv.cpu)
@@ -99,8 +164,21 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
     if resident:
         del parts["copies"]
     mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["time_s"]))
+    e2e = mg is not None and mg["kind"] == "gemm_e2e"
+    measured = {k: _measured(mg, k) for k in GEMM_MEASURED}
+    headline = _gemm_headline(adv)
+    differs = None
+    if e2e:
+        differs = _differs_most(
+            [("copies to the GPU", g["h2d"], measured["t_h2d"]),
+             ("compute", g["compute"], measured["t_compute"]),
+             ("copy back", g["d2h"], measured["t_d2h"]),
+             ("launch and sync", g["launch"] + g["sync"], measured["t_overhead"])]
+        )  # fmt: skip
     return _render(
         "gemm.txt.j2",
+        headline=headline,
+        differs=differs,
         run=advisor.run,
         a=adv,
         resident=resident,
@@ -109,8 +187,8 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
         achieved_flops=s.flop / g["compute"] if g["compute"] > 0 else None,
         h2d=None if resident else advisor.overhead.copies[("h2d", adv.host)],
         h2d_bytes=sum(s.elements()[:2]) * DTYPE_BYTES[adv.dtype],
-        e2e=mg is not None and mg["kind"] == "gemm_e2e",
-        measured={k: _measured(mg, k) for k in GEMM_MEASURED},
+        e2e=e2e,
+        measured=measured,
         measured_gpu_s=None if mg is None else _measured(mg, "t_wall"),
         measured_cpu=mcpu,
         cpu_fastest=min((v, k) for k, v in mcpu.items()) if mcpu else None,
@@ -118,16 +196,42 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
     )
 
 
+def _gemm_headline(adv: Advice) -> dict[str, Any]:
+    """A GEMM's headline: the end-to-end row is the predicted quantity; a kernel-only row (the
+    resident case) lacks the launch and sync, so the prediction leads there."""
+    mg = adv.measured_gpu
+    e2e = mg is not None and mg["kind"] == "gemm_e2e"
+    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["time_s"]))
+    predicted = {e.threads: e.seconds for e in adv.cpu}
+    return _headline(adv, _measured(mg, "t_wall") if e2e else math.nan, mcpu, predicted)
+
+
+def _mlp_headline(adv: Advice) -> dict[str, Any]:
+    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["t_step"]))
+    predicted = {e.threads: e.seconds for e in adv.cpu}
+    return _headline(adv, _measured(adv.measured_gpu, "t_step"), mcpu, predicted)
+
+
 def _mlp_text(advisor: Advisor, adv: Advice) -> str:
     g, mg = adv.gpu, adv.measured_gpu
     mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["t_step"]))
     predicted = {e.threads: e.seconds for e in adv.cpu}
+    differs = None
+    if mg is not None:
+        overhead = g["launch"] + g.get("loss readback", 0.0)
+        pairs = [("compute", g["layer products"] + g["element-wise"], _per_step(mg, "t_compute")),
+                 ("launch and sync", overhead, _per_step(mg, "t_overhead"))]  # fmt: skip
+        if "input copy" in g:
+            pairs.append(("input copy", g["input copy"], _per_step(mg, "t_h2d")))
+        differs = _differs_most(pairs)
 
     def extrapolated(lookups: list[tuple[str, GemmShape, Lookup]]) -> list[str]:
         return [f"{what} ({s})" for what, s, lk in lookups if lk.extrapolated]
 
     return _render(
         "mlp.txt.j2",
+        headline=_mlp_headline(adv),
+        differs=differs,
         run=advisor.run,
         a=adv,
         share={k: v / adv.gpu_total for k, v in g.items()},
@@ -176,7 +280,7 @@ def _rows_json(rows: pd.DataFrame, key: str, threads: bool = True) -> list[dict[
 
 def _machine_json(advisor: Advisor | LooReport) -> dict[str, Any]:
     run = advisor.run
-    return {"gpu": run.gpu, "cpu": run.cpu, "files": run.files}
+    return {"gpu": run.gpu, "cpu": run.cpu, "files": run.files, "gpu_files": run.gpu_files}
 
 
 def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
@@ -211,9 +315,11 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
         | dict(extrapolated=e.extrapolated, products=_products_json(e.lookups))
         for e in adv.cpu
     ]
+    headline = _gemm_headline(adv) if isinstance(r, GemmShape) else _mlp_headline(adv)
     return {
         "machine": _machine_json(advisor),
         "request": request,
+        "headline": headline,
         "winner": adv.winner,
         "ratio": adv.ratio,
         "extrapolated": adv.extrapolated,

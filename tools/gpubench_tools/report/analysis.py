@@ -113,6 +113,7 @@ def speedup_curve(
                 f"{side}_high": rows["_hi"],
                 f"{side}_repetitions": num(rows, "repetitions"),
                 f"{side}_measured_on": rows.get("measured_on"),
+                f"{side}_file": rows.get("file"),
                 f"{side}_few": rows["_few"],
                 f"{side}_noisy": rows["_noisy"],
             }
@@ -382,7 +383,7 @@ def memory_agreement(summary: pd.DataFrame) -> pd.DataFrame:
 
 # `overhead/alloc/<probe>/bytes:<B>/...` (benchmarks/alloc_probes.cpp): the probe is
 # `malloc/device`, `free/device`, `async`, `malloc/pinned` or `free/pinned`.
-_ALLOC_NAME = r"^overhead/alloc/(?P<probe>.+?)/bytes:(?P<bytes>\d+)"
+ALLOC_NAME = r"^overhead/alloc/(?P<probe>.+?)/bytes:(?P<bytes>\d+)"
 
 
 def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
@@ -397,7 +398,7 @@ def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
     columns = ["machine", "probe", "bytes", "time_s", "slowest_decile_s", "repetitions"]
     if rows.empty:
         return pd.DataFrame(columns=columns)
-    parts = rows["name"].str.extract(_ALLOC_NAME)
+    parts = rows["name"].str.extract(ALLOC_NAME)
     probes = rows.assign(probe=parts["probe"], bytes=pd.to_numeric(parts["bytes"]))
     probes = probes.dropna(subset=["probe"])
     if probes.empty:

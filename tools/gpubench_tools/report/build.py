@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..overhead_model import build_model
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name, summarize
-from ..units import approx, fmt_bytes, fmt_pct, fmt_ratio, fmt_size, fmt_time
+from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 from . import analysis
 from .charts import Chart, draw
 from .topics import (
@@ -33,6 +33,7 @@ from .topics import (
     PEERS,
     TOPICS,
     Topic,
+    committed_gpu_reference,
 )
 
 __all__ = ["build_document"]
@@ -82,15 +83,22 @@ def _threads_text(threads: Any) -> str:
     return f"{n} thread{'' if n == 1 else 's'}"
 
 
+def _speedup_text(speedup: float, mark: str = "") -> str:
+    """A speedup as a ratio; below 1 also as how many times slower the GPU is, the way people
+    say it ("0.024x (42x slower)")."""
+    text = fmt_ratio(speedup) + mark
+    if 0 < speedup < 1:
+        text += f" ({fmt_ratio(1 / speedup).removesuffix('x')}x slower)"
+    return text
+
+
 def _ends(first: pd.Series, last: pd.Series, topic: Topic) -> str:
     """The speedup at the smallest and the largest size, each with its noise mark."""
 
     def at(row: pd.Series, name: str) -> str:
         # Training topics take the fastest GPU path at each size: say which one it was.
         path = f" ({row['gpu_variant']})" if topic.time_col == "t_step" else ""
-        return (
-            f"{fmt_ratio(row['speedup'])}{_noise_mark(row)} at {name}{fmt_size(row[topic.x])}{path}"
-        )
+        return f"{_speedup_text(row['speedup'], _noise_mark(row))} at {name}{fmt_size(row[topic.x])}{path}"
 
     text = at(first, f"{topic.x_name} ")
     if last[topic.x] != first[topic.x]:
@@ -109,16 +117,19 @@ def _wins_at(curve: pd.DataFrame, x: str, x_name: str) -> str:
     return ", ".join(f"{x_name} {fmt_size(v)}" for v in wins)
 
 
-def _dominant_where_slower(curve: pd.DataFrame, parts: pd.DataFrame, keys: list[str]) -> str:
-    """The part of the GPU time that is largest where the GPU loses (most often over sizes)."""
+def _dominant(curve: pd.DataFrame, parts: pd.DataFrame, keys: list[str]) -> str:
+    """The part of the GPU time that is largest most often: over the sizes where the GPU
+    loses when it loses somewhere (what to remove to win there), else over every size."""
+    if parts.empty:
+        return "no breakdown (the GPU rows have no parts)"
     slower = curve[curve["speedup"] < 1]
-    if slower.empty or parts.empty:
-        return "—" if slower.empty else "no breakdown (the GPU rows have no parts)"
-    joined = slower[keys].merge(parts, on=keys, how="inner")
+    where = slower if len(slower) else curve
+    joined = where[keys].merge(parts, on=keys, how="inner")
     if joined.empty:
         return "no breakdown at these sizes"
     name = joined["dominant"].mode().iloc[0]
-    return PART_MEANINGS.get(name, name)
+    text = PART_MEANINGS.get(name, name)
+    return text + (" (where it loses)" if 0 < len(slower) < len(curve) else "")
 
 
 class _Builder:
@@ -129,7 +140,22 @@ class _Builder:
         self.sections: list[dict[str, Any]] = []
         self.answer: list[dict[str, Any]] = []
         self.breakdown = analysis.breakdown(self.summary) if len(self.summary) else pd.DataFrame()
-        self.few_samples = False
+        # (whose: this run or the reference run, side: cpu or gpu, file) of every median of
+        # fewer than FEW_REPETITIONS repetitions the report states.
+        self.thin: set[tuple[str, str, str]] = set()
+        files = [f for m in table.machines.itertuples() for f in m.files]
+        files += [f for m in table.machines.itertuples() if m.gpu_reference for f in m.gpu_files]
+        if len(table.rows):
+            files += list(table.rows["file"].unique())
+        if len(table.problems):
+            files += list(table.problems["file"].unique())
+        self.file_names = distinct_names([str(f) for f in files])
+        # Per topic, the paths before its last one and their curves (the section's table).
+        self.other_paths: dict[str, list[tuple[Any, pd.DataFrame]]] = {}
+
+    @property
+    def few_samples(self) -> bool:
+        return bool(self.thin)
 
     def subtitle(self, gpu: bool = True) -> str:
         """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
@@ -160,28 +186,47 @@ class _Builder:
             self.sections.append(self._topic_section(topic, curve))
 
     def _machine_topic(self, topic: Topic, machine: int, rows: pd.DataFrame) -> pd.DataFrame | None:
-        """One machine's answer row for a topic, and its speedup curve (None without one)."""
+        """One machine's answer row for a topic, a line per GPU path the topic declares, and
+        the speedup curve of its last path (None without one). The row's own fields are the
+        last path's; the other paths' curves are kept for the section's table."""
         cpu, gpu = analysis.select(rows, topic.cpu), analysis.select(rows, topic.gpu)
         if cpu.empty and gpu.empty:
             return None
         title = topic.title + (f" ({self.labels[machine]['pair']})" if len(self.labels) > 1 else "")
-        row: dict[str, Any] = {"workload": title, "anchor": topic.id}
+        row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": []}
         self.answer.append(row)
         if cpu.empty or gpu.empty:
             missing = "CPU" if cpu.empty else "GPU"
             row.update(wins="—", crossover="—", ends="—", why=f"no {missing} rows to compare")
             return None
+        curve = None
+        for path in topic.gpu_paths:
+            line, curve = self._path_line(topic, path, machine, cpu, analysis.select(gpu, path.gpu))
+            row["paths"].append(line)
+            if curve is not None and path != topic.gpu_paths[-1]:
+                self.other_paths.setdefault(topic.id, []).append((path, curve))
+        row.update({k: v for k, v in row["paths"][-1].items() if k not in ("path", "meaning")})
+        return curve
+
+    def _path_line(
+        self, topic: Topic, path: Any, machine: int, cpu: pd.DataFrame, gpu: pd.DataFrame
+    ) -> tuple[dict[str, Any], pd.DataFrame | None]:
+        """One GPU path of a topic against the CPU: its line of the answer, and its curve."""
+        line: dict[str, Any] = {"path": path.name, "meaning": path.meaning}
+        if gpu.empty:
+            line.update(wins="—", crossover="—", ends="—", why=f"no {path.name} GPU rows")
+            return line, None
         keys = list(topic.keys)
         gpu = _fastest(gpu, keys, topic.time_col)
         curve = analysis.speedup_curve(
             pd.concat([cpu, gpu]), {"backend": "cpu"}, {"backend": "gpu"}, keys, topic.time_col
         )
         if curve.empty:
-            row.update(wins="—", crossover="—", ends="—", why="no size measured on both sides")
-            return None
+            line.update(wins="—", crossover="—", ends="—", why="no size measured on both sides")
+            return line, None
         variants = gpu[keys + ["variant"]].rename(columns={"variant": "gpu_variant"})
         curve = curve.merge(variants, on=keys, how="left").sort_values(keys).assign(machine=machine)
-        self.few_samples |= bool(curve["few_samples"].any())
+        self._note_thin(curve)
         # A topic with series (MLP hidden widths) answers for its longest series: the one that
         # spans the most sizes.
         if topic.series is None:
@@ -195,16 +240,29 @@ class _Builder:
         if len(parts):
             parts = parts[parts["name"].isin(gpu["name"])].drop(columns=keys, errors="ignore")
             parts = parts.merge(gpu[["name"] + keys], on="name")
-        row.update(
+        line.update(
             wins=_wins_at(main, topic.x, topic.x_name) + series_text,
             crossover=self._crossover_text(cross, topic),
             ends=_ends(first, last, topic),
-            why=_dominant_where_slower(main, parts, keys),
+            why=_dominant(main, parts, keys),
             cpu_config="best of "
             + ", ".join(sorted({_threads_text(t) for t in main["cpu_threads"]})),
             measured=f"CPU: {first['cpu_measured_on']} · GPU: {first['gpu_measured_on']}",
         )
-        return curve
+        return line, curve
+
+    def _note_rows_thin(self, names: pd.Series, side: str) -> None:
+        """A section's thin rows by benchmark name: their files and whose they are."""
+        rows = self.summary[self.summary["name"].isin(set(names))]
+        for where, file in zip(rows["measured_on"], rows["file"]):
+            self.thin.add((str(where), side, str(file)))
+
+    def _note_thin(self, curve: pd.DataFrame) -> None:
+        """Remember whose rows are medians of too few repetitions: the † footnote says so."""
+        for side in ("cpu", "gpu"):
+            few = curve[curve[f"{side}_repetitions"].fillna(1) < analysis.FEW_REPETITIONS]
+            for where, file in zip(few[f"{side}_measured_on"], few[f"{side}_file"]):
+                self.thin.add((str(where), side, str(file)))
 
     def _crossover_text(self, cross: Any, topic: Topic) -> str:
         if cross.kind == "cross" and cross.x is not None:
@@ -236,14 +294,31 @@ class _Builder:
             log_y=True,
             hline=(1.0, "same speed"),
             x_label=topic.x_name,
-            y_label="CPU time / GPU time",
+            y_label=f"CPU / GPU wall time per {topic.time_name}",
             y_unit="ratio",
         )
         caption = (
-            f"Above 1 the GPU is faster. GPU: {topic.gpu_path}; CPU: the fastest thread count "
-            f"measured at each size. Bands: min..max over repetitions; hollow markers: fewer "
-            f"than 3 repetitions or a spread over 25%."
+            f"Above 1 the GPU is faster: {topic.cpu_time_name} / {topic.gpu_time_name}. "
+            f"GPU: {topic.gpu_paths[-1].meaning}; CPU: the fastest thread count measured at each "
+            f"size. Bands: min..max over repetitions; hollow markers: fewer than 3 repetitions "
+            f"or a spread over 25%."
         )
+        # The other GPU paths the answer states (eager beside the fastest), as columns.
+        others = self.other_paths.get(topic.id, [])
+        on = ["machine", *topic.keys]
+        for path, other in others:
+            columns = other[on + ["gpu_time", "speedup", "gpu_repetitions", "gpu_noisy"]]
+            columns = columns.assign(
+                few=(columns["gpu_repetitions"] < analysis.FEW_REPETITIONS) | columns["gpu_noisy"]
+            )
+            columns = columns[on + ["gpu_time", "speedup", "few"]].rename(
+                columns={
+                    "gpu_time": f"{path.name}_time",
+                    "speedup": f"{path.name}_speedup",
+                    "few": f"{path.name}_few",
+                }
+            )
+            curve = curve.merge(columns, on=on, how="left")
         table_rows = [
             ([r["line"]] if several or series else [])
             + [
@@ -252,25 +327,33 @@ class _Builder:
                 f"{fmt_time(r['gpu_time'])} ({r['gpu_variant']})",
                 f"{fmt_ratio(r['speedup'])} [{fmt_ratio(r['speedup_low'])}–"
                 f"{fmt_ratio(r['speedup_high'])}]",
-                f"{int(r['cpu_repetitions'])} / {int(r['gpu_repetitions'])}{_noise_mark(r)}",
             ]
+            + [
+                f"{fmt_time(r[f'{p.name}_time'])}, {fmt_ratio(r[f'{p.name}_speedup'])}"
+                if pd.notna(r[f"{p.name}_time"]) else "—"
+                for p, _ in others
+            ]  # fmt: skip
+            + [f"{int(r['cpu_repetitions'])} / {int(r['gpu_repetitions'])}{_noise_mark(r)}"]
             for _, r in curve.iterrows()
         ]
         mine = [a for a in self.answer if a["anchor"] == topic.id and "cpu_config" in a]
         paragraphs = [
-            f"{a['workload']}: the GPU wins at {a['wins']}; crossover: {a['crossover']}; "
-            f"speedup {a['ends']}. "
-            + (f"Where the GPU loses, most of its time is {a['why']}. " if a["why"] != "—" else "")
-            + f"CPU side: {a['cpu_config']}."
+            " ".join(
+                f"{a['workload']}, {line['path']} GPU path ({line['meaning']}): the GPU wins "
+                f"at {line['wins']}; crossover: {line['crossover']}; speedup {line['ends']}; "
+                f"most of the GPU time is {line['why']}."
+                for line in a["paths"]
+                if "cpu_config" in line
+            )
+            + f" CPU side: {a['cpu_config']}."
             for a in mine
         ]
-        headers = (["line"] if several or series else []) + [
-            topic.x_name,
-            "CPU time",
-            "GPU time (path)",
-            "speedup [min–max]",
-            "repetitions CPU / GPU",
-        ]
+        headers = (
+            (["line"] if several or series else [])
+            + [topic.x_name, "CPU time", "GPU time (path)", "speedup [min–max]"]
+            + [f"{p.name} GPU time, speedup" for p, _ in others]
+            + ["repetitions CPU / GPU"]
+        )
         return {
             "id": topic.id,
             "title": topic.title,
@@ -299,7 +382,7 @@ class _Builder:
                 value="speedup",
                 x_label=topic.x_name,
                 y_label=topic.series,
-                value_label="CPU time / GPU time",
+                value_label=f"CPU / GPU wall time per {topic.time_name}",
             )
             caption = "Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."
             charts.append(self.chart(heat, curve, caption))
@@ -337,7 +420,9 @@ class _Builder:
     def _time_chart(self, topic: Topic, curve: pd.DataFrame) -> dict[str, str]:
         """Both sides' times against size: what the speedup is a ratio of."""
         sides = []
-        for side, name in (("cpu", "CPU (fastest threads)"), ("gpu", "GPU")):
+        several_paths = topic.series is None and len(topic.gpu_paths) > 1
+        last = f"GPU, {topic.gpu_paths[-1].name}" if several_paths else "GPU"
+        for side, name in (("cpu", "CPU (fastest threads)"), ("gpu", last)):
             part = curve.assign(
                 side=curve["line"] + " · " + name if "line" in curve else name,
                 time=curve[f"{side}_time"],
@@ -347,6 +432,22 @@ class _Builder:
                 | curve[f"{side}_noisy"],
             )
             sides.append(part)
+        # The other paths the answer states (eager), as lines of their own: their medians,
+        # without bands. A sweep with series already has a line per width and side; its
+        # table carries the other paths instead.
+        others = self.other_paths.get(topic.id, []) if topic.series is None else []
+        for path, _ in others:
+            time = curve[f"{path.name}_time"]
+            name = f"GPU, {path.name}"
+            sides.append(
+                curve.assign(
+                    side=curve["line"] + " · " + name if "line" in curve else name,
+                    time=time,
+                    low=time,
+                    high=time,
+                    few=curve[f"{path.name}_few"].fillna(False).astype(bool),
+                ).dropna(subset=["time"])
+            )
         times = pd.concat(sides, ignore_index=True)
         if topic.series is None and len(self.labels) == 1:
             times["side"] = times["side"].str.split(" · ").str[-1]
@@ -640,7 +741,7 @@ class _Builder:
         )
         largest = scaling.loc[scaling.groupby("kind")["time_1"].idxmax(), "base_name"]
         shown = scaling[scaling["base_name"].isin(largest)]
-        self.few_samples |= bool(shown["few_samples"].any())
+        self._note_rows_thin(scaling.loc[scaling["few_samples"].astype(bool), "name"], "cpu")
         chart = Chart(
             kind="lines",
             stem="cpu_threads",
@@ -856,7 +957,12 @@ class _Builder:
         order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
         costs["order"] = costs["probe"].map(order).fillna(len(order))
         costs = costs.sort_values(["machine", "order", "bytes"])
-        self.few_samples |= bool(costs["few_samples"].any())
+        thin = costs.loc[costs["few_samples"].astype(bool)]
+        probes = self.summary["name"].str.extract(analysis.ALLOC_NAME)
+        for machine, probe, size in zip(thin["machine"], thin["probe"], thin["bytes"]):
+            at = (probes["probe"] == probe) & (pd.to_numeric(probes["bytes"]) == size)
+            at &= self.summary["machine"] == machine
+            self._note_rows_thin(self.summary.loc[at, "name"], "gpu")
         paragraphs = []
         for machine, rows in costs.groupby("machine", sort=False):
             ends = []
@@ -939,7 +1045,7 @@ class _Builder:
             return
         details = [
             {
-                "summary": f"{len(group)} {status} in {Path(file).name}: {reason}",
+                "summary": f"{len(group)} {status} in {self.file_names[str(file)]}: {reason}",
                 "items": sorted(group["name"]),
             }
             for (file, status, reason), group in problems.groupby(["file", "status", "reason"])
@@ -963,11 +1069,12 @@ class _Builder:
 
     def appendix(self) -> dict[str, Any]:
         columns: list[tuple[str, dict[str, Any]]] = []
+        names = self.file_names
         for _, m in self.table.machines.iterrows():
-            files = ", ".join(Path(f).name for f in m["files"])
+            files = ", ".join(names[f] for f in m["files"])
             columns.append((f"{short_cpu_name(m['cpu'])} ({files})", m["context"]))
             if m["gpu_reference"]:
-                gpu_files = _reference_files(m)
+                gpu_files = ", ".join(names[f] for f in m["gpu_files"])
                 columns.append(
                     (
                         f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {gpu_files})",
@@ -975,8 +1082,8 @@ class _Builder:
                     )
                 )
         rows = []
-        for name, key in CONTEXT_NAMES:
-            values = [_context_text(ctx.get(key)) for _, ctx in columns]
+        for name, key, unit in CONTEXT_NAMES:
+            values = [_context_text(ctx.get(key), unit) for _, ctx in columns]
             if any(values):
                 rows.append([name] + [v or "—" for v in values])
         raw = [
@@ -999,7 +1106,16 @@ def _cell(value: Any) -> str:
     return fmt_size(value) if isinstance(value, float) else str(value)
 
 
-def _context_text(value: Any) -> str:
+# A context value in its unit, as a person reads it (85017493504 bytes: "79.2 GiB").
+_UNIT_FORMATS = {
+    "bytes": fmt_bytes,
+    "bytes/s": fmt_rate,
+    "flop/s": fmt_flops,
+    "Hz": lambda hz: f"{hz / 1e9:.3g} GHz" if hz >= 1e8 else f"{hz / 1e6:.3g} MHz",
+}
+
+
+def _context_text(value: Any, unit: str = "") -> str:
     if value is None or value == "":
         return ""
     if isinstance(value, list):
@@ -1009,7 +1125,24 @@ def _context_text(value: Any) -> str:
         number = float(text)
     except ValueError:
         return text
+    if unit in _UNIT_FORMATS and math.isfinite(number) and number > 0:
+        return _UNIT_FORMATS[unit](number)
     return f"{number:.4g}" if abs(number) >= 1e5 else text
+
+
+def distinct_names(paths: list[str]) -> dict[str, str]:
+    """Each path by its shortest distinct tail: the file name where that tells the files apart,
+    else as many parent folders as it takes (two runs' `bench.json` as `a/bench.json` and
+    `b/bench.json`)."""
+    parts = {p: Path(p).parts or (p,) for p in dict.fromkeys(paths)}
+    names: dict[str, str] = {}
+    for path, own in parts.items():
+        for depth in range(1, len(own) + 1):
+            tail = own[-depth:]
+            if all(other[-depth:] != tail for o, other in parts.items() if o != path):
+                break
+        names[path] = str(Path(*tail))
+    return names
 
 
 def _operation_kind(column: str) -> str:
@@ -1098,10 +1231,11 @@ def _reference_where(machine: pd.Series) -> str:
 
 
 def reference_warning(table: Table) -> list[str]:
-    """Said first on the terminal when every GPU number of the report is another run's."""
+    """Said first on the terminal: that every GPU number of the report is another run's, or
+    that it has none and how to borrow the committed run's."""
     machine = table.machines.iloc[0]
     if not machine["gpu_reference"]:
-        return []
+        return no_gpu_suggestion(table)
     return [
         f"GPU numbers come from the reference run {_reference_files(machine)} "
         f"({machine['gpu']}, recorded {_reference_date(machine)} {_reference_where(machine)})"
@@ -1128,6 +1262,56 @@ def _counts(table: Table) -> str:
     return text
 
 
+def _thin_text(builder: _Builder) -> str:
+    """Whose medians have too few repetitions (which run, which side, which files), and what
+    can be done about it: this run's rows can be rerun; the reference run's cannot, from here."""
+    said = []
+    machine = builder.table.machines.iloc[0]
+    for where in (THIS_RUN, REFERENCE_RUN):
+        mine = sorted(t for t in builder.thin if t[0] == where)
+        if not mine:
+            continue
+        sides = " and ".join(sorted({side.upper() for _, side, _ in mine}))
+        files = ", ".join(sorted({builder.file_names.get(f, Path(f).name) for *_, f in mine}))
+        if where == THIS_RUN:
+            said.append(
+                f"this run's {sides} rows ({files}): rerun bench with "
+                f"--benchmark_repetitions=5 before acting on them"
+            )
+        elif machine["gpu_same_host"]:
+            said.append(
+                f"the reference run's {sides} rows ({files}), recorded on this host: rerun its "
+                f"GPU sweep with --benchmark_repetitions=5 before acting on them"
+            )
+        else:
+            said.append(
+                f"the reference run's {sides} rows ({files}): another machine's single "
+                f"recording, which cannot be rerun from here; read those speedups as indicative"
+            )
+    return "Thin here: " + "; ".join(said) + "." if said else ""
+
+
+def _speedup_definition(answer: list[dict[str, Any]]) -> str:
+    """What each side of the answer's speedups is, once per kind of compared time."""
+    shown = {a["anchor"] for a in answer}
+    definitions = dict.fromkeys(
+        f"{t.cpu_time_name} / {t.gpu_time_name}" for t in TOPICS if t.id in shown
+    )
+    return "Speedup = " + "; ".join(definitions) + " (above 1x the GPU is faster)"
+
+
+def no_gpu_suggestion(table: Table) -> list[str]:
+    """A report without any GPU row: the one line that gets the committed GPU side."""
+    if len(table.rows) and (table.rows["backend"] == "gpu").any():
+        return []
+    inputs = " ".join(str(f) for m in table.machines.itertuples() for f in m.files)
+    reference = " ".join(committed_gpu_reference())
+    return [
+        f"no GPU rows: to set this CPU against the committed H100 run, rerun as "
+        f"gpubench-report {inputs} --gpu-reference {reference}"
+    ]
+
+
 def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
     builder = _Builder(table, out)
@@ -1141,25 +1325,35 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     builder.memory_section()
     builder.allocation_section()
     builder.problems_section()
+    # An answer row links to its section only where there is one: a workload with rows on one
+    # side only has none.
+    sections = {s["id"] for s in builder.sections}
+    for row in builder.answer:
+        row["link"] = row["anchor"] if row["anchor"] in sections else None
     machine = table.machines.iloc[0]
     reference = ""
     if machine["gpu_reference"]:
         commit = machine["gpu_commit"]
+        files = ", ".join(builder.file_names[f] for f in machine["gpu_files"])
         reference = (
             f"The GPU side is the reference run of {builder.labels[0]['gpu']} "
-            f"({_reference_files(machine)}, recorded {_reference_date(machine)}"
+            f"({files}, recorded {_reference_date(machine)}"
             + (f" at commit {commit[:12]}" if commit else "")
             + f", {_reference_where(machine)}): not measured by this run."
         )
-    files = sorted({Path(f).name for f in table.rows["file"].unique()}) if len(table.rows) else []
+    files = list(dict.fromkeys(table.rows["file"])) if len(table.rows) else []
     return {
         "title": "gpubench report",
         "headline": "; ".join(n["pair"] for n in builder.labels.values()),
-        "inputs": f"Inputs: {', '.join(files)}; {_counts(table)}.",
+        "inputs": f"Inputs: {', '.join(sorted(builder.file_names[f] for f in files))}; "
+        f"{_counts(table)}.",
         "reference": reference,
+        "suggestion": "; ".join(no_gpu_suggestion(table)),
         "warnings": _made_by_hand(table) + table.warnings,
         "answer": builder.answer,
         "few_samples": builder.few_samples,
+        "thin": _thin_text(builder),
+        "speedup_definition": _speedup_definition(builder.answer),
         "marks": {"few": FEW_MARK, "noisy": NOISY_MARK},
         "sections": builder.sections,
         "appendix": builder.appendix(),

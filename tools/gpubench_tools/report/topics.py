@@ -11,10 +11,46 @@ rows where the column is absent or empty (a GEMM without a `host` label is the k
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["Peer", "PEERS", "Topic", "TOPICS", "PART_LABELS", "PART_MEANINGS", "CONTEXT_NAMES"]
+__all__ = [
+    "GpuPath",
+    "Peer",
+    "PEERS",
+    "Topic",
+    "TOPICS",
+    "PART_LABELS",
+    "PART_MEANINGS",
+    "CONTEXT_NAMES",
+    "COMMITTED_GPU_REFERENCE",
+    "committed_gpu_reference",
+]
+
+# The committed GPU reference run (repository paths): what a run without GPU rows is offered as
+# its GPU side, by the report and by the advisor.
+COMMITTED_GPU_REFERENCE: tuple[str, ...] = (
+    "reports/baselines/h100-80gb-hbm3-matmul.json",
+    "reports/baselines/h100-80gb-hbm3-mlp.json",
+)
+
+
+def committed_gpu_reference() -> list[str]:
+    """The committed reference files as a user can type them from where they are: relative to
+    the working directory from inside the checkout, absolute from elsewhere, the repository
+    paths where the package is not in a checkout that holds them."""
+    root = Path(__file__).resolve().parents[3]
+    paths = []
+    for name in COMMITTED_GPU_REFERENCE:
+        path = root / name
+        if not path.is_file():
+            return list(COMMITTED_GPU_REFERENCE)
+        relative = os.path.relpath(path)
+        paths.append(relative if not relative.startswith("..") else str(path))
+    return paths
+
 
 # The GPU training rows compared with the CPU: the suite's own paths, no host copy of the inputs
 # each step (`input` absent or resident, not pageable/pinned) and no loss read back each step
@@ -30,6 +66,28 @@ _GPU_TRAINING = {
 
 
 @dataclass(frozen=True)
+class GpuPath:
+    """One GPU path the answer states on a line of its own: which of the topic's GPU rows it is
+    (a filter added to the topic's `gpu` filter; empty: all of them, the fastest at each size)
+    and what it is, in a few words."""
+
+    name: str  # the answer's "GPU path" cell: "eager", "fastest"
+    meaning: str  # what the path is, for the answer and the section's sentences
+    gpu: dict[str, Any] = field(default_factory=dict)
+
+
+# A training workload states two paths: what a framework's training loop runs (one launch per
+# operation, like PyTorch eager) and the fastest the suite has. The gap between them is the
+# lesson of the small nets: the same arithmetic, 42x slower or faster than the CPU.
+_TRAINING_PATHS = (
+    GpuPath("eager", "one launch per operation, as a framework runs it", {"variant": "eager"}),
+    GpuPath("fastest", "the fastest of eager, CUDA graph and fused kernel at each size"),
+)
+
+_GEMM_PATH = GpuPath("cuBLAS end to end", "copies in and out of pinned host memory included")
+
+
+@dataclass(frozen=True)
 class Topic:
     id: str
     title: str  # the answer table's row and the section heading
@@ -42,7 +100,24 @@ class Topic:
     time_col: str = "time_s"  # compared time: a training step for training rows
     time_name: str = "call"  # what one compared time is: a "call", a training "step"
     gpu_path: str = ""  # what the GPU side is, for captions ("end to end, pinned host memory")
+    # The GPU paths the answer states, one line each, in order; the last is the section's
+    # curve. None: one path, all of the topic's GPU rows, named by `gpu_path`.
+    paths: tuple[GpuPath, ...] | None = None
+    # What one compared time is on each side, for the definition of the speedup.
+    cpu_time_name: str = "CPU wall time per call"
+    gpu_time_name: str = "GPU time per call"
 
+    @property
+    def gpu_paths(self) -> tuple[GpuPath, ...]:
+        return self.paths or (GpuPath("GPU", self.gpu_path),)
+
+
+# What each side of a speedup divides: the CPU GEMM's time per call (the wall clock of
+# Google Benchmark's iteration, operands in host memory), the end-to-end GPU GEMM's host wall
+# clock around its synchronised iteration (docs/timing-method.md); a training row's t_step.
+_GEMM_GPU_TIME = "GPU wall time per call, copies to and from pinned host memory included"
+_CPU_STEP = "CPU wall time per training step"
+_GPU_STEP = "GPU wall time per training step (batch on the device, loss not read back)"
 
 TOPICS: tuple[Topic, ...] = (
     Topic(
@@ -55,6 +130,8 @@ TOPICS: tuple[Topic, ...] = (
         x="n",
         x_name="n",
         gpu_path="end to end: copies in and out of pinned host memory included",
+        paths=(_GEMM_PATH,),
+        gpu_time_name=_GEMM_GPU_TIME,
     ),
     Topic(
         id="gemm-bf16",
@@ -66,6 +143,8 @@ TOPICS: tuple[Topic, ...] = (
         x="n",
         x_name="n",
         gpu_path="end to end, pinned host memory",
+        paths=(_GEMM_PATH,),
+        gpu_time_name=_GEMM_GPU_TIME,
     ),
     Topic(
         id="mlp-iris",
@@ -77,6 +156,9 @@ TOPICS: tuple[Topic, ...] = (
         x_name="batch",
         time_col="t_step",
         time_name="step",
+        paths=_TRAINING_PATHS,
+        cpu_time_name=_CPU_STEP,
+        gpu_time_name=_GPU_STEP,
         gpu_path="the fastest GPU path (eager, CUDA graph or fused kernel) at each size",
     ),
     Topic(
@@ -90,6 +172,9 @@ TOPICS: tuple[Topic, ...] = (
         series="hidden",
         time_col="t_step",
         time_name="step",
+        paths=_TRAINING_PATHS,
+        cpu_time_name=_CPU_STEP,
+        gpu_time_name=_GPU_STEP,
         gpu_path="the fastest GPU path at each size",
     ),
     Topic(
@@ -103,6 +188,9 @@ TOPICS: tuple[Topic, ...] = (
         series="hidden",
         time_col="t_step",
         time_name="step",
+        paths=_TRAINING_PATHS,
+        cpu_time_name=_CPU_STEP,
+        gpu_time_name=_GPU_STEP,
         gpu_path="the fastest GPU path at each size",
     ),
     Topic(
@@ -115,6 +203,9 @@ TOPICS: tuple[Topic, ...] = (
         x_name="batch",
         time_col="t_step",
         time_name="step",
+        paths=_TRAINING_PATHS,
+        cpu_time_name=_CPU_STEP,
+        gpu_time_name=_GPU_STEP,
         gpu_path="the GPU training step",
     ),
     Topic(
@@ -128,6 +219,9 @@ TOPICS: tuple[Topic, ...] = (
         series="hidden",
         time_col="t_step",
         time_name="step",
+        paths=_TRAINING_PATHS,
+        cpu_time_name=_CPU_STEP,
+        gpu_time_name=_GPU_STEP,
         gpu_path="bf16 products with fp32 master weights and loss scaling",
     ),
 )
@@ -228,42 +322,43 @@ MEMORY_FAMILIES: dict[str, str] = {
     "overhead": "allocation probes",
 }
 
-# The hardware appendix: (name a person reads, context key), in the order one scans a machine.
-CONTEXT_NAMES: tuple[tuple[str, str], ...] = (
-    ("Generated by (not a measurement)", "generated_by"),
-    ("GPU", "gpu"),
-    ("GPU unavailable because", "gpu_unavailable_reason"),
-    ("Compute capability", "gpu_compute_capability"),
-    ("Streaming multiprocessors", "gpu_sm_count"),
-    ("SM clock (Hz)", "gpu_sm_clock_hz"),
-    ("GPU memory (bytes)", "gpu_memory_bytes"),
-    ("GPU memory bandwidth (bytes/s)", "gpu_memory_bandwidth_bytes_per_s"),
-    ("L2 cache (bytes)", "gpu_l2_bytes"),
-    ("PCIe link", "gpu_pcie_link"),
-    ("PCIe bandwidth (bytes/s)", "gpu_pcie_bandwidth_bytes_per_s"),
-    ("GPU peak fp32 (flop/s)", "gpu_peak_fp32_flops"),
-    ("GPU peak tf32 (flop/s)", "gpu_peak_tf32_flops"),
-    ("GPU peak bf16 (flop/s)", "gpu_peak_bf16_flops"),
-    ("GPU peak fp16 (flop/s)", "gpu_peak_fp16_flops"),
-    ("GPU peak fp64 (flop/s)", "gpu_peak_fp64_flops"),
-    ("Where the peaks come from", "gpu_peak_source"),
-    ("CUDA driver", "cuda_driver_version"),
-    ("CUDA runtime", "cuda_runtime_version"),
-    ("cuBLAS", "cublas_version"),
-    ("CPU", "cpu_model"),
-    ("Physical cores", "cpu_physical_cores"),
-    ("Logical CPUs", "cpu_logical_cpus"),
-    ("Instruction sets", "cpu_isa"),
-    ("CPU clock (Hz)", "cpu_clock_hz"),
-    ("How the clock was found", "cpu_clock_source"),
-    ("CPU peak fp32 (flop/s)", "cpu_peak_fp32_flops"),
-    ("CPU peak fp64 (flop/s)", "cpu_peak_fp64_flops"),
-    ("OpenBLAS", "openblas_config"),
-    ("OpenBLAS default threads", "openblas_default_threads"),
-    ("Host", "host_name"),
-    ("Date", "date"),
-    ("Suite commit", "gpubench_git_commit"),
-    ("Sweep", "gpubench_sweep"),
-    ("Built with CUDA", "gpubench_cuda_build"),
-    ("Google Benchmark build", "library_build_type"),
+# The hardware appendix: (name a person reads, context key, unit), in the order one scans a machine.
+# A value with a unit is printed in it (bytes as GiB, rates as GB/s, clocks as GHz).
+CONTEXT_NAMES: tuple[tuple[str, str, str], ...] = (
+    ("Generated by (not a measurement)", "generated_by", ""),
+    ("GPU", "gpu", ""),
+    ("GPU unavailable because", "gpu_unavailable_reason", ""),
+    ("Compute capability", "gpu_compute_capability", ""),
+    ("Streaming multiprocessors", "gpu_sm_count", ""),
+    ("SM clock", "gpu_sm_clock_hz", "Hz"),
+    ("GPU memory", "gpu_memory_bytes", "bytes"),
+    ("GPU memory bandwidth", "gpu_memory_bandwidth_bytes_per_s", "bytes/s"),
+    ("L2 cache", "gpu_l2_bytes", "bytes"),
+    ("PCIe link", "gpu_pcie_link", ""),
+    ("PCIe bandwidth", "gpu_pcie_bandwidth_bytes_per_s", "bytes/s"),
+    ("GPU peak fp32", "gpu_peak_fp32_flops", "flop/s"),
+    ("GPU peak tf32", "gpu_peak_tf32_flops", "flop/s"),
+    ("GPU peak bf16", "gpu_peak_bf16_flops", "flop/s"),
+    ("GPU peak fp16", "gpu_peak_fp16_flops", "flop/s"),
+    ("GPU peak fp64", "gpu_peak_fp64_flops", "flop/s"),
+    ("Where the peaks come from", "gpu_peak_source", ""),
+    ("CUDA driver", "cuda_driver_version", ""),
+    ("CUDA runtime", "cuda_runtime_version", ""),
+    ("cuBLAS", "cublas_version", ""),
+    ("CPU", "cpu_model", ""),
+    ("Physical cores", "cpu_physical_cores", ""),
+    ("Logical CPUs", "cpu_logical_cpus", ""),
+    ("Instruction sets", "cpu_isa", ""),
+    ("CPU clock", "cpu_clock_hz", "Hz"),
+    ("How the clock was found", "cpu_clock_source", ""),
+    ("CPU peak fp32", "cpu_peak_fp32_flops", "flop/s"),
+    ("CPU peak fp64", "cpu_peak_fp64_flops", "flop/s"),
+    ("OpenBLAS", "openblas_config", ""),
+    ("OpenBLAS default threads", "openblas_default_threads", ""),
+    ("Host", "host_name", ""),
+    ("Date", "date", ""),
+    ("Suite commit", "gpubench_git_commit", ""),
+    ("Sweep", "gpubench_sweep", ""),
+    ("Built with CUDA", "gpubench_cuda_build", ""),
+    ("Google Benchmark build", "library_build_type", ""),
 )
