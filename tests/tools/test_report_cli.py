@@ -335,3 +335,23 @@ def test_files_of_machines_that_differ_only_in_host_stay_separate(
     md = read_md(tmp_path / "r" / "report.md")
     # Same device names on two hosts: told apart by host name.
     assert "H100 80GB HBM3 (h100-node)" in md and "H100 80GB HBM3 (other-node)" in md
+
+
+def test_verbose_tells_two_files_of_one_name_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--verbose lists each problem row with its file as the inputs line names it: two runs both
+    called bench.json by their folders, not twice 'bench.json'."""
+    doc = json.loads((FIXTURES / "cpu_only.json").read_text())
+    paths = []
+    for day in ("monday", "tuesday"):
+        failed = dict(doc["benchmarks"][0], name=f"matmul/cpu/openblas/{day}")
+        failed.update(run_name=failed["name"], error_occurred=True, error_message="wrong result")
+        (tmp_path / day).mkdir()
+        path = tmp_path / day / "bench.json"
+        path.write_text(json.dumps(dict(doc, benchmarks=doc["benchmarks"] + [failed])))
+        paths.append(str(path))
+    code, _, err = run_report([*paths, "--out", str(tmp_path / "r"), "--verbose"], capsys)
+    assert code == 0, err
+    assert "monday/bench.json: failed: matmul/cpu/openblas/monday" in err
+    assert "tuesday/bench.json: failed: matmul/cpu/openblas/tuesday" in err

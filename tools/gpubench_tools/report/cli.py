@@ -56,12 +56,15 @@ def build_report(
             "no successful benchmark rows to report on" + (f" ({what})" if what else ""),
         )
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
-    from .build import build_document, reference_warning
+    from .build import build_document, distinct_names, reference_warning
     from .render import write_report
 
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path, md_path = write_report(build_document(table, out_dir), out_dir)
-    listed = [f"{Path(p.file).name}: {p.status}: {p.name}" for p in table.problems.itertuples()]
+    # Files by their shortest distinct tail, as the report's inputs line names them (two runs both
+    # called bench.json stay apart).
+    names = distinct_names([str(f) for f in table.problems["file"].unique()])
+    listed = [f"{names[str(p.file)]}: {p.status}: {p.name}" for p in table.problems.itertuples()]
     # Said first: every GPU number of this report is another run's.
     whose = reference_warning(table)
     return html_path, md_path, whose + table.warnings + (listed if verbose else [])
