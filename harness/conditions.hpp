@@ -40,9 +40,9 @@
 namespace gpubench {
 
 // The rule that calls a repetition disturbed (docs/timing-method.md, "Disturbed repetitions").
-// Why these thresholds: on an idle 2-core VM the wait of a 2-thread GEMM row stays below 0.02
-// core and other processes below 0.05 core; one competing busy process makes a 2-thread row wait
-// for 0.3-1 core. A tenth of a core is well clear of both.
+// Why these thresholds (measured on the shared 2-core VM): 1-thread GEMM rows beside one busy
+// process waited 0.000-0.003 core, 2-thread rows beside it 1.0 core; a tenth of a core is far from
+// both. The reasons for each part are in docs/timing-method.md.
 struct DisturbanceRule {
   // (1) CPU contention: this process's threads waited on a run queue for more than this many
   // cores on average, while other processes used more than kMinOtherCores.
