@@ -159,11 +159,14 @@ unsigned disturbed_by(const RepetitionConditions& conditions, double tick_s) {
   unsigned bits = 0;
   if (conditions.cpu_other_cores) {
     const double other = *conditions.cpu_other_cores;
+    // /proc/stat rounds each field to a tick, so the others' seconds count beyond two ticks only.
+    const bool others_measured = other * conditions.window_s > Rule::kMinOtherTicks * tick_s;
     if (conditions.cpu_wait_cores) {
-      if (*conditions.cpu_wait_cores > Rule::kMaxWaitCores && other > Rule::kMinOtherCores) {
+      if (*conditions.cpu_wait_cores > Rule::kMaxWaitCores && other > Rule::kMinOtherCores &&
+          others_measured) {
         bits |= kDisturbedByCpu;
       }
-    } else if (other > Rule::kMaxOtherCoresWithoutWait) {
+    } else if (other > Rule::kMaxOtherCoresWithoutWait && others_measured) {
       bits |= kDisturbedByCpu;
     }
   }
@@ -434,13 +437,15 @@ void add_condition_context() {
       "conditions_rule",
       "disturbed when this process's threads waited for a CPU more than " +
           number(Rule::kMaxWaitCores) + " core while other processes used more than " +
-          number(Rule::kMinOtherCores) + " core (without schedstat: others above " +
+          number(Rule::kMinOtherCores) + " core and " + number(Rule::kMinOtherTicks) +
+          " /proc/stat ticks (without schedstat: others above " +
           number(Rule::kMaxOtherCoresWithoutWait) + " core), or steal above " +
           number(Rule::kMaxStealCores) +
           " core and one tick, or the GPU reported a thermal, hardware-slowdown or power-brake "
           "clock event (NVML reasons 0xe8); docs/timing-method.md");
   AddCustomContext("disturbed_max_wait_cores", number(Rule::kMaxWaitCores));
   AddCustomContext("disturbed_min_other_cores", number(Rule::kMinOtherCores));
+  AddCustomContext("disturbed_min_other_ticks", number(Rule::kMinOtherTicks));
   AddCustomContext("disturbed_max_other_cores_without_wait",
                    number(Rule::kMaxOtherCoresWithoutWait));
   AddCustomContext("disturbed_max_steal_cores", number(Rule::kMaxStealCores));

@@ -45,9 +45,13 @@ namespace gpubench {
 // both. The reasons for each part are in docs/timing-method.md.
 struct DisturbanceRule {
   // (1) CPU contention: this process's threads waited on a run queue for more than this many
-  // cores on average, while other processes used more than kMinOtherCores.
+  // cores on average, while other processes used more than kMinOtherCores, and more than
+  // kMinOtherTicks ticks of /proc/stat in all: it rounds the busy time of each kind (user, system,
+  // ...) to a tick, so on a 50 ms loop one process that is alone on its CPUs may read 0.2-0.4 core
+  // of "others" from rounding alone, which must not confirm that row's wait on its own threads.
   static constexpr double kMaxWaitCores = 0.10;
   static constexpr double kMinOtherCores = 0.10;
+  static constexpr double kMinOtherTicks = 2;
   // Where the wait is unreadable (a kernel without schedstat): other processes alone, above half
   // a core, since /proc/stat's rounding alone reaches a few tenths over a short loop.
   static constexpr double kMaxOtherCoresWithoutWait = 0.5;

@@ -108,6 +108,7 @@ TEST(Rule, AQuietRepetitionIsNotDisturbed) {
 
 TEST(Rule, WaitingForACpuWhileOthersRanIsCpuContention) {
   auto conditions = quiet();
+  conditions.window_s = 1.0;
   conditions.cpu_wait_cores = DisturbanceRule::kMaxWaitCores * 1.5;
   conditions.cpu_other_cores = DisturbanceRule::kMinOtherCores * 1.5;
   EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), unsigned{gpubench::kDisturbedByCpu});
@@ -129,6 +130,18 @@ TEST(Rule, WaitingOnItsOwnThreadsIsNotContention) {
   conditions.cpu_wait_cores = 1.0;
   conditions.cpu_other_cores = 0.0;
   EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), 0U);
+}
+
+TEST(Rule, OthersWithinTwoTicksOfRoundingConfirmNothing) {
+  // A 50 ms loop waiting on its own threads; /proc/stat's rounding shows 15 ms of "others".
+  auto conditions = quiet();
+  conditions.window_s = 0.05;
+  conditions.cpu_wait_cores = 1.0;
+  conditions.cpu_other_cores = 0.015 / conditions.window_s;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), 0U);
+  // 30 ms of others is more than the rounding.
+  conditions.cpu_other_cores = 0.03 / conditions.window_s;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), unsigned{gpubench::kDisturbedByCpu});
 }
 
 TEST(Rule, WithoutTheWaitOthersAloneDecideAboveHalfACore) {
