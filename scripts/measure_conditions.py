@@ -166,7 +166,12 @@ def main() -> int:
             flush=True,
         )
         for row in sweep["disturbed_rows"]:
-            print(f"  {row['name']}: {row}", flush=True)
+            figures = ", ".join(
+                f"{key} {row[key]:.2f}"
+                for key in ("cpu_wait_cores", "cpu_other_cores", "cpu_steal_cores")
+                if row[key] is not None
+            )
+            print(f"  {row['name']}: disturbed_by {row['disturbed_by']:.0f}, {figures}", flush=True)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")
     return 0
