@@ -4,6 +4,8 @@
 //                     JSON and exit (harness/schema.hpp)
 //   --list-all        list every benchmark name of the sweep, GPU families included even without
 //                     a GPU, and exit (the name contract's test uses it)
+//   --wait-idle=S     wait up to S seconds for other processes to leave the CPUs idle
+//                     (benchmarks/run_conditions.hpp)
 // and a default --benchmark_min_time of 0.05 s per benchmark unless one is given, which keeps the
 // default sweep inside its time budget. GPU benchmarks are registered only when a device is
 // visible; otherwise one line on stderr says why they were skipped and the CPU benchmarks run.
@@ -25,6 +27,7 @@
 #include "benchmarks/command_line.hpp"
 #include "benchmarks/progress_reporter.hpp"
 #include "benchmarks/registration.hpp"
+#include "benchmarks/run_conditions.hpp"
 #include "benchmarks/sweep.hpp"
 #include "harness/context.hpp"
 #include "harness/gpu_info.hpp"
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
     std::cout << gpubench::schema_json() << "\n";
     return stdout_complete() ? 0 : gpubench::kExitOutputLost;
   }
+  if (const auto stop = gpubench::prepare_run_conditions(&argc, argv)) return *stop;
   const bool list_all = take_flag(&argc, argv, "--list-all");
   const bool full = gpubench::take_full_sweep_flag(&argc, argv);
 
@@ -131,6 +135,7 @@ int main(int argc, char** argv) {
     }
   }
   benchmark::Shutdown();
+  if (!listing) gpubench::print_disturbance_line();  // how many rows were disturbed, by what
   if (ran == 0) {
     // Google Benchmark compiles the filter as a POSIX extended regular expression.
     regex_t compiled;

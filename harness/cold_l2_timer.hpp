@@ -16,12 +16,14 @@
 // - An optional DeviceMemoryMeter (harness/device_memory.hpp) is sampled when run() starts, after
 //   the warm-up and after the loop, outside the events. The flush buffer is the timer's own and is
 //   allocated when it is constructed, so a meter created before the timer sees it.
+// - The loop is a ConditionWindow (harness/conditions.hpp): what else took the machine meanwhile.
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 
+#include "harness/conditions.hpp"
 #include "harness/device_memory.hpp"
 #include "harness/l2_flush.hpp"
 #include "kernels/common/cuda_resources.hpp"
@@ -46,6 +48,7 @@ class ColdL2Timer {
     GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
     sample_device_memory(meter_);
     double total_s = 0;
+    ConditionWindow conditions;
     for (auto _ : state) {
       flusher_.flush(stream_);
       start_.record(stream_);
@@ -56,6 +59,7 @@ class ColdL2Timer {
       state.SetIterationTime(seconds);
       total_s += seconds;
     }
+    conditions.finish(state.iterations());
     sample_device_memory(meter_);
     return total_s / static_cast<double>(state.iterations());
   }

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "harness/conditions.hpp"
 #include "harness/cpu_info.hpp"
 #include "harness/gpu_info.hpp"
 #include "kernels/common/openblas.hpp"
@@ -67,6 +68,7 @@ void add_custom_context(const std::string& sweep_name) {
   AddCustomContext("openblas_default_threads", std::to_string(cpu::blas_threads()));
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   AddCustomContext("openblas_coretype_env", coretype != nullptr ? coretype : "unset");
+  add_condition_context();  // the rule, CPU governor, boost, SMT, affinity; NVML's GPU facts
 
   const auto& gpu = gpu_info();
   if (!gpu) {

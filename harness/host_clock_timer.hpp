@@ -21,6 +21,8 @@
 //   the first iteration's preparation and after its body, and after the loop, outside both clocks
 //   (Google Benchmark's is paused for the sample after the first body). Without a preparation and
 //   with Report::benchmark_clock the clocks span the whole loop, so only the first and last.
+// - The loop is a ConditionWindow (harness/conditions.hpp), opened before the clock starts and
+//   finished after it stops: what else took the machine meanwhile, at no cost to the row's time.
 
 #include <benchmark/benchmark.h>
 
@@ -28,6 +30,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "harness/conditions.hpp"
 #include "harness/device_memory.hpp"
 
 namespace gpubench {
@@ -59,6 +62,7 @@ class HostClockTimer {
   double run(benchmark::State& state, Body&& body) {
     if (report_ == Report::benchmark_clock) {
       sample_device_memory(meter_);
+      ConditionWindow conditions;
       const Stopwatch loop;
       for (auto _ : state) {
         invoke(body, loop);
@@ -66,6 +70,7 @@ class HostClockTimer {
       }
       const double seconds_per_iteration =
           loop.elapsed_s() / static_cast<double>(state.iterations());
+      conditions.finish(state.iterations());
       sample_device_memory(meter_);
       return seconds_per_iteration;
     }
@@ -79,6 +84,7 @@ class HostClockTimer {
     sample_device_memory(meter_);
     double total_s = 0;
     bool first = true;
+    ConditionWindow conditions;
     for (auto _ : state) {
       if (report_ == Report::benchmark_clock) state.PauseTiming();
       prepare();
@@ -97,6 +103,7 @@ class HostClockTimer {
       }
       first = false;
     }
+    conditions.finish(state.iterations());
     sample_device_memory(meter_);
     return total_s / static_cast<double>(state.iterations());
   }

@@ -19,6 +19,7 @@
 //   cuBLAS heuristics, first touch of device pages), which run() does kWarmupIterations times.
 // - An optional DeviceMemoryMeter (harness/device_memory.hpp) is sampled when run() starts, after
 //   the warm-up and after the loop, outside both clocks.
+// - The loop is a ConditionWindow (harness/conditions.hpp): what else took the machine meanwhile.
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -27,6 +28,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "harness/conditions.hpp"
 #include "harness/device_memory.hpp"
 #include "harness/host_clock_timer.hpp"
 #include "harness/phase_times.hpp"
@@ -75,6 +77,7 @@ class PhasedWallTimer {
     }
     sample_device_memory(meter_);
     PhaseTimes totals;
+    ConditionWindow conditions;
     for (auto _ : state) {
       prepare();
       const PhaseTimes times = iterate(body);
@@ -85,6 +88,7 @@ class PhasedWallTimer {
       state.SetIterationTime(report_ == Report::wall ? times.wall_s
                                                      : times.h2d_s + times.compute_s + times.d2h_s);
     }
+    conditions.finish(state.iterations());
     sample_device_memory(meter_);
     const double iterations = static_cast<double>(state.iterations());
     return {totals.h2d_s / iterations, totals.compute_s / iterations, totals.d2h_s / iterations,

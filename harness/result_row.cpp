@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "harness/conditions.hpp"
 #include "kernels/cnn/cnn_spec.hpp"
 
 namespace gpubench {
@@ -36,6 +37,28 @@ std::string RowId::name() const {
 ResultRow::ResultRow(benchmark::State& state, const RowId& id) : state_(state), id_(id) {
   for (const NameParameter& parameter : id_.parameters) {
     if (parameter.counter) set(*parameter.counter, parameter.value);
+  }
+  // The conditions of the timed loop that just ended (harness/conditions.hpp); none for a row
+  // written without one (a skip).
+  if (const auto conditions = take_repetition_conditions()) {
+    const auto set_if = [&](Counter counter, const auto& value) {
+      if (value) set(counter, static_cast<double>(*value));
+    };
+    set_if(Counter::cpu_other_cores, conditions->cpu_other_cores);
+    set_if(Counter::cpu_wait_cores, conditions->cpu_wait_cores);
+    set_if(Counter::cpu_steal_cores, conditions->cpu_steal_cores);
+    set_if(Counter::cpu_cur_clock_hz, conditions->cpu_clock_hz);
+    set_if(Counter::gpu_sm_clock_min_hz, conditions->gpu_sm_clock_min_hz);
+    set_if(Counter::gpu_sm_clock_max_hz, conditions->gpu_sm_clock_max_hz);
+    set_if(Counter::gpu_clock_event_reasons, conditions->gpu_clock_event_reasons);
+    set_if(Counter::gpu_temperature_max_c, conditions->gpu_temperature_max_c);
+    set_if(Counter::gpu_power_mean_w, conditions->gpu_power_mean_w);
+    set_if(Counter::gpu_energy_j, conditions->gpu_energy_per_iteration_j);
+    const unsigned by = disturbed_by(*conditions, proc_stat_tick_s());
+    set(Counter::disturbed, by != 0 ? 1.0 : 0.0);
+    set(Counter::disturbed_by, static_cast<double>(by));
+    disturbance_tally().record(id_.name(), static_cast<std::int64_t>(state_.iterations()),
+                               *conditions, by);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/conditions.hpp"
 #include "harness/phase_times.hpp"
 #include "harness/schema.hpp"
 #include "kernels/common/loss_scaler.hpp"
@@ -113,8 +114,10 @@ class ResultRow {
 
 // Registers `fixture(state, id, arguments...)` under id.name(). Any exception it throws (a CUDA
 // error with file:line, a failed allocation, a bad configuration) becomes that benchmark's
-// SkipWithError message, so the run goes on. Manual time: the fixture's timer reports each
-// iteration's time (events or the host clock); Google Benchmark then appends "/manual_time".
+// SkipWithError message, so the run goes on. Conditions a previous call's timer left behind
+// (harness/conditions.hpp) are dropped first, so a row only ever carries its own. Manual time: the
+// fixture's timer reports each iteration's time (events or the host clock); Google Benchmark then
+// appends "/manual_time".
 enum class IterationTime { benchmark_clock, manual };
 
 // Every name register_row registered, as Google Benchmark filters it (with "/repeats:N" and
@@ -140,6 +143,7 @@ template <typename Fixture, typename... Arguments>
 void register_row(const RowId& id, RowTiming timing, Fixture fixture, Arguments... arguments) {
   auto* benchmark = benchmark::RegisterBenchmark(
       id.name().c_str(), [id, fixture, arguments...](benchmark::State& state) {
+        forget_repetition_conditions();
         try {
           fixture(state, id, arguments...);
         } catch (const std::exception& error) {

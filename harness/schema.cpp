@@ -73,8 +73,23 @@ constexpr std::array kCounters = {
     CounterSpec{Counter::final_loss, "final_loss", "1", kSmaller},
     CounterSpec{Counter::test_accuracy, "test_accuracy", "1", kBigger},
     CounterSpec{Counter::max_error_over_bound, "max_error_over_bound", "1", kSmaller},
+    // Conditions describe the run, not the work: no direction, except the energy the work took.
+    CounterSpec{Counter::cpu_other_cores, "cpu_other_cores", "cores", kNone},
+    CounterSpec{Counter::cpu_wait_cores, "cpu_wait_cores", "cores", kNone},
+    CounterSpec{Counter::cpu_steal_cores, "cpu_steal_cores", "cores", kNone},
+    CounterSpec{Counter::cpu_cur_clock_hz, "cpu_cur_clock_hz", "Hz", kNone},
+    CounterSpec{Counter::gpu_sm_clock_min_hz, "gpu_sm_clock_min_hz", "Hz", kNone},
+    CounterSpec{Counter::gpu_sm_clock_max_hz, "gpu_sm_clock_max_hz", "Hz", kNone},
+    // NVML's clock event ("throttle") reasons seen during the row, OR'd, the idle bit removed.
+    CounterSpec{Counter::gpu_clock_event_reasons, "gpu_clock_event_reasons", "1", kNone},
+    CounterSpec{Counter::gpu_temperature_max_c, "gpu_temperature_max_c", "degC", kNone},
+    CounterSpec{Counter::gpu_power_mean_w, "gpu_power_mean_w", "W", kNone},
+    CounterSpec{Counter::gpu_energy_j, "gpu_energy_j", "J", kSmaller},
+    // 1 when the rule calls the repetition disturbed, else 0; disturbed_by: which part fired.
+    CounterSpec{Counter::disturbed, "disturbed", "1", kNone},
+    CounterSpec{Counter::disturbed_by, "disturbed_by", "1", kNone},
 };
-static_assert(kCounters.size() == static_cast<std::size_t>(Counter::max_error_over_bound) + 1,
+static_assert(kCounters.size() == static_cast<std::size_t>(Counter::disturbed_by) + 1,
               "every Counter enumerator has exactly one entry");
 
 constexpr std::array<std::string_view, 11> kLabelKeys = {

@@ -70,6 +70,20 @@ enum class Counter {
   final_loss,
   test_accuracy,
   max_error_over_bound,
+  // The conditions of the repetition (harness/conditions.hpp): what else took the machine while
+  // the timed loop ran, and the rule's verdict.
+  cpu_other_cores,
+  cpu_wait_cores,
+  cpu_steal_cores,
+  cpu_cur_clock_hz,
+  gpu_sm_clock_min_hz,
+  gpu_sm_clock_max_hz,
+  gpu_clock_event_reasons,
+  gpu_temperature_max_c,
+  gpu_power_mean_w,
+  gpu_energy_j,
+  disturbed,
+  disturbed_by,
 };
 
 enum class Direction { smaller, bigger, none };
@@ -77,7 +91,8 @@ enum class Direction { smaller, bigger, none };
 struct CounterSpec {
   Counter counter;
   std::string_view key;   // the JSON key, stable across versions (tests/contract/)
-  std::string_view unit;  // "s", "B", "B/s", "flop", "flop/s", "1/s", "%", "count" or "1"
+  std::string_view unit;  // "s", "B", "B/s", "flop", "flop/s", "1/s", "%", "count", "1", "cores",
+                          // "Hz", "W", "J" or "degC"
   Direction direction;    // which way is better; none for parameters and sizes
 };
 

@@ -17,7 +17,12 @@ A counter prefix declares a family of counters whose names the benchmark chooses
 Direction: "smaller" is better when smaller (times, errors), "bigger" when bigger (rates,
 accuracy), "none" is a description of the work or of the run (sizes, counts, bytes) that is
 neither better nor worse. Units: "s" seconds, "flop", "flop/s", "%", "B" bytes, "B/s",
-"1/s" (per second), "count", "1" (a dimensionless number).
+"1/s" (per second), "count", "1" (a dimensionless number), "cores" (CPU seconds per second),
+"Hz", "W", "J" (joules), "degC".
+
+The condition counters (cpu_other_cores ... disturbed_by) describe what else took the machine
+while a repetition's timed loop ran and whether the rule (docs/timing-method.md, "Disturbed
+repetitions") calls it disturbed; a file without them was written by an older bench.
 """
 
 from __future__ import annotations
@@ -127,6 +132,13 @@ COUNTERS: dict[str, CounterSpec] = {
     **_all("count", SMALLER, "skipped_steps"),
     **_all("1", SMALLER, "final_loss", "max_error_over_bound"),
     **_all("1", BIGGER, "test_accuracy"),
+    # The conditions of each repetition (harness/conditions.hpp).
+    **_all("cores", NONE, "cpu_other_cores", "cpu_wait_cores", "cpu_steal_cores"),
+    **_all("Hz", NONE, "cpu_cur_clock_hz", "gpu_sm_clock_min_hz", "gpu_sm_clock_max_hz"),
+    **_all("1", NONE, "gpu_clock_event_reasons", "disturbed", "disturbed_by"),
+    **_all("degC", NONE, "gpu_temperature_max_c"),
+    **_all("W", NONE, "gpu_power_mean_w"),
+    **_all("J", SMALLER, "gpu_energy_j"),
 }
 
 # Families of counters named `<prefix><name>`: the per-operation times of a profiled step.

@@ -1,0 +1,209 @@
+#pragma once
+// Measurement policy: every repetition records the conditions it was measured under, and one rule
+// calls it disturbed. The timers (harness/*_timer.hpp) open a ConditionWindow just before their
+// timed loop and finish it just after, outside every clock; the row writer
+// (harness/result_row.hpp) writes what the window saw as counters of that repetition. Fixtures do
+// nothing for it.
+//
+// Per repetition (the window is the whole timed loop, preparations between iterations included):
+// - CPU, from /proc/stat over the CPUs this process may run on (sched_getaffinity): the CPU time
+//   other processes used (busy time less this process's own, CLOCK_PROCESS_CPUTIME_ID) and the
+//   time the hypervisor stole, both in cores (seconds per second of the window); from
+//   /proc/self/task/*/schedstat the time this process's threads waited on a run queue for a CPU,
+//   in cores; cpufreq's current clock of the CPU the timing thread ran on, where cpufreq exists.
+// - GPU, through NVML (harness/nvml.hpp) where it loads: a sampler thread reads the SM clock, the
+//   clock event reasons, temperature and power every kGpuSamplePeriod; the energy counter is read
+//   at both ends.
+// Decisions:
+// - Sampling at the window's two ends only on the CPU side: nothing runs during the loop, so the
+//   row's time cannot change (scripts/measure_conditions.py measures it). The GPU side needs a
+//   thread (the clock's minimum over the row), started only where NVML is usable.
+// - /proc/stat counts in ticks of 1/USER_HZ (10 ms): over a 50 ms window a figure from it is
+//   uncertain by a few tenths of a core. The run-queue wait is kept by the scheduler in
+//   nanoseconds; the rule therefore triggers on the wait and uses the other processes' CPU only
+//   to confirm that someone else was there (a row whose own threads outnumber its CPUs waits on
+//   itself, which is no disturbance).
+// - GPUBENCH_CONDITIONS=off turns all of it off (no window reads, no counters), for measuring
+//   what it costs.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/nvml.hpp"
+
+namespace gpubench {
+
+// The rule that calls a repetition disturbed (docs/timing-method.md, "Disturbed repetitions").
+// Why these thresholds (measured on the shared 2-core VM): 1-thread GEMM rows beside one busy
+// process waited 0.000-0.003 core, 2-thread rows beside it 1.0 core; a tenth of a core is far from
+// both. The reasons for each part are in docs/timing-method.md.
+struct DisturbanceRule {
+  // (1) CPU contention: this process's threads waited on a run queue for more than this many
+  // cores on average, while other processes used more than kMinOtherCores, and more than
+  // kMinOtherTicks ticks of /proc/stat in all: it rounds the busy time of each kind (user, system,
+  // ...) to a tick, so on a 50 ms loop one process that is alone on its CPUs may read 0.2-0.4 core
+  // of "others" from rounding alone, which must not confirm that row's wait on its own threads.
+  static constexpr double kMaxWaitCores = 0.10;
+  static constexpr double kMinOtherCores = 0.10;
+  static constexpr double kMinOtherTicks = 2;
+  // Where the wait is unreadable (a kernel without schedstat): other processes alone, above half
+  // a core, since /proc/stat's rounding alone reaches a few tenths over a short loop.
+  static constexpr double kMaxOtherCoresWithoutWait = 0.5;
+  // (2) The hypervisor stole more than this many cores from the CPUs this process may use, and
+  // more than one /proc/stat tick in all (a single tick is a rounding step, not a measurement).
+  static constexpr double kMaxStealCores = 0.10;
+  // (3) The GPU slowed itself for heat or power protection: any of these NVML clock event
+  // reasons during the row. The software power cap (0x4) is not among them: a GPU that runs at
+  // its power limit under a heavy kernel is the workload's own behaviour, not a disturbance.
+  static constexpr std::uint64_t kGpuReasons =
+      kNvmlReasonHwSlowdown | kNvmlReasonSwThermal | kNvmlReasonHwThermal | kNvmlReasonHwPowerBrake;
+};
+
+// The bits of the disturbed_by counter: which part of the rule fired.
+enum DisturbedBy : unsigned {
+  kDisturbedByCpu = 1,
+  kDisturbedBySteal = 2,
+  kDisturbedByGpu = 4,
+};
+
+// What one window saw; a figure is absent where its source was unreadable.
+struct RepetitionConditions {
+  double window_s = 0;
+  std::optional<double> cpu_other_cores;
+  std::optional<double> cpu_wait_cores;
+  std::optional<double> cpu_steal_cores;
+  std::optional<double> cpu_clock_hz;
+  std::optional<double> gpu_sm_clock_min_hz;  // over samples where the GPU was not idle
+  std::optional<double> gpu_sm_clock_max_hz;
+  std::optional<std::uint64_t> gpu_clock_event_reasons;  // OR of all samples, idle bit removed
+  std::optional<double> gpu_temperature_max_c;
+  std::optional<double> gpu_power_mean_w;
+  std::optional<double> gpu_energy_per_iteration_j;
+};
+
+// The rule: the DisturbedBy bits that fire for `conditions`; 0 is undisturbed. `tick_s` is one
+// /proc/stat tick. An absent figure never fires.
+unsigned disturbed_by(const RepetitionConditions& conditions, double tick_s);
+
+// Cumulative CPU counters at one instant.
+struct CpuCounters {
+  double wall_s = 0;              // steady clock
+  std::optional<double> busy_s;   // user + nice + system + irq + softirq over the allowed CPUs
+  std::optional<double> steal_s;  // steal over the allowed CPUs
+  double own_cpu_s = 0;           // this process, every thread
+  // run_delay (seconds) of each of this process's threads by thread id; absent where schedstat is
+  // unreadable.
+  std::optional<std::map<long, double>> wait_s_by_thread;
+};
+
+// The busy and steal seconds of /proc/stat `text`: the `cpu` line when `cpus` is empty (every
+// CPU), else the sum of the `cpuN` lines for N in `cpus`. Absent when a line is missing or short.
+struct ProcStatTimes {
+  double busy_s = 0;
+  double steal_s = 0;
+};
+std::optional<ProcStatTimes> parse_proc_stat(const std::string& text, const std::vector<int>& cpus,
+                                             double tick_s);
+
+// The CPU figures of a window from its two ends (others' CPU clamped at 0: the two sources round
+// differently).
+RepetitionConditions cpu_conditions_between(const CpuCounters& begin, const CpuCounters& end);
+
+// Reads the counters now.
+CpuCounters read_cpu_counters();
+
+// Whether conditions are recorded (GPUBENCH_CONDITIONS unset or "on"; "off" turns them off). An
+// unusable value yields a message for bench to print and exit with.
+bool conditions_enabled();
+std::optional<std::string> conditions_setting_error();
+
+// Aggregates NVML samples of one window; the sampler thread feeds it.
+struct GpuSampleSummary {
+  std::optional<double> sm_clock_min_hz;
+  std::optional<double> sm_clock_max_hz;
+  std::optional<std::uint64_t> reasons;
+  std::optional<double> temperature_max_c;
+  double power_sum_w = 0;
+  int power_samples = 0;
+  void add(const GpuSample& sample);
+};
+
+// One repetition's window: construct just before the timed loop, finish() just after it.
+class ConditionWindow {
+ public:
+  static constexpr std::chrono::milliseconds kGpuSamplePeriod{10};
+  ConditionWindow();
+  ~ConditionWindow();
+  ConditionWindow(const ConditionWindow&) = delete;
+  ConditionWindow& operator=(const ConditionWindow&) = delete;
+  // Ends the window over `iterations` iterations; its conditions become the current repetition's
+  // (take_repetition_conditions).
+  void finish(std::int64_t iterations);
+
+ private:
+  class GpuSampler;
+  bool enabled_;
+  CpuCounters begin_;
+  std::optional<std::uint64_t> begin_energy_mj_;
+  std::unique_ptr<GpuSampler> gpu_sampler_;
+};
+
+// The conditions of the calling thread's last finished window, handed over once; the row writer
+// takes them. forget_repetition_conditions() drops a window a failed fixture left behind.
+std::optional<RepetitionConditions> take_repetition_conditions();
+void forget_repetition_conditions();
+
+// How many repetitions of the run were measured with conditions and how many were disturbed, by
+// which part of the rule.
+struct DisturbanceSummary {
+  std::size_t repetitions = 0;
+  std::size_t disturbed = 0;
+  std::size_t by_cpu = 0;
+  std::size_t by_steal = 0;
+  std::size_t by_gpu = 0;
+  double max_wait_cores = 0;   // the largest wait among disturbed repetitions
+  double max_steal_cores = 0;  // likewise for steal
+};
+
+// Counts what Google Benchmark reports. It calls a fixture several times for one repetition while
+// it estimates the iteration count, with strictly more iterations each time, and reports only the
+// last call; later repetitions reuse that count. So a call of the same row with more iterations
+// than the one before replaces it, and any other call keeps it.
+class DisturbanceTally {
+ public:
+  void record(const std::string& row, std::int64_t iterations,
+              const RepetitionConditions& conditions, unsigned disturbed);
+  DisturbanceSummary summary() const;
+
+ private:
+  struct Pending {
+    std::string row;
+    std::int64_t iterations = 0;
+    RepetitionConditions conditions;
+    unsigned disturbed = 0;
+  };
+  static void add(DisturbanceSummary* summary, const Pending& pending);
+  mutable std::mutex mutex_;
+  DisturbanceSummary committed_;
+  std::optional<Pending> pending_;
+};
+DisturbanceTally& disturbance_tally();
+
+// Seconds of one /proc/stat tick (1 / sysconf(_SC_CLK_TCK)).
+double proc_stat_tick_s();
+
+// Machine-wide facts for the JSON context: the rule's thresholds, CPU governor, boost, SMT, the
+// CPUs this process may run on, where the per-row CPU clock comes from, and the GPU's persistence
+// mode, application clocks, ECC and MIG (each "unavailable: <why>" where unreadable).
+void add_condition_context();
+
+// The other processes' CPU, in cores, over `seconds` from now (for bench's --wait-idle).
+std::optional<double> other_cpu_cores_over(double seconds);
+
+}  // namespace gpubench

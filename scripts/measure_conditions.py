@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Measure what recording the conditions costs, and how many rows an idle machine marks disturbed.
+
+    scripts/measure_conditions.py [--bench BUILD/benchmarks/bench] [--pairs 10] [--out FILE]
+    scripts/measure_conditions.py --sweep [--out FILE]     # also: a default sweep, rows disturbed
+
+Cost: the smallest rows (the 16^3 fp32 OpenBLAS GEMM on one thread; on a machine with a GPU also
+the launch round trip, the cheapest GPU probe) are run by bench with the conditions on and off
+(GPUBENCH_CONDITIONS=off), in pairs whose order alternates (on-off, off-on, ...) so a drift of the
+machine falls on both sides alike. Each run has several repetitions; a pair's ratio is the median
+time with conditions over the median without, and the figure is the median of the pairs' ratios
+with the range of the middle half. The target is at most 1.02.
+
+Sweep: one default sweep with the conditions on; the share of its rows the rule marks disturbed
+(at most 2% on an idle machine), and which.
+
+The load average is printed at the start and end of each part: a figure from a busy machine says
+what the sampler costs there, not what it costs. Exit code 0, or 2 when bench cannot be run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CPU_ROW = "matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1"
+GPU_ROW = "overhead/launch/roundtrip/manual_time"
+TARGET_RATIO = 1.02
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def run_bench(bench: str, arguments: list[str], conditions: bool) -> dict:
+    env = dict(os.environ, GPUBENCH_CONDITIONS="on" if conditions else "off")
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "run.json"
+        subprocess.run(
+            [bench, *arguments, f"--benchmark_out={out}", "--benchmark_out_format=json"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        # Google Benchmark writes NaN for the spread of an all-zero counter: Python reads it.
+        return json.loads(out.read_text())
+
+
+def median_time(document: dict, row: str) -> float:
+    times = [
+        r["real_time"]
+        for r in document["benchmarks"]
+        if r.get("run_type") == "iteration" and r["name"] == row and not r.get("error_occurred")
+    ]
+    if not times:
+        raise ValueError(f"bench wrote no repetition of {row}")
+    return statistics.median(times)
+
+
+def quartiles(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        return values[0], values[0]
+    low, _, high = statistics.quantiles(values, n=4)
+    return low, high
+
+
+def measure_cost(bench: str, row: str, pairs: int, repetitions: int) -> dict:
+    arguments = [f"--benchmark_filter=^{row}$", f"--benchmark_repetitions={repetitions}"]
+    ratios = []
+    for pair in range(pairs):
+        order = (True, False) if pair % 2 == 0 else (False, True)
+        medians = {on: median_time(run_bench(bench, arguments, on), row) for on in order}
+        ratios.append(medians[True] / medians[False])
+    low, high = quartiles(ratios)
+    return {
+        "row": row,
+        "pairs": pairs,
+        "repetitions_per_run": repetitions,
+        "ratio_on_over_off": statistics.median(ratios),
+        "ratio_middle_half": [low, high],
+        "pair_ratios": ratios,
+    }
+
+
+def measure_sweep(bench: str) -> dict:
+    document = run_bench(bench, [], True)
+    rows = [
+        r
+        for r in document["benchmarks"]
+        if r.get("run_type") == "iteration" and not r.get("error_occurred")
+    ]
+    with_verdict = [r for r in rows if "disturbed" in r]
+    disturbed = [r for r in with_verdict if r["disturbed"] == 1]
+    return {
+        "rows": len(rows),
+        "rows_with_verdict": len(with_verdict),
+        "disturbed": len(disturbed),
+        "share_disturbed": len(disturbed) / len(with_verdict) if with_verdict else None,
+        "disturbed_rows": [
+            {
+                "name": r["name"],
+                "disturbed_by": r.get("disturbed_by"),
+                "cpu_wait_cores": r.get("cpu_wait_cores"),
+                "cpu_other_cores": r.get("cpu_other_cores"),
+                "cpu_steal_cores": r.get("cpu_steal_cores"),
+            }
+            for r in disturbed
+        ],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bench", default=str(REPO / "build" / "benchmarks" / "bench"))
+    parser.add_argument("--pairs", type=int, default=10, help="on/off pairs per row (10)")
+    parser.add_argument("--repetitions", type=int, default=5, help="repetitions per run (5)")
+    parser.add_argument("--sweep", action="store_true", help="also run one default sweep")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here too")
+    args = parser.parse_args()
+    if args.pairs < 1 or args.repetitions < 1:
+        print(
+            "measure_conditions.py: --pairs and --repetitions must be at least 1", file=sys.stderr
+        )
+        return 2
+    try:
+        listing = subprocess.run(
+            [args.bench, "--benchmark_list_tests"], check=True, capture_output=True, text=True
+        ).stdout.split()
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"measure_conditions.py: cannot run {args.bench}: {error}", file=sys.stderr)
+        return 2
+    rows = [row for row in (CPU_ROW, GPU_ROW) if row in listing]
+    results: dict = {"cost": [], "load": []}
+    for row in rows:
+        results["load"].append(f"before {row}: {load()}")
+        print(f"{row}: {load()}", flush=True)
+        cost = measure_cost(args.bench, row, args.pairs, args.repetitions)
+        results["cost"].append(cost)
+        low, high = cost["ratio_middle_half"]
+        verdict = "within" if cost["ratio_on_over_off"] <= TARGET_RATIO else "above"
+        print(
+            f"{row}: with conditions / without = {cost['ratio_on_over_off']:.4f} "
+            f"(middle half {low:.4f}..{high:.4f}, {args.pairs} pairs of {args.repetitions} "
+            f"repetitions; {verdict} the {TARGET_RATIO} target); {load()}",
+            flush=True,
+        )
+    if args.sweep:
+        results["load"].append(f"before the sweep: {load()}")
+        print(f"default sweep: {load()}", flush=True)
+        sweep = measure_sweep(args.bench)
+        results["sweep"] = sweep
+        share = sweep["share_disturbed"]
+        print(
+            f"default sweep: {sweep['disturbed']} of {sweep['rows_with_verdict']} rows disturbed"
+            + (f" ({100 * share:.1f}%)" if share is not None else "")
+            + f"; {load()}",
+            flush=True,
+        )
+        for row in sweep["disturbed_rows"]:
+            figures = ", ".join(
+                f"{key} {row[key]:.2f}"
+                for key in ("cpu_wait_cores", "cpu_other_cores", "cpu_steal_cores")
+                if row[key] is not None
+            )
+            print(f"  {row['name']}: disturbed_by {row['disturbed_by']:.0f}, {figures}", flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

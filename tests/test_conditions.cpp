@@ -1,0 +1,383 @@
+// The per-repetition conditions (harness/conditions.hpp): parsing /proc/stat, the figures of a
+// window, the disturbance rule, the GPU sample summary, the tally of what Google Benchmark reports,
+// NVML's absent path, and bench itself with a CPU-burning process beside it.
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "harness/conditions.hpp"
+#include "harness/nvml.hpp"
+#include "tests/bench_process.hpp"
+
+namespace {
+
+using gpubench::CpuCounters;
+using gpubench::DisturbanceRule;
+using gpubench::RepetitionConditions;
+
+constexpr double kTick = 0.01;
+
+const char* const kProcStat =
+    "cpu  1000 10 200 5000 30 4 6 70 0 0\n"
+    "cpu0 600 10 100 2500 10 2 3 30 0 0\n"
+    "cpu1 400 0 100 2500 20 2 3 40 0 0\n"
+    "intr 123 4 5\n"
+    "ctxt 999\n";
+
+TEST(ProcStat, TheAggregateLineCountsUserNiceSystemIrqSoftirqAsBusyAndStealApart) {
+  const auto times = gpubench::parse_proc_stat(kProcStat, {}, kTick);
+  ASSERT_TRUE(times.has_value());
+  EXPECT_DOUBLE_EQ(times->busy_s, (1000 + 10 + 200 + 4 + 6) * kTick);  // not idle, iowait, steal
+  EXPECT_DOUBLE_EQ(times->steal_s, 70 * kTick);
+}
+
+TEST(ProcStat, AnAffinitySumsItsOwnCpusOnly) {
+  const auto times = gpubench::parse_proc_stat(kProcStat, {1}, kTick);
+  ASSERT_TRUE(times.has_value());
+  EXPECT_DOUBLE_EQ(times->busy_s, (400 + 0 + 100 + 2 + 3) * kTick);
+  EXPECT_DOUBLE_EQ(times->steal_s, 40 * kTick);
+  const auto both = gpubench::parse_proc_stat(kProcStat, {0, 1}, kTick);
+  ASSERT_TRUE(both.has_value());
+  EXPECT_DOUBLE_EQ(both->busy_s, (715 + 505) * kTick);
+}
+
+TEST(ProcStat, AMissingCpuOrAShortLineIsNoReading) {
+  EXPECT_FALSE(gpubench::parse_proc_stat(kProcStat, {2}, kTick).has_value());
+  EXPECT_FALSE(gpubench::parse_proc_stat("cpu  1 2 3 4\n", {}, kTick).has_value());
+  EXPECT_FALSE(gpubench::parse_proc_stat("", {}, kTick).has_value());
+  // "cpu1" must not be taken for "cpu" or "cpu10".
+  EXPECT_FALSE(gpubench::parse_proc_stat("cpu10 1 2 3 4 5 6 7 8\n", {1}, kTick).has_value());
+}
+
+CpuCounters counters(double wall_s, double busy_s, double steal_s, double own_s,
+                     std::map<long, double> waits) {
+  CpuCounters result;
+  result.wall_s = wall_s;
+  result.busy_s = busy_s;
+  result.steal_s = steal_s;
+  result.own_cpu_s = own_s;
+  result.wait_s_by_thread = std::move(waits);
+  return result;
+}
+
+TEST(Window, OthersAreTheBusyTimeLessThisProcessesOwnPerSecond) {
+  const auto begin = counters(10.0, 100.0, 1.0, 5.0, {{1, 0.5}, {2, 0.25}});
+  // 2 s: 3 busy seconds, 1 of them this process's; thread 2 waited 0.25 s more, thread 3 was born
+  // and waited 0.05 s, thread 1 did not wait.
+  const auto end = counters(12.0, 103.0, 1.4, 6.0, {{1, 0.5}, {2, 0.5}, {3, 0.05}});
+  const RepetitionConditions conditions = gpubench::cpu_conditions_between(begin, end);
+  EXPECT_DOUBLE_EQ(conditions.window_s, 2.0);
+  EXPECT_DOUBLE_EQ(*conditions.cpu_other_cores, 1.0);
+  EXPECT_NEAR(*conditions.cpu_steal_cores, 0.2, 1e-12);
+  EXPECT_NEAR(*conditions.cpu_wait_cores, 0.15, 1e-12);
+}
+
+TEST(Window, OthersNeverReadBelowZeroAndAnUnreadableSourceIsAbsent) {
+  // /proc/stat rounds to ticks, the process clock does not: own time can exceed the busy delta.
+  auto begin = counters(0.0, 10.0, 0.0, 0.0, {});
+  auto end = counters(1.0, 10.0, 0.0, 0.004, {});
+  EXPECT_DOUBLE_EQ(*gpubench::cpu_conditions_between(begin, end).cpu_other_cores, 0.0);
+  end.busy_s.reset();
+  end.wait_s_by_thread.reset();
+  const RepetitionConditions conditions = gpubench::cpu_conditions_between(begin, end);
+  EXPECT_FALSE(conditions.cpu_other_cores.has_value());
+  EXPECT_FALSE(conditions.cpu_wait_cores.has_value());
+}
+
+RepetitionConditions quiet() {
+  RepetitionConditions conditions;
+  conditions.window_s = 0.1;
+  conditions.cpu_other_cores = 0.02;
+  conditions.cpu_wait_cores = 0.01;
+  conditions.cpu_steal_cores = 0.0;
+  return conditions;
+}
+
+TEST(Rule, AQuietRepetitionIsNotDisturbed) {
+  EXPECT_EQ(gpubench::disturbed_by(quiet(), kTick), 0U);
+  EXPECT_EQ(gpubench::disturbed_by(RepetitionConditions{}, kTick), 0U);  // nothing known
+}
+
+TEST(Rule, WaitingForACpuWhileOthersRanIsCpuContention) {
+  auto conditions = quiet();
+  conditions.window_s = 1.0;
+  conditions.cpu_wait_cores = DisturbanceRule::kMaxWaitCores * 1.5;
+  conditions.cpu_other_cores = DisturbanceRule::kMinOtherCores * 1.5;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), unsigned{gpubench::kDisturbedByCpu});
+  // At the threshold is not above it.
+  conditions.cpu_wait_cores = DisturbanceRule::kMaxWaitCores;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), 0U);
+}
+
+TEST(Rule, OthersOnOtherCpusWithoutAWaitAreNotContention) {
+  // A 1-thread row on one core, a busy process on the other: nobody took this row's CPU.
+  auto conditions = quiet();
+  conditions.cpu_other_cores = 1.0;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), 0U);
+}
+
+TEST(Rule, WaitingOnItsOwnThreadsIsNotContention) {
+  // More threads than CPUs: the row waits on itself while nothing else runs.
+  auto conditions = quiet();
+  conditions.cpu_wait_cores = 1.0;
+  conditions.cpu_other_cores = 0.0;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), 0U);
+}
+
+TEST(Rule, OthersWithinTwoTicksOfRoundingConfirmNothing) {
+  // A 50 ms loop waiting on its own threads; /proc/stat's rounding shows 15 ms of "others".
+  auto conditions = quiet();
+  conditions.window_s = 0.05;
+  conditions.cpu_wait_cores = 1.0;
+  conditions.cpu_other_cores = 0.015 / conditions.window_s;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), 0U);
+  // 30 ms of others is more than the rounding.
+  conditions.cpu_other_cores = 0.03 / conditions.window_s;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), unsigned{gpubench::kDisturbedByCpu});
+}
+
+TEST(Rule, WithoutTheWaitOthersAloneDecideAboveHalfACore) {
+  auto conditions = quiet();
+  conditions.cpu_wait_cores.reset();
+  conditions.cpu_other_cores = DisturbanceRule::kMaxOtherCoresWithoutWait * 0.8;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), 0U);
+  conditions.cpu_other_cores = DisturbanceRule::kMaxOtherCoresWithoutWait * 1.2;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), unsigned{gpubench::kDisturbedByCpu});
+}
+
+TEST(Rule, StealCountsAboveItsThresholdAndMoreThanOneTick) {
+  auto conditions = quiet();
+  conditions.window_s = 1.0;
+  conditions.cpu_steal_cores = DisturbanceRule::kMaxStealCores * 2;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), unsigned{gpubench::kDisturbedBySteal});
+  // 50 ms window, one 10 ms tick of steal: 0.2 core by the numbers, but one tick is a rounding
+  // step of /proc/stat, not a measurement.
+  conditions.window_s = 0.05;
+  conditions.cpu_steal_cores = kTick / conditions.window_s;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), 0U);
+  conditions.cpu_steal_cores = 3 * kTick / conditions.window_s;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), unsigned{gpubench::kDisturbedBySteal});
+}
+
+TEST(Rule, TheGpuIsDisturbedByThermalSlowdownsAndPowerBrakesNotByItsPowerCap) {
+  auto conditions = quiet();
+  conditions.gpu_clock_event_reasons = gpubench::kNvmlReasonSwPowerCap;
+  EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), 0U);
+  for (std::uint64_t reason : {gpubench::kNvmlReasonHwSlowdown, gpubench::kNvmlReasonSwThermal,
+                               gpubench::kNvmlReasonHwThermal, gpubench::kNvmlReasonHwPowerBrake}) {
+    conditions.gpu_clock_event_reasons = reason | gpubench::kNvmlReasonSwPowerCap;
+    EXPECT_EQ(gpubench::disturbed_by(conditions, kTick), unsigned{gpubench::kDisturbedByGpu})
+        << "reason " << reason;
+  }
+}
+
+TEST(GpuSamples, IdleSamplesGiveNoClockAndNoIdleReason) {
+  gpubench::GpuSampleSummary summary;
+  gpubench::GpuSample idle;
+  idle.sm_clock_hz = 345e6;
+  idle.clock_event_reasons = gpubench::kNvmlReasonGpuIdle;
+  idle.power_w = 60;
+  idle.temperature_c = 30;
+  gpubench::GpuSample busy;
+  busy.sm_clock_hz = 1980e6;
+  busy.clock_event_reasons = gpubench::kNvmlReasonSwPowerCap;
+  busy.power_w = 600;
+  busy.temperature_c = 55;
+  gpubench::GpuSample slower = busy;
+  slower.sm_clock_hz = 1755e6;
+  for (const auto& sample : {idle, busy, slower}) summary.add(sample);
+  EXPECT_DOUBLE_EQ(*summary.sm_clock_min_hz, 1755e6);
+  EXPECT_DOUBLE_EQ(*summary.sm_clock_max_hz, 1980e6);
+  EXPECT_EQ(*summary.reasons, gpubench::kNvmlReasonSwPowerCap);
+  EXPECT_DOUBLE_EQ(*summary.temperature_max_c, 55);
+  EXPECT_DOUBLE_EQ(summary.power_sum_w / summary.power_samples, 420);
+}
+
+RepetitionConditions waited(double cores) {
+  auto conditions = quiet();
+  conditions.cpu_wait_cores = cores;
+  return conditions;
+}
+
+TEST(Tally, EstimationCallsAreReplacedAndRepetitionsCounted) {
+  gpubench::DisturbanceTally tally;
+  // Row a: Google Benchmark estimates with 1, 10 and 100 iterations (only 100 is reported), then
+  // runs two more repetitions of 100; row b: one call.
+  tally.record("a", 1, waited(0.9), gpubench::kDisturbedByCpu);
+  tally.record("a", 10, waited(0.8), gpubench::kDisturbedByCpu);
+  tally.record("a", 100, waited(0.5), gpubench::kDisturbedByCpu);
+  tally.record("a", 100, quiet(), 0);
+  tally.record("a", 100, waited(0.3), gpubench::kDisturbedByCpu);
+  tally.record("b", 5, quiet(), gpubench::kDisturbedBySteal);
+  const gpubench::DisturbanceSummary summary = tally.summary();
+  EXPECT_EQ(summary.repetitions, 4U);
+  EXPECT_EQ(summary.disturbed, 3U);
+  EXPECT_EQ(summary.by_cpu, 2U);
+  EXPECT_EQ(summary.by_steal, 1U);
+  EXPECT_EQ(summary.by_gpu, 0U);
+  EXPECT_DOUBLE_EQ(summary.max_wait_cores, 0.5);  // the 0.9 and 0.8 calls were never reported
+}
+
+TEST(Nvml, AMissingLibraryIsNoDeviceWithAReasonThatNamesIt) {
+  std::string why_not;
+  const auto device =
+      gpubench::NvmlDevice::open("00000000:01:00.0", &why_not, "libnvidia-ml-absent.so.1");
+  EXPECT_EQ(device, nullptr);
+  EXPECT_NE(why_not.find("cannot load libnvidia-ml-absent.so.1"), std::string::npos) << why_not;
+}
+
+TEST(Nvml, TheProcessDeviceIsThereOrSaysWhyNot) {
+  if (gpubench::nvml_device() == nullptr) {
+    EXPECT_FALSE(gpubench::nvml_unavailable_reason().empty());
+  } else {
+    EXPECT_TRUE(gpubench::nvml_unavailable_reason().empty());
+  }
+}
+
+TEST(Window, ATimedLoopLeavesItsConditionsForTheRowOnce) {
+  gpubench::forget_repetition_conditions();
+  {
+    gpubench::ConditionWindow window;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+    volatile unsigned spin = 0;
+    while (std::chrono::steady_clock::now() < until) spin = spin + 1;
+    window.finish(1);
+  }
+  const auto conditions = gpubench::take_repetition_conditions();
+  ASSERT_TRUE(conditions.has_value());
+  EXPECT_GE(conditions->window_s, 0.03);
+  EXPECT_TRUE(conditions->cpu_other_cores.has_value());  // /proc/stat is there on Linux
+  EXPECT_TRUE(conditions->cpu_steal_cores.has_value());
+  EXPECT_FALSE(gpubench::take_repetition_conditions().has_value());  // handed over once
+}
+
+// A process that keeps one CPU busy until the test ends.
+class Burner {
+ public:
+  Burner() : pid_(fork()) {
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a test that crashed
+      volatile unsigned long spin = 0;
+      for (;;) spin = spin + 1;
+    }
+  }
+  ~Burner() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  Burner(const Burner&) = delete;
+  Burner& operator=(const Burner&) = delete;
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_;
+};
+
+TEST(BenchConditions, ABusyCoreMarksTheRowsThatUseEveryCore) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: no all-core rows";
+  Burner burner;
+  ASSERT_TRUE(burner.running());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Three runs rather than --benchmark_repetitions=3: Google Benchmark writes the aggregates'
+  // coefficient of variation of an all-zero counter as NaN, which is not JSON.
+  int all_core_rows = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const auto run = gpubench::testing::run_bench(
+        "--benchmark_filter='^matmul/cpu/openblas/dtype:fp32/m:256/n:256/k:256/threads:'");
+    ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+    ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+    for (const auto& row : run.json["benchmarks"]) {
+      if (row["blas_threads"].get<double>() < 2) continue;
+      ++all_core_rows;
+      EXPECT_EQ(row["disturbed"].get<double>(), 1.0) << row.dump();
+      EXPECT_EQ(
+          static_cast<unsigned>(row["disturbed_by"].get<double>()) & gpubench::kDisturbedByCpu,
+          unsigned{gpubench::kDisturbedByCpu})
+          << row.dump();
+      EXPECT_GT(row["cpu_other_cores"].get<double>(), DisturbanceRule::kMinOtherCores);
+    }
+    EXPECT_NE(run.stderr_text.find("measured rows were disturbed"), std::string::npos)
+        << run.stderr_text;
+  }
+  EXPECT_EQ(all_core_rows, 3);
+}
+
+TEST(BenchConditions, OffRecordsNothingAndSaysSo) {
+  const auto run = gpubench::testing::run_bench(
+      "--benchmark_filter='^matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1$' "
+      "--benchmark_min_time=0.01",
+      "GPUBENCH_CONDITIONS=off");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  const auto& row = run.json["benchmarks"][0];
+  for (const char* key : {"disturbed", "disturbed_by", "cpu_other_cores", "cpu_steal_cores"}) {
+    EXPECT_FALSE(row.contains(key)) << key;
+  }
+  EXPECT_NE(run.json["context"]["conditions"].get<std::string>().find("off"), std::string::npos);
+  EXPECT_NE(run.stderr_text.find("conditions not recorded"), std::string::npos) << run.stderr_text;
+}
+
+TEST(BenchConditions, EveryMeasuredRowCarriesItsVerdictAndTheContextItsRule) {
+  const auto run = gpubench::testing::run_bench(
+      "--benchmark_filter='^matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1$' "
+      "--benchmark_min_time=0.01");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  const auto& row = run.json["benchmarks"][0];
+  for (const char* key : {"disturbed", "disturbed_by", "cpu_other_cores", "cpu_steal_cores"}) {
+    EXPECT_TRUE(row.contains(key)) << key;
+  }
+  const auto& context = run.json["context"];
+  for (const char* key :
+       {"conditions_rule", "disturbed_max_wait_cores", "cpu_affinity", "cpu_governor", "cpu_boost",
+        "cpu_smt", "cpu_clock_per_row", "cpu_wait_source", "gpu_nvml"}) {
+    ASSERT_TRUE(context.contains(key)) << key;
+    EXPECT_FALSE(context[key].get<std::string>().empty()) << key;
+  }
+  // The end line: every run says how many rows were disturbed, even none.
+  EXPECT_NE(run.stderr_text.find("measured rows"), std::string::npos) << run.stderr_text;
+}
+
+TEST(BenchConditions, BadSettingsStopWithUsage) {
+  auto run = gpubench::testing::run_bench("--wait-idle=soon", "", false);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.stderr_text.find("--wait-idle='soon' is not a number of seconds"),
+            std::string::npos)
+      << run.stderr_text;
+  run = gpubench::testing::run_bench("--wait-idle=-1", "", false);
+  EXPECT_EQ(run.exit_code, 2);
+  run = gpubench::testing::run_bench("", "GPUBENCH_CONDITIONS=maybe", false);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.stderr_text.find("GPUBENCH_CONDITIONS='maybe'"), std::string::npos)
+      << run.stderr_text;
+}
+
+TEST(BenchConditions, WaitIdleWaitsItsBoundOnABusyMachineThenMeasures) {
+  Burner burner;
+  ASSERT_TRUE(burner.running());
+  const auto start = std::chrono::steady_clock::now();
+  const auto run = gpubench::testing::run_bench(
+      "--wait-idle=1.5 "
+      "--benchmark_filter='^matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1$' "
+      "--benchmark_min_time=0.01");
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  EXPECT_GE(elapsed_s, 1.5);
+  EXPECT_NE(run.stderr_text.find("--wait-idle=1.5: other processes still used"), std::string::npos)
+      << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object());
+  EXPECT_EQ(run.json["benchmarks"].size(), 1U);
+}
+
+}  // namespace
