@@ -214,6 +214,7 @@ std::optional<std::string> OutputFile::open(const std::string& path) {
     if (error) return "cannot resolve the symbolic link: " + error.message();
   }
   target_ = target.string();
+  if (!target.has_filename()) return "it names a folder (it ends with /); give a file name";
   struct stat status {};
   const bool exists = stat(target_.c_str(), &status) == 0;
   if (exists && S_ISDIR(status.st_mode)) return "it is a folder; give a file name";

@@ -213,6 +213,10 @@ TEST_F(AtomicOutput, FolderOrFileInTheWayIsNamed) {
   auto cause = into_folder.open(folder_.string());
   ASSERT_TRUE(cause.has_value());
   EXPECT_NE(cause->find("is a folder"), std::string::npos) << *cause;
+  cause = gpubench::OutputFile().open((folder_ / "new-folder").string() + "/");
+  ASSERT_TRUE(cause.has_value());
+  EXPECT_NE(cause->find("names a folder"), std::string::npos) << *cause;
+  EXPECT_FALSE(std::filesystem::exists(folder_ / "new-folder"));
   write((folder_ / "a-file").string(), "x");
   gpubench::OutputFile under_file;
   cause = under_file.open((folder_ / "a-file" / "run.json").string());
