@@ -263,7 +263,7 @@ def test_two_runs_writing_one_file_leave_one_complete_document(tmp_path: Path) -
         [
             str(bench_binary()),
             SEVERAL_FILTER,
-            "--benchmark_min_time=0.02",
+            "--benchmark_min_time=0.05",
             "--benchmark_repetitions=3",
             f"--benchmark_out={out}",
         ],
@@ -273,7 +273,7 @@ def test_two_runs_writing_one_file_leave_one_complete_document(tmp_path: Path) -
         env=progress_environment(),
     )
     try:
-        # The second run starts while the first is half way and ends before it.
+        # The second run starts while the first is half way, and usually ends before it.
         wait_for_progress(long_run, 3)
         short_run = run_bench(TINY_FILTER, SHORT_TIME, f"--benchmark_out={out}")
         long_stderr = long_run.stderr.read()
@@ -286,9 +286,13 @@ def test_two_runs_writing_one_file_leave_one_complete_document(tmp_path: Path) -
     assert b"\0" not in text
     document = json.loads(text)  # exactly one document: trailing bytes are an error here
     names = {row["run_name"] for row in document["benchmarks"]}
-    # The last run to finish wrote the file: the long one, whole.
-    assert len(names) == SEVERAL_NAMES, names
-    assert len(document["benchmarks"]) == SEVERAL_NAMES * (3 + 4)  # repetitions + 4 aggregates
+    # The run that finished last wrote the file, whole: usually the long one.
+    if len(names) == 1:
+        assert names == {"matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1"}
+        assert len(document["benchmarks"]) == 1
+    else:
+        assert len(names) == SEVERAL_NAMES, names
+        assert len(document["benchmarks"]) == SEVERAL_NAMES * (3 + 4)  # 3 repetitions, 4 aggregates
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
 
 
