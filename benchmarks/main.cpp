@@ -4,8 +4,7 @@
 //                     JSON and exit (harness/schema.hpp)
 //   --list-all        list every benchmark name of the sweep, GPU families included even without
 //                     a GPU, and exit (the name contract's test uses it)
-//   --all-counters    console rows with every counter and the label
-//   (benchmarks/progress_reporter.hpp)
+//   --all-counters    console rows with every counter and the label (progress_reporter.hpp)
 // and a default --benchmark_min_time of 0.05 s per benchmark unless one is given, which keeps the
 // default sweep inside its time budget. GPU benchmarks are registered only when a device is
 // visible; otherwise one line on stderr says why they were skipped and the CPU benchmarks run.
@@ -197,7 +196,8 @@ int main(int argc, char** argv) {
     if (const auto cause = out_file.publish(format, *file_reporter.write_failed)) {
       std::cerr << "gpubench: --benchmark_out=" << out_path << ": " << *cause
                 << (out_file.in_place() ? "; the results are lost or incomplete\n"
-                                        : "; the results are lost, the file is as it was\n");
+                                        : "; the results are lost, a file already there is "
+                                          "left as it was\n");
       return gpubench::kExitOutputLost;
     }
   }
