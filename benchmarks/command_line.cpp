@@ -1,9 +1,5 @@
 #include "benchmarks/command_line.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -11,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <utility>
@@ -161,94 +156,48 @@ std::optional<std::string> check_value(const std::string& name, std::string* val
   return std::nullopt;
 }
 
-// Google Benchmark writes NaN and Infinity for such values, which strict JSON lacks; they become
-// null here (outside strings only) so that the file's structure can be checked.
-std::string without_non_finite_literals(const std::string& text) {
-  std::string result;
-  result.reserve(text.size());
-  bool in_string = false;
-  for (std::size_t index = 0; index < text.size(); ++index) {
-    const char c = text[index];
-    if (in_string) {
-      result += c;
-      if (c == '\\' && index + 1 < text.size()) {
-        result += text[++index];
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    bool replaced = false;
-    for (const char* literal : {"-Infinity", "Infinity", "-NaN", "NaN"}) {
-      if (text.compare(index, std::strlen(literal), literal) == 0) {
-        result += "null";
-        index += std::strlen(literal) - 1;
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) result += c;
-  }
-  return result;
-}
-
-// A reporter of Google Benchmark's that, once the last row is written, flushes the stream the
-// library gave it and records whether any write failed (the stream's state is sticky).
-template <class Reporter>
-class FlushCheckingReporter final : public Reporter {
- public:
-  template <class... Arguments>
-  explicit FlushCheckingReporter(std::shared_ptr<bool> write_failed, Arguments... arguments)
-      : Reporter(arguments...), write_failed_(std::move(write_failed)) {}
-
-  void Finalize() override {
-    Reporter::Finalize();
-    std::ostream& stream = this->GetOutputStream();
-    stream.flush();
-    if (stream.fail()) *write_failed_ = true;
-  }
-
- private:
-  std::shared_ptr<bool> write_failed_;
-};
-
 }  // namespace
 
 void print_help() {
-  std::cout << renamed_usage(google_benchmark_help())
-            << "\ngpubench flags:\n"
-               "  --full                     the full sweep: larger sizes, every shape (also "
-               "GPUBENCH_FULL=1)\n"
-               "  --schema                   print the counter keys, units, directions and label "
-               "keys as JSON\n"
-               "  --list-all                 list every benchmark name, GPU ones included without "
-               "a GPU\n"
-               "  --wait-idle=SECONDS        wait up to SECONDS for other processes to leave the "
-               "CPUs idle\n"
-               "  --benchmark_min_time       default "
-            << kDefaultMinTimeSeconds << " s per benchmark; "
-            << (kMinTimeTakesSuffixes ? "0.5, 0.5s (seconds) or 100x (iterations)"
-                                      : "0.5 or 0.5s (seconds)")
-            << "\nenvironment:\n"
-               "  GPUBENCH_FULL              1: the same as --full\n"
-               "  GPUBENCH_PROGRESS_SECONDS  seconds between progress lines on stderr (10; 0: "
-               "each benchmark)\n"
-               "  GPUBENCH_CIFAR10_DIR       CIFAR-10's binary batches for the CNN rows (unset: "
-               "synthetic)\n"
-               "  GPUBENCH_DATA_DIR          the folder with iris.csv and digits.csv (unset: the "
-               "source's data/)\n"
-               "  GPUBENCH_CONDITIONS        off: record no per-row conditions (unset or on: "
-               "record them)\n"
-               "  OPENBLAS_CORETYPE          OpenBLAS's kernels (unset: bench sets it if OpenBLAS "
-               "picks generic)\n"
-               "  CUDA_VISIBLE_DEVICES       the GPUs CUDA shows; empty hides them all, only CPU "
-               "rows run\n"
-               "exit codes: 0 done, "
-            << kExitOutputLost << " output lost (--benchmark_out or stdout), " << kExitUsage
-            << " bad flag or value, or no benchmark ran\n"
-               "Google Benchmark "
-            << GPUBENCH_BENCHMARK_VERSION << "\n";
+  std::cout
+      << renamed_usage(google_benchmark_help())
+      << "\ngpubench flags:\n"
+         "  --full                     the full sweep: larger sizes, every shape (also "
+         "GPUBENCH_FULL=1)\n"
+         "  --schema                   print the counter keys, units, directions and label "
+         "keys as JSON\n"
+         "  --list-all                 list every benchmark name, GPU ones included without "
+         "a GPU\n"
+         "  --wait-idle=SECONDS        wait up to SECONDS for other processes to leave the "
+         "CPUs idle\n"
+         "  --all-counters             console rows show every counter and the label (default: "
+         "rates, times, errors)\n"
+         "  --benchmark_out            written whole or not at all (a temporary file beside "
+         "it, renamed); its folder is created\n"
+         "  --benchmark_min_time       default "
+      << kDefaultMinTimeSeconds << " s per benchmark; "
+      << (kMinTimeTakesSuffixes ? "0.5, 0.5s (seconds) or 100x (iterations)"
+                                : "0.5 or 0.5s (seconds)")
+      << "\nenvironment:\n"
+         "  GPUBENCH_FULL              1: the same as --full\n"
+         "  GPUBENCH_PROGRESS_SECONDS  seconds between progress lines on stderr (10; 0: "
+         "each benchmark)\n"
+         "  GPUBENCH_CIFAR10_DIR       CIFAR-10's binary batches for the CNN rows (unset: "
+         "synthetic)\n"
+         "  GPUBENCH_DATA_DIR          the folder with iris.csv and digits.csv (unset: the "
+         "source's data/)\n"
+         "  GPUBENCH_CONDITIONS        off: record no per-row conditions (unset or on: "
+         "record them)\n"
+         "  OPENBLAS_CORETYPE          OpenBLAS's kernels (unset: bench sets it if OpenBLAS "
+         "picks generic)\n"
+         "  CUDA_VISIBLE_DEVICES       the GPUs CUDA shows; empty hides them all, only CPU "
+         "rows run\n"
+         "exit codes: 0 done, "
+      << kExitOutputLost << " output lost (--benchmark_out, or stdout closed or full), "
+      << kExitUsage
+      << " bad flag or value, unusable --benchmark_out, or no benchmark ran\n"
+         "Google Benchmark "
+      << GPUBENCH_BENCHMARK_VERSION << "\n";
 }
 
 std::optional<std::string> flag_value(const std::vector<std::string>& arguments,
@@ -291,53 +240,6 @@ bool flag_is_set(const std::vector<std::string>& arguments, const std::string& n
     }
   }
   return set;
-}
-
-CheckedFileReporter make_checked_file_reporter(const std::vector<std::string>& arguments) {
-  // The reporter Google Benchmark makes for --benchmark_out when given none.
-  CheckedFileReporter checked;
-  const std::string format = flag_value(arguments, "benchmark_out_format").value_or("json");
-  if (format == "csv") {
-    // Deprecated by Google Benchmark, which still makes one for --benchmark_out_format=csv.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    checked.reporter =
-        std::make_unique<FlushCheckingReporter<benchmark::CSVReporter>>(checked.write_failed);
-#pragma GCC diagnostic pop
-  } else if (format == "console") {
-    const auto options = flag_is_set(arguments, "benchmark_counters_tabular")
-                             ? benchmark::ConsoleReporter::OO_Tabular
-                             : benchmark::ConsoleReporter::OO_None;
-    checked.reporter = std::make_unique<FlushCheckingReporter<benchmark::ConsoleReporter>>(
-        checked.write_failed, options);
-  } else {
-    checked.reporter =
-        std::make_unique<FlushCheckingReporter<benchmark::JSONReporter>>(checked.write_failed);
-  }
-  return checked;
-}
-
-std::optional<std::string> check_output_file(const std::string& path, const std::string& format,
-                                             bool write_failed) {
-  if (write_failed) return "writing it failed (a full disk or a device error)";
-  struct stat status {};
-  if (stat(path.c_str(), &status) != 0) {
-    return std::string("it is missing after the run: ") + std::strerror(errno);
-  }
-  // A device or a pipe (/dev/stdout) cannot be read back; its writes were checked above.
-  if (!S_ISREG(status.st_mode)) return std::nullopt;
-  if (status.st_size == 0) return "it is empty";
-  if (format != "json") return std::nullopt;
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  const auto json = nlohmann::json::parse(without_non_finite_literals(text.str()), nullptr,
-                                          /*allow_exceptions=*/false);
-  if (json.is_discarded()) return "it is not valid JSON (cut off?)";
-  if (!json.is_object() || !json.contains("benchmarks") || !json["benchmarks"].is_array()) {
-    return "it has no \"benchmarks\" array";
-  }
-  return std::nullopt;
 }
 
 }  // namespace gpubench

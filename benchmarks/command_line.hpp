@@ -2,12 +2,11 @@
 // The parts of `bench`'s command line that Google Benchmark leaves unchecked: its --help (usage
 // naming `bench`, then gpubench's own flags and environment variables), run flags it would accept
 // and then run forever or abort on (a non-finite or non-positive --benchmark_min_time, a
-// non-positive --benchmark_repetitions), and the --benchmark_out file, which it writes through an
-// ofstream whose errors it ignores.
+// non-positive --benchmark_repetitions). The --benchmark_out file and stdout are
+// benchmarks/output_file.hpp's.
 
 #include <benchmark/benchmark.h>
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,7 +15,8 @@ namespace gpubench {
 
 // Exit codes of `bench` besides 0.
 constexpr int kExitOutputLost = 1;  // --benchmark_out or stdout was not written completely
-constexpr int kExitUsage = 2;       // a bad flag or value, or no benchmark ran
+constexpr int kExitUsage =
+    2;  // a bad flag or value, an unusable --benchmark_out, or no benchmark ran
 
 // Google Benchmark's --help with the usage line naming `bench`, followed by gpubench's flags,
 // defaults, environment variables and exit codes, one line each. Google Benchmark calls it (the
@@ -39,19 +39,5 @@ std::optional<std::string> check_run_flags(std::vector<std::string>* arguments);
 
 // The --benchmark_min_time argument bench adds when none is given: 0.05 s per benchmark.
 std::string default_min_time_argument();
-
-// The reporter Google Benchmark would make for --benchmark_out (by --benchmark_out_format), which
-// after the run flushes the file and records whether the stream failed (a full disk, /dev/full).
-struct CheckedFileReporter {
-  std::unique_ptr<benchmark::BenchmarkReporter> reporter;
-  std::shared_ptr<bool> write_failed = std::make_shared<bool>(false);
-};
-CheckedFileReporter make_checked_file_reporter(const std::vector<std::string>& arguments);
-
-// Checks the --benchmark_out file after the run: it exists, is not empty and, in JSON format,
-// parses with a "benchmarks" array. Files that cannot be read back (a device, a pipe) are checked
-// only through `write_failed`. Returns the cause, or nothing when the file is complete.
-std::optional<std::string> check_output_file(const std::string& path, const std::string& format,
-                                             bool write_failed);
 
 }  // namespace gpubench

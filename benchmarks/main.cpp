@@ -6,17 +6,23 @@
 //                     a GPU, and exit (the name contract's test uses it)
 //   --wait-idle=S     wait up to S seconds for other processes to leave the CPUs idle
 //                     (benchmarks/run_conditions.hpp)
+//   --all-counters    console rows with every counter and the label (progress_reporter.hpp)
 // and a default --benchmark_min_time of 0.05 s per benchmark unless one is given, which keeps the
 // default sweep inside its time budget. GPU benchmarks are registered only when a device is
 // visible; otherwise one line on stderr says why they were skipped and the CPU benchmarks run.
-// --help, the checks of run flags before anything runs and of the output after the run are in
-// benchmarks/command_line.hpp; exit codes: 0 done, 1 output lost, 2 bad command line or no run.
+// --help and the checks of run flags before anything runs are in benchmarks/command_line.hpp; the
+// --benchmark_out file (written whole or not at all, its folder created) and stdout in
+// benchmarks/output_file.hpp. SIGPIPE is ignored: a pipe closed by `| head` costs the console
+// table, never the --benchmark_out file. Exit codes: 0 done, 1 output lost, 2 bad command line,
+// unusable --benchmark_out or no run.
 
 #include <benchmark/benchmark.h>
 
 #include <regex.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +31,7 @@
 #include <vector>
 
 #include "benchmarks/command_line.hpp"
+#include "benchmarks/output_file.hpp"
 #include "benchmarks/progress_reporter.hpp"
 #include "benchmarks/registration.hpp"
 #include "benchmarks/run_conditions.hpp"
@@ -48,16 +55,32 @@ bool take_flag(int* argc, char** argv, const char* flag) {
   return false;
 }
 
-// Whether everything written to stdout (the console table, a listing) reached it: with
-// std::cout synchronised with stdio, a failed write shows only when stdout is flushed.
-bool stdout_complete() {
-  std::cout.flush();
-  return std::fflush(stdout) == 0 && std::ferror(stdout) == 0 && !std::cout.fail();
+// Whether everything written to stdout (the console table, a listing) reached it; if not, says so
+// on stderr unless `already_said`.
+bool stdout_complete(bool already_said = false) {
+  const auto error = gpubench::stdout_write_error();
+  if (error && !already_said) {
+    std::cerr << "gpubench: " << *error << "; the console output is incomplete\n";
+  }
+  return !error;
+}
+
+// Replaces every --benchmark_out=... in `arguments` by `replacement` (none when empty).
+void replace_out_flag(std::vector<std::string>* arguments, const std::string& replacement) {
+  std::vector<std::string> kept;
+  for (std::string& argument : *arguments) {
+    if (argument.rfind("--benchmark_out=", 0) != 0) kept.push_back(std::move(argument));
+  }
+  if (!replacement.empty()) kept.push_back("--benchmark_out=" + replacement);
+  *arguments = std::move(kept);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed stdout (`bench ... | head`) must not kill the run before --benchmark_out is written:
+  // the failed write shows in the stream's state instead (benchmarks/output_file.hpp).
+  std::signal(SIGPIPE, SIG_IGN);
   // A mis-detected CPU would make OpenBLAS run SSE3 kernels (harness/openblas_core.hpp). The kernel
   // set is fixed when the library loads, so set OPENBLAS_CORETYPE and restart once.
   if (const auto coretype = gpubench::better_openblas_coretype()) {
@@ -69,11 +92,13 @@ int main(int argc, char** argv) {
     std::cerr << "gpubench: restart failed; measuring with OpenBLAS's own choice\n";
   }
   if (take_flag(&argc, argv, "--schema")) {
+    errno = 0;
     std::cout << gpubench::schema_json() << "\n";
     return stdout_complete() ? 0 : gpubench::kExitOutputLost;
   }
   if (const auto stop = gpubench::prepare_run_conditions(&argc, argv)) return *stop;
   const bool list_all = take_flag(&argc, argv, "--list-all");
+  const bool all_counters = take_flag(&argc, argv, "--all-counters");
   const bool full = gpubench::take_full_sweep_flag(&argc, argv);
 
   std::vector<std::string> arguments(argv, argv + argc);
@@ -84,7 +109,22 @@ int main(int argc, char** argv) {
   if (!gpubench::flag_value(arguments, "benchmark_min_time")) {
     arguments.push_back(gpubench::default_min_time_argument());
   }
+  const bool listing = list_all || gpubench::flag_is_set(arguments, "benchmark_list_tests");
   if (list_all) arguments.emplace_back("--benchmark_list_tests=true");
+  // Google Benchmark writes --benchmark_out into the file it is given, truncating it first (a
+  // listing too, which leaves it empty): it gets a temporary file beside the target instead.
+  const std::string out_path = gpubench::flag_value(arguments, "benchmark_out").value_or("");
+  gpubench::OutputFile out_file;
+  if (listing) {
+    replace_out_flag(&arguments, "");  // a listing writes no results: the file stays as it is
+  } else if (!out_path.empty()) {
+    if (const auto cause = out_file.open(out_path)) {
+      std::cerr << "gpubench: --benchmark_out=" << out_path << ": " << *cause
+                << "; nothing was run\n";
+      return gpubench::kExitUsage;
+    }
+    replace_out_flag(&arguments, out_file.write_path());
+  }
   std::vector<char*> pointers;
   pointers.reserve(arguments.size() + 1);
   for (std::string& argument : arguments) pointers.push_back(argument.data());
@@ -116,23 +156,27 @@ int main(int argc, char** argv) {
     std::cerr << "gpubench: GPU benchmarks skipped: " << gpubench::gpu_unavailable_reason() << "\n";
   }
 
-  // Long sweeps report progress on stderr (benchmarks/progress_reporter.hpp); a listing does not.
+  // The console, progress on stderr and a closed stdout are the ProgressReporter's
+  // (benchmarks/progress_reporter.hpp); a listing has none of them.
   const std::string filter = gpubench::flag_value(arguments, "benchmark_filter").value_or("");
-  const auto out_path = gpubench::flag_value(arguments, "benchmark_out");
-  const bool listing = list_all || gpubench::flag_is_set(arguments, "benchmark_list_tests");
   gpubench::CheckedFileReporter file_reporter;
   std::size_t ran = 0;
+  bool stdout_failure_said = false;
   if (listing) {
+    errno = 0;
     ran = benchmark::RunSpecifiedBenchmarks();
   } else {
     gpubench::ProgressReporter progress(
-        gpubench::count_selected(gpubench::registered_names(), filter));
-    if (out_path && !out_path->empty()) {
+        gpubench::count_selected(gpubench::registered_names(), filter),
+        all_counters ? gpubench::ConsoleCounters::all : gpubench::ConsoleCounters::measured,
+        out_path);
+    if (!out_path.empty()) {
       file_reporter = gpubench::make_checked_file_reporter(arguments);
       ran = benchmark::RunSpecifiedBenchmarks(&progress, file_reporter.reporter.get());
     } else {
       ran = benchmark::RunSpecifiedBenchmarks(&progress);
     }
+    stdout_failure_said = progress.stdout_failed();
   }
   benchmark::Shutdown();
   if (!listing) gpubench::print_disturbance_line();  // how many rows were disturbed, by what
@@ -154,16 +198,14 @@ int main(int argc, char** argv) {
   if (file_reporter.reporter) {
     const std::string format =
         gpubench::flag_value(arguments, "benchmark_out_format").value_or("json");
-    if (const auto cause =
-            gpubench::check_output_file(*out_path, format, *file_reporter.write_failed)) {
-      std::cerr << "gpubench: --benchmark_out=" << *out_path << ": " << *cause
-                << "; the results are lost or incomplete\n";
+    if (const auto cause = out_file.publish(format, *file_reporter.write_failed)) {
+      std::cerr << "gpubench: --benchmark_out=" << out_path << ": " << *cause
+                << (out_file.in_place() ? "; the results are lost or incomplete\n"
+                                        : "; the results are lost, a file already there is "
+                                          "left as it was\n");
       return gpubench::kExitOutputLost;
     }
   }
-  if (!stdout_complete()) {
-    std::cerr << "gpubench: writing to stdout failed; the console output is lost or incomplete\n";
-    return gpubench::kExitOutputLost;
-  }
+  if (!stdout_complete(stdout_failure_said)) return gpubench::kExitOutputLost;
   return 0;
 }

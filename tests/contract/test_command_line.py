@@ -1,7 +1,9 @@
 """`bench`'s command line beyond Google Benchmark's: --help names `bench` and lists gpubench's own
 flags and every environment variable the source reads; run flags that would run forever, abort or
 run nothing are rejected with exit code 2 before anything runs; output that was not written
-completely (--benchmark_out, stdout) is exit code 1, never a silent success.
+completely (--benchmark_out, stdout) is exit code 1, never a silent success. The --benchmark_out
+file is written whole or not at all (its folder created), a closed stdout never costs it, and the
+console stays readable (compact rows, progress lines apart from them).
 """
 
 from __future__ import annotations
@@ -184,18 +186,24 @@ def limit_file_size() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
 
-def test_output_cut_off_by_a_full_disk_is_exit_code_1(tmp_path: Path) -> None:
+def test_output_cut_off_by_a_full_disk_is_exit_code_1_and_keeps_the_file_there(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "out.json"
+    out.write_text("the previous run's results\n")
     run = run_bench(
         "--benchmark_filter=^matmul/cpu/openblas/dtype:fp32/m:(16|32|64)/n:(16|32|64)/k:(16|32|64)/",
         SHORT_TIME,
         f"--benchmark_out={out}",
         preexec_fn=limit_file_size,
     )
-    assert out.stat().st_size == 4096, "the file was not cut off: the test does not test"
     assert run.returncode == 1, f"exit {run.returncode}; stderr: {run.stderr}"
     messages = [line for line in run.stderr.splitlines() if str(out) in line]
     assert len(messages) == 1, run.stderr
+    # The file-size limit did cut the results off (the test tests), and nothing replaced the file.
+    assert "writing it failed" in messages[0], messages[0]
+    assert out.read_text() == "the previous run's results\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
 
 
 def test_stdout_that_cannot_be_written_is_exit_code_1(tmp_path: Path) -> None:
@@ -218,3 +226,288 @@ def test_complete_output_is_exit_code_0(tmp_path: Path) -> None:
     run = run_bench(TINY_FILTER, SHORT_TIME, f"--benchmark_out={out}")
     assert run.returncode == 0, run.stderr
     assert len(json.loads(out.read_text())["benchmarks"]) == 1
+
+
+# --- The --benchmark_out file: whole or not at all, its folder created ---------------------------
+
+
+# Six small products, three repetitions each: about a second, and over 8 KB of JSON, so that
+# Google Benchmark's file stream has written part of it to disk while the run goes on.
+def squares_filter(*sizes: int) -> str:
+    """The single-threaded fp32 square products of `sizes`."""
+    squares = "|".join(f"m:{n}/n:{n}/k:{n}" for n in sizes)
+    return f"--benchmark_filter=^matmul/cpu/openblas/dtype:fp32/({squares})/threads:1$"
+
+
+SEVERAL_FILTER = squares_filter(16, 32, 48, 64, 96, 128)
+SEVERAL_NAMES = 6
+
+
+def progress_environment() -> dict[str, str]:
+    return {**os.environ, "GPUBENCH_PROGRESS_SECONDS": "0"}
+
+
+def wait_for_progress(process: subprocess.Popen, done: int) -> list[str]:
+    """Reads `process`'s stderr until its progress line for `done` benchmarks; returns the lines."""
+    lines = []
+    for line in process.stderr:
+        lines.append(line)
+        if line.startswith(f"gpubench: {done}/"):
+            return lines
+    raise AssertionError(f"bench ended before {done} benchmarks: {''.join(lines)}")
+
+
+def test_two_runs_writing_one_file_leave_one_complete_document(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    long_run = subprocess.Popen(
+        [
+            str(bench_binary()),
+            SEVERAL_FILTER,
+            "--benchmark_min_time=0.05",
+            "--benchmark_repetitions=3",
+            f"--benchmark_out={out}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=progress_environment(),
+    )
+    try:
+        # The second run starts while the first is half way, and usually ends before it.
+        wait_for_progress(long_run, 3)
+        short_run = run_bench(TINY_FILTER, SHORT_TIME, f"--benchmark_out={out}")
+        long_stderr = long_run.stderr.read()
+        long_run.wait(timeout=TIMEOUT_S)
+    finally:
+        long_run.kill()
+    assert short_run.returncode == 0, short_run.stderr
+    assert long_run.returncode == 0, long_stderr
+    text = out.read_bytes()
+    assert b"\0" not in text
+    document = json.loads(text)  # exactly one document: trailing bytes are an error here
+    names = {row["run_name"] for row in document["benchmarks"]}
+    # The run that finished last wrote the file, whole: usually the long one.
+    if len(names) == 1:
+        assert names == {"matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1"}
+        assert len(document["benchmarks"]) == 1
+    else:
+        assert len(names) == SEVERAL_NAMES, names
+        assert len(document["benchmarks"]) == SEVERAL_NAMES * (3 + 4)  # 3 repetitions, 4 aggregates
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_interrupted_run_leaves_the_file_there_and_no_temporary_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    out.write_text("the previous run's results\n")
+    process = subprocess.Popen(
+        [
+            str(bench_binary()),
+            SEVERAL_FILTER,
+            "--benchmark_min_time=0.02",
+            "--benchmark_repetitions=3",
+            f"--benchmark_out={out}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=progress_environment(),
+    )
+    try:
+        wait_for_progress(process, 2)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=TIMEOUT_S)
+    finally:
+        process.kill()
+    assert process.returncode == -signal.SIGINT  # ended by the signal, as without bench's handler
+    assert out.read_text() == "the previous run's results\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_folder_of_the_output_file_is_created(tmp_path: Path) -> None:
+    out = tmp_path / "results" / "nested" / "out.json"
+    run = run_bench(TINY_FILTER, SHORT_TIME, f"--benchmark_out={out}")
+    assert run.returncode == 0, run.stderr
+    assert len(json.loads(out.read_text())["benchmarks"]) == 1
+    assert sorted(path.name for path in out.parent.iterdir()) == ["out.json"]
+
+
+def test_output_file_keeps_the_permissions_of_a_new_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    run = run_bench(TINY_FILTER, SHORT_TIME, f"--benchmark_out={out}")
+    assert run.returncode == 0, run.stderr
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask  # not the temporary file's private 0600
+
+
+@pytest.mark.parametrize(
+    "where, cause",
+    [
+        ("a-file/out.json", "cannot create the folder"),  # a folder named like an existing file
+        ("", "is a folder"),  # the output path is the folder itself
+    ],
+)
+def test_output_path_that_cannot_be_written_is_exit_code_2_before_anything_runs(
+    tmp_path: Path, where: str, cause: str
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder\n")
+    out = tmp_path / where
+    run = run_bench(TINY_FILTER, SHORT_TIME, f"--benchmark_out={out}")
+    assert run.returncode == 2, f"exit {run.returncode}; stderr: {run.stderr}"
+    messages = [line for line in run.stderr.splitlines() if str(out) in line]
+    assert len(messages) == 1 and cause in messages[0], run.stderr
+    assert messages[0].startswith("gpubench: --benchmark_out="), messages[0]
+    assert "matmul/cpu" not in run.stdout  # nothing ran
+
+
+def test_listing_leaves_the_output_file_as_it_was(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    out.write_text("the previous run's results\n")
+    run = run_bench("--benchmark_list_tests", TINY_FILTER, f"--benchmark_out={out}")
+    assert run.returncode == 0, run.stderr
+    assert "matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1" in run.stdout
+    assert out.read_text() == "the previous run's results\n"
+
+
+# --- A closed stdout ---------------------------------------------------------------------------
+
+# Nine rows of at least 0.05 s each: stdout is still being written well after `head` has exited.
+NINE_FILTER = squares_filter(16, 32, 48, 64, 96, 128, 192, 256, 384)
+
+
+def run_into_head(*arguments: str) -> tuple[int, str]:
+    """`bench ARGUMENTS | head -1`: bench's exit code and stderr."""
+    bench = subprocess.Popen(
+        [str(bench_binary()), *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    head = subprocess.Popen(["head", "-1"], stdin=bench.stdout, stdout=subprocess.DEVNULL)
+    bench.stdout.close()  # head holds the only reading end
+    try:
+        stderr = bench.stderr.read().decode()
+        bench.wait(timeout=TIMEOUT_S)
+        head.wait(timeout=TIMEOUT_S)
+    finally:
+        bench.kill()
+    return bench.returncode, stderr
+
+
+def test_closed_stdout_keeps_the_file_whole_and_exits_1_with_one_message(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    exit_code, stderr = run_into_head(
+        NINE_FILTER, "--benchmark_min_time=0.05", f"--benchmark_out={out}"
+    )
+    assert exit_code == 1, f"exit {exit_code}; stderr: {stderr}"
+    messages = [line for line in stderr.splitlines() if "stdout" in line]
+    assert len(messages) == 1, stderr
+    assert "stdout was closed" in messages[0] and str(out) in messages[0], messages[0]
+    assert len(json.loads(out.read_text())["benchmarks"]) == 9  # every row, the run went on
+
+
+def test_closed_stdout_without_an_output_file_stops_the_run_with_exit_1() -> None:
+    exit_code, stderr = run_into_head(NINE_FILTER, "--benchmark_min_time=0.05")
+    assert exit_code == 1, f"exit {exit_code}; stderr: {stderr}"
+    messages = [line for line in stderr.splitlines() if "stdout" in line]
+    assert len(messages) == 1 and "stopping" in messages[0], stderr
+
+
+# --- The terminal ------------------------------------------------------------------------------
+
+TABLE_ROW = re.compile(
+    r"^matmul/\S+ +[0-9.]+ (?:[mun]?s|%) +[0-9.]+ (?:[mun]?s|%) +\d+( \S+=\S+)*$"
+)
+
+
+def test_console_rows_are_compact_and_show_no_nan(tmp_path: Path) -> None:
+    # Two repetitions: Google Benchmark's _cv row divides by a mean of 0 for bytes_h2d and
+    # bytes_d2h, which it would print as -nan%.
+    run = run_bench(
+        TINY_FILTER,
+        SHORT_TIME,
+        "--benchmark_repetitions=2",
+        f"--benchmark_out={tmp_path / 'out.json'}",
+    )
+    assert run.returncode == 0, run.stderr
+    rows = [line for line in run.stdout.splitlines() if line.startswith("matmul/")]
+    assert len(rows) == 2 + 4, run.stdout
+    assert all("FLOP/s=" in row and "pct_peak=" in row for row in rows), run.stdout
+    assert "nan" not in run.stdout.lower()
+    assert "bytes_h2d" not in run.stdout and "workload=" not in run.stdout  # in the JSON only
+    assert max(len(row) for row in rows) < 200, run.stdout
+    row = json.loads((tmp_path / "out.json").read_text())["benchmarks"][0]
+    assert "bytes_h2d" in row and "workload=" in row["label"]  # the file keeps everything
+
+
+def test_all_counters_shows_every_counter_and_the_label_but_no_nan() -> None:
+    run = run_bench(TINY_FILTER, SHORT_TIME, "--benchmark_repetitions=2", "--all-counters")
+    assert run.returncode == 0, run.stderr
+    rows = [line for line in run.stdout.splitlines() if line.startswith("matmul/")]
+    assert len(rows) == 2 + 4, run.stdout
+    # The _cv row has no bytes_h2d: 0/0 is not a number.
+    assert all(
+        "bytes_h2d=" in row for row in rows if not row.split()[0].endswith("_cv")
+    ), run.stdout
+    assert "workload=matmul" in rows[0]
+    assert "nan" not in run.stdout.lower()
+
+
+def test_progress_lines_never_land_inside_a_table_row(tmp_path: Path) -> None:
+    # Twelve repetitions: each benchmark writes over 4 KB of rows, more than stdout's buffer holds,
+    # so a row that is not flushed before a progress line is written would be cut by it.
+    log = tmp_path / "log.txt"
+    with open(log, "w", encoding="utf-8") as both:  # `bench >log 2>&1`
+        run = subprocess.run(
+            [str(bench_binary()), SEVERAL_FILTER, SHORT_TIME, "--benchmark_repetitions=12"],
+            stdout=both,
+            stderr=both,
+            env=progress_environment(),
+            timeout=TIMEOUT_S,
+        )
+    assert run.returncode == 0
+    lines = log.read_text().splitlines()
+    for line in lines:
+        assert "gpubench:" not in line or line.startswith("gpubench: "), line
+        if line.startswith("matmul/"):
+            assert TABLE_ROW.match(line), line
+    rows = [line for line in lines if line.startswith("matmul/")]
+    assert len(rows) == SEVERAL_NAMES * (12 + 4)
+    # One progress line per benchmark (its repetitions and their aggregates together), after its
+    # rows, then the last one.
+    progress = [
+        index
+        for index, line in enumerate(lines)
+        if line.startswith("gpubench: ") and "benchmarks, " in line
+    ]
+    assert len(progress) == SEVERAL_NAMES + 1, "\n".join(lines)
+    for index in progress[:-1]:
+        name = lines[index].rsplit(", ", 1)[1]
+        last_row = max(number for number, line in enumerate(lines) if line.startswith(name))
+        assert last_row < index, f"the progress line for {name} comes before its rows"
+
+
+def test_progress_lines_show_the_time_left() -> None:
+    run = run_bench(SEVERAL_FILTER, SHORT_TIME, env=progress_environment())
+    assert run.returncode == 0, run.stderr
+    progress = [line for line in run.stderr.splitlines() if " benchmarks, " in line]
+    assert len(progress) == SEVERAL_NAMES + 1, run.stderr
+    for line in progress[: SEVERAL_NAMES - 1]:  # every line before the last benchmark
+        assert re.match(
+            rf"gpubench: \d/{SEVERAL_NAMES} benchmarks, \d+:\d\d elapsed, about \d+:\d\d left, "
+            r"matmul/",
+            line,
+        ), line
+    assert progress[-1].endswith(" elapsed, done"), progress[-1]
+
+
+def test_debug_build_warning_of_the_library_is_explained() -> None:
+    run = run_bench(TINY_FILTER, SHORT_TIME)
+    assert run.returncode == 0, run.stderr
+    lines = run.stderr.splitlines()
+    warnings = [index for index, line in enumerate(lines) if "Library was built as DEBUG" in line]
+    if not warnings:
+        pytest.skip("this Google Benchmark library was built as release: no warning to explain")
+    assert len(warnings) == 1
+    note = lines[warnings[0] + 1]
+    assert note.startswith("gpubench: ") and "not the code measured" in note, note
+    assert "docs/running-bench.md" in note

@@ -4,8 +4,9 @@ Each ```sh block of README.md is preceded by a marker comment:
 
 - ``<!-- doctest: run [creates=PATH,PATH] -->``: run here, in order, every block in one scratch
   folder that looks like a checkout after the quick start (``build``, ``tools``, ``scripts``,
-  ``data``, ``reports/baselines`` and ``.venv`` are links to the real ones; ``results/`` and the
-  rest are new), so later blocks read what earlier ones wrote. A block runs under ``bash -eu``:
+  ``data``, ``reports/baselines`` and ``.venv`` are links to the real ones) and holds nothing a
+  user would not have: no ``results/``, which the commands themselves must create. Later blocks
+  read what earlier ones wrote. A block runs under ``bash -eu``:
   every line must succeed (no pipefail, as in an interactive shell, so ``| head`` is fine); it must
   write no traceback and create the files named.
 - ``<!-- doctest: gpu (reason) -->``: needs a GPU; listed and skipped with the reason.
@@ -102,7 +103,6 @@ def checkout_like(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / ".venv").symlink_to(venv)
     (root / "reports").mkdir()
     (root / "reports" / "baselines").symlink_to(REPO / "reports" / "baselines")
-    (root / "results").mkdir()
     return root
 
 

@@ -1,0 +1,79 @@
+#pragma once
+// bench's --benchmark_out file and its stdout, which Google Benchmark writes through streams whose
+// errors it ignores.
+//
+// Decisions:
+// - The file is written whole or not at all: Google Benchmark writes into a temporary file beside
+//   the target (same folder, so the rename stays on one file system), which after the run is read
+//   back, synced to disk and renamed over the target. Two runs writing the same file leave one of
+//   the two complete documents, never one spliced into the other; a run that fails or is
+//   interrupted leaves the file that was there before.
+// - The target's folder is created (parents included) before anything runs, so that a bad path
+//   costs no sweep.
+// - A target that exists and is not a regular file (/dev/stdout, /dev/null, a pipe) cannot be
+//   renamed over: it is written in place and judged by its stream's state only.
+// - The read-back accepts exactly one JSON document with a "context" object and a "benchmarks"
+//   array of named rows, and nothing after it but white space.
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpubench {
+
+// The reporter Google Benchmark would make for --benchmark_out (by --benchmark_out_format), which
+// after the run flushes the file and records whether the stream failed (a full disk, /dev/full).
+struct CheckedFileReporter {
+  std::unique_ptr<benchmark::BenchmarkReporter> reporter;
+  std::shared_ptr<bool> write_failed = std::make_shared<bool>(false);
+};
+CheckedFileReporter make_checked_file_reporter(const std::vector<std::string>& arguments);
+
+// Checks a written output file: it exists, is not empty and, in JSON format, is exactly one
+// document (Google Benchmark's NaN and Infinity literals allowed) with a "context" object and a
+// "benchmarks" array whose rows are objects with a "name" string, followed by nothing but white
+// space. Files that cannot be read back (a device, a pipe) are checked only through
+// `write_failed`. Returns the cause, or nothing when the file is complete.
+std::optional<std::string> check_output_file(const std::string& path, const std::string& format,
+                                             bool write_failed);
+
+// The --benchmark_out target of one run.
+class OutputFile {
+ public:
+  OutputFile() = default;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  // Removes the temporary file unless it was published.
+  ~OutputFile();
+
+  // Creates the folder of `path` (parents included) and the temporary file beside it. Returns the
+  // cause when either cannot be made, or when `path` is a folder.
+  std::optional<std::string> open(const std::string& path);
+
+  // The file to hand Google Benchmark as --benchmark_out: the temporary file, or the target
+  // itself when that is a device or a pipe.
+  const std::string& write_path() const { return write_path_; }
+
+  // Whether Google Benchmark writes the target itself (a device or a pipe).
+  bool in_place() const { return write_path_ == target_; }
+
+  // After the run: checks the written file (check_output_file), syncs it to disk and renames it
+  // over the target. Returns the cause when the results did not arrive whole; the temporary file
+  // is then removed and the target is left as it was.
+  std::optional<std::string> publish(const std::string& format, bool write_failed);
+
+ private:
+  std::string target_;      // the user's path, through a symbolic link to the file it names
+  std::string write_path_;  // the temporary file, or target_ when written in place
+  int descriptor_ = -1;     // the temporary file's, kept to sync it
+};
+
+// Flushes std::cout and stdout. Returns what went wrong ("stdout was closed (Broken pipe)",
+// "writing to stdout failed (No space left on device)") when anything written to stdout so far
+// did not arrive, or nothing. bench ignores SIGPIPE, so a closed pipe shows here.
+std::optional<std::string> stdout_write_error();
+
+}  // namespace gpubench
