@@ -386,3 +386,16 @@ def test_a_partial_run_still_answers_what_it_can(
     assert doc["gpu"]["parts"]["sync"] >= 0
     doc = advise_json([run, "--gemm", "128x128x128", "--host", "resident"], capsys)
     assert doc["gpu"]["parts"]["h2d"] == 0
+
+
+def test_a_file_name_cannot_forge_a_line_of_the_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The answer names its input file; a name with a newline and a CI workflow command stays on
+    its line (output.say sanitises every line it prints)."""
+    hostile = tmp_path / "run\n::error::forged.json"
+    hostile.write_bytes(Path(MATMUL).read_bytes())
+    code, out, err = advise([str(hostile), "--gemm", "1024x1024x1024"], capsys)
+    assert code == 0, err
+    assert not any(line.startswith("::") for line in out.splitlines())
+    assert "forged.json" in out

@@ -13,6 +13,7 @@ import sys
 from typing import Any, Sequence
 
 from ..benchjson import BenchJsonError
+from .. import output
 from ..cli import EXIT_OK, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
 from .curves import GemmShape
 from .loo import leave_one_out
@@ -179,10 +180,14 @@ def _main(argv: Sequence[str] | None) -> int:
         # Failed and skipped rows are the report's business (it lists them); a truncated file
         # or a benchmark in two files still bears on the answer.
         if not w.endswith("(listed in the report)"):
-            print(f"{PROG}: warning: {w}", file=sys.stderr)
+            output.warn(f"{PROG}: warning: {w}")
+    # Done is decided before the answer is printed: a reader that leaves early (`| head`) costs
+    # the rest of the answer, never the exit status (the one writer, output.py).
+    output.decide(EXIT_OK)
     objects = [doc for _, doc in answers]
     if args.json:
-        print(json.dumps(objects[0] if len(objects) == 1 else objects, indent=1, allow_nan=False))
+        text = json.dumps(objects[0] if len(objects) == 1 else objects, indent=1, allow_nan=False)
     else:
-        print("\n".join(text for text, _ in answers), end="")
+        text = "\n".join(text for text, _ in answers)
+    output.say(*text.splitlines())
     return EXIT_OK
