@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..overhead_model import build_model
+from ..overhead_model import build_model, num
 from ..benchjson import DISTURBED, UNKNOWN, describe_conditions, unknown_conditions_note
 from ..policy import HEADLINE_RULE
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name, summarize
@@ -26,6 +26,7 @@ from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, 
 from . import analysis
 from .charts import Chart, draw
 from .topics import (
+    ENERGY,
     ALLOCATION_PROBES,
     CONTEXT_NAMES,
     MEMORY_AGREEMENT,
@@ -34,6 +35,7 @@ from .topics import (
     PART_MEANINGS,
     PEERS,
     TOPICS,
+    EnergyTopic,
     Topic,
     committed_gpu_reference,
 )
@@ -1075,6 +1077,84 @@ class _Builder:
             }
         )
 
+    def energy_section(self, energy: EnergyTopic = ENERGY) -> None:
+        """Joules per unit of work on each side of the energy topic's pairs, where a GPU row
+        has energy; the CPU side's energy where recorded, else why not."""
+        s = self.summary
+        if energy.gpu_counter not in s or not s[energy.gpu_counter].notna().any():
+            return
+
+        def joules(rows: pd.DataFrame, counter: str) -> pd.Series:
+            if counter not in rows:
+                return pd.Series(math.nan, index=rows.index)
+            per = (
+                num(rows, energy.per).where(num(rows, energy.per) > 0, 1.0)
+                if energy.per in rows
+                else 1.0
+            )
+            return num(rows, counter) / per
+
+        table_rows, compared = [], 0
+        for topic in (t for t in TOPICS if t.id in energy.topics):
+            gpu = analysis.select(s, topic.gpu)
+            gpu = gpu[gpu[energy.gpu_counter].notna()]
+            if gpu.empty:
+                continue
+            keys = ["machine", *topic.keys]
+            gpu = _fastest(gpu, keys, topic.time_col).assign(
+                _j=lambda r: joules(r, energy.gpu_counter)
+            )
+            cpu = analysis.select(s, topic.cpu)
+            cpu = _fastest(cpu, keys, topic.time_col) if len(cpu) else cpu
+            cpu = (
+                cpu.assign(_j=joules(cpu, energy.cpu_counter))[keys + ["_j"]] if len(cpu) else None
+            )
+            pairs = (
+                gpu if cpu is None else gpu.merge(cpu, on=keys, how="left", suffixes=("", "_cpu"))
+            )
+            for _, r in pairs.sort_values(keys).iterrows():
+                cpu_j = r.get("_j_cpu", math.nan)
+                has_cpu = pd.notna(cpu_j)
+                compared += bool(has_cpu)
+                size = ", ".join(f"{k} {fmt_size(r[k])}" for k in topic.keys if pd.notna(r.get(k)))
+                table_rows.append(
+                    [
+                        topic.title,
+                        size,
+                        str(r.get("variant") or "—"),
+                        f"{r['_j']:.3g} J",
+                        f"{cpu_j:.3g} J" if has_cpu else "not recorded",
+                        fmt_ratio(cpu_j / r["_j"]) if has_cpu and r["_j"] > 0 else "—",
+                    ]
+                )
+        if not table_rows:
+            return
+        cpu_said = (
+            f"CPU energy: {energy.cpu_absent}."
+            if not compared
+            else f"CPU energy compared at {compared} of {len(table_rows)} sizes."
+        )
+        self.sections.append(
+            {
+                "id": energy.id,
+                "title": energy.title,
+                "paragraphs": [
+                    f"Joules per {energy.unit_name}: the GPU's energy counter (NVML) over each "
+                    f"repetition's timed loop, per {energy.unit_name}, at the fastest GPU path of "
+                    f"each size (as in the speedups). {cpu_said}"
+                ],
+                "charts": [],
+                "tables": [
+                    {
+                        "caption": f"Energy per {energy.unit_name} (median over repetitions)",
+                        "headers": ["workload", "size", "GPU path", f"GPU J/{energy.unit_name}",
+                                    f"CPU J/{energy.unit_name}", "CPU / GPU energy"],  # fmt: skip
+                        "rows": table_rows,
+                    }
+                ],
+            }
+        )
+
     # --- the hardware ---------------------------------------------------------------------
 
     def appendix(self) -> dict[str, Any]:
@@ -1371,6 +1451,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     builder.peers_section()
     builder.memory_section()
     builder.allocation_section()
+    builder.energy_section()
     builder.problems_section()
     # An answer row links to its section only where there is one: a workload with rows on one
     # side only has none.
