@@ -318,7 +318,9 @@ def test_report_warns_first_and_marks_disturbed_medians(tmp_path, capsys) -> Non
     assert "Measured while disturbed: 5 of 10 repetitions" in head
     assert "waited for a CPU while other processes ran, up to 0.90 core" in head
     assert "1 marked" in head
-    assert "Measured while disturbed" in err.splitlines()[0]
+    # On stderr right after the line on whose GPU numbers these are (here: none).
+    assert "no GPU rows" in err.splitlines()[0]
+    assert "Measured while disturbed" in err.splitlines()[1]
     assert DISTURBED_MARK == "‡"
 
 

@@ -69,7 +69,8 @@ def build_report(
     # Said first: every GPU number of this report is another run's.
     whose = reference_warning(table)
     conditions = [doc["conditions"]] if doc["conditions"] else []
-    return html_path, md_path, conditions + whose + table.warnings + (listed if verbose else [])
+    # The conditions next: whether the numbers were measured on a quiet machine.
+    return html_path, md_path, whose + conditions + table.warnings + (listed if verbose else [])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
