@@ -103,8 +103,6 @@ def test_an_old_file_reads_as_conditions_unknown_never_quiet(tmp_path: Path) -> 
 
 
 def test_describe_conditions_says_how_many_by_what_and_how_much() -> None:
-    rows = [rep(NAMES[0], 1e-3, i, d, wait=w)["disturbed"] for i, (d, w) in enumerate([(1, 0.4)])]
-    assert rows == [1]
     counters = [
         {"disturbed": 1, "disturbed_by": 1, "cpu_wait_cores": 0.4},
         {"disturbed": 1, "disturbed_by": 3, "cpu_wait_cores": 1.2, "cpu_steal_cores": 0.3},
@@ -306,7 +304,6 @@ def test_headline_rule_uses_undisturbed_repetitions_where_three_remain(tmp_path:
 
 
 def test_report_warns_first_and_marks_disturbed_medians(tmp_path, capsys) -> None:
-    from gpubench_tools.table import load_table as _load  # noqa: F401  (the report's loader)
     from gpubench_tools.report.build import DISTURBED_MARK
 
     times = {n: FIVE_MS for n in NAMES}
