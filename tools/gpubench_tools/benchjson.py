@@ -60,6 +60,16 @@ __all__ = [
     "MAX_ITERATIONS",
     "MAX_ABS_COUNTER",
     "usable_counter",
+    "QUIET",
+    "DISTURBED",
+    "UNKNOWN",
+    "CONDITION_STATES",
+    "DISTURBED_BY",
+    "condition_of",
+    "disturbance_causes",
+    "describe_conditions",
+    "disturbance_causes_line",
+    "unknown_conditions_note",
 ]
 
 # What a file is (read_file's verdict per file).
@@ -170,6 +180,109 @@ def as_read(value: Any, limit: int = 40) -> str:
 def usable_counter(value: float) -> bool:
     """A counter value that can be used as a number: finite, and not absurdly large."""
     return math.isfinite(value) and abs(value) <= MAX_ABS_COUNTER
+
+
+# --- the conditions of a repetition -------------------------------------------------------------
+
+# What the harness's rule (docs/timing-method.md, "Conditions and disturbed repetitions") said of a
+# repetition, decided here for every tool: *disturbed* (counter `disturbed` is 1: something else
+# took the machine while its loop ran), *quiet* (`disturbed` is 0), or *conditions unknown* (no
+# usable `disturbed` counter: a file from a bench older than the counters, a run with
+# GPUBENCH_CONDITIONS=off, or a NaN). Unknown is never taken for quiet, and never an error: such a
+# repetition is used as it was before the counters existed, and the tools say "conditions
+# unknown" once. On an aggregate row (a file written with --benchmark_report_aggregates_only) the
+# same reading applies to the aggregate of the 0/1 counter: a mean above 0 or a median of 1 says
+# disturbed repetitions went into it.
+QUIET, DISTURBED, UNKNOWN = "quiet", "disturbed", "conditions unknown"
+CONDITION_STATES: tuple[str, ...] = (DISTURBED, QUIET, UNKNOWN)
+
+# The bits of `disturbed_by` (harness/conditions.hpp, DisturbanceRule): which part of the rule
+# fired, in the words the tools print, and the counters that say by how much (the first present:
+# without schedstat the CPU part fires on the other processes' share alone).
+DISTURBED_BY: dict[int, tuple[str, tuple[str, ...]]] = {
+    1: ("waited for a CPU while other processes ran", ("cpu_wait_cores", "cpu_other_cores")),
+    2: ("lost CPU time to the hypervisor (steal)", ("cpu_steal_cores",)),
+    4: ("GPU slowed down (thermal, hardware slowdown or power brake)", ()),
+}
+
+
+def _by_how_much(counters: dict[str, float], keys: tuple[str, ...]) -> float | None:
+    for key in keys:
+        value = counters.get(key)
+        if value is not None and usable_counter(value):
+            return value
+    return None
+
+
+def condition_of(counters: dict[str, float]) -> str:
+    """DISTURBED, QUIET or UNKNOWN for one row's counters (see CONDITION_STATES)."""
+    value = counters.get("disturbed")
+    if value is None or not math.isfinite(value):
+        return UNKNOWN
+    return DISTURBED if value > 0 else QUIET
+
+
+def disturbance_causes(counters: dict[str, float]) -> list[str]:
+    """The parts of the rule that fired for a disturbed row, in words ("waited for a CPU while
+    other processes ran"); ["cause not recorded"] where `disturbed_by` is absent or unreadable."""
+    bits = _bits(counters)
+    if not bits:
+        return ["cause not recorded"]
+    return [DISTURBED_BY[bit][0] if bit in DISTURBED_BY else f"rule part {bit}" for bit in bits]
+
+
+def _bits(counters: dict[str, float]) -> list[int]:
+    """The set bits of `disturbed_by`, [] where it is absent, not finite or not above 0."""
+    value = counters.get("disturbed_by")
+    if value is None or not usable_counter(value) or value <= 0:
+        return []
+    number = int(value)
+    return [1 << i for i in range(number.bit_length()) if number >> i & 1]
+
+
+def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
+    """What disturbed the disturbed repetitions among the counters of `rows`, by how much: "3
+    waited for a CPU while other processes ran, up to 1.02 core; 1 lost CPU time to the
+    hypervisor (steal), up to 0.20 core"; "" where none is disturbed."""
+    disturbed = [c for c in rows if condition_of(c) == DISTURBED]
+    parts = []
+    for bit, (words, figures) in DISTURBED_BY.items():
+        hit = [c for c in disturbed if bit in _bits(c)]
+        if not hit:
+            continue
+        values = [v for c in hit if (v := _by_how_much(c, figures)) is not None]
+        most = f", up to {max(values):.2f} core" if values else ""
+        parts.append(f"{len(hit)} {words}{most}")
+    unexplained = len([c for c in disturbed if not _bits(c)])
+    if unexplained:
+        parts.append(f"{unexplained} without a recorded cause")
+    return "; ".join(parts)
+
+
+def describe_conditions(rows: Iterable[dict[str, float]]) -> str | None:
+    """One line on the disturbed repetitions among the counters of `rows` (measured repetitions),
+    None when none is disturbed: "3 of 40 repetitions were measured while disturbed (3 waited
+    for a CPU while other processes ran, up to 1.02 core)"."""
+    counters = list(rows)
+    n = sum(1 for c in counters if condition_of(c) == DISTURBED)
+    if not n:
+        return None
+    total = len(counters)
+    verb = "was" if n == 1 else "were"
+    return (
+        f"{n} of {total} repetition{'' if total == 1 else 's'} {verb} measured while disturbed "
+        f"({disturbance_causes_line(counters)})"
+    )
+
+
+def unknown_conditions_note(what: str) -> str:
+    """The one line a tool says once for repetitions without condition counters (`what`: "2 files",
+    "the baseline", ...)."""
+    return (
+        f"conditions unknown: {what} carry no condition counters (written by a bench older than "
+        "them, or with GPUBENCH_CONDITIONS=off), so whether the machine was quiet is not known; "
+        "used as measured"
+    )
 
 
 # --- the declared schema ------------------------------------------------------------------------
@@ -462,6 +575,11 @@ class BenchRow:
         if self.error is not None:
             return SKIPPED if skip_reason(self.error) is not None else FAILED
         return VALID
+
+    @property
+    def conditions(self) -> str:
+        """DISTURBED, QUIET or UNKNOWN: what the harness's rule said of this repetition."""
+        return condition_of(self.counters)
 
     @property
     def usable(self) -> bool:

@@ -5,7 +5,8 @@
 
 docs/history.md ("Exports for CI dashboards") gives both formats and every rule. In short: the
 value is the median of a benchmark's repetition rows and the range their extremes (aggregate rows
-only for a benchmark that has nothing else); failed and skipped rows are dropped, told once per
+only for a benchmark that has nothing else), from its undisturbed repetitions where at least 3
+remain, else from all of them and the row says it was measured while disturbed; failed and skipped rows are dropped, told once per
 file and reason, because a failed row has real_time 0, which a dashboard would draw as infinitely
 fast; a file with invalid rows is not exported, because a dashboard must not draw a corrupt
 number; NaN and Infinity are never written. Exit status: 0 written, 2 unusable input.
@@ -23,7 +24,9 @@ import numpy as np
 import pandas as pd
 
 from . import output
-from .benchjson import BenchJsonError
+from .benchjson import DISTURBED, UNKNOWN, BenchJsonError, unknown_conditions_note
+from .policy import MIN_UNDISTURBED
+from .table import headline_rows
 from .escape import term_text
 from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 from .timing import add_time_option, choose_time, compile_filter, read_rows
@@ -64,10 +67,19 @@ def summarise(
     names = pd.Series(range(rows["name"].nunique()), index=rows["name"].unique())
     repetitions = rows[rows["run_type"] != "aggregate"]
     measured = repetitions[repetitions["reason"].isna()]
-    values = measured[measured["usable"]].groupby("name")["value_s"]
+    # The headline rule (policy.HEADLINE_RULE): undisturbed repetitions where enough remain.
+    chosen_reps = headline_rows(measured[measured["usable"]], ["name"])
+    values = chosen_reps.groupby("name")["value_s"]
+    states = chosen_reps.groupby("name")["conditions"]
     found = pd.DataFrame(
         {"value_s": values.median(), "min_s": values.min(), "max_s": values.max()}
-    ).assign(repetitions=values.size(), clock=measured.groupby("name")["clock"].first())
+    ).assign(
+        repetitions=values.size(),
+        clock=measured.groupby("name")["clock"].first(),
+        disturbed_in=chosen_reps.groupby("name")["disturbed_in_number"].first(),
+        disturbed_left_out=chosen_reps.groupby("name")["disturbed_left_out"].first(),
+        unknown=states.agg(lambda c: bool((c == UNKNOWN).any())),
+    )
     found.loc[found["repetitions"] == 1, ["min_s", "max_s"]] = math.nan
 
     # A benchmark with no repetition rows at all: its median aggregate, else its mean (the last
@@ -77,7 +89,17 @@ def summarise(
     aggregates = aggregates[aggregates["error"].isna() & aggregates["usable"]]
     chosen = [aggregates[aggregates["aggregate_name"] == kind] for kind in _AGGREGATE_VALUES]
     chosen_rows = pd.concat(chosen).drop_duplicates("name").set_index("name")
-    found = pd.concat([found, chosen_rows[["value_s", "clock"]].assign(repetitions=0)])
+    found = pd.concat(
+        [
+            found,
+            chosen_rows[["value_s", "clock"]].assign(
+                repetitions=0,
+                disturbed_in=chosen_rows["conditions"] == DISTURBED,
+                disturbed_left_out=0,
+                unknown=chosen_rows["conditions"] == UNKNOWN,
+            ),
+        ]
+    )
     found = found.loc[[name for name in names.index if name in found.index]]
 
     dropped = repetitions[repetitions["reason"].notna()].groupby(["name", "reason"])
@@ -88,7 +110,21 @@ def summarise(
         ["name", "first"], key=lambda c: c.map(names) if c.name == "name" else c
     )
     silent = [n for n in names.index if n not in found.index and n not in set(dropped["name"])]
-    return found, dropped, [f"{path}: {name}: no usable time, not exported" for name in silent]
+    warnings = [f"{path}: {name}: no usable time, not exported" for name in silent]
+    disturbed = found[found["disturbed_in"].astype(bool)]
+    if len(disturbed):
+        warnings.append(
+            f"{path}: {len(disturbed)} benchmark(s) exported from repetitions measured while "
+            f"disturbed (fewer than {MIN_UNDISTURBED} undisturbed ones), e.g. {disturbed.index[0]}"
+        )
+    left_out = int(found["disturbed_left_out"].sum())
+    if left_out:
+        warnings.append(
+            f"{path}: {left_out} repetition(s) measured while disturbed left out of the values"
+        )
+    if found["unknown"].astype(bool).any():
+        warnings.append(f"{path}: " + unknown_conditions_note("its repetitions"))
+    return found, dropped, warnings
 
 
 def describe_dropped(path: str, dropped: pd.DataFrame, verbose: bool = False) -> list[str]:
@@ -127,6 +163,7 @@ def to_github_action_benchmark(summaries: pd.DataFrame, unit: str = "ns") -> lis
         n = int(s.repetitions)
         what = {0: "Google Benchmark aggregate", 1: "one repetition"}.get(n)
         extra = f"{what or f'median of {n} repetitions'}, {s.clock}"
+        extra += _conditions_extra(s)
         if not math.isnan(s.min_s):
             # github-action-benchmark reads a range as "± <number>" (and rescales it when the
             # unit changes), so the range is the half-width that covers the slowest and the
@@ -136,6 +173,22 @@ def to_github_action_benchmark(summaries: pd.DataFrame, unit: str = "ns") -> lis
             extra += f"; min {fmt_time(s.min_s, 4)}, max {fmt_time(s.max_s, 4)}"
         entries.append({**entry, "extra": extra})
     return entries
+
+
+def _conditions_extra(s: Any) -> str:
+    """What the value says of its conditions, for the dashboard's row (policy: disturbed
+    repetition, conditions unknown)."""
+    if getattr(s, "disturbed_in", False):
+        return (
+            f"; MEASURED WHILE DISTURBED: fewer than {MIN_UNDISTURBED} undisturbed repetitions, "
+            "so the value includes disturbed ones"
+        )
+    left_out = int(getattr(s, "disturbed_left_out", 0) or 0)
+    if left_out:
+        return f"; undisturbed repetitions only ({left_out} disturbed left out)"
+    if getattr(s, "unknown", False):
+        return "; conditions unknown"
+    return ""
 
 
 def to_bencher(summaries: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:

@@ -36,6 +36,10 @@ __all__ = [
     "UNSOUND_ROW",
     "FAILED_ROW",
     "SKIPPED_ROW",
+    "DISTURBED_ROW",
+    "UNKNOWN_CONDITIONS",
+    "MIN_UNDISTURBED",
+    "HEADLINE_RULE",
     "POLICY",
     "action",
     "markdown_table",
@@ -55,6 +59,18 @@ MALFORMED_ROW = "malformed row"
 UNSOUND_ROW = "unsound row"
 FAILED_ROW = "failed row"
 SKIPPED_ROW = "skipped row"
+DISTURBED_ROW = "disturbed repetition"
+UNKNOWN_CONDITIONS = "conditions unknown"
+
+# A benchmark's number (a headline, a dashboard's value) comes from its undisturbed repetitions
+# when at least this many remain; with fewer, a median of one or two would be a guess, so all its
+# repetitions are used and the number is marked as measured while disturbed.
+MIN_UNDISTURBED = 3
+HEADLINE_RULE = (
+    f"a benchmark's number is the median of its undisturbed repetitions where at least "
+    f"{MIN_UNDISTURBED} remain (or none was disturbed); else the median of all of them, marked "
+    "as measured while disturbed"
+)
 
 SITUATIONS: dict[str, str] = {
     NOT_BENCH: "unreadable, not UTF-8, empty, not JSON, another program's JSON, nested too "
@@ -68,6 +84,10 @@ SITUATIONS: dict[str, str] = {
     FAILED_ROW: "the row reports an error that is not a skip (a wrong result, a CUDA error)",
     SKIPPED_ROW: 'the row did not run for lack of room ("does not fit ...", "not supported on '
     'this machine")',
+    DISTURBED_ROW: "a valid repetition the harness's rule calls disturbed (`disturbed` = 1: it "
+    "waited for a CPU while other processes ran, lost time to steal, or the GPU slowed down)",
+    UNKNOWN_CONDITIONS: "valid repetitions without condition counters (a bench older than them, "
+    "or GPUBENCH_CONDITIONS=off): neither quiet nor disturbed, never an error",
 }
 
 TOOLS: tuple[str, ...] = (
@@ -108,6 +128,12 @@ POLICY: dict[str, dict[str, Action]] = {
         UNSOUND_ROW: _a(USE, "list it as invalid, report the rest"),
         FAILED_ROW: _LIST,
         SKIPPED_ROW: _LIST,
+        DISTURBED_ROW: _a(
+            USE,
+            "headlines from the undisturbed repetitions where at least 3 remain, else from all, "
+            "marked ‡; warn at the top",
+        ),
+        UNKNOWN_CONDITIONS: _a(LIST, 'use as measured, say "conditions unknown" once'),
     },
     "compare baseline": {
         NOT_BENCH: _REFUSE,
@@ -117,6 +143,12 @@ POLICY: dict[str, dict[str, Action]] = {
         UNSOUND_ROW: _a(LIST, "leave the benchmark out, list it"),
         FAILED_ROW: _a(LIST, "not compared, listed"),
         SKIPPED_ROW: _a(LIST, "not compared, listed"),
+        DISTURBED_ROW: _a(
+            LIST,
+            "leave it out of the judgement, count it; a benchmark left with too few: not judged "
+            "(listed with its figures)",
+        ),
+        UNKNOWN_CONDITIONS: _a(LIST, "judge from them as measured, say so once"),
     },
     "compare contender": {
         NOT_BENCH: _REFUSE,
@@ -126,6 +158,13 @@ POLICY: dict[str, dict[str, Action]] = {
         UNSOUND_ROW: _a(FAIL, "fail the benchmark: exit 1 where the baseline's was sound"),
         FAILED_ROW: _a(FAIL, "fail the benchmark: exit 1 where the baseline measured it"),
         SKIPPED_ROW: _a(LIST, "list it, not failed"),
+        DISTURBED_ROW: _a(
+            LIST,
+            'leave it out of the judgement, count it; a benchmark left with too few: "not '
+            'judged: measured while disturbed" (listed with its figures; never exit 1); '
+            "nothing else judged: exit 2",
+        ),
+        UNKNOWN_CONDITIONS: _a(LIST, "judge from them as measured, say so once"),
     },
     "history add": {
         NOT_BENCH: _a(REFUSE, "not stored: exit 2; the other files are added"),
@@ -135,11 +174,17 @@ POLICY: dict[str, dict[str, Action]] = {
         UNSOUND_ROW: _a(REFUSE, "file not stored: exit 2; the other files are added"),
         FAILED_ROW: _a(LIST, "stored as not measured, with its message"),
         SKIPPED_ROW: _a(LIST, "stored as not measured, with its reason"),
+        DISTURBED_ROW: _a(LIST, "stored, marked disturbed"),
+        UNKNOWN_CONDITIONS: _a(LIST, "stored, marked conditions unknown"),
     },
     "history check": {
         # The database holds only what `add` stored: whole files with sound rows.
         FAILED_ROW: _a(FAIL, "fail: exit 1 when earlier runs measured it"),
         SKIPPED_ROW: _a(FAIL, "fail: exit 1 when earlier runs measured it"),
+        DISTURBED_ROW: _a(
+            LIST, "not judged from (left out of the trend and its window), counted and said"
+        ),
+        UNKNOWN_CONDITIONS: _a(LIST, "judged from as measured"),
     },
     "export": {
         NOT_BENCH: _REFUSE,
@@ -149,6 +194,12 @@ POLICY: dict[str, dict[str, Action]] = {
         UNSOUND_ROW: _a(REFUSE, "refuse the file: exit 2"),
         FAILED_ROW: _a(USE, "drop the row, warn once per reason"),
         SKIPPED_ROW: _a(USE, "drop the row, warn once per reason"),
+        DISTURBED_ROW: _a(
+            USE,
+            "value from the undisturbed repetitions where at least 3 remain, else from all and "
+            "the row says so",
+        ),
+        UNKNOWN_CONDITIONS: _a(LIST, "value from all repetitions, the row says conditions unknown"),
     },
     "advise": {
         NOT_BENCH: _REFUSE,
@@ -158,6 +209,10 @@ POLICY: dict[str, dict[str, Action]] = {
         UNSOUND_ROW: _a(USE, "leave the row out, warn"),
         FAILED_ROW: _a(USE, "leave the row out"),
         SKIPPED_ROW: _a(USE, "leave the row out"),
+        DISTURBED_ROW: _a(
+            USE, "answer from the undisturbed repetitions where at least 3 remain, else from all"
+        ),
+        UNKNOWN_CONDITIONS: _a(USE, "answer from them as measured"),
     },
 }
 

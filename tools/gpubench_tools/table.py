@@ -36,6 +36,9 @@ from typing import Any, Sequence
 import pandas as pd
 
 from .benchjson import (
+    DISTURBED,
+    QUIET,
+    UNKNOWN,
     BenchJsonError,
     BenchReport,
     BenchRow,
@@ -44,6 +47,7 @@ from .benchjson import (
     skip_reason,
     usable_counter,
 )
+from .policy import MIN_UNDISTURBED
 from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 
 __all__ = [
@@ -51,6 +55,8 @@ __all__ = [
     "file_rows",
     "load_table",
     "summarize",
+    "undisturbed",
+    "headline_rows",
     "same_machine",
     "short_cpu_name",
     "short_gpu_name",
@@ -84,8 +90,9 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
     `label`, `run_type`, `aggregate_name`, `repetition` (None without one), `iterations`,
     `real_time_s`, `cpu_time_s` (NaN where absent or invalid), `threads` (the BLAS thread-count
     counter, NaN without one), `error` (the message of a row that did not run), `status`
-    (measured, failed, skipped or invalid, by benchjson's rules) and `counters` (a dict of the
-    values as read: a NaN counter is an invalid value, an absent one no value)."""
+    (measured, failed, skipped or invalid, by benchjson's rules), `conditions` (disturbed, quiet
+    or conditions unknown: benchjson.condition_of) and `counters` (a dict of the values as read: a
+    NaN counter is an invalid value, an absent one no value)."""
 
     def status(row: BenchRow) -> str:
         if row.error is not None:
@@ -104,6 +111,7 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
         "threads": [r.counters.get("threads", float("nan")) for r in report.rows],
         "error": [r.error for r in report.rows],
         "status": [status(r) for r in report.rows],
+        "conditions": [r.conditions for r in report.rows],
         "counters": [r.counters for r in report.rows],
     }
     numbers = {"iterations": int, "real_time_s": float, "cpu_time_s": float, "threads": float}
@@ -192,6 +200,7 @@ def _record(row: BenchRow, machine: int, path: str, measured_on: str) -> dict[st
         name=row.run_name,
         label=row.label,
         repetition=row.repetition_index,
+        conditions=row.conditions,
         iterations=row.iterations,
         real_time_s=row.real_time_s,
         cpu_time_s=row.cpu_time_s,
@@ -442,21 +451,65 @@ def _tag_twins(machines: list[dict[str, Any]]) -> None:
             machine["tag"] = str(host) if by_host else Path(machine["files"][0]).stem
 
 
+def undisturbed(rows: pd.DataFrame) -> pd.DataFrame:
+    """The repetitions of `rows` (any frame with a `conditions` column: file_rows, load_table's
+    rows) that the harness's rule did not call disturbed: quiet ones and those whose conditions
+    are unknown (an older file's repetitions are used as measured). The one filter a judgement
+    applies (compare leaves disturbed repetitions out and counts them)."""
+    if "conditions" not in rows:
+        return rows
+    return rows[rows["conditions"] != DISTURBED]
+
+
+def headline_rows(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """The repetitions each benchmark's number comes from (policy.HEADLINE_RULE): per group of
+    `keys`, its undisturbed repetitions where at least MIN_UNDISTURBED remain or none was
+    disturbed, else all of them. Adds `disturbed_in_number` (True on every repetition of a group
+    whose number includes disturbed ones, to be marked) and `disturbed_left_out` (how many
+    disturbed repetitions of the group were left out)."""
+    if rows.empty or "conditions" not in rows:
+        return rows.assign(disturbed_in_number=False, disturbed_left_out=0)
+    disturbed = rows["conditions"] == DISTURBED
+    grouped = disturbed.groupby([rows[k] for k in keys], sort=False, dropna=False)
+    n_disturbed = grouped.transform("sum")
+    n_quiet = grouped.transform("size") - n_disturbed
+    enough = (n_disturbed == 0) | (n_quiet >= MIN_UNDISTURBED)
+    kept = rows[~(disturbed & enough)].copy()
+    kept["disturbed_in_number"] = ~enough[kept.index]
+    kept["disturbed_left_out"] = n_disturbed[kept.index].where(enough[kept.index], 0).astype(int)
+    return kept
+
+
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per benchmark (machine, name, label): the median of the time and of every numeric
-    column over the repetitions, with the spread that goes with it.
+    column over the repetitions, with the spread that goes with it. The repetitions are those of
+    the headline rule (headline_rows: undisturbed ones where at least MIN_UNDISTURBED remain,
+    else all).
 
     Added columns: `time_s` (median real time), `time_min_s`, `time_max_s` (and `t_step_min`,
-    `t_step_max` where training rows give `t_step`, the time per step), `repetitions`,
-    and `spread` ((max - min) / median of the time: the relative width of the band a chart
-    draws). String columns keep their first value.
+    `t_step_max` where training rows give `t_step`, the time per step), `repetitions` (those
+    used), and `spread` ((max - min) / median of the time: the relative width of the band a chart
+    draws); `conditions`: disturbed where the median includes disturbed repetitions (too few
+    undisturbed ones: mark it), conditions unknown where a repetition used has no condition
+    counters, else quiet; `disturbed_left_out`: the disturbed repetitions not used.
+    String columns keep their first value.
     """
     if rows.empty:
-        return rows.assign(time_s=[], time_min_s=[], time_max_s=[], repetitions=[], spread=[])
+        return rows.assign(
+            time_s=[], time_min_s=[], time_max_s=[], repetitions=[], spread=[], conditions=[]
+        )
     keys = ["machine", "name", "label"]
+    rows = headline_rows(rows, keys)
     grouped = rows.groupby(keys, sort=False, dropna=False)
-    numeric = [c for c in rows.columns if c not in keys and pd.api.types.is_numeric_dtype(rows[c])]
+    numeric = [
+        c
+        for c in rows.columns
+        if c not in keys
+        and c not in ("disturbed_in_number", "disturbed_left_out")
+        and pd.api.types.is_numeric_dtype(rows[c])
+    ]
     other = [c for c in rows.columns if c not in keys and c not in numeric]
+    other = [c for c in other if c not in ("conditions", "disturbed_in_number")]
     out = grouped[numeric].median()
     out[other] = grouped[other].first()
     time = grouped["real_time_s"]
@@ -468,6 +521,16 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
         out["t_step_max"] = grouped["t_step"].max()
     out["repetitions"] = time.size()
     out["spread"] = (out["time_max_s"] - out["time_min_s"]) / out["time_s"]
+    if "conditions" in rows:
+        out["conditions"] = grouped["conditions"].agg(
+            lambda c: (
+                DISTURBED if (c == DISTURBED).any() else UNKNOWN if (c == UNKNOWN).any() else QUIET
+            )
+        )
+        out["disturbed_left_out"] = grouped["disturbed_left_out"].first().astype(int)
+    else:
+        out["conditions"] = UNKNOWN
+        out["disturbed_left_out"] = 0
     return out.reset_index()
 
 

@@ -70,7 +70,8 @@ def read_rows(
     One row per benchmark row of the file, in file order: `name` (the run name), `run_type`,
     `aggregate_name`, `repetition` (NaN without one), `iterations`, `real_time_s`, `cpu_time_s`
     (NaN without one), `threads` (the BLAS thread count counter, NaN without one), `error`, and
-    `reason`: why an iteration row holds no measurement (None for one that does). In a sound
+    `reason`: why an iteration row holds no measurement (None for one that does), and
+    `conditions` (disturbed, quiet or conditions unknown: benchjson.condition_of). In a sound
     file that is an error, or no iterations run (how Google Benchmark 1.8 writes a row skipped
     with SkipWithMessage; a row that ran with a zero time is invalid).
     """
@@ -85,5 +86,5 @@ def read_rows(
     rows["reason"] = ("error: " + rows["error"]).where(rows["error"].notna())
     rows.loc[no_iterations, "reason"] = "skipped: ran no iterations"
     columns = ["name", "run_type", "aggregate_name", "repetition", "iterations"]
-    columns += ["real_time_s", "cpu_time_s", "threads", "error", "reason"]
+    columns += ["real_time_s", "cpu_time_s", "threads", "error", "reason", "conditions"]
     return report.context, rows[columns]

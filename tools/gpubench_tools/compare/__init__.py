@@ -12,7 +12,8 @@ from .cli import main
 from .config import DEFAULT_CONFIG_RESOURCE, CompareConfig, ConfigError, default_config
 from .config import default_config_text, load_config, parse_config
 from .engine import BenchComparison, CompareResult, UsageError, compare_reports, openblas_core
+from .engine import undisturbed
 
 __all__ = """DEFAULT_CONFIG_RESOURCE BenchComparison CompareConfig CompareResult ConfigError
 UsageError compare_reports default_config default_config_text load_config main openblas_core
-parse_config""".split()
+parse_config undisturbed""".split()

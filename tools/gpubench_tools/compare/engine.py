@@ -18,6 +18,7 @@ repetitions beside judged ones are listed as not judged, never counted as passin
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -25,19 +26,22 @@ from typing import Any
 
 import pandas as pd
 
-from ..benchjson import CUT_OFF, BenchReport, group_reasons
+from ..benchjson import CUT_OFF, DISTURBED, UNKNOWN, BenchReport, disturbance_causes_line
+from ..benchjson import group_reasons, unknown_conditions_note
 from ..policy import FAIL, MALFORMED_ROW, NOTHING_MEASURED, REFUSE, action
 from ..policy import CUT_OFF as CUT_OFF_FILE
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
-from ..table import file_rows
+from ..table import file_rows, undisturbed
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
-from .stats import compare_metric, describe_invalid, plausible_time, plural
+from .stats import compare_metric, describe_invalid, judgeable, plausible_time, plural
 
 # Verdicts of a whole benchmark besides the metric verdicts. ERROR: it ran in the baseline and now
 # fails (fails the gate). SKIPPED: it now does not run on this machine (its error starts with one
-# of benchjson.SKIP_PREFIXES): listed, never failed.
-ERROR, SKIPPED = "error", "skipped"
+# of benchjson.SKIP_PREFIXES): listed, never failed. NOT_JUDGED_DISTURBED: with its disturbed
+# repetitions left out, too few remain on a side to judge it: "not judged: measured while
+# disturbed", listed with its figures, never failed (disturbance is the machine, not the code).
+ERROR, SKIPPED, NOT_JUDGED_DISTURBED = "error", "skipped", "disturbed"
 # Status of one repetition in the DataFrame of a file.
 MEASURED, FAILED = "measured", "failed"
 # Context keys that name the hardware: if they differ, ratios compare machines, not code.
@@ -64,7 +68,7 @@ def _repetitions(report: BenchReport, clock: str) -> pd.DataFrame:
     rows["time"] = rows[f"{clock}_s"]
     implausible = (rows["status"] == MEASURED) & ~rows["time"].map(plausible_time).astype(bool)
     rows.loc[implausible, "status"] = INVALID
-    return rows[["name", "label", "time", "status", "error", "counters"]]
+    return rows[["name", "label", "time", "status", "conditions", "error", "counters"]]
 
 
 def _key(frames: list[pd.DataFrame]) -> set[str]:
@@ -137,6 +141,8 @@ class BenchComparison:
     metrics: list[MetricResult]
     overrides: list[str]
     error: str | None = None  # why it was not compared (ERROR, SKIPPED, INVALID without metrics)
+    # Its disturbed repetitions (see Disturbance), None where none was disturbed.
+    disturbance: "Disturbance | None" = None
 
     @property
     def fails(self) -> bool:
@@ -156,7 +162,57 @@ class BenchComparison:
             "repetitions_needed": self.needed if self.verdict == FEW else None,
             "overrides": list(self.overrides),
             "metrics": [m.as_dict() for m in self.metrics],
+            "disturbance": None if self.disturbance is None else self.disturbance.as_dict(),
         }
+
+
+@dataclass
+class Disturbance:
+    """A benchmark's repetitions measured while disturbed, left out of its judgement, with the
+    figures of all its measured repetitions (disturbed ones included) so that a benchmark not
+    judged can still be read."""
+
+    base_disturbed: int
+    base_measured: int
+    cont_disturbed: int
+    cont_measured: int
+    base_median_all: float  # the median time of every measured repetition, disturbed included
+    cont_median_all: float
+    why: str  # benchjson.describe_conditions over both sides' repetitions
+
+    @property
+    def ratio_all(self) -> float:
+        return self.cont_median_all / self.base_median_all if self.base_median_all > 0 else math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "baseline_disturbed": self.base_disturbed,
+            "baseline_measured": self.base_measured,
+            "contender_disturbed": self.cont_disturbed,
+            "contender_measured": self.cont_measured,
+            "baseline_median_all": self.base_median_all,
+            "contender_median_all": self.cont_median_all,
+            "ratio_all": self.ratio_all,
+            "why": self.why,
+        }
+
+
+def _disturbance(base: pd.DataFrame, cont: pd.DataFrame) -> Disturbance | None:
+    """The disturbed repetitions of one benchmark's two sides, None where there are none."""
+    bmeasured, cmeasured = base[base.status == MEASURED], cont[cont.status == MEASURED]
+    bdist, cdist = (int((f.conditions == DISTURBED).sum()) for f in (bmeasured, cmeasured))
+    if not bdist and not cdist:
+        return None
+    why = disturbance_causes_line(list(bmeasured.counters) + list(cmeasured.counters))
+    return Disturbance(
+        bdist,
+        len(bmeasured),
+        cdist,
+        len(cmeasured),
+        float(bmeasured.time.median()) if len(bmeasured) else math.nan,
+        float(cmeasured.time.median()) if len(cmeasured) else math.nan,
+        why,
+    )
 
 
 def _values(frame: pd.DataFrame, status: str, column: str = "time") -> list[Any]:
@@ -197,6 +253,16 @@ def _compare_benchmark(
         )
     if not ctimes:
         return unmeasured(SKIPPED, skipped[0])
+    # Disturbed repetitions are left out of the judgement (policy: disturbed repetition) and
+    # counted; what remains is judged as any sample is.
+    disturbance = _disturbance(base, cont)
+    if disturbance is not None:
+        base, cont = undisturbed(base), undisturbed(cont)
+        btimes, ctimes = _values(base, MEASURED), _values(cont, MEASURED)
+        if not btimes or not ctimes:
+            return BenchComparison(
+                key, label, NOT_JUDGED_DISTURBED, [], matched, disturbance.why, disturbance
+            )
     metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)]
     divisor = divisors.get(key)
     if divisor is not None and config.normalize is not None:
@@ -227,7 +293,24 @@ def _compare_benchmark(
                 f"{len(invalid)} repetition(s) in the {side} without a valid time "
                 f"({describe_invalid(invalid)}): left out"
             )
-    return BenchComparison(key, label, _overall(metrics), metrics, matched)
+    verdict = _overall(metrics)
+    if disturbance is not None:
+        for side, n, of in (
+            ("baseline", disturbance.base_disturbed, disturbance.base_measured),
+            ("contender", disturbance.cont_disturbed, disturbance.cont_measured),
+        ):
+            if n:
+                notes.append(
+                    f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
+                )
+        if verdict == FEW and judgeable(
+            disturbance.base_measured, disturbance.cont_measured, thresholds.alpha
+        ):
+            # Enough repetitions were run; the machine took them. Not a sample-size problem.
+            return BenchComparison(
+                key, label, NOT_JUDGED_DISTURBED, metrics, matched, disturbance.why, disturbance
+            )
+    return BenchComparison(key, label, verdict, metrics, matched, None, disturbance)
 
 
 def _why_not_measured(group: pd.DataFrame) -> tuple[str, str]:
@@ -319,7 +402,18 @@ class CompareResult:
     @property
     def judged(self) -> list[BenchComparison]:
         """Benchmarks that got a verdict (a failure counts: it is a verdict)."""
-        return [b for b in self.benchmarks if b.verdict not in (FEW, SKIPPED)]
+        return [b for b in self.benchmarks if b.verdict not in (FEW, SKIPPED, NOT_JUDGED_DISTURBED)]
+
+    @property
+    def disturbed(self) -> list[BenchComparison]:
+        """Benchmarks not judged because too few undisturbed repetitions remained."""
+        return [b for b in self.benchmarks if b.verdict == NOT_JUDGED_DISTURBED]
+
+    @property
+    def disturbed_repetitions(self) -> tuple[int, int]:
+        """(baseline, contender) repetitions measured while disturbed, left out of judgement."""
+        found = [b.disturbance for b in self.benchmarks if b.disturbance is not None]
+        return sum(d.base_disturbed for d in found), sum(d.cont_disturbed for d in found)
 
     @property
     def repetitions_needed(self) -> int | None:
@@ -341,6 +435,13 @@ class CompareResult:
         never a pass (policy: a contender that measured nothing is not judged)."""
         if self.fails or self.judged:
             return None
+        if self.disturbed:
+            n = len(self.disturbed)
+            return (
+                f"cannot judge: {plural(n)} {'was' if n == 1 else 'were'} measured while "
+                "disturbed (too few undisturbed repetitions on a side) and nothing else was "
+                "judged; stop what else runs on the machine and measure again"
+            )
         if self.unjudged:
             reps, n = self.repetitions_needed, len(self.unjudged)
             return (
@@ -357,6 +458,8 @@ class CompareResult:
             return EXIT_REGRESSION
         if self.cannot_judge is None:
             return EXIT_OK
+        # Nothing judged, also where only disturbance left it unjudged (the policy lists such a
+        # benchmark and never fails it): never a pass, so the unusable-input exit.
         code = action("compare contender", NOTHING_MEASURED).exit_code
         return EXIT_UNUSABLE if code is None else code
 
@@ -366,6 +469,9 @@ class CompareResult:
             "judged": len(self.judged),
             **{verdict: self.count(verdict) for verdict in (SLOWER, FASTER, SAME, NOISY)},
             "not_enough_samples": self.count(FEW),
+            "not_judged_disturbed": self.count(NOT_JUDGED_DISTURBED),
+            "disturbed_repetitions_baseline": self.disturbed_repetitions[0],
+            "disturbed_repetitions_contender": self.disturbed_repetitions[1],
             **{verdict: self.count(verdict) for verdict in (CHANGED, INVALID, ERROR, SKIPPED)},
             "only_in_baseline": len(self.only_in_baseline),
             "only_in_contender": len(self.only_in_contender),
@@ -460,6 +566,13 @@ def compare_reports(
     ]
 
     # What the reader must know before trusting the table (one line each).
+    unknown = [
+        side
+        for side, frame in (("the baseline's", base), ("the contender's", cont))
+        if (frame.conditions[frame.status == MEASURED] == UNKNOWN).any()
+    ]
+    if unknown:
+        warnings.append(unknown_conditions_note(" and ".join(unknown) + " repetitions"))
     if ambiguous:
         warnings.append(
             f"{len(ambiguous)} benchmark name(s) are used by benchmarks with different "

@@ -24,7 +24,7 @@ from .. import schema
 from ..benchjson import BenchReport, group_reasons
 from ..escape import md_text
 from ..templating import environment
-from .engine import ERROR, SKIPPED, BenchComparison, CompareResult
+from .engine import ERROR, NOT_JUDGED_DISTURBED, SKIPPED, BenchComparison, CompareResult
 from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult, plural
 from .stats import repetition_rule
 
@@ -34,7 +34,11 @@ _VERDICT_TEXT = {
     **{v: v for v in (FASTER, SAME, INFO, SKIPPED)},
     **{SLOWER: "SLOWER", NOISY: "too noisy to judge", FEW: "not enough samples"},
     **{CHANGED: "CHANGED WORK", INVALID: "INVALID VALUES", ERROR: "NOW FAILS"},
+    NOT_JUDGED_DISTURBED: "not judged: measured while disturbed",
 }
+# The words of the group of benchmarks not judged for disturbance: listed with their figures
+# always (not only with --verbose), since their numbers are all the run says of them.
+DISTURBED_WORDS = "not judged: measured while disturbed"
 _ANSI = {
     **dict.fromkeys((SLOWER, CHANGED, ERROR, INVALID), "31;1"),
     **dict.fromkeys((NOISY, FEW), "33"),
@@ -129,6 +133,7 @@ def _headline(result: CompareResult) -> str:
         ("faster", "faster"),
         ("noisy", "too noisy to judge"),
         ("not_enough_samples", "not enough samples"),
+        ("not_judged_disturbed", "not judged: measured while disturbed"),
         ("same", "same"),
         ("only_in_baseline", "missing from contender"),
         ("only_in_contender", "new"),
@@ -153,6 +158,8 @@ def _gate(result: CompareResult) -> tuple[str, str]:
         text = f"{plural(len(result.judged))} judged, no significant regression beyond threshold"
         if result.unjudged:
             text += f"; {len(result.unjudged)} not judged (not enough samples)"
+        if result.disturbed:
+            text += f"; {len(result.disturbed)} {DISTURBED_WORDS} (listed above)"
         return "PASS", text
     if code == 2:
         return "CANNOT JUDGE", (result.cannot_judge or "").removeprefix("cannot judge: ")
@@ -201,6 +208,13 @@ def info_groups(result: CompareResult) -> list[tuple[str, list[str], list[BenchC
             f"--benchmark_repetitions={needed}"
         )
         out.append((line, [b.name for b in benches], benches))
+    if result.disturbed:
+        line = (
+            f"{plural(len(result.disturbed))} {DISTURBED_WORDS}: too few undisturbed repetitions "
+            "on a side after leaving out those the harness's rule calls disturbed (stop what else "
+            "runs and measure again); their figures with every repetition:"
+        )
+        out.append((line, [disturbed_figures(b) for b in result.disturbed], []))
     missing, new = result.only_in_baseline, result.only_in_contender
     if missing and not result.missing_fails:
         line = f"{plural(len(missing))} missing from the contender, not failed (--allow-missing)"
@@ -208,6 +222,33 @@ def info_groups(result: CompareResult) -> list[tuple[str, list[str], list[BenchC
     if new:
         out.append((f"{plural(len(new))} only in the contender (new, not compared)", new, []))
     return out
+
+
+def disturbed_figures(bench: BenchComparison) -> str:
+    """One benchmark not judged for disturbance, with its figures: "name: baseline 1.2 ms (0 of
+    5 disturbed), contender 2.4 ms (5 of 5 disturbed), 2.00x with the disturbed ones; why"."""
+    d = bench.disturbance
+    if d is None:
+        return bench.name
+    ratio = "-" if not math.isfinite(d.ratio_all) else f"{d.ratio_all:.2f}x"
+    return (
+        f"{bench.name}: baseline {format_value('time', d.base_median_all)} ({d.base_disturbed} "
+        f"of {d.base_measured} disturbed), contender {format_value('time', d.cont_median_all)} "
+        f"({d.cont_disturbed} of {d.cont_measured} disturbed), {ratio} with the disturbed ones; "
+        f"{d.why}"
+    )
+
+
+def _conditions_line(result: CompareResult) -> str | None:
+    """One line on the repetitions left out for disturbance, None where none was."""
+    base, cont = result.disturbed_repetitions
+    if not base and not cont:
+        return None
+    return (
+        f"conditions: {base} repetition(s) of the baseline and {cont} of the contender were "
+        "measured while disturbed and are left out of every verdict"
+        + (f"; {len(result.disturbed)} benchmark(s) not judged" if result.disturbed else "")
+    )
 
 
 def _describe(report: BenchReport) -> list[str]:
@@ -306,6 +347,9 @@ def render_terminal(
         _line(f"note: {key} differs: {b} -> {c}") for key, b, c in result.environment_differences
     ]
     out += [_line(f"warning: {warning}") for warning in result.warnings]
+    conditions = _conditions_line(result)
+    if conditions:
+        out.append(_line(f"warning: {conditions}"))
     out += [_line(_thresholds_line(result)), ""]
 
     table = [
@@ -324,7 +368,7 @@ def render_terminal(
 
     for line, names, _ in info_groups(result):
         out.append(_line(line))
-        if verbose:
+        if verbose or DISTURBED_WORDS in line:
             out.extend(f"  {_line(name)}" for name in names)
     out += [line for block in failures for line in block]
     out.append(_line(f"summary: {_headline(result)}"))
@@ -360,7 +404,7 @@ def render_markdown(result: CompareResult) -> str:
         sides=[(which, report.path, _describe(report)) for which, report in sides],
         rule=_thresholds_line(result),
         environment=result.environment_differences,
-        warnings=result.warnings,
+        warnings=result.warnings + [c for c in [_conditions_line(result)] if c],
         failures=_failure_lines(result),
         info=info_groups(result),
         rows_of=rows_of,

@@ -12,6 +12,11 @@ change every run after it, so a newest run slower on its own is only a "suspect"
 
 A benchmark with samples in the baseline that fails in the newest run also fails the check, as
 it fails gpubench-compare: a fast wrong answer is a bug, not a result.
+
+Repetitions measured while disturbed (the harness's rule, stored with each sample) are never
+judged from, in the baseline or in the newest runs (History.values leaves them out): a benchmark
+whose newest run has only disturbed repetitions is "measured while disturbed", neither a pass nor
+a failure, and the check counts what it left out.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..stats import min_p_value, ratio_of, u_test
+from ..units import fmt_time
 from .store import History, Machine
 
 __all__ = [
@@ -40,6 +46,7 @@ OK = "ok"
 NOT_ENOUGH_SAMPLES = "not enough samples"
 NOT_ENOUGH_HISTORY = "not enough history"
 MISSING = "missing"  # not measured at the machine's newest commit (e.g. another filter)
+DISTURBED = "measured while disturbed"  # the newest run's repetitions were all disturbed
 
 FAILING_VERDICTS: frozenset[str] = frozenset({REGRESSION, FAILED})
 
@@ -143,6 +150,16 @@ def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) ->
 
     latest_values = history.values(newest[0].id, benchmark, rule.time)
     if not latest_values:
+        left_out = history.disturbed_values(newest[0].id, benchmark, rule.time)
+        if left_out:
+            against = f" against {fmt_time(base_median)} before" if base else ""
+            return verdict(
+                DISTURBED,
+                [],
+                f"all {len(left_out)} repetitions of the newest run were measured while disturbed "
+                f"(median {fmt_time(statistics.median(left_out))}{against}): not judged; measure "
+                "again on a quiet machine",
+            )
         reason = history.failure(newest[0].id, benchmark)
         if reason is None:
             return verdict(MISSING, [], "no samples in the run judged")

@@ -10,7 +10,7 @@ import argparse
 import sqlite3
 import sys
 import traceback
-from typing import Sequence
+from typing import Any, Sequence
 
 from .. import output
 from ..benchjson import BenchJsonError
@@ -20,7 +20,16 @@ from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_de
 from ..cli import program_name, run_main
 from ..timing import add_time_option, compile_filter
 from ..units import fmt_time, plural
-from .check import FAILED, MISSING, NOT_ENOUGH_HISTORY, NOT_ENOUGH_SAMPLES, OK, REGRESSION, SUSPECT
+from .check import (
+    DISTURBED,
+    FAILED,
+    MISSING,
+    NOT_ENOUGH_HISTORY,
+    NOT_ENOUGH_SAMPLES,
+    OK,
+    REGRESSION,
+    SUSPECT,
+)
 from .check import BenchVerdict, CheckRule, MachineCheck, check_history
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
@@ -158,8 +167,21 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 f"{plural(len(record.samples), 'repetition')} of "
                 f"{plural(len(record.benchmarks), 'benchmark')}, "
                 f"{plural(len(record.failures), 'failed or skipped row')}"
+                + _conditions_of(record.samples)
             )
     return status
+
+
+def _conditions_of(samples: Any) -> str:
+    """'; 3 measured while disturbed (stored, marked, not judged from)', '; conditions unknown'
+    or '' for a stored run's repetitions."""
+    marks = samples["disturbed"]
+    n = int((marks == 1).sum())
+    if n:
+        return f"; {n} measured while disturbed (stored, marked, not judged from)"
+    if marks.isna().any():
+        return "; conditions unknown (no condition counters)"
+    return ""
 
 
 def _describe(v: BenchVerdict, rule: CheckRule) -> str:
@@ -185,7 +207,7 @@ def _describe(v: BenchVerdict, rule: CheckRule) -> str:
 # Verdicts that need a look are listed; the ones that only say "not judged (yet)" are summed up
 # unless asked for, because a new history says so for every benchmark of a sweep.
 _LISTED = [REGRESSION, FAILED, SUSPECT]
-_SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY]
+_SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY, DISTURBED]
 
 
 def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
@@ -235,7 +257,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if unjudged:
         output.warn(
             f"warning: {plural(unjudged, 'benchmark')} not judged (not enough samples or "
-            "history); they neither pass nor fail"
+            "history, or measured while disturbed); they neither pass nor fail"
+        )
+    left_out = sum(len(pairs) for pairs in history.disturbed.values())
+    if left_out:
+        output.warn(
+            f"warning: conditions: {plural(left_out, 'stored repetition')} measured while "
+            "disturbed, left out of the check (not judged from, in the baseline or the newest "
+            "runs)"
         )
     if failing_machines:
         count = _count(failing_machines, [REGRESSION, FAILED])

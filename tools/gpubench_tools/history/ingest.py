@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..benchjson import usable_counter
+from ..benchjson import DISTURBED, QUIET, usable_counter
 from ..escape import term_text
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..units import plural
@@ -133,6 +133,10 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
             + "); a run without a measurement is not stored"
         )
     samples = rows.loc[measured, ["name", "repetition", "real_time_s", "cpu_time_s", "iterations"]]
+    # 1 disturbed, 0 quiet, None (NULL) conditions unknown: stored as the reader decided it.
+    samples = samples.assign(
+        disturbed=rows.loc[measured, "conditions"].map({DISTURBED: 1, QUIET: 0}).astype(object)
+    )
     failures = rows.loc[~measured, ["name", "repetition", "reason"]]
 
     with open(path, "rb") as fh:

@@ -1,7 +1,8 @@
 """The history database: every ingested run in one SQLite file.
 
 A run is one bench JSON file: the suite commit and the date it was measured, the machine it ran
-on, and for each benchmark the time of every repetition. Rows that failed or were skipped go to
+on, and for each benchmark the time of every repetition with its conditions (disturbed, quiet, or
+unknown for a file without condition counters and for runs stored by schema version 1). Rows that failed or were skipped go to
 their own table, so the history shows that a benchmark stopped working without feeding a zero
 into any statistic.
 
@@ -17,7 +18,7 @@ import json
 import os
 import re
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterator, NamedTuple
 
@@ -27,7 +28,10 @@ from ..timing import choose_time
 
 __all__ = ["SCHEMA_VERSION", "History", "HistoryError", "HistoryStore", "Machine", "RunRecord"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Version 1 had no conditions: its samples get `disturbed` NULL (conditions unknown) when a newer
+# gpubench-history first opens the file (_migrate), in one transaction.
+_MIGRATIONS = {1: ("ALTER TABLE samples ADD COLUMN disturbed INTEGER",)}
 # Written into the database header (PRAGMA application_id) so that another program's SQLite file
 # is refused instead of being read as an empty or broken history. 0x47504248 is "GPBH".
 APPLICATION_ID = 0x47504248
@@ -66,6 +70,7 @@ CREATE TABLE samples (
     real_time_s REAL NOT NULL,    -- per iteration, seconds
     cpu_time_s REAL,              -- per iteration, seconds, NULL when the file had none
     iterations INTEGER NOT NULL,
+    disturbed INTEGER,            -- 1 measured while disturbed, 0 quiet, NULL conditions unknown
     PRIMARY KEY (run_id, benchmark_id, repetition)
 ) WITHOUT ROWID;
 CREATE TABLE failures (
@@ -116,7 +121,7 @@ class RunRecord:
     source_sha256: str
     context: dict[str, Any]
     benchmarks: pd.DataFrame  # name, family, manual_time, threads
-    samples: pd.DataFrame  # name, repetition, real_time_s, cpu_time_s, iterations
+    samples: pd.DataFrame  # name, repetition, real_time_s, cpu_time_s, iterations, disturbed
     failures: pd.DataFrame  # name, repetition, reason
 
 
@@ -129,7 +134,7 @@ class AddOutcome(NamedTuple):
 # Every repetition and every failed or skipped row, by the benchmark's name.
 _SAMPLES = (
     "SELECT s.run_id, b.name AS benchmark, s.repetition, s.real_time_s, s.cpu_time_s, "
-    "s.iterations FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id "
+    "s.iterations, s.disturbed FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id "
     "ORDER BY s.run_id, b.name, s.repetition"
 )
 _FAILURES = (
@@ -202,8 +207,22 @@ class HistoryStore:
                 f"{self.path}: written by a newer gpubench-history (schema version {version}; this "
                 f"one reads up to {SCHEMA_VERSION}): upgrade gpubench-tools"
             )
+        if version in _MIGRATIONS:
+            self._migrate()
+            return
         if version != SCHEMA_VERSION:
             raise HistoryError(f"{self.path}: unknown history schema version {version}")
+
+    def _migrate(self) -> None:
+        """Bring an older history up to SCHEMA_VERSION in one transaction (under the write lock,
+        so two processes opening it do not both migrate): the stored runs keep every value."""
+        with self._transaction():
+            version = self._header()[1]
+            while version in _MIGRATIONS:
+                for statement in _MIGRATIONS[version]:
+                    self._conn.execute(statement)
+                version += 1
+                self._conn.execute(f"PRAGMA user_version = {version}")
 
     def _header(self) -> tuple[int, ...]:
         """(application id, schema version, schema objects): all 0 in a blank SQLite file."""
@@ -298,7 +317,7 @@ class HistoryStore:
 
     def samples(self) -> list[tuple[int, Any]]:
         """(run id, sample) for every stored repetition: .benchmark, .repetition, .real_time_s,
-        .cpu_time_s (NaN when the file had none), .iterations."""
+        .cpu_time_s (NaN when the file had none), .iterations, .disturbed (1, 0, NaN unknown)."""
         return [(s.run_id, s) for s in self.frame(_SAMPLES).itertuples(index=False)]
 
     def failures(self) -> list[tuple[int, Any]]:
@@ -315,7 +334,8 @@ class History:
     machines: dict[int, Machine]
     runs_by_machine: dict[int, list[Any]]  # oldest first
     benchmarks: dict[str, Any]  # name -> .family, .manual_time, .threads (NaN when not known)
-    # (run id, benchmark) -> [(real_time_s, cpu_time_s or NaN)], one pair per repetition
+    # (run id, benchmark) -> [(real_time_s, cpu_time_s or NaN)], one pair per repetition that was
+    # not measured while disturbed (quiet or conditions unknown): what the check judges from
     times: dict[tuple[int, str], list[tuple[float, float]]]
     # (run id, benchmark) -> why it has no samples in that run (failed or skipped)
     failures: dict[tuple[int, str], str]
@@ -323,6 +343,9 @@ class History:
     # it failing), oldest first; by machine, then benchmark. A machine's runs need not all hold
     # the same benchmarks: one commit is often measured as several files (matmul, MLP sweeps).
     series: dict[tuple[int, str], list[Any]]
+    # (run id, benchmark) -> [(real_time_s, cpu_time_s or NaN)] of the repetitions measured while
+    # disturbed: stored and shown, never judged from (policy: disturbed repetition)
+    disturbed: dict[tuple[int, str], list[tuple[float, float]]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: HistoryStore, name_filter: str | None = None) -> "History":
@@ -342,10 +365,12 @@ class History:
         samples = samples[samples["benchmark"].isin(benchmarks)]
         failures = failures[failures["benchmark"].isin(benchmarks)]
         times: dict[tuple[int, str], list[tuple[float, float]]] = {}
-        for run_id, name, real_s, cpu_s in samples[
-            ["run_id", "benchmark", "real_time_s", "cpu_time_s"]
+        disturbed: dict[tuple[int, str], list[tuple[float, float]]] = {}
+        for run_id, name, real_s, cpu_s, was_disturbed in samples[
+            ["run_id", "benchmark", "real_time_s", "cpu_time_s", "disturbed"]
         ].itertuples(index=False):
-            times.setdefault((run_id, name), []).append((real_s, cpu_s))
+            into = disturbed if was_disturbed == 1 else times
+            into.setdefault((run_id, name), []).append((real_s, cpu_s))
         failed = failures.drop_duplicates(["run_id", "benchmark"])
         reasons = dict(zip(zip(failed["run_id"], failed["benchmark"]), failed["reason"]))
         measured = pd.concat([samples, failures])[["run_id", "benchmark"]].drop_duplicates()
@@ -358,7 +383,7 @@ class History:
             key: [run_list[i] for i in group["position"]]
             for key, group in measured.groupby(["machine_id", "benchmark"])
         }
-        return cls(machines, by_machine, benchmarks, times, reasons, series)
+        return cls(machines, by_machine, benchmarks, times, reasons, series, disturbed)
 
     @property
     def run_count(self) -> int:
@@ -369,10 +394,17 @@ class History:
         return choose_time(benchmark, info.threads if info else None, time)
 
     def values(self, run_id: int, benchmark: str, time: str) -> list[float]:
-        """Seconds per iteration of each repetition, on the clock `time` selects for it."""
+        """Seconds per iteration of each repetition not measured while disturbed, on the clock
+        `time` selects for it."""
         pairs = self.times.get((run_id, benchmark), [])
         real = self.time_source(benchmark, time) == "real_time"
         return [t for t in (r if real else c for r, c in pairs) if t == t]  # not NaN
+
+    def disturbed_values(self, run_id: int, benchmark: str, time: str) -> list[float]:
+        """Like values, for the repetitions measured while disturbed (left out of `values`)."""
+        pairs = self.disturbed.get((run_id, benchmark), [])
+        real = self.time_source(benchmark, time) == "real_time"
+        return [t for t in (r if real else c for r, c in pairs) if t == t]
 
     def failure(self, run_id: int, benchmark: str) -> str | None:
         """Why the benchmark has no samples in this run, when the run recorded it as failed."""

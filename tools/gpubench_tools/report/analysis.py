@@ -14,6 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ..benchjson import DISTURBED
 from ..overhead_model import OverheadModel, gemm_rows, gpu_peak, num
 
 __all__ = [
@@ -81,8 +82,21 @@ def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
     # iterations until min_time; either way one repetition is one draw from the machine.
     few = num(rows, "repetitions").fillna(1) < FEW_REPETITIONS
     return rows.assign(
-        _t=t, _lo=lo, _hi=hi, _few=few.astype(bool), _noisy=(hi - lo) / t > NOISY_SPREAD
+        _t=t,
+        _lo=lo,
+        _hi=hi,
+        _few=few.astype(bool),
+        _noisy=(hi - lo) / t > NOISY_SPREAD,
+        _disturbed=disturbed(rows),
     )
+
+
+def disturbed(summary: pd.DataFrame) -> pd.Series:
+    """Summary rows whose median includes repetitions measured while disturbed (too few
+    undisturbed ones remained: table.summarize, policy.HEADLINE_RULE): marked wherever shown."""
+    if "conditions" not in summary:
+        return pd.Series(False, index=summary.index)
+    return (summary["conditions"] == DISTURBED).astype(bool)
 
 
 def speedup_curve(
@@ -116,6 +130,7 @@ def speedup_curve(
                 f"{side}_file": rows.get("file"),
                 f"{side}_few": rows["_few"],
                 f"{side}_noisy": rows["_noisy"],
+                f"{side}_disturbed": rows["_disturbed"],
             }
         )
         if side == "cpu":
@@ -127,7 +142,8 @@ def speedup_curve(
     curve["speedup_high"] = curve["cpu_high"] / curve["gpu_low"]
     curve["few_samples"] = curve.pop("cpu_few") | curve.pop("gpu_few")
     curve["noisy"] = curve["cpu_noisy"] | curve["gpu_noisy"]
-    curve["flagged"] = curve["few_samples"] | curve["noisy"]
+    curve["disturbed"] = curve["cpu_disturbed"] | curve["gpu_disturbed"]
+    curve["flagged"] = curve["few_samples"] | curve["noisy"] | curve["disturbed"]
     return curve.reset_index(drop=True)
 
 
@@ -135,7 +151,7 @@ def flagged(summary: pd.DataFrame) -> pd.Series:
     """Summary rows a chart draws hollow: fewer than FEW_REPETITIONS repetitions, or a spread
     over NOISY_SPREAD of the median."""
     few = num(summary, "repetitions").fillna(1) < FEW_REPETITIONS
-    return (few | (num(summary, "spread") > NOISY_SPREAD)).astype(bool)
+    return (few | (num(summary, "spread") > NOISY_SPREAD) | disturbed(summary)).astype(bool)
 
 
 @dataclass
@@ -349,7 +365,7 @@ def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
     group = ["machine", "base_name", "label"]
     rows = rows[rows.groupby(group, dropna=False)["threads"].transform("nunique") > 1]
     one = rows[rows["threads"] == 1].set_index(group)
-    one = one[["_t", "_lo", "_hi", "_few", "_noisy"]].add_suffix("_1")
+    one = one[["_t", "_lo", "_hi", "_few", "_noisy", "_disturbed"]].add_suffix("_1")
     rows = rows.join(one, on=group)
     rows = rows[rows["_t_1"].notna()]
     out = rows[[c for c in _ID if c in rows] + ["base_name"]].assign(
@@ -359,7 +375,8 @@ def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
     out["efficiency"] = out["speedup"] / out["threads"]
     out["few_samples"] = rows["_few"] | rows["_few_1"].astype(bool)
     out["noisy"] = rows["_noisy"] | rows["_noisy_1"].astype(bool)
-    out["flagged"] = out["few_samples"] | out["noisy"]
+    out["disturbed"] = rows["_disturbed"] | rows["_disturbed_1"].astype(bool)
+    out["flagged"] = out["few_samples"] | out["noisy"] | out["disturbed"]
     # The widest band the repetitions allow: the slowest 1-thread repetition over the fastest
     # one at this thread count, and back. The 1-thread row is the reference itself: exactly 1.
     reference = out["threads"] == 1

@@ -18,12 +18,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..overhead_model import build_model
+from ..overhead_model import build_model, num
+from ..benchjson import DISTURBED, UNKNOWN, describe_conditions, unknown_conditions_note
+from ..policy import HEADLINE_RULE
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name, summarize
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 from . import analysis
 from .charts import Chart, draw
 from .topics import (
+    ENERGY,
     ALLOCATION_PROBES,
     CONTEXT_NAMES,
     MEMORY_AGREEMENT,
@@ -32,6 +35,7 @@ from .topics import (
     PART_MEANINGS,
     PEERS,
     TOPICS,
+    EnergyTopic,
     Topic,
     committed_gpu_reference,
 )
@@ -42,6 +46,9 @@ PARTS = analysis.PARTS
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
 FEW_MARK, NOISY_MARK = "†", "~"
+# A median that includes repetitions measured while disturbed (fewer than MIN_UNDISTURBED
+# undisturbed ones remained: policy.HEADLINE_RULE).
+DISTURBED_MARK = "‡"
 
 
 def _fastest(rows: pd.DataFrame, keys: list[str], time_col: str) -> pd.DataFrame:
@@ -73,7 +80,12 @@ def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
 def _noise_mark(row: pd.Series) -> str:
     few = bool(row.get("few_samples", False))
     noisy = bool(row.get("noisy", False))
-    return (FEW_MARK if few else "") + (NOISY_MARK if noisy else "")
+    disturbed = bool(row.get("disturbed", False))
+    return (
+        (FEW_MARK if few else "")
+        + (NOISY_MARK if noisy else "")
+        + (DISTURBED_MARK if disturbed else "")
+    )
 
 
 def _threads_text(threads: Any) -> str:
@@ -300,8 +312,8 @@ class _Builder:
         caption = (
             f"Above 1 the GPU is faster: {topic.cpu_time_name} / {topic.gpu_time_name}. "
             f"GPU: {topic.gpu_paths[-1].meaning}; CPU: the fastest thread count measured at each "
-            f"size. Bands: min..max over repetitions; hollow markers: fewer than 3 repetitions "
-            f"or a spread over 25%."
+            f"size. Bands: min..max over repetitions; hollow markers: fewer than 3 repetitions, "
+            f"a spread over 25%, or measured while disturbed."
         )
         # The other GPU paths the answer states (eager beside the fastest), as columns.
         others = self.other_paths.get(topic.id, [])
@@ -1065,6 +1077,84 @@ class _Builder:
             }
         )
 
+    def energy_section(self, energy: EnergyTopic = ENERGY) -> None:
+        """Joules per unit of work on each side of the energy topic's pairs, where a GPU row
+        has energy; the CPU side's energy where recorded, else why not."""
+        s = self.summary
+        if energy.gpu_counter not in s or not s[energy.gpu_counter].notna().any():
+            return
+
+        def joules(rows: pd.DataFrame, counter: str) -> pd.Series:
+            if counter not in rows:
+                return pd.Series(math.nan, index=rows.index)
+            per = (
+                num(rows, energy.per).where(num(rows, energy.per) > 0, 1.0)
+                if energy.per in rows
+                else 1.0
+            )
+            return num(rows, counter) / per
+
+        table_rows, compared = [], 0
+        for topic in (t for t in TOPICS if t.id in energy.topics):
+            gpu = analysis.select(s, topic.gpu)
+            gpu = gpu[gpu[energy.gpu_counter].notna()]
+            if gpu.empty:
+                continue
+            keys = ["machine", *topic.keys]
+            gpu = _fastest(gpu, keys, topic.time_col).assign(
+                _j=lambda r: joules(r, energy.gpu_counter)
+            )
+            cpu = analysis.select(s, topic.cpu)
+            cpu = _fastest(cpu, keys, topic.time_col) if len(cpu) else cpu
+            cpu = (
+                cpu.assign(_j=joules(cpu, energy.cpu_counter))[keys + ["_j"]] if len(cpu) else None
+            )
+            pairs = (
+                gpu if cpu is None else gpu.merge(cpu, on=keys, how="left", suffixes=("", "_cpu"))
+            )
+            for _, r in pairs.sort_values(keys).iterrows():
+                cpu_j = r.get("_j_cpu", math.nan)
+                has_cpu = pd.notna(cpu_j)
+                compared += bool(has_cpu)
+                size = ", ".join(f"{k} {fmt_size(r[k])}" for k in topic.keys if pd.notna(r.get(k)))
+                table_rows.append(
+                    [
+                        topic.title,
+                        size,
+                        str(r.get("variant") or "—"),
+                        f"{r['_j']:.3g} J",
+                        f"{cpu_j:.3g} J" if has_cpu else "not recorded",
+                        fmt_ratio(cpu_j / r["_j"]) if has_cpu and r["_j"] > 0 else "—",
+                    ]
+                )
+        if not table_rows:
+            return
+        cpu_said = (
+            f"CPU energy: {energy.cpu_absent}."
+            if not compared
+            else f"CPU energy compared at {compared} of {len(table_rows)} sizes."
+        )
+        self.sections.append(
+            {
+                "id": energy.id,
+                "title": energy.title,
+                "paragraphs": [
+                    f"Joules per {energy.unit_name}: the GPU's energy counter (NVML) over each "
+                    f"repetition's timed loop, per {energy.unit_name}, at the fastest GPU path of "
+                    f"each size (as in the speedups). {cpu_said}"
+                ],
+                "charts": [],
+                "tables": [
+                    {
+                        "caption": f"Energy per {energy.unit_name} (median over repetitions)",
+                        "headers": ["workload", "size", "GPU path", f"GPU J/{energy.unit_name}",
+                                    f"CPU J/{energy.unit_name}", "CPU / GPU energy"],  # fmt: skip
+                        "rows": table_rows,
+                    }
+                ],
+            }
+        )
+
     # --- the hardware ---------------------------------------------------------------------
 
     def appendix(self) -> dict[str, Any]:
@@ -1291,6 +1381,43 @@ def _thin_text(builder: _Builder) -> str:
     return "Thin here: " + "; ".join(said) + "." if said else ""
 
 
+def conditions_text(table: Table, summary: pd.DataFrame) -> str:
+    """The report's first line on the measurement conditions: the run was disturbed (how many
+    repetitions, by what, by how much, and what the numbers are made of), or "conditions
+    unknown" once for files without condition counters; "" for a quiet run."""
+    rows = table.rows
+    if rows.empty or "conditions" not in rows:
+        return ""
+    counters = [
+        {
+            k: r[k]
+            for k in ("disturbed", "disturbed_by", *_CONDITION_FIGURES)
+            if k in r and pd.notna(r[k])
+        }
+        for _, r in rows.iterrows()
+    ]
+    said = []
+    line = describe_conditions(counters)
+    if line is not None:
+        marked = int((summary["conditions"] == DISTURBED).sum()) if len(summary) else 0
+        cleaned = int((summary["disturbed_left_out"] > 0).sum()) if len(summary) else 0
+        said.append(
+            f"Measured while disturbed: {line}. {HEADLINE_RULE[0].upper()}{HEADLINE_RULE[1:]} "
+            f"({DISTURBED_MARK}): {cleaned} benchmark(s) from undisturbed repetitions only, "
+            f"{marked} marked {DISTURBED_MARK}. Stop what else runs and measure again, or start "
+            "bench with --wait-idle=SECONDS."
+        )
+    unknown = sorted(set(rows.loc[rows["conditions"] == UNKNOWN, "file"]))
+    if unknown:
+        what = f"{len(unknown)} file(s)" if len(unknown) > 1 else "the file"
+        said.append(unknown_conditions_note(f"the repetitions of {what}").capitalize() + ".")
+    return " ".join(said)
+
+
+# The counters describe_conditions reads for "by how much".
+_CONDITION_FIGURES = ("cpu_wait_cores", "cpu_other_cores", "cpu_steal_cores")
+
+
 def _speedup_definition(answer: list[dict[str, Any]]) -> str:
     """What each side of the answer's speedups is, once per kind of compared time."""
     shown = {a["anchor"] for a in answer}
@@ -1324,6 +1451,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     builder.peers_section()
     builder.memory_section()
     builder.allocation_section()
+    builder.energy_section()
     builder.problems_section()
     # An answer row links to its section only where there is one: a workload with rows on one
     # side only has none.
@@ -1354,7 +1482,8 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         "few_samples": builder.few_samples,
         "thin": _thin_text(builder),
         "speedup_definition": _speedup_definition(builder.answer),
-        "marks": {"few": FEW_MARK, "noisy": NOISY_MARK},
+        "marks": {"few": FEW_MARK, "noisy": NOISY_MARK, "disturbed": DISTURBED_MARK},
+        "conditions": conditions_text(table, builder.summary),
         "sections": builder.sections,
         "appendix": builder.appendix(),
     }

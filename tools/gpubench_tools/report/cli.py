@@ -60,14 +60,17 @@ def build_report(
     from .render import write_report
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    html_path, md_path = write_report(build_document(table, out_dir), out_dir)
+    doc = build_document(table, out_dir)
+    html_path, md_path = write_report(doc, out_dir)
     # Files by their shortest distinct tail, as the report's inputs line names them (two runs both
     # called bench.json stay apart).
     names = distinct_names([str(f) for f in table.problems["file"].unique()])
     listed = [f"{names[str(p.file)]}: {p.status}: {p.name}" for p in table.problems.itertuples()]
     # Said first: every GPU number of this report is another run's.
     whose = reference_warning(table)
-    return html_path, md_path, whose + table.warnings + (listed if verbose else [])
+    conditions = [doc["conditions"]] if doc["conditions"] else []
+    # The conditions next: whether the numbers were measured on a quiet machine.
+    return html_path, md_path, whose + conditions + table.warnings + (listed if verbose else [])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -26,6 +26,8 @@ __all__ = [
     "PART_MEANINGS",
     "CONTEXT_NAMES",
     "COMMITTED_GPU_REFERENCE",
+    "EnergyTopic",
+    "ENERGY",
     "committed_gpu_reference",
 ]
 
@@ -224,6 +226,36 @@ TOPICS: tuple[Topic, ...] = (
         gpu_time_name=_GPU_STEP,
         gpu_path="bf16 products with fp32 master weights and loss scaling",
     ),
+)
+
+
+@dataclass(frozen=True)
+class EnergyTopic:
+    """Energy per unit of work, CPU against GPU, over the CPU/GPU pairs of some topics (the same
+    sides, keys and fastest GPU path at each size as their speedups). A side's energy is its
+    counter (joules per iteration: harness/conditions.hpp) divided by the work units per
+    iteration (`per`, e.g. `steps`; one where a row has none). A pair is compared where both sides
+    have energy; a side without it is said, with `cpu_absent` for the CPU."""
+
+    id: str
+    title: str
+    topics: tuple[str, ...]  # Topic ids
+    unit_name: str  # what one unit of work is: "step"
+    per: str = "steps"
+    gpu_counter: str = "gpu_energy_j"  # NVML's energy counter over the loop, per iteration
+    cpu_counter: str = "cpu_energy_j"  # bench writes none yet (RAPL is not read)
+    cpu_absent: str = (
+        "not recorded: bench reads no CPU energy counter (RAPL/powercap is not read, and is "
+        "unreadable on most virtual machines)"
+    )
+    gpu_absent: str = "not recorded: NVML or the GPU's energy counter (Volta and newer) unavailable"
+
+
+ENERGY = EnergyTopic(
+    id="energy",
+    title="Energy per training step, CPU vs GPU",
+    topics=("mlp-iris", "mlp-digits", "mlp-sweep", "cnn", "mixed"),
+    unit_name="step",
 )
 
 
