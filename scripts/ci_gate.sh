@@ -36,7 +36,8 @@
 #   PAIRS, MAX_PAIRS  paired gate: rounds to start with, at most for an AMBIGUOUS benchmark
 #                                           (defaults of gpubench_tools/compare/paired.py)
 #   GATE_BUILD_DIR    where --against keeps its builds (default build-gate)
-#   GATE_CMAKE_ARGS   extra CMake arguments for the --against build (default none)
+#   GATE_CMAKE_ARGS   extra CMake arguments for the --against build (default CMAKE_ARGS, which
+#                     scripts/common.sh gives the working tree's build)
 #   JOBS        parallel build jobs for --against (default nproc)
 #   PYTHON      interpreter for the compare tool (default .venv/bin/python, else python3)
 #   OPENBLAS_CORETYPE is set to the kernels the baseline was measured with (see below).
@@ -185,14 +186,21 @@ build_ref() { # $1 ref; prints the bench path of its build
   git worktree add --detach "$src" "$commit" >"$log" 2>&1 || die "--against: cannot check out $ref ($commit): $(tail -n 1 "$log")"
   echo "ci_gate: building $ref ($commit) in $build (log $log)" >&2
   local start=$SECONDS ok=1
+  # Configured as scripts/common.sh configures the working tree's build (the same CMake arguments,
+  # nvcc found the same way), so the two binaries differ only in their code.
+  if [[ -z ${CUDACXX:-} ]] && ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    export CUDACXX=/usr/local/cuda/bin/nvcc
+  fi
   # shellcheck disable=SC2086 # GATE_CMAKE_ARGS is a list of arguments
-  { cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release ${GATE_CMAKE_ARGS:-} &&
+  { cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release ${GATE_CMAKE_ARGS-${CMAKE_ARGS:-}} &&
     cmake --build "$build" --target bench -j "${JOBS:-$(nproc)}"; } >>"$log" 2>&1 || ok=0
   git worktree remove --force "$src" >/dev/null 2>&1 || rm -rf "$src"
   git worktree prune
   if [[ $ok == 0 || ! -x $build/benchmarks/bench ]]; then
     local why
-    why=$(grep -m 1 -E 'error|Error' "$log" || tail -n 1 "$log")
+    # The first error and the two lines after it (CMake puts its message on the next line), as one.
+    why=$(grep -m 1 -A 2 -E 'error|Error' "$log" | tr '\n' ' ' || true)
+    [[ -n $why ]] || why=$(tail -n 1 "$log")
     rm -rf "$build" # a half-built tree is never reused
     die "--against: the base $ref ($commit) failed to build, nothing to compare with: $(echo "$why" | tr -s ' \t' ' ' | cut -c1-300) (log $log)"
   fi

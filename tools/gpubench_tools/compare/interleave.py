@@ -30,6 +30,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -284,22 +285,18 @@ class PairedRun:
         return paths
 
 
-def _command(text: str, what: str) -> list[str]:
-    """An executable (or wrapper script) given on the command line, checked before anything runs."""
-    cmd = shlex.split(text)
-    if not cmd:
+def _command(path: str, what: str) -> list[str]:
+    """An executable (or wrapper script) given on the command line, checked before anything runs.
+    One path, never split: a path may hold spaces; arguments belong in a wrapper script."""
+    if not path:
         raise UnusableInput(f"{what} is empty")
-    exe = cmd[0]
-    if os.sep not in exe:
-        from shutil import which
-
-        found = which(exe)
-        if found is None:
-            raise UnusableInput(f"{what} '{exe}' not found on PATH")
-        return cmd
-    if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
-        raise UnusableInput(f"{what} '{exe}' not found or not executable")
-    return cmd
+    if os.sep not in path:
+        if shutil.which(path) is None:
+            raise UnusableInput(f"{what} '{path}' not found on PATH")
+        return [path]
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise UnusableInput(f"{what} '{path}' not found or not executable")
+    return [path]
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
