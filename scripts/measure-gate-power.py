@@ -28,9 +28,11 @@ Usage: scripts/measure-gate-power.py [--bench build/benchmarks/bench] [--out FIL
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,12 +98,18 @@ def log(text: str) -> None:
 
 
 def pairs_of(directory: Path, clock: str = "cpu_time") -> dict[str, dict[str, dict[int, float]]]:
+    """name -> side -> repetition index -> time; side "disturbed" -> index -> whether either
+    side's repetition carries disturbed=1 (the gate leaves such a pair out)."""
     out: dict[str, dict[str, dict[int, float]]] = {}
     for side in ("base", "contender"):
         for row in load_report(str(directory / f"{side}.json")).rows:
             if row.run_type == "iteration" and row.usable:
                 value = row.cpu_time_s if clock == "cpu_time" else row.real_time_s
-                out.setdefault(row.run_name, {}).setdefault(side, {})[row.repetition_index] = value
+                sides = out.setdefault(row.run_name, {})
+                sides.setdefault(side, {})[row.repetition_index] = value
+                marks = sides.setdefault("disturbed", {})
+                hit = bool(row.counters.get("disturbed", 0))
+                marks[row.repetition_index] = marks.get(row.repetition_index, False) or hit
     return out
 
 
@@ -162,6 +170,7 @@ def phase_pool(bench: str, work: Path, rounds: int) -> dict:
         data[name] = {
             "base_s": [sides["base"][i] for i in idx],
             "contender_s": [sides["contender"][i] for i in idx],
+            "disturbed": [sides["disturbed"][i] for i in idx],
         }
     return {
         "rounds": rounds,
@@ -174,7 +183,7 @@ def phase_pool(bench: str, work: Path, rounds: int) -> dict:
 
 
 def simulate_gate(
-    pool: dict[str, tuple[np.ndarray, np.ndarray]],
+    pool: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
     rules: paired.PairedRules,
     rng: np.random.Generator,
     slowed: str | None = None,
@@ -182,18 +191,21 @@ def simulate_gate(
 ) -> dict[str, tuple[str, int]]:
     """One resampled gate run, as interleave.py runs it: start_pairs rounds, then more rounds in
     steps of half of that for a benchmark that may be slower (AMBIGUOUS reaching beyond the
-    margin), up to max_pairs."""
+    margin) or short of pairs because pairs were left out as disturbed, up to max_pairs rounds."""
     rounds = len(next(iter(pool.values()))[0])
     order = rng.permutation(rounds)
     step = max(1, -(-rules.start_pairs // 2))
     out = {}
-    for name, (base, cont) in pool.items():
+    for name, (base, cont, disturbed) in pool.items():
         cont = cont * factor if name == slowed else cont
         n = rules.start_pairs
         while True:
-            verdict, est = paired.judge_values(base[order[:n]], cont[order[:n]], rules, False)
+            drawn = order[:n]
+            kept = drawn[~disturbed[drawn]]
+            verdict, est = paired.judge_values(base[kept], cont[kept], rules, False)
             maybe_slower = verdict == paired.AMBIGUOUS and est.high > 1 + rules.margin
-            if not maybe_slower or n >= rules.max_pairs:
+            short_of_pairs = verdict == paired.FEW and kept.size < drawn.size
+            if not (maybe_slower or short_of_pairs) or n >= rules.max_pairs:
                 break
             n = min(rules.max_pairs, n + step)
         out[name] = (verdict, n)
@@ -202,23 +214,30 @@ def simulate_gate(
 
 def phase_simulate(pool_doc: dict, rules: paired.PairedRules, runs: int, seed: int = 0) -> dict:
     pool = {
-        name: (np.array(v["base_s"]), np.array(v["contender_s"]))
+        name: (
+            np.array(v["base_s"]),
+            np.array(v["contender_s"]),
+            np.array(v.get("disturbed", [False] * len(v["base_s"])), dtype=bool),
+        )
         for name, v in pool_doc["benchmarks"].items()
     }
     names = sorted(pool, key=paired._natural)
     rng = np.random.default_rng(seed)
-    fails = ambiguous = 0
+    fails = ambiguous = few = 0
     rounds_used = []
     for _ in range(runs):
         res = simulate_gate(pool, rules, rng)
         fails += any(v == paired.SLOWER for v, _ in res.values())
         ambiguous += any(v == paired.AMBIGUOUS for v, _ in res.values())
+        few += any(v == paired.FEW for v, _ in res.values())
         rounds_used.append(max(n for _, n in res.values()))
     out = {
         "gate_runs": runs,
         "false_fail": fails / runs,
         "false_fails": fails,
         "ambiguous_runs": ambiguous / runs,
+        "runs_with_a_benchmark_not_judged_disturbed": few / runs,
+        "pairs_disturbed": float(np.mean([p[2].mean() for p in pool.values()])),
         "mean_rounds": float(np.mean(rounds_used)),
         "max_rounds": int(max(rounds_used)),
         "power": {},
@@ -329,7 +348,9 @@ def markdown(doc: dict) -> str:
             "|---|---|---|",
             f"| none (A/A): false FAIL | {sim['false_fail'] * 100:.1f} % "
             f"({sim['false_fails']} of {sim['gate_runs']}) | AMBIGUOUS named in "
-            f"{sim['ambiguous_runs'] * 100:.0f} % of runs (exit 0) |",
+            f"{sim['ambiguous_runs'] * 100:.0f} % of runs (exit 0); a benchmark not judged as "
+            f"disturbed in {sim['runs_with_a_benchmark_not_judged_disturbed'] * 100:.0f} % "
+            f"({sim['pairs_disturbed'] * 100:.0f} % of pairs disturbed) |",
         ]
         for shift, p in sim["power"].items():
             per = ", ".join(f"{k[2:]}: {v * 100:.0f} %" for k, v in p["by_benchmark"].items())
@@ -385,13 +406,19 @@ def main() -> int:
     )
     parser.add_argument("--from", dest="from_file", help="re-use the pool (and more) of this file")
     args = parser.parse_args()
-    bench = str(Path(args.bench).resolve())
-    if not os.access(bench, os.X_OK):
+    source = Path(args.bench).resolve()
+    if not os.access(source, os.X_OK):
         print(
-            f"measure-gate-power: error: no bench at {bench} (build it, or pass --bench)",
+            f"measure-gate-power: error: no bench at {source} (build it, or pass --bench)",
             file=sys.stderr,
         )
         return 2
+    work = Path(tempfile.mkdtemp(prefix="gate-power-"))
+    log(f"working in {work}")
+    # A private copy: a rebuild of the build folder during the hour this takes must not swap the
+    # binary under one side of an A/A run.
+    bench = str(work / "bench")
+    shutil.copy2(source, bench)
     rules = paired.DEFAULT_RULES
     doc: dict = json.loads(Path(args.from_file).read_text()) if args.from_file else {}
     doc.update(
@@ -399,13 +426,12 @@ def main() -> int:
             "_about": "The paired gate measured on this machine by scripts/measure-gate-power.py;"
             " docs/regression-gate.md, 'Paired gate', reads it.",
             "machine": {"cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine()},
-            "bench": bench,
+            "bench": str(source),
+            "bench_sha256": hashlib.sha256(Path(bench).read_bytes()).hexdigest(),
             "filter": FILTER,
             "rules": rules.as_dict(),
         }
     )
-    work = Path(tempfile.mkdtemp(prefix="gate-power-"))
-    log(f"working in {work}")
     if "schemes" not in args.skip and not args.from_file:
         doc["schemes"] = phase_schemes(bench, work, args.scheme_blocks)
     if "pool" not in args.skip and not args.from_file:

@@ -360,11 +360,16 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         run.run_rounds(batch)
         paths = run.write()
         judgement = paired.judge_files(str(paths[BASE]), str(paths[CONTENDER]), rules)
-        # More rounds of the benchmarks still AMBIGUOUS, in steps of half the start, until they
-        # resolve or reach max_pairs: an ambiguous interval narrows as pairs accumulate.
+        # More rounds of the benchmarks still AMBIGUOUS on the slower side (an interval narrows as
+        # pairs accumulate) or short of pairs because some were left out as disturbed (more
+        # rounds replace them), in steps of half the start, up to max_pairs rounds.
         step = max(1, math.ceil(rules.start_pairs / 2 / args.reps_per_run))
         while True:
-            pending = [b.name for b in judgement.maybe_slower if b.pairs < rules.max_pairs]
+            pending = [
+                b.name
+                for b in judgement.maybe_slower + judgement.disturbed_few
+                if b.pairs + b.left_out < rules.max_pairs
+            ]
             if not pending or judgement.fails:
                 break
             run.run_rounds(step, exact_filter(pending))

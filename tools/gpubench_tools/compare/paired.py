@@ -274,6 +274,12 @@ class PairedJudgement:
         return any(b.fails for b in self.benchmarks)
 
     @property
+    def disturbed_few(self) -> list[PairedBenchmark]:
+        """Benchmarks with too few pairs because pairs were left out as disturbed: the ones
+        more rounds are run for, to replace them."""
+        return [b for b in self.of(FEW) if b.left_out]
+
+    @property
     def resolved(self) -> list[PairedBenchmark]:
         """Benchmarks the gate could decide: slower, faster, the same, or AMBIGUOUS only on the
         faster side (shown not slower beyond the margin, which is all a gate asks)."""
@@ -418,11 +424,16 @@ def judge_reports(
             bench.verdict = INCOMPLETE
         if lost:
             bench.why = "; ".join(lost) + " (pairs are incomplete)"
+        elif verdict == FEW and bench.left_out:
+            bench.why = (
+                f"not judged: measured while disturbed: {bench.left_out} of {len(common)} pairs "
+                f"left out (disturbed=1), fewer than the {rules.min_pairs} a "
+                f"{1 - rules.alpha:.3g} interval needs remain"
+            )
         elif verdict == FEW:
             bench.why = (
                 f"{len(kept)} pairs, fewer than the {rules.min_pairs} a {1 - rules.alpha:.3g} "
                 "interval needs"
-                + (f" ({bench.left_out} left out as disturbed)" if bench.left_out else "")
             )
         results.append(bench)
     return PairedJudgement(base.path, contender.path, rules, clock, results, notes)
@@ -481,8 +492,12 @@ def gate_line(j: PairedJudgement) -> str:
     margin = f"{j.rules.margin * 100:g}%"
     if code == EXIT_REGRESSION:
         head = f"gate: FAIL: slower beyond the {margin} margin, failing or missing"
+    elif code == EXIT_UNUSABLE and j.of(INCOMPLETE):
+        head = "gate: CANNOT JUDGE: repetitions without their partner"
+    elif code == EXIT_UNUSABLE and j.disturbed_few:
+        head = "gate: CANNOT JUDGE: measured while disturbed, too few undisturbed pairs"
     elif code == EXIT_UNUSABLE:
-        head = "gate: CANNOT JUDGE: incomplete pairs, or nothing resolved"
+        head = "gate: CANNOT JUDGE: no benchmark resolved"
     elif j.maybe_slower:
         head = f"gate: PASS, but AMBIGUOUS: cannot tell whether beyond the {margin} margin"
     else:
