@@ -276,6 +276,8 @@ STANDIN = textwrap.dedent("""\
             rows.append(dict(name=name, run_name=name, run_type="iteration", repetitions=reps,
                              repetition_index=r, threads=1, iterations=100, real_time=t,
                              cpu_time=t, time_unit="ns"))
+            if conf.get("disturb_odd") and count % 2:
+                rows[-1]["disturbed"] = 1.0
     with open(args["--benchmark_out"], "w") as fh:
         json.dump(dict(context=dict(executable=sys.argv[0]), benchmarks=rows), fh)
     if conf.get("crash_at") and count >= int(conf["crash_at"]):
@@ -363,6 +365,21 @@ def test_driver_reruns_ambiguous_benchmarks_only(tmp_path: Path, capsys) -> None
     count = {n: sum(r.run_name == n for r in report.rows) for n in ("bm/a", "bm/b")}
     assert count["bm/b"] > count["bm/a"], count
     assert count["bm/b"] <= 16
+
+
+def test_disturbed_pairs_are_replaced_by_more_rounds(tmp_path: Path, capsys) -> None:
+    # Every other contender run is marked disturbed: 8 rounds leave 4 pairs, too few; the driver
+    # runs more rounds until 8 undisturbed pairs judge, within --max-pairs 16.
+    base = standin(tmp_path, "a", seed="a")
+    cont = standin(tmp_path, "b", seed="b", disturb_odd="1", state=str(tmp_path / "count"))
+    code, out = drive(tmp_path, base, cont)
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert code == 0, capsys.readouterr()
+    assert all(b["pairs"] >= 8 and b["pairs_left_out"] >= 4 for b in verdict["benchmarks"])
+    # With no room for more rounds, the benchmarks are not judged, and the gate says why.
+    code, out = drive(tmp_path, base, cont, "--max-pairs", "8")
+    text = capsys.readouterr()
+    assert code == 2 and "measured while disturbed" in text.err
 
 
 def test_contender_crash_midway_fails_naming_it(tmp_path: Path, capsys) -> None:
