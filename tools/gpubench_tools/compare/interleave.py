@@ -29,7 +29,7 @@ import json
 import math
 import os
 import re
-import shlex
+import signal
 import shutil
 import subprocess
 import sys
@@ -113,8 +113,6 @@ def _last_line(text: str) -> str:
 def _describe_exit(code: int) -> str:
     if code < 0:
         try:
-            import signal
-
             return f"was killed by signal {-code} ({signal.Signals(-code).name})"
         except ValueError:
             return f"was killed by signal {-code}"
@@ -181,7 +179,7 @@ class PairedRun:
         """Runs one invocation; returns its rows (as pairs) or raises BenchRunError."""
         cmd = self._command(inv.side, inv.out, benchmark_filter)
         code = EXIT_UNUSABLE if inv.side == BASE else EXIT_REGRESSION
-        where = f"{inv.side} bench ({shlex.join(cmd[:1])}), round {inv.round + 1}"
+        where = f"{inv.side} bench ({cmd[0]}), round {inv.round + 1}"
         start = time.monotonic()
         try:
             with open(inv.log, "w", encoding="utf-8", errors="replace") as log:
