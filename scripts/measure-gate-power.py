@@ -190,8 +190,8 @@ def simulate_gate(
     factor: float = 1.0,
 ) -> dict[str, tuple[str, int]]:
     """One resampled gate run, as interleave.py runs it: start_pairs rounds, then more rounds in
-    steps of half of that for a benchmark that may be slower (AMBIGUOUS reaching beyond the
-    margin) or short of pairs because pairs were left out as disturbed, up to max_pairs rounds."""
+    steps of half of that for a benchmark that may be slower (AMBIGUOUS, paired.possibly_slower) or short of pairs because pairs were left out as disturbed, up to max_pairs rounds.
+    """
     rounds = len(next(iter(pool.values()))[0])
     order = rng.permutation(rounds)
     step = max(1, -(-rules.start_pairs // 2))
@@ -203,7 +203,7 @@ def simulate_gate(
             drawn = order[:n]
             kept = drawn[~disturbed[drawn]]
             verdict, est = paired.judge_values(base[kept], cont[kept], rules, False)
-            maybe_slower = verdict == paired.AMBIGUOUS and est.high > 1 + rules.margin
+            maybe_slower = verdict == paired.AMBIGUOUS and paired.possibly_slower(est, rules)
             short_of_pairs = verdict == paired.FEW and kept.size < drawn.size
             if not (maybe_slower or short_of_pairs) or n >= rules.max_pairs:
                 break

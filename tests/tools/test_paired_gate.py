@@ -57,8 +57,9 @@ def test_interval_inverts_the_signed_rank_test() -> None:
 
 def test_fewest_pairs_for_an_interval() -> None:
     assert paired.min_pairs_for(0.01) == 8  # 2 / 2**8 < 0.01 <= 2 / 2**7
+    assert paired.min_pairs_for(0.002) == 10  # the default: 2 / 2**10 < 0.002
     assert paired.interval_rank(7, 0.01) == 0
-    assert paired.judge_values([1.0] * 7, [1.0] * 7, RULES)[0] == paired.FEW
+    assert paired.judge_values([1.0] * 9, [1.0] * 9, RULES)[0] == paired.FEW
 
 
 @pytest.mark.parametrize("shift", [0.05, 0.10, 0.20])
@@ -102,7 +103,7 @@ def test_straddling_the_margin_is_ambiguous() -> None:
 
 
 def test_rules_refuse_what_cannot_work() -> None:
-    for kwargs in ({"margin": 0.0}, {"margin": float("nan")}, {"alpha": 0.7}, {"max_pairs": 5}):
+    for kwargs in ({"margin": 0.0}, {"margin": float("nan")}, {"alpha": 0.7}, {"start_pairs": 5}):
         with pytest.raises(paired.UnusableInput):
             paired.rules_from(**kwargs)
 
@@ -308,9 +309,9 @@ def drive(tmp: Path, base: str, cont: str, *args: str) -> tuple[int, Path]:
             "--json",
             str(out / "verdict.json"),
             "--pairs",
-            "8",
+            "10",
             "--max-pairs",
-            "16",
+            "20",
             *args,
         ]
     )
@@ -326,7 +327,7 @@ def test_driver_writes_two_paired_bench_files(tmp_path: Path, capsys) -> None:
     assert base.context["pair_order"].split()[:4] == ["AB", "BA", "AB", "BA"]
     for report in (base, cont):
         indices = sorted(r.repetition_index for r in report.rows if r.run_name == "bm/a")
-        assert indices == list(range(8))
+        assert indices == list(range(10))
     # The same files judged offline by gpubench-compare: the same verdicts.
     verdict = json.loads((out / "verdict.json").read_text())
     capsys.readouterr()
@@ -364,20 +365,20 @@ def test_driver_reruns_ambiguous_benchmarks_only(tmp_path: Path, capsys) -> None
     report = load_report(str(out / "contender.json"))
     count = {n: sum(r.run_name == n for r in report.rows) for n in ("bm/a", "bm/b")}
     assert count["bm/b"] > count["bm/a"], count
-    assert count["bm/b"] <= 16
+    assert count["bm/b"] <= 20
 
 
 def test_disturbed_pairs_are_replaced_by_more_rounds(tmp_path: Path, capsys) -> None:
-    # Every other contender run is marked disturbed: 8 rounds leave 4 pairs, too few; the driver
-    # runs more rounds until 8 undisturbed pairs judge, within --max-pairs 16.
+    # Every other contender run is marked disturbed: 10 rounds leave 5 pairs, too few; the driver
+    # runs more rounds until 10 undisturbed pairs judge, within --max-pairs 20.
     base = standin(tmp_path, "a", seed="a")
     cont = standin(tmp_path, "b", seed="b", disturb_odd="1", state=str(tmp_path / "count"))
     code, out = drive(tmp_path, base, cont)
     verdict = json.loads((out / "verdict.json").read_text())
     assert code == 0, capsys.readouterr()
-    assert all(b["pairs"] >= 8 and b["pairs_left_out"] >= 4 for b in verdict["benchmarks"])
+    assert all(b["pairs"] >= 10 and b["pairs_left_out"] >= 5 for b in verdict["benchmarks"])
     # With no room for more rounds, the benchmarks are not judged, and the gate says why.
-    code, out = drive(tmp_path, base, cont, "--max-pairs", "8")
+    code, out = drive(tmp_path, base, cont, "--max-pairs", "10")
     text = capsys.readouterr()
     assert code == 2 and "measured while disturbed" in text.err
 
@@ -434,8 +435,8 @@ def gate(cwd_script: Path, tmp: Path, *args: str, **env: str) -> subprocess.Comp
         os.environ,
         OUT_DIR=str(tmp / "out"),
         PYTHON=sys.executable,
-        PAIRS="8",
-        MAX_PAIRS="16",
+        PAIRS="10",
+        MAX_PAIRS="20",
         PYTHONPATH=str(ROOT / "tools"),
         **env,
     )

@@ -48,8 +48,9 @@ MODULE = "gpubench_tools.compare.interleave"
 BASE, CONTENDER = "base", "contender"
 SIDES = (BASE, CONTENDER)
 FILE_NAMES = {BASE: "base.json", CONTENDER: "contender.json"}
-# One invocation of the smoke sweep takes about 2 s; one that runs 10 minutes hangs.
-DEFAULT_INVOCATION_TIMEOUT_S = 600.0
+# One invocation of the smoke sweep takes 2-5 s on a busy 2-core machine; one that runs 2 minutes
+# hangs (seen once: a bench that wrote its output and did not exit).
+DEFAULT_INVOCATION_TIMEOUT_S = 120.0
 # Characters that are syntax in the regular expressions of --benchmark_filter.
 _REGEX_SYNTAX = re.compile(r"([.^$|()\[\]{}*+?\\])")
 
@@ -358,7 +359,7 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         run.run_rounds(batch)
         paths = run.write()
         judgement = paired.judge_files(str(paths[BASE]), str(paths[CONTENDER]), rules)
-        # More rounds of the benchmarks still AMBIGUOUS on the slower side (an interval narrows as
+        # More rounds of the benchmarks AMBIGUOUS and possibly slower (an interval narrows as
         # pairs accumulate) or short of pairs because some were left out as disturbed (more
         # rounds replace them), in steps of half the start, up to max_pairs rounds.
         step = max(1, math.ceil(rules.start_pairs / 2 / args.reps_per_run))
