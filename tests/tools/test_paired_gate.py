@@ -264,7 +264,9 @@ STANDIN = textwrap.dedent("""\
         names = [n for n in names if re.search(flt, n)]
     if conf.get("drop"):
         names = [n for n in names if n != conf["drop"]]
-    rng = random.Random(count * 7919 + hash(conf.get("seed", "")) % 1000)
+    # Deterministic, and different for every run: the output's name says the round and side.
+    key = conf.get("seed", "") + os.path.basename(args["--benchmark_out"]) + str(count)
+    rng = random.Random(sum(ord(ch) * 31 ** i for i, ch in enumerate(key)))
     reps = int(args.get("--benchmark_repetitions", "1"))
     rows = []
     for i, name in enumerate(names):
@@ -356,11 +358,11 @@ def test_driver_fails_a_slower_contender(tmp_path: Path, capsys) -> None:
 
 
 def test_driver_reruns_ambiguous_benchmarks_only(tmp_path: Path, capsys) -> None:
-    # bm/b is so noisy that 8 pairs cannot place it; bm/a is settled at once. More rounds run,
+    # bm/b is so noisy that 10 pairs cannot place it; bm/a is settled at once. More rounds run,
     # of bm/b alone, up to --max-pairs.
     noisy = dict(noise="0.08", noise_name="bm/b")
     base = standin(tmp_path, "a", seed="a", **noisy)
-    cont = standin(tmp_path, "b", seed="b", slow="1.04", slow_name="bm/b", **noisy)
+    cont = standin(tmp_path, "b", seed="b", slow="1.08", slow_name="bm/b", **noisy)
     code, out = drive(tmp_path, base, cont)
     report = load_report(str(out / "contender.json"))
     count = {n: sum(r.run_name == n for r in report.rows) for n in ("bm/a", "bm/b")}
