@@ -508,6 +508,12 @@ def gate_line(j: PairedJudgement) -> str:
         head = "gate: CANNOT JUDGE: no benchmark resolved"
     elif j.maybe_slower:
         head = f"gate: PASS, but AMBIGUOUS: cannot tell whether beyond the {margin} margin"
+    elif j.ambiguous:
+        half = f"{j.rules.margin * 50:g}%"
+        head = (
+            f"gate: PASS: nothing shown slower beyond the {margin} margin; AMBIGUOUS rows have "
+            f"estimates under +{half} and intervals wider than the margin"
+        )
     else:
         head = f"gate: PASS: nothing slower beyond the {margin} margin"
     return f"{head} ({counts})"
