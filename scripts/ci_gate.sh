@@ -169,13 +169,15 @@ paired_gate() { # $1 base command, $2 contender command
 # --against REF: the base is REF built from a temporary git worktree. A commit never changes, so
 # its build is kept in $GATE_BUILD_DIR/<commit> and reused: a second gate against the same parent
 # (a CI rerun, the next push) builds nothing.
-build_ref() { # $1 ref; prints the bench path of its build
+# The worktree goes, so the build keeps a copy of REF's data/ (the MLP rows read iris.csv and
+# digits.csv from the source tree) and a wrapper, bench-gate, that points bench at it.
+build_ref() { # $1 ref; prints the path of the wrapper that runs its bench
   local ref=$1 commit src build log
   commit=$(git rev-parse --verify -q "$ref^{commit}") || die "--against: '$ref' is not a commit of this repository"
   build="$GATE_BUILD_DIR/$commit"
-  if [[ -x $build/benchmarks/bench ]]; then
+  if [[ -x $build/bench-gate && -x $build/benchmarks/bench ]]; then
     echo "ci_gate: reusing the build of $ref ($commit) in $build" >&2
-    echo "$build/benchmarks/bench"
+    echo "$build/bench-gate"
     return
   fi
   src="$GATE_BUILD_DIR/src-$commit"
@@ -194,6 +196,16 @@ build_ref() { # $1 ref; prints the bench path of its build
   # shellcheck disable=SC2086 # GATE_CMAKE_ARGS is a list of arguments
   { cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release ${GATE_CMAKE_ARGS-${CMAKE_ARGS:-}} &&
     cmake --build "$build" --target bench -j "${JOBS:-$(nproc)}"; } >>"$log" 2>&1 || ok=0
+  if [[ $ok == 1 && -x $build/benchmarks/bench ]]; then
+    local abs
+    abs=$(cd "$build" && pwd)
+    rm -rf "$build/data"
+    [[ -d $src/data ]] && cp -r "$src/data" "$build/data"
+    # shellcheck disable=SC2016 # "$@" is for the wrapper to expand
+    printf '#!/bin/sh\n# The bench of %s, with its own data files (written by scripts/ci_gate.sh --against).\nGPUBENCH_DATA_DIR=${GPUBENCH_DATA_DIR:-%q} exec %q "$@"\n' \
+      "$commit" "$abs/data" "$abs/benchmarks/bench" >"$build/bench-gate"
+    chmod +x "$build/bench-gate"
+  fi
   git worktree remove --force "$src" >/dev/null 2>&1 || rm -rf "$src"
   git worktree prune
   if [[ $ok == 0 || ! -x $build/benchmarks/bench ]]; then
@@ -205,7 +217,7 @@ build_ref() { # $1 ref; prints the bench path of its build
     die "--against: the base $ref ($commit) failed to build, nothing to compare with: $(echo "$why" | tr -s ' \t' ' ' | cut -c1-300) (log $log)"
   fi
   echo "ci_gate: built $ref in $((SECONDS - start)) s" >&2
-  echo "$build/benchmarks/bench"
+  echo "$build/bench-gate"
 }
 
 if [[ $mode == paired ]]; then

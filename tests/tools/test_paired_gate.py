@@ -253,6 +253,10 @@ STANDIN = textwrap.dedent("""\
     import json, os, random, re, signal, sys
     conf = dict(a.split("=", 1) for a in {conf!r}.split() if "=" in a)
     args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+    if conf.get("need_data"):  # as bench's MLP rows: the data files of its own source tree
+        where = os.path.join(os.environ.get("GPUBENCH_DATA_DIR", "."), "iris.csv")
+        if not os.path.exists(where):
+            sys.exit(f"cannot open data file {{where}}")
     state = conf.get("state")
     count = 0
     if state:
@@ -468,7 +472,9 @@ def project(tmp: Path, cmake: str) -> Path:
     repo = tmp / "repo"
     (repo / "scripts").mkdir(parents=True)
     shutil.copy(GATE, repo / "scripts" / "ci_gate.sh")
-    (repo / "standin").write_text(STANDIN.format(python=sys.executable, conf="seed=r"))
+    (repo / "standin").write_text(STANDIN.format(python=sys.executable, conf="seed=r need_data=1"))
+    (repo / "data").mkdir()
+    (repo / "data" / "iris.csv").write_text("5.1,3.5,1.4,0.2,0\n")
     (repo / "standin").chmod(0o755)
     (repo / "CMakeLists.txt").write_text(cmake)
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
