@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # CPU smoke regression gate.
 #
-# Runs a short single-threaded OpenBLAS fp32 GEMM sweep with repetitions and compares it with the
-# committed baseline reports/baselines/ci-cpu.json using the thresholds next to it. The gate is
-# built for shared, noisy CI machines; docs/regression-gate.md explains every choice.
+# Two ways to gate (docs/regression-gate.md explains every choice):
+# - paired (--base-bench/--contender-bench, --against): the base and the contender bench run on
+#   this machine in one job, interleaved A B B A ..., and are judged pair by pair; sees a 5 %
+#   slowdown of one benchmark on a shared 2-core machine;
+# - against the committed baseline reports/baselines/ci-cpu.json (measured on another machine on
+#   another day, so it allows 1.5x): a coarse check, and the only one for a first commit.
+# Both run a short single-threaded OpenBLAS fp32 GEMM sweep.
 #
 # Usage:
 #   scripts/ci_gate.sh                      run the sweep, gate it; exit 0 pass, 1 regression, 2 unusable
@@ -11,6 +15,16 @@
 #                                           run; 2 also when too few repetitions to judge anything)
 #   scripts/ci_gate.sh --update-baseline    run the sweep and write it as the new baseline
 #   scripts/ci_gate.sh --contender F.json   gate an existing result instead of running bench
+#   scripts/ci_gate.sh --base-bench A --contender-bench B [--benchmark_filter=REGEX]
+#                                           paired gate of two bench executables (or wrapper
+#                                           scripts): exit 0 pass, 1 a benchmark slower beyond the
+#                                           margin, failing or missing, or the contender crashed;
+#                                           2 the base crashed, bad usage, nothing could be judged
+#   scripts/ci_gate.sh --against REF [--benchmark_filter=REGEX]
+#                                           build REF (a git ref) in a temporary git worktree (its
+#                                           build kept in build-gate/<commit>, reused next time)
+#                                           and gate BENCH, the working tree's build, against it;
+#                                           exit 2 when REF is unknown or fails to build
 #
 # Environment:
 #   BENCH       bench binary                  (default build/benchmarks/bench)
@@ -19,6 +33,12 @@
 #   OUT_DIR     where results and reports go  (default reports/ci)
 #   REPS        repetitions per benchmark     (default 9)
 #   MIN_TIME    seconds per repetition        (default 0.1)
+#   PAIRS, MAX_PAIRS  paired gate: rounds to start with, at most for an AMBIGUOUS benchmark
+#                                           (defaults of gpubench_tools/compare/paired.py)
+#   GATE_BUILD_DIR    where --against keeps its builds (default build-gate)
+#   GATE_CMAKE_ARGS   extra CMake arguments for the --against build (default CMAKE_ARGS, which
+#                     scripts/common.sh gives the working tree's build)
+#   JOBS        parallel build jobs for --against (default nproc)
 #   PYTHON      interpreter for the compare tool (default .venv/bin/python, else python3)
 #   OPENBLAS_CORETYPE is set to the kernels the baseline was measured with (see below).
 set -euo pipefail
@@ -61,6 +81,10 @@ usage() {
 
 mode=gate
 contender=""
+base_bench=""
+contender_bench=""
+against=""
+filter_arg=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --update-baseline) mode=update ;;
@@ -69,6 +93,16 @@ while [[ $# -gt 0 ]]; do
       contender=$2
       shift
       ;;
+    --base-bench | --contender-bench | --against)
+      [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value"
+      case $1 in
+        --base-bench) base_bench=$2 ;;
+        --contender-bench) contender_bench=$2 ;;
+        --against) against=$2 ;;
+      esac
+      shift
+      ;;
+    --benchmark_filter=* | --benchmark-filter=*) filter_arg=${1#*=} ;;
     -h | --help)
       usage
       exit 0
@@ -77,6 +111,18 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
+if [[ -n $base_bench || -n $contender_bench || -n $against ]]; then
+  [[ $mode == update || -n $contender ]] && die "--update-baseline and --contender do not go with the paired gate"
+  if [[ -n $against ]]; then
+    [[ -z $base_bench && -z $contender_bench ]] || die "--against REF takes no --base-bench/--contender-bench (the contender is BENCH, the working tree's build)"
+    mode=against
+  else
+    [[ -n $base_bench && -n $contender_bench ]] || die "the paired gate needs both --base-bench and --contender-bench"
+    mode=paired
+  fi
+elif [[ -n $filter_arg ]]; then
+  die "--benchmark_filter goes with --base-bench/--contender-bench or --against"
+fi
 [[ $mode == update && -n $contender ]] && die "--update-baseline measures a new run; it takes no --contender"
 
 run_sweep() { # $1 = output JSON
@@ -103,6 +149,86 @@ compare() { # $1 baseline, $2 contender, then extra compare arguments
   PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.compare \
     "$base" "$cont" --config "$GATE_CONFIG" "$@"
 }
+
+paired_gate() { # $1 base command, $2 contender command
+  mkdir -p "$OUT_DIR"
+  local extra=()
+  [[ -n ${PAIRS:-} ]] && extra+=(--pairs "$PAIRS")
+  [[ -n ${MAX_PAIRS:-} ]] && extra+=(--max-pairs "$MAX_PAIRS")
+  set +e
+  PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.compare.interleave \
+    --base-bench "$1" --contender-bench "$2" --benchmark_filter="${filter_arg:-$FILTER}" \
+    --min-time "$MIN_TIME" --out-dir "$OUT_DIR/paired" "${extra[@]}" \
+    --markdown "$OUT_DIR/paired-compare.md" --json "$OUT_DIR/paired-compare.json"
+  local status=$?
+  set -e
+  echo "ci_gate: paired gate exit $status (0 pass, 1 regression, 2 unusable input or cannot judge); report in $OUT_DIR/paired-compare.md, runs in $OUT_DIR/paired"
+  exit $status
+}
+
+# --against REF: the base is REF built from a temporary git worktree. A commit never changes, so
+# its build is kept in $GATE_BUILD_DIR/<commit> and reused: a second gate against the same parent
+# (a CI rerun, the next push) builds nothing.
+# The worktree goes, so the build keeps a copy of REF's data/ (the MLP rows read iris.csv and
+# digits.csv from the source tree) and a wrapper, bench-gate, that points bench at it.
+build_ref() { # $1 ref; prints the path of the wrapper that runs its bench
+  local ref=$1 commit src build log
+  commit=$(git rev-parse --verify -q "$ref^{commit}") || die "--against: '$ref' is not a commit of this repository"
+  build="$GATE_BUILD_DIR/$commit"
+  if [[ -x $build/bench-gate && -x $build/benchmarks/bench ]]; then
+    echo "ci_gate: reusing the build of $ref ($commit) in $build" >&2
+    echo "$build/bench-gate"
+    return
+  fi
+  src="$GATE_BUILD_DIR/src-$commit"
+  log="$GATE_BUILD_DIR/$commit.build.log"
+  mkdir -p "$GATE_BUILD_DIR"
+  git worktree remove --force "$src" >/dev/null 2>&1 || rm -rf "$src"
+  git worktree prune
+  git worktree add --detach "$src" "$commit" >"$log" 2>&1 || die "--against: cannot check out $ref ($commit): $(tail -n 1 "$log")"
+  echo "ci_gate: building $ref ($commit) in $build (log $log)" >&2
+  local start=$SECONDS ok=1
+  # Configured as scripts/common.sh configures the working tree's build (the same CMake arguments,
+  # nvcc found the same way), so the two binaries differ only in their code.
+  if [[ -z ${CUDACXX:-} ]] && ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    export CUDACXX=/usr/local/cuda/bin/nvcc
+  fi
+  # shellcheck disable=SC2086 # GATE_CMAKE_ARGS is a list of arguments
+  { cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release ${GATE_CMAKE_ARGS-${CMAKE_ARGS:-}} &&
+    cmake --build "$build" --target bench -j "${JOBS:-$(nproc)}"; } >>"$log" 2>&1 || ok=0
+  if [[ $ok == 1 && -x $build/benchmarks/bench ]]; then
+    local abs
+    abs=$(cd "$build" && pwd)
+    rm -rf "$build/data"
+    [[ -d $src/data ]] && cp -r "$src/data" "$build/data"
+    # shellcheck disable=SC2016 # "$@" is for the wrapper to expand
+    printf '#!/bin/sh\n# The bench of %s, with its own data files (written by scripts/ci_gate.sh --against).\nGPUBENCH_DATA_DIR=${GPUBENCH_DATA_DIR:-%q} exec %q "$@"\n' \
+      "$commit" "$abs/data" "$abs/benchmarks/bench" >"$build/bench-gate"
+    chmod +x "$build/bench-gate"
+  fi
+  git worktree remove --force "$src" >/dev/null 2>&1 || rm -rf "$src"
+  git worktree prune
+  if [[ $ok == 0 || ! -x $build/benchmarks/bench ]]; then
+    local why
+    # The first error and the two lines after it (CMake puts its message on the next line), as one.
+    why=$(grep -m 1 -A 2 -E 'error|Error' "$log" | tr '\n' ' ' || true)
+    [[ -n $why ]] || why=$(tail -n 1 "$log")
+    rm -rf "$build" # a half-built tree is never reused
+    die "--against: the base $ref ($commit) failed to build, nothing to compare with: $(echo "$why" | tr -s ' \t' ' ' | cut -c1-300) (log $log)"
+  fi
+  echo "ci_gate: built $ref in $((SECONDS - start)) s" >&2
+  echo "$build/bench-gate"
+}
+
+if [[ $mode == paired ]]; then
+  paired_gate "$base_bench" "$contender_bench"
+fi
+if [[ $mode == against ]]; then
+  [[ -x $BENCH ]] || die "the contender '$BENCH' (the working tree's build) is not built (build it, or set BENCH)"
+  GATE_BUILD_DIR=${GATE_BUILD_DIR:-build-gate}
+  base_bench=$(build_ref "$against")
+  paired_gate "$base_bench" "$BENCH"
+fi
 
 if [[ $mode == update ]]; then
   tmp="$OUT_DIR/ci-cpu-new-baseline.json"

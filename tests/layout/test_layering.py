@@ -89,10 +89,13 @@ def test_python_tools_never_touch_the_cpp() -> None:
     sources = sorted(package.rglob("*.py"))
     assert sources, "tools/gpubench_tools has no Python files: the scan is broken"
     forbidden = re.compile(r"\bsubprocess\b|\bctypes\b|\bos\.system\b|benchmarks/bench\b")
+    # The one exception: the paired gate's driver runs the two bench executables it is given
+    # (docs/regression-gate.md, "Paired gate"); it still links nothing and names no binary.
+    runs_benches = {package / "compare" / "interleave.py": re.compile(r"\bsubprocess\b")}
     wrong = [
         f"{path.relative_to(REPO)}:{number}: {line.strip()}"
         for path in sources
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
-        if forbidden.search(line)
+        if forbidden.search(runs_benches[path].sub("", line) if path in runs_benches else line)
     ]
     assert not wrong, "the tools must read JSON only:\n" + "\n".join(wrong)

@@ -19,6 +19,7 @@ from ..cli import EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, ru
 from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RULES, TIME_FIELDS, ConfigError, load_config
 from .config import threshold_problem
 from .engine import CompareResult, UsageError, compare_reports
+from .paired import compare_cli as paired_compare
 from .render import render_markdown, render_markdown_error, render_terminal
 
 MODULE = "gpubench_tools.compare"
@@ -113,6 +114,10 @@ def _side_outputs(
 
 def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
+    # The two files of one interleaved run (scripts/ci_gate.sh) are judged pair by pair.
+    paired_exit = paired_compare(prog, args)
+    if paired_exit is not None:
+        return paired_exit
     try:
         result = _compare(args)
     except Exception as exc:  # noqa: BLE001 - the contract: one line and exit 2, never exit 1

@@ -1,0 +1,458 @@
+#!/usr/bin/env python3
+"""Measures the paired regression gate (scripts/ci_gate.sh --base-bench/--against) on this machine:
+how often it fails unchanged code, how often it catches a slowdown, and how long it takes.
+
+Phases (all by default; the output keeps what each measured, with the load average around it):
+
+1. schemes: which interleaving gives the tighter pairs: one repetition per invocation (A B B A ...)
+   or three repetitions per invocation with Google Benchmark's random interleaving, in alternating
+   blocks so both see the same machine. Per benchmark: the spread of the per-pair log ratios and
+   how much of it the pairs of one invocation share (a share above 1 means the pairs of one
+   process are not independent, and an interval that treats them as independent is too narrow).
+2. pool: real interleaved A/A rounds (the same bench on both sides), one repetition a round.
+3. simulate: gate runs resampled from the pool (each draws its rounds without replacement and
+   takes more for a benchmark still AMBIGUOUS, as the gate does), judged by the gate's own code
+   (gpubench_tools.compare.paired): the false FAIL rate; then the same with one benchmark's
+   contender times scaled by 1.03, 1.05, 1.10, 1.20 (power: the share of runs that FAIL it).
+4. hog: real A/A gate runs (scripts/ci_gate.sh --base-bench B --contender-bench B) while another
+   process keeps one core busy.
+5. real: a contender whose cblas_sgemm is wrapped (an LD_PRELOAD shim built here from C, not
+   committed) to spin 10 % of each call's duration after it: the gate must FAIL it in every run;
+   the same binary unwrapped must PASS in every run.
+
+Usage: scripts/measure-gate-power.py [--bench build/benchmarks/bench] [--out FILE.json]
+       [--markdown FILE.md] [--pool-rounds 120] [--gate-runs 1000] [--real-runs 5] [--skip PHASE]
+       [--from FILE.json]  (re-simulate from a saved pool instead of measuring one)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from gpubench_tools.benchjson import load_report  # noqa: E402
+from gpubench_tools.compare import paired  # noqa: E402
+from gpubench_tools.compare.interleave import PairedRun  # noqa: E402
+
+# The sweep of scripts/ci_gate.sh (single-threaded fp32 GEMMs, launch-bound to compute-bound).
+SIZES = (64, 192, 256, 384, 512)
+FILTER = (
+    "^matmul/cpu/openblas/dtype:fp32/("
+    + "|".join(f"m:{s}/n:{s}/k:{s}" for s in SIZES)
+    + ")/threads:1$"
+)
+SHIFTS = (0.03, 0.05, 0.10, 0.20)
+SHIM_SLOWDOWN = 0.10
+SHIM_C = r"""
+// cblas_sgemm that takes SLOWDOWN longer: the real call, then a spin of SLOWDOWN times its
+// duration (CLOCK_MONOTONIC through the vDSO: a few tens of ns, not a system call).
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <time.h>
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
+                         int, float, float *, int);
+static sgemm_fn real_sgemm;
+static double slowdown = -1.0;
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                 int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+  if (!real_sgemm) real_sgemm = (sgemm_fn)dlsym(RTLD_NEXT, "cblas_sgemm");
+  if (slowdown < 0) {
+    const char *s = getenv("GPUBENCH_SHIM_SLOWDOWN");
+    slowdown = s ? atof(s) : 0.0;
+  }
+  double t0 = now();
+  real_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  double end = now() + slowdown * (now() - t0);
+  while (now() < end) {
+  }
+}
+"""
+
+
+def load() -> list[float]:
+    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')} load {load()[0]:.2f}] {text}", file=sys.stderr, flush=True)
+
+
+def pairs_of(directory: Path, clock: str = "cpu_time") -> dict[str, dict[str, dict[int, float]]]:
+    """name -> side -> repetition index -> time; side "disturbed" -> index -> whether either
+    side's repetition carries disturbed=1 (the gate leaves such a pair out)."""
+    out: dict[str, dict[str, dict[int, float]]] = {}
+    for side in ("base", "contender"):
+        for row in load_report(str(directory / f"{side}.json")).rows:
+            if row.run_type == "iteration" and row.usable:
+                value = row.cpu_time_s if clock == "cpu_time" else row.real_time_s
+                sides = out.setdefault(row.run_name, {})
+                sides.setdefault(side, {})[row.repetition_index] = value
+                marks = sides.setdefault("disturbed", {})
+                hit = bool(row.counters.get("disturbed", 0))
+                marks[row.repetition_index] = marks.get(row.repetition_index, False) or hit
+    return out
+
+
+def log_ratios(sides: dict[str, dict[int, float]]) -> tuple[list[int], np.ndarray]:
+    idx = sorted(set(sides["base"]) & set(sides["contender"]))
+    return idx, np.array([np.log(sides["contender"][i] / sides["base"][i]) for i in idx])
+
+
+def mad(values: np.ndarray) -> float:
+    return float(1.4826 * np.median(np.abs(values - np.median(values))))
+
+
+def short(name: str) -> str:
+    return next((p for p in name.split("/") if p.startswith("m:")), name)
+
+
+def phase_schemes(bench: str, work: Path, blocks: int) -> dict:
+    one = PairedRun([bench], [bench], work / "schemes-r1", FILTER, 0.1, 1)
+    three = PairedRun([bench], [bench], work / "schemes-r3", FILTER, 0.1, 3)
+    before, start = load(), time.monotonic()
+    for block in range(blocks):
+        one.run_rounds(6)
+        three.run_rounds(2)
+        log(f"schemes: block {block + 1}/{blocks}")
+    one.write()
+    three.write()
+    result: dict = {"blocks": blocks, "load_before": before, "load_after": load()}
+    result["seconds"] = time.monotonic() - start
+    for label, run, reps in (("1 per invocation", one, 1), ("3 per invocation", three, 3)):
+        rows = {}
+        for name, sides in pairs_of(run.out_dir).items():
+            _, d = log_ratios(sides)
+            entry = {"pairs": int(d.size), "pair_spread_mad": mad(d), "median": float(np.median(d))}
+            if reps > 1:
+                groups = d[: d.size // reps * reps].reshape(-1, reps)
+                within = float(groups.var(axis=1, ddof=1).mean())
+                between = float(groups.mean(axis=1).var(ddof=1))
+                # Variance of an invocation's mean pair over what independent pairs would give.
+                entry["shared_by_invocation"] = between / (within / reps)
+            est = paired.estimate(d, paired.DEFAULT_RULES.alpha)
+            entry["interval_all_pairs"] = [est.low, est.high]
+            rows[short(name)] = entry
+        result[label] = rows
+    return result
+
+
+def phase_pool(bench: str, work: Path, rounds: int) -> dict:
+    run = PairedRun([bench], [bench], work / "pool", FILTER, 0.1, 1)
+    before, start = load(), time.monotonic()
+    step = 10
+    while run.rounds_done < rounds:
+        run.run_rounds(min(step, rounds - run.rounds_done))
+        log(f"pool: {run.rounds_done}/{rounds} rounds")
+    run.write()
+    data = {}
+    for name, sides in pairs_of(run.out_dir).items():
+        idx = sorted(set(sides["base"]) & set(sides["contender"]))
+        data[name] = {
+            "base_s": [sides["base"][i] for i in idx],
+            "contender_s": [sides["contender"][i] for i in idx],
+            "disturbed": [sides["disturbed"][i] for i in idx],
+        }
+    return {
+        "rounds": rounds,
+        "seconds": time.monotonic() - start,
+        "load_before": before,
+        "load_after": load(),
+        "clock": "cpu_time",
+        "benchmarks": data,
+    }
+
+
+def simulate_gate(
+    pool: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    rules: paired.PairedRules,
+    rng: np.random.Generator,
+    slowed: str | None = None,
+    factor: float = 1.0,
+) -> dict[str, tuple[str, int]]:
+    """One resampled gate run, as interleave.py runs it: start_pairs rounds, then more rounds in
+    steps of half of that for a benchmark that may be slower (AMBIGUOUS, paired.possibly_slower) or short of pairs because pairs were left out as disturbed, up to max_pairs rounds.
+    """
+    rounds = len(next(iter(pool.values()))[0])
+    order = rng.permutation(rounds)
+    step = max(1, -(-rules.start_pairs // 2))
+    out = {}
+    for name, (base, cont, disturbed) in pool.items():
+        cont = cont * factor if name == slowed else cont
+        n = rules.start_pairs
+        while True:
+            drawn = order[:n]
+            kept = drawn[~disturbed[drawn]]
+            verdict, est = paired.judge_values(base[kept], cont[kept], rules, False)
+            maybe_slower = verdict == paired.AMBIGUOUS and paired.possibly_slower(est, rules)
+            short_of_pairs = verdict == paired.FEW and kept.size < drawn.size
+            if not (maybe_slower or short_of_pairs) or n >= rules.max_pairs:
+                break
+            n = min(rules.max_pairs, n + step)
+        out[name] = (verdict, n, verdict == paired.AMBIGUOUS and maybe_slower)
+    return out
+
+
+def phase_simulate(pool_doc: dict, rules: paired.PairedRules, runs: int, seed: int = 0) -> dict:
+    pool = {
+        name: (
+            np.array(v["base_s"]),
+            np.array(v["contender_s"]),
+            np.array(v.get("disturbed", [False] * len(v["base_s"])), dtype=bool),
+        )
+        for name, v in pool_doc["benchmarks"].items()
+    }
+    names = sorted(pool, key=paired._natural)
+    rng = np.random.default_rng(seed)
+    fails = ambiguous = few = loud = 0
+    rounds_used = []
+    for _ in range(runs):
+        res = simulate_gate(pool, rules, rng)
+        fails += any(v == paired.SLOWER for v, _, _ in res.values())
+        ambiguous += any(v == paired.AMBIGUOUS for v, _, _ in res.values())
+        loud += any(flag for _, _, flag in res.values())
+        few += any(v == paired.FEW for v, _, _ in res.values())
+        rounds_used.append(max(n for _, n, _ in res.values()))
+    out = {
+        "gate_runs": runs,
+        "false_fail": fails / runs,
+        "false_fails": fails,
+        "ambiguous_runs": ambiguous / runs,
+        "possibly_slower_ambiguous_runs": loud / runs,
+        "runs_with_a_benchmark_not_judged_disturbed": few / runs,
+        "pairs_disturbed": float(np.mean([p[2].mean() for p in pool.values()])),
+        "mean_rounds": float(np.mean(rounds_used)),
+        "max_rounds": int(max(rounds_used)),
+        "power": {},
+    }
+    per = max(1, runs // len(names))
+    for shift in SHIFTS:
+        caught = {}
+        for name in names:
+            hits = sum(
+                simulate_gate(pool, rules, rng, name, 1 + shift)[name][0] == paired.SLOWER
+                for _ in range(per)
+            )
+            caught[short(name)] = hits / per
+        out["power"][f"{shift:.2f}"] = {
+            "runs": per * len(names),
+            "caught": float(np.mean(list(caught.values()))),
+            "by_benchmark": caught,
+        }
+        log(f"simulate: {shift:.0%} caught {out['power'][f'{shift:.2f}']['caught']:.3f}")
+    return out
+
+
+def gate_run(base: str, contender: str, work: Path, tag: str, env: dict | None = None) -> dict:
+    out_dir = work / tag
+    full_env = dict(os.environ, OUT_DIR=str(out_dir), PYTHON=sys.executable, **(env or {}))
+    before, start = load(), time.monotonic()
+    proc = subprocess.run(
+        [
+            "bash",
+            str(ROOT / "scripts" / "ci_gate.sh"),
+            "--base-bench",
+            base,
+            "--contender-bench",
+            contender,
+        ],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=ROOT,
+        timeout=900,
+    )
+    seconds = time.monotonic() - start
+    verdicts = {}
+    try:
+        doc = json.loads((out_dir / "paired-compare.json").read_text())
+        for b in doc.get("benchmarks", []):
+            verdicts[short(b["name"])] = [b["verdict"], b["ratio"], b["interval"], b["pairs"]]
+    except (OSError, ValueError):
+        pass
+    gate = next((line for line in proc.stdout.splitlines() if line.startswith("gate:")), "")
+    log(f"{tag}: exit {proc.returncode} in {seconds:.0f} s: {gate}")
+    return {
+        "exit": proc.returncode,
+        "seconds": seconds,
+        "load_before": before,
+        "load_after": load(),
+        "gate": gate,
+        "verdicts": verdicts,
+    }
+
+
+def phase_hog(bench: str, work: Path, runs: int) -> list[dict]:
+    results = []
+    for i in range(runs):
+        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            time.sleep(1.0)
+            results.append(gate_run(bench, bench, work, f"hog-{i + 1}"))
+        finally:
+            hog.kill()
+            hog.wait()
+    return results
+
+
+def phase_real(bench: str, work: Path, runs: int) -> dict:
+    shim = work / "slow_sgemm.so"
+    source = work / "slow_sgemm.c"
+    source.write_text(SHIM_C)
+    subprocess.run(
+        ["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(source), "-ldl"], check=True
+    )
+    wrapper = work / "bench-slow-sgemm"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'GPUBENCH_SHIM_SLOWDOWN={SHIM_SLOWDOWN} LD_PRELOAD={shim} exec {bench} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    out: dict = {"shim_slowdown": SHIM_SLOWDOWN, "wrapped": [], "unwrapped": []}
+    for i in range(runs):  # alternate, so both kinds see the same machine
+        out["wrapped"].append(gate_run(bench, str(wrapper), work, f"wrapped-{i + 1}"))
+        out["unwrapped"].append(gate_run(bench, bench, work, f"unwrapped-{i + 1}"))
+    return out
+
+
+def markdown(doc: dict) -> str:
+    sim, rules = doc.get("simulate"), doc["rules"]
+    lines = []
+    if sim:
+        pool = doc["pool"]
+        lines += [
+            f"Resampled from {pool['rounds']} real interleaved A/A rounds (load average "
+            f"{pool['load_before'][0]:.1f} before, {pool['load_after'][0]:.1f} after, on "
+            f"{doc['machine']['cpus']} CPUs); {sim['gate_runs']} gate runs per row; margin "
+            f"{rules['margin'] * 100:g} %, alpha {rules['alpha']:g}, {rules['start_pairs']} to "
+            f"{rules['max_pairs']} pairs.",
+            "",
+            "| planted slowdown of one benchmark | gate FAILs | per benchmark (m = n = k) |",
+            "|---|---|---|",
+            f"| none (A/A): false FAIL | {sim['false_fail'] * 100:.1f} % "
+            f"({sim['false_fails']} of {sim['gate_runs']}) | an AMBIGUOUS row in "
+            f"{sim['ambiguous_runs'] * 100:.0f} % of runs, the loud possibly-slower line in "
+            f"{sim['possibly_slower_ambiguous_runs'] * 100:.1f} % (exit 0); mean "
+            f"{sim['mean_rounds']:.1f} rounds; a benchmark not judged as "
+            f"disturbed in {sim['runs_with_a_benchmark_not_judged_disturbed'] * 100:.0f} % "
+            f"({sim['pairs_disturbed'] * 100:.0f} % of pairs disturbed) |",
+        ]
+        for shift, p in sim["power"].items():
+            per = ", ".join(f"{k[2:]}: {v * 100:.0f} %" for k, v in p["by_benchmark"].items())
+            lines.append(f"| {float(shift) * 100:.0f} % | {p['caught'] * 100:.1f} % | {per} |")
+        lines.append("")
+    for key, title in (("hog", "A/A, one core kept busy"),):
+        if doc.get(key):
+            runs = doc[key]
+            lines.append(
+                f"- {title}: exits {[r['exit'] for r in runs]}, "
+                f"{min(r['seconds'] for r in runs):.0f}-{max(r['seconds'] for r in runs):.0f} s a "
+                f"gate run, load {min(r['load_before'][0] for r in runs):.1f}-"
+                f"{max(r['load_after'][0] for r in runs):.1f}"
+            )
+    real = doc.get("real")
+    if real:
+        for kind in ("wrapped", "unwrapped"):
+            runs = real[kind]
+            what = (
+                f"cblas_sgemm wrapped to take {real['shim_slowdown'] * 100:.0f} % longer"
+                if kind == "wrapped"
+                else "the same binary unwrapped"
+            )
+            ratios = sorted(
+                {k: v[1] for k, v in runs[0]["verdicts"].items() if v[1] is not None}.items()
+            )
+            lines.append(
+                f"- {what}: exits {[r['exit'] for r in runs]}, "
+                f"{min(r['seconds'] for r in runs):.0f}-{max(r['seconds'] for r in runs):.0f} s, "
+                f"load {min(r['load_before'][0] for r in runs):.1f}-"
+                f"{max(r['load_after'][0] for r in runs):.1f}; first run's estimates: "
+                + ", ".join(f"{k[2:]} {(v - 1) * 100:+.1f} %" for k, v in ratios)
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bench", default=str(ROOT / "build" / "benchmarks" / "bench"))
+    parser.add_argument(
+        "--out", default=str(ROOT / "reports" / "baselines" / "gate-power-2core.json")
+    )
+    parser.add_argument("--markdown")
+    parser.add_argument("--pool-rounds", type=int, default=120)
+    parser.add_argument("--scheme-blocks", type=int, default=6)
+    parser.add_argument("--gate-runs", type=int, default=1000)
+    parser.add_argument("--real-runs", type=int, default=5)
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=("schemes", "pool", "simulate", "hog", "real"),
+    )
+    parser.add_argument("--from", dest="from_file", help="re-use the pool (and more) of this file")
+    args = parser.parse_args()
+    source = Path(args.bench).resolve()
+    if not os.access(source, os.X_OK):
+        print(
+            f"measure-gate-power: error: no bench at {source} (build it, or pass --bench)",
+            file=sys.stderr,
+        )
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="gate-power-"))
+    log(f"working in {work}")
+    # A private copy: a rebuild of the build folder during the hour this takes must not swap the
+    # binary under one side of an A/A run.
+    bench = str(work / "bench")
+    shutil.copy2(source, bench)
+    rules = paired.DEFAULT_RULES
+    doc: dict = json.loads(Path(args.from_file).read_text()) if args.from_file else {}
+    doc.update(
+        {
+            "_about": "The paired gate measured on this machine by scripts/measure-gate-power.py;"
+            " docs/regression-gate.md, 'Paired gate', reads it.",
+            "machine": {"cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine()},
+            "bench": str(source),
+            "bench_sha256": hashlib.sha256(Path(bench).read_bytes()).hexdigest(),
+            "filter": FILTER,
+            "rules": rules.as_dict(),
+        }
+    )
+    if "schemes" not in args.skip and not args.from_file:
+        doc["schemes"] = phase_schemes(bench, work, args.scheme_blocks)
+    if "pool" not in args.skip and not args.from_file:
+        doc["pool"] = phase_pool(bench, work, args.pool_rounds)
+    if "simulate" not in args.skip and "pool" in doc:
+        doc["simulate"] = phase_simulate(doc["pool"], rules, args.gate_runs)
+    if "hog" not in args.skip:
+        doc["hog"] = phase_hog(bench, work, args.real_runs)
+    if "real" not in args.skip:
+        doc["real"] = phase_real(bench, work, args.real_runs)
+    Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+    table = markdown(doc)
+    if args.markdown:
+        Path(args.markdown).write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,545 @@
+"""Tests of the paired gate: the statistics (compare/paired.py), the interleaving driver
+(compare/interleave.py) with stand-in bench scripts that print bench JSON, gpubench-compare on a
+paired file pair, bad input, and scripts/ci_gate.sh's paired modes (--base-bench/--contender-bench,
+--against REF with a stand-in project that "builds" in a second)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import wilcoxon
+
+from gpubench_tools.benchjson import load_report
+from gpubench_tools.compare import main as compare_main
+from gpubench_tools.compare import paired
+from gpubench_tools.compare.interleave import exact_filter
+from gpubench_tools.compare.interleave import main as interleave_main
+
+ROOT = Path(__file__).resolve().parents[2]
+GATE = ROOT / "scripts" / "ci_gate.sh"
+RULES = paired.DEFAULT_RULES
+
+
+def noisy_pairs(n: int, shift: float, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """n pairs of times: a shared per-pair level, independent noise on each side, the contender
+    `shift` slower."""
+    rng = np.random.default_rng(seed)
+    level = 1e-3 * np.exp(rng.normal(0, 0.05, n))
+    base = level * np.exp(rng.normal(0, noise, n))
+    cont = level * np.exp(rng.normal(0, noise, n)) * (1 + shift)
+    return base, cont
+
+
+# ---- statistics ----------------------------------------------------------------------------------
+
+
+def test_interval_inverts_the_signed_rank_test() -> None:
+    # The interval's ends are where scipy's exact two-sided Wilcoxon test crosses alpha: a shift
+    # just inside is not rejected, just outside is.
+    for seed in range(5):
+        d = np.random.default_rng(seed).normal(0.01, 0.02, 15)
+        est = paired.estimate(d, 0.01)
+        for end, sign in ((math.log(est.low), -1), (math.log(est.high), 1)):
+            inside = wilcoxon(d - (end - sign * 1e-9)).pvalue
+            outside = wilcoxon(d - (end + sign * 1e-9)).pvalue
+            assert inside >= 0.01 > outside, (seed, end, inside, outside)
+        assert est.low < est.ratio < est.high
+
+
+def test_fewest_pairs_for_an_interval() -> None:
+    assert paired.min_pairs_for(0.01) == 8  # 2 / 2**8 < 0.01 <= 2 / 2**7
+    assert paired.min_pairs_for(0.002) == 10  # the default: 2 / 2**10 < 0.002
+    assert paired.interval_rank(7, 0.01) == 0
+    assert paired.judge_values([1.0] * 9, [1.0] * 9, RULES)[0] == paired.FEW
+
+
+@pytest.mark.parametrize("shift", [0.05, 0.10, 0.20])
+def test_planted_slowdown_is_caught(shift: float) -> None:
+    caught = sum(
+        paired.judge_values(*noisy_pairs(24, shift, 0.015, seed), RULES)[0] == paired.SLOWER
+        for seed in range(50)
+    )
+    assert caught >= 48, caught
+
+
+def test_unchanged_code_is_not_flagged() -> None:
+    verdicts = [
+        paired.judge_values(*noisy_pairs(24, 0.0, 0.02, seed), RULES)[0] for seed in range(300)
+    ]
+    assert verdicts.count(paired.SLOWER) <= 1
+    assert verdicts.count(paired.SAME) >= 250
+
+
+def test_faster_is_not_slower() -> None:
+    assert paired.judge_values(*noisy_pairs(24, -0.1, 0.01, 1), RULES)[0] == paired.FASTER
+
+
+def test_significant_but_within_the_margin_is_same() -> None:
+    # 1 % slower, measured precisely: real, significant, and below the 3 % that matters.
+    verdict, est = paired.judge_values(*noisy_pairs(30, 0.01, 0.002, 3), RULES)
+    assert est is not None and est.low > 1.0
+    assert verdict == paired.SAME
+
+
+def test_straddling_the_margin_is_ambiguous() -> None:
+    # An estimate beyond the margin that the pairs cannot tell from noise, and an estimate within
+    # it whose interval reaches beyond: neither is called slower or the same.
+    base = np.full(10, 1e-3)
+    noisy = base * np.exp(np.array([0.12, -0.08, 0.10, -0.05, 0.09, 0.07, -0.06, 0.11, 0.0, 0.08]))
+    verdict, est = paired.judge_values(base, noisy, RULES)
+    assert verdict == paired.AMBIGUOUS and est.ratio > 1.03 and est.low < 1.0
+    near = base * np.exp(np.array([0.01, 0.03, 0.0, 0.05, 0.02, 0.04, -0.01, 0.06, 0.02, 0.01]))
+    verdict, est = paired.judge_values(base, near, RULES)
+    assert verdict == paired.AMBIGUOUS and est.low < 1.03 < est.high
+
+
+def test_rules_refuse_what_cannot_work() -> None:
+    for kwargs in ({"margin": 0.0}, {"margin": float("nan")}, {"alpha": 0.7}, {"start_pairs": 5}):
+        with pytest.raises(paired.UnusableInput):
+            paired.rules_from(**kwargs)
+
+
+# ---- paired files and gpubench-compare ----------------------------------------------------------
+
+
+def row(name: str, index: int, seconds: float, **extra: object) -> dict:
+    out = {
+        "name": name,
+        "run_name": name,
+        "run_type": "iteration",
+        "repetitions": 0,
+        "repetition_index": index,
+        "threads": 1,
+        "iterations": 100,
+        "real_time": seconds * 1.3e9,
+        "cpu_time": seconds * 1e9,
+        "time_unit": "ns",
+    }
+    out.update(extra)
+    return out
+
+
+def write_pair(tmp: Path, base: dict[str, list], cont: dict[str, list], pair_id: str = "p1"):
+    """Two paired files; base/cont map a benchmark name to its rows' times (None: no row)."""
+    paths = []
+    for side, data, pid in (("base", base, pair_id), ("contender", cont, pair_id)):
+        rows = [
+            r if isinstance(r, dict) else row(name, i, r)
+            for name, times in data.items()
+            for i, r in enumerate(times)
+            if r is not None
+        ]
+        ctx = {"pair_id": pid, "pair_role": side, "pair_time": "cpu_time", "num_cpus": 2}
+        path = tmp / f"{side}.json"
+        path.write_text(json.dumps({"context": ctx, "benchmarks": rows}))
+        paths.append(str(path))
+    return paths
+
+
+def judged(tmp: Path, base: dict, cont: dict, capsys, *args: str, pair_id: str = "p1"):
+    b, c = write_pair(tmp, base, cont, pair_id)
+    code = compare_main([b, c, "--json", str(tmp / "out.json"), *args])
+    out = capsys.readouterr()
+    doc = json.loads((tmp / "out.json").read_text()) if (tmp / "out.json").exists() else {}
+    return code, out.out, out.err, doc
+
+
+def times(shift: float, seed: int, n: int = 16, noise: float = 0.01) -> tuple[list, list]:
+    b, c = noisy_pairs(n, shift, noise, seed)
+    return list(b), list(c)
+
+
+def test_compare_judges_a_paired_pair(tmp_path: Path, capsys) -> None:
+    b1, c1 = times(0.0, 1)
+    b2, c2 = times(0.10, 2)
+    code, out, _, doc = judged(tmp_path, {"a": b1, "b": b2}, {"a": c1, "b": c2}, capsys)
+    assert code == 1
+    assert "paired judgement" in out and "gate: FAIL" in out
+    verdicts = {b["name"]: b["verdict"] for b in doc["benchmarks"]}
+    assert verdicts == {"a": "same", "b": "slower"}
+    assert doc["paired"] is True and doc["exit_code"] == 1
+
+
+def test_compare_passes_unchanged_pairs(tmp_path: Path, capsys) -> None:
+    b1, c1 = times(0.0, 3)
+    code, out, _, doc = judged(tmp_path, {"a": b1}, {"a": c1}, capsys)
+    assert code == 0 and "gate: PASS" in out
+
+
+def test_files_of_two_runs_are_not_paired(tmp_path: Path, capsys) -> None:
+    # Different pair ids: the two files are strangers, judged the usual (unpaired) way.
+    b = tmp_path / "b"
+    b.mkdir()
+    paths = write_pair(b, {"a": times(0, 1)[0]}, {"a": times(0, 1)[1]}, "x")
+    other = json.loads(Path(paths[1]).read_text())
+    other["context"]["pair_id"] = "y"
+    Path(paths[1]).write_text(json.dumps(other))
+    compare_main(paths)
+    assert "paired judgement" not in capsys.readouterr().out
+
+
+def test_missing_benchmark_fails(tmp_path: Path, capsys) -> None:
+    b1, c1 = times(0.0, 1)
+    code, out, _, doc = judged(tmp_path, {"a": b1, "gone": b1}, {"a": c1}, capsys)
+    assert code == 1 and "missing" in out
+
+
+def test_contender_missing_repetitions_is_never_a_pass(tmp_path: Path, capsys) -> None:
+    b1, c1 = times(0.0, 1)
+    c1[5] = None
+    c1[9] = None
+    code, out, err, doc = judged(tmp_path, {"a": b1}, {"a": c1}, capsys)
+    assert code == 2
+    assert "the contender lacks repetitions 5, 9" in out
+    assert "CANNOT JUDGE" in err and len(err.strip().splitlines()) == 1
+
+
+def test_contender_that_now_fails_fails(tmp_path: Path, capsys) -> None:
+    b1, c1 = times(0.0, 1)
+    c1[3] = row("a", 3, 0.0, error_occurred=True, error_message="result mismatch")
+    code, out, _, _ = judged(tmp_path, {"a": b1}, {"a": c1}, capsys)
+    assert code == 1 and "now fails: result mismatch" in out
+
+
+def test_invalid_contender_time_fails(tmp_path: Path, capsys) -> None:
+    b1, c1 = times(0.0, 1)
+    c1[2] = row("a", 2, -1.0)
+    code, out, _, _ = judged(tmp_path, {"a": b1}, {"a": c1}, capsys)
+    assert code == 1
+
+
+def test_nothing_resolved_cannot_judge(tmp_path: Path, capsys) -> None:
+    base = [1e-3] * 10
+    cont = list(
+        np.array(base) * np.exp([0.12, -0.08, 0.10, -0.05, 0.09, 0.07, -0.06, 0.11, 0, 0.08])
+    )
+    code, out, err, _ = judged(tmp_path, {"a": base}, {"a": cont}, capsys)
+    assert code == 2 and "AMBIGUOUS" in out
+
+
+def test_disturbed_pairs_are_left_out(tmp_path: Path, capsys) -> None:
+    # Per-repetition conditions, once the harness records them: a repetition marked disturbed
+    # leaves its pair out, and the count is said. Here the 6 disturbed contender repetitions are
+    # the slow ones: left out, the rest is the same.
+    b1, c1 = times(0.0, 4, n=20)
+    for i in range(6):
+        c1[i] = row("a", i, c1[i] * 1.5, disturbed=1.0)
+    code, out, _, doc = judged(tmp_path, {"a": b1}, {"a": c1}, capsys)
+    assert code == 0
+    assert doc["benchmarks"][0]["pairs_left_out"] == 6 and "6 left out as disturbed" in out
+
+
+def test_max_ratio_sets_the_margin(tmp_path: Path, capsys) -> None:
+    b1, c1 = times(0.05, 5, noise=0.003)
+    assert judged(tmp_path, {"a": b1}, {"a": c1}, capsys)[0] == 1
+    assert judged(tmp_path, {"a": b1}, {"a": c1}, capsys, "--max-ratio", "1.10")[0] == 0
+
+
+# ---- the driver, with stand-in bench scripts ----------------------------------------------------
+
+STANDIN = textwrap.dedent("""\
+    #!{python}
+    # A stand-in for bench: writes bench JSON for the --benchmark_out it is given. Configured by
+    # its own arguments (after the path, in a wrapper) and a state file counting its invocations.
+    import json, os, random, re, signal, sys
+    conf = dict(a.split("=", 1) for a in {conf!r}.split() if "=" in a)
+    args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+    if conf.get("need_data"):  # as bench's MLP rows: the data files of its own source tree
+        where = os.path.join(os.environ.get("GPUBENCH_DATA_DIR", "."), "iris.csv")
+        if not os.path.exists(where):
+            sys.exit(f"cannot open data file {{where}}")
+    state = conf.get("state")
+    count = 0
+    if state:
+        count = int(open(state).read()) + 1 if os.path.exists(state) else 1
+        open(state, "w").write(str(count))
+    names = conf.get("names", "bm/a,bm/b").split(",")
+    flt = args.get("--benchmark_filter")
+    if flt:
+        names = [n for n in names if re.search(flt, n)]
+    if conf.get("drop"):
+        names = [n for n in names if n != conf["drop"]]
+    # Deterministic, and different for every run: the output's name says the round and side.
+    key = conf.get("seed", "") + os.path.basename(args["--benchmark_out"]) + str(count)
+    rng = random.Random(sum(ord(ch) * 31 ** i for i, ch in enumerate(key)))
+    reps = int(args.get("--benchmark_repetitions", "1"))
+    rows = []
+    for i, name in enumerate(names):
+        factor = float(conf.get("slow", "1")) if name == conf.get("slow_name", name) else 1.0
+        for r in range(reps):
+            noise = float(conf.get("noise", "0.01"))
+            if conf.get("noise_name", name) != name:
+                noise = 0.002
+            t = (i + 1) * 1000.0 * factor * (1 + rng.gauss(0, noise))
+            rows.append(dict(name=name, run_name=name, run_type="iteration", repetitions=reps,
+                             repetition_index=r, threads=1, iterations=100, real_time=t,
+                             cpu_time=t, time_unit="ns"))
+            if conf.get("disturb_odd") and count % 2:
+                rows[-1]["disturbed"] = 1.0
+    with open(args["--benchmark_out"], "w") as fh:
+        json.dump(dict(context=dict(executable=sys.argv[0]), benchmarks=rows), fh)
+    if conf.get("crash_at") and count >= int(conf["crash_at"]):
+        print("Segmentation fault in the stand-in", file=sys.stderr)
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGSEGV)
+    """)
+
+
+def standin(tmp: Path, name: str, **conf: str) -> str:
+    path = tmp / name
+    text = " ".join(f"{k}={v}" for k, v in conf.items())
+    path.write_text(STANDIN.format(python=sys.executable, conf=text))
+    path.chmod(0o755)
+    return str(path)
+
+
+def drive(tmp: Path, base: str, cont: str, *args: str) -> tuple[int, Path]:
+    out = tmp / "run"
+    code = interleave_main(
+        [
+            "--base-bench",
+            base,
+            "--contender-bench",
+            cont,
+            "--out-dir",
+            str(out),
+            "--json",
+            str(out / "verdict.json"),
+            "--pairs",
+            "10",
+            "--max-pairs",
+            "20",
+            *args,
+        ]
+    )
+    return code, out
+
+
+def test_driver_writes_two_paired_bench_files(tmp_path: Path, capsys) -> None:
+    code, out = drive(tmp_path, standin(tmp_path, "a", seed="a"), standin(tmp_path, "b", seed="b"))
+    assert code == 0, capsys.readouterr()
+    base, cont = load_report(str(out / "base.json")), load_report(str(out / "contender.json"))
+    assert paired.is_pair(base, cont)
+    assert base.context["pair_role"] == "base" and cont.context["paired_with"] == "base.json"
+    assert base.context["pair_order"].split()[:4] == ["AB", "BA", "AB", "BA"]
+    for report in (base, cont):
+        indices = sorted(r.repetition_index for r in report.rows if r.run_name == "bm/a")
+        assert indices == list(range(10))
+    # The same files judged offline by gpubench-compare: the same verdicts.
+    verdict = json.loads((out / "verdict.json").read_text())
+    capsys.readouterr()
+    assert (
+        compare_main(
+            [
+                str(out / "base.json"),
+                str(out / "contender.json"),
+                "--json",
+                str(tmp_path / "again.json"),
+            ]
+        )
+        == 0
+    )
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert [b["verdict"] for b in again["benchmarks"]] == [
+        b["verdict"] for b in verdict["benchmarks"]
+    ]
+
+
+def test_driver_fails_a_slower_contender(tmp_path: Path, capsys) -> None:
+    slow = standin(tmp_path, "slow", slow="1.10", slow_name="bm/b", seed="s")
+    code, _ = drive(tmp_path, standin(tmp_path, "a", seed="a"), slow)
+    out = capsys.readouterr().out
+    assert code == 1 and "SLOWER" in out and "bm/b" in out
+
+
+def test_driver_reruns_ambiguous_benchmarks_only(tmp_path: Path, capsys) -> None:
+    # bm/b is so noisy that 10 pairs cannot place it; bm/a is settled at once. More rounds run,
+    # of bm/b alone, up to --max-pairs.
+    noisy = dict(noise="0.08", noise_name="bm/b")
+    base = standin(tmp_path, "a", seed="a", **noisy)
+    cont = standin(tmp_path, "b", seed="b", slow="1.08", slow_name="bm/b", **noisy)
+    code, out = drive(tmp_path, base, cont)
+    report = load_report(str(out / "contender.json"))
+    count = {n: sum(r.run_name == n for r in report.rows) for n in ("bm/a", "bm/b")}
+    assert count["bm/b"] > count["bm/a"], count
+    assert count["bm/b"] <= 20
+
+
+def test_disturbed_pairs_are_replaced_by_more_rounds(tmp_path: Path, capsys) -> None:
+    # Every other contender run is marked disturbed: 10 rounds leave 5 pairs, too few; the driver
+    # runs more rounds until 10 undisturbed pairs judge, within --max-pairs 20.
+    base = standin(tmp_path, "a", seed="a")
+    cont = standin(tmp_path, "b", seed="b", disturb_odd="1", state=str(tmp_path / "count"))
+    code, out = drive(tmp_path, base, cont)
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert code == 0, capsys.readouterr()
+    assert all(b["pairs"] >= 10 and b["pairs_left_out"] >= 5 for b in verdict["benchmarks"])
+    # With no room for more rounds, the benchmarks are not judged, and the gate says why.
+    code, out = drive(tmp_path, base, cont, "--max-pairs", "10")
+    text = capsys.readouterr()
+    assert code == 2 and "measured while disturbed" in text.err
+
+
+def test_contender_crash_midway_fails_naming_it(tmp_path: Path, capsys) -> None:
+    state = tmp_path / "count"
+    crash = standin(tmp_path, "crash", crash_at="3", state=str(state))
+    code, out = drive(tmp_path, standin(tmp_path, "a"), crash)
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "contender bench" in err and "signal 11" in err and "round 3" in err
+    assert len(err.strip().splitlines()) == 1
+    # The rounds before the crash stay on disk.
+    assert load_report(str(out / "base.json")).context["pair_order"] == "AB BA"
+
+
+def test_base_crash_is_unusable(tmp_path: Path, capsys) -> None:
+    crash = standin(tmp_path, "crash", crash_at="1", state=str(tmp_path / "count"))
+    code, _ = drive(tmp_path, crash, standin(tmp_path, "b"))
+    err = capsys.readouterr().err
+    assert code == 2 and "base bench" in err
+
+
+def test_mismatched_benchmark_sets_fail(tmp_path: Path, capsys) -> None:
+    code, _ = drive(tmp_path, standin(tmp_path, "a"), standin(tmp_path, "b", drop="bm/b"))
+    out = capsys.readouterr().out
+    assert code == 1 and "MISSING" in out
+
+
+def test_no_benchmark_in_common_is_unusable(tmp_path: Path, capsys) -> None:
+    code, _ = drive(
+        tmp_path, standin(tmp_path, "a", names="x/1"), standin(tmp_path, "b", names="y/1")
+    )
+    assert code == 2 and "nothing to compare" in capsys.readouterr().err
+
+
+def test_exact_filter_matches_only_the_names() -> None:
+    import re
+
+    names = ["matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1", "a.b(c)"]
+    pattern = re.compile(exact_filter(names))
+    assert all(pattern.search(n) for n in names)
+    assert not pattern.search("matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:12")
+    assert not pattern.search("aXb(c)")
+
+
+# ---- scripts/ci_gate.sh -------------------------------------------------------------------------
+
+needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+
+def gate(cwd_script: Path, tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    full = dict(
+        os.environ,
+        OUT_DIR=str(tmp / "out"),
+        PYTHON=sys.executable,
+        PAIRS="10",
+        MAX_PAIRS="20",
+        PYTHONPATH=str(ROOT / "tools"),
+        **env,
+    )
+    return subprocess.run(
+        ["bash", str(cwd_script), *args], capture_output=True, text=True, env=full, timeout=300
+    )
+
+
+@needs_bash
+def test_ci_gate_paired_mode(tmp_path: Path) -> None:
+    a, b = standin(tmp_path, "a", seed="a"), standin(tmp_path, "b", seed="b")
+    slow = standin(tmp_path, "slow", slow="1.2", seed="c")
+    same = gate(GATE, tmp_path, "--base-bench", a, "--contender-bench", b, "--benchmark_filter=bm/")
+    assert same.returncode == 0, same.stderr
+    assert (tmp_path / "out" / "paired-compare.md").read_text().startswith("**gate: PASS")
+    worse = gate(
+        GATE, tmp_path, "--base-bench", a, "--contender-bench", slow, "--benchmark_filter=bm/"
+    )
+    assert worse.returncode == 1, worse.stderr
+    half = gate(GATE, tmp_path, "--base-bench", a)
+    assert half.returncode == 2 and "needs both" in half.stderr
+
+
+def project(tmp: Path, cmake: str) -> Path:
+    """A git repository with this ci_gate.sh and a CMake project whose `bench` target copies a
+    stand-in (or fails): a --against build that takes a second."""
+    repo = tmp / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(GATE, repo / "scripts" / "ci_gate.sh")
+    (repo / "standin").write_text(STANDIN.format(python=sys.executable, conf="seed=r need_data=1"))
+    (repo / "data").mkdir()
+    (repo / "data" / "iris.csv").write_text("5.1,3.5,1.4,0.2,0\n")
+    (repo / "standin").chmod(0o755)
+    (repo / "CMakeLists.txt").write_text(cmake)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    return repo
+
+
+STANDIN_PROJECT = """cmake_minimum_required(VERSION 3.16)
+project(standin NONE)
+add_custom_target(bench ALL COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}/standin
+  ${CMAKE_BINARY_DIR}/benchmarks/bench)
+"""
+
+
+@needs_bash
+@pytest.mark.skipif(
+    shutil.which("cmake") is None or shutil.which("git") is None, reason="needs cmake and git"
+)
+def test_ci_gate_against_builds_and_reuses_the_ref(tmp_path: Path) -> None:
+    repo = project(tmp_path, STANDIN_PROJECT)
+    contender = standin(tmp_path, "contender", seed="c")
+    first = gate(
+        repo / "scripts" / "ci_gate.sh",
+        tmp_path,
+        "--against",
+        "HEAD",
+        "--benchmark_filter=bm/",
+        BENCH=contender,
+    )
+    assert first.returncode == 0, first.stderr + first.stdout
+    assert "building HEAD" in first.stderr
+    second = gate(
+        repo / "scripts" / "ci_gate.sh",
+        tmp_path,
+        "--against",
+        "HEAD",
+        "--benchmark_filter=bm/",
+        BENCH=contender,
+    )
+    assert second.returncode == 0 and "reusing the build" in second.stderr
+    # The temporary worktree is gone; only the build is kept.
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True
+    ).stdout
+    assert len(listed.strip().splitlines()) == 1
+
+
+@needs_bash
+@pytest.mark.skipif(
+    shutil.which("cmake") is None or shutil.which("git") is None, reason="needs cmake and git"
+)
+def test_ci_gate_against_a_base_that_fails_to_build(tmp_path: Path) -> None:
+    repo = project(
+        tmp_path,
+        "cmake_minimum_required(VERSION 3.16)\nproject(x NONE)\n"
+        'message(FATAL_ERROR "the base is broken")\n',
+    )
+    contender = standin(tmp_path, "contender")
+    result = gate(repo / "scripts" / "ci_gate.sh", tmp_path, "--against", "HEAD", BENCH=contender)
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert "failed to build" in last and "the base is broken" in last
+    bad = gate(
+        repo / "scripts" / "ci_gate.sh", tmp_path, "--against", "no-such-ref", BENCH=contender
+    )
+    assert bad.returncode == 2 and "not a commit" in bad.stderr

@@ -1,0 +1,398 @@
+"""Interleaved paired runs: a base and a contender `bench` on the same machine in one job.
+
+Each *round* runs the base once and the contender once, one repetition of every benchmark each
+(``--benchmark_repetitions=1`` by default), in the order A B, B A, A B, ... (round r starts with
+the base when r is even), so a drift of the machine (a neighbour's build starting, a clock
+settling) lands on both sides alike and a repetition's partner ran seconds from it. Every
+invocation is a fresh process, so per-process luck (where the buffers landed, how OpenBLAS
+initialised) is a new draw for every pair, which keeps the pairs independent; several repetitions
+inside one process would share it (docs/regression-gate.md, "Paired gate", measures both).
+
+The rows of round r get ``repetition_index`` r (times the repetitions per run, plus the
+repetition), the same on both sides, so the two files written are ordinary bench JSON, read by
+every tool, whose repetitions are paired by index. Each file's context says so (paired.PAIR_KEYS):
+``pair_id`` (the same in both files of one run), ``pair_role`` (base or contender),
+``paired_with`` (the other file's name), ``pair_order`` (which side ran first in each round),
+``pair_time`` (the clock to judge). gpubench-compare recognises such a pair and judges it with
+the paired rules (paired.py) instead of comparing two strangers.
+
+``python -m gpubench_tools.compare.interleave --base-bench A --contender-bench B`` runs the rounds,
+judges them (paired.py), runs more rounds of the benchmarks still AMBIGUOUS up to a bound, and
+exits 0 pass, 1 regression (or the contender crashed, or lost a benchmark), 2 unusable (the base
+crashed or could not run, bad usage, nothing judged). scripts/ci_gate.sh calls it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import signal
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..cli import EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name
+from ..cli import run_main
+from . import paired
+from .paired import PAIR_ID, PAIR_ORDER, PAIR_REPS_PER_RUN, PAIR_ROLE, PAIR_TIME, PAIRED_WITH
+
+MODULE = "gpubench_tools.compare.interleave"
+BASE, CONTENDER = "base", "contender"
+SIDES = (BASE, CONTENDER)
+FILE_NAMES = {BASE: "base.json", CONTENDER: "contender.json"}
+# One invocation of the smoke sweep takes 2-5 s on a busy 2-core machine; one that runs 2 minutes
+# hangs (seen once: a bench that wrote its output and did not exit).
+DEFAULT_INVOCATION_TIMEOUT_S = 120.0
+# Characters that are syntax in the regular expressions of --benchmark_filter.
+_REGEX_SYNTAX = re.compile(r"([.^$|()\[\]{}*+?\\])")
+
+
+class BenchRunError(Exception):
+    """An invocation that did not give a usable result. ``exit_code`` by the contract: the base
+    failing leaves nothing to compare with (2); the contender failing where the base ran with the
+    same arguments is a failure of the code under test (1). str() is the one line to print."""
+
+    def __init__(self, exit_code: int, line: str) -> None:
+        self.exit_code = exit_code
+        super().__init__(line)
+
+
+def exact_filter(names: Sequence[str]) -> str:
+    """A --benchmark_filter that matches exactly these benchmark names."""
+    return "^(" + "|".join(_REGEX_SYNTAX.sub(r"\\\1", n) for n in names) + ")$"
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    # Rows are kept as their (key, value) pairs: a file from an older bench can hold the key
+    # "threads" twice (Google Benchmark's and a user counter), which a dict would merge.
+    return pairs
+
+
+def _dumps_pairs(value: Any) -> str:
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in value)
+    ):
+        items = ", ".join(f"{json.dumps(k)}: {_dumps_pairs(v)}" for k, v in value)
+        return "{" + items + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_dumps_pairs(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _get(pairs: list[tuple[str, Any]], key: str, default: Any = None) -> Any:
+    return next((v for k, v in pairs if k == key), default)
+
+
+def _set(pairs: list[tuple[str, Any]], key: str, value: Any) -> list[tuple[str, Any]]:
+    """The pairs with the first `key` set to value (added at the end when absent)."""
+    out, done = [], False
+    for k, v in pairs:
+        if k == key and not done:
+            out.append((k, value))
+            done = True
+        else:
+            out.append((k, v))
+    return out if done else out + [(key, value)]
+
+
+def _last_line(text: str) -> str:
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    line = lines[-1] if lines else "(no output)"
+    return re.sub(r"[\x00-\x1f\x7f]", " ", line)[:300]
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+@dataclass
+class Invocation:
+    side: str
+    round: int
+    out: Path
+    log: Path
+    seconds: float = 0.0
+
+
+@dataclass
+class PairedRun:
+    """Runs rounds of the two executables and keeps every repetition for the two paired files.
+
+    `base_cmd` and `contender_cmd` are argument lists (an executable or a wrapper script and its
+    own arguments); the bench flags are appended. `reps_per_run` > 1 runs that many repetitions
+    inside each invocation with Google Benchmark's random interleaving (measured: looser pairs).
+    """
+
+    base_cmd: list[str]
+    contender_cmd: list[str]
+    out_dir: Path
+    benchmark_filter: str | None = None
+    min_time: float = 0.1
+    reps_per_run: int = 1
+    time_field: str = "cpu_time"
+    timeout_s: float = DEFAULT_INVOCATION_TIMEOUT_S
+    env: dict[str, str] | None = None
+    rounds_done: int = 0
+    bench_seconds: float = 0.0
+    pair_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    contexts: dict[str, list[tuple[str, Any]] | None] = field(
+        default_factory=lambda: {BASE: None, CONTENDER: None}
+    )
+    rows: dict[str, list[list[tuple[str, Any]]]] = field(
+        default_factory=lambda: {BASE: [], CONTENDER: []}
+    )
+    order: list[str] = field(default_factory=list)
+
+    @property
+    def paths(self) -> dict[str, Path]:
+        return {side: self.out_dir / FILE_NAMES[side] for side in SIDES}
+
+    def _command(self, side: str, out: Path, benchmark_filter: str | None) -> list[str]:
+        cmd = list(self.base_cmd if side == BASE else self.contender_cmd)
+        if benchmark_filter:
+            cmd.append(f"--benchmark_filter={benchmark_filter}")
+        cmd += [
+            f"--benchmark_min_time={self.min_time:g}",
+            f"--benchmark_repetitions={self.reps_per_run}",
+            f"--benchmark_out={out}",
+            "--benchmark_out_format=json",
+        ]
+        if self.reps_per_run > 1:
+            cmd.append("--benchmark_enable_random_interleaving=true")
+        return cmd
+
+    def _invoke(self, inv: Invocation, benchmark_filter: str | None) -> list[Any]:
+        """Runs one invocation; returns its rows (as pairs) or raises BenchRunError."""
+        cmd = self._command(inv.side, inv.out, benchmark_filter)
+        code = EXIT_UNUSABLE if inv.side == BASE else EXIT_REGRESSION
+        where = f"{inv.side} bench ({cmd[0]}), round {inv.round + 1}"
+        start = time.monotonic()
+        try:
+            with open(inv.log, "w", encoding="utf-8", errors="replace") as log:
+                proc = subprocess.run(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    timeout=self.timeout_s,
+                    check=False,
+                )
+        except subprocess.TimeoutExpired:
+            raise BenchRunError(
+                code, f"{where}: still running after {self.timeout_s:g} s, stopped (log {inv.log})"
+            ) from None
+        except OSError as exc:
+            raise BenchRunError(EXIT_UNUSABLE, f"{where}: cannot run: {exc}") from None
+        inv.seconds = time.monotonic() - start
+        self.bench_seconds += inv.seconds
+        if proc.returncode != 0:
+            text = inv.log.read_text(encoding="utf-8", errors="replace")
+            raise BenchRunError(
+                code,
+                f"{where} {_describe_exit(proc.returncode)}: {_last_line(text)} (log {inv.log})",
+            )
+        try:
+            doc = json.loads(inv.out.read_text(encoding="utf-8"), object_pairs_hook=_pairs_hook)
+            context, rows = _get(doc, "context", []), _get(doc, "benchmarks")
+            if not isinstance(rows, list):
+                raise ValueError("no 'benchmarks' list")
+        except (OSError, ValueError, TypeError) as exc:
+            raise BenchRunError(
+                code, f"{where} exited 0 but its output {inv.out} is not bench JSON: {exc}"
+            ) from None
+        if self.contexts[inv.side] is None:
+            self.contexts[inv.side] = context if isinstance(context, list) else []
+        return [row for row in rows if _get(row, "run_type", "iteration") == "iteration"]
+
+    def run_rounds(self, count: int, benchmark_filter: str | None = None) -> None:
+        """Runs `count` more rounds (all benchmarks of the run's filter, or only those of
+        `benchmark_filter`). Rows of a round are kept only when both sides completed it."""
+        logs = self.out_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        for _ in range(count):
+            r = self.rounds_done
+            first_base = r % 2 == 0
+            sides = (BASE, CONTENDER) if first_base else (CONTENDER, BASE)
+            got: dict[str, list[Any]] = {}
+            for side in sides:
+                inv = Invocation(
+                    side,
+                    r,
+                    logs / f"round-{r + 1:03d}-{side}.json",
+                    logs / f"round-{r + 1:03d}-{side}.log",
+                )
+                got[side] = self._invoke(inv, benchmark_filter or self.benchmark_filter)
+            for side in SIDES:
+                counts: dict[str, int] = {}
+                for row in got[side]:
+                    name = str(_get(row, "name"))
+                    rep = counts.get(name, 0)
+                    counts[name] = rep + 1
+                    self.rows[side].append(
+                        _set(row, "repetition_index", r * self.reps_per_run + rep)
+                    )
+            self.order.append("AB" if first_base else "BA")
+            self.rounds_done += 1
+
+    def write(self) -> dict[str, Path]:
+        """Writes (or rewrites) the two paired files; returns their paths."""
+        paths = self.paths
+        for side in SIDES:
+            other = CONTENDER if side == BASE else BASE
+            context = list(self.contexts[side] or [])
+            for key, value in (
+                (PAIR_ID, self.pair_id),
+                (PAIR_ROLE, side),
+                (PAIRED_WITH, FILE_NAMES[other]),
+                (PAIR_ORDER, " ".join(self.order)),
+                (PAIR_TIME, self.time_field),
+                (PAIR_REPS_PER_RUN, self.reps_per_run),
+            ):
+                context = _set(context, key, value)
+            totals: dict[str, int] = {}
+            for row in self.rows[side]:
+                name = str(_get(row, "name"))
+                totals[name] = totals.get(name, 0) + 1
+            rows = [
+                _set(row, "repetitions", totals[str(_get(row, "name"))]) for row in self.rows[side]
+            ]
+            text = (
+                '{\n  "context": '
+                + _dumps_pairs(context)
+                + ',\n  "benchmarks": [\n    '
+                + ",\n    ".join(_dumps_pairs(row) for row in rows)
+                + "\n  ]\n}\n"
+            )
+            tmp = paths[side].with_suffix(".json.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, paths[side])
+        return paths
+
+
+def _command(path: str, what: str) -> list[str]:
+    """An executable (or wrapper script) given on the command line, checked before anything runs.
+    One path, never split: a path may hold spaces; arguments belong in a wrapper script."""
+    if not path:
+        raise UnusableInput(f"{what} is empty")
+    if os.sep not in path:
+        if shutil.which(path) is None:
+            raise UnusableInput(f"{what} '{path}' not found on PATH")
+        return [path]
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise UnusableInput(f"{what} '{path}' not found or not executable")
+    return [path]
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    DEFAULT_RULES = paired.DEFAULT_RULES
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Run a base and a contender bench interleaved (A B B A ...), write two paired bench "
+            "JSON files and judge them with the paired rules. Exit 0 pass; 1 a benchmark slower "
+            "beyond the margin, failing, missing, or the contender crashed; 2 unusable (the base "
+            "failed, bad usage, nothing judged)."
+        ),
+    )
+    add = parser.add_argument
+    add("--base-bench", required=True, metavar="CMD", help="the reference bench (or a wrapper)")
+    add("--contender-bench", required=True, metavar="CMD", help="the bench to judge")
+    add("--benchmark_filter", "--benchmark-filter", dest="filter", metavar="REGEX")
+    add("--min-time", type=float, default=0.1, help="--benchmark_min_time of each run (0.1 s)")
+    add("--pairs", type=int, default=DEFAULT_RULES.start_pairs, help="rounds to start with")
+    add(
+        "--max-pairs",
+        type=int,
+        default=DEFAULT_RULES.max_pairs,
+        help="at most this many rounds of a benchmark that is still AMBIGUOUS",
+    )
+    add("--reps-per-run", type=int, default=1, help="repetitions inside each invocation (1)")
+    add("--time", choices=("cpu_time", "real_time"), default="cpu_time", help="clock to judge")
+    add("--margin", type=float, help=f"equivalence margin ({DEFAULT_RULES.margin:g})")
+    add("--alpha", type=float, help=f"1 - confidence of the interval ({DEFAULT_RULES.alpha:g})")
+    add("--out-dir", default="reports/ci/paired", help="where the paired files and logs go")
+    add("--markdown", metavar="OUT.md", help="also write the verdict as Markdown")
+    add("--json", metavar="OUT.json", help="also write the verdict as JSON")
+    add("--timeout", type=float, default=DEFAULT_INVOCATION_TIMEOUT_S, help="seconds per run")
+    add("--quiet", action="store_true", help="print only the failures and the gate line")
+    add_debug_flag(parser)
+    return parser
+
+
+def _run(prog: str, argv: Sequence[str] | None) -> int:
+    args = _parser(prog).parse_args(argv)
+    rules = paired.rules_from(args.margin, args.alpha, args.pairs, args.max_pairs)
+    if args.min_time <= 0 or not math.isfinite(args.min_time):
+        raise UnusableInput("--min-time must be a positive number of seconds")
+    if args.reps_per_run < 1:
+        raise UnusableInput("--reps-per-run must be at least 1")
+    base_cmd = _command(args.base_bench, "--base-bench")
+    contender_cmd = _command(args.contender_bench, "--contender-bench")
+    run = PairedRun(
+        base_cmd,
+        contender_cmd,
+        Path(args.out_dir),
+        benchmark_filter=args.filter,
+        min_time=args.min_time,
+        reps_per_run=args.reps_per_run,
+        time_field=args.time,
+        timeout_s=args.timeout,
+    )
+    start = time.monotonic()
+    batch = max(1, math.ceil(rules.start_pairs / args.reps_per_run))
+    try:
+        run.run_rounds(batch)
+        paths = run.write()
+        judgement = paired.judge_files(str(paths[BASE]), str(paths[CONTENDER]), rules)
+        # More rounds of the benchmarks AMBIGUOUS and possibly slower (an interval narrows as
+        # pairs accumulate) or short of pairs because some were left out as disturbed (more
+        # rounds replace them), in steps of half the start, up to max_pairs rounds.
+        step = max(1, math.ceil(rules.start_pairs / 2 / args.reps_per_run))
+        while True:
+            pending = [
+                b.name
+                for b in judgement.maybe_slower + judgement.disturbed_few
+                if b.pairs + b.left_out < rules.max_pairs
+            ]
+            if not pending or judgement.fails:
+                break
+            run.run_rounds(step, exact_filter(pending))
+            paths = run.write()
+            judgement = paired.judge_files(str(paths[BASE]), str(paths[CONTENDER]), rules)
+    except BenchRunError as exc:
+        if run.rounds_done:
+            run.write()  # what was measured before the failure stays on disk
+        line = f"{exc} ({run.rounds_done} complete rounds kept in {run.out_dir})"
+        paired.write_error(line, int(exc.exit_code), args.markdown, args.json)
+        print(
+            f"{prog}: {'error' if exc.exit_code == EXIT_UNUSABLE else 'FAIL'}: {line}",
+            file=sys.stderr,
+        )
+        return exc.exit_code
+    judgement.wall_seconds = time.monotonic() - start
+    judgement.bench_seconds = run.bench_seconds
+    return paired.emit(prog, judgement, args.markdown, args.json, args.quiet)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    prog = program_name(MODULE)
+    return run_main(prog, lambda a: _run(prog, a), argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
