@@ -29,9 +29,9 @@ judge"), as in compare. Exit 1 also for a benchmark that now fails, has invalid 
 from the contender; repetitions without their partner (a contender that lost repetitions) make the
 benchmark INCOMPLETE: exit 2 unless something failed, never a pass.
 
-A repetition whose row has a nonzero counter named in LEFT_OUT_COUNTERS (``disturbed``, from the
-per-repetition measurement conditions when the harness records them) leaves its pair out of the
-judgement; the pairs left out are counted and shown.
+A repetition that the reader calls disturbed (benchjson.condition_of: its ``disturbed`` counter, from
+the per-repetition measurement conditions) leaves its pair out of the judgement; the pairs left out
+are counted and shown. A repetition of an older run, whose conditions are unknown, is kept.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ..benchjson import BenchReport, load_report
+from ..benchjson import DISTURBED, BenchReport, condition_of, load_report
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput
 from ..escape import md_code, md_text
 
@@ -63,8 +63,6 @@ FEW, INCOMPLETE, MISSING, FAILED, INVALID = "few", "incomplete", "missing", "fai
 SKIPPED, NEW, BASE_FAILED = "skipped", "new", "failed in the base"
 FAILING = (SLOWER, MISSING, FAILED, INVALID)
 JUDGED = (SLOWER, FASTER, SAME, AMBIGUOUS)
-# A pair is left out when either repetition carries one of these counters with a nonzero value.
-LEFT_OUT_COUNTERS: tuple[str, ...] = ("disturbed",)
 
 
 @dataclass(frozen=True)
@@ -329,7 +327,7 @@ def is_pair(base: BenchReport, contender: BenchReport) -> bool:
 
 
 def _left_out(row: Any) -> bool:
-    return any(row.counters.get(name, 0) not in (0, 0.0) for name in LEFT_OUT_COUNTERS)
+    return condition_of(row.counters) == DISTURBED
 
 
 def _time(row: Any, clock: str) -> float:
