@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One command from a fresh checkout to a report: installs what is missing, builds, runs the default
-# sweep, five repetitions of each benchmark (about a minute on a 2-core machine without a GPU, a few
-# minutes on an H100), and writes the JSON and the report under reports/<date-time>/. Extra
-# arguments go to `bench` (e.g. --full, or --benchmark_filter=matmul). A run without GPU rows is reported against the committed H100
+# sweep, five repetitions of each benchmark (81 s on an idle 2-core machine without a GPU, after a
+# build of about 1.5 minutes: README.md has the measured times), and writes the JSON and the report
+# under reports/<date-time>/. Extra arguments go to `bench` (e.g. --full, or
+# --benchmark_filter=matmul). A run without GPU rows is reported against the committed H100
 # reference run for its GPU side (see below).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -17,7 +18,7 @@ mkdir -p "$run_dir"
 # noise marks need several samples (one repetition would state one draw from a noisy machine as
 # fact), and five a side is what the compare gate's U test needs to judge at alpha 0.05 (four is
 # its minimum). Five short repetitions cost less than one long one would in trust: the CPU-only
-# default sweep takes about a minute on a 2-core machine. Arguments given to this script come
+# default sweep takes 81 s on an idle 2-core machine. Arguments given to this script come
 # after these and override them (Google Benchmark keeps a flag's last value). The terminal shows
 # each benchmark's mean, median, stddev and cv; the JSON keeps every repetition for the report.
 "$BUILD_DIR/benchmarks/bench" --benchmark_repetitions=5 --benchmark_min_time=0.01s \
