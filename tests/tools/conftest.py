@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -89,3 +89,18 @@ def h100_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def bench_binary() -> Path:
     return Path(os.environ.get("GPUBENCH_BENCH", REPO / "build" / "benchmarks" / "bench"))
+
+
+def run_tool(
+    capsys: pytest.CaptureFixture[str], main: Callable[[list[str]], int], *args: str
+) -> tuple[int, str, str]:
+    """A tool's main in-process: (exit code, stdout, stderr); argparse's SystemExit is its code
+    (2 where it carries none), and a traceback on stderr fails the test (the contract: one line)."""
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return code, out, err

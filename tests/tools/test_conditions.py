@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import gb_row, write_bench_json
+from conftest import gb_row, run_tool as run, write_bench_json
 
 from gpubench_tools import benchjson, export, policy
 from gpubench_tools.compare import engine
@@ -63,17 +63,6 @@ def run_file(
 
 QUIET = [0] * 5
 FIVE_MS = [5e-3, 5.05e-3, 4.95e-3, 5.02e-3, 4.98e-3]
-
-
-def run(capsys: pytest.CaptureFixture[str], main: Callable[[list[str]], int], *args: str):
-    capsys.readouterr()
-    try:
-        code = main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else UNUSABLE
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return code, out, err
 
 
 # --- the reader decides, once ------------------------------------------------------------------

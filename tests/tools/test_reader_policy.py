@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, run_tool as run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,17 +29,6 @@ OK, REGRESSION, UNUSABLE = 0, 1, 2
 CI_CPU = json.loads((REPO / "reports" / "baselines" / "ci-cpu.json").read_text())
 CI_CONFIG = REPO / "reports" / "baselines" / "ci-cpu.thresholds.json"
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
-
-
-def run(capsys: pytest.CaptureFixture[str], main: Callable[[list[str]], int], *args: str):
-    capsys.readouterr()
-    try:
-        code = main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else UNUSABLE
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return code, out, err
 
 
 def write(path: Path, doc: Any) -> Path:
