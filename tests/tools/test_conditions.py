@@ -11,7 +11,7 @@ import json
 import math
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from conftest import gb_row, run_tool as run, write_bench_json

@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from conftest import FIXTURES, REPO, run_tool as run
