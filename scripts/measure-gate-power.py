@@ -430,7 +430,9 @@ def main() -> int:
             "_about": "The paired gate measured on this machine by scripts/measure-gate-power.py;"
             " docs/regression-gate.md, 'Paired gate', reads it.",
             "machine": {"cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine()},
-            "bench": str(source),
+            # Where the bench lies relative to the checkout (an absolute path says only where
+            # one machine kept it); its hash says which build it was.
+            "bench": os.path.relpath(source, ROOT),
             "bench_sha256": hashlib.sha256(Path(bench).read_bytes()).hexdigest(),
             "filter": FILTER,
             "rules": rules.as_dict(),
