@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -104,3 +105,15 @@ def run_tool(
     out, err = capsys.readouterr()
     assert "Traceback" not in err, err
     return code, out, err
+
+
+def examples(n: int) -> settings:
+    """Hypothesis settings for the tools' property tests: `n` examples, no deadline (a report
+    draws charts), the same examples on every run."""
+    return settings(
+        max_examples=n,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        derandomize=True,
+        database=None,
+    )

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import FIXTURES, REPO
-from hypothesis import HealthCheck, example, given, settings
+from conftest import FIXTURES, REPO, examples
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gpubench_tools import benchjson, export, table
@@ -185,17 +185,6 @@ def _run(
 def _no_raw_script(text: str) -> None:
     lowered = text.lower()
     assert "<script" not in lowered and "<img src=x" not in lowered, "raw HTML from the input"
-
-
-def examples(n: int) -> settings:
-    """`n` examples, no deadline (a report draws charts), the same examples on every run."""
-    return settings(
-        max_examples=n,
-        deadline=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-        derandomize=True,
-        database=None,
-    )
 
 
 @examples(40)

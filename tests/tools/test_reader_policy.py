@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, REPO, run_tool as run
-from hypothesis import HealthCheck, given, settings
+from conftest import FIXTURES, REPO, examples, run_tool as run
+from hypothesis import given
 from hypothesis import strategies as st
 
 from gpubench_tools import benchjson, export, policy
@@ -407,16 +407,6 @@ def bad_file(draw: st.DrawFn) -> tuple[str, bytes]:
     return kind, text.encode()
 
 
-def _settings(n: int) -> settings:
-    return settings(
-        max_examples=n,
-        deadline=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-        derandomize=True,
-        database=None,
-    )
-
-
 def _contract(code: int, err: str, path: Path, allowed: set[int]) -> None:
     assert code in allowed, (code, err)
     if code == UNUSABLE:
@@ -426,7 +416,7 @@ def _contract(code: int, err: str, path: Path, allowed: set[int]) -> None:
         assert not line.lstrip().startswith("::") and "\x1b" not in line
 
 
-@_settings(40)
+@examples(40)
 @given(case=bad_file())
 def test_every_tool_keeps_the_contract(case: tuple[str, bytes], capsys, tmp_path_factory) -> None:
     kind, data = case
