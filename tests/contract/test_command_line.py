@@ -257,13 +257,14 @@ def wait_for_progress(process: subprocess.Popen, done: int) -> list[str]:
     raise AssertionError(f"bench ended before {done} benchmarks: {''.join(lines)}")
 
 
-def test_two_runs_writing_one_file_leave_one_complete_document(tmp_path: Path) -> None:
-    out = tmp_path / "out.json"
-    long_run = subprocess.Popen(
+def start_several(out: Path, min_time: str) -> subprocess.Popen:
+    """bench on SEVERAL_FILTER, 3 repetitions, writing `out`, started in the background with a
+    progress line per benchmark on its stderr (read it with wait_for_progress)."""
+    return subprocess.Popen(
         [
             str(bench_binary()),
             SEVERAL_FILTER,
-            "--benchmark_min_time=0.05",
+            f"--benchmark_min_time={min_time}",
             "--benchmark_repetitions=3",
             f"--benchmark_out={out}",
         ],
@@ -272,6 +273,11 @@ def test_two_runs_writing_one_file_leave_one_complete_document(tmp_path: Path) -
         text=True,
         env=progress_environment(),
     )
+
+
+def test_two_runs_writing_one_file_leave_one_complete_document(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    long_run = start_several(out, min_time="0.05")
     try:
         # The second run starts while the first is half way, and usually ends before it.
         wait_for_progress(long_run, 3)
@@ -299,19 +305,7 @@ def test_two_runs_writing_one_file_leave_one_complete_document(tmp_path: Path) -
 def test_interrupted_run_leaves_the_file_there_and_no_temporary_file(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     out.write_text("the previous run's results\n")
-    process = subprocess.Popen(
-        [
-            str(bench_binary()),
-            SEVERAL_FILTER,
-            "--benchmark_min_time=0.02",
-            "--benchmark_repetitions=3",
-            f"--benchmark_out={out}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=progress_environment(),
-    )
+    process = start_several(out, min_time="0.02")
     try:
         wait_for_progress(process, 2)
         process.send_signal(signal.SIGINT)
