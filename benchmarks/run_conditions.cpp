@@ -33,20 +33,13 @@ std::optional<std::string> take_wait_idle(int* argc, char** argv) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<int> prepare_run_conditions(int* argc, char** argv) {
-  if (const auto error = conditions_setting_error()) {
-    std::cerr << "gpubench: " << *error << "\n";
-    return kExitUsage;
-  }
-  const auto value = take_wait_idle(argc, argv);
-  if (!value) return std::nullopt;
+// Waits as --wait-idle=VALUE asks; an exit code where VALUE is unusable.
+std::optional<int> wait_idle(const std::string& value) {
   char* end = nullptr;
-  const double limit_s = std::strtod(value->c_str(), &end);
-  if (value->empty() || *end != '\0' || !std::isfinite(limit_s) || limit_s < 0 ||
+  const double limit_s = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || !std::isfinite(limit_s) || limit_s < 0 ||
       limit_s > kMaxWaitIdleSeconds) {
-    std::cerr << "gpubench: --wait-idle='" << *value << "' is not a number of seconds from 0 to "
+    std::cerr << "gpubench: --wait-idle='" << value << "' is not a number of seconds from 0 to "
               << kMaxWaitIdleSeconds << "\n";
     return kExitUsage;
   }
@@ -68,9 +61,26 @@ std::optional<int> prepare_run_conditions(int* argc, char** argv) {
       return std::nullopt;
     }
   }
-  std::cerr << "gpubench: --wait-idle=" << *value << ": other processes still used "
+  std::cerr << "gpubench: --wait-idle=" << value << ": other processes still used "
             << (others ? cores_text(*others) : std::string("an unknown share of a"))
             << " core; measuring anyway (rows measured while disturbed are marked)\n";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int> prepare_run_conditions(int* argc, char** argv) {
+  if (const auto error = conditions_setting_error()) {
+    std::cerr << "gpubench: " << *error << "\n";
+    return kExitUsage;
+  }
+  const auto value = take_wait_idle(argc, argv);
+  if (value) {
+    if (const auto stop = wait_idle(*value)) return stop;
+  }
+  // The first reading of the others' span (DisturbanceRule::kMinOtherSpanS), after any wait: the
+  // first rows' spans reach back to here, over the start-up's ticks too.
+  if (conditions_enabled()) cpu_reading_history().add(read_cpu_counters());
   return std::nullopt;
 }
 
@@ -92,6 +102,12 @@ std::string disturbance_line(const DisturbanceSummary& summary, bool conditions_
   if (summary.by_cpu > 0) {
     line << summary.by_cpu << " waited for a CPU while other processes ran, up to "
          << cores_text(summary.max_wait_cores) << " core";
+    separator = "; ";
+  }
+  if (summary.by_neighbour > 0) {
+    line << separator << summary.by_neighbour
+         << " ran while other processes used a large share of the CPUs, up to "
+         << cores_text(summary.max_other_cores) << " core";
     separator = "; ";
   }
   if (summary.by_steal > 0) {

@@ -154,20 +154,27 @@ double proc_stat_tick_s() {
   return tick_s;
 }
 
-unsigned disturbed_by(const RepetitionConditions& conditions, double tick_s) {
+int allowed_cpu_count() {
+  const Affinity& allowed = affinity();
+  if (!allowed.cpus.empty()) return static_cast<int>(allowed.cpus.size());
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : 1;
+}
+
+unsigned disturbed_by(const RepetitionConditions& conditions, double tick_s, int allowed_cpus) {
   using Rule = DisturbanceRule;
   unsigned bits = 0;
   if (conditions.cpu_other_cores) {
     const double other = *conditions.cpu_other_cores;
     // /proc/stat rounds each field to a tick, so the others' seconds count beyond two ticks only.
-    const bool others_measured = other * conditions.window_s > Rule::kMinOtherTicks * tick_s;
-    if (conditions.cpu_wait_cores) {
-      if (*conditions.cpu_wait_cores > Rule::kMaxWaitCores && other > Rule::kMinOtherCores &&
-          others_measured) {
-        bits |= kDisturbedByCpu;
-      }
-    } else if (other > Rule::kMaxOtherCoresWithoutWait && others_measured) {
+    const double span_s = std::max(conditions.other_span_s, conditions.window_s);
+    const bool others_measured = other * span_s > Rule::kMinOtherTicks * tick_s;
+    if (conditions.cpu_wait_cores && *conditions.cpu_wait_cores > Rule::kMaxWaitCores &&
+        other > Rule::kMinOtherCores && others_measured) {
       bits |= kDisturbedByCpu;
+    }
+    if (other > Rule::max_other_cores(allowed_cpus) && others_measured) {
+      bits |= kDisturbedByNeighbour;
     }
   }
   if (conditions.cpu_steal_cores && *conditions.cpu_steal_cores > Rule::kMaxStealCores &&
@@ -213,14 +220,19 @@ std::optional<ProcStatTimes> parse_proc_stat(const std::string& text, const std:
   return sum;
 }
 
-RepetitionConditions cpu_conditions_between(const CpuCounters& begin, const CpuCounters& end) {
+RepetitionConditions cpu_conditions_between(const CpuCounters& begin, const CpuCounters& end,
+                                            const CpuCounters* others_from) {
   RepetitionConditions conditions;
   conditions.window_s = end.wall_s - begin.wall_s;
   if (conditions.window_s <= 0) return conditions;
   const double window_s = conditions.window_s;
-  if (begin.busy_s && end.busy_s) {
-    const double own_s = end.own_cpu_s - begin.own_cpu_s;
-    conditions.cpu_other_cores = std::max(0.0, (*end.busy_s - *begin.busy_s - own_s) / window_s);
+  const CpuCounters& from =
+      others_from != nullptr && others_from->wall_s < begin.wall_s ? *others_from : begin;
+  conditions.other_span_s = end.wall_s - from.wall_s;
+  if (from.busy_s && end.busy_s) {
+    const double own_s = end.own_cpu_s - from.own_cpu_s;
+    conditions.cpu_other_cores =
+        std::max(0.0, (*end.busy_s - *from.busy_s - own_s) / conditions.other_span_s);
   }
   if (begin.steal_s && end.steal_s) {
     conditions.cpu_steal_cores = std::max(0.0, (*end.steal_s - *begin.steal_s) / window_s);
@@ -235,6 +247,36 @@ RepetitionConditions cpu_conditions_between(const CpuCounters& begin, const CpuC
     conditions.cpu_wait_cores = std::max(0.0, wait_s / window_s);
   }
   return conditions;
+}
+
+void CpuReadingHistory::add(const CpuCounters& reading) {
+  CpuCounters kept = reading;
+  kept.wait_s_by_thread.reset();
+  std::lock_guard<std::mutex> lock(mutex_);
+  readings_.push_back(std::move(kept));
+  // Keep the newest reading that is a whole span old, and everything after it.
+  const double cutoff = reading.wall_s - DisturbanceRule::kMinOtherSpanS;
+  std::size_t first_kept = 0;
+  for (std::size_t index = 0; index < readings_.size(); ++index) {
+    if (readings_[index].wall_s <= cutoff) first_kept = index;
+  }
+  readings_.erase(readings_.begin(), readings_.begin() + static_cast<std::ptrdiff_t>(first_kept));
+}
+
+std::optional<CpuCounters> CpuReadingHistory::reading_before(double end_wall_s,
+                                                             double span_s) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (readings_.empty()) return std::nullopt;
+  std::optional<CpuCounters> found = readings_.front();
+  for (const CpuCounters& reading : readings_) {
+    if (reading.wall_s <= end_wall_s - span_s) found = reading;
+  }
+  return found;
+}
+
+CpuReadingHistory& cpu_reading_history() {
+  static CpuReadingHistory history;
+  return history;
 }
 
 CpuCounters read_cpu_counters() {
@@ -338,13 +380,19 @@ ConditionWindow::ConditionWindow() : enabled_(conditions_enabled()) {
     }
   }
   begin_ = read_cpu_counters();  // last, closest to the loop
+  cpu_reading_history().add(begin_);
 }
 
 ConditionWindow::~ConditionWindow() = default;
 
 void ConditionWindow::finish(std::int64_t iterations) {
   if (!enabled_) return;
-  RepetitionConditions conditions = cpu_conditions_between(begin_, read_cpu_counters());
+  const CpuCounters end = read_cpu_counters();
+  const auto others_from =
+      cpu_reading_history().reading_before(end.wall_s, DisturbanceRule::kMinOtherSpanS);
+  RepetitionConditions conditions =
+      cpu_conditions_between(begin_, end, others_from ? &*others_from : nullptr);
+  cpu_reading_history().add(end);
   conditions.cpu_clock_hz = current_cpu_clock_hz();
   if (gpu_sampler_) {
     const GpuSampleSummary gpu = gpu_sampler_->stop();
@@ -403,6 +451,11 @@ void DisturbanceTally::add(DisturbanceSummary* summary, const Pending& pending) 
         std::max(summary->max_steal_cores, pending.conditions.cpu_steal_cores.value_or(0.0));
   }
   if (pending.disturbed & kDisturbedByGpu) ++summary->by_gpu;
+  if (pending.disturbed & kDisturbedByNeighbour) {
+    ++summary->by_neighbour;
+    summary->max_other_cores =
+        std::max(summary->max_other_cores, pending.conditions.cpu_other_cores.value_or(0.0));
+  }
 }
 
 DisturbanceTally& disturbance_tally() {
@@ -438,16 +491,18 @@ void add_condition_context() {
       "disturbed when this process's threads waited for a CPU more than " +
           number(Rule::kMaxWaitCores) + " core while other processes used more than " +
           number(Rule::kMinOtherCores) + " core and " + number(Rule::kMinOtherTicks) +
-          " /proc/stat ticks (without schedstat: others above " +
-          number(Rule::kMaxOtherCoresWithoutWait) + " core), or steal above " +
-          number(Rule::kMaxStealCores) +
+          " /proc/stat ticks, or other processes used more than " + number(Rule::kMaxOtherShare) +
+          " of the allowed CPUs (at least " + number(Rule::kMaxOtherCoresFloor) + " core; here " +
+          number(Rule::max_other_cores(allowed_cpu_count())) +
+          "), others read over the timed loop extended back to " + number(Rule::kMinOtherSpanS) +
+          " s; or steal above " + number(Rule::kMaxStealCores) +
           " core and one tick, or the GPU reported a thermal, hardware-slowdown or power-brake "
           "clock event (NVML reasons 0xe8); docs/timing-method.md");
   AddCustomContext("disturbed_max_wait_cores", number(Rule::kMaxWaitCores));
   AddCustomContext("disturbed_min_other_cores", number(Rule::kMinOtherCores));
   AddCustomContext("disturbed_min_other_ticks", number(Rule::kMinOtherTicks));
-  AddCustomContext("disturbed_max_other_cores_without_wait",
-                   number(Rule::kMaxOtherCoresWithoutWait));
+  AddCustomContext("disturbed_max_other_cores", number(Rule::max_other_cores(allowed_cpu_count())));
+  AddCustomContext("disturbed_min_other_span_s", number(Rule::kMinOtherSpanS));
   AddCustomContext("disturbed_max_steal_cores", number(Rule::kMaxStealCores));
   AddCustomContext("disturbed_gpu_reasons", "0xe8");
 

@@ -42,40 +42,59 @@ namespace gpubench {
 // The rule that calls a repetition disturbed (docs/timing-method.md, "Disturbed repetitions").
 // Why these thresholds (measured on the shared 2-core VM): 1-thread GEMM rows beside one busy
 // process waited 0.000-0.003 core, 2-thread rows beside it 1.0 core; a tenth of a core is far from
-// both. The reasons for each part are in docs/timing-method.md.
+// both. Yet 1-thread rows beside that process also ran up to 27% slower without waiting (the two
+// vCPUs share one physical core's caches and memory path on the host): hence part (2). The
+// reasons for each part are in docs/timing-method.md.
 struct DisturbanceRule {
+  // The other processes' share is read over the timed loop extended back to at least this long
+  // before its end: /proc/stat counts in 10 ms ticks, so over a 10 ms loop it could not tell a
+  // busy neighbour from rounding (one tick is a whole core there); over 0.25 s one tick is 0.04
+  // core. The extension looks back at what ran just before the loop, as a neighbour that runs
+  // through the loop also ran then.
+  static constexpr double kMinOtherSpanS = 0.25;
   // (1) CPU contention: this process's threads waited on a run queue for more than this many
   // cores on average, while other processes used more than kMinOtherCores, and more than
-  // kMinOtherTicks ticks of /proc/stat in all: it rounds the busy time of each kind (user, system,
-  // ...) to a tick, so on a 50 ms loop one process that is alone on its CPUs may read 0.2-0.4 core
-  // of "others" from rounding alone, which must not confirm that row's wait on its own threads.
+  // kMinOtherTicks ticks of /proc/stat in all (a row alone on its CPUs reads a tick or two of
+  // "others" from rounding, which must not confirm that row's wait on its own threads).
   static constexpr double kMaxWaitCores = 0.10;
   static constexpr double kMinOtherCores = 0.10;
   static constexpr double kMinOtherTicks = 2;
-  // Where the wait is unreadable (a kernel without schedstat): other processes alone, above half
-  // a core, since /proc/stat's rounding alone reaches a few tenths over a short loop.
-  static constexpr double kMaxOtherCoresWithoutWait = 0.5;
-  // (2) The hypervisor stole more than this many cores from the CPUs this process may use, and
+  // (2) A busy neighbour: other processes used more than kMaxOtherShare of the CPUs this process
+  // may run on, and at least kMaxOtherCoresFloor cores, whether or not this row waited. The
+  // floor keeps a 2-CPU machine at half a core (above /proc/stat's rounding); the share keeps a
+  // 64-core host from calling every row disturbed because a daemon took one core.
+  static constexpr double kMaxOtherShare = 0.25;
+  static constexpr double kMaxOtherCoresFloor = 0.5;
+  // (3) The hypervisor stole more than this many cores from the CPUs this process may use, and
   // more than one /proc/stat tick in all (a single tick is a rounding step, not a measurement).
   static constexpr double kMaxStealCores = 0.10;
-  // (3) The GPU slowed itself for heat or power protection: any of these NVML clock event
+  // (4) The GPU slowed itself for heat or power protection: any of these NVML clock event
   // reasons during the row. The software power cap (0x4) is not among them: a GPU that runs at
   // its power limit under a heavy kernel is the workload's own behaviour, not a disturbance.
   static constexpr std::uint64_t kGpuReasons =
       kNvmlReasonHwSlowdown | kNvmlReasonSwThermal | kNvmlReasonHwThermal | kNvmlReasonHwPowerBrake;
+
+  // Part (2)'s threshold, in cores, for a process that may run on `allowed_cpus` CPUs.
+  static constexpr double max_other_cores(int allowed_cpus) {
+    const double share = kMaxOtherShare * allowed_cpus;
+    return share > kMaxOtherCoresFloor ? share : kMaxOtherCoresFloor;
+  }
 };
 
 // The bits of the disturbed_by counter: which part of the rule fired.
 enum DisturbedBy : unsigned {
-  kDisturbedByCpu = 1,
-  kDisturbedBySteal = 2,
-  kDisturbedByGpu = 4,
+  kDisturbedByCpu = 1,        // part (1): waited for a CPU while others ran
+  kDisturbedBySteal = 2,      // part (3)
+  kDisturbedByGpu = 4,        // part (4)
+  kDisturbedByNeighbour = 8,  // part (2): others took a large share of the CPUs
 };
 
 // What one window saw; a figure is absent where its source was unreadable.
 struct RepetitionConditions {
   double window_s = 0;
+  // Others' CPU over the loop extended back to DisturbanceRule::kMinOtherSpanS (other_span_s).
   std::optional<double> cpu_other_cores;
+  double other_span_s = 0;
   std::optional<double> cpu_wait_cores;
   std::optional<double> cpu_steal_cores;
   std::optional<double> cpu_clock_hz;
@@ -88,8 +107,8 @@ struct RepetitionConditions {
 };
 
 // The rule: the DisturbedBy bits that fire for `conditions`; 0 is undisturbed. `tick_s` is one
-// /proc/stat tick. An absent figure never fires.
-unsigned disturbed_by(const RepetitionConditions& conditions, double tick_s);
+// /proc/stat tick; `allowed_cpus` the CPUs this process may run on. An absent figure never fires.
+unsigned disturbed_by(const RepetitionConditions& conditions, double tick_s, int allowed_cpus);
 
 // Cumulative CPU counters at one instant.
 struct CpuCounters {
@@ -112,8 +131,27 @@ std::optional<ProcStatTimes> parse_proc_stat(const std::string& text, const std:
                                              double tick_s);
 
 // The CPU figures of a window from its two ends (others' CPU clamped at 0: the two sources round
-// differently).
-RepetitionConditions cpu_conditions_between(const CpuCounters& begin, const CpuCounters& end);
+// differently). The others' share is read from `others_from` (at or before `begin`; `begin` when
+// absent) to `end`: the extension of DisturbanceRule::kMinOtherSpanS.
+RepetitionConditions cpu_conditions_between(const CpuCounters& begin, const CpuCounters& end,
+                                            const CpuCounters* others_from = nullptr);
+
+// Recent CPU readings of the process's windows, newest last, for the others' extended span.
+class CpuReadingHistory {
+ public:
+  void add(const CpuCounters& reading);
+  // The newest reading at least `span_s` before `end_wall_s`, else the oldest one kept; absent
+  // when none is kept.
+  std::optional<CpuCounters> reading_before(double end_wall_s, double span_s) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<CpuCounters> readings_;  // without their per-thread waits; a few dozen at most
+};
+CpuReadingHistory& cpu_reading_history();
+
+// The number of CPUs this process may run on (sched_getaffinity), at least 1.
+int allowed_cpu_count();
 
 // Reads the counters now.
 CpuCounters read_cpu_counters();
@@ -167,6 +205,8 @@ struct DisturbanceSummary {
   std::size_t by_cpu = 0;
   std::size_t by_steal = 0;
   std::size_t by_gpu = 0;
+  std::size_t by_neighbour = 0;
+  double max_other_cores = 0;  // the largest others' share among neighbour-disturbed repetitions
   double max_wait_cores = 0;   // the largest wait among disturbed repetitions
   double max_steal_cores = 0;  // likewise for steal
 };

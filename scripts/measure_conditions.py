@@ -3,6 +3,7 @@
 
     scripts/measure_conditions.py [--bench BUILD/benchmarks/bench] [--pairs 10] [--out FILE]
     scripts/measure_conditions.py --sweep [--out FILE]     # also: a default sweep, rows disturbed
+    scripts/measure_conditions.py --sweep --busy --pairs 0 # and the same sweep beside a busy core
 
 Cost: the smallest rows (the 16^3 fp32 OpenBLAS GEMM on one thread; on a machine with a GPU also
 the launch round trip, the cheapest GPU probe) are run by bench with the conditions on and off
@@ -11,8 +12,14 @@ machine falls on both sides alike. Each run has several repetitions; a pair's ra
 time with conditions over the median without, and the figure is the median of the pairs' ratios
 with the range of the middle half. The target is at most 1.02.
 
-Sweep: one default sweep with the conditions on; the share of its rows the rule marks disturbed
-(at most 2% on an idle machine), and which.
+Sweep: one default sweep with the conditions on, with the quick start's flags (5 repetitions of
+0.01 s); the share of its rows the rule marks disturbed (at most 2% on an idle machine), and which.
+
+Busy (--busy, with --sweep): the same sweep again while another process keeps one core busy for
+its whole duration; how many of its one-thread and all-thread CPU rows are marked, whether the
+report's first screen (its first 40 lines of Markdown) says the run was disturbed, and compare's
+exit code and verdict for the idle run against the busy one (it must not be 1: disturbance alone
+is never a regression).
 
 The load average is printed at the start and end of each part: a figure from a busy machine says
 what the sampler costs there, not what it costs. Exit code 0, or 2 when bench cannot be run.
@@ -40,10 +47,13 @@ def load() -> str:
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
-def run_bench(bench: str, arguments: list[str], conditions: bool) -> dict:
+QUICK_START_FLAGS = ["--benchmark_repetitions=5", "--benchmark_min_time=0.01s"]
+
+
+def run_bench(bench: str, arguments: list[str], conditions: bool, keep: Path | None = None) -> dict:
     env = dict(os.environ, GPUBENCH_CONDITIONS="on" if conditions else "off")
     with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "run.json"
+        out = keep or Path(folder) / "run.json"
         subprocess.run(
             [bench, *arguments, f"--benchmark_out={out}", "--benchmark_out_format=json"],
             env=env,
@@ -91,8 +101,8 @@ def measure_cost(bench: str, row: str, pairs: int, repetitions: int) -> dict:
     }
 
 
-def measure_sweep(bench: str) -> dict:
-    document = run_bench(bench, [], True)
+def measure_sweep(bench: str, keep: Path | None = None) -> dict:
+    document = run_bench(bench, QUICK_START_FLAGS, True, keep)
     rows = [
         r
         for r in document["benchmarks"]
@@ -100,8 +110,21 @@ def measure_sweep(bench: str) -> dict:
     ]
     with_verdict = [r for r in rows if "disturbed" in r]
     disturbed = [r for r in with_verdict if r["disturbed"] == 1]
+    cpu_rows = [r for r in with_verdict if "/cpu/" in r["name"] and "blas_threads" in r]
+    all_threads = max((r["blas_threads"] for r in cpu_rows), default=0)
+    by_threads = {}
+    for label, keep_row in (
+        ("one_thread", lambda r: r["blas_threads"] == 1),
+        ("all_threads", lambda r: r["blas_threads"] == all_threads and all_threads > 1),
+    ):
+        chosen = [r for r in cpu_rows if keep_row(r)]
+        by_threads[label] = {
+            "rows": len(chosen),
+            "disturbed": len([r for r in chosen if r["disturbed"] == 1]),
+        }
     return {
         "rows": len(rows),
+        "cpu_rows_by_threads": by_threads,
         "rows_with_verdict": len(with_verdict),
         "disturbed": len(disturbed),
         "share_disturbed": len(disturbed) / len(with_verdict) if with_verdict else None,
@@ -118,18 +141,75 @@ def measure_sweep(bench: str) -> dict:
     }
 
 
+class BusyCore:
+    """Another process that keeps one CPU busy until the block ends."""
+
+    def __enter__(self) -> "BusyCore":
+        self.process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def tool(module: str, arguments: list[str]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    return subprocess.run(
+        [sys.executable, "-m", module, *arguments], env=env, capture_output=True, text=True
+    )
+
+
+def measure_busy(bench: str, idle_json: Path, folder: Path) -> dict:
+    busy_json = folder / "busy.json"
+    with BusyCore():
+        sweep = measure_sweep(bench, busy_json)
+    report = tool("gpubench_tools.report", [str(busy_json), "--out", str(folder / "report")])
+    markdown = folder / "report" / "report.md"
+    first_screen = markdown.read_text().splitlines()[:40] if markdown.exists() else []
+    compare = tool("gpubench_tools.compare", [str(idle_json), str(busy_json)])
+    verdict = [line for line in compare.stdout.splitlines() if line.strip()][-3:]
+    return {
+        "sweep": sweep,
+        "report_exit_code": report.returncode,
+        "report_first_screen_says_disturbed": any("disturbed" in line for line in first_screen),
+        "report_disturbed_lines": [line for line in first_screen if "disturbed" in line][:3],
+        "compare_exit_code": compare.returncode,
+        "compare_last_lines": verdict,
+    }
+
+
+def print_sweep(title: str, sweep: dict) -> None:
+    share = sweep["share_disturbed"]
+    print(
+        f"{title}: {sweep['disturbed']} of {sweep['rows_with_verdict']} rows disturbed"
+        + (f" ({100 * share:.1f}%)" if share is not None else "")
+        + f"; {load()}",
+        flush=True,
+    )
+    for label, counts in sweep["cpu_rows_by_threads"].items():
+        print(f"  {label} CPU rows: {counts['disturbed']} of {counts['rows']} disturbed")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench", default=str(REPO / "build" / "benchmarks" / "bench"))
-    parser.add_argument("--pairs", type=int, default=10, help="on/off pairs per row (10)")
+    parser.add_argument("--pairs", type=int, default=10, help="on/off pairs per row (10; 0: none)")
     parser.add_argument("--repetitions", type=int, default=5, help="repetitions per run (5)")
     parser.add_argument("--sweep", action="store_true", help="also run one default sweep")
+    parser.add_argument(
+        "--busy", action="store_true", help="with --sweep: the sweep again beside one busy core"
+    )
     parser.add_argument("--out", type=Path, help="write the results as JSON here too")
     args = parser.parse_args()
-    if args.pairs < 1 or args.repetitions < 1:
+    if args.pairs < 0 or args.repetitions < 1:
         print(
-            "measure_conditions.py: --pairs and --repetitions must be at least 1", file=sys.stderr
+            "measure_conditions.py: --pairs must be at least 0 and --repetitions at least 1",
+            file=sys.stderr,
         )
+        return 2
+    if args.busy and not args.sweep:
+        print("measure_conditions.py: --busy needs --sweep", file=sys.stderr)
         return 2
     try:
         listing = subprocess.run(
@@ -138,7 +218,7 @@ def main() -> int:
     except (OSError, subprocess.CalledProcessError) as error:
         print(f"measure_conditions.py: cannot run {args.bench}: {error}", file=sys.stderr)
         return 2
-    rows = [row for row in (CPU_ROW, GPU_ROW) if row in listing]
+    rows = [row for row in (CPU_ROW, GPU_ROW) if row in listing] if args.pairs > 0 else []
     results: dict = {"cost": [], "load": []}
     for row in rows:
         results["load"].append(f"before {row}: {load()}")
@@ -154,17 +234,13 @@ def main() -> int:
             flush=True,
         )
     if args.sweep:
+        folder = Path(tempfile.mkdtemp(prefix="measure_conditions."))
+        idle_json = folder / "idle.json"
         results["load"].append(f"before the sweep: {load()}")
         print(f"default sweep: {load()}", flush=True)
-        sweep = measure_sweep(args.bench)
+        sweep = measure_sweep(args.bench, idle_json)
         results["sweep"] = sweep
-        share = sweep["share_disturbed"]
-        print(
-            f"default sweep: {sweep['disturbed']} of {sweep['rows_with_verdict']} rows disturbed"
-            + (f" ({100 * share:.1f}%)" if share is not None else "")
-            + f"; {load()}",
-            flush=True,
-        )
+        print_sweep("default sweep", sweep)
         for row in sweep["disturbed_rows"]:
             figures = ", ".join(
                 f"{key} {row[key]:.2f}"
@@ -172,6 +248,21 @@ def main() -> int:
                 if row[key] is not None
             )
             print(f"  {row['name']}: disturbed_by {row['disturbed_by']:.0f}, {figures}", flush=True)
+        if args.busy:
+            results["load"].append(f"before the busy sweep: {load()}")
+            busy = measure_busy(args.bench, idle_json, folder)
+            results["busy"] = busy
+            print_sweep("the same sweep beside one busy core", busy["sweep"])
+            print(
+                "  report's first screen says disturbed: "
+                f"{busy['report_first_screen_says_disturbed']}"
+            )
+            for line in busy["report_disturbed_lines"]:
+                print(f"    {line}")
+            print(f"  compare idle -> busy: exit {busy['compare_exit_code']}")
+            for line in busy["compare_last_lines"]:
+                print(f"    {line}")
+        print(f"(files kept in {folder})")
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")
     return 0

@@ -107,6 +107,14 @@ def test_describe_conditions_says_how_many_by_what_and_how_much() -> None:
     assert benchjson.describe_conditions([{"disturbed": 0}, {}]) is None
 
 
+def test_a_busy_neighbour_is_named_with_the_others_share() -> None:
+    counters = [{"disturbed": 1, "disturbed_by": 8, "cpu_wait_cores": 0.0, "cpu_other_cores": 1.0}]
+    assert benchjson.describe_conditions(counters) == (
+        "1 of 1 repetition was measured while disturbed (1 ran while other processes used a "
+        "large share of the CPUs, up to 1.00 core)"
+    )
+
+
 def test_aggregate_rows_with_a_nan_cv_of_an_all_zero_counter_read_cleanly(tmp_path: Path) -> None:
     """Google Benchmark writes NaN for the cv of a counter that is 0 in every repetition
     (disturbed=0 everywhere): aggregates are not judged, and the file must read in every tool."""

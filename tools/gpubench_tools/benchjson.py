@@ -197,12 +197,12 @@ QUIET, DISTURBED, UNKNOWN = "quiet", "disturbed", "conditions unknown"
 CONDITION_STATES: tuple[str, ...] = (DISTURBED, QUIET, UNKNOWN)
 
 # The bits of `disturbed_by` (harness/conditions.hpp, DisturbanceRule): which part of the rule
-# fired, in the words the tools print, and the counters that say by how much (the first present:
-# without schedstat the CPU part fires on the other processes' share alone).
+# fired, in the words the tools print, and the counters that say by how much (the first present).
 DISTURBED_BY: dict[int, tuple[str, tuple[str, ...]]] = {
     1: ("waited for a CPU while other processes ran", ("cpu_wait_cores", "cpu_other_cores")),
     2: ("lost CPU time to the hypervisor (steal)", ("cpu_steal_cores",)),
     4: ("GPU slowed down (thermal, hardware slowdown or power brake)", ()),
+    8: ("ran while other processes used a large share of the CPUs", ("cpu_other_cores",)),
 }
 
 
