@@ -1,5 +1,7 @@
 #include "harness/conditions.hpp"
 
+#include "harness/cpu_energy.hpp"
+
 #include <benchmark/benchmark.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -379,6 +381,7 @@ ConditionWindow::ConditionWindow() : enabled_(conditions_enabled()) {
       // No thread for the sampler: the row is measured without GPU conditions.
     }
   }
+  begin_cpu_energy_uj_ = cpu_energy_counter().read_uj();
   begin_ = read_cpu_counters();  // last, closest to the loop
   cpu_reading_history().add(begin_);
 }
@@ -393,6 +396,13 @@ void ConditionWindow::finish(std::int64_t iterations) {
   RepetitionConditions conditions =
       cpu_conditions_between(begin_, end, others_from ? &*others_from : nullptr);
   cpu_reading_history().add(end);
+  if (begin_cpu_energy_uj_ && iterations > 0) {
+    if (const auto end_uj = cpu_energy_counter().read_uj()) {
+      if (const auto joules = cpu_energy_counter().joules_between(*begin_cpu_energy_uj_, *end_uj)) {
+        conditions.cpu_energy_per_iteration_j = *joules / static_cast<double>(iterations);
+      }
+    }
+  }
   conditions.cpu_clock_hz = current_cpu_clock_hz();
   if (gpu_sampler_) {
     const GpuSampleSummary gpu = gpu_sampler_->stop();
@@ -536,6 +546,10 @@ void add_condition_context() {
   AddCustomContext("cpu_smt", file_or("/sys/devices/system/cpu/smt/control",
                                       "unavailable: /sys/devices/system/cpu/smt/control does not "
                                       "exist"));
+  const CpuEnergyCounter& cpu_energy = cpu_energy_counter();
+  AddCustomContext("cpu_energy_counter", cpu_energy.usable()
+                                             ? "RAPL powercap: " + cpu_energy.zones_text()
+                                             : "unavailable: " + cpu_energy.reason());
   AddCustomContext("cpu_wait_source", read_thread_waits()
                                           ? "/proc/self/task/*/schedstat (run_delay)"
                                           : "unavailable: /proc/self/task/*/schedstat is not "

@@ -11,6 +11,7 @@
 //   time the hypervisor stole, both in cores (seconds per second of the window); from
 //   /proc/self/task/*/schedstat the time this process's threads waited on a run queue for a CPU,
 //   in cores; cpufreq's current clock of the CPU the timing thread ran on, where cpufreq exists.
+// - CPU energy, from RAPL's package counters (harness/cpu_energy.hpp) at both ends, where readable.
 // - GPU, through NVML (harness/nvml.hpp) where it loads: a sampler thread reads the SM clock, the
 //   clock event reasons, temperature and power every kGpuSamplePeriod; the energy counter is read
 //   at both ends.
@@ -104,6 +105,7 @@ struct RepetitionConditions {
   std::optional<double> gpu_temperature_max_c;
   std::optional<double> gpu_power_mean_w;
   std::optional<double> gpu_energy_per_iteration_j;
+  std::optional<double> cpu_energy_per_iteration_j;  // RAPL's package energy (cpu_energy.hpp)
 };
 
 // The rule: the DisturbedBy bits that fire for `conditions`; 0 is undisturbed. `tick_s` is one
@@ -189,6 +191,7 @@ class ConditionWindow {
   bool enabled_;
   CpuCounters begin_;
   std::optional<std::uint64_t> begin_energy_mj_;
+  std::optional<std::vector<std::uint64_t>> begin_cpu_energy_uj_;
   std::unique_ptr<GpuSampler> gpu_sampler_;
 };
 

@@ -85,6 +85,8 @@ constexpr std::array kCounters = {
     CounterSpec{Counter::gpu_temperature_max_c, "gpu_temperature_max_c", "degC", kNone},
     CounterSpec{Counter::gpu_power_mean_w, "gpu_power_mean_w", "W", kNone},
     CounterSpec{Counter::gpu_energy_j, "gpu_energy_j", "J", kSmaller},
+    // RAPL's package energy over the loop, per iteration (harness/cpu_energy.hpp).
+    CounterSpec{Counter::cpu_energy_j, "cpu_energy_j", "J", kSmaller},
     // 1 when the rule calls the repetition disturbed, else 0; disturbed_by: which part fired.
     CounterSpec{Counter::disturbed, "disturbed", "1", kNone},
     CounterSpec{Counter::disturbed_by, "disturbed_by", "1", kNone},

@@ -10,10 +10,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
 #include "harness/conditions.hpp"
+#include "harness/cpu_energy.hpp"
 #include "harness/nvml.hpp"
 #include "tests/bench_process.hpp"
 
@@ -456,3 +459,64 @@ TEST(BenchConditions, WaitIdleWaitsItsBoundOnABusyMachineThenMeasures) {
 }
 
 }  // namespace
+
+// --- CPU energy (harness/cpu_energy.hpp), over a powercap tree made in a temporary folder ------
+
+class PowercapTree {
+ public:
+  PowercapTree() {
+    char pattern[] = "/tmp/gpubench-powercap-XXXXXX";
+    root_ = mkdtemp(pattern);
+  }
+  ~PowercapTree() { std::filesystem::remove_all(root_); }
+  PowercapTree(const PowercapTree&) = delete;
+  PowercapTree& operator=(const PowercapTree&) = delete;
+  void zone(const std::string& entry, const std::string& name, const std::string& energy_uj,
+            const std::string& range_uj) const {
+    std::filesystem::create_directories(root_ + "/" + entry);
+    write(entry + "/name", name);
+    write(entry + "/energy_uj", energy_uj);
+    write(entry + "/max_energy_range_uj", range_uj);
+  }
+  void write(const std::string& file, const std::string& text) const {
+    std::ofstream(root_ + "/" + file) << text << "\n";
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string root_;
+};
+
+TEST(CpuEnergy, PackageZonesAreSummedSubzonesLeftOutAndAWrapCounted) {
+  PowercapTree tree;
+  tree.zone("intel-rapl:0", "package-0", "1000000", "262143328850");
+  tree.zone("intel-rapl:1", "package-1", "262143000000", "262143328850");
+  tree.zone("intel-rapl:0:0", "core", "5", "262143328850");  // inside package-0's count
+  const gpubench::CpuEnergyCounter counter(tree.root());
+  ASSERT_TRUE(counter.usable()) << counter.reason();
+  EXPECT_EQ(counter.zones_text(), "package-0 (intel-rapl:0), package-1 (intel-rapl:1)");
+  const auto begin = counter.read_uj();
+  ASSERT_TRUE(begin.has_value());
+  // package-0 gains 2.5 J; package-1 wraps: 328850 uJ to its range, then 171150 more.
+  tree.write("intel-rapl:0/energy_uj", "3500000");
+  tree.write("intel-rapl:1/energy_uj", "171150");
+  const auto end = counter.read_uj();
+  ASSERT_TRUE(end.has_value());
+  EXPECT_NEAR(*counter.joules_between(*begin, *end), 2.5 + 0.5, 1e-9);
+}
+
+TEST(CpuEnergy, NoPowercapOrAnUnreadableZoneIsNoCounterWithAReason) {
+  const gpubench::CpuEnergyCounter absent("/nonexistent/powercap");
+  EXPECT_FALSE(absent.usable());
+  EXPECT_NE(absent.reason().find("virtual machines usually have none"), std::string::npos);
+  EXPECT_FALSE(absent.read_uj().has_value());
+  PowercapTree tree;
+  tree.zone("intel-rapl:0", "package-0", "1000", "262143328850");
+  tree.zone("intel-rapl:1", "package-1", "not a number", "262143328850");
+  const gpubench::CpuEnergyCounter partial(tree.root());
+  EXPECT_FALSE(partial.usable());  // a sum of one package of two would undercount
+  EXPECT_NE(partial.reason().find("intel-rapl:1/energy_uj is not readable"), std::string::npos)
+      << partial.reason();
+  const PowercapTree empty;
+  EXPECT_FALSE(gpubench::CpuEnergyCounter(empty.root()).usable());
+}

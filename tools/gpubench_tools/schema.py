@@ -138,7 +138,7 @@ COUNTERS: dict[str, CounterSpec] = {
     **_all("1", NONE, "gpu_clock_event_reasons", "disturbed", "disturbed_by"),
     **_all("degC", NONE, "gpu_temperature_max_c"),
     **_all("W", NONE, "gpu_power_mean_w"),
-    **_all("J", SMALLER, "gpu_energy_j"),
+    **_all("J", SMALLER, "gpu_energy_j", "cpu_energy_j"),
 }
 
 # Families of counters named `<prefix><name>`: the per-operation times of a profiled step.
