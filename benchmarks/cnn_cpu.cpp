@@ -75,7 +75,7 @@ void cnn_cpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case, 
   const float final_loss = losses.back();
   const ImageSet& test = workload.data.test;
   TrainingResult result;
-  result.unit = TrainingResult::Unit::step;
+  result.step_counters = TrainingResult::StepCounters::cifar10_images;
   result.steps = steps;
   result.batch = batch;
   result.seconds_per_iteration = seconds_per_iteration;
@@ -105,7 +105,7 @@ void cnn_cpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case, 
 }  // namespace
 
 void register_cnn_cpu(const Sweep& sweep) {
-  for (const CnnCase& cnn_case : sweep.cnn_cases) {
+  for (const CnnCase& cnn_case : make_cnn_cases(sweep.full)) {
     if (cnn_case.cpu_steps < 1) continue;
     for (int threads : cnn_case.cpu_scaling ? sweep.cpu_scaling_threads : sweep.cpu_threads) {
       const RowId id = cnn_row_id("cpu", "openblas", cnn_case, 1)

@@ -3,8 +3,8 @@
 //   eager mode (kernels/cnn/cnn_cuda_trainer.hpp): im2col/col2im, cuBLAS products, bias, pool,
 //   loss and update kernels; kernels_per_step counts them.
 // cnn/gpu/graph/data:D/batch:B/readback:R[/input:pinned]/manual_time
-//   the same steps captured once in a CUDA graph of graph_steps steps (as the MLP's graph rows:
-//   every step of the iteration, up to kGraphSteps) and replayed.
+//   the same steps captured once in a CUDA graph of graph_steps steps (as every training
+//   workload's graph rows: every step of the iteration, up to kGraphSteps) and replayed.
 // cnn/gpu/<eager|graph>/data:D/batch:B/readback:0/precision:bf16|fp16/manual_time
 //   mixed precision (kernels/cnn/cnn_cuda_trainer.hpp): 2-byte products on the tensor cores with
 //   fp32 accumulation and fp32 master weights; fp16 with dynamic loss scaling on the device
@@ -17,7 +17,8 @@
 //
 // One timed iteration trains the case's steps from the initial weights, restored before the
 // iteration outside the clock; the iteration time is t_wall, the host clock around the
-// synchronised iteration (harness/host_clock_timer.hpp). Its parts, as for the MLP rows:
+// synchronised iteration (harness/host_clock_timer.hpp). Its parts, as for every GPU training row
+// (benchmarks/gpu_training_phases.hpp):
 // t_compute = steps x the event time of one step with nothing in the way; t_h2d = input copies x
 // the event time of one; t_d2h = readbacks x the event time of one 4-byte copy; t_overhead the
 // rest. Validation: the first step's loss equals the CPU's forward pass; where the CPU can afford
@@ -178,7 +179,7 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
   const ImageSet& test = workload.data.test;
   const double readbacks = readback > 0 ? static_cast<double>(steps) / readback : 0;
   TrainingResult result;
-  result.unit = TrainingResult::Unit::step;
+  result.step_counters = TrainingResult::StepCounters::cifar10_images;
   result.steps = steps;
   result.batch = batch;
   result.seconds_per_iteration = wall_s;
@@ -209,7 +210,7 @@ void cnn_gpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case,
 
 void register_cnn_gpu(const Sweep& sweep) {
   constexpr IterationTime kManual = IterationTime::manual;
-  for (const CnnCase& cnn_case : sweep.cnn_cases) {
+  for (const CnnCase& cnn_case : make_cnn_cases(sweep.full)) {
     if (cnn_case.steps < 1) continue;
     for (int readback : cnn_case.gpu_readbacks) {
       for (CnnExecution execution : {CnnExecution::eager, CnnExecution::graph}) {

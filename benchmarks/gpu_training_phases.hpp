@@ -1,8 +1,8 @@
 #pragma once
-// The parts of a GPU training iteration that the MLP and CNN rows share (docs/timing-method.md,
-// "The overhead model"): t_compute = steps x the GPU time of one step with nothing in the way;
-// t_h2d = input copies x the event time of one; t_d2h = readbacks x the event time of one 4-byte
-// loss copy. Each piece is measured on its own, before the timed loop, with
+// The parts of a GPU training iteration that every training workload's GPU rows share
+// (docs/timing-method.md, "The overhead model"): t_compute = steps x the GPU time of one step with
+// nothing in the way; t_h2d = input copies x the event time of one; t_d2h = readbacks x the event
+// time of one 4-byte loss copy. Each piece is measured on its own, before the timed loop, with
 // harness/warm_device_timer.hpp.
 
 #include <cuda_runtime.h>
@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "benchmarks/largest_batch.hpp"
 #include "harness/device_memory.hpp"
 #include "harness/host_clock_timer.hpp"
 #include "harness/phase_times.hpp"
@@ -23,9 +24,9 @@
 namespace gpubench {
 
 // The most training steps one CUDA graph of a graph row holds (fewer when the iteration trains
-// fewer; with readbacks, the readback interval). One constant for the MLP and the CNN, so their
-// graph rows replay alike: each replay's launch cost is shared by up to this many steps, and the
-// rows' graph_steps counter says how many it was.
+// fewer; with readbacks, the readback interval). One constant for every training workload, so
+// their graph rows replay alike: each replay's launch cost is shared by up to this many steps, and
+// the rows' graph_steps counter says how many it was.
 constexpr int kGraphSteps = 200;
 
 // How far a GPU training row's losses may be from the fp32 CPU trainer's, relative: the first
@@ -66,7 +67,7 @@ double input_copy_seconds(HostMemory host_memory, std::size_t input_bytes, std::
 // Event time of copying the 4-byte loss to pinned host memory.
 double loss_readback_seconds(cudaStream_t stream);
 
-// The timed loop of a GPU training row (MLP or CNN trainer, already prepared for `steps`): each
+// The timed loop of a GPU training row (a trainer already prepared for `steps`): each
 // iteration restores the initial weights and waits for that outside the clock, then trains
 // `steps` steps and waits for the last; the host time of that is the iteration's (what the user
 // waits for). Losses read back during the last iteration land in `losses`. `meter`, when given, is
@@ -86,6 +87,17 @@ double time_training_runs(benchmark::State& state, Trainer& trainer, int steps,
         trainer.run(steps, losses);
         GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(trainer.stream()));
       });
+}
+
+// The run of a largest-batch row (benchmarks/largest_batch.hpp): `steps` eager steps of a built
+// trainer, prepared for them, timed as the row's one iteration by time_training_runs() with
+// `meter` sampled by its timer.
+template <typename Trainer>
+LargestBatchRun time_largest_batch_steps(benchmark::State& state, Trainer& trainer, int steps,
+                                         DeviceMemoryMeter& meter) {
+  std::vector<float> losses;
+  const double wall_s = time_training_runs(state, trainer, steps, &losses, &meter);
+  return {wall_s / steps, trainer.last_loss(), trainer.device_bytes()};
 }
 
 }  // namespace gpubench

@@ -36,6 +36,7 @@
 #include "benchmarks/registration.hpp"
 #include "benchmarks/run_conditions.hpp"
 #include "benchmarks/sweep.hpp"
+#include "benchmarks/training_workload.hpp"
 #include "harness/context.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/openblas_core.hpp"
@@ -139,16 +140,18 @@ int main(int argc, char** argv) {
   gpubench::add_custom_context(full ? "full" : "default");
   const gpubench::Sweep sweep = gpubench::make_sweep(full);
   gpubench::register_matmul_cpu(sweep);
-  gpubench::register_mlp_cpu(sweep);
-  gpubench::register_cnn_cpu(sweep);
+  for (const gpubench::TrainingWorkload* workload : gpubench::training_workloads()) {
+    workload->register_cpu_rows(sweep);
+  }
   const bool has_gpu = gpubench::gpu_info().has_value();
 #if GPUBENCH_HAS_CUDA
   if (has_gpu || list_all) {
     gpubench::register_matmul_gpu(sweep);
     gpubench::register_overhead_probes(sweep);
     gpubench::register_alloc_probes(sweep);
-    gpubench::register_mlp_gpu(sweep);
-    gpubench::register_cnn_gpu(sweep);
+    for (const gpubench::TrainingWorkload* workload : gpubench::training_workloads()) {
+      if (workload->register_gpu_rows != nullptr) workload->register_gpu_rows(sweep);
+    }
     gpubench::register_largest_batch(sweep);
   }
 #endif

@@ -132,6 +132,7 @@ void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, 
 
   const Dataset& test = workload.data.test;
   TrainingResult result;
+  result.step_counters = TrainingResult::StepCounters::epochs;
   result.steps = spec.epochs;
   result.batch = batch;
   result.seconds_per_iteration = seconds_per_iteration;
@@ -164,7 +165,7 @@ void register_one(const MlpCase& mlp_case, CpuPath path, int threads) {
 }  // namespace
 
 void register_mlp_cpu(const Sweep& sweep) {
-  for (const MlpCase& mlp_case : sweep.mlp_cases) {
+  for (const MlpCase& mlp_case : make_mlp_cases(sweep.full)) {
     if (mlp_case.cpu_epochs < 1) continue;  // too large for the CPU side of this sweep
     const std::vector<int>& thread_counts =
         mlp_case.cpu_scaling ? sweep.cpu_scaling_threads : sweep.cpu_threads;

@@ -150,6 +150,7 @@ TrainingResult training_result(const MlpWorkload& workload, double wall_s, doubl
                                std::optional<LossScaleState> loss_scaling) {
   const Dataset& test = workload.data.test;
   TrainingResult result;
+  result.step_counters = TrainingResult::StepCounters::epochs;
   result.steps = workload.spec.epochs;
   result.batch = workload.data.batch.rows();
   result.seconds_per_iteration = wall_s;
@@ -290,7 +291,7 @@ void mlp_gpu_fused(benchmark::State& state, const RowId& id, const MlpCase& mlp_
 
 void register_mlp_gpu(const Sweep& sweep) {
   constexpr IterationTime kManual = IterationTime::manual;
-  for (const MlpCase& mlp_case : sweep.mlp_cases) {
+  for (const MlpCase& mlp_case : make_mlp_cases(sweep.full)) {
     for (int readback : mlp_case.gpu_readbacks) {
       for (MlpExecution execution : {MlpExecution::eager, MlpExecution::graph}) {
         register_row(mlp_row_id("gpu", execution_name(execution), mlp_case, readback), kManual,

@@ -4,9 +4,19 @@
 
 namespace gpubench {
 
+const TrainingWorkload& mlp_training_workload() {
+#if GPUBENCH_HAS_CUDA
+  static const TrainingWorkload workload{"mlp", register_mlp_cpu, register_mlp_gpu,
+                                         mlp_largest_batch_rows};
+#else
+  static const TrainingWorkload workload{"mlp", register_mlp_cpu, nullptr, nullptr};
+#endif
+  return workload;
+}
+
 MlpWorkload make_mlp_workload(const MlpCase& mlp_case, int epochs) {
   MlpWorkload workload;
-  workload.data = load_mlp_data(mlp_case.data, mlp_case.batch);
+  workload.data = load_tabular_data(mlp_case.data, mlp_case.batch);
   workload.spec.inputs = workload.data.batch.features;
   workload.spec.hidden = mlp_case.hidden;
   workload.spec.classes = workload.data.batch.classes;

@@ -59,8 +59,8 @@ bool is_console_counter(const std::string& key) {
   // What a row measured, a few numbers a person reads at a glance: the rate of work, training
   // throughput and step time, where a GPU row's time goes (the transfer and launch overheads), the
   // probes' results and whether the result was right. The rest repeats the name (sizes, counts),
-  // the Time column (t_wall) or another counter (images_per_s is samples_per_s for the CNN;
-  // t_epoch_cifar is t_step times the steps of an epoch).
+  // the Time column (t_wall) or another counter (images_per_s is samples_per_s under its older
+  // name; t_epoch_cifar is t_step times the steps of an epoch).
   static constexpr Counter kShown[] = {
       Counter::flop_per_s,
       Counter::pct_peak,

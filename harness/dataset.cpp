@@ -12,7 +12,6 @@
 
 #include "harness/data_file.hpp"
 #include "kernels/common/seeded_random.hpp"
-#include "kernels/mlp/mlp_spec.hpp"
 
 #ifndef GPUBENCH_DATA_DIR
 #define GPUBENCH_DATA_DIR "data"
@@ -235,9 +234,9 @@ Dataset make_gaussian_clusters(int rows, int features, int classes, std::uint64_
   return data;
 }
 
-MlpData load_mlp_data(const std::string& name, int batch) {
+TabularData load_tabular_data(const std::string& name, int batch) {
   if (batch < 1) throw std::invalid_argument("batch must be >= 1, got " + std::to_string(batch));
-  MlpData data;
+  TabularData data;
   if (name == "synthetic") {
     data.batch =
         make_gaussian_clusters(batch, kSyntheticFeatures, kSyntheticClasses, kSyntheticSeed);

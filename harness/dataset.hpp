@@ -1,8 +1,9 @@
 #pragma once
-// Data sets of the tiny-MLP workloads: the Iris and digits CSV files, the fixed-seed stratified
-// 80/20 split with min-max scaling fitted on the training rows, and seeded synthetic Gaussian
-// clusters of any size. Everything here is deterministic: the same seed gives the same rows, in the
-// same order, on every machine, so every path trains on identical data.
+// Tabular data sets (rows of features and a class label) for the training workloads: the Iris and
+// digits CSV files, the fixed-seed stratified 80/20 split with min-max scaling fitted on the
+// training rows, and seeded synthetic Gaussian clusters of any size. Everything here is
+// deterministic: the same seed gives the same rows, in the same order, on every machine, so every
+// path trains on identical data.
 
 #include <cstdint>
 #include <string>
@@ -80,12 +81,12 @@ DatasetSplit load_split_dataset(const std::string& name);
 // Throws std::invalid_argument for a non-positive size or fewer than two classes.
 Dataset make_gaussian_clusters(int rows, int features, int classes, std::uint64_t seed);
 
-// What one MLP benchmark trains on: `batch` rows, and the held-out rows where the data set has
-// them. iris and digits: the first `batch` rows of the (shuffled, scaled) training split, and the
-// whole test split; synthetic: `batch` generated rows (kSyntheticFeatures features,
+// What one benchmark trains on from a tabular data set: `batch` rows, and the held-out rows where
+// the data set has them. iris and digits: the first `batch` rows of the (shuffled, scaled) training
+// split, and the whole test split; synthetic: `batch` generated rows (kSyntheticFeatures features,
 // kSyntheticClasses classes, seed kSyntheticSeed) and no test rows. Every step trains on the same
 // batch, so a step costs the same on every path and the GPU variants can capture it once.
-struct MlpData {
+struct TabularData {
   Dataset batch;
   Dataset test;  // empty for synthetic data
 };
@@ -96,6 +97,6 @@ inline constexpr std::uint64_t kSyntheticSeed = 7;
 
 // Throws std::invalid_argument for an unknown name, a batch < 1, or a batch larger than the
 // training rows ("batch 200 is larger than the 120 training rows of iris").
-MlpData load_mlp_data(const std::string& name, int batch);
+TabularData load_tabular_data(const std::string& name, int batch);
 
 }  // namespace gpubench

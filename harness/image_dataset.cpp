@@ -16,10 +16,11 @@ namespace gpubench {
 
 namespace {
 
-constexpr int kImageSize = CnnSpec::kImageSize;
+constexpr int kImageSize = kCifar10ImageSize;
 constexpr int kPlanePixels = kImageSize * kImageSize;
-constexpr int kImageFloats = CnnSpec::image_floats();
-constexpr int kClasses = CnnSpec::kClasses;
+constexpr int kImageFloats = kCifar10ImageFloats;
+constexpr int kClasses = kCifar10Classes;
+constexpr int kChannels = kCifar10Channels;
 
 std::string cifar10_help() {
   return " (GPUBENCH_CIFAR10_DIR must name the folder holding CIFAR-10's binary version: "
@@ -37,8 +38,8 @@ void append(ImageSet* set, ImageSet&& more) {
 // amplitude per channel is its colour, on a background colour. sin(a + phase) = sin a cos phase +
 // cos a sin phase, so an image costs two multiply-adds per pixel, not a sine.
 struct ClassPattern {
-  std::array<float, CnnSpec::kChannels> background{};
-  std::array<float, CnnSpec::kChannels> amplitude{};
+  std::array<float, kChannels> background{};
+  std::array<float, kChannels> amplitude{};
   std::vector<float> sine;    // sin a per pixel (row-major 32 x 32)
   std::vector<float> cosine;  // cos a per pixel
 };
@@ -49,7 +50,7 @@ std::vector<ClassPattern> make_class_patterns() {
   std::vector<ClassPattern> patterns(kClasses);
   for (int label = 0; label < kClasses; ++label) {
     ClassPattern& pattern = patterns[label];
-    for (int c = 0; c < CnnSpec::kChannels; ++c) {
+    for (int c = 0; c < kChannels; ++c) {
       // Backgrounds close together: colour alone separates the classes only partly, so the net
       // has to learn the gratings too.
       pattern.background[c] = static_cast<float>(random.uniform(0.4, 0.6));
@@ -147,7 +148,7 @@ ImageSet make_synthetic_images(int rows, std::uint64_t image_seed) {
     const auto sine_weight = static_cast<float>(std::cos(phase));
     const auto cosine_weight = static_cast<float>(std::sin(phase));
     float* image = set.pixels.data() + static_cast<std::size_t>(row) * kImageFloats;
-    for (int c = 0; c < CnnSpec::kChannels; ++c) {
+    for (int c = 0; c < kChannels; ++c) {
       const float amplitude = contrast * pattern.amplitude[c];
       const float background = pattern.background[c] + brightness;
       float* plane = image + static_cast<std::size_t>(c) * kPlanePixels;
@@ -161,12 +162,12 @@ ImageSet make_synthetic_images(int rows, std::uint64_t image_seed) {
   return set;
 }
 
-CnnData load_cnn_data(const std::string& name, int train_rows) {
+ImageData load_image_data(const std::string& name, int train_rows) {
   if (train_rows < 1) {
-    throw std::invalid_argument("CNN data needs train_rows >= 1, got " +
+    throw std::invalid_argument("image data needs train_rows >= 1, got " +
                                 std::to_string(train_rows));
   }
-  CnnData data;
+  ImageData data;
   data.name = name;
   if (name == "synthetic") {
     data.train = make_synthetic_images(train_rows, kSyntheticImageTrainSeed);
@@ -174,7 +175,8 @@ CnnData load_cnn_data(const std::string& name, int train_rows) {
     return data;
   }
   if (name != "cifar10") {
-    throw std::invalid_argument("unknown CNN data set '" + name + "' (known: synthetic, cifar10)");
+    throw std::invalid_argument("unknown image data set '" + name +
+                                "' (known: synthetic, cifar10)");
   }
   const std::optional<std::string> directory = cifar10_directory();
   if (!directory) {

@@ -1,13 +1,14 @@
 #pragma once
-// Image data of the CNN workloads (kernels/cnn/cnn_spec.hpp): CIFAR-10 read from its binary files
-// when the user has them, otherwise a seeded synthetic set of the same shape. Nothing is
-// downloaded: the suite reads CIFAR-10 from the folder GPUBENCH_CIFAR10_DIR names.
+// Image data sets for the training workloads: CIFAR-10 read from its binary files when the user
+// has them, otherwise a seeded synthetic set of the same shape. Nothing is downloaded: the suite
+// reads CIFAR-10 from the folder GPUBENCH_CIFAR10_DIR names.
 //
 // CIFAR-10's binary version (https://www.cs.toronto.edu/~kriz/cifar.html) is six files,
 // data_batch_1.bin .. data_batch_5.bin (training) and test_batch.bin, each 10000 records of 3073
 // bytes: one label byte 0..9, then 3072 pixel bytes, the 32 x 32 red plane, then green, then blue,
 // each plane row-major. That is already NCHW, so a record decodes in place: byte / 255, like
-// torchvision's ToTensor().
+// torchvision's ToTensor(). The geometry below is the format's own; a network that reads these
+// images checks its input shape against it (in its workload's files).
 
 #include <cstddef>
 #include <cstdint>
@@ -15,9 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cnn/cnn_spec.hpp"
-
 namespace gpubench {
+
+// CIFAR-10's images: 3 colour planes of 32 x 32 pixels, 10 classes; the synthetic set has the same.
+inline constexpr int kCifar10Channels = 3;
+inline constexpr int kCifar10ImageSize = 32;
+inline constexpr int kCifar10Classes = 10;
+inline constexpr int kCifar10ImageFloats = kCifar10Channels * kCifar10ImageSize * kCifar10ImageSize;
 
 struct ImageSet {
   int rows = 0;
@@ -25,18 +30,21 @@ struct ImageSet {
   std::vector<int> labels;    // one class index 0..9 per image
 
   const float* image(int index) const {
-    return pixels.data() + static_cast<std::size_t>(index) * CnnSpec::image_floats();
+    return pixels.data() + static_cast<std::size_t>(index) * kCifar10ImageFloats;
   }
 };
 
-struct CnnData {
+struct ImageData {
   ImageSet train;
   ImageSet test;
   std::string name;  // "cifar10" or "synthetic"
 };
 
-inline constexpr int kCifar10RecordBytes = 1 + CnnSpec::image_floats();  // 3073
+inline constexpr int kCifar10RecordBytes = 1 + kCifar10ImageFloats;  // 3073
 inline constexpr int kCifar10TrainFiles = 5;
+inline constexpr int kCifar10RecordsPerFile = 10000;
+// Images in one CIFAR-10 training epoch (5 files of 10000), for t_epoch_cifar.
+inline constexpr int kCifar10TrainImages = kCifar10TrainFiles * kCifar10RecordsPerFile;
 inline constexpr int kSyntheticImageTestRows = 1000;
 // The synthetic set's class patterns come from one seed and its images from another per split,
 // so the training and test images are different draws of the same ten classes.
@@ -61,13 +69,13 @@ ImageSet read_cifar10_file(const std::string& path, int max_rows = -1);
 // Throws std::invalid_argument for rows < 1.
 ImageSet make_synthetic_images(int rows, std::uint64_t image_seed);
 
-// What one CNN benchmark trains on:
+// What one benchmark trains on from an image data set:
 //   "synthetic": `train_rows` synthetic images (kSyntheticImageTrainSeed) and
 //                kSyntheticImageTestRows test images (kSyntheticImageTestSeed);
 //   "cifar10":   the first `train_rows` images of data_batch_1.bin, data_batch_2.bin, ... and the
 //                whole of test_batch.bin, from cifar10_directory().
 // Throws std::invalid_argument for an unknown name, train_rows < 1, or more rows than the files
 // hold, and std::runtime_error for cifar10 without GPUBENCH_CIFAR10_DIR or with a bad file.
-CnnData load_cnn_data(const std::string& name, int train_rows);
+ImageData load_image_data(const std::string& name, int train_rows);
 
 }  // namespace gpubench

@@ -8,10 +8,10 @@
 // Decisions:
 // - The iteration ends by synchronising on its last event, inside the host clock: the wait is part
 //   of what the user pays. Everything is enqueued on one stream, so the events order the phases.
-// - Report::wall gives Google Benchmark the host time (e2e GEMM, fused MLP: the row is "what does
-//   the user wait for"); Report::events gives it the event time from the start to the last mark
-//   (the transfer probes: the row is "how long does the copy take on the GPU's timeline"; the host
-//   time is still reported as t_wall).
+// - Report::wall gives Google Benchmark the host time (e2e GEMM, a fused training kernel: the row
+//   is "what does the user wait for"); Report::events gives it the event time from the start to
+//   the last mark (the transfer probes: the row is "how long does the copy take on the GPU's
+//   timeline"; the host time is still reported as t_wall).
 // - prepare() runs before each iteration, outside both clocks (restoring initial weights and
 //   waiting for that), so an iteration starts with an idle stream.
 // - run_once() runs the body with the same events but records nothing: for validation (checked

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "harness/conditions.hpp"
-#include "kernels/cnn/cnn_spec.hpp"
+#include "harness/image_dataset.hpp"
 
 namespace gpubench {
 
@@ -101,10 +101,10 @@ ResultRow& ResultRow::training(const TrainingResult& result) {
   set(Counter::t_step, per_step_s);
   set(Counter::steps, steps);
   set(Counter::samples_per_s, samples_per_s);
-  if (result.unit == TrainingResult::Unit::epoch) {
+  if (result.step_counters == TrainingResult::StepCounters::epochs) {
     set(Counter::t_epoch, per_step_s);
     set(Counter::epochs, steps);
-  } else {
+  } else if (result.step_counters == TrainingResult::StepCounters::cifar10_images) {
     set(Counter::images_per_s, samples_per_s);
     // Steps of this batch size in one pass over CIFAR-10's training set, times one step.
     set(Counter::t_epoch_cifar,

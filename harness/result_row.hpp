@@ -47,9 +47,10 @@ struct RowId {
         variant(std::move(variant_name)),
         parameters(std::move(name_parameters)) {}
 
-  std::string workload;  // matmul, mlp, cnn, overhead, memory
-  std::string backend;   // cpu or gpu
-  std::string variant;   // openblas, cublas_kernel, eager, graph, launch_burst, h2d, ...
+  std::string
+      workload;         // the first name segment: a training workload's name, matmul, overhead, ...
+  std::string backend;  // cpu or gpu
+  std::string variant;  // openblas, cublas_kernel, eager, graph, launch_burst, h2d, ...
   std::vector<NameParameter> parameters;
   // The name's leading segments when they are not workload/backend/variant: the overhead probes
   // are named by what they probe ("overhead/h2d/pinned"), and are GPU rows all the same.
@@ -66,8 +67,13 @@ struct RowId {
 
 // What one training iteration did, for the training counters.
 struct TrainingResult {
-  enum class Unit { epoch, step };  // MLP rows count epochs of one batch; CNN rows count steps
-  Unit unit = Unit::epoch;
+  // The counters a workload's rows write beside t_step, steps and samples_per_s, under the names
+  // its older files used: `epochs` for a workload whose step trains one whole batch of its data
+  // (t_epoch and epochs repeat t_step and steps), `cifar10_images` for one that trains on
+  // CIFAR-10-shaped images (images_per_s, and t_epoch_cifar: the time of one pass over CIFAR-10's
+  // training images at this batch). A new workload needs neither.
+  enum class StepCounters { none, epochs, cifar10_images };
+  StepCounters step_counters = StepCounters::none;
   int steps = 0;  // SGD steps per iteration
   int batch = 0;  // rows (images) per step
   double seconds_per_iteration = 0;
@@ -93,9 +99,8 @@ class ResultRow {
   // computed here rather than with Counter::kIsRate, which divides by the main thread's CPU time:
   // wrong for GPU work and for multi-threaded OpenBLAS.
   ResultRow& work(double flop_per_iteration, double seconds_per_iteration, double peak_flops);
-  // t_step, steps and samples_per_s on every row (MLP rows also t_epoch and epochs, CNN rows
-  // images_per_s and the time of one CIFAR-10 epoch), kernels, readbacks, input bytes, final loss
-  // and test accuracy.
+  // t_step, steps and samples_per_s on every row (and the counters of result.step_counters),
+  // kernels, readbacks, input bytes, final loss and test accuracy.
   ResultRow& training(const TrainingResult& result);
   // device_bytes_model, the device bytes the row's own buffers need by their shapes, and
   // device_bytes_peak, what a DeviceMemoryMeter measured while the row ran

@@ -29,7 +29,7 @@ constexpr std::array kCounters = {
     CounterSpec{Counter::epochs, "epochs", "count", kNone},
     CounterSpec{Counter::steps, "steps", "count", kNone},
     CounterSpec{Counter::blas_threads, "blas_threads", "count", kNone},
-    // PyTorch's intra-op thread count in the reference rows (tools/reference/torch_cnn.py).
+    // PyTorch's intra-op thread count in the reference rows (tools/reference/).
     CounterSpec{Counter::torch_threads, "torch_threads", "count", kNone},
     CounterSpec{Counter::pinned, "pinned", "count", kNone},
     CounterSpec{Counter::bytes, "bytes", "B", kNone},

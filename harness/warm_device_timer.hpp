@@ -1,7 +1,7 @@
 #pragma once
 // Measurement policy: warm device time of one short operation, as the mean over back-to-back
 // repeats between two CUDA events. For calibrating the parts of a longer iteration (the event time
-// of one input copy or one loss readback in the MLP and CNN rows), where a single copy of a few
+// of one input copy or one loss readback in the GPU training rows), where a single copy of a few
 // bytes is shorter than the events' resolution (0.5 us) and each repeat would otherwise pay a
 // launch gap; and for the GPU time of a training step with nothing else in the way (a graph of
 // steps replayed once). One untimed repeat first (first touch, lazy loading, graph upload).

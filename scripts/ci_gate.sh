@@ -169,8 +169,9 @@ paired_gate() { # $1 base command, $2 contender command
 # --against REF: the base is REF built from a temporary git worktree. A commit never changes, so
 # its build is kept in $GATE_BUILD_DIR/<commit> and reused: a second gate against the same parent
 # (a CI rerun, the next push) builds nothing.
-# The worktree goes, so the build keeps a copy of REF's data/ (the MLP rows read iris.csv and
-# digits.csv from the source tree) and a wrapper, bench-gate, that points bench at it.
+# The worktree goes, so the build keeps a copy of REF's data/ (the training rows read their data
+# files, iris.csv and digits.csv, from the source tree) and a wrapper, bench-gate, that points
+# bench at it.
 build_ref() { # $1 ref; prints the path of the wrapper that runs its bench
   local ref=$1 commit src build log
   commit=$(git rev-parse --verify -q "$ref^{commit}") || die "--against: '$ref' is not a commit of this repository"

@@ -29,11 +29,15 @@ echo "gpubench: benchmark JSON written to $run_dir/bench.json"
 
 # Without a GPU (a laptop, a VM) the run has no GPU rows, and a report of the CPU alone cannot show
 # where the GPU would overtake it. The committed H100 run then supplies the GPU side, labelled in
-# the report as another machine's measurement. The decision reads the JSON, not the hardware: a
-# filtered run on a GPU machine (--benchmark_filter=cpu) has no GPU rows either. If the count
-# fails (an unusable file), the report below says why.
-reference=("$ROOT/reports/baselines/h100-80gb-hbm3-matmul.json"
-  "$ROOT/reports/baselines/h100-80gb-hbm3-mlp.json")
+# the report as another machine's measurement: every committed bench file of the H100 machine,
+# reports/baselines/h100-80gb-hbm3-<part>.json, not its PyTorch reference runs (-torch-<part>.json).
+# The decision reads the JSON, not the hardware: a filtered run on a GPU machine
+# (--benchmark_filter=cpu) has no GPU rows either. If the count fails (an unusable file), the
+# report below says why.
+reference=()
+for file in "$ROOT"/reports/baselines/h100-80gb-hbm3-*.json; do
+  [[ $file == */h100-80gb-hbm3-torch-* ]] || reference+=("$file")
+done
 report_args=()
 gpu_rows=$(PYTHONPATH=$ROOT/tools "$PYTHON" -m gpubench_tools.table --gpu-rows "$run_dir/bench.json") ||
   gpu_rows=unknown

@@ -350,7 +350,7 @@ TEST(CnnCpu, MaxPoolTakesTheFirstLargestAndRoutesBackToIt) {
 TEST(CnnCpu, LossFallsOnTheSyntheticSetAndStaysFinite) {
   const int batch = gpubench::kCnnTutorialBatch;
   const int batches = 8;
-  const gpubench::CnnData data = gpubench::load_cnn_data("synthetic", batch * batches);
+  const gpubench::ImageData data = gpubench::load_image_data("synthetic", batch * batches);
   const CnnSpec spec;
   std::vector<float> parameters = gpubench::initial_cnn_parameters(spec);
   gpubench::cpu::set_blas_threads(1);

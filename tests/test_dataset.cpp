@@ -306,7 +306,7 @@ TEST(Dataset, EachNamedSetHasItsShape) {
 
 // One stray label made a 1,000,000-class network whose benchmark row never finished: the label is
 // now an error naming the file and the line, thrown where the fixtures load their data
-// (load_mlp_data), so the row fails with it and the sweep goes on.
+// (load_tabular_data), so the row fails with it and the sweep goes on.
 TEST(Dataset, IrisLabelOutsideItsThreeClassesIsAnErrorNamingFileAndLine) {
   const TempDataDirectory directory;
   directory.replace_label("iris.csv", 42, "999999");
@@ -316,7 +316,7 @@ TEST(Dataset, IrisLabelOutsideItsThreeClassesIsAnErrorNamingFileAndLine) {
   const std::string message = runtime_error_of([] { gpubench::load_named_dataset("iris"); });
   EXPECT_NE(message.find(expected), std::string::npos) << message;
   const std::string fixture_message =
-      runtime_error_of([] { gpubench::load_mlp_data("iris", 120); });
+      runtime_error_of([] { gpubench::load_tabular_data("iris", 120); });
   EXPECT_NE(fixture_message.find(expected), std::string::npos) << fixture_message;
   // The other data set in the folder still loads.
   EXPECT_EQ(gpubench::load_named_dataset("digits").rows(), 1797);
@@ -326,7 +326,7 @@ TEST(Dataset, IrisLabelOutsideItsThreeClassesIsAnErrorNamingFileAndLine) {
 TEST(Dataset, IrisExtraLabelThreeIsAnErrorNotAFourthClass) {
   const TempDataDirectory directory;
   directory.replace_label("iris.csv", 151, "3");  // the last row
-  const std::string message = runtime_error_of([] { gpubench::load_mlp_data("iris", 120); });
+  const std::string message = runtime_error_of([] { gpubench::load_tabular_data("iris", 120); });
   EXPECT_NE(
       message.find(directory.file("iris.csv") +
                    ":151: label '3' (last column) is not one of the 3 classes of iris (0..2)"),
@@ -365,7 +365,7 @@ TEST(Dataset, DirectoryOrDeviceWhereADataFileShouldBeIsNamedAsSuch) {
   const TempDataDirectory directory;
   std::filesystem::remove(directory.file("iris.csv"));
   std::filesystem::create_directory(directory.file("iris.csv"));
-  const std::string message = runtime_error_of([] { gpubench::load_mlp_data("iris", 120); });
+  const std::string message = runtime_error_of([] { gpubench::load_tabular_data("iris", 120); });
   EXPECT_NE(
       message.find("data file '" + directory.file("iris.csv") + "' is a directory, not a file"),
       std::string::npos)

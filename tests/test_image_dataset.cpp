@@ -208,7 +208,7 @@ TEST(ImageDataset, Cifar10FolderFromTheEnvironment) {
     const ScopedEnvironment environment("GPUBENCH_CIFAR10_DIR", folder.path());
     ASSERT_EQ(gpubench::cifar10_directory(), folder.path());
     // Four rows: all of data_batch_1, then the first record of data_batch_2.
-    const gpubench::CnnData data = gpubench::load_cnn_data("cifar10", 4);
+    const gpubench::ImageData data = gpubench::load_image_data("cifar10", 4);
     EXPECT_EQ(data.name, "cifar10");
     ASSERT_EQ(data.train.rows, 4);
     for (int row = 0; row < 4; ++row) expect_record(data.train, row, row, row + 1);
@@ -216,14 +216,14 @@ TEST(ImageDataset, Cifar10FolderFromTheEnvironment) {
     expect_record(data.test, 1, 11, 7);
     // data_batch_3.bin is missing: asking for more rows than the two files hold names it.
     EXPECT_NE(
-        runtime_error_of([] { gpubench::load_cnn_data("cifar10", 6); }).find("data_batch_3.bin"),
+        runtime_error_of([] { gpubench::load_image_data("cifar10", 6); }).find("data_batch_3.bin"),
         std::string::npos);
   }
   {
     const ScopedEnvironment environment("GPUBENCH_CIFAR10_DIR", std::nullopt);
     EXPECT_EQ(gpubench::cifar10_directory(), std::nullopt);
     EXPECT_NE(runtime_error_of([] {
-                gpubench::load_cnn_data("cifar10", 4);
+                gpubench::load_image_data("cifar10", 4);
               }).find("GPUBENCH_CIFAR10_DIR is not set"),
               std::string::npos);
   }
@@ -232,24 +232,24 @@ TEST(ImageDataset, Cifar10FolderFromTheEnvironment) {
     EXPECT_EQ(gpubench::cifar10_directory(), std::nullopt);
   }
   EXPECT_NE(invalid_argument_of([] {
-              gpubench::load_cnn_data("imagenet", 4);
-            }).find("unknown CNN data set 'imagenet'"),
+              gpubench::load_image_data("imagenet", 4);
+            }).find("unknown image data set 'imagenet'"),
             std::string::npos);
   EXPECT_NE(invalid_argument_of([] {
-              gpubench::load_cnn_data("synthetic", 0);
+              gpubench::load_image_data("synthetic", 0);
             }).find("train_rows >= 1, got 0"),
             std::string::npos);
 }
 
 // A folder where a CIFAR-10 file should be opened as a stream and was reported as
-// "9223372036854775807 bytes" (its seekg(end)); it is named as a folder, through load_cnn_data,
+// "9223372036854775807 bytes" (its seekg(end)); it is named as a folder, through load_image_data,
 // which the CNN fixtures call, so the row fails with it and the sweep goes on.
 TEST(ImageDataset, DirectoryAsCifar10FileIsNamedAsSuch) {
   TempFolder folder;
   const std::string batch_folder = folder.make_folder("data_batch_1.bin");
   folder.write("test_batch.bin", records({6, 7}));
   const ScopedEnvironment environment("GPUBENCH_CIFAR10_DIR", folder.path());
-  const std::string message = runtime_error_of([] { gpubench::load_cnn_data("cifar10", 2); });
+  const std::string message = runtime_error_of([] { gpubench::load_image_data("cifar10", 2); });
   EXPECT_NE(message.find("CIFAR-10 file '" + batch_folder + "' is a directory, not a file"),
             std::string::npos)
       << message;
@@ -300,7 +300,7 @@ TEST(ImageDataset, SyntheticSetIsDeterministicInRangeAndBalanced) {
   EXPECT_LT(mean, 0.7);
   EXPECT_GT(spread, 0.1);  // not flat
 
-  const gpubench::CnnData data = gpubench::load_cnn_data("synthetic", 64);
+  const gpubench::ImageData data = gpubench::load_image_data("synthetic", 64);
   EXPECT_EQ(data.name, "synthetic");
   EXPECT_EQ(data.train.rows, 64);
   EXPECT_EQ(data.test.rows, gpubench::kSyntheticImageTestRows);

@@ -84,7 +84,7 @@ std::vector<float> train_and_compare(const MlpSpec& spec, const Dataset& batch, 
 }
 
 TEST(MlpGpu, EveryStepwisePathFollowsTheCpuTrajectoryOnIris) {
-  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const gpubench::TabularData iris = gpubench::load_tabular_data("iris", 120);
   const MlpSpec spec = spec_for(iris.batch, {10}, 1000);
   const std::vector<float> reference = cpu_losses(spec, iris.batch, nullptr);
   std::vector<Mode> modes;
@@ -100,7 +100,7 @@ TEST(MlpGpu, EveryStepwisePathFollowsTheCpuTrajectoryOnIris) {
 }
 
 TEST(MlpGpu, EveryPathReachesTheCpuTestAccuracyOnIrisAfter20000Epochs) {
-  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const gpubench::TabularData iris = gpubench::load_tabular_data("iris", 120);
   const MlpSpec spec = spec_for(iris.batch, {10}, 20000);
   std::vector<float> cpu_parameters;
   const std::vector<float> reference = cpu_losses(spec, iris.batch, &cpu_parameters);
@@ -145,7 +145,7 @@ void expect_fused_matches_cpu(const MlpSpec& spec, const Dataset& batch, bool sp
 
 TEST(MlpGpu, FusedKernelMatchesTheCpuOnOtherShapes) {
   // The compiled-in digits shape.
-  const gpubench::MlpData digits = gpubench::load_mlp_data("digits", 64);
+  const gpubench::TabularData digits = gpubench::load_tabular_data("digits", 64);
   expect_fused_matches_cpu(spec_for(digits.batch, {32}, 300), digits.batch, true);
   // Run-time widths, two hidden layers, an odd batch.
   const Dataset odd = gpubench::make_gaussian_clusters(37, 5, 4, 3);
@@ -164,7 +164,7 @@ TEST(MlpGpu, StepwisePathsMatchTheCpuOnTwoHiddenLayersAndOddBatch) {
   train_and_compare(spec, odd, {MlpExecution::eager, 1, MlpInput::resident}, reference);
   train_and_compare(spec, odd, {MlpExecution::graph, 0, MlpInput::pinned}, reference);
   // A wide layer, a large batch: cuBLAS picks other kernels.
-  const gpubench::MlpData synthetic = gpubench::load_mlp_data("synthetic", 4096);
+  const gpubench::TabularData synthetic = gpubench::load_tabular_data("synthetic", 4096);
   const MlpSpec wide = spec_for(synthetic.batch, {512}, 20);
   const std::vector<float> wide_reference = cpu_losses(wide, synthetic.batch, nullptr);
   train_and_compare(wide, synthetic.batch, {MlpExecution::eager, 1, MlpInput::resident},
@@ -209,7 +209,7 @@ TEST(MlpGpu, Fp32StepWithFourByteAlignedWeightsFollowsTheCpu) {
 // compute-sanitizer, whose racecheck makes each shared-memory access a checked event (the 20000-
 // epoch fused Iris run does not finish under it in ten minutes).
 TEST(MlpGpu, ShortRunsOfEveryKernelForTheSanitizers) {
-  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const gpubench::TabularData iris = gpubench::load_tabular_data("iris", 120);
   const MlpSpec spec = spec_for(iris.batch, {10}, 5);
   const std::vector<float> reference = cpu_losses(spec, iris.batch, nullptr);
   // Eager with a copy and a readback every step; a graph whose gradient branches run on the side
@@ -239,7 +239,7 @@ std::string error_of(Body&& body) {
 }
 
 TEST(MlpGpu, BadConfigurationsAreClearErrors) {
-  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const gpubench::TabularData iris = gpubench::load_tabular_data("iris", 120);
   MlpSpec zero_width = spec_for(iris.batch, {0}, 10);
   const std::vector<float> parameters(100, 0.1F);
   EXPECT_NE(error_of<std::invalid_argument>([&] {
@@ -253,12 +253,12 @@ TEST(MlpGpu, BadConfigurationsAreClearErrors) {
             }).find("width 0"),
             std::string::npos);
   EXPECT_NE(error_of<std::invalid_argument>([&] {
-              gpubench::load_mlp_data("iris", 200);
+              gpubench::load_tabular_data("iris", 200);
             }).find("batch 200 is larger than the 120 training rows of iris"),
             std::string::npos);
 
   // Digits at full batch and a wide layer does not fit in one block's shared memory.
-  const gpubench::MlpData digits = gpubench::load_mlp_data("digits", 1437);
+  const gpubench::TabularData digits = gpubench::load_tabular_data("digits", 1437);
   const MlpSpec big = spec_for(digits.batch, {256}, 10);
   const gpubench::cuda::MlpFusedPlan plan =
       gpubench::cuda::plan_mlp_fused_on_current_device(big, 1437);

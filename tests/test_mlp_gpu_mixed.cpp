@@ -74,7 +74,7 @@ std::vector<float> train_and_compare(MlpGpuTrainer& trainer, const MlpSpec& spec
 }
 
 TEST(MlpGpuMixed, IrisFollowsTheFp32TrajectoryAndReachesItsTestAccuracy) {
-  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const gpubench::TabularData iris = gpubench::load_tabular_data("iris", 120);
   const MlpSpec spec = spec_for(iris.batch, {10}, 20000);
   std::vector<float> cpu_parameters;
   const std::vector<float> reference = cpu_losses(spec, iris.batch, &cpu_parameters);
@@ -129,7 +129,7 @@ TEST(MlpGpuMixed, TwoHiddenLayersAndTallOddBatchFollowFp32) {
 }
 
 TEST(MlpGpuMixed, LaunchesPerStepCountTheCasts) {
-  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const gpubench::TabularData iris = gpubench::load_tabular_data("iris", 120);
   const MlpSpec spec = spec_for(iris.batch, {10}, 1);
   const std::vector<float> initial = gpubench::initial_parameters(spec);
   const std::map<MlpPrecision, int> expected = {
@@ -147,7 +147,7 @@ TEST(MlpGpuMixed, LaunchesPerStepCountTheCasts) {
 // exactly as they were. The device's scale and skip count match the host LossScaler fed the same
 // outcomes.
 TEST(MlpGpuMixed, ForcedOverflowSkipsTheStepAndHalvesTheScale) {
-  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const gpubench::TabularData iris = gpubench::load_tabular_data("iris", 120);
   const MlpSpec spec = spec_for(iris.batch, {10}, 1);
   const std::vector<float> initial = gpubench::initial_parameters(spec);
   LossScalerSettings settings;
@@ -175,7 +175,7 @@ TEST(MlpGpuMixed, ForcedOverflowSkipsTheStepAndHalvesTheScale) {
 }
 
 TEST(MlpGpuMixed, CleanStepsGrowTheScaleAndResetRestartsIt) {
-  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const gpubench::TabularData iris = gpubench::load_tabular_data("iris", 120);
   const MlpSpec spec = spec_for(iris.batch, {10}, 1);
   const std::vector<float> initial = gpubench::initial_parameters(spec);
   LossScalerSettings settings;
@@ -198,7 +198,7 @@ TEST(MlpGpuMixed, CleanStepsGrowTheScaleAndResetRestartsIt) {
 }
 
 TEST(MlpGpuMixed, BadLossScalingIsAClearError) {
-  const gpubench::MlpData iris = gpubench::load_mlp_data("iris", 120);
+  const gpubench::TabularData iris = gpubench::load_tabular_data("iris", 120);
   const MlpSpec spec = spec_for(iris.batch, {10}, 1);
   const std::vector<float> initial = gpubench::initial_parameters(spec);
   LossScalerSettings settings;

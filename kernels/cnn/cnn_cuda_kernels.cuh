@@ -26,8 +26,8 @@
 // Mixed precision (kernels/common/training_precision.hpp): the buffers a product reads (the im2col
 // columns, a convolution's output gradient) are stored in the step's precision, `precision` below
 // (fp32: float; bf16, fp16: the 2-byte type), so im2col and the pool's backward write the products'
-// 2-byte operands directly and the bias gradients sum them (in fp32), as the MLP's do. Everything
-// else stays fp32.
+// 2-byte operands directly and the bias gradients sum them (in fp32), as other trainers' do.
+// Everything else stays fp32.
 
 #include <cuda_runtime.h>
 

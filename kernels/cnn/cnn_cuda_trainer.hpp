@@ -20,18 +20,19 @@
 // to the host. The products run in plain fp32 (CUBLAS_COMPUTE_32F, no TF32) so the losses can be
 // compared with the CPU's within fp32 rounding.
 //
-// Mixed precision (bf16, fp16; kernels/common/training_precision.hpp), as the MLP trainer does it
-// (kernels/mlp/mlp_cuda_trainer.hpp): every product reads 2-byte operands (the im2col columns, the
-// linear layers' inputs, the gradients, and a 2-byte copy of the weights) with fp32 accumulation
-// and fp32 output, through the same cublasGemmEx calls (cuBLAS picks tensor-core kernels from the
-// pointers it is given, so a weight copy inside the parameter vector needs no alignment hint);
-// bias, pooling, loss, gradients, master weights and the update stay fp32. im2col and the pool's
-// backward write the 2-byte operands directly and the bias gradients sum them, so the casts add
-// only 4 launches: fc1's input and output ("fc1.forward"), the loss gradient, multiplied by the
-// loss scale for fp16 ("loss"), and fc2's input gradient ("fc2.backward"). fp16 adds 2 more to
-// "update": the inf/NaN check of the unscaled gradient and the scale update, both on the device
-// (kernels/common/mixed_precision_kernels.cuh), so a skipped step never waits for the host and
-// eager and graph run the same way. 37 launches per step in fp32, 41 in bf16, 43 in fp16.
+// Mixed precision (bf16, fp16; kernels/common/training_precision.hpp), as every mixed-precision
+// trainer does it (kernels/common/mixed_precision_kernels.cuh): every product reads 2-byte operands
+// (the im2col columns, the linear layers' inputs, the gradients, and a 2-byte copy of the weights)
+// with fp32 accumulation and fp32 output, through the same cublasGemmEx calls (cuBLAS picks
+// tensor-core kernels from the pointers it is given, so a weight copy inside the parameter vector
+// needs no alignment hint); bias, pooling, loss, gradients, master weights and the update stay
+// fp32. im2col and the pool's backward write the 2-byte operands directly and the bias gradients
+// sum them, so the casts add only 4 launches: fc1's input and output ("fc1.forward"), the loss
+// gradient, multiplied by the loss scale for fp16 ("loss"), and fc2's input gradient
+// ("fc2.backward"). fp16 adds 2 more to "update": the inf/NaN check of the unscaled gradient and
+// the scale update, both on the device (kernels/common/mixed_precision_kernels.cuh), so a skipped
+// step never waits for the host and eager and graph run the same way. 37 launches per step in fp32,
+// 41 in bf16, 43 in fp16.
 //
 // Eager: the launches are issued from the host every step. Graph: `graph_steps` consecutive steps
 // (with their input copies and the loss readback) are captured once and replayed, one launch per

@@ -37,8 +37,6 @@ inline constexpr float kCnnLearningRate = 0.01F;
 inline constexpr int kCnnTutorialBatch = 64;
 // The seed of the initial weights every path starts from, so their trajectories compare.
 inline constexpr std::uint64_t kCnnInitialWeightSeed = 1;
-// Images in one CIFAR-10 training epoch (5 files of 10000), for t_epoch_cifar.
-inline constexpr int kCifar10TrainImages = 50000;
 
 struct ConvShape {
   int in_channels = 0;

@@ -1,6 +1,6 @@
 #pragma once
-// The kernels every mixed-precision trainer (kernels/mlp/mlp_cuda_trainer.hpp,
-// kernels/cnn/cnn_cuda_trainer.hpp) adds to its fp32 step: the casts that make the 2-byte (bf16 or
+// The kernels every mixed-precision trainer (a training workload's CUDA trainer, in
+// kernels/<workload>/) adds to its fp32 step: the casts that make the 2-byte (bf16 or
 // fp16) operands of the layer products, the update of the fp32 master weights with their 2-byte
 // copy, and dynamic loss scaling kept on the device.
 //

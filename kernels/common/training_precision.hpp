@@ -1,6 +1,6 @@
 #pragma once
-// The number format of a trainer's layer products, shared by the MLP and the CNN trainers (the MLP
-// names it MlpPrecision, kernels/mlp/mlp_spec.hpp).
+// The number format of a trainer's layer products, shared by every trainer (a workload's spec may
+// give it a name of its own).
 
 namespace gpubench {
 
@@ -26,10 +26,10 @@ constexpr const char* training_precision_name(TrainingPrecision precision) {
 
 // How far a mixed-precision loss may be from the fp32 loss of the same step, relative. bf16 rounds
 // every product operand (unit roundoff 2^-8), which moves a product term by at most 2^-7 relative;
-// 2^-5 is four times that. Measured far smaller (bf16 MLP on the CPU: at most 0.8%, at the end of
-// the Iris run), since the rounding errors of many terms mostly cancel, while a real fault (a stale
-// copy, a wrong operand, a missing unscale) moves the loss by far more within a few steps. fp16
-// (2^-11) rounds less, so the same bound holds for it with room to spare.
+// 2^-5 is four times that. Measured far smaller (a bf16 trainer on the CPU: at most 0.8%, at the
+// end of the Iris run), since the rounding errors of many terms mostly cancel, while a real fault
+// (a stale copy, a wrong operand, a missing unscale) moves the loss by far more within a few steps.
+// fp16 (2^-11) rounds less, so the same bound holds for it with room to spare.
 inline constexpr double kMixedPrecisionLossTolerance = 0x1p-5;
 
 }  // namespace gpubench

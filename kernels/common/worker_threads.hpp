@@ -5,15 +5,16 @@
 //
 // Why shards and not only OpenBLAS's threads: OpenBLAS threads the products alone, so bias, ReLU,
 // softmax, im2col/col2im, pooling and the update stay on one core, and the products of small
-// layers are too small for its threading to pay (the CNN at batch 64 ran 46 ms per step on one
-// thread and 50 ms with OpenBLAS on two, on a 2-core Zen 4). A shard does all of its step's work
-// on its own core and meets the others twice per step (after the backward pass, after the update).
+// layers are too small for its threading to pay (a convolutional trainer at batch 64 ran 46 ms per
+// step on one thread and 50 ms with OpenBLAS on two, on a 2-core Zen 4). A shard does all of its
+// step's work on its own core and meets the others twice per step (after the backward pass, after
+// the update).
 //
 // The threads are OpenMP's (libgomp's pool, kept between parallel regions, so a step does not
 // create threads). OpenBLAS must run one thread inside shards, else every shard would start
 // OpenBLAS's own threads on the same cores: trainers check it (require_single_blas_thread). The
 // pthread build of OpenBLAS (Debian's 0.3.21) is safe to call from several threads at once: its
-// buffer allocator takes a lock (USE_LOCKING is implied by USE_THREAD); tests/test_mlp_cpu.cpp
+// buffer allocator takes a lock (USE_LOCKING is implied by USE_THREAD); a CPU trainer's test
 // checks concurrent products bit for bit against the same products run one after another.
 
 #include <cstddef>

@@ -401,7 +401,7 @@ MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs
 }
 
 MlpGpuTrainer::~MlpGpuTrainer() {
-  // run() returns with work still queued (as the CNN trainer's does); let it finish before its
+  // run() returns with work still queued (as other trainers' do); let it finish before its
   // buffers, graphs and side stream go. A failure here has nowhere to go (a destructor does not
   // throw) and the context is broken anyway.
   static_cast<void>(cudaStreamSynchronize(stream_.get()));

@@ -31,8 +31,8 @@ inline constexpr float kMlpLearningRate = 0.01F;
 // The seed of the initial weights every path starts from, so their trajectories compare.
 inline constexpr std::uint64_t kMlpInitialWeightSeed = 1;
 
-// The number format of the layer products (kernels/common/training_precision.hpp, shared with the
-// CNN; kMixedPrecisionLossTolerance is there too).
+// The number format of the layer products (kernels/common/training_precision.hpp, shared with
+// every trainer; kMixedPrecisionLossTolerance is there too).
 using MlpPrecision = TrainingPrecision;
 const char* mlp_precision_name(MlpPrecision precision);
 
