@@ -142,12 +142,23 @@ def test_missing_baseline_exits_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not os.access(BENCH, os.X_OK), reason=f"bench binary not built at {BENCH}")
+def skip_where_the_machine_was_busy(proc: subprocess.CompletedProcess[str]) -> None:
+    """A real run on a machine that other work keeps busy is refused by the gate as it should be
+    ("CANNOT JUDGE ... measured while disturbed", exit 2): that says nothing of the code under
+    test, so the test is skipped, naming the reason; any other outcome is left to the asserts."""
+    text = proc.stdout + proc.stderr
+    if proc.returncode == 2 and "CANNOT JUDGE" in text and "measured while disturbed" in text:
+        pytest.skip("the machine was busy: the gate measured every benchmark while disturbed")
+
+
 def test_remeasured_run_passes_and_update_writes_a_baseline(tmp_path: Path) -> None:
     # A real run on this machine against the committed baseline: must not fail on noise.
     proc = gate(tmp_path, BENCH=str(BENCH))
+    skip_where_the_machine_was_busy(proc)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # --update-baseline writes to BASELINE (here a scratch path, never the committed file).
     new = tmp_path / "new-baseline.json"
     proc = gate(tmp_path, "--update-baseline", BENCH=str(BENCH), BASELINE=str(new))
+    skip_where_the_machine_was_busy(proc)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(new.read_text())["benchmarks"]
