@@ -206,8 +206,10 @@ def test_a_new_training_workload_is_one_topic_entry(tmp_path: Path) -> None:
     section = _section(md, "1-D convolution training")
     assert "(speedup_conv1d.png)" in section and "(time_conv1d.png)" in section, section
 
-    # Its GPU rows in the breakdown (the input has no other training rows), a bar per path.
+    # Its GPU rows in the breakdown (the input has no other training rows), a bar per path,
+    # under a title that names no other workload's data.
     breakdown = _section(md, "Where the GPU time goes")
+    assert "![Where a GPU training step goes](breakdown_training.png)" in breakdown, breakdown
     assert "\n| eager readback:0 |" in breakdown and "\n| graph readback:0 |" in breakdown
 
     # Its pairs in the energy table, one per batch, at the fastest GPU path.

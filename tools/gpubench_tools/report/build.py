@@ -569,9 +569,10 @@ class _Builder:
         tables: list[dict[str, Any]],
     ) -> None:  # fmt: skip
         """A bar per GPU path and variant of the view's rows."""
-        rows = analysis.select(parts, view.rows)
-        if rows.empty and view.or_any_training:
+        rows, title = analysis.select(parts, view.rows), view.title
+        if rows.empty and view.any_training_title is not None:
             rows = parts[parts["workload"].isin(TRAINING_WORKLOADS)].head(12)
+            title = view.any_training_title
         if rows.empty:
             return
         precision = rows["precision"].where(rows["precision"] != "fp32", "")
@@ -580,7 +581,7 @@ class _Builder:
         rows = rows.assign(path=path.str.strip(), pair=self._pairs(rows))
         rows = rows.drop_duplicates(["pair", "path"])
         charts.append(
-            self._parts_chart(view.stem, view.title, "path", "", view.y_label, rows, view.caption)
+            self._parts_chart(view.stem, title, "path", "", view.y_label, rows, view.caption)
         )
         tables.append(self._parts_table(rows, "path", "GPU path"))
 

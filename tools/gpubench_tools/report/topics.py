@@ -116,9 +116,10 @@ class PartsChart:
     sizes: tuple[float, ...] = ()
     size_label: str = ""  # the bars' axis: "matrix size"
     lead: str = ""  # what the sentences are about: "End-to-end fp32 GEMM (pinned host memory)"
-    # No rows match `rows`: show the first dozen GPU rows of every training workload instead
-    # (an input without the topic's rows still shows what a training step is made of).
-    or_any_training: bool = False
+    # No rows match `rows`: show the first dozen GPU rows of every training workload instead,
+    # under this title (an input without the topic's rows still shows what a training step is
+    # made of); None: no chart.
+    any_training_title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -254,7 +255,7 @@ TOPICS: tuple[Topic, ...] = (
             "host memory each step). The launch overhead of the eager path is what "
             "CUDA graphs and the fused kernel remove.",
             y_label="share of the step",
-            or_any_training=True,
+            any_training_title="Where a GPU training step goes",
         ),
     ),
     Topic(
