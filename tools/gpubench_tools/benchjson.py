@@ -104,12 +104,12 @@ _TIME_UNIT_TO_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.
 
 # A row whose error message starts with one of these did not run because the machine has no room
 # for it, not because anything is wrong: bench reports "does not fit on chip: needs X bytes of
-# shared memory, Y available (...)" for a fused MLP net that one thread block cannot hold, and
-# "does not fit in device memory: needs X bytes, Y of Z bytes free" for a size beyond the GPU's
-# free memory; "not supported on this machine: ..." for a path the CPU or its libraries lack (the
-# AVX2 small-matrix MLP path, bf16 products without cblas_sbgemm). Such rows are *skipped*; every
-# other error row *failed*. tools/gpu-check counts
-# rows with this same rule (it calls `python -m gpubench_tools.benchjson --errors`).
+# shared memory, Y available (...)" for a fused training net that one thread block cannot hold,
+# and "does not fit in device memory: needs X bytes, Y of Z bytes free" for a size beyond the
+# GPU's free memory; "not supported on this machine: ..." for a path the CPU or its libraries lack
+# (a trainer's AVX2 small-matrix path, bf16 products without cblas_sbgemm). Such rows are
+# *skipped*; every other error row *failed*. tools/gpu-check counts rows with this same rule (it
+# calls `python -m gpubench_tools.benchjson --errors`).
 SKIP_PREFIXES: tuple[str, ...] = (
     "does not fit on chip",
     "does not fit in device memory",

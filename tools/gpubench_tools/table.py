@@ -188,7 +188,7 @@ def _record(row: BenchRow, machine: int, path: str, measured_on: str) -> dict[st
     # A NaN or absurd counter (a diverged final_loss) is no number to plot or fit: the row goes
     # without it and keeps its time.
     record.update({k: v for k, v in row.counters.items() if usable_counter(v)})
-    # An MLP epoch is one SGD step (full batch); files written before every training row had
+    # A full-batch trainer's epoch is one SGD step; files written before every training row had
     # `t_step` and `steps` say it only as `t_epoch` and `epochs`.
     for step_key, epoch_key in (("t_step", "t_epoch"), ("steps", "epochs")):
         if step_key not in record and epoch_key in record:

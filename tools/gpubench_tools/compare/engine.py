@@ -74,8 +74,8 @@ def _repetitions(report: BenchReport, clock: str) -> pd.DataFrame:
 def _key(frames: list[pd.DataFrame]) -> set[str]:
     """Add each repetition's benchmark key, the same on both sides: its run name, or "run_name
     [label]" for a run name that one file uses with different labels (two registrations that
-    print the same name, e.g. a square and an MLP-layer GEMM of equal size, would otherwise mix
-    into one sample). Returns those run names."""
+    print the same name, e.g. a square GEMM and a training layer's GEMM of equal size, would
+    otherwise mix into one sample). Returns those run names."""
     ambiguous = set()
     for frame in frames:
         labels = frame.groupby("name").label.nunique()

@@ -205,7 +205,7 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
     """The verdicts for the newest commit measured on every machine that has runs.
 
     Each benchmark measured at that commit is judged at its newest run, on its own series: one
-    commit is often stored as several files (the matmul sweep, the MLP sweep), and a benchmark of
+    commit is often stored as several files (one sweep per workload), and a benchmark of
     one file is not missing from the other.
     """
     checks: list[MachineCheck] = []

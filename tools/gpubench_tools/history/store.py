@@ -341,7 +341,7 @@ class History:
     failures: dict[tuple[int, str], str]
     # (machine id, benchmark) -> the runs of the machine that measured the benchmark (or recorded
     # it failing), oldest first; by machine, then benchmark. A machine's runs need not all hold
-    # the same benchmarks: one commit is often measured as several files (matmul, MLP sweeps).
+    # the same benchmarks: one commit is often measured as several files (a sweep per workload).
     series: dict[tuple[int, str], list[Any]]
     # (run id, benchmark) -> [(real_time_s, cpu_time_s or NaN)] of the repetitions measured while
     # disturbed: stored and shown, never judged from (policy: disturbed repetition)

@@ -1,13 +1,14 @@
 """The report's numbers, as pure functions over `table.summarize()` output.
 
 Every function returns a DataFrame (or a small dataclass of them): no text, no charts. Times are
-seconds. Training rows (MLP, CNN) are compared per SGD step (`t_step`), since the CPU and GPU
-runs of one case may train different numbers of steps.
+seconds. Training rows (the workloads of topics.TRAINING_WORKLOADS) are compared per SGD step
+(`t_step`), since the CPU and GPU runs of one case may train different numbers of steps.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ import pandas as pd
 
 from ..benchjson import DISTURBED
 from ..overhead_model import OverheadModel, gemm_rows, gpu_peak, num
+from .topics import TRAINING_WORKLOADS
 
 __all__ = [
     "NOISY_SPREAD",
@@ -201,14 +203,14 @@ def crossover(curve: pd.DataFrame, x: str, speedup: str = "speedup") -> Crossove
     return Crossover("cross", cross, float(xs[i]), float(xs[i + 1]), ahead_somewhere=True, **ends)
 
 
-def _training_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    """GPU training rows (MLP, CNN) with their phase counters per step.
+def _training_rows(summary: pd.DataFrame, workloads: Iterable[str]) -> pd.DataFrame:
+    """GPU rows of the training `workloads` with their phase counters per step.
 
     The GPU trainers write t_h2d, t_d2h, t_compute, t_overhead, flop (and kernels) as totals
     over the whole run; t_step is per step. Divide by `steps` where t_wall / steps is t_step
     (within 10 %), and only there: a file whose counters are already per step keeps them.
     """
-    rows = summary[summary["workload"].isin(["mlp", "cnn"]) & (summary["backend"] == "gpu")]
+    rows = summary[summary["workload"].isin(list(workloads)) & (summary["backend"] == "gpu")]
     steps, t_step = num(rows, "steps"), num(rows, "t_step")
     totals = (num(rows, "t_wall") / steps - t_step).abs() <= 0.1 * t_step
     scale = steps.where(totals, 1.0).fillna(1.0)
@@ -217,9 +219,9 @@ def _training_rows(summary: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(**{c: num(rows, c) / scale for c in per})
 
 
-def breakdown(summary: pd.DataFrame) -> pd.DataFrame:
-    """Where each GPU row's time goes: end-to-end GEMM rows (a `host` label) per call, MLP and
-    CNN GPU training rows per step.
+def breakdown(summary: pd.DataFrame, training: Iterable[str] = TRAINING_WORKLOADS) -> pd.DataFrame:
+    """Where each GPU row's time goes: end-to-end GEMM rows (a `host` label) per call, the GPU
+    rows of the `training` workloads (the topics' training workloads) per step.
 
     Parts (seconds): `transfer` = t_h2d + t_d2h; `overhead` = t_overhead (launch, API,
     synchronisation: wall time no CUDA event covers; clipped at 0, since the events of a CUDA
@@ -229,7 +231,7 @@ def breakdown(summary: pd.DataFrame) -> pd.DataFrame:
     peak the last two are one `compute` part (`parts` 3, `why` says which is missing).
     """
     gemm = gemm_rows(summary, e2e=True)
-    rows = pd.concat([gemm, _training_rows(summary)])
+    rows = pd.concat([gemm, _training_rows(summary, training)])
     rows = rows[num(rows, "t_compute").notna()]
     if rows.empty:
         return pd.DataFrame(columns=[*PARTS, "compute", "total", "dominant", "parts", "why"])

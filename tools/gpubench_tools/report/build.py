@@ -35,7 +35,10 @@ from .topics import (
     PART_MEANINGS,
     PEERS,
     TOPICS,
+    TRAINING_WORKLOADS,
     EnergyTopic,
+    PartsChart,
+    StepProfile,
     Topic,
     committed_gpu_reference,
 )
@@ -239,8 +242,8 @@ class _Builder:
         variants = gpu[keys + ["variant"]].rename(columns={"variant": "gpu_variant"})
         curve = curve.merge(variants, on=keys, how="left").sort_values(keys).assign(machine=machine)
         self._note_thin(curve)
-        # A topic with series (MLP hidden widths) answers for its longest series: the one that
-        # spans the most sizes.
+        # A topic with series (a training sweep's hidden widths) answers for its longest
+        # series: the one that spans the most sizes.
         if topic.series is None:
             value, main = None, curve
         else:
@@ -381,7 +384,8 @@ class _Builder:
         }
 
     def _extra_charts(self, topic: Topic, curve: pd.DataFrame) -> list[dict[str, str]]:
-        """A sweep over two sizes (batch x hidden) as a heatmap; GEMM's kernel utilisation."""
+        """A sweep over two sizes (batch x hidden) as a heatmap; the topic's kernel utilisation
+        chart where it declares one."""
         charts = [self._time_chart(topic, curve)]
         if topic.series is not None and len(self.labels) == 1 and curve[topic.series].nunique() > 1:
             heat = Chart(
@@ -398,33 +402,34 @@ class _Builder:
             )
             caption = "Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."
             charts.append(self.chart(heat, curve, caption))
-        if topic.id == "gemm":
-            kernel = analysis.select(
-                self.summary,
-                {"workload": "matmul", "backend": "gpu", "shape": "square", "host": None},
-            ).dropna(subset=["pct_peak"] if "pct_peak" in self.summary else [])
+        utilisation = topic.utilisation
+        if utilisation is not None:
+            kernel = analysis.select(self.summary, utilisation.rows).dropna(
+                subset=["pct_peak"] if "pct_peak" in self.summary else []
+            )
             if len(kernel) and len(self.labels) == 1:
-                utilisation = Chart(
+                chart = Chart(
                     kind="lines",
-                    stem="utilisation_gemm",
-                    title="GPU kernel-only GEMM: share of peak by precision",
+                    stem=f"utilisation_{topic.id}",
+                    title=utilisation.title,
                     subtitle=self.subtitle(),
-                    x="n",
+                    x=utilisation.x,
                     y="pct_peak",
-                    series="dtype",
+                    series=utilisation.series,
                     flag="few_samples",
                     log_x=True,
                     log_y=True,
-                    x_label="n",
+                    x_label=utilisation.x,
                     y_label="% of the precision's peak",
                     y_unit="count",
                 )
                 charts.append(
                     self.chart(
-                        utilisation,
-                        kernel.sort_values("n").assign(few_samples=analysis.flagged(kernel)),
-                        "Operands already on the GPU (no copies): what is left below 100% at "
-                        "small n is the under-utilisation of the breakdown.",
+                        chart,
+                        kernel.sort_values(utilisation.x).assign(
+                            few_samples=analysis.flagged(kernel)
+                        ),
+                        utilisation.caption,
                     )
                 )
         return charts
@@ -489,81 +494,12 @@ class _Builder:
         if parts.empty:
             return
         charts, paragraphs, tables = [], [], []
-        gemm = analysis.select(
-            parts, {"workload": "matmul", "host": "pinned", "dtype": "fp32", "shape": "square"}
-        )
-        # Powers of two only: a bar per size of a 20-size sweep would not read at a glance.
-        gemm = gemm[gemm["n"].isin([2.0**e for e in range(4, 15)])] if "n" in gemm else gemm[:0]
-        if len(gemm):
-            gemm = gemm.sort_values("n")
-            ranges = analysis.dominant_by_range(gemm, "n")
-            paragraphs.append(
-                "End-to-end fp32 GEMM (pinned host memory): "
-                + "; ".join(
-                    f"{PART_LABELS[r['dominant']]} is the largest part for n "
-                    f"{fmt_size(r['x_from'])}–{fmt_size(r['x_to'])}"
-                    for _, r in ranges.iterrows()
-                )
-                + "."
-            )
-            compute = gemm.assign(
-                dominant=np.where(
-                    gemm["work_at_peak"] > gemm["under_utilisation"],
-                    "work_at_peak",
-                    "under_utilisation",
-                )
-            )
-            paragraphs.append(
-                "Within the compute time: "
-                + "; ".join(
-                    f"{PART_LABELS[r['dominant']]} is larger for n {fmt_size(r['x_from'])}–"
-                    f"{fmt_size(r['x_to'])}"
-                    for _, r in analysis.dominant_by_range(compute, "n").iterrows()
-                )
-                + "."
-            )
-            gemm = gemm.assign(
-                size=gemm["n"].map(lambda v: f"n={fmt_size(v)}"), pair=self._pairs(gemm)
-            )
-            charts.append(
-                self._parts_chart(
-                    "breakdown_gemm",
-                    "Where the end-to-end GEMM time goes (fp32, pinned)",
-                    "size",
-                    "matrix size",
-                    "share of the GPU time",
-                    gemm,
-                    "Each bar is one GEMM's GPU time split four ways; its total is printed at "
-                    "its end. Under-utilisation is the compute time beyond what the same flop "
-                    "would take at the GPU's peak: a nearly idle GPU at small sizes.",
-                )
-            )
-            tables.append(self._parts_table(gemm, "n", "n"))
-        # The Iris ladder: one small net, every GPU path and readback/input variant of it.
-        training = analysis.select(parts, {"workload": "mlp", "data": "iris"})
-        if training.empty:
-            training = parts[parts["workload"].isin(["mlp", "cnn"])].head(12)
-        if len(training):
-            precision = training["precision"].where(training["precision"] != "fp32", "")
-            path = training["name"].map(_path_name) + " " + precision.fillna("")
-            # One bar per path: a net measured at several sizes shows its first.
-            training = training.assign(path=path.str.strip(), pair=self._pairs(training))
-            training = training.drop_duplicates(["pair", "path"])
-            charts.append(
-                self._parts_chart(
-                    "breakdown_training",
-                    "Where a GPU training step goes (MLP on Iris)",
-                    "path",
-                    "",
-                    "share of the step",
-                    training,
-                    "One bar per GPU path and variant (readback: the loss copied to the host "
-                    "every N steps, 0 never; input: the batch copied from pageable or pinned "
-                    "host memory each step). The launch overhead of the eager path is what "
-                    "CUDA graphs and the fused kernel remove.",
-                )
-            )
-            tables.append(self._parts_table(training, "path", "GPU path"))
+        for topic in TOPICS:
+            if topic.parts is not None:
+                if topic.parts.size is not None:
+                    self._parts_by_size(topic.parts, parts, charts, paragraphs, tables)
+                else:
+                    self._parts_by_path(topic.parts, parts, charts, tables)
         self.sections.append(
             {
                 "id": "breakdown",
@@ -579,6 +515,75 @@ class _Builder:
                 ],
             }
         )
+
+    def _parts_by_size(
+        self, view: PartsChart, parts: pd.DataFrame, charts: list[dict[str, str]],
+        paragraphs: list[str], tables: list[dict[str, Any]],
+    ) -> None:  # fmt: skip
+        """A bar per size of the view's rows, and which part is the largest where."""
+        size = str(view.size)
+        rows = analysis.select(parts, view.rows)
+        if view.sizes:
+            rows = rows[rows[size].isin(view.sizes)] if size in rows else rows[:0]
+        if rows.empty:
+            return
+        rows = rows.sort_values(size)
+        ranges = analysis.dominant_by_range(rows, size)
+        paragraphs.append(
+            f"{view.lead}: "
+            + "; ".join(
+                f"{PART_LABELS[r['dominant']]} is the largest part for {size} "
+                f"{fmt_size(r['x_from'])}–{fmt_size(r['x_to'])}"
+                for _, r in ranges.iterrows()
+            )
+            + "."
+        )
+        compute = rows.assign(
+            dominant=np.where(
+                rows["work_at_peak"] > rows["under_utilisation"],
+                "work_at_peak",
+                "under_utilisation",
+            )
+        )
+        paragraphs.append(
+            "Within the compute time: "
+            + "; ".join(
+                f"{PART_LABELS[r['dominant']]} is larger for {size} {fmt_size(r['x_from'])}–"
+                f"{fmt_size(r['x_to'])}"
+                for _, r in analysis.dominant_by_range(compute, size).iterrows()
+            )
+            + "."
+        )
+        rows = rows.assign(
+            size=rows[size].map(lambda v: f"{size}={fmt_size(v)}"), pair=self._pairs(rows)
+        )
+        charts.append(
+            self._parts_chart(
+                view.stem, view.title, "size", view.size_label, view.y_label, rows, view.caption
+            )
+        )
+        tables.append(self._parts_table(rows, size, size))
+
+    def _parts_by_path(
+        self, view: PartsChart, parts: pd.DataFrame, charts: list[dict[str, str]],
+        tables: list[dict[str, Any]],
+    ) -> None:  # fmt: skip
+        """A bar per GPU path and variant of the view's rows."""
+        rows, title = analysis.select(parts, view.rows), view.title
+        if rows.empty and view.any_training_title is not None:
+            rows = parts[parts["workload"].isin(TRAINING_WORKLOADS)].head(12)
+            title = view.any_training_title
+        if rows.empty:
+            return
+        precision = rows["precision"].where(rows["precision"] != "fp32", "")
+        path = rows["name"].map(_path_name) + " " + precision.fillna("")
+        # One bar per path: a net measured at several sizes shows its first.
+        rows = rows.assign(path=path.str.strip(), pair=self._pairs(rows))
+        rows = rows.drop_duplicates(["pair", "path"])
+        charts.append(
+            self._parts_chart(view.stem, title, "path", "", view.y_label, rows, view.caption)
+        )
+        tables.append(self._parts_table(rows, "path", "GPU path"))
 
     def _parts_chart(
         self, stem: str, title: str, x: str, x_label: str, y_label: str, rows: pd.DataFrame,
@@ -700,16 +705,21 @@ class _Builder:
             }
         )
 
-    # --- the CNN step, operation by operation -------------------------------------------------
+    # --- a training step, operation by operation ----------------------------------------------
 
-    def profile_section(self) -> None:
-        """Where one CNN step goes, from the `t_op:<layer>.<operation>` counters, by kind."""
+    def profile_sections(self) -> None:
+        """The step profile of every topic that declares one."""
+        for topic in TOPICS:
+            if topic.profile is not None:
+                self._profile_section(topic.profile)
+
+    def _profile_section(self, profile: StepProfile) -> None:
+        """Where one step goes, from the `t_op:<layer>.<operation>` counters, by kind."""
         columns = [c for c in self.summary.columns if c.startswith("t_op:")]
-        rows = self.summary[self.summary["workload"] == "cnn"].dropna(subset=columns[:1])
+        rows = analysis.select(self.summary, profile.rows).dropna(subset=columns[:1])
         if not columns or rows.empty:
             return
-        # The profiled batch nearest to 64: big enough to be a real step on every path.
-        batch = min(rows["batch"].unique(), key=lambda b: abs(math.log(b / 64)))
+        batch = min(rows["batch"].unique(), key=lambda b: abs(math.log(b / profile.batch_near)))
         rows = rows[rows["batch"] == batch]
         kinds: dict[str, list[str]] = {}
         for column in columns:
@@ -720,8 +730,8 @@ class _Builder:
         )
         chart = Chart(
             kind="stacked",
-            stem="profile_cnn",
-            title=f"Where a CNN training step goes, batch {fmt_size(batch)}",
+            stem=profile.stem,
+            title=profile.chart_title.format(batch=fmt_size(batch)),
             subtitle=self.subtitle(),
             x="path",
             parts=tuple((kind, kind) for kind in kinds),
@@ -730,8 +740,8 @@ class _Builder:
         )
         self.sections.append(
             {
-                "id": "profile",
-                "title": "The CNN step, operation by operation",
+                "id": profile.id,
+                "title": profile.title,
                 "paragraphs": [],
                 "charts": [self.chart(chart, parts, "From the per-operation counters, by kind.")],
                 "tables": [],
@@ -1445,7 +1455,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     for topic in TOPICS:
         builder.topic(topic)
     builder.breakdown_section()
-    builder.profile_section()
+    builder.profile_sections()
     builder.model_section()
     builder.threads_section()
     builder.peers_section()

@@ -25,6 +25,7 @@ from .. import output
 from ..benchjson import BenchJsonError
 from ..cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
 from ..table import load_table
+from .topics import COMMITTED_GPU_REFERENCE
 
 __all__ = ["main", "build_report"]
 
@@ -98,7 +99,7 @@ def _main(prog: str, argv: Sequence[str] | None) -> int:
         default=[],
         metavar="REF.json",
         help="bench JSON of another machine's GPU run, used for the GPU side when IN.json has no "
-        "GPU rows (e.g. reports/baselines/h100-80gb-hbm3-matmul.json and -mlp.json); labelled as "
+        f"GPU rows (e.g. {' and '.join(COMMITTED_GPU_REFERENCE)}); labelled as "
         "that machine's measurement; not used, with a warning, when IN.json has GPU rows",
     )
     talk = parser.add_mutually_exclusive_group()

@@ -1,9 +1,14 @@
 """What the report says, declared as data: the workloads it compares, and the names a reader sees.
 
-A workload is one `Topic`: which rows are its CPU side and which its GPU side (row filters over
-the table's columns), what pairs them (`keys`), which time is compared, and the chart that
-shows it. A new workload is one more entry in `TOPICS`; `build.py` turns every entry into a row
-of the answer table and a section with its speedup chart, and the templates render them.
+This module is the tools' one declaration of the suite's workloads: no other module of the
+report names one. A workload is one `Topic`: which rows are its CPU side and which its GPU side
+(row filters over the table's columns), what pairs them (`keys`), which time is compared and
+what one of it is called, the GPU paths the answer states, and the sections of its own it adds
+(a chart of the breakdown, a per-operation profile, a kernel utilisation chart). A new workload
+is one more entry in `TOPICS`; `build.py` turns every entry into a row of the answer table and a
+section with its speedup chart, and the templates render them. A topic whose compared time is a
+training step (`time_col` "t_step") makes its rows' workload a training workload
+(`TRAINING_WORKLOADS`): its GPU rows join the breakdown and its pairs the energy table.
 
 Filter values: a scalar matches equal values; a tuple matches any of its values; `None` matches
 rows where the column is absent or empty (a GEMM without a `host` label is the kernel-only run).
@@ -18,10 +23,14 @@ from typing import Any
 
 __all__ = [
     "GpuPath",
+    "KernelUtilisation",
+    "PartsChart",
+    "StepProfile",
     "Peer",
     "PEERS",
     "Topic",
     "TOPICS",
+    "TRAINING_WORKLOADS",
     "PART_LABELS",
     "PART_MEANINGS",
     "CONTEXT_NAMES",
@@ -90,6 +99,56 @@ _GEMM_PATH = GpuPath("cuBLAS end to end", "copies in and out of pinned host memo
 
 
 @dataclass(frozen=True)
+class PartsChart:
+    """A chart (and table) of the "Where the GPU time goes" section: the four parts of the GPU
+    time of some of a topic's GPU rows, as shares of each bar.
+
+    With `size`, one bar per size of that column (`sizes`: the ones shown, empty for all) and
+    sentences on which part is the largest over which range of sizes; without, one bar per GPU
+    path and variant of the rows (their names' path, `readback:` and `input:` parts)."""
+
+    stem: str  # the chart's file name
+    title: str
+    rows: dict[str, Any]  # row filter over the breakdown's rows
+    caption: str
+    y_label: str  # what one bar is a share of: "share of the GPU time"
+    size: str | None = None
+    sizes: tuple[float, ...] = ()
+    size_label: str = ""  # the bars' axis: "matrix size"
+    lead: str = ""  # what the sentences are about: "End-to-end fp32 GEMM (pinned host memory)"
+    # No rows match `rows`: show the first dozen GPU rows of every training workload instead,
+    # under this title (an input without the topic's rows still shows what a training step is
+    # made of); None: no chart.
+    any_training_title: str | None = None
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """A section of its own: where one training step goes, operation by operation, from the
+    rows' `t_op:<layer>.<operation>` counters grouped by kind, at the profiled batch nearest
+    `batch_near`."""
+
+    id: str  # the section's anchor
+    title: str  # the section heading
+    chart_title: str  # "{batch}": the profiled batch
+    stem: str  # the chart's file name
+    rows: dict[str, Any]  # row filter of the profiled rows
+    batch_near: float = 64.0  # big enough to be a real step on every path
+
+
+@dataclass(frozen=True)
+class KernelUtilisation:
+    """A chart in the topic's section: its kernel-only GPU rows (no copies) as a share of the
+    GPU's peak (`pct_peak`) against size, a line per precision."""
+
+    title: str
+    rows: dict[str, Any]  # row filter of the kernel-only rows
+    caption: str
+    x: str = "n"
+    series: str = "dtype"
+
+
+@dataclass(frozen=True)
 class Topic:
     id: str
     title: str  # the answer table's row and the section heading
@@ -108,6 +167,10 @@ class Topic:
     # What one compared time is on each side, for the definition of the speedup.
     cpu_time_name: str = "CPU wall time per call"
     gpu_time_name: str = "GPU time per call"
+    # Sections and charts of the workload's own, beyond its speedup section.
+    parts: PartsChart | None = None  # its chart in "Where the GPU time goes"
+    profile: StepProfile | None = None
+    utilisation: KernelUtilisation | None = None
 
     @property
     def gpu_paths(self) -> tuple[GpuPath, ...]:
@@ -134,6 +197,26 @@ TOPICS: tuple[Topic, ...] = (
         gpu_path="end to end: copies in and out of pinned host memory included",
         paths=(_GEMM_PATH,),
         gpu_time_name=_GEMM_GPU_TIME,
+        parts=PartsChart(
+            stem="breakdown_gemm",
+            title="Where the end-to-end GEMM time goes (fp32, pinned)",
+            rows={"workload": "matmul", "host": "pinned", "dtype": "fp32", "shape": "square"},
+            caption="Each bar is one GEMM's GPU time split four ways; its total is printed at "
+            "its end. Under-utilisation is the compute time beyond what the same flop "
+            "would take at the GPU's peak: a nearly idle GPU at small sizes.",
+            y_label="share of the GPU time",
+            size="n",
+            # Powers of two only: a bar per size of a 20-size sweep would not read at a glance.
+            sizes=tuple(2.0**e for e in range(4, 15)),
+            size_label="matrix size",
+            lead="End-to-end fp32 GEMM (pinned host memory)",
+        ),
+        utilisation=KernelUtilisation(
+            title="GPU kernel-only GEMM: share of peak by precision",
+            rows={"workload": "matmul", "backend": "gpu", "shape": "square", "host": None},
+            caption="Operands already on the GPU (no copies): what is left below 100% at "
+            "small n is the under-utilisation of the breakdown.",
+        ),
     ),
     Topic(
         id="gemm-bf16",
@@ -162,6 +245,18 @@ TOPICS: tuple[Topic, ...] = (
         cpu_time_name=_CPU_STEP,
         gpu_time_name=_GPU_STEP,
         gpu_path="the fastest GPU path (eager, CUDA graph or fused kernel) at each size",
+        # The Iris ladder: one small net, every GPU path and readback/input variant of it.
+        parts=PartsChart(
+            stem="breakdown_training",
+            title="Where a GPU training step goes (MLP on Iris)",
+            rows={"workload": "mlp", "data": "iris"},
+            caption="One bar per GPU path and variant (readback: the loss copied to the host "
+            "every N steps, 0 never; input: the batch copied from pageable or pinned "
+            "host memory each step). The launch overhead of the eager path is what "
+            "CUDA graphs and the fused kernel remove.",
+            y_label="share of the step",
+            any_training_title="Where a GPU training step goes",
+        ),
     ),
     Topic(
         id="mlp-digits",
@@ -209,6 +304,13 @@ TOPICS: tuple[Topic, ...] = (
         cpu_time_name=_CPU_STEP,
         gpu_time_name=_GPU_STEP,
         gpu_path="the GPU training step",
+        profile=StepProfile(
+            id="profile",
+            title="The CNN step, operation by operation",
+            chart_title="Where a CNN training step goes, batch {batch}",
+            stem="profile_cnn",
+            rows={"workload": "cnn"},
+        ),
     ),
     Topic(
         id="mixed",
@@ -251,10 +353,16 @@ class EnergyTopic:
     gpu_absent: str = "not recorded: NVML or the GPU's energy counter (Volta and newer) unavailable"
 
 
+# The workloads of the topics that compare a training step, in declaration order: their GPU
+# rows are the breakdown's training rows (analysis.breakdown).
+TRAINING_WORKLOADS: tuple[str, ...] = tuple(
+    dict.fromkeys(t.cpu["workload"] for t in TOPICS if t.time_col == "t_step")
+)
+
 ENERGY = EnergyTopic(
     id="energy",
     title="Energy per training step, CPU vs GPU",
-    topics=("mlp-iris", "mlp-digits", "mlp-sweep", "cnn", "mixed"),
+    topics=tuple(t.id for t in TOPICS if t.time_col == "t_step"),
     unit_name="step",
 )
 
