@@ -354,7 +354,15 @@ def test_energy_topic_gives_joules_per_step_and_says_the_cpu_side_is_not_recorde
         "| MLP training on Iris | hidden 10, batch 120 | graph | 0.01 J | not recorded | — |"
         in section
     )
-    assert "CPU energy: not recorded" in section
+    assert "CPU energy: not recorded: the bench that wrote the CPU run reads no" in section
+    # A bench that reads RAPL where it can says why it could not; the report repeats its words.
+    why = "/sys/class/powercap does not exist (no powercap/RAPL driver)"
+    path = write_bench_json(
+        tmp_path / "e1.json", rows, {**CONTEXT, "cpu_energy_counter": f"unavailable: {why}"}
+    )
+    code, _, err = run(capsys, report_main, str(path), "--out", str(tmp_path / "rep1"))
+    assert code == OK, err
+    assert f"CPU energy: not recorded ({why})." in (tmp_path / "rep1" / "report.md").read_text()
     # With a CPU energy counter on the CPU row, the two are compared.
     for row in rows:
         if "backend=cpu" in row["label"]:

@@ -1140,7 +1140,7 @@ class _Builder:
         if not table_rows:
             return
         cpu_said = (
-            f"CPU energy: {energy.cpu_absent}."
+            f"CPU energy: {self._cpu_energy_absent(energy)}."
             if not compared
             else f"CPU energy compared at {compared} of {len(table_rows)} sizes."
         )
@@ -1164,6 +1164,18 @@ class _Builder:
                 ],
             }
         )
+
+    def _cpu_energy_absent(self, energy: EnergyTopic) -> str:
+        """Why no CPU row has energy, in the CPU runs' own words where their context says."""
+        reasons = {
+            str(m["context"].get(energy.cpu_absent_context))
+            for _, m in self.table.machines.iterrows()
+            if isinstance(m["context"], dict) and m["context"].get(energy.cpu_absent_context)
+        }
+        said = sorted(
+            r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable")
+        )
+        return f"not recorded ({'; '.join(said)})" if said else energy.cpu_absent
 
     # --- the hardware ---------------------------------------------------------------------
 

@@ -345,11 +345,11 @@ class EnergyTopic:
     unit_name: str  # what one unit of work is: "step"
     per: str = "steps"
     gpu_counter: str = "gpu_energy_j"  # NVML's energy counter over the loop, per iteration
-    cpu_counter: str = "cpu_energy_j"  # bench writes none yet (RAPL is not read)
-    cpu_absent: str = (
-        "not recorded: bench reads no CPU energy counter (RAPL/powercap is not read, and is "
-        "unreadable on most virtual machines)"
-    )
+    cpu_counter: str = "cpu_energy_j"  # RAPL's package energy over the loop, per iteration
+    # Why a CPU run has none: the run's own words (context key `cpu_absent_context`, "unavailable:
+    # <why>"), else `cpu_absent` (a bench older than its RAPL reading).
+    cpu_absent_context: str = "cpu_energy_counter"
+    cpu_absent: str = "not recorded: the bench that wrote the CPU run reads no CPU energy counter"
     gpu_absent: str = "not recorded: NVML or the GPU's energy counter (Volta and newer) unavailable"
 
 
