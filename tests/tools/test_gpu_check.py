@@ -114,13 +114,13 @@ def test_references_step_runs_the_mixed_precision_reference(tmp_path: Path) -> N
     out = tmp_path / "out"
     proc = _gpu_check(env, "references", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert str(REPO / "tools" / "reference" / "torch_amp.py") in calls.read_text().splitlines()
-    assert (out / "test-gpu-torch-amp.json").is_file()
+    assert str(REPO / "tools" / "reference" / "torch_mlp_amp.py") in calls.read_text().splitlines()
+    assert (out / "test-gpu-torch-mlp-amp.json").is_file()
     assert "PyTorch mixed-precision MLP reference written" in (out / "summary.txt").read_text()
 
 
 def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) -> None:
-    """The report step gives the torch-amp file to the report with the sweeps; its context names
+    """The report step gives the torch-mlp-amp file to the report with the sweeps; its context names
     the same machine, so its rows meet the sweep's in the mixed-precision section."""
     from handmade_rows import CONTEXT, gpu_mlp_rows, torch_rows
 
@@ -129,15 +129,15 @@ def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) ->
     (out / "test-gpu-mlp.json").write_text(
         json.dumps({"context": CONTEXT, "benchmarks": gpu_mlp_rows()})
     )
-    (out / "test-gpu-torch-amp.json").write_text(
+    (out / "test-gpu-torch-mlp-amp.json").write_text(
         json.dumps({"context": CONTEXT, "benchmarks": torch_rows()})
     )
     proc = _gpu_check(_stand_in_machine(tmp_path, []), "report", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     md = read_md(out / "report" / "report.md")
-    # One machine: the torch-amp file's rows meet the sweep's, PyTorch's step over ours.
+    # One machine: the torch-mlp-amp file's rows meet the sweep's, PyTorch's step over ours.
     assert md.startswith("# gpubench report: Hand-made Test CPU vs H100 80GB HBM3\n")
-    assert "Inputs: test-gpu-mlp.json, test-gpu-torch-amp.json;" in md
+    assert "Inputs: test-gpu-mlp.json, test-gpu-torch-mlp-amp.json;" in md
     assert "| case | ours | PyTorch eager | PyTorch eager / ours |" in md
 
 
