@@ -48,13 +48,31 @@ def _sweep_rows() -> list[dict[str, object]]:
     ]
 
 
-def _stand_in_machine(tmp_path: Path, sweep_rows: list[dict[str, object]]) -> dict[str, str]:
+# A build's CTest file as tests/CMakeLists.txt writes it for the GPU tests gpu-check runs first
+# (their labels), with executables that are not there.
+STAND_IN_CTEST_FILE = """
+add_test([=[test_mlp_gpu]=] "/nowhere/test_mlp_gpu")
+set_tests_properties([=[test_mlp_gpu]=] PROPERTIES LABELS "gpu;risky:1;sanitizer:2")
+add_test([=[test_mlp_gpu_mixed]=] "/nowhere/test_mlp_gpu_mixed")
+set_tests_properties([=[test_mlp_gpu_mixed]=] PROPERTIES LABELS "gpu;risky:2;sanitizer:1;unproven")
+"""
+
+
+def _stand_in_machine(
+    tmp_path: Path, sweep_rows: list[dict[str, object]], listed: list[str] | None = None
+) -> dict[str, str]:
     """The environment for gpu-check with a stand-in nvidia-smi (one "NVIDIA Test GPU", so the
     files are named test-gpu-*) and a stand-in bench that writes `sweep_rows` wherever
-    --benchmark_out points."""
+    --benchmark_out points and lists `listed` (default: the names of `sweep_rows`) for
+    --list-all, the names gpu-check derives its sweep steps from."""
     fake_bin = tmp_path / "bin"
     build = tmp_path / "build"
     (build / "benchmarks").mkdir(parents=True)
+    (build / "tests").mkdir()
+    (build / "CTestTestfile.cmake").write_text('subdirs("tests")\n')
+    (build / "tests" / "CTestTestfile.cmake").write_text(STAND_IN_CTEST_FILE)
+    names = tmp_path / "names.txt"
+    names.write_text("".join(f"{name}\n" for name in listed or [r["name"] for r in sweep_rows]))
     fake_bin.mkdir()
     _executable(
         fake_bin / "nvidia-smi",
@@ -65,6 +83,7 @@ def _stand_in_machine(tmp_path: Path, sweep_rows: list[dict[str, object]]) -> di
     _executable(
         build / "benchmarks" / "bench",
         "#!/usr/bin/env bash\n"
+        f'[[ " $* " == *" --list-all "* ]] && {{ cat "{names}"; exit 0; }}\n'
         'for a in "$@"; do [[ $a == --benchmark_out=* ]] && '
         f'cp "{rows}" "${{a#--benchmark_out=}}"; done\nexit 0\n',
     )
@@ -132,7 +151,8 @@ def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) ->
     (out / "test-gpu-torch-mlp-amp.json").write_text(
         json.dumps({"context": CONTEXT, "benchmarks": torch_rows()})
     )
-    proc = _gpu_check(_stand_in_machine(tmp_path, []), "report", out)
+    listed = [row["name"] for row in gpu_mlp_rows()]
+    proc = _gpu_check(_stand_in_machine(tmp_path, [], listed), "report", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     md = read_md(out / "report" / "report.md")
     # One machine: the torch-mlp-amp file's rows meet the sweep's, PyTorch's step over ours.
