@@ -1,6 +1,7 @@
-"""tools/gpu-check's count of a sweep's rows: failed and skipped ("does not fit ...") apart, with
-the rule of benchjson.SKIP_PREFIXES. Runs gpu-check with a stand-in nvidia-smi and bench, so no
-GPU is needed."""
+"""tools/gpu-check: its count of a sweep's rows (failed and skipped, "does not fit ...", apart, by
+the rule of benchjson.SKIP_PREFIXES), its steps, and the lists it derives instead of naming
+workloads (sweep steps, GPU tests by CTest label, scaling rows, references), which equal the ones
+it named before. Runs gpu-check with a stand-in nvidia-smi and bench, so no GPU is needed."""
 
 from __future__ import annotations
 
