@@ -1,13 +1,16 @@
-"""A training workload has one home: kernels/<W>/ and its fixture files benchmarks/<W>_*.
+"""A training workload has one home: kernels/<W>/, its fixture files benchmarks/<W>_* and its
+own tools.
 
-Outside them the generic layers speak of "training workloads" and "a trainer", never of one by
-name, so adding a workload is a folder and a declaration. The counting rule (issue 30): a file
-*names* workload W when `grep -i W` matches anywhere in it (code or comment). Counted are the
-repository's files that are not tests (tests/), not docs (*.md, docs/), not data or results
-(reports/, *.json, *.csv, *.html, *.svg, *.png), and not W's own homes: kernels/W/, benchmarks/W_*,
-and its PyTorch reference (tools/reference/*W*; torch_iris.py for the MLP). tools/ is left to its
-own test. The files that still name a workload are listed in NAMING_ALLOWED with the reason each
-has to; the list only shrinks.
+Outside them the generic layers (C++ and tools alike) speak of "training workloads" and "a
+trainer", never of one by name, so adding a workload is a folder and a declaration. The counting
+rule (issue 30): a file *names* workload W when `grep -i W` matches anywhere in it (code or
+comment). Counted are the repository's files that are not tests (tests/), not docs (*.md, docs/),
+not data or results (reports/, *.json, *.csv, *.html, *.svg, *.png), and not W's own homes:
+kernels/W/, benchmarks/W_*, its PyTorch references (tools/reference/*W*; torch_iris.py for the
+MLP) and, for the MLP, the advisor (tools/gpubench_tools/advise/: its cost model is the MLP
+training step's, docs/layout.md). The files that still name a workload are listed in
+NAMING_ALLOWED with the reason each has to; the list only shrinks, and holds 4 files at most per
+workload.
 """
 
 from __future__ import annotations
@@ -20,19 +23,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CPP_SUFFIXES = {".cpp", ".hpp", ".cu", ".cuh", ".h"}
-NOT_COUNTED_FOLDERS = ("tests/", "docs/", "reports/", "tools/")
+NOT_COUNTED_FOLDERS = ("tests/", "docs/", "reports/")
 NOT_COUNTED_SUFFIXES = {".md", ".json", ".csv", ".html", ".svg", ".png"}
-# PyTorch references whose file name does not contain the workload's name.
-OTHER_REFERENCES = {"mlp": {"tools/reference/torch_iris.py"}}
+# A workload's homes beyond kernels/<W>/, benchmarks/<W>_* and tools/reference/*<W>*, by path
+# prefix: the PyTorch reference whose name does not say the workload, and the MLP's advisor.
+OTHER_HOMES = {"mlp": ("tools/reference/torch_iris.py", "tools/gpubench_tools/advise/")}
 
-# Every file outside a training workload's homes (and outside tools/) that names it, and why it
-# has to. A file that names a workload and is not here fails the test; an entry whose file no
+# Every file outside a training workload's homes that names it, and why it has to. A file that names a workload and is not here fails the test; an entry whose file no
 # longer names it fails too, so the list follows the code down.
 NAMING_ALLOWED: dict[str, dict[str, str]] = {
     "cnn": {
         "kernels/CMakeLists.txt": "add_subdirectory(cnn): its kernel folder in the build",
         "benchmarks/CMakeLists.txt": "its fixture sources and its place in "
         "GPUBENCH_TRAINING_WORKLOADS (the table of declarations is generated from it)",
+        "tools/gpubench_tools/report/topics.py": "its topic: the tools' declaration of its rows",
     },
     "mlp": {
         "kernels/CMakeLists.txt": "add_subdirectory(mlp): its kernel folder in the build",
@@ -40,6 +44,7 @@ NAMING_ALLOWED: dict[str, dict[str, str]] = {
         "GPUBENCH_TRAINING_WORKLOADS (the table of declarations is generated from it)",
         "benchmarks/sweep.cpp": "the matmul rows' shape label `mlp_layer`, part of their names "
         "and labels (the names contract keeps it)",
+        "tools/gpubench_tools/report/topics.py": "its topics: the tools' declaration of its rows",
     },
 }
 
@@ -67,7 +72,7 @@ def is_home(path: str, workload: str) -> bool:
         path.startswith(f"kernels/{workload}/")
         or path.startswith(f"benchmarks/{workload}_")
         or (path.startswith("tools/reference/") and workload in Path(path).name)
-        or path in OTHER_REFERENCES.get(workload, set())
+        or path.startswith(OTHER_HOMES.get(workload, ()))
     )
 
 
@@ -124,3 +129,14 @@ def test_a_training_workload_is_named_only_where_it_must_be(workload: str) -> No
     stale = sorted(set(allowed) - naming)
     assert not stale, f"these no longer name {workload}; drop them from NAMING_ALLOWED: {stale}"
     assert len(allowed) <= 4, f"{workload} is named in {len(allowed)} files: the goal is 4 at most"
+
+
+def test_the_whole_repository_is_counted() -> None:
+    # Guards the scan: tools/ counts like the C++ (gpu-check and the report are generic), and a
+    # workload's own tools are homes only where named above.
+    files = repository_files()
+    assert "tools/gpu-check" in files and "tools/gpubench_tools/report/build.py" in files
+    assert not is_home("tools/gpu-check", "mlp") and not is_home("tools/gpu-check", "cnn")
+    assert is_home("tools/gpubench_tools/advise/model.py", "mlp")
+    assert not is_home("tools/gpubench_tools/advise/model.py", "cnn")
+    assert is_home("tools/reference/torch_mlp_amp.py", "mlp")

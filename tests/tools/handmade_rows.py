@@ -2,7 +2,7 @@
 
 Rows shaped like bench's mixed-precision MLP rows, device-memory counters, largest-batch rows and
 allocation probes (names, labels, counters, Google Benchmark repetitions and aggregates), and like
-tools/reference/torch_amp.py's PyTorch rows, for the tests of the report's mixed-precision and
+tools/reference/torch_mlp_amp.py's PyTorch rows, for the tests of the report's mixed-precision and
 memory sections. No GPU run of these rows exists yet: the values are plausible for an H100 but
 chosen so that each test can work out its expected numbers by hand. The context says the same in
 `generated_by`.
@@ -64,7 +64,7 @@ def mlp_row(
     threads: int | None = None,
     extra: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """One MLP training row as bench (or torch_amp.py for variant torch_eager) names it.
+    """One MLP training row as bench (or torch_mlp_amp.py for variant torch_eager) names it.
     `compute_share`: t_compute as a share of t_wall (GPU phase times), the rest t_overhead.
     """
     epochs = 20000 if data == "iris" else 20
@@ -204,7 +204,7 @@ def cpu_mlp_rows() -> list[dict[str, Any]]:
     return rows
 
 
-# PyTorch's eager step (tools/reference/torch_amp.py) on two cases: t_epoch per precision.
+# PyTorch's eager step (tools/reference/torch_mlp_amp.py) on two cases: t_epoch per precision.
 TORCH_CASES = {
     ("iris", 120, "10"): {"fp32": 1.05e-3, "bf16": 1.3e-3, "fp16": 1.4e-3},
     ("synthetic", 4096, "4096x2"): {"fp32": 4.4e-3, "bf16": 1.5e-3, "fp16": 1.44e-3},

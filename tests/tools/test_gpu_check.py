@@ -1,10 +1,12 @@
-"""tools/gpu-check's count of a sweep's rows: failed and skipped ("does not fit ...") apart, with
-the rule of benchjson.SKIP_PREFIXES. Runs gpu-check with a stand-in nvidia-smi and bench, so no
-GPU is needed."""
+"""tools/gpu-check: its count of a sweep's rows (failed and skipped, "does not fit ...", apart, by
+the rule of benchjson.SKIP_PREFIXES), its steps, and the lists it derives instead of naming
+workloads (sweep steps, GPU tests by CTest label, scaling rows, references), which equal the ones
+it named before. Runs gpu-check with a stand-in nvidia-smi and bench, so no GPU is needed."""
 
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import stat
@@ -48,13 +50,31 @@ def _sweep_rows() -> list[dict[str, object]]:
     ]
 
 
-def _stand_in_machine(tmp_path: Path, sweep_rows: list[dict[str, object]]) -> dict[str, str]:
+# A build's CTest file as tests/CMakeLists.txt writes it for the GPU tests gpu-check runs first
+# (their labels), with executables that are not there.
+STAND_IN_CTEST_FILE = """
+add_test([=[test_mlp_gpu]=] "/nowhere/test_mlp_gpu")
+set_tests_properties([=[test_mlp_gpu]=] PROPERTIES LABELS "gpu;risky:1;sanitizer:2")
+add_test([=[test_mlp_gpu_mixed]=] "/nowhere/test_mlp_gpu_mixed")
+set_tests_properties([=[test_mlp_gpu_mixed]=] PROPERTIES LABELS "gpu;risky:2;sanitizer:1;unproven")
+"""
+
+
+def _stand_in_machine(
+    tmp_path: Path, sweep_rows: list[dict[str, object]], listed: list[str] | None = None
+) -> dict[str, str]:
     """The environment for gpu-check with a stand-in nvidia-smi (one "NVIDIA Test GPU", so the
     files are named test-gpu-*) and a stand-in bench that writes `sweep_rows` wherever
-    --benchmark_out points."""
+    --benchmark_out points and lists `listed` (default: the names of `sweep_rows`) for
+    --list-all, the names gpu-check derives its sweep steps from."""
     fake_bin = tmp_path / "bin"
     build = tmp_path / "build"
     (build / "benchmarks").mkdir(parents=True)
+    (build / "tests").mkdir()
+    (build / "CTestTestfile.cmake").write_text('subdirs("tests")\n')
+    (build / "tests" / "CTestTestfile.cmake").write_text(STAND_IN_CTEST_FILE)
+    names = tmp_path / "names.txt"
+    names.write_text("".join(f"{name}\n" for name in listed or [r["name"] for r in sweep_rows]))
     fake_bin.mkdir()
     _executable(
         fake_bin / "nvidia-smi",
@@ -65,6 +85,7 @@ def _stand_in_machine(tmp_path: Path, sweep_rows: list[dict[str, object]]) -> di
     _executable(
         build / "benchmarks" / "bench",
         "#!/usr/bin/env bash\n"
+        f'[[ " $* " == *" --list-all "* ]] && {{ cat "{names}"; exit 0; }}\n'
         'for a in "$@"; do [[ $a == --benchmark_out=* ]] && '
         f'cp "{rows}" "${{a#--benchmark_out=}}"; done\nexit 0\n',
     )
@@ -114,13 +135,13 @@ def test_references_step_runs_the_mixed_precision_reference(tmp_path: Path) -> N
     out = tmp_path / "out"
     proc = _gpu_check(env, "references", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert str(REPO / "tools" / "reference" / "torch_amp.py") in calls.read_text().splitlines()
-    assert (out / "test-gpu-torch-amp.json").is_file()
+    assert str(REPO / "tools" / "reference" / "torch_mlp_amp.py") in calls.read_text().splitlines()
+    assert (out / "test-gpu-torch-mlp-amp.json").is_file()
     assert "PyTorch mixed-precision MLP reference written" in (out / "summary.txt").read_text()
 
 
 def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) -> None:
-    """The report step gives the torch-amp file to the report with the sweeps; its context names
+    """The report step gives the torch-mlp-amp file to the report with the sweeps; its context names
     the same machine, so its rows meet the sweep's in the mixed-precision section."""
     from handmade_rows import CONTEXT, gpu_mlp_rows, torch_rows
 
@@ -129,15 +150,16 @@ def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) ->
     (out / "test-gpu-mlp.json").write_text(
         json.dumps({"context": CONTEXT, "benchmarks": gpu_mlp_rows()})
     )
-    (out / "test-gpu-torch-amp.json").write_text(
+    (out / "test-gpu-torch-mlp-amp.json").write_text(
         json.dumps({"context": CONTEXT, "benchmarks": torch_rows()})
     )
-    proc = _gpu_check(_stand_in_machine(tmp_path, []), "report", out)
+    listed = [row["name"] for row in gpu_mlp_rows()]
+    proc = _gpu_check(_stand_in_machine(tmp_path, [], listed), "report", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     md = read_md(out / "report" / "report.md")
-    # One machine: the torch-amp file's rows meet the sweep's, PyTorch's step over ours.
+    # One machine: the torch-mlp-amp file's rows meet the sweep's, PyTorch's step over ours.
     assert md.startswith("# gpubench report: Hand-made Test CPU vs H100 80GB HBM3\n")
-    assert "Inputs: test-gpu-mlp.json, test-gpu-torch-amp.json;" in md
+    assert "Inputs: test-gpu-mlp.json, test-gpu-torch-mlp-amp.json;" in md
     assert "| case | ours | PyTorch eager | PyTorch eager / ours |" in md
 
 
@@ -262,3 +284,149 @@ def test_quick_and_full_exclude_each_other(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 2 and "exclude each other" in proc.stderr
+
+
+# --- The lists gpu-check derives equal the ones it held by name before (main at f98597e) --------
+
+TODAY_SWEEPS = {
+    "mlp": "^mlp/",
+    "matmul": "^(matmul|overhead)/",
+    "cnn": "^cnn/",
+    "memory": "^memory/",
+}
+TODAY_RISKY = ["test_mlp_gpu", "test_mlp_gpu_mixed", "test_cnn_gpu_mixed", "test_cnn_gpu"]
+TODAY_SANITIZER = [
+    "test_mlp_gpu_mixed",
+    "test_cnn_gpu",
+    "test_cnn_gpu_mixed",
+    "test_mlp_gpu",
+    "test_gpu_gemm",
+]
+TODAY_UNPROVEN = {"test_mlp_gpu_mixed", "test_cnn_gpu", "test_cnn_gpu_mixed"}
+TODAY_SCALING = re.compile(
+    r"^(mlp/cpu/openblas/data:(iris/batch:120/hidden:10|synthetic/batch:4096/hidden:512)"
+    r"|cnn/cpu/openblas/data:[a-z0-9]+/batch:64)/readback:1/threads:[0-9]+$"
+)
+# Script, output name and summary line; torch_amp.py is torch_mlp_amp.py now, and two summary
+# lines come from the docstrings (they were "torch.mm reference" and "PyTorch Iris reference").
+TODAY_REFERENCES = {
+    ("torch_matmul.py", "torch-matmul", "PyTorch cuBLAS GEMM reference"),
+    ("torch_iris.py", "torch-iris", "PyTorch Iris MLP reference"),
+    ("torch_cnn.py", "torch-cnn", "PyTorch CNN reference"),
+    ("torch_mlp_amp.py", "torch-mlp-amp", "PyTorch mixed-precision MLP reference"),
+}
+
+
+def _list_data(build: Path) -> dict[str, list[list[str]]]:
+    proc = subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--list-data"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, BUILD_DIR=str(build), PYTHON=sys.executable),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data: dict[str, list[list[str]]] = {}
+    for line in proc.stdout.splitlines():
+        kind, *fields = line.split("\t")
+        data.setdefault(kind, []).append(fields)
+    return data
+
+
+def _staged_build(tmp_path: Path) -> Path:
+    """What scripts/stage-build.sh carries of the build beside bench: bench and CTest's files."""
+    bench = bench_binary()
+    build = bench.parent.parent
+    ctest_file = build / "tests" / "CTestTestfile.cmake"
+    if not bench.is_file() or not ctest_file.is_file():
+        pytest.skip(f"no bench and CTest files in {build}")
+    if "risky:1" not in ctest_file.read_text() and f"{REPO}/tests" not in ctest_file.read_text():
+        pytest.skip(f"{build} is another checkout's build, configured before the GPU tests' labels")
+    stage_script = (REPO / "scripts" / "stage-build.sh").read_text()
+    assert 'cp "$BUILD_DIR/tests/CTestTestfile.cmake" "$stage/tests/"' in stage_script
+    staged = tmp_path / "staged"
+    (staged / "benchmarks").mkdir(parents=True)
+    (staged / "tests").mkdir()
+    shutil.copy(build / "CTestTestfile.cmake", staged)
+    shutil.copy(ctest_file, staged / "tests")
+    (staged / "benchmarks" / "bench").symlink_to(bench)
+    return staged
+
+
+def test_the_derived_lists_are_todays(tmp_path: Path) -> None:
+    """From a staged build (bench and CTest's files only): the sweep steps, the GPU tests of
+    --quick and the sanitizer in their order, the references, and the scaling rows."""
+    data = _list_data(_staged_build(tmp_path))
+    assert dict(data["sweep"]) == TODAY_SWEEPS
+    # The steps run in bench's order (it lists the GEMM rows first), no longer mlp first.
+    assert [name for name, _ in data["sweep"]] == ["matmul", "mlp", "cnn", "memory"]
+    assert [test for (test,) in data["risky"]] == TODAY_RISKY
+    assert [test for (test,) in data["sanitizer"]] == TODAY_SANITIZER
+    assert {test for (test,) in data["unproven"]} == TODAY_UNPROVEN
+    assert {tuple(fields) for fields in data["reference"]} == TODAY_REFERENCES
+    assert data["report_references"] == [["torch-*amp"]]
+
+    names = subprocess.run(
+        [str(bench_binary()), "--full", "--list-all"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    ((scaling,),) = data["scaling"]
+    derived = {name for name in names if scaling and re.search(scaling, name)}
+    today = {name for name in names if TODAY_SCALING.search(name)}
+    if len({name.rsplit("/threads:", 1)[1] for name in today}) > 2:
+        assert derived == today
+    else:
+        # 2 cores or fewer: the scaling rows run at the same counts as every CPU row (1 and all
+        # cores), so nothing tells them apart; the step says so and fails (the next test uses
+        # a 16-core listing).
+        assert scaling == "" and derived == set()
+
+
+def _threads(case: str, counts: tuple[int, ...]) -> list[str]:
+    return [f"{case}/threads:{count}" for count in counts]
+
+
+def test_the_scaling_rows_are_the_families_over_more_than_two_thread_counts(tmp_path: Path) -> None:
+    """A 16-core host's full listing (hand-made): the scaling families run at 1, 2, 4, 8 and 16
+    threads, the other CPU rows at 1 and 16; the derived rows are exactly today's."""
+    scaling, single = (1, 2, 4, 8, 16), (1, 16)
+    listed = [
+        *_threads("matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16", single),
+        *_threads("mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:1", scaling),
+        *_threads("mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:0", single),
+        *_threads("mlp/cpu/openblas/data:synthetic/batch:4096/hidden:512/readback:1", scaling),
+        *_threads("mlp/cpu/openblas/data:synthetic/batch:4096/hidden:64/readback:1", single),
+        *_threads(
+            "mlp/cpu/openblas/data:synthetic/batch:4096/hidden:512/readback:1/precision:bf16",
+            single,
+        ),
+        *_threads("cnn/cpu/openblas/data:synthetic/batch:64/readback:1", scaling),
+        *_threads("cnn/cpu/openblas/data:synthetic/batch:16/readback:1", single),
+        "mlp/gpu/graph/data:iris/batch:120/hidden:10/readback:0/manual_time",
+    ]
+    env = _stand_in_machine(tmp_path, [], listed)
+    data = _list_data(Path(env["BUILD_DIR"]))
+    ((scaling_filter,),) = data["scaling"]
+    derived = [name for name in listed if re.search(scaling_filter, name)]
+    assert derived == [name for name in listed if TODAY_SCALING.search(name)]
+    assert len(derived) == 15
+
+
+def test_scaling_step_without_scaling_rows_fails_and_says_why(tmp_path: Path) -> None:
+    listed = _threads("mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:1", (1, 2))
+    env = _stand_in_machine(tmp_path, [], listed)
+    out = tmp_path / "out"
+    proc = _gpu_check(env, "scaling", out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = (out / "summary.txt").read_text()
+    assert "scaling: no row of bench --full --list-all scales over more than two thread" in summary
+    assert not (out / "test-gpu-cpu-scaling.json").exists()
+
+
+def test_only_names_the_derived_sweep_steps(tmp_path: Path) -> None:
+    env = _stand_in_machine(tmp_path, _sweep_rows())
+    proc = _gpu_check(env, "tests,matmul", tmp_path / "out")
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "gpu-check: unknown step 'matmul' (steps: tests sanitizer smoke mlp scaling references "
+        "report)\n"
+    )

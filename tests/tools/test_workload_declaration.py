@@ -1,9 +1,8 @@
 """A workload has one home on the tools side: the report's topic declaration (report/topics.py).
 
-(a) The generic modules name no workload: by the counting rule of issue 30 (a file names a
-training workload W when `grep -i W` matches anywhere in it), the tracked tools files that name
-each workload are exactly the allowlist below; the advisor (the MLP's own cost model) and the
-PyTorch references (tools/reference/) are left out, as the rule leaves out a workload's own files.
+(a) The modules that turn topics into a report name no workload, GEMM included. (Which files of
+the whole repository, tools included, may name a training workload is
+tests/layout/test_workload_home.py's counting rule.)
 (b) A new training workload is one entry in `TOPICS`: a 1-D convolution net's rows, with that
 one entry added to a copy of topics.py and no other change, get their answer lines, their
 section, their part of the GPU-time breakdown and their energy row.
@@ -19,51 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import REPO, gb_row, write_bench_json
 from md_plain import read_md
 
-# The training workloads of the counting rule, and the tracked files under tools/ that may name
-# each one: the registration point of the tools (the topic declaration) and gpu-check's one data
-# list of the GPU tests, sweeps and references it runs first.
+# The training workloads (tests/layout/test_workload_home.py counts where they are named).
 WORKLOADS = ("cnn", "mlp")
-ALLOWED_TO_NAME: dict[str, list[str]] = {
-    "cnn": ["tools/gpu-check", "tools/gpubench_tools/report/topics.py"],
-    "mlp": ["tools/gpu-check", "tools/gpubench_tools/report/topics.py"],
-}
-# Not counted: a workload's own tools (the advisor models the MLP's step and nothing else) and
-# the PyTorch references; data and docs, as in the rule.
-NOT_COUNTED = re.compile(
-    r"^tools/(gpubench_tools/advise/|reference/)|\.(md|json|csv|html|svg|png)$"
-)
 # The modules that turn topics into a report: they name no workload at all, GEMM's included.
 GENERIC = ("tools/gpubench_tools/report/build.py", "tools/gpubench_tools/report/analysis.py")
-
-
-def _tracked_tools_files() -> list[str]:
-    if shutil.which("git") is None:
-        pytest.skip("needs git to list the tracked files")
-    listed = subprocess.run(
-        ["git", "-C", str(REPO), "ls-files", "tools"], capture_output=True, text=True
-    )
-    if listed.returncode != 0:
-        pytest.skip(f"not a git checkout: {listed.stderr.strip()}")
-    return [name for name in listed.stdout.splitlines() if not NOT_COUNTED.search(name)]
-
-
-def _naming(workload: str, files: list[str]) -> list[str]:
-    pattern = re.compile(re.escape(workload), re.IGNORECASE)
-    return sorted(
-        name
-        for name in files
-        if (REPO / name).is_file()
-        and pattern.search((REPO / name).read_text(encoding="utf-8", errors="replace"))
-    )
-
-
-@pytest.mark.parametrize("workload", WORKLOADS)
-def test_only_the_declaration_names_a_training_workload(workload: str) -> None:
-    assert _naming(workload, _tracked_tools_files()) == ALLOWED_TO_NAME[workload]
 
 
 def test_the_report_builder_and_analysis_name_no_workload() -> None:

@@ -1,4 +1,4 @@
-"""tools/reference/torch_amp.py: PyTorch's fp32, bf16-autocast and fp16-autocast (GradScaler)
+"""tools/reference/torch_mlp_amp.py: PyTorch's fp32, bf16-autocast and fp16-autocast (GradScaler)
 training of the suite's MLP, written as rows the report pairs with each other and with the suite.
 
 The runs use --device cpu, so no GPU is needed, with a Python that has PyTorch:
@@ -22,7 +22,7 @@ from conftest import REPO
 from gpubench_tools.benchjson import iteration_rows, load_report
 from gpubench_tools.table import load_table
 
-SCRIPT = REPO / "tools" / "reference" / "torch_amp.py"
+SCRIPT = REPO / "tools" / "reference" / "torch_mlp_amp.py"
 # bench's flop count of one Iris epoch (4-10-3, batch 120): the committed H100 run's
 # mlp/*/data:iris rows carry flop = 816000000 over 20000 epochs.
 IRIS_STEP_FLOP = 816000000 / 20000
@@ -47,7 +47,7 @@ def _run(python: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cpu_rows_are_named_labelled_and_paired_like_the_suites(tmp_path: Path) -> None:
-    out = tmp_path / "torch-amp.json"
+    out = tmp_path / "torch-mlp-amp.json"
     proc = _run(
         _torch_python(),
         "--device=cpu",
@@ -136,9 +136,9 @@ def test_bad_arguments_are_usage_errors(tmp_path: Path, argument: str, message: 
 
 
 def _module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """torch_amp.py as a module (it imports PyTorch only in main())."""
+    """torch_mlp_amp.py as a module (it imports PyTorch only in main())."""
     monkeypatch.syspath_prepend(str(SCRIPT.parent))
-    return importlib.import_module("torch_amp")
+    return importlib.import_module("torch_mlp_amp")
 
 
 def test_flop_per_step_is_counted_like_the_suites(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,7 +41,7 @@ report merges this file with the suite's sweep of the same machine and compares 
 ``--device cpu`` runs the same on the CPU (rows ``mlp/cpu/torch_eager/...``) to check the script
 without a GPU; CPU autocast has bf16, and fp16 where PyTorch has a CPU GradScaler (2.3 and later).
 
-Usage: python3 tools/reference/torch_amp.py --out torch-amp.json [--device cuda|cpu]
+Usage: python3 tools/reference/torch_mlp_amp.py --out torch-mlp-amp.json [--device cuda|cpu]
        [--cases iris,synthetic:4096:4096x2] [--precisions fp32,bf16,fp16] [--seconds 1]
 Exit status: 0 rows written, 2 no PyTorch, no CUDA device (with --device cuda) or bad arguments.
 """
@@ -380,11 +380,11 @@ def main() -> int:
     try:
         import torch
     except ImportError:
-        print("torch_amp: PyTorch is not installed; nothing to compare", file=sys.stderr)
+        print("torch_mlp_amp: PyTorch is not installed; nothing to compare", file=sys.stderr)
         return 2
     if arguments.device == "cuda" and not torch.cuda.is_available():
         print(
-            f"torch_amp: PyTorch {torch.__version__} sees no CUDA device; nothing to compare "
+            f"torch_mlp_amp: PyTorch {torch.__version__} sees no CUDA device; nothing to compare "
             "(--device cpu checks the script on the CPU)",
             file=sys.stderr,
         )
