@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "benchmarks/cnn_workload.hpp"
+#include "benchmarks/cpu_training_timing.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/cpu_info.hpp"
-#include "harness/host_clock_timer.hpp"
 #include "harness/operation_profiler.hpp"
 #include "harness/result_row.hpp"
 #include "kernels/cnn/cnn_cpu.hpp"
@@ -48,15 +48,8 @@ void cnn_cpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case, 
   const auto step = [&] {
     return trainer.step(parameters.data(), train.pixels.data(), train.labels.data());
   };
-  step();  // warm-up: starts OpenBLAS's thread pool and pages in every workspace
-
-  HostClockTimer timer(HostClockTimer::Report::benchmark_clock);
-  const double seconds_per_iteration = timer.run(
-      state, [&] { parameters = workload.initial; },
-      [&] {
-        for (float& loss : losses) loss = step();
-        benchmark::DoNotOptimize(parameters.data());
-      });
+  const double seconds_per_iteration =
+      time_cpu_training_steps(state, parameters, workload.initial, losses, step);
 
   const float reference =
       trainer.loss(workload.initial.data(), train.pixels.data(), train.labels.data());

@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/cpu_training_timing.hpp"
 #include "benchmarks/mlp_workload.hpp"
 #include "benchmarks/registration.hpp"
 #include "harness/cpu_info.hpp"
-#include "harness/host_clock_timer.hpp"
 #include "harness/result_row.hpp"
 #include "kernels/common/openblas.hpp"
 #include "kernels/mlp/mlp_cpu.hpp"
@@ -104,15 +104,8 @@ void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, 
     }
     return blas.step(parameters.data(), train.inputs.data(), train.labels.data());
   };
-  step();  // warm-up: starts OpenBLAS's thread pool and pages in every buffer
-
-  HostClockTimer timer(HostClockTimer::Report::benchmark_clock);
-  const double seconds_per_iteration = timer.run(
-      state, [&] { parameters = workload.initial; },
-      [&] {
-        for (float& loss : losses) loss = step();
-        benchmark::DoNotOptimize(parameters.data());
-      });
+  const double seconds_per_iteration =
+      time_cpu_training_steps(state, parameters, workload.initial, losses, step);
 
   const float reference =
       blas.loss(workload.initial.data(), train.inputs.data(), train.labels.data());
