@@ -338,6 +338,10 @@ class ConditionWindow::GpuSampler {
     thread_ = std::thread([this] { run(); });
   }
   ~GpuSampler() { stop(); }
+  GpuSampler(const GpuSampler&) = delete;
+  GpuSampler& operator=(const GpuSampler&) = delete;
+  GpuSampler(GpuSampler&&) = delete;  // its thread holds `this`
+  GpuSampler& operator=(GpuSampler&&) = delete;
 
   GpuSampleSummary stop() {
     if (thread_.joinable()) {
@@ -423,7 +427,7 @@ void ConditionWindow::finish(std::int64_t iterations) {
 }
 
 std::optional<RepetitionConditions> take_repetition_conditions() {
-  std::optional<RepetitionConditions> taken = std::move(current_slot());
+  std::optional<RepetitionConditions> taken = current_slot();
   current_slot().reset();
   return taken;
 }

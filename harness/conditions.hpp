@@ -182,6 +182,8 @@ class ConditionWindow {
   ~ConditionWindow();
   ConditionWindow(const ConditionWindow&) = delete;
   ConditionWindow& operator=(const ConditionWindow&) = delete;
+  ConditionWindow(ConditionWindow&&) = delete;
+  ConditionWindow& operator=(ConditionWindow&&) = delete;
   // Ends the window over `iterations` iterations; its conditions become the current repetition's
   // (take_repetition_conditions).
   void finish(std::int64_t iterations);

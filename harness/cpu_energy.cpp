@@ -53,9 +53,11 @@ CpuEnergyCounter::CpuEnergyCounter(const std::string& powercap_root) {
   std::string unreadable;
   for (const std::string& entry : entries) {
     if (!is_package_zone(entry)) continue;
-    const std::string zone_path = powercap_root + "/" + entry;
+    std::string zone_path = powercap_root;
+    zone_path.append("/").append(entry);
     Zone zone;
-    zone.name = first_line(zone_path + "/name").value_or("?") + " (" + entry + ")";
+    zone.name = first_line(zone_path + "/name").value_or("?");
+    zone.name.append(" (").append(entry).append(")");
     zone.energy_path = zone_path + "/energy_uj";
     const auto range = number_in(zone_path + "/max_energy_range_uj");
     if (!number_in(zone.energy_path) || !range || *range == 0) {

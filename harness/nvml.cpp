@@ -45,9 +45,14 @@ struct NvmlDevice::Library {
   // The dlopen handle, closed last.
   struct Handle {
     void* pointer = nullptr;
+    Handle() = default;
     ~Handle() {
       if (pointer != nullptr) dlclose(pointer);
     }
+    Handle(const Handle&) = delete;  // one dlclose per dlopen
+    Handle& operator=(const Handle&) = delete;
+    Handle(Handle&&) = delete;
+    Handle& operator=(Handle&&) = delete;
   } handle;
   bool initialised = false;
   InitFunction init = nullptr;
@@ -65,6 +70,11 @@ struct NvmlDevice::Library {
   PairStateFunction ecc_mode = nullptr;
   MigModeFunction mig_mode = nullptr;
 
+  Library() = default;
+  Library(const Library&) = delete;  // one nvmlShutdown per nvmlInit
+  Library& operator=(const Library&) = delete;
+  Library(Library&&) = delete;
+  Library& operator=(Library&&) = delete;
   ~Library() {
     if (initialised) shutdown();
   }

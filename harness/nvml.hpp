@@ -53,6 +53,8 @@ class NvmlDevice {
   ~NvmlDevice();
   NvmlDevice(const NvmlDevice&) = delete;
   NvmlDevice& operator=(const NvmlDevice&) = delete;
+  NvmlDevice(NvmlDevice&&) = delete;
+  NvmlDevice& operator=(NvmlDevice&&) = delete;
 
   GpuSample sample() const;
   // Millijoules since the driver loaded (Volta and newer), absent where unsupported.

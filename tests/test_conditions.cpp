@@ -336,6 +336,8 @@ class Burner {
   }
   Burner(const Burner&) = delete;
   Burner& operator=(const Burner&) = delete;
+  Burner(Burner&&) = delete;
+  Burner& operator=(Burner&&) = delete;
   bool running() const { return pid_ > 0; }
 
  private:
@@ -471,6 +473,8 @@ class PowercapTree {
   ~PowercapTree() { std::filesystem::remove_all(root_); }
   PowercapTree(const PowercapTree&) = delete;
   PowercapTree& operator=(const PowercapTree&) = delete;
+  PowercapTree(PowercapTree&&) = delete;
+  PowercapTree& operator=(PowercapTree&&) = delete;
   void zone(const std::string& entry, const std::string& name, const std::string& energy_uj,
             const std::string& range_uj) const {
     std::filesystem::create_directories(root_ + "/" + entry);
