@@ -46,6 +46,8 @@ class OutputFile {
   OutputFile() = default;
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
+  OutputFile(OutputFile&&) = delete;  // one owner removes the temporary file
+  OutputFile& operator=(OutputFile&&) = delete;
   // Removes the temporary file unless it was published.
   ~OutputFile();
 
