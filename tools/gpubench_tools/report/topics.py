@@ -184,6 +184,31 @@ _GEMM_GPU_TIME = "GPU wall time per call, copies to and from pinned host memory 
 _CPU_STEP = "CPU wall time per training step"
 _GPU_STEP = "GPU wall time per training step (batch on the device, loss not read back)"
 
+
+def _training_topic(
+    id: str, title: str, workload: str, gpu_path: str, keys: tuple[str, ...], **extra: Any
+) -> Topic:
+    """A training workload's topic: fp32 steps, CPU against the GPU paths, step time against
+    batch. `extra` holds what is its own: `data` (a data set to select), `series`, charts."""
+    data = {"data": extra.pop("data")} if "data" in extra else {}
+    return Topic(
+        id=id,
+        title=title,
+        cpu={"workload": workload, "backend": "cpu", **data, "precision": "fp32"},
+        gpu={"workload": workload, **data, "precision": "fp32", **_GPU_TRAINING},
+        keys=keys,
+        x="batch",
+        x_name="batch",
+        time_col="t_step",
+        time_name="step",
+        paths=_TRAINING_PATHS,
+        cpu_time_name=_CPU_STEP,
+        gpu_time_name=_GPU_STEP,
+        gpu_path=gpu_path,
+        **extra,
+    )
+
+
 TOPICS: tuple[Topic, ...] = (
     Topic(
         id="gemm",
@@ -231,19 +256,12 @@ TOPICS: tuple[Topic, ...] = (
         paths=(_GEMM_PATH,),
         gpu_time_name=_GEMM_GPU_TIME,
     ),
-    Topic(
+    _training_topic(
         id="mlp-iris",
         title="MLP training on Iris",
-        cpu={"workload": "mlp", "backend": "cpu", "data": "iris", "precision": "fp32"},
-        gpu={"workload": "mlp", "data": "iris", "precision": "fp32", **_GPU_TRAINING},
+        workload="mlp",
+        data="iris",
         keys=("hidden", "batch"),
-        x="batch",
-        x_name="batch",
-        time_col="t_step",
-        time_name="step",
-        paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP,
-        gpu_time_name=_GPU_STEP,
         gpu_path="the fastest GPU path (eager, CUDA graph or fused kernel) at each size",
         # The Iris ladder: one small net, every GPU path and readback/input variant of it.
         parts=PartsChart(
@@ -258,51 +276,29 @@ TOPICS: tuple[Topic, ...] = (
             any_training_title="Where a GPU training step goes",
         ),
     ),
-    Topic(
+    _training_topic(
         id="mlp-digits",
         title="MLP training on digits",
-        cpu={"workload": "mlp", "backend": "cpu", "data": "digits", "precision": "fp32"},
-        gpu={"workload": "mlp", "data": "digits", "precision": "fp32", **_GPU_TRAINING},
+        workload="mlp",
+        data="digits",
         keys=("hidden", "batch"),
-        x="batch",
-        x_name="batch",
         series="hidden",
-        time_col="t_step",
-        time_name="step",
-        paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP,
-        gpu_time_name=_GPU_STEP,
         gpu_path="the fastest GPU path at each size",
     ),
-    Topic(
+    _training_topic(
         id="mlp-sweep",
         title="MLP training sweep (synthetic data)",
-        cpu={"workload": "mlp", "backend": "cpu", "data": "synthetic", "precision": "fp32"},
-        gpu={"workload": "mlp", "data": "synthetic", "precision": "fp32", **_GPU_TRAINING},
+        workload="mlp",
+        data="synthetic",
         keys=("hidden", "batch"),
-        x="batch",
-        x_name="batch",
         series="hidden",
-        time_col="t_step",
-        time_name="step",
-        paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP,
-        gpu_time_name=_GPU_STEP,
         gpu_path="the fastest GPU path at each size",
     ),
-    Topic(
+    _training_topic(
         id="cnn",
         title="CIFAR-10 CNN training",
-        cpu={"workload": "cnn", "backend": "cpu", "precision": "fp32"},
-        gpu={"workload": "cnn", "precision": "fp32", **_GPU_TRAINING},
+        workload="cnn",
         keys=("batch",),
-        x="batch",
-        x_name="batch",
-        time_col="t_step",
-        time_name="step",
-        paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP,
-        gpu_time_name=_GPU_STEP,
         gpu_path="the GPU training step",
         profile=StepProfile(
             id="profile",
