@@ -190,7 +190,9 @@ def simulate_gate(
     factor: float = 1.0,
 ) -> dict[str, tuple[str, int]]:
     """One resampled gate run, as interleave.py runs it: start_pairs rounds, then more rounds in
-    steps of half of that for a benchmark that may be slower (AMBIGUOUS, paired.possibly_slower) or short of pairs because pairs were left out as disturbed, up to max_pairs rounds.
+    steps of half of that for a benchmark that may be slower (AMBIGUOUS, paired.possibly_slower)
+    or short of pairs because pairs were left out as disturbed, up to max_pairs rounds, or
+    SLOWER on fewer than confirm_pairs pairs (paired.needs_confirmation).
     """
     rounds = len(next(iter(pool.values()))[0])
     order = rng.permutation(rounds)
@@ -205,7 +207,8 @@ def simulate_gate(
             verdict, est = paired.judge_values(base[kept], cont[kept], rules, False)
             maybe_slower = verdict == paired.AMBIGUOUS and paired.possibly_slower(est, rules)
             short_of_pairs = verdict == paired.FEW and kept.size < drawn.size
-            if not (maybe_slower or short_of_pairs) or n >= rules.max_pairs:
+            confirm = verdict == paired.SLOWER and paired.needs_confirmation(n, rules)
+            if not (maybe_slower or short_of_pairs or confirm) or n >= rules.max_pairs:
                 break
             n = min(rules.max_pairs, n + step)
         out[name] = (verdict, n, verdict == paired.AMBIGUOUS and maybe_slower)
@@ -425,6 +428,7 @@ def main() -> int:
     shutil.copy2(source, bench)
     rules = paired.DEFAULT_RULES
     doc: dict = json.loads(Path(args.from_file).read_text()) if args.from_file else {}
+    measured_by = {k: doc[k] for k in ("machine", "bench", "bench_sha256") if k in doc}
     doc.update(
         {
             "_about": "The paired gate measured on this machine by scripts/measure-gate-power.py;"
@@ -438,6 +442,8 @@ def main() -> int:
             "rules": rules.as_dict(),
         }
     )
+    # Re-simulated from a saved pool: the pool's machine and bench stay the ones that measured it.
+    doc.update(measured_by)
     if "schemes" not in args.skip and not args.from_file:
         doc["schemes"] = phase_schemes(bench, work, args.scheme_blocks)
     if "pool" not in args.skip and not args.from_file:

@@ -275,6 +275,8 @@ STANDIN = textwrap.dedent("""\
     rows = []
     for i, name in enumerate(names):
         factor = float(conf.get("slow", "1")) if name == conf.get("slow_name", name) else 1.0
+        if count > int(conf.get("slow_first", "1000000")):  # a burst over the first runs only
+            factor = 1.0
         for r in range(reps):
             noise = float(conf.get("noise", "0.01"))
             if conf.get("noise_name", name) != name:
@@ -322,6 +324,32 @@ def drive(tmp: Path, base: str, cont: str, *args: str) -> tuple[int, Path]:
         ]
     )
     return code, out
+
+
+def test_a_slower_verdict_is_confirmed_on_more_pairs_before_it_fails(
+    tmp_path: Path, capsys
+) -> None:
+    """A burst that slows the contender's first ten runs by 6 % makes every first pair slower
+    (SLOWER on 10 pairs); ten more pairs without it withdraw the verdict. A steady 6 % stays
+    SLOWER on all 20 (drive's --max-pairs 20 caps the confirmation's 24)."""
+    base = standin(tmp_path, "a", seed="a", noise="0.002")
+    burst = standin(
+        tmp_path, "burst", seed="b", noise="0.002", slow="1.06", slow_first="10",
+        state=str(tmp_path / "burst.count"),
+    )  # fmt: skip
+    code, out = drive(tmp_path, base, burst)
+    verdicts = json.loads((out / "verdict.json").read_text())["benchmarks"]
+    # Withdrawn: AMBIGUOUS and possibly slower, named loudly; with nothing else resolved that is
+    # "cannot judge" (2), never a regression (1).
+    assert code == 2, capsys.readouterr()
+    assert {(b["verdict"], b["pairs"]) for b in verdicts} == {(paired.AMBIGUOUS, 20)}
+    steady = standin(tmp_path, "steady-bench", seed="c", noise="0.002", slow="1.06")
+    code, out = drive(tmp_path / "steady", base, steady)
+    verdicts = json.loads((out / "verdict.json").read_text())["benchmarks"]
+    assert code == 1
+    assert {(b["verdict"], b["pairs"]) for b in verdicts} == {(paired.SLOWER, 20)}
+    assert paired.needs_confirmation(12, paired.DEFAULT_RULES)
+    assert not paired.needs_confirmation(24, paired.DEFAULT_RULES)
 
 
 def test_driver_writes_two_paired_bench_files(tmp_path: Path, capsys) -> None:

@@ -363,13 +363,17 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         # pairs accumulate) or short of pairs because some were left out as disturbed (more
         # rounds replace them), in steps of half the start, up to max_pairs rounds.
         step = max(1, math.ceil(rules.start_pairs / 2 / args.reps_per_run))
+        # A SLOWER verdict on fewer than confirm_pairs pairs is confirmed on more rounds first
+        # (paired.needs_confirmation); any other failure ends the run.
         while True:
             pending = [
                 b.name
                 for b in judgement.maybe_slower + judgement.disturbed_few
                 if b.pairs + b.left_out < rules.max_pairs
-            ]
-            if not pending or judgement.fails:
+            ] + [b.name for b in judgement.to_confirm]
+            confirming = {b.name for b in judgement.to_confirm}
+            other_failure = any(b.fails and b.name not in confirming for b in judgement.benchmarks)
+            if not pending or other_failure:
                 break
             run.run_rounds(step, exact_filter(pending))
             paths = run.write()

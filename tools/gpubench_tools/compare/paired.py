@@ -71,18 +71,20 @@ class PairedRules:
     chosen from measured A/A runs). margin: relative change that counts (0.03 = 3 %); alpha:
     the interval is a (1 - alpha) interval; min_pairs: fewest pairs for any verdict (the
     signed-rank interval at alpha 0.002 needs 10); start_pairs / max_pairs: rounds the gate runs
-    first, and at most for a benchmark that stays AMBIGUOUS."""
+    first, and at most for a benchmark that stays AMBIGUOUS; confirm_pairs: the pairs a SLOWER
+    verdict must hold on before it fails the gate (more rounds are run to reach them)."""
 
     margin: float = 0.03
     alpha: float = 0.002
     min_pairs: int = 10
     start_pairs: int = 12
     max_pairs: int = 36
+    confirm_pairs: int = 24
 
     def as_dict(self) -> dict[str, float]:
         return {
             k: getattr(self, k)
-            for k in ("margin", "alpha", "min_pairs", "start_pairs", "max_pairs")
+            for k in ("margin", "alpha", "min_pairs", "start_pairs", "max_pairs", "confirm_pairs")
         }
 
 
@@ -194,6 +196,16 @@ def possibly_slower(est: Estimate | None, rules: PairedRules) -> bool:
     return est is not None and est.ratio > 1.0 + rules.margin / 2.0
 
 
+def needs_confirmation(pairs: int, rules: PairedRules) -> bool:
+    """Whether a SLOWER verdict on `pairs` pairs gets more rounds before it fails the gate. A
+    burst on the host that slows several of one side's runs (invisible to the guest: no steal,
+    no other process) can put a short run of pairs past the margin; on a CI machine that failed
+    one A/A gate (2026-11-27: +4.1 %, interval +0.5..+18.3 %, 12 pairs, while the two reruns read
+    -0.5 % and -0.3 %). More pairs dilute a burst and keep a real slowdown: the verdict on all
+    of them decides. The extra rounds can only withdraw a failure, never add one."""
+    return pairs < min(rules.confirm_pairs, rules.max_pairs)
+
+
 def verdict_of(est: Estimate, margin: float) -> str:
     """SLOWER / FASTER / SAME / AMBIGUOUS from the interval and the margin (module docstring)."""
     up, down = 1.0 + margin, 1.0 / (1.0 + margin)
@@ -274,6 +286,12 @@ class PairedJudgement:
         """AMBIGUOUS benchmarks that may be slower beyond the margin (possibly_slower): the ones
         more pairs are run for, and named on the loud line."""
         return [b for b in self.ambiguous if possibly_slower(b.estimate, self.rules)]
+
+    @property
+    def to_confirm(self) -> list[PairedBenchmark]:
+        """SLOWER benchmarks judged on fewer pairs than confirm_pairs: the gate runs more rounds
+        of them and fails only what is still SLOWER on all its pairs (needs_confirmation)."""
+        return [b for b in self.of(SLOWER) if needs_confirmation(b.pairs + b.left_out, self.rules)]
 
     @property
     def fails(self) -> bool:
