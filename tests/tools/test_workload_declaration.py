@@ -40,22 +40,14 @@ def test_the_report_builder_and_analysis_name_no_workload() -> None:
 
 # --- (b) a new training workload as one topic entry --------------------------------------------
 
-# The entry a person would add to TOPICS for a 1-D convolution net: the same fields as the other
-# training topics, nothing else.
+# The entry a person would add to TOPICS for a 1-D convolution net, as the other training topics
+# are declared, nothing else.
 CONV1D_TOPIC = """
-    Topic(
+    _training_topic(
         id="conv1d",
         title="1-D convolution training",
-        cpu={"workload": "conv1d", "backend": "cpu", "precision": "fp32"},
-        gpu={"workload": "conv1d", "precision": "fp32", **_GPU_TRAINING},
+        workload="conv1d",
         keys=("batch",),
-        x="batch",
-        x_name="batch",
-        time_col="t_step",
-        time_name="step",
-        paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP,
-        gpu_time_name=_GPU_STEP,
         gpu_path="the GPU training step",
     ),"""
 

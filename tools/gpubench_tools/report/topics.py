@@ -186,16 +186,23 @@ _GPU_STEP = "GPU wall time per training step (batch on the device, loss not read
 
 
 def _training_topic(
-    id: str, title: str, workload: str, gpu_path: str, keys: tuple[str, ...], **extra: Any
+    id: str,
+    title: str,
+    workload: str,
+    gpu_path: str,
+    keys: tuple[str, ...],
+    precision: str = "fp32",
+    **extra: Any,
 ) -> Topic:
-    """A training workload's topic: fp32 steps, CPU against the GPU paths, step time against
-    batch. `extra` holds what is its own: `data` (a data set to select), `series`, charts."""
+    """A training workload's topic: steps in one precision, CPU against the GPU paths, step time
+    against batch. `extra` holds what is its own: `data` (a data set to select), `series`,
+    charts."""
     data = {"data": extra.pop("data")} if "data" in extra else {}
     return Topic(
         id=id,
         title=title,
-        cpu={"workload": workload, "backend": "cpu", **data, "precision": "fp32"},
-        gpu={"workload": workload, **data, "precision": "fp32", **_GPU_TRAINING},
+        cpu={"workload": workload, "backend": "cpu", **data, "precision": precision},
+        gpu={"workload": workload, **data, "precision": precision, **_GPU_TRAINING},
         keys=keys,
         x="batch",
         x_name="batch",
@@ -308,20 +315,13 @@ TOPICS: tuple[Topic, ...] = (
             rows={"workload": "cnn"},
         ),
     ),
-    Topic(
+    _training_topic(
         id="mixed",
         title="Mixed-precision MLP training (bf16)",
-        cpu={"workload": "mlp", "backend": "cpu", "precision": "bf16"},
-        gpu={"workload": "mlp", "precision": "bf16", **_GPU_TRAINING},
+        workload="mlp",
+        precision="bf16",
         keys=("data", "hidden", "batch"),
-        x="batch",
-        x_name="batch",
         series="hidden",
-        time_col="t_step",
-        time_name="step",
-        paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP,
-        gpu_time_name=_GPU_STEP,
         gpu_path="bf16 products with fp32 master weights and loss scaling",
     ),
 )
