@@ -274,6 +274,48 @@ def test_quick_runs_the_risky_steps_and_smokes_every_family(tmp_path: Path) -> N
     assert proc.returncode == 1, proc.stdout + proc.stderr
 
 
+def test_quick_leaves_the_largest_batch_memcheck_to_the_full_step(tmp_path: Path) -> None:
+    """Under memcheck the largest-batch rows take minutes: --quick says it leaves them out (the
+    smoke step runs them), the full sanitizer step runs them apart from the other families."""
+    listed = [
+        "overhead/alloc/async/bytes:4096/repeats:10/manual_time",
+        "memory/gpu/largest_batch/net:mlp/data:synthetic/hidden:4096x2/precision:fp32/"
+        "iterations:1/manual_time",
+    ]
+    env = _stand_in_machine(tmp_path, [], listed)
+    calls = tmp_path / "sanitizer-calls.txt"
+    _executable(
+        tmp_path / "bin" / "compute-sanitizer", f'#!/usr/bin/env bash\necho "$*" >> "{calls}"\n'
+    )
+
+    def sanitized_filters(*args: str) -> tuple[list[str], str]:
+        calls.unlink(missing_ok=True)
+        out = tmp_path / "-".join(args).strip("-")
+        subprocess.run(
+            ["bash", str(REPO / "tools" / "gpu-check"), *args, str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        return [
+            part
+            for line in calls.read_text().splitlines()
+            for part in line.split()
+            if part.startswith("--benchmark_filter=")
+        ], (out / "summary.txt").read_text()
+
+    quick_filters, quick_summary = sanitized_filters("--quick")
+    assert quick_filters == [f"--benchmark_filter=^({listed[0]})$"]
+    assert "memcheck bench-largest-batch: left to the full sanitizer step" in quick_summary
+    full_filters, full_summary = sanitized_filters("--only", "sanitizer")
+    assert full_filters == [
+        f"--benchmark_filter=^({listed[0]})$",
+        f"--benchmark_filter=^({listed[1]})$",
+    ]
+    assert "left to the full" not in full_summary
+
+
 def test_quick_and_full_exclude_each_other(tmp_path: Path) -> None:
     env = _stand_in_machine(tmp_path, [])
     proc = subprocess.run(
