@@ -433,6 +433,24 @@ def test_skipped_in_the_baseline_is_listed_not_compared(pair, capsys, no_default
     assert name not in [b["name"] for b in doc["benchmarks"]]
 
 
+def test_the_summary_says_why_the_baseline_has_no_time(pair, capsys, no_default_config) -> None:
+    """A row skipped on both sides (bf16 GEMM where OpenBLAS has no sbgemm) is "skipped in the
+    baseline" in the summary line, in the words of its line below the table, never "not
+    measured"; a row that failed in the baseline is counted apart."""
+    skipped, failed = GEMM.format(m=64), GEMM.format(m=128)
+    skip = gb_row(skipped, 0.0, error="not supported on this machine: no cblas_sbgemm")
+    rows = [r for r in sweep(seed=1) if r["run_name"] not in (skipped, failed)]
+    base_rows = rows + [skip, gb_row(failed, 0.0, error="cuBLAS error 13")]
+    cont_rows = [r for r in sweep(seed=2) if r["run_name"] != skipped] + [skip]
+    base, cont = pair(base_rows, cont_rows)
+    code, out, _ = run_cli(capsys, base, cont, "--config", no_default_config)
+    assert code == 0, out
+    (summary,) = [line for line in out.splitlines() if line.startswith("summary: ")]
+    assert summary.endswith("1 failed in the baseline, 1 skipped in the baseline"), summary
+    assert "not measured" not in out
+    assert "1 benchmark skipped in the baseline, not compared: not supported" in out
+
+
 def test_bad_config_exits_2(pair, capsys, tmp_path) -> None:
     base, cont = pair(sweep(seed=1), sweep(seed=1))
     cfg = tmp_path / "bad.json"

@@ -121,6 +121,14 @@ def failure_reason(bench: BenchComparison) -> str:
     return "; ".join(parts)
 
 
+# Why a benchmark of the baseline was not compared (CompareResult.not_compared's kinds).
+_NOT_COMPARED_WORDS = {
+    "failed_in_baseline": "failed in the baseline, not compared",
+    "skipped_in_baseline": "skipped in the baseline, not compared",
+    "invalid_in_baseline": "without a valid time in the baseline, not compared",
+}
+
+
 def _headline(result: CompareResult) -> str:
     s = result.summary()
     parts = [f"{s['compared']} compared"]
@@ -137,10 +145,15 @@ def _headline(result: CompareResult) -> str:
         ("same", "same"),
         ("only_in_baseline", "missing from contender"),
         ("only_in_contender", "new"),
-        ("not_compared", "not measured in the baseline"),
     ):
         if s[key]:
             parts.append(f"{s[key]} {text}")
+    # Said by why the baseline has no time (a row skipped on both sides is "skipped in the
+    # baseline", not "not measured"), in the words of the lines below the table.
+    for kind, text in _NOT_COMPARED_WORDS.items():
+        count = sum(len(g["names"]) for g in result.not_compared if g["kind"] == kind)
+        if count:
+            parts.append(f"{count} {text.removesuffix(', not compared')}")
     return ", ".join(parts)
 
 
@@ -191,13 +204,10 @@ def info_groups(result: CompareResult) -> list[tuple[str, list[str], list[BenchC
         (f"{plural(len(names))} skipped in the contender, not failed: {why}", names, [])
         for why, names in _by_error(result, SKIPPED)
     ]
-    what = {
-        "failed_in_baseline": "failed in the baseline, not compared",
-        "skipped_in_baseline": "skipped in the baseline, not compared",
-        "invalid_in_baseline": "without a valid time in the baseline, not compared",
-    }
     for group in result.not_compared:
-        line = f"{plural(len(group['names']))} {what[group['kind']]}: {group['reason']}"
+        line = (
+            f"{plural(len(group['names']))} {_NOT_COMPARED_WORDS[group['kind']]}: {group['reason']}"
+        )
         out.append((line, group["names"], []))
     by_needed = group_reasons(result.unjudged, lambda bench: bench.needed or 0)
     for needed, benches in sorted(by_needed, key=lambda group: group[0]):
