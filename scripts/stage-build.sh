@@ -4,7 +4,11 @@
 # the executables (stripped), CTest's files, and in lib/ the shared libraries they load from
 # outside the C runtime and the CUDA toolkit.
 #
-# Usage: scripts/stage-build.sh [DIR]     (DIR defaults to build-staged/, ignored by git)
+# Usage: scripts/stage-build.sh [--gpu-tests] [DIR]   (DIR defaults to build-staged/, ignored by git)
+#   --gpu-tests  only the tests CTest labels `gpu` (about 6 MB of the tests' 15): what
+#                `tools/gpu-check --quick` runs, for a machine that takes a limited size of files
+#                (the CPU tests are then listed by CTest but absent: run gpu-check's full `tests`
+#                step from a whole staged build)
 # Then, on the GPU machine, from a checkout of the same commit:
 #   LD_LIBRARY_PATH=$PWD/DIR/lib BUILD_DIR=$PWD/DIR tools/gpu-check --quick
 # The executables and CTest's files name this build's absolute paths (the tests find bench and
@@ -13,6 +17,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+gpu_tests_only=0
+[[ ${1:-} == --gpu-tests ]] && { gpu_tests_only=1; shift; }
 stage=${1:-$ROOT/build-staged}
 [[ -x $BUILD_DIR/benchmarks/bench ]] ||
   { echo "stage-build: no bench in $BUILD_DIR/benchmarks (build first: scripts/test.sh)" >&2; exit 2; }
@@ -20,9 +26,18 @@ rm -rf "$stage"
 mkdir -p "$stage/benchmarks" "$stage/tests" "$stage/lib"
 cp "$BUILD_DIR/CTestTestfile.cmake" "$stage/"
 cp "$BUILD_DIR/tests/CTestTestfile.cmake" "$stage/tests/"
-executables=("$BUILD_DIR/benchmarks/bench" "$BUILD_DIR"/tests/test_*)
+if ((gpu_tests_only)); then
+  # The names CTest lists under the label, read from the build's own files.
+  mapfile -t tests < <(ctest --test-dir "$BUILD_DIR" --show-only=json-v1 -L '^gpu$' |
+    "$PYTHON" -c 'import json, sys; [print(t["name"]) for t in json.load(sys.stdin)["tests"]]')
+  ((${#tests[@]})) || { echo "stage-build: the build's CTest files label no test gpu" >&2; exit 2; }
+  tests=("${tests[@]/#/$BUILD_DIR/tests/}")
+else
+  tests=("$BUILD_DIR"/tests/test_*)
+fi
+executables=("$BUILD_DIR/benchmarks/bench" "${tests[@]}")
 cp "$BUILD_DIR/benchmarks/bench" "$stage/benchmarks/"
-cp "$BUILD_DIR"/tests/test_* "$stage/tests/"
+cp "${tests[@]}" "$stage/tests/"
 strip "$stage/benchmarks/bench" "$stage"/tests/test_*
 # The libraries to carry: everything the loader resolves except the C runtime (libc, libm, libstdc++,
 # libgcc_s, ...: the GPU machine's own, which are as new or newer) and CUDA's (the driver's and the

@@ -395,6 +395,37 @@ def _staged_build(tmp_path: Path) -> Path:
     return staged
 
 
+def test_stage_build_gpu_tests_stages_bench_and_only_the_gpu_tests(tmp_path: Path) -> None:
+    """scripts/stage-build.sh --gpu-tests: bench, CTest's files, the libraries, and of the tests
+    exactly those CTest labels gpu (what gpu-check --quick runs), none of the CPU ones."""
+    build = bench_binary().parent.parent
+    if not (build / "tests" / "CTestTestfile.cmake").is_file():
+        pytest.skip(f"no configured build in {build}")
+    listed = subprocess.run(
+        ["ctest", "--test-dir", str(build), "--show-only=json-v1", "-L", "^gpu$"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    gpu_tests = {test["name"] for test in json.loads(listed.stdout)["tests"]}
+    if not gpu_tests:
+        pytest.skip(f"{build} was configured without CUDA: it has no GPU tests to stage")
+    staged = tmp_path / "staged"
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "stage-build.sh"), "--gpu-tests", str(staged)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, BUILD_DIR=str(build)),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {p.name for p in (staged / "tests").iterdir()} == gpu_tests | {"CTestTestfile.cmake"}
+    assert "test_cpu_gemm" not in gpu_tests and (build / "tests" / "test_cpu_gemm").is_file()
+    assert (staged / "benchmarks" / "bench").is_file()
+    assert (staged / "CTestTestfile.cmake").is_file()
+    assert any(p.name.startswith("libopenblas") for p in (staged / "lib").iterdir())
+
+
 def test_the_derived_lists_are_todays(tmp_path: Path) -> None:
     """From a staged build (bench and CTest's files only): the sweep steps, the GPU tests of
     --quick and the sanitizer in their order, the references, and the scaling rows."""
