@@ -185,6 +185,25 @@ _CPU_STEP = "CPU wall time per training step"
 _GPU_STEP = "GPU wall time per training step (batch on the device, loss not read back)"
 
 
+def _gemm_topic(dtype: str, gpu_path: str, **extra: Any) -> Topic:
+    """The square GEMM in one precision: the CPU call against cuBLAS end to end from pinned host
+    memory, time per call against n. `extra` holds its own charts."""
+    square = {"workload": "matmul", "shape": "square", "dtype": dtype}
+    return Topic(
+        id="gemm" if dtype == "fp32" else f"gemm-{dtype}",
+        title=f"Square GEMM, {dtype}",
+        cpu={**square, "backend": "cpu"},
+        gpu={**square, "backend": "gpu", "host": "pinned", "variant": "cublas_e2e"},
+        keys=("n",),
+        x="n",
+        x_name="n",
+        gpu_path=gpu_path,
+        paths=(_GEMM_PATH,),
+        gpu_time_name=_GEMM_GPU_TIME,
+        **extra,
+    )
+
+
 def _training_topic(
     id: str,
     title: str,
@@ -217,18 +236,9 @@ def _training_topic(
 
 
 TOPICS: tuple[Topic, ...] = (
-    Topic(
-        id="gemm",
-        title="Square GEMM, fp32",
-        cpu={"workload": "matmul", "backend": "cpu", "shape": "square", "dtype": "fp32"},
-        gpu={"workload": "matmul", "backend": "gpu", "shape": "square", "dtype": "fp32",
-             "host": "pinned", "variant": "cublas_e2e"},  # fmt: skip
-        keys=("n",),
-        x="n",
-        x_name="n",
+    _gemm_topic(
+        "fp32",
         gpu_path="end to end: copies in and out of pinned host memory included",
-        paths=(_GEMM_PATH,),
-        gpu_time_name=_GEMM_GPU_TIME,
         parts=PartsChart(
             stem="breakdown_gemm",
             title="Where the end-to-end GEMM time goes (fp32, pinned)",
@@ -250,19 +260,7 @@ TOPICS: tuple[Topic, ...] = (
             "small n is the under-utilisation of the breakdown.",
         ),
     ),
-    Topic(
-        id="gemm-bf16",
-        title="Square GEMM, bf16",
-        cpu={"workload": "matmul", "backend": "cpu", "shape": "square", "dtype": "bf16"},
-        gpu={"workload": "matmul", "backend": "gpu", "shape": "square", "dtype": "bf16",
-             "host": "pinned", "variant": "cublas_e2e"},  # fmt: skip
-        keys=("n",),
-        x="n",
-        x_name="n",
-        gpu_path="end to end, pinned host memory",
-        paths=(_GEMM_PATH,),
-        gpu_time_name=_GEMM_GPU_TIME,
-    ),
+    _gemm_topic("bf16", gpu_path="end to end, pinned host memory"),
     _training_topic(
         id="mlp-iris",
         title="MLP training on Iris",
