@@ -23,6 +23,20 @@ else
 fi
 JOBS=${JOBS:-$(nproc)}
 
+# The tests of the build in BUILD_DIR that carry CTest label `$1` (as label:N, in the order N, or
+# plain, by name), one per line; nothing when none does (tools/gpu-check, stage-build.sh).
+labelled_tests() {
+  ctest --test-dir "$BUILD_DIR" --show-only=json-v1 2>/dev/null | "$PYTHON" -c '
+import json, re, sys
+label = re.compile(re.escape(sys.argv[1]) + r"(?::(\d+))?")
+ranked = []
+for test in json.load(sys.stdin).get("tests", []):
+    for labels in (p["value"] for p in test.get("properties", []) if p["name"] == "LABELS"):
+        ranked += [(int(m.group(1) or 0), test["name"]) for m in map(label.fullmatch, labels) if m]
+for _, name in sorted(ranked):
+    print(name)' "$1" 2>/dev/null
+}
+
 configure_and_build() {
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
   cmake --build "$BUILD_DIR" -j "$JOBS"

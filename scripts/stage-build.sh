@@ -27,9 +27,7 @@ mkdir -p "$stage/benchmarks" "$stage/tests" "$stage/lib"
 cp "$BUILD_DIR/CTestTestfile.cmake" "$stage/"
 cp "$BUILD_DIR/tests/CTestTestfile.cmake" "$stage/tests/"
 if ((gpu_tests_only)); then
-  # The names CTest lists under the label, read from the build's own files.
-  mapfile -t tests < <(ctest --test-dir "$BUILD_DIR" --show-only=json-v1 -L '^gpu$' |
-    "$PYTHON" -c 'import json, sys; [print(t["name"]) for t in json.load(sys.stdin)["tests"]]')
+  mapfile -t tests < <(labelled_tests gpu)
   ((${#tests[@]})) || { echo "stage-build: the build's CTest files label no test gpu" >&2; exit 2; }
   tests=("${tests[@]/#/$BUILD_DIR/tests/}")
 else

@@ -316,6 +316,27 @@ def test_quick_leaves_the_largest_batch_memcheck_to_the_full_step(tmp_path: Path
     assert "left to the full" not in full_summary
 
 
+def test_quick_says_when_the_build_labels_no_test(tmp_path: Path) -> None:
+    """A build whose CTest files carry none of the labels --quick reads (risky:N, sanitizer:N)
+    fails those steps saying so, instead of running an empty test name."""
+    env = _stand_in_machine(tmp_path, [])
+    ctest_file = Path(env["BUILD_DIR"]) / "tests" / "CTestTestfile.cmake"
+    ctest_file.write_text(re.sub(r'LABELS "[^"]*"', 'LABELS "gpu"', STAND_IN_CTEST_FILE))
+    _executable(tmp_path / "bin" / "compute-sanitizer", "#!/usr/bin/env bash\n")
+    out = tmp_path / "out"
+    subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--quick", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    summary = (out / "summary.txt").read_text()
+    assert "label no test risky:N" in summary, summary
+    assert "label no test sanitizer:N" in summary, summary
+    assert "ctest : " not in summary and "ctest-.log" not in summary
+
+
 def test_quick_and_full_exclude_each_other(tmp_path: Path) -> None:
     env = _stand_in_machine(tmp_path, [])
     proc = subprocess.run(
