@@ -427,9 +427,7 @@ void ConditionWindow::finish(std::int64_t iterations) {
 }
 
 std::optional<RepetitionConditions> take_repetition_conditions() {
-  std::optional<RepetitionConditions> taken = current_slot();
-  current_slot().reset();
-  return taken;
+  return std::exchange(current_slot(), std::nullopt);
 }
 
 void forget_repetition_conditions() { current_slot().reset(); }

@@ -366,12 +366,12 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         # A SLOWER verdict on fewer than confirm_pairs pairs is confirmed on more rounds first
         # (paired.needs_confirmation); any other failure ends the run.
         while True:
+            confirming = [b.name for b in judgement.to_confirm]
             pending = [
                 b.name
                 for b in judgement.maybe_slower + judgement.disturbed_few
                 if b.pairs + b.left_out < rules.max_pairs
-            ] + [b.name for b in judgement.to_confirm]
-            confirming = {b.name for b in judgement.to_confirm}
+            ] + confirming
             other_failure = any(b.fails and b.name not in confirming for b in judgement.benchmarks)
             if not pending or other_failure:
                 break

@@ -123,9 +123,9 @@ def failure_reason(bench: BenchComparison) -> str:
 
 # Why a benchmark of the baseline was not compared (CompareResult.not_compared's kinds).
 _NOT_COMPARED_WORDS = {
-    "failed_in_baseline": "failed in the baseline, not compared",
-    "skipped_in_baseline": "skipped in the baseline, not compared",
-    "invalid_in_baseline": "without a valid time in the baseline, not compared",
+    "failed_in_baseline": "failed in the baseline",
+    "skipped_in_baseline": "skipped in the baseline",
+    "invalid_in_baseline": "without a valid time in the baseline",
 }
 
 
@@ -153,7 +153,7 @@ def _headline(result: CompareResult) -> str:
     for kind, text in _NOT_COMPARED_WORDS.items():
         count = sum(len(g["names"]) for g in result.not_compared if g["kind"] == kind)
         if count:
-            parts.append(f"{count} {text.removesuffix(', not compared')}")
+            parts.append(f"{count} {text}")
     return ", ".join(parts)
 
 
@@ -205,9 +205,8 @@ def info_groups(result: CompareResult) -> list[tuple[str, list[str], list[BenchC
         for why, names in _by_error(result, SKIPPED)
     ]
     for group in result.not_compared:
-        line = (
-            f"{plural(len(group['names']))} {_NOT_COMPARED_WORDS[group['kind']]}: {group['reason']}"
-        )
+        why = _NOT_COMPARED_WORDS[group["kind"]]
+        line = f"{plural(len(group['names']))} {why}, not compared: {group['reason']}"
         out.append((line, group["names"], []))
     by_needed = group_reasons(result.unjudged, lambda bench: bench.needed or 0)
     for needed, benches in sorted(by_needed, key=lambda group: group[0]):

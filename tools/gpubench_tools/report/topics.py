@@ -211,17 +211,18 @@ def _training_topic(
     gpu_path: str,
     keys: tuple[str, ...],
     precision: str = "fp32",
+    data: str | None = None,
     **extra: Any,
 ) -> Topic:
-    """A training workload's topic: steps in one precision, CPU against the GPU paths, step time
-    against batch. `extra` holds what is its own: `data` (a data set to select), `series`,
-    charts."""
-    data = {"data": extra.pop("data")} if "data" in extra else {}
+    """A training workload's topic: steps in one precision (and one data set, where `data` names
+    one), CPU against the GPU paths, step time against batch. `extra` holds what is its own:
+    `series`, charts."""
+    data_row = {} if data is None else {"data": data}
     return Topic(
         id=id,
         title=title,
-        cpu={"workload": workload, "backend": "cpu", **data, "precision": precision},
-        gpu={"workload": workload, **data, "precision": precision, **_GPU_TRAINING},
+        cpu={"workload": workload, "backend": "cpu", **data_row, "precision": precision},
+        gpu={"workload": workload, **data_row, "precision": precision, **_GPU_TRAINING},
         keys=keys,
         x="batch",
         x_name="batch",
