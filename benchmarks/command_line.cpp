@@ -86,6 +86,10 @@ bool is_truthy(const std::string& value) {
   return lower != "false" && lower != "no" && lower != "off";
 }
 
+// The longest time a time flag or variable may ask for: a day. Longer values are typing mistakes
+// (1e308, an extra digit) that would otherwise run, or sleep, past any job's limit.
+constexpr int kLongestRunFlagSeconds = 86400;
+
 // The whole of `text` as a double, or nothing when it is empty or has trailing characters.
 std::optional<double> parse_double(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -130,6 +134,10 @@ std::pair<std::string, std::string> normalised_min_time(const std::string& value
   if (!seconds || !std::isfinite(*seconds) || *seconds <= 0) {
     return {"", flag + " is not a valid time: " + accepted};
   }
+  if (*seconds > kLongestRunFlagSeconds) {
+    return {"", flag + " is not a valid time: at most " + std::to_string(kLongestRunFlagSeconds) +
+                    " seconds (a day) per benchmark"};
+  }
   return {kMinTimeTakesSuffixes ? number + "s" : number, ""};
 }
 
@@ -141,8 +149,9 @@ std::optional<std::string> check_value(const std::string& name, std::string* val
     *value = normalised;
   } else if (name == "benchmark_min_warmup_time") {
     const auto seconds = parse_double(*value);
-    if (!seconds || !std::isfinite(*seconds) || *seconds < 0) {
-      return flag + " is not a valid time: give a finite number of seconds, 0 or more";
+    if (!seconds || !std::isfinite(*seconds) || *seconds < 0 || *seconds > kLongestRunFlagSeconds) {
+      return flag + " is not a valid time: give a number of seconds from 0 to " +
+             std::to_string(kLongestRunFlagSeconds);
     }
   } else if (name == "benchmark_repetitions") {
     if (!parse_count(*value, 2147483647LL)) {
@@ -173,7 +182,7 @@ void print_help() {
          "  --all-counters             console rows show every counter and the label (default: "
          "rates, times, errors)\n"
          "  --benchmark_out            written whole or not at all (a temporary file beside "
-         "it, renamed); its folder is created\n"
+         "it, renamed); its folder is created; a signal keeps the benchmarks that finished\n"
          "  --benchmark_min_time       default "
       << kDefaultMinTimeSeconds << " s per benchmark; "
       << (kMinTimeTakesSuffixes ? "0.5, 0.5s (seconds) or 100x (iterations)"
@@ -195,7 +204,8 @@ void print_help() {
          "exit codes: 0 done, "
       << kExitOutputLost << " output lost (--benchmark_out, or stdout closed or full), "
       << kExitUsage
-      << " bad flag or value, unusable --benchmark_out, or no benchmark ran\n"
+      << " bad flag or value, unusable --benchmark_out, or no benchmark ran, 128+N stopped by "
+         "signal N (SIGINT, SIGTERM, SIGHUP: the benchmarks that finished are kept)\n"
          "Google Benchmark "
       << GPUBENCH_BENCHMARK_VERSION << "\n";
 }
@@ -208,6 +218,22 @@ std::optional<std::string> flag_value(const std::vector<std::string>& arguments,
     if (arguments[index].rfind(prefix, 0) == 0) value = arguments[index].substr(prefix.size());
   }
   return value;
+}
+
+std::optional<std::string> check_environment() {
+  if (const char* text = std::getenv("GPUBENCH_PROGRESS_SECONDS")) {
+    const auto seconds = parse_double(text);
+    if (!seconds || !std::isfinite(*seconds) || *seconds < 0 || *seconds > kLongestRunFlagSeconds) {
+      return std::string("GPUBENCH_PROGRESS_SECONDS='") + text +
+             "' is not a number of seconds from 0 to " + std::to_string(kLongestRunFlagSeconds);
+    }
+  }
+  if (const char* text = std::getenv("GPUBENCH_FULL")) {
+    if (std::strcmp(text, "") != 0 && std::strcmp(text, "0") != 0 && std::strcmp(text, "1") != 0) {
+      return std::string("GPUBENCH_FULL='") + text + "' is neither 1 (the full sweep) nor 0";
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> check_run_flags(std::vector<std::string>* arguments) {

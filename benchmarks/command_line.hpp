@@ -37,6 +37,11 @@ bool flag_is_set(const std::vector<std::string>& arguments, const std::string& n
 // Returns a one-line message naming the flag and what is wrong, or nothing when all are valid.
 std::optional<std::string> check_run_flags(std::vector<std::string>* arguments);
 
+// Checks the variables bench reads as numbers or switches (GPUBENCH_PROGRESS_SECONDS: seconds
+// from 0 to a day; GPUBENCH_FULL: 0 or 1) before anything runs. Returns a one-line message naming
+// the variable, its value and what it takes, or nothing when all are valid or unset.
+std::optional<std::string> check_environment();
+
 // The --benchmark_min_time argument bench adds when none is given: 0.05 s per benchmark.
 std::string default_min_time_argument();
 

@@ -13,8 +13,9 @@
 // --help and the checks of run flags before anything runs are in benchmarks/command_line.hpp; the
 // --benchmark_out file (written whole or not at all, its folder created) and stdout in
 // benchmarks/output_file.hpp. SIGPIPE is ignored: a pipe closed by `| head` costs the console
-// table, never the --benchmark_out file. Exit codes: 0 done, 1 output lost, 2 bad command line,
-// unusable --benchmark_out or no run.
+// table, never the --benchmark_out file. SIGINT, SIGTERM and SIGHUP stop the run keeping the
+// benchmarks that finished (benchmarks/interruption.hpp). Exit codes: 0 done, 1 output lost, 2 bad
+// command line, unusable --benchmark_out or no run, 128 + N stopped by signal N.
 
 #include <benchmark/benchmark.h>
 
@@ -23,14 +24,17 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "benchmarks/command_line.hpp"
+#include "benchmarks/interruption.hpp"
 #include "benchmarks/output_file.hpp"
 #include "benchmarks/progress_reporter.hpp"
 #include "benchmarks/registration.hpp"
@@ -64,6 +68,30 @@ bool stdout_complete(bool already_said = false) {
     std::cerr << "gpubench: " << *error << "; the console output is incomplete\n";
   }
   return !error;
+}
+
+// What a signal's stop keeps: the --benchmark_out file closed after the benchmarks that finished
+// (none without one), said on stderr. Runs on the watcher thread (benchmarks/interruption.hpp).
+void keep_finished_benchmarks(int signal_number, const std::string& out_path,
+                              gpubench::OutputFile* out_file,
+                              const gpubench::CheckedFileReporter& file_reporter,
+                              const std::string& format, std::size_t selected) {
+  const std::string signal = gpubench::signal_name(signal_number);
+  std::string said = "gpubench: interrupted by " + signal + "; ";
+  if (out_path.empty()) {
+    said += "the benchmarks that finished are above";
+  } else {
+    const auto kept = out_file->publish_interrupted(format, file_reporter, {signal, selected});
+    if (const auto* finished = std::get_if<std::size_t>(&kept)) {
+      said += "--benchmark_out=" + out_path + " holds the " + std::to_string(*finished) + " of " +
+              std::to_string(selected) + " benchmarks that finished, marked interrupted";
+    } else {
+      said += "--benchmark_out=" + out_path + " not written: " + std::get<std::string>(kept);
+    }
+  }
+  said +=
+      "; exit status " + std::to_string(gpubench::exit_status_after_signal(signal_number)) + "\n";
+  std::fputs(said.c_str(), stderr);
 }
 
 // Replaces every --benchmark_out=... in `arguments` by `replacement` (none when empty).
@@ -104,6 +132,10 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> arguments(argv, argv + argc);
   if (const auto error = gpubench::check_run_flags(&arguments)) {
+    std::cerr << "gpubench: " << *error << "\n";
+    return gpubench::kExitUsage;
+  }
+  if (const auto error = gpubench::check_environment()) {
     std::cerr << "gpubench: " << *error << "\n";
     return gpubench::kExitUsage;
   }
@@ -162,6 +194,8 @@ int main(int argc, char** argv) {
   // The console, progress on stderr and a closed stdout are the ProgressReporter's
   // (benchmarks/progress_reporter.hpp); a listing has none of them.
   const std::string filter = gpubench::flag_value(arguments, "benchmark_filter").value_or("");
+  const std::string out_format =
+      gpubench::flag_value(arguments, "benchmark_out_format").value_or("json");
   gpubench::CheckedFileReporter file_reporter;
   std::size_t ran = 0;
   bool stdout_failure_said = false;
@@ -169,18 +203,27 @@ int main(int argc, char** argv) {
     errno = 0;
     ran = benchmark::RunSpecifiedBenchmarks();
   } else {
+    const std::size_t selected = gpubench::count_selected(gpubench::registered_names(), filter);
     gpubench::ProgressReporter progress(
-        gpubench::count_selected(gpubench::registered_names(), filter),
+        selected,
         all_counters ? gpubench::ConsoleCounters::all : gpubench::ConsoleCounters::measured,
         out_path);
     if (!out_path.empty()) {
       file_reporter = gpubench::make_checked_file_reporter(arguments);
-      ran = benchmark::RunSpecifiedBenchmarks(&progress, file_reporter.reporter.get());
-    } else {
-      ran = benchmark::RunSpecifiedBenchmarks(&progress);
+      progress.show_rows_before(file_reporter.state);
     }
+    gpubench::stop_on_signal([&](int signal_number) {
+      keep_finished_benchmarks(signal_number, out_path, &out_file, file_reporter, out_format,
+                               selected);
+    });
+    ran = file_reporter.reporter
+              ? benchmark::RunSpecifiedBenchmarks(&progress, file_reporter.reporter.get())
+              : benchmark::RunSpecifiedBenchmarks(&progress);
     stdout_failure_said = progress.stdout_failed();
   }
+  // A signal from here on finds every benchmark finished: the file is published whole, and the
+  // exit status still says the run was told to stop.
+  const auto late_signal = gpubench::stop_handling_signals();
   benchmark::Shutdown();
   if (!listing) gpubench::print_disturbance_line();  // how many rows were disturbed, by what
   if (ran == 0) {
@@ -199,9 +242,7 @@ int main(int argc, char** argv) {
   }
   // Google Benchmark writes --benchmark_out through an ofstream and never checks it.
   if (file_reporter.reporter) {
-    const std::string format =
-        gpubench::flag_value(arguments, "benchmark_out_format").value_or("json");
-    if (const auto cause = out_file.publish(format, *file_reporter.write_failed)) {
+    if (const auto cause = out_file.publish(out_format, file_reporter.state->write_failed)) {
       std::cerr << "gpubench: --benchmark_out=" << out_path << ": " << *cause
                 << (out_file.in_place() ? "; the results are lost or incomplete\n"
                                         : "; the results are lost, a file already there is "
@@ -210,5 +251,6 @@ int main(int argc, char** argv) {
     }
   }
   if (!stdout_complete(stdout_failure_said)) return gpubench::kExitOutputLost;
+  if (late_signal) return gpubench::exit_status_after_signal(*late_signal);
   return 0;
 }

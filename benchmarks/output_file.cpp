@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,22 +28,12 @@ namespace fs = std::filesystem;
 
 std::string error_text(int error_number) { return std::strerror(error_number); }
 
-// The temporary file of this run, for the exit and signal handlers below. A fixed buffer, since
-// a signal handler may call only async-signal-safe functions (unlink, raise).
+// The temporary file of this run, for the exit handler below and a signal's
+// (remove_temporary_output_file). A fixed buffer, since a signal handler may call only
+// async-signal-safe functions (unlink).
 char temporary_path[PATH_MAX] = "";
 
-void remove_temporary_file() {
-  if (temporary_path[0] == '\0') return;
-  unlink(temporary_path);
-  temporary_path[0] = '\0';
-}
-
-// Ctrl-C, a CI job's timeout (SIGTERM) or a closed terminal leaves no half-written temporary file
-// behind; the signal's default action (SA_RESETHAND) then ends the process as it would have.
-extern "C" void remove_temporary_file_on_signal(int signal_number) {
-  if (temporary_path[0] != '\0') unlink(temporary_path);
-  raise(signal_number);
-}
+void remove_temporary_file() { remove_temporary_output_file(); }
 
 // Keeps `path` to be removed if the process ends before it is published, also through
 // Google Benchmark's std::exit on an error.
@@ -53,16 +43,6 @@ void guard_temporary_file(const std::string& path) {
   if (installed) return;
   installed = true;
   std::atexit(remove_temporary_file);
-  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
-    struct sigaction current {};
-    // A signal the caller ignores (nohup's SIGHUP) stays ignored.
-    if (sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
-    struct sigaction action {};
-    action.sa_handler = remove_temporary_file_on_signal;
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    sigaction(signal_number, &action, nullptr);
-  }
 }
 
 // Google Benchmark writes NaN and Infinity for such values, which strict JSON lacks. Outside
@@ -114,25 +94,89 @@ std::optional<std::string> structure_error(const nlohmann::json& json) {
   return std::nullopt;
 }
 
-// A reporter of Google Benchmark's that, once the last row is written, flushes the stream the
-// library gave it and records whether any write failed (the stream's state is sticky).
+// A reporter of Google Benchmark's that writes under the state's lock, records the benchmarks
+// whose rows it wrote and, once the last row is written (or an interruption closes the document
+// early), flushes the stream the library gave it and records whether any write failed (the
+// stream's state is sticky).
 template <class Reporter>
 class FlushCheckingReporter final : public Reporter {
  public:
   template <class... Arguments>
-  explicit FlushCheckingReporter(std::shared_ptr<bool> write_failed, Arguments... arguments)
-      : Reporter(arguments...), write_failed_(std::move(write_failed)) {}
+  explicit FlushCheckingReporter(std::shared_ptr<FileReporterState> state, Arguments... arguments)
+      : Reporter(arguments...), state_(std::move(state)) {}
+
+  bool ReportContext(const benchmark::BenchmarkReporter::Context& context) override {
+    const std::lock_guard<std::mutex> lock(state_->writing);
+    if (state_->closed_early) return true;
+    state_->context_written = true;
+    return Reporter::ReportContext(context);
+  }
+
+  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
+    const std::lock_guard<std::mutex> lock(state_->writing);
+    if (state_->closed_early) return;
+    Reporter::ReportRuns(runs);
+    for (const auto& run : runs) state_->benchmarks_written.insert(run.run_name.str());
+    // The benchmark's last call: its aggregates, or its only repetition.
+    if (!runs.empty() && (runs.back().run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate ||
+                          runs.front().repetitions <= 1)) {
+      state_->rows_pending = false;
+      state_->rows_written.notify_all();
+    }
+  }
 
   void Finalize() override {
-    Reporter::Finalize();
-    std::ostream& stream = this->GetOutputStream();
-    stream.flush();
-    if (stream.fail()) *write_failed_ = true;
+    const std::lock_guard<std::mutex> lock(state_->writing);
+    if (state_->closed_early) return;
+    finalize_and_flush();
+  }
+
+  std::optional<std::size_t> close_early() {
+    std::unique_lock<std::mutex> lock(state_->writing);
+    // Writing rows takes microseconds; a benchmark whose repetitions are reported one at a time
+    // (--benchmark_enable_random_interleaving) or without aggregates stays pending while the next
+    // runs, so the wait is bounded.
+    constexpr std::chrono::seconds kLongestWait{1};
+    state_->rows_written.wait_for(lock, kLongestWait, [this] { return !state_->rows_pending; });
+    if (!state_->context_written || state_->closed_early) return std::nullopt;
+    finalize_and_flush();
+    state_->closed_early = true;
+    return state_->benchmarks_written.size();
   }
 
  private:
-  std::shared_ptr<bool> write_failed_;
+  void finalize_and_flush() {
+    Reporter::Finalize();
+    std::ostream& stream = this->GetOutputStream();
+    stream.flush();
+    if (stream.fail()) state_->write_failed = true;
+  }
+
+  std::shared_ptr<FileReporterState> state_;
 };
+
+// Makes the reporter of `checked` and its close_early.
+template <class Reporter, class... Arguments>
+void make_reporter(CheckedFileReporter* checked, Arguments... arguments) {
+  auto reporter = std::make_unique<FlushCheckingReporter<Reporter>>(checked->state, arguments...);
+  auto* raw = reporter.get();
+  checked->close_early = [raw] { return raw->close_early(); };
+  checked->reporter = std::move(reporter);
+}
+
+// The document's context with the interruption's keys added first, or nothing when `text` has no
+// "context" object where a Google Benchmark JSON document has it.
+std::optional<std::string> with_interruption(std::string text, const std::string& signal,
+                                             std::size_t finished, std::size_t selected) {
+  constexpr const char* kContextOpening = "\"context\": {";
+  const auto at = text.find(kContextOpening);
+  if (at == std::string::npos) return std::nullopt;
+  const std::string keys = "\n    \"interrupted\": \"" + signal +
+                           "\",\n    \"benchmarks_finished\": " + std::to_string(finished) +
+                           ",\n    \"benchmarks_selected\": " + std::to_string(selected) + ",";
+  text.insert(at + std::strlen(kContextOpening), keys);
+  return text;
+}
 
 }  // namespace
 
@@ -144,18 +188,15 @@ CheckedFileReporter make_checked_file_reporter(const std::vector<std::string>& a
     // Deprecated by Google Benchmark, which still makes one for --benchmark_out_format=csv.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    checked.reporter =
-        std::make_unique<FlushCheckingReporter<benchmark::CSVReporter>>(checked.write_failed);
+    make_reporter<benchmark::CSVReporter>(&checked);
 #pragma GCC diagnostic pop
   } else if (format == "console") {
     const auto options = flag_is_set(arguments, "benchmark_counters_tabular")
                              ? benchmark::ConsoleReporter::OO_Tabular
                              : benchmark::ConsoleReporter::OO_None;
-    checked.reporter = std::make_unique<FlushCheckingReporter<benchmark::ConsoleReporter>>(
-        checked.write_failed, options);
+    make_reporter<benchmark::ConsoleReporter>(&checked, options);
   } else {
-    checked.reporter =
-        std::make_unique<FlushCheckingReporter<benchmark::JSONReporter>>(checked.write_failed);
+    make_reporter<benchmark::JSONReporter>(&checked);
   }
   return checked;
 }
@@ -268,6 +309,33 @@ std::optional<std::string> OutputFile::publish(const std::string& format, bool w
     close(folder_descriptor);
   }
   return std::nullopt;
+}
+
+std::variant<std::size_t, std::string> OutputFile::publish_interrupted(
+    const std::string& format, const CheckedFileReporter& reporter,
+    const Interrupted& interrupted) {
+  const auto finished = reporter.close_early();
+  if (!finished) return std::string("no benchmark had finished");
+  if (format == "json" && !in_place()) {
+    std::ifstream written(write_path_, std::ios::binary);
+    std::stringstream buffer;
+    buffer << written.rdbuf();
+    const auto marked = with_interruption(buffer.str(), interrupted.signal, *finished,
+                                          interrupted.benchmarks_selected);
+    if (!marked) return std::string("the file has no \"context\" object to mark as interrupted");
+    std::ofstream rewritten(write_path_, std::ios::binary | std::ios::trunc);
+    rewritten << *marked;
+    rewritten.flush();
+    if (rewritten.fail()) return "rewriting it failed: " + error_text(errno);
+  }
+  if (auto cause = publish(format, reporter.state->write_failed)) return *cause;
+  return *finished;
+}
+
+void remove_temporary_output_file() noexcept {
+  if (temporary_path[0] == '\0') return;
+  unlink(temporary_path);
+  temporary_path[0] = '\0';
 }
 
 std::optional<std::string> stdout_write_error() {

@@ -124,6 +124,7 @@ bool ProgressReporter::ReportContext(const Context& context) {
 }
 
 void ProgressReporter::ReportRuns(const std::vector<Run>& reports) {
+  if (file_state_) file_state_->rows_shown();
   if (!stdout_failed_) {
     const bool console = dynamic_cast<benchmark::ConsoleReporter*>(display_) != nullptr;
     errno = 0;

@@ -26,10 +26,14 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "benchmarks/output_file.hpp"
 
 namespace gpubench {
 
@@ -45,6 +49,12 @@ class ProgressReporter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>& reports) override;
   void Finalize() override;
 
+  // The --benchmark_out file's reporter state, told when rows are shown before the file has them
+  // (FileReporterState::rows_pending).
+  void show_rows_before(std::shared_ptr<FileReporterState> file_state) {
+    file_state_ = std::move(file_state);
+  }
+
   // Whether a write to stdout failed; it was said on stderr when it happened.
   bool stdout_failed() const { return stdout_failed_; }
 
@@ -57,6 +67,7 @@ class ProgressReporter : public benchmark::BenchmarkReporter {
   // here. Make a ProgressReporter only for a run that passes it to RunSpecifiedBenchmarks: a run
   // without one takes ownership of that same instance and deletes it.
   benchmark::BenchmarkReporter* display_;
+  std::shared_ptr<FileReporterState> file_state_;
   bool compact_console_;  // the display is the console and --all-counters was not given
   std::string out_file_;
   bool stdout_failed_ = false;

@@ -39,7 +39,7 @@ std::optional<int> wait_idle(const std::string& value) {
   const double limit_s = std::strtod(value.c_str(), &end);
   if (value.empty() || *end != '\0' || !std::isfinite(limit_s) || limit_s < 0 ||
       limit_s > kMaxWaitIdleSeconds) {
-    std::cerr << "gpubench: --wait-idle='" << value << "' is not a number of seconds from 0 to "
+    std::cerr << "gpubench: --wait-idle=" << value << " is not a number of seconds from 0 to "
               << kMaxWaitIdleSeconds << "\n";
     return kExitUsage;
   }

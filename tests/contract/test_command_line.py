@@ -122,6 +122,16 @@ def test_help_names_bench_and_lists_every_flag_and_variable() -> None:
         "--benchmark_min_warmup_time=-1",
         "--benchmark_min_warmup_time=nan",
         "--benchmark_min_warmup_time=inf",
+        # Values at the extremes: finite, but a run (or a warm-up) that would outlast any job.
+        "--benchmark_min_time=1e308",
+        "--benchmark_min_time=86401",
+        "--benchmark_min_time=1e-320",
+        "--benchmark_min_warmup_time=1e308",
+        "--benchmark_repetitions=1e308",
+        "--benchmark_repetitions=99999999999",
+        "--wait-idle=1e308",
+        "--wait-idle=nan",
+        "--wait-idle=-1",
         "--benchmark_format=xml",
         "--benchmark_out_format=xml",
     ],
@@ -133,6 +143,32 @@ def test_invalid_run_flag_is_rejected_before_anything_runs(tmp_path: Path, argum
     messages = [line for line in run.stderr.splitlines() if argument in line]
     assert len(messages) == 1, run.stderr
     assert messages[0].startswith("gpubench: "), messages[0]
+    assert "matmul/cpu" not in run.stdout  # no benchmark ran
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("GPUBENCH_PROGRESS_SECONDS", "abc"),
+        ("GPUBENCH_PROGRESS_SECONDS", "-1"),
+        ("GPUBENCH_PROGRESS_SECONDS", "nan"),
+        ("GPUBENCH_PROGRESS_SECONDS", "inf"),
+        ("GPUBENCH_PROGRESS_SECONDS", "1e308"),
+        ("GPUBENCH_PROGRESS_SECONDS", "1e-320"),
+        ("GPUBENCH_FULL", "2"),
+        ("GPUBENCH_FULL", "yes"),
+        ("GPUBENCH_CONDITIONS", "maybe"),
+    ],
+)
+def test_invalid_variable_is_rejected_before_anything_runs(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    out = tmp_path / "out.json"
+    run = run_bench(TINY_FILTER, f"--benchmark_out={out}", env={**os.environ, variable: value})
+    assert run.returncode == 2, f"exit {run.returncode}; stderr: {run.stderr}"
+    messages = [line for line in run.stderr.splitlines() if f"{variable}='{value}'" in line]
+    assert len(messages) == 1, run.stderr
     assert "matmul/cpu" not in run.stdout  # no benchmark ran
     assert not out.exists()
 
@@ -172,7 +208,10 @@ def test_iteration_count_runs_where_the_library_supports_it(tmp_path: Path) -> N
 @pytest.mark.parametrize("out_format", ["json", "csv", "console"])
 def test_output_to_a_full_device_is_exit_code_1(out_format: str) -> None:
     run = run_bench(
-        TINY_FILTER, SHORT_TIME, "--benchmark_out=/dev/full", f"--benchmark_out_format={out_format}"
+        TINY_FILTER,
+        SHORT_TIME,
+        "--benchmark_out=/dev/full",
+        f"--benchmark_out_format={out_format}",
     )
     assert run.returncode == 1, f"exit {run.returncode}; stderr: {run.stderr}"
     messages = [line for line in run.stderr.splitlines() if "/dev/full" in line]
@@ -257,21 +296,26 @@ def wait_for_progress(process: subprocess.Popen, done: int) -> list[str]:
     raise AssertionError(f"bench ended before {done} benchmarks: {''.join(lines)}")
 
 
-def start_several(out: Path, min_time: str) -> subprocess.Popen:
-    """bench on SEVERAL_FILTER, 3 repetitions, writing `out`, started in the background with a
-    progress line per benchmark on its stderr (read it with wait_for_progress)."""
+def start_bench(*arguments: str, preexec_fn=None) -> subprocess.Popen:
+    """bench with `arguments`, started in the background with a progress line per benchmark on
+    its stderr (read it with wait_for_progress) and its stdout discarded."""
     return subprocess.Popen(
-        [
-            str(bench_binary()),
-            SEVERAL_FILTER,
-            f"--benchmark_min_time={min_time}",
-            "--benchmark_repetitions=3",
-            f"--benchmark_out={out}",
-        ],
+        [str(bench_binary()), *arguments],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         env=progress_environment(),
+        preexec_fn=preexec_fn,
+    )
+
+
+def start_several(out: Path, min_time: str) -> subprocess.Popen:
+    """bench on SEVERAL_FILTER, 3 repetitions, writing `out` (start_bench)."""
+    return start_bench(
+        SEVERAL_FILTER,
+        f"--benchmark_min_time={min_time}",
+        "--benchmark_repetitions=3",
+        f"--benchmark_out={out}",
     )
 
 
@@ -302,19 +346,110 @@ def test_two_runs_writing_one_file_leave_one_complete_document(tmp_path: Path) -
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
 
 
-def test_interrupted_run_leaves_the_file_there_and_no_temporary_file(tmp_path: Path) -> None:
-    out = tmp_path / "out.json"
-    out.write_text("the previous run's results\n")
-    process = start_several(out, min_time="0.02")
+# --- A run told to stop keeps what finished ---------------------------------------------------
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def default_stop_signals() -> None:
+    """In the child before bench starts: the default action for the stop signals, whatever the
+    test's own process inherited (a non-interactive shell starts background jobs with SIGINT
+    ignored, nohup ignores SIGHUP), so the test sees bench's handling and nothing else.
+    """
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+
+
+def start_long(out: Path | None) -> subprocess.Popen:
+    """bench on SEVERAL_FILTER, 3 repetitions of 0.2 s or more each, so that a signal sent after a
+    benchmark's progress line lands inside the next one; writing `out` when given."""
+    return start_bench(
+        SEVERAL_FILTER,
+        "--benchmark_min_time=0.2",
+        "--benchmark_repetitions=3",
+        *([f"--benchmark_out={out}"] if out else []),
+        preexec_fn=default_stop_signals,
+    )
+
+
+def stop_after(process: subprocess.Popen, done: int, *signals: signal.Signals) -> str:
+    """Sends `signals` to `process` once `done` benchmarks have finished; returns its stderr."""
     try:
-        wait_for_progress(process, 2)
-        process.send_signal(signal.SIGINT)
+        lines = wait_for_progress(process, done)
+        for number in signals:
+            process.send_signal(number)
+        lines.append(process.stderr.read())
         process.wait(timeout=TIMEOUT_S)
     finally:
         process.kill()
-    assert process.returncode == -signal.SIGINT  # ended by the signal, as without bench's handler
-    assert out.read_text() == "the previous run's results\n"
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("stop", STOP_SIGNALS, ids=lambda number: signal.Signals(number).name)
+def test_a_stopped_run_keeps_every_finished_benchmark_in_a_valid_file(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    out = tmp_path / "out.json"
+    out.write_text("the previous run's results\n")
+    process = start_long(out)
+    stderr = stop_after(process, 2, stop)
+    assert process.returncode == 128 + stop, stderr
+    document = json.loads(out.read_text())  # one valid document, not the previous file
+    context = document["context"]
+    assert context["interrupted"] == signal.Signals(stop).name
+    assert context["benchmarks_selected"] == SEVERAL_NAMES
+    finished = context["benchmarks_finished"]
+    # The two that had finished when the signal was sent; the one in progress is left out unless
+    # it finished before the signal arrived.
+    assert 2 <= finished < SEVERAL_NAMES, finished
+    names = [row["run_name"] for row in document["benchmarks"]]
+    assert len(set(names)) == finished
+    for name in set(names):  # each benchmark whole: 3 repetitions and 4 aggregates
+        assert names.count(name) == 3 + 4, name
+    assert f"interrupted by {signal.Signals(stop).name}" in stderr
+    assert f"holds the {finished} of {SEVERAL_NAMES} benchmarks that finished" in stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_a_second_signal_ends_at_once_and_never_leaves_a_half_written_file(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out.json"
+    out.write_text("the previous run's results\n")
+    process = start_long(out)
+    stderr = stop_after(process, 1, signal.SIGTERM, signal.SIGTERM)
+    # Either the first signal's file was published before the second arrived (exit 143), or the
+    # second ended the process (killed by SIGTERM) and the previous file stayed: never a mix.
+    assert process.returncode in (128 + signal.SIGTERM, -signal.SIGTERM), stderr
+    text = out.read_text()
+    if text != "the previous run's results\n":
+        assert json.loads(text)["context"]["interrupted"] == "SIGTERM"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_a_stopped_run_without_an_output_file_says_so_and_exits_128_plus_the_signal() -> None:
+    process = start_long(None)
+    stderr = stop_after(process, 1, signal.SIGINT)
+    assert process.returncode == 128 + signal.SIGINT, stderr
+    assert "interrupted by SIGINT; the benchmarks that finished are above" in stderr
+
+
+def test_a_signal_the_caller_ignores_stays_ignored(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    process = start_bench(
+        TINY_FILTER,
+        "--benchmark_min_time=0.5",
+        f"--benchmark_out={out}",
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # as nohup does
+    )
+    try:
+        process.send_signal(signal.SIGHUP)  # ignored from the start: no time to wait for
+        stderr = process.stderr.read()
+        process.wait(timeout=TIMEOUT_S)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr
+    assert "interrupted" not in json.loads(out.read_text())["context"]
 
 
 def test_folder_of_the_output_file_is_created(tmp_path: Path) -> None:
@@ -337,7 +472,10 @@ def test_output_file_keeps_the_permissions_of_a_new_file(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     "where, cause",
     [
-        ("a-file/out.json", "cannot create the folder"),  # a folder named like an existing file
+        (
+            "a-file/out.json",
+            "cannot create the folder",
+        ),  # a folder named like an existing file
         ("", "is a folder"),  # the output path is the folder itself
     ],
 )
@@ -387,7 +525,9 @@ def run_into_head(*arguments: str) -> tuple[int, str]:
     return bench.returncode, stderr
 
 
-def test_closed_stdout_keeps_the_file_whole_and_exits_1_with_one_message(tmp_path: Path) -> None:
+def test_closed_stdout_keeps_the_file_whole_and_exits_1_with_one_message(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "out.json"
     exit_code, stderr = run_into_head(
         NINE_FILTER, "--benchmark_min_time=0.05", f"--benchmark_out={out}"
@@ -452,7 +592,12 @@ def test_progress_lines_never_land_inside_a_table_row(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     with open(log, "w", encoding="utf-8") as both:  # `bench >log 2>&1`
         run = subprocess.run(
-            [str(bench_binary()), SEVERAL_FILTER, SHORT_TIME, "--benchmark_repetitions=12"],
+            [
+                str(bench_binary()),
+                SEVERAL_FILTER,
+                SHORT_TIME,
+                "--benchmark_repetitions=12",
+            ],
             stdout=both,
             stderr=both,
             env=progress_environment(),
