@@ -118,6 +118,57 @@ def test_gpu_check_counts_skipped_rows_apart_from_failed_ones(tmp_path: Path) ->
     ), line
 
 
+def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path: Path) -> None:
+    """--within: a sweep that outlasts the limit is stopped with SIGTERM (bench then keeps the
+    benchmarks that finished), and the steps after it are not started, each said in summary.txt."""
+    rows = [gb_row("mlp/gpu/eager/data:synthetic/batch:1/hidden:8/readback:0/manual_time", 1e-3)]
+    env = _stand_in_machine(
+        tmp_path, rows, listed=[rows[0]["name"], "cnn/gpu/eager/data:synthetic/batch:1/manual_time"]
+    )
+    # A bench that measures until it is told to stop, then writes what it has, as bench does.
+    finished = tmp_path / "finished.json"
+    finished.write_text(json.dumps({"context": {"interrupted": "SIGTERM"}, "benchmarks": rows}))
+    bench = Path(env["BUILD_DIR"]) / "benchmarks" / "bench"
+    listing = bench.read_text().splitlines()[1]  # the stand-in's --list-all line
+    _executable(
+        bench,
+        "#!/usr/bin/env bash\n"
+        f"{listing}\n"
+        'for a in "$@"; do [[ $a == --benchmark_out=* ]] && out=${a#--benchmark_out=}; done\n'
+        f'trap \'cp "{finished}" "$out"; exit 143\' TERM\n'
+        "sleep 120 & wait\n",
+    )
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--within", "25", "--only", "mlp,cnn", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = (out / "summary.txt").read_text()
+    mlp = next(line for line in summary.splitlines() if "bench mlp:" in line)
+    assert "stopped at the --within limit (the benchmarks that finished are kept)" in mlp, mlp
+    assert "0 rows failed" in mlp, mlp
+    assert re.search(r"bench cnn: not started, \d+ s left of --within 25", summary), summary
+    assert json.loads((out / "test-gpu-mlp.json").read_text())["benchmarks"] == rows
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1e308", "nan", "ten", "86401", ""])
+def test_within_takes_a_whole_number_of_seconds(tmp_path: Path, value: str) -> None:
+    proc = subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--within", value, "--list-families"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"gpu-check: --within needs a whole number of seconds from 1 to 86400, not '{value}'"
+    ]
+
+
 def test_references_step_runs_the_mixed_precision_reference(tmp_path: Path) -> None:
     env = _stand_in_machine(tmp_path, [])
     # A stand-in Python with "PyTorch and CUDA": it answers the import check and, for a
