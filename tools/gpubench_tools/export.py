@@ -244,7 +244,7 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     for path in args.runs:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
         try:
-            _, rows = read_rows(path, ExportError, "not exported", "not exported")
+            _, rows = read_rows(path, "export", ExportError, "not exported")
         except OSError as exc:  # named here: an OSError need not carry the file's name
             raise ExportError(f"{path}: {exc.strerror or exc}") from None
         found, dropped, unusable = summarise(path, rows, args.time)

@@ -43,6 +43,7 @@ from .benchjson import (
     BenchReport,
     BenchRow,
     describe_invalid,
+    cut_off_lines,
     load_report,
     skip_reason,
     usable_counter,
@@ -76,6 +77,9 @@ class Table:
     problems: pd.DataFrame
     machines: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
+    # One line per file of a run that did not finish (interrupted by a signal, or truncated),
+    # also among `warnings`: what the report says at its top.
+    cut_off: list[str] = field(default_factory=list)
 
     def context(self, machine: int, key: str, gpu: bool = False) -> Any:
         """One context value of a machine; `gpu=True` reads the GPU reference's context when
@@ -324,6 +328,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     problems: list[dict[str, Any]] = []
     machines: list[dict[str, Any]] = []
     warnings: list[str] = []
+    cut_off: list[str] = []
     file_contexts: dict[str, dict[str, Any]] = {}
     for index, group in enumerate(_machine_groups(paths)):
         context = group[0].context
@@ -341,6 +346,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
         for report in group:
             file_contexts[report.path] = report.context
             warnings += report.warnings
+            cut_off += cut_off_lines(report)
             invalid = [r for r in report.rows if r.invalid is not None]
             if invalid:
                 warnings.append(f"{report.path}: {describe_invalid(invalid)}: not used")
@@ -373,7 +379,13 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     problem_frame = pd.DataFrame.from_records(
         problems, columns=["file", "name", "backend", "status", "reason"]
     )
-    return Table(rows=rows, problems=problem_frame, machines=machine_frame, warnings=warnings)
+    return Table(
+        rows=rows,
+        problems=problem_frame,
+        machines=machine_frame,
+        warnings=warnings,
+        cut_off=cut_off,
+    )
 
 
 def _add_reference(

@@ -26,10 +26,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..benchjson import CUT_OFF, DISTURBED, UNKNOWN, BenchReport, disturbance_causes_line
+from ..benchjson import DISTURBED, UNKNOWN, BenchReport, disturbance_causes_line
 from ..benchjson import group_reasons, unknown_conditions_note
-from ..policy import FAIL, MALFORMED_ROW, NOTHING_MEASURED, REFUSE, action
-from ..policy import CUT_OFF as CUT_OFF_FILE
+from ..policy import FAIL, INTERRUPTED, MALFORMED_ROW, NOTHING_MEASURED, REFUSE, action
+from ..policy import file_situation
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
 from ..table import file_rows, undisturbed
 from .config import CompareConfig
@@ -487,6 +487,15 @@ class CompareResult:
                 "git_commit": report.context.get("gpubench_git_commit"),
                 **{key: report.context.get(key) for key in keys},
                 "recovered_from_truncation": report.recovered_from_truncation,
+                "interrupted": (
+                    None
+                    if report.interrupted is None
+                    else {
+                        "signal": report.interrupted.signal,
+                        "benchmarks_finished": report.interrupted.finished,
+                        "benchmarks_selected": report.interrupted.selected,
+                    }
+                ),
                 "state": report.state,
             }
 
@@ -535,10 +544,16 @@ def compare_reports(
     """
     _check_files(baseline, contender)
     cut_off = None
-    if contender.state == CUT_OFF and action("compare contender", CUT_OFF_FILE).kind == FAIL:
+    situation = file_situation(contender)
+    if situation is not None and action("compare contender", situation).kind == FAIL:
+        missing = (
+            f"{plural(contender.interrupted.missing)} selected were not measured"
+            if situation == INTERRUPTED and contender.interrupted is not None
+            else "benchmarks or repetitions may be missing"
+        )
         cut_off = (
-            f"the contender {contender.path} is cut off after {len(contender.rows)} complete rows: "
-            "the run did not finish, so benchmarks or repetitions may be missing"
+            f"the contender {contender.path} is cut off ({contender.cut_off}): the run did not "
+            f"finish, so {missing}"
         )
     base, cont = _repetitions(baseline, config.time), _repetitions(contender, config.time)
     ambiguous = _key([base, cont])
@@ -636,8 +651,8 @@ def _check_files(baseline: BenchReport, contender: BenchReport) -> None:
                 f"{report.path}: row '{malformed[0].name}' is invalid: {malformed[0].invalid}"
                 f"{more}; the gate reads only whole, well-formed bench rows"
             )
-    if baseline.state == CUT_OFF and action("compare baseline", CUT_OFF_FILE).kind == REFUSE:
+    situation = file_situation(baseline)
+    if situation is not None and action("compare baseline", situation).kind == REFUSE:
         raise UsageError(
-            f"{baseline.path}: cut off after {len(baseline.rows)} complete rows (the run was "
-            "interrupted): a baseline must be a whole run"
+            f"{baseline.path}: cut off ({baseline.cut_off}): a baseline must be a whole run"
         )

@@ -214,6 +214,13 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
         if not runs:
             continue
         newest_commit = runs[-1].git_commit
+        # A benchmark a run at that commit did not reach because a signal stopped it is missing,
+        # and the note says why (policy: interrupted run).
+        stopped = [
+            f"; a run at that commit was {r.interrupted}"
+            for r in runs
+            if r.git_commit == newest_commit and isinstance(r.interrupted, str)
+        ]
         verdicts = []
         for (owner, name), series in history.series.items():
             if owner != machine_id:
@@ -222,6 +229,7 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
                 verdicts.append(judge(history, series, name, rule))
             else:
                 note = f"not measured at commit {newest_commit}; last at {series[-1].git_commit}"
+                note += "".join(stopped[:1])
                 source = history.time_source(name, rule.time)
                 verdicts.append(BenchVerdict(name, MISSING, source, 0, 0, math.nan, [], note))
         checks.append(MachineCheck(machine, runs, verdicts))

@@ -169,7 +169,18 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 f"{plural(len(record.failures), 'failed or skipped row')}"
                 + _conditions_of(record.samples)
             )
+            if record.interrupted is not None:
+                # Policy: an interrupted run is stored with what it finished, and said to be.
+                output.warn(f"{_prog()}: warning: {term_text(interrupted_note(path, record))}")
     return status
+
+
+def interrupted_note(path: str, record: Any) -> str:
+    """The line `add` says of a run stored although a signal stopped it."""
+    return (
+        f"{path}: the run was {record.interrupted}: stored with the benchmarks it finished, "
+        "marked interrupted; the others are missing from this run"
+    )
 
 
 def _conditions_of(samples: Any) -> str:
@@ -213,9 +224,10 @@ _SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY, DISTURBED]
 def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
     newest = check.newest_run
     say(f"machine {check.machine.fingerprint}: {term_text(check.machine.label)}")
+    stopped = f", {newest.interrupted}" if isinstance(newest.interrupted, str) else ""
     say(
-        f"  newest run: commit {term_text(newest.git_commit)} ({term_text(newest.date)}), "
-        f"{plural(len(check.runs), 'run')} stored; baseline: up to "
+        f"  newest run: commit {term_text(newest.git_commit)} ({term_text(newest.date)}"
+        f"{term_text(stopped)}), {plural(len(check.runs), 'run')} stored; baseline: up to "
         f"{plural(rule.window, 'run')} before the {rule.confirm} newest"
     )
     for kind in _LISTED + (_SUMMED + [OK, MISSING] if verbose else []):
