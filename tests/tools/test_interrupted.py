@@ -264,3 +264,38 @@ def test_advise_answers_from_the_finished_rows_and_says_so(tmp_path: Path, capsy
     assert code == OK and out
     assert f"interrupted by SIGHUP after {selected} of {selected + 7} benchmarks" in err
     assert "7 selected benchmarks were not measured" in err
+
+
+# --- messages quote the file --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("written", ["-1.5", "-1e-300", "NaN", "-Infinity", "1e30"])
+def test_compare_quotes_an_invalid_time_as_the_file_wrote_it(
+    tmp_path: Path, capsys, written: str
+) -> None:
+    """Never the number the reader made of it ("nan" for a negative time, "1e+30")."""
+    doc = json.loads(CI_CPU.read_text())
+    name = next(r["run_name"] for r in doc["benchmarks"])
+    text = json.dumps(doc, indent=1)
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    lines = path.read_text().splitlines()
+    inside = False
+    for i, line in enumerate(lines):
+        if f'"run_name": "{name}"' in line:
+            inside = True
+        if inside and line.strip().startswith('"real_time":'):
+            lines[i] = f'  "real_time": {written},'
+            inside = False
+    path.write_text("\n".join(lines))
+    code, out, _ = run_tool(capsys, compare_main, str(CI_CPU), str(path))
+    assert code == REGRESSION
+    assert f"real_time is {written} (" in out
+    assert "(nan)" not in out and "1e+30" not in out
+
+
+def test_a_config_value_is_quoted_as_written(tmp_path: Path, capsys) -> None:
+    config = tmp_path / "c.json"
+    config.write_text('{"thresholds": {"max_cv": 1e400, "alpha": 0.050}}')
+    code, _, err = run_tool(capsys, compare_main, str(CI_CPU), str(CI_CPU), "--config", str(config))
+    assert code == UNUSABLE and "thresholds.max_cv: 1e400 is not a number above 0" in err

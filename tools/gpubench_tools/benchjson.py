@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence, TypeVar
 
 from . import schema
-from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
+from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
 __all__ = [
     "BenchJsonError",
@@ -48,6 +48,7 @@ __all__ = [
     "INVALID",
     "MAX_DEPTH",
     "as_read",
+    "loads_as_read",
     "interruption_line",
     "cut_off_lines",
     "json_schema",
@@ -169,6 +170,13 @@ def _read_float(text: str) -> _ReadFloat:
 
 def _read_constant(text: str) -> _ReadFloat:
     return _ReadFloat(float(text.replace("Infinity", "inf")), text)
+
+
+def loads_as_read(text: str) -> Any:
+    """A JSON document (a config file) with every number that has a fraction or an exponent kept
+    with its text, and NaN / Infinity accepted as Python writes them: so that a message about a
+    value can quote it as the file has it (as_read)."""
+    return json.loads(text, parse_float=_read_float, parse_constant=_read_constant)
 
 
 def as_read(value: Any, limit: int = 40) -> str:
@@ -524,7 +532,7 @@ def _problem(error: Any) -> tuple[int, str, str, bool]:
         "minimum": lambda: f"below {error.validator_value:g}",
         "exclusiveMinimum": lambda: (
             "0 in a row that ran iterations"
-            if error.validator_value == 0 and key in _TIMES
+            if error.validator_value == 0 and key in _TIMES and error.instance == 0
             else f"not above {error.validator_value:g}"
         ),
         "maximum": lambda: (
@@ -775,7 +783,8 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
             continue
         seen[key] = value
         if key not in GBENCH_KEYS and _is_number(value):
-            counters[key] = float(value)
+            # kept with its text where it has one: a message quotes it as written (as_read)
+            counters[key] = value if isinstance(value, _ReadFloat) else float(value)
         elif key == "threads" and isinstance(value, float):
             # Google Benchmark writes its thread count as an integer and user counters as
             # floats, so a lone float "threads" (a file rewritten by a JSON library that kept
@@ -1109,7 +1118,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     def body(args_list: Sequence[str] | None) -> int:
         import argparse
 
-        parser = argparse.ArgumentParser(
+        parser = ArgumentParser(
             prog=prog,
             description="Count the failed, skipped and invalid rows of a bench JSON file.",
         )

@@ -49,7 +49,7 @@ from .benchjson import (
     usable_counter,
 )
 from .policy import MIN_UNDISTURBED
-from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
+from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
 __all__ = [
     "Table",
@@ -94,7 +94,8 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
     `label`, `run_type`, `aggregate_name`, `repetition` (None without one), `iterations`,
     `real_time_s`, `cpu_time_s` (NaN where absent or invalid), `threads` (the BLAS thread-count
     counter, NaN without one), `error` (the message of a row that did not run), `status`
-    (measured, failed, skipped or invalid, by benchjson's rules), `conditions` (disturbed, quiet
+    (measured, failed, skipped or invalid, by benchjson's rules), `invalid` (why an invalid row
+    is, naming the field and its value as the file wrote it: benchjson's reason), `conditions` (disturbed, quiet
     or conditions unknown: benchjson.condition_of) and `counters` (a dict of the values as read: a
     NaN counter is an invalid value, an absent one no value)."""
 
@@ -115,6 +116,7 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
         "threads": [r.counters.get("threads", float("nan")) for r in report.rows],
         "error": [r.error for r in report.rows],
         "status": [status(r) for r in report.rows],
+        "invalid": [r.invalid for r in report.rows],
         "conditions": [r.conditions for r in report.rows],
         "counters": [r.counters for r in report.rows],
     }
@@ -558,7 +560,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     def body(args_list: Sequence[str] | None) -> int:
         import argparse
 
-        parser = argparse.ArgumentParser(
+        parser = ArgumentParser(
             prog=prog, description="Count the GPU benchmarks of bench JSON files."
         )
         parser.add_argument("--gpu-rows", nargs="+", metavar="FILE", required=True)

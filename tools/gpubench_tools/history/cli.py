@@ -17,7 +17,7 @@ from ..benchjson import BenchJsonError
 from ..escape import term_text
 from ..output import say
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag
-from ..cli import program_name, run_main
+from ..cli import ArgumentParser, Number, program_name, run_main
 from ..timing import add_time_option, compile_filter
 from ..units import fmt_time, plural
 from .check import (
@@ -30,7 +30,7 @@ from .check import (
     REGRESSION,
     SUSPECT,
 )
-from .check import BenchVerdict, CheckRule, MachineCheck, check_history
+from .check import RULE_RANGES, BenchVerdict, CheckRule, MachineCheck, check_history
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
 
@@ -51,9 +51,14 @@ def _prog() -> str:
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    common = argparse.ArgumentParser(add_help=False)
+    return _parser().parse_args(argv)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line, as data (tests walk it)."""
+    common = ArgumentParser(add_help=False)
     add_debug_flag(common)
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=_prog(),
         parents=[common],
         description="Keep bench runs in one SQLite file; chart them; check the newest run of "
@@ -94,11 +99,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         for name, text in _RULE_HELP.items():
             default = getattr(defaults, name)
             flag = "--" + name.replace("_", "-")
-            help_text = text + " (default %(default)s)"
-            command.add_argument(flag, type=type(default), default=default, help=help_text)
+            kind = RULE_RANGES[name]
+            help_text = text + f" ({kind.range.replace('%', '%%')}; default %(default)s)"
+            command.add_argument(flag, type=kind, default=default, help=help_text)
         add_time_option(command, defaults.time)
         command.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches")
-    return parser.parse_args(argv)
+    return parser
 
 
 def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
