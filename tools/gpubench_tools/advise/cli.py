@@ -28,9 +28,9 @@ _GEMM = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 _MLP_KEYS = ("batch", "hidden", "layers", "data", "readback", "input")
 
 
-# The range of each number --gemm and --mlp hold: far beyond what a GPU or a CPU can hold, short
-# of what a float can.
-DIMENSION = Number(1, 10_000_000, integer=True)
+# The range of each number --gemm and --mlp hold: beyond what a GPU or a CPU can hold (the memory
+# checks say so), short of what a float holds exactly.
+DIMENSION = Number(1, 1_000_000_000_000, integer=True)
 LAYERS = Number(1, 10_000, integer=True)
 READBACK = Number(0, 1_000_000_000, integer=True, unit="steps; 0 never")
 
