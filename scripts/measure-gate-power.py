@@ -27,7 +27,6 @@ Usage: scripts/measure-gate-power.py [--bench build/benchmarks/bench] [--out FIL
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -45,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from gpubench_tools.benchjson import load_report  # noqa: E402
+from gpubench_tools.cli import ArgumentParser, Number  # noqa: E402
 from gpubench_tools.compare import paired  # noqa: E402
 from gpubench_tools.compare.interleave import PairedRun  # noqa: E402
 
@@ -395,16 +395,17 @@ def markdown(doc: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
+    count = Number(1, 1_000_000, integer=True)
     parser.add_argument("--bench", default=str(ROOT / "build" / "benchmarks" / "bench"))
     parser.add_argument(
         "--out", default=str(ROOT / "reports" / "baselines" / "gate-power-2core.json")
     )
     parser.add_argument("--markdown")
-    parser.add_argument("--pool-rounds", type=int, default=120)
-    parser.add_argument("--scheme-blocks", type=int, default=6)
-    parser.add_argument("--gate-runs", type=int, default=1000)
-    parser.add_argument("--real-runs", type=int, default=5)
+    parser.add_argument("--pool-rounds", type=count, default=120)
+    parser.add_argument("--scheme-blocks", type=count, default=6)
+    parser.add_argument("--gate-runs", type=count, default=1000)
+    parser.add_argument("--real-runs", type=count, default=5)
     parser.add_argument(
         "--skip",
         action="append",

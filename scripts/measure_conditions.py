@@ -27,7 +27,6 @@ what the sampler costs there, not what it costs. Exit code 0, or 2 when bench ca
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -37,6 +36,10 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+
+from gpubench_tools.cli import ArgumentParser, Number  # noqa: E402
+
 CPU_ROW = "matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1"
 GPU_ROW = "overhead/launch/roundtrip/manual_time"
 TARGET_RATIO = 1.02
@@ -192,22 +195,21 @@ def print_sweep(title: str, sweep: dict) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench", default=str(REPO / "build" / "benchmarks" / "bench"))
-    parser.add_argument("--pairs", type=int, default=10, help="on/off pairs per row (10; 0: none)")
-    parser.add_argument("--repetitions", type=int, default=5, help="repetitions per run (5)")
+    pairs, repetitions = Number(0, 10_000, integer=True), Number(1, 10_000, integer=True)
+    parser.add_argument(
+        "--pairs", type=pairs, default=10, help="on/off pairs per row (10; 0: none)"
+    )
+    parser.add_argument(
+        "--repetitions", type=repetitions, default=5, help="repetitions per run (5)"
+    )
     parser.add_argument("--sweep", action="store_true", help="also run one default sweep")
     parser.add_argument(
         "--busy", action="store_true", help="with --sweep: the sweep again beside one busy core"
     )
     parser.add_argument("--out", type=Path, help="write the results as JSON here too")
     args = parser.parse_args()
-    if args.pairs < 0 or args.repetitions < 1:
-        print(
-            "measure_conditions.py: --pairs must be at least 0 and --repetitions at least 1",
-            file=sys.stderr,
-        )
-        return 2
     if args.busy and not args.sweep:
         print("measure_conditions.py: --busy needs --sweep", file=sys.stderr)
         return 2

@@ -16,7 +16,6 @@ of the history untouched) and the check is asked about the second run of the pai
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import subprocess
@@ -31,11 +30,13 @@ sys.path.insert(0, str(REPO / "tools"))
 from gpubench_tools.history.check import (  # noqa: E402
     NOT_ENOUGH_HISTORY,
     REGRESSION,
+    RULE_RANGES,
     CheckRule,
     judge,
     rolling_regressions,
 )
 from gpubench_tools.history.ingest import read_run  # noqa: E402
+from gpubench_tools.cli import ArgumentParser, Number  # noqa: E402
 from gpubench_tools.history.store import History, HistoryStore  # noqa: E402
 
 # Seven single-threaded OpenBLAS GEMMs from 0.2 us to 0.7 ms: launch-bound to compute-bound.
@@ -138,15 +139,21 @@ def planted(history: History, rule: CheckRule, factor: float) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path, help="folder of run*.json files")
-    parser.add_argument("--collect", type=int, metavar="N", help="first run bench N times")
+    runs, pause = Number(1, 10_000, integer=True), Number(0.0, 86_400.0, unit="seconds")
+    factor = Number(1.0, 100.0, low_open=True)
+    parser.add_argument("--collect", type=runs, metavar="N", help="first run bench N times")
     parser.add_argument("--bench", default=str(REPO / "build" / "benchmarks" / "bench"))
-    parser.add_argument("--pause-s", type=float, default=20.0, help="pause between runs")
-    parser.add_argument("--factor", type=float, default=1.3, help="planted slowdown")
-    parser.add_argument("--alpha", type=float, default=CheckRule().alpha, help="rule's alpha")
+    parser.add_argument("--pause-s", type=pause, default=20.0, help="pause between runs")
+    parser.add_argument("--factor", type=factor, default=1.3, help="planted slowdown")
+    alpha, min_ratio = RULE_RANGES["alpha"], RULE_RANGES["min_ratio"]
+    parser.add_argument("--alpha", type=alpha, default=CheckRule().alpha, help="rule's alpha")
     parser.add_argument(
-        "--min-ratio", type=float, default=CheckRule().min_ratio, help="rule's effect-size floor"
+        "--min-ratio",
+        type=min_ratio,
+        default=CheckRule().min_ratio,
+        help="rule's effect-size floor",
     )
     args = parser.parse_args()
     if args.collect:

@@ -249,7 +249,7 @@ def test_parse_mlp() -> None:
         ("batch=4", "missing hidden"),
         ("batch=4,hidden=8,depth=2", "unknown key 'depth'"),
         ("batch=4,hidden=8,batch=5", "'batch' given twice"),
-        ("batch=0,hidden=8", "batch=0: expected a positive integer"),
+        ("batch=0,hidden=8", "'batch=0': 0 is not an integer from 1 to 1000000000000"),
         ("batch=four,hidden=8", "batch=four"),
         ("batch=4,hidden=8,data=mnist", "data=mnist: unknown data set"),
         ("batch=4,hidden=8x2,layers=3", "disagree"),

@@ -171,8 +171,11 @@ def test_usage_errors_are_exit_2(tmp_path, capsys) -> None:
     name = MLP.format(t=1)
     base = write(tmp_path / "b.json", reps(name, spread(1e-3)))
     for bad in (["--max-ratio", "0.5"], ["--alpha", "2"], ["--max-cv", "nan"]):
-        code, out, err = run(capsys, base, base, *bad)
-        assert code == 2 and out == "" and len(err.splitlines()) == 1
+        with pytest.raises(SystemExit) as exit_info:
+            compare.main([base, base, *bad])
+        out, err = capsys.readouterr()
+        assert exit_info.value.code == 2 and out == "" and len(err.splitlines()) == 1
+        assert bad[0] in err and repr(bad[1]) in err
     with pytest.raises(SystemExit) as exit_info:
         compare.main([base])
     assert exit_info.value.code == 2

@@ -246,6 +246,7 @@ def test_a_version_1_history_is_migrated_with_conditions_unknown(tmp_path, capsy
     db = _history(tmp_path, QUIET, 1.0)
     with sqlite3.connect(db) as conn:  # back to what version 1 wrote
         conn.execute("ALTER TABLE samples DROP COLUMN disturbed")
+        conn.execute("ALTER TABLE runs DROP COLUMN interrupted")
         conn.execute("PRAGMA user_version = 1")
     with store.HistoryStore.open(str(db)) as opened:
         samples = opened.frame("SELECT disturbed FROM samples")

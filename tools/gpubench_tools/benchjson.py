@@ -6,8 +6,10 @@ that work on pandas tables. A file is validated against one declared JSON Schema
 generated from the counter declaration in schema.py that `bench --schema` is tested against, with
 the row-validity limits below) by the jsonschema library, and classified:
 
-- per file: *complete*, *cut off* (a prefix of a bench document: an interrupted run; its complete
-  rows are recovered) or *not a bench file* (unreadable, not UTF-8, empty, not JSON, JSON of
+- per file: *complete*, *cut off* (a prefix of a bench document: a run whose writer stopped
+  halfway, its complete rows recovered; or a whole document whose context says the run was
+  interrupted by a signal: `interrupted`, `benchmarks_finished`, `benchmarks_selected`) or *not a
+  bench file* (unreadable, not UTF-8, empty, not JSON, JSON of
   another shape, nested deeper than any bench file, or a document followed by other bytes);
 - per row: *valid*, *skipped* (its reason), *failed* (its message) or *invalid* (the field named
   and its value shown as read: `time_unit is missing`, `flop is "12" (expected a number)`,
@@ -28,12 +30,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence, TypeVar
 
 from . import schema
-from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
+from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
 __all__ = [
     "BenchJsonError",
     "BenchRow",
     "BenchReport",
+    "Interruption",
+    "INTERRUPT_SIGNALS",
+    "INTERRUPT_KEYS",
     "COMPLETE",
     "CUT_OFF",
     "NOT_BENCH",
@@ -43,6 +48,9 @@ __all__ = [
     "INVALID",
     "MAX_DEPTH",
     "as_read",
+    "loads_as_read",
+    "interruption_line",
+    "cut_off_lines",
     "json_schema",
     "load_report",
     "read_file",
@@ -164,6 +172,13 @@ def _read_constant(text: str) -> _ReadFloat:
     return _ReadFloat(float(text.replace("Infinity", "inf")), text)
 
 
+def loads_as_read(text: str) -> Any:
+    """A JSON document (a config file) with every number that has a fraction or an exponent kept
+    with its text, and NaN / Infinity accepted as Python writes them: so that a message about a
+    value can quote it as the file has it (as_read)."""
+    return json.loads(text, parse_float=_read_float, parse_constant=_read_constant)
+
+
 def as_read(value: Any, limit: int = 40) -> str:
     """A value of a file as the file wrote it, in JSON (`"12"` for a string, `NaN`, `null`,
     `1e30`), cut to `limit` characters: for one line that names a field and its value."""
@@ -180,6 +195,86 @@ def as_read(value: Any, limit: int = 40) -> str:
 def usable_counter(value: float) -> bool:
     """A counter value that can be used as a number: finite, and not absurdly large."""
     return math.isfinite(value) and abs(value) <= MAX_ABS_COUNTER
+
+
+# --- an interrupted run ---------------------------------------------------------------------------
+
+# A bench stopped by one of these signals writes the benchmarks it finished as one whole document
+# and says so in its context (docs/running-bench.md): the signal's name, the benchmarks whose
+# repetitions all finished and were written, and the benchmarks the filter selected.
+INTERRUPT_SIGNALS: tuple[str, ...] = ("SIGINT", "SIGTERM", "SIGHUP")
+INTERRUPT_KEYS: tuple[str, ...] = ("interrupted", "benchmarks_finished", "benchmarks_selected")
+# More benchmarks than one run can select: a count above it is a corrupt value.
+MAX_BENCHMARKS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """What the context of an interrupted run says: the signal and how far the run got."""
+
+    signal: str
+    finished: int
+    selected: int
+
+    @property
+    def missing(self) -> int:
+        """Selected benchmarks the run did not finish (none of their rows is in the file)."""
+        return self.selected - self.finished
+
+    def __str__(self) -> str:
+        return (
+            f"interrupted by {self.signal} after {self.finished} of "
+            f"{self.selected} benchmark{'' if self.selected == 1 else 's'}"
+        )
+
+
+def _interruption(path: str, context: Any) -> Interruption | None:
+    """The interruption a file's context (its pairs as read) records, None where it has none of
+    the keys; BenchJsonError naming the key and its value as written where a key is missing,
+    repeated or of the wrong kind: a file that says it was interrupted must say how far."""
+    pairs = list(context) if isinstance(context, _Pairs) else []
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in INTERRUPT_KEYS:
+            if key in found:
+                raise BenchJsonError(path, f'context "{key}" appears more than once')
+            found[key] = value
+    if not found:
+        return None
+    for key in INTERRUPT_KEYS:
+        if key not in found:
+            present = next(k for k in INTERRUPT_KEYS if k in found)
+            raise BenchJsonError(
+                path,
+                f'context has "{present}" but no "{key}": an interrupted run names all of '
+                + ", ".join(f'"{k}"' for k in INTERRUPT_KEYS),
+            )
+    signal = found["interrupted"]
+    if signal not in INTERRUPT_SIGNALS:
+        raise BenchJsonError(
+            path,
+            f'context "interrupted" is {as_read(signal)} (expected one of '
+            + ", ".join(f'"{s}"' for s in INTERRUPT_SIGNALS)
+            + ")",
+        )
+    counts: dict[str, int] = {}
+    for key in INTERRUPT_KEYS[1:]:
+        value = found[key]
+        if type(value) is not int or not 0 <= value <= MAX_BENCHMARKS:
+            raise BenchJsonError(
+                path,
+                f'context "{key}" is {as_read(value)} (expected an integer from 0 to '
+                f"{MAX_BENCHMARKS})",
+            )
+        counts[key] = value
+    finished, selected = counts["benchmarks_finished"], counts["benchmarks_selected"]
+    if finished > selected:
+        raise BenchJsonError(
+            path,
+            f'context "benchmarks_finished" is {as_read(found["benchmarks_finished"])}, more than '
+            f'"benchmarks_selected" {as_read(found["benchmarks_selected"])}',
+        )
+    return Interruption(signal, finished, selected)
 
 
 # --- the conditions of a repetition -------------------------------------------------------------
@@ -437,7 +532,7 @@ def _problem(error: Any) -> tuple[int, str, str, bool]:
         "minimum": lambda: f"below {error.validator_value:g}",
         "exclusiveMinimum": lambda: (
             "0 in a row that ran iterations"
-            if error.validator_value == 0 and key in _TIMES
+            if error.validator_value == 0 and key in _TIMES and error.instance == 0
             else f"not above {error.validator_value:g}"
         ),
         "maximum": lambda: (
@@ -604,11 +699,26 @@ class BenchReport:
     rows: list[BenchRow]
     recovered_from_truncation: bool = False
     warnings: list[str] = field(default_factory=list)
+    # What the context says of a run stopped by a signal (a whole document, cut off all the same).
+    interrupted: Interruption | None = None
 
     @property
     def state(self) -> str:
-        """COMPLETE, or CUT_OFF for a file an interrupted run left (its complete rows read)."""
-        return CUT_OFF if self.recovered_from_truncation else COMPLETE
+        """COMPLETE, or CUT_OFF for a file of a run that did not finish: one its writer left
+        halfway (its complete rows recovered) or one whose context says it was interrupted."""
+        cut = self.recovered_from_truncation or self.interrupted is not None
+        return CUT_OFF if cut else COMPLETE
+
+    @property
+    def cut_off(self) -> str | None:
+        """Why the file is cut off, in words ("interrupted by SIGTERM after 32 of 46 benchmarks",
+        "truncated after 12 complete rows"), None for a complete file."""
+        parts = []
+        if self.interrupted is not None:
+            parts.append(str(self.interrupted))
+        if self.recovered_from_truncation:
+            parts.append(f"truncated after {len(self.rows)} complete rows")
+        return ", then ".join(parts) or None
 
 
 def parse_label(label: str) -> dict[str, str]:
@@ -673,7 +783,8 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
             continue
         seen[key] = value
         if key not in GBENCH_KEYS and _is_number(value):
-            counters[key] = float(value)
+            # kept with its text where it has one: a message quotes it as written (as_read)
+            counters[key] = value if isinstance(value, _ReadFloat) else float(value)
         elif key == "threads" and isinstance(value, float):
             # Google Benchmark writes its thread count as an integer and user counters as
             # floats, so a lone float "threads" (a file rewritten by a JSON library that kept
@@ -765,29 +876,29 @@ def _cut_off_here(text: str, error: json.JSONDecodeError) -> bool:
     return _NUMBER_PREFIX.fullmatch(rest) is not None or rest in ("-",)
 
 
-def _recover_truncated(text: str) -> tuple[dict[str, Any], list[Any]] | None:
+def _recover_truncated(text: str) -> tuple[Any, list[Any]] | None:
     """Parse the complete prefix of a file whose writer was interrupted.
 
     Google Benchmark writes the context first and then one row object at a time, so an
     interrupted run leaves `{"context": {...}, "benchmarks": [ {..}, {..}, {.` . Returns
-    (context, complete row objects), or None when the text does not look like such a prefix.
+    (context as read, complete row objects), or None when the text does not look like such a
+    prefix.
     """
     decoder = json.JSONDecoder(
         object_pairs_hook=_pairs_hook, parse_float=_read_float, parse_constant=_read_constant
     )
-    context: dict[str, Any] = {}
+    context: Any = _Pairs()
     ctx_at = text.find('"context"')
     bench_at = text.find('"benchmarks"')
     if bench_at < 0:
         if ctx_at >= 0:
-            return {}, []  # cut off inside the context: a run that wrote no row at all
+            return _Pairs(), []  # cut off inside the context: a run that wrote no row at all
         return None
     if 0 <= ctx_at < bench_at:
         colon = _skip_ws(text, ctx_at + len('"context"'))
         if colon < len(text) and text[colon] == ":":
             try:
-                ctx_obj, _ = decoder.raw_decode(text, _skip_ws(text, colon + 1))
-                context = _to_plain(ctx_obj)
+                context, _ = decoder.raw_decode(text, _skip_ws(text, colon + 1))
             except json.JSONDecodeError:
                 return None
     pos = _skip_ws(text, bench_at + len('"benchmarks"'))
@@ -810,7 +921,7 @@ def _recover_truncated(text: str) -> tuple[dict[str, Any], list[Any]] | None:
             break  # the incomplete last row
         rows.append(obj)
         pos = end
-    return (context if isinstance(context, dict) else {}), rows
+    return (context if isinstance(context, _Pairs) else _Pairs()), rows
 
 
 def _depth(doc: Any) -> int:
@@ -895,15 +1006,12 @@ def _read(path: str) -> BenchReport:
             raise BenchJsonError(
                 path, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
             ) from None
-        context, raw_rows = salvage
-        if _depth(_Pairs([("context", context), ("benchmarks", raw_rows)])) > MAX_DEPTH:
+        context_obj, raw_rows = salvage
+        if _depth(_Pairs([("context", context_obj), ("benchmarks", raw_rows)])) > MAX_DEPTH:
             raise RecursionError
         if not raw_rows:
             raise BenchJsonError(path, "file is truncated and holds no complete benchmark row")
         recovered = True
-        warnings.append(
-            f"recovered {len(raw_rows)} complete benchmark rows from truncated file {path}"
-        )
     else:
         if _depth(doc) > MAX_DEPTH:
             raise RecursionError
@@ -921,16 +1029,45 @@ def _read(path: str) -> BenchReport:
         context_obj = top.get("context", _Pairs())
         if not isinstance(context_obj, _Pairs):
             raise BenchJsonError(path, f"'context' is {as_read(context_obj)}, expected an object")
-        context = _to_plain(context_obj)
 
+    interrupted = _interruption(path, context_obj)
     rows = [_make_row(path, i, obj) for i, obj in enumerate(raw_rows)]
-    return BenchReport(
+    report = BenchReport(
         path=path,
-        context=context,
+        context=_to_plain(context_obj),
         rows=rows,
         recovered_from_truncation=recovered,
-        warnings=warnings,
+        interrupted=interrupted,
     )
+    report.warnings = cut_off_lines(report) + warnings
+    return report
+
+
+def cut_off_lines(report: BenchReport) -> list[str]:
+    """What every tool says of a file whose run did not finish, one line per cause (none for a
+    complete file): the interruption its context records, and the truncation of its text."""
+    lines = []
+    if report.interrupted is not None:
+        lines.append(interruption_line(report.path, report.interrupted))
+    if report.recovered_from_truncation:
+        lines.append(
+            f"recovered {len(report.rows)} complete benchmark rows from truncated file "
+            f"{report.path}"
+        )
+    return lines
+
+
+def interruption_line(path: str, interrupted: Interruption) -> str:
+    """The one line every tool says of an interrupted run: which signal, how far it got, and
+    what is missing."""
+    missing = interrupted.missing
+    what = (
+        "every selected benchmark finished"
+        if not missing
+        else f"{missing} selected benchmark{' was' if missing == 1 else 's were'} not measured "
+        "(no rows)"
+    )
+    return f"{path}: the run was {interrupted}: {what}"
 
 
 def iteration_rows(report: BenchReport) -> list[BenchRow]:
@@ -974,13 +1111,14 @@ def describe_errors(report: BenchReport) -> str:
 def _main(argv: Sequence[str] | None = None) -> int:
     """`python -m gpubench_tools.benchjson --errors FILE`: the failed/skipped count of one file,
     one line on stdout (exit 0), or the reason the file is unusable on stderr (exit 2): not bench
-    JSON, or truncated (an interrupted run: its counts would leave out the rows never written)."""
+    JSON, or cut off (truncated, or interrupted by a signal: its counts would leave out the rows
+    never written)."""
     prog = program_name("gpubench_tools.benchjson")
 
     def body(args_list: Sequence[str] | None) -> int:
         import argparse
 
-        parser = argparse.ArgumentParser(
+        parser = ArgumentParser(
             prog=prog,
             description="Count the failed, skipped and invalid rows of a bench JSON file.",
         )
@@ -991,10 +1129,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
             report = load_report(args.errors)
         except BenchJsonError as exc:
             raise UnusableInput(str(exc)) from None
-        if report.recovered_from_truncation:
+        if report.state == CUT_OFF:
             raise UnusableInput(
-                f"{args.errors}: file is truncated (the run was interrupted after "
-                f"{len(report.rows)} complete rows); rows not counted"
+                f"{args.errors}: the run did not finish ({report.cut_off}); rows not counted"
             )
         print(describe_errors(report))
         return EXIT_OK

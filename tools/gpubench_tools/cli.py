@@ -13,16 +13,21 @@ Exit codes (the same for report, compare, history, export, advise, benchjson and
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
 import sys
 import traceback
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, NoReturn, Sequence
 
 __all__ = [
     "EXIT_OK",
     "EXIT_REGRESSION",
     "EXIT_UNUSABLE",
     "UnusableInput",
+    "ArgumentParser",
+    "Number",
     "add_debug_flag",
     "program_name",
     "run_main",
@@ -35,6 +40,81 @@ EXIT_UNUSABLE = 2
 
 class UnusableInput(Exception):
     """Input the command cannot use; the message names the file and the problem."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser with the tools' error contract: a usage error is one line on stderr
+    naming the program and the problem (`gpubench-compare: error: argument --alpha: ...`),
+    exit 2. Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {message} (--help for usage)\n")
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+@dataclass(frozen=True)
+class Number:
+    """The type of every numeric option and the check of every numeric config value: a finite
+    number (`integer`: a whole number, written as one) from `low` to `high`, an end excluded
+    where `low_open` / `high_open`. As an argparse `type` it turns the text into the number or
+    refuses it with one line naming the value as given and the range (argparse adds the option:
+    `argument --alpha: '1e-320' is not a number from 1e-06, below 1`); `problem(value, text)`
+    says the same of a value read from a file, None for a usable one."""
+
+    low: float
+    high: float
+    integer: bool = False
+    low_open: bool = False
+    high_open: bool = False
+    unit: str = ""
+
+    @property
+    def __name__(self) -> str:  # argparse names a type in messages of its own
+        return "integer" if self.integer else "number"
+
+    @property
+    def range(self) -> str:
+        """'an integer from 1 to 10000', 'a number above 0, at most 3600 (seconds)'."""
+        kind = "an integer" if self.integer else "a number"
+        lo, hi = (f"{int(v)}" if self.integer else f"{v:g}" for v in (self.low, self.high))
+        low = f"above {lo}" if self.low_open else f"from {lo}"
+        if self.low_open or self.high_open:
+            high = f", below {hi}" if self.high_open else f", at most {hi}"
+        else:
+            high = f" to {hi}"
+        return f"{kind} {low}{high}" + (f" ({self.unit})" if self.unit else "")
+
+    def inside(self, value: float | int) -> bool:
+        """A finite value in the range (an integer too large for a float is not)."""
+        try:
+            number = float(value)
+        except OverflowError:
+            return False
+        above = number > self.low if self.low_open else number >= self.low
+        below = number < self.high if self.high_open else number <= self.high
+        return math.isfinite(number) and above and below
+
+    def problem(self, value: Any, text: str) -> str | None:
+        """What is wrong with `value`, read from a file where it is written `text`: "NaN is not
+        a number above 0, at most 100"; None for a usable value."""
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        whole = isinstance(value, int) or not self.integer
+        return None if number and whole and self.inside(value) else f"{text} is not {self.range}"
+
+    def __call__(self, text: str) -> float | int:
+        stripped = text.strip()
+        value: float | int
+        try:
+            if self.integer and not _INTEGER.fullmatch(stripped):
+                raise ValueError(text)
+            value = int(stripped) if self.integer else float(stripped)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {self.range}") from None
+        if not self.inside(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {self.range}")
+        return value
 
 
 def program_name(module: str) -> str:

@@ -28,7 +28,7 @@ from .benchjson import DISTURBED, UNKNOWN, BenchJsonError, unknown_conditions_no
 from .policy import MIN_UNDISTURBED
 from .table import headline_rows
 from .escape import term_text
-from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
+from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 from .timing import add_time_option, choose_time, compile_filter, read_rows
 from .units import fmt_time
 
@@ -203,7 +203,12 @@ def to_bencher(summaries: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    return _parser().parse_args(argv)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line, as data (tests walk it)."""
+    parser = ArgumentParser(
         prog=_prog(),
         description="Write bench JSON results as github-action-benchmark (customSmallerIsBetter) "
         "or Bencher Metric Format JSON: one value per benchmark.",
@@ -224,7 +229,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     talk.add_argument("--quiet", action="store_true", help="print nothing but errors")
     add_debug_flag(parser)
-    return parser.parse_args(argv)
+    return parser
 
 
 def _prog() -> str:
@@ -244,7 +249,7 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     for path in args.runs:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
         try:
-            _, rows = read_rows(path, ExportError, "not exported", "not exported")
+            _, rows = read_rows(path, "export", ExportError, "not exported")
         except OSError as exc:  # named here: an OSError need not carry the file's name
             raise ExportError(f"{path}: {exc.strerror or exc}") from None
         found, dropped, unusable = summarise(path, rows, args.time)

@@ -43,12 +43,13 @@ from .benchjson import (
     BenchReport,
     BenchRow,
     describe_invalid,
+    cut_off_lines,
     load_report,
     skip_reason,
     usable_counter,
 )
 from .policy import MIN_UNDISTURBED
-from .cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
+from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
 __all__ = [
     "Table",
@@ -76,6 +77,9 @@ class Table:
     problems: pd.DataFrame
     machines: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
+    # One line per file of a run that did not finish (interrupted by a signal, or truncated),
+    # also among `warnings`: what the report says at its top.
+    cut_off: list[str] = field(default_factory=list)
 
     def context(self, machine: int, key: str, gpu: bool = False) -> Any:
         """One context value of a machine; `gpu=True` reads the GPU reference's context when
@@ -90,7 +94,8 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
     `label`, `run_type`, `aggregate_name`, `repetition` (None without one), `iterations`,
     `real_time_s`, `cpu_time_s` (NaN where absent or invalid), `threads` (the BLAS thread-count
     counter, NaN without one), `error` (the message of a row that did not run), `status`
-    (measured, failed, skipped or invalid, by benchjson's rules), `conditions` (disturbed, quiet
+    (measured, failed, skipped or invalid, by benchjson's rules), `invalid` (why an invalid row
+    is, naming the field and its value as the file wrote it: benchjson's reason), `conditions` (disturbed, quiet
     or conditions unknown: benchjson.condition_of) and `counters` (a dict of the values as read: a
     NaN counter is an invalid value, an absent one no value)."""
 
@@ -111,6 +116,7 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
         "threads": [r.counters.get("threads", float("nan")) for r in report.rows],
         "error": [r.error for r in report.rows],
         "status": [status(r) for r in report.rows],
+        "invalid": [r.invalid for r in report.rows],
         "conditions": [r.conditions for r in report.rows],
         "counters": [r.counters for r in report.rows],
     }
@@ -324,6 +330,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     problems: list[dict[str, Any]] = []
     machines: list[dict[str, Any]] = []
     warnings: list[str] = []
+    cut_off: list[str] = []
     file_contexts: dict[str, dict[str, Any]] = {}
     for index, group in enumerate(_machine_groups(paths)):
         context = group[0].context
@@ -341,6 +348,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
         for report in group:
             file_contexts[report.path] = report.context
             warnings += report.warnings
+            cut_off += cut_off_lines(report)
             invalid = [r for r in report.rows if r.invalid is not None]
             if invalid:
                 warnings.append(f"{report.path}: {describe_invalid(invalid)}: not used")
@@ -373,7 +381,13 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     problem_frame = pd.DataFrame.from_records(
         problems, columns=["file", "name", "backend", "status", "reason"]
     )
-    return Table(rows=rows, problems=problem_frame, machines=machine_frame, warnings=warnings)
+    return Table(
+        rows=rows,
+        problems=problem_frame,
+        machines=machine_frame,
+        warnings=warnings,
+        cut_off=cut_off,
+    )
 
 
 def _add_reference(
@@ -546,7 +560,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     def body(args_list: Sequence[str] | None) -> int:
         import argparse
 
-        parser = argparse.ArgumentParser(
+        parser = ArgumentParser(
             prog=prog, description="Count the GPU benchmarks of bench JSON files."
         )
         parser.add_argument("--gpu-rows", nargs="+", metavar="FILE", required=True)

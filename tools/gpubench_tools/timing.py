@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from .benchjson import describe_invalid, invalid_rows, load_report
+from .benchjson import BenchReport, cut_off_lines, describe_invalid, invalid_rows, load_report
+from .policy import REFUSE, UNSOUND_ROW, action, file_situation
 from .table import file_rows
 
 __all__ = ["TIME_CHOICES", "add_time_option", "choose_time", "compile_filter", "read_rows"]
@@ -60,12 +61,14 @@ def compile_filter(text: str | None) -> re.Pattern[str] | None:
 
 
 def read_rows(
-    path: str, error: type[Exception], truncated: str, invalid: str
-) -> tuple[dict[str, Any], pd.DataFrame]:
-    """The context and the rows of a complete file whose rows all hold sound values, else `error`
-    saying which file and, after "; ", what the command does not do with it (`truncated` /
-    `invalid`): a run cut short or holding a NaN, Infinity, zero or absurd time must not reach a
-    store or a dashboard, where it would read as a missing benchmark or an impossible number.
+    path: str, tool: str, error: type[Exception], not_done: str
+) -> tuple[BenchReport, pd.DataFrame]:
+    """The report and the rows of a file `tool` (a policy.TOOLS name) takes, else `error` saying
+    which file and, after "; ", what the command does not do with it (`not_done`): whatever the
+    policy table refuses (a run cut short, for history and export alike; a run interrupted by a
+    signal, for export) and rows holding a NaN, Infinity, zero or absurd time, which must not
+    reach a store or a dashboard, where they would read as a missing benchmark or an impossible
+    number.
 
     One row per benchmark row of the file, in file order: `name` (the run name), `run_type`,
     `aggregate_name`, `repetition` (NaN without one), `iterations`, `real_time_s`, `cpu_time_s`
@@ -76,15 +79,16 @@ def read_rows(
     with SkipWithMessage; a row that ran with a zero time is invalid).
     """
     report = load_report(path)
-    if report.recovered_from_truncation:
-        raise error(f"{path}: file is truncated (the run was interrupted); {truncated}")
+    situation = file_situation(report)
+    if situation is not None and action(tool, situation).kind == REFUSE:
+        raise error(f"{'; '.join(cut_off_lines(report))}; {not_done}")
     bad_rows = invalid_rows(report)
-    if bad_rows:
-        raise error(f"{path}: {describe_invalid(bad_rows)}; {invalid}")
+    if bad_rows and action(tool, UNSOUND_ROW).kind == REFUSE:
+        raise error(f"{path}: {describe_invalid(bad_rows)}; {not_done}")
     rows = file_rows(report)
     no_iterations = rows["error"].isna() & (rows["iterations"] <= 0)
     rows["reason"] = ("error: " + rows["error"]).where(rows["error"].notna())
     rows.loc[no_iterations, "reason"] = "skipped: ran no iterations"
     columns = ["name", "run_type", "aggregate_name", "repetition", "iterations"]
     columns += ["real_time_s", "cpu_time_s", "threads", "error", "reason", "conditions"]
-    return report.context, rows[columns]
+    return report, rows[columns]

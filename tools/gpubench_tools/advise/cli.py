@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 from ..benchjson import BenchJsonError
 from .. import output
-from ..cli import EXIT_OK, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
+from ..cli import EXIT_OK, EXIT_UNUSABLE, ArgumentParser, Number, UnusableInput, add_debug_flag
+from ..cli import program_name, run_main
 from .curves import GemmShape
 from .loo import leave_one_out
 from .model import DATASETS, DTYPES, HOSTS, MLP_INPUTS, REFERENCE_RUNS, AdviseError, Advisor
@@ -27,12 +28,11 @@ _GEMM = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 _MLP_KEYS = ("batch", "hidden", "layers", "data", "readback", "input")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with its usage errors as one line and exit status 2 like every other error."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        sys.exit(EXIT_UNUSABLE)
+# The range of each number --gemm and --mlp hold: beyond what a GPU or a CPU can hold (the memory
+# checks say so), short of what a float holds exactly.
+DIMENSION = Number(1, 1_000_000_000_000, integer=True)
+LAYERS = Number(1, 10_000, integer=True)
+READBACK = Number(0, 1_000_000_000, integer=True, unit="steps; 0 never")
 
 
 def parse_gemm(text: str) -> GemmShape:
@@ -42,17 +42,16 @@ def parse_gemm(text: str) -> GemmShape:
             f"--gemm '{text}': expected MxNxK, three positive integers joined by 'x' "
             f"(for example 1024x1024x1024)"
         )
-    shape = GemmShape(*(int(g) for g in match.groups()))
-    if min(shape.mnk) < 1:
-        raise AdviseError(f"--gemm '{text}': every dimension must be at least 1")
-    return shape
+    return GemmShape(*(_integer("--gemm", text, g, DIMENSION) for g in match.groups()))
 
 
-def _integer(key: str, value: str, minimum: int = 1) -> int:
-    if not re.fullmatch(r"\d+", value) or int(value) < minimum:
-        lowest = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise AdviseError(f"--mlp {key}={value}: expected {lowest}")
-    return int(value)
+def _integer(option: str, text: str, value: str, kind: Number = DIMENSION) -> int:
+    """One number of an option's text, in its range, else one line naming the option's text,
+    the number and the range."""
+    try:
+        return int(kind(value))
+    except argparse.ArgumentTypeError:
+        raise AdviseError(f"{option} '{text}': {value} is not {kind.range}") from None
 
 
 def parse_mlp(text: str) -> MlpConfig:
@@ -77,10 +76,10 @@ def parse_mlp(text: str) -> MlpConfig:
     hidden, layers = pairs["hidden"], None
     if re.fullmatch(r"\d+[xX]\d+", hidden):
         hidden, layer_text = re.split(r"[xX]", hidden)
-        layers = _integer("hidden", layer_text)
-    width = _integer("hidden", hidden)
+        layers = _integer("--mlp", f"hidden={pairs['hidden']}", layer_text, LAYERS)
+    width = _integer("--mlp", f"hidden={pairs['hidden']}", hidden)
     if "layers" in pairs:
-        given = _integer("layers", pairs["layers"])
+        given = _integer("--mlp", f"layers={pairs['layers']}", pairs["layers"], LAYERS)
         if layers is not None and layers != given:
             raise AdviseError(f"--mlp: hidden={pairs['hidden']} and layers={given} disagree")
         layers = given
@@ -92,17 +91,24 @@ def parse_mlp(text: str) -> MlpConfig:
     if source not in MLP_INPUTS:
         raise AdviseError(f"--mlp input={source}: choose one of {', '.join(MLP_INPUTS)}")
     return MlpConfig(
-        batch=_integer("batch", pairs["batch"]),
+        batch=_integer("--mlp", f"batch={pairs['batch']}", pairs["batch"]),
         hidden=width,
         layers=layers or 1,
         data=data,
-        readback=_integer("readback", pairs.get("readback", "0"), minimum=0),
+        readback=_integer(
+            "--mlp", f"readback={pairs.get('readback', '0')}", pairs.get("readback", "0"), READBACK
+        ),
         input=source,
     )
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = _Parser(
+    return _parser().parse_args(argv)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line, as data (tests walk it)."""
+    parser = ArgumentParser(
         prog=PROG,
         description=(
             "Predict whether a GEMM or a tiny-MLP training step runs faster on the CPU or on "
@@ -139,7 +145,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     parser.add_argument("--quiet", action="store_true", help="no warnings: the answer and errors")
     add_debug_flag(parser)
-    return parser.parse_args(argv)
+    return parser
 
 
 def _answers(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[str]]:

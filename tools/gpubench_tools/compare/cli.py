@@ -15,9 +15,10 @@ from typing import Any, Callable, Sequence
 
 from ..benchjson import BenchJsonError, load_report
 from .. import output
-from ..cli import EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name, run_main
-from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RULES, TIME_FIELDS, ConfigError, load_config
-from .config import threshold_problem
+from ..cli import EXIT_UNUSABLE, ArgumentParser, UnusableInput, add_debug_flag, program_name
+from ..cli import run_main
+from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RANGES, TIME_FIELDS, ConfigError
+from .config import load_config
 from .engine import CompareResult, UsageError, compare_reports
 from .paired import compare_cli as paired_compare
 from .render import render_markdown, render_markdown_error, render_terminal
@@ -26,7 +27,7 @@ MODULE = "gpubench_tools.compare"
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog,
         description=(
             "Compare a contender bench JSON against a baseline. Exit 0 pass; 1 a significant "
@@ -60,9 +61,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         "t_epoch); '' for none",
     )
     add("--time", choices=TIME_FIELDS, help="clock to compare (default from the config: real_time)")
-    add("--max-ratio", type=float, help="override the global max_ratio")
-    add("--alpha", type=float, help="override the global U-test alpha")
-    add("--max-cv", type=float, help="override the global max_cv")
+    for key, what in (("max_ratio", "max_ratio"), ("alpha", "U-test alpha"), ("max_cv", "max_cv")):
+        kind = THRESHOLD_RANGES[key]
+        add(
+            f"--{key.replace('_', '-')}",
+            type=kind,
+            help=f"override the global {what} ({kind.range.replace('%', '%%')})",
+        )
     loudness = parser.add_mutually_exclusive_group()
     quiet_help = "print only the failures and one summary line"
     loudness.add_argument("--quiet", action="store_true", help=quiet_help)
@@ -74,11 +79,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 def _compare(args: argparse.Namespace) -> CompareResult:
     config = load_config(args.config)
-    cli = {k: v for k in THRESHOLD_RULES if (v := getattr(args, k)) is not None}
-    for key, value in cli.items():
-        problem = threshold_problem(key, value)  # the rule a --config file's value meets too
-        if problem is not None:
-            raise UsageError(f"--{key.replace('_', '-')} {problem}")
+    # Each checked by its argparse type: the range a --config file's value meets too.
+    cli = {k: v for k in THRESHOLD_RANGES if (v := getattr(args, k)) is not None}
     if cli:
         config.thresholds = replace(config.thresholds, **cli)
     config.time = args.time or config.time

@@ -21,38 +21,29 @@ from importlib import resources
 from typing import Any, Callable
 
 from .. import schema
+from ..benchjson import as_read, loads_as_read
+from ..cli import Number
 from .stats import BETTER_CHOICES, Thresholds
 
 TIME_FIELDS = ("real_time", "cpu_time")
 # A counter's direction in the schema, as the compare tool's "better".
 _SCHEMA_TO_BETTER: dict[str, str] = {schema.SMALLER: "lower", schema.BIGGER: "higher"}
 _THRESHOLD_KEYS = ("max_ratio", "alpha", "max_cv", "check_fastest")
-# When a numeric threshold is unusable, and what it must be instead (the CLI's flags say the same).
-THRESHOLD_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
-    "max_ratio": (lambda v: v < 1.0, "must be >= 1 (1.05 = 5 % slower)"),
-    "alpha": (lambda v: not 0.0 < v < 1.0, "must be between 0 and 1"),
-    "max_cv": (lambda v: v <= 0.0, "must be > 0"),
+# The range of each numeric threshold: the one rule for the command line's flags (their argparse
+# type) and every --config file (top level, overrides, normalize). A NaN or an infinity would
+# switch the gate off (every comparison with NaN is false); an alpha so small that no number of
+# repetitions can reach it, or a ratio so large that nothing is ever slower, is no gate either.
+THRESHOLD_RANGES: dict[str, Number] = {
+    "max_ratio": Number(1.0, 1000.0, unit="1.05 = 5 % slower"),
+    "alpha": Number(1e-6, 1.0, high_open=True),
+    "max_cv": Number(0.0, 100.0, low_open=True, unit="0.10 = a spread of 10 %"),
 }
 
 
 def threshold_problem(key: str, value: Any) -> str | None:
-    """What is wrong with a value of a numeric threshold, None when it is usable: the one rule for
-    the command line and every --config file (top level, overrides, normalize). A NaN or an
-    infinity would switch the gate off (every comparison with NaN is false), so a value must be a
-    finite number before its rule is asked."""
-    unusable, rule = THRESHOLD_RULES[key]
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or not math.isfinite(value):
-        return f"must be a finite number {rule.removeprefix('must be ')}, got {_as_read(value)}"
-    if unusable(float(value)):
-        return f"{rule}, got {_as_read(value)}"
-    return None
-
-
-def _as_read(value: Any) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-    return json.dumps(value) if not isinstance(value, float) else f"{value:g}"
+    """What is wrong with a value of a numeric threshold read from a file, quoted as the file
+    has it ("NaN is not a number ..."), None when it is usable."""
+    return THRESHOLD_RANGES[key].problem(value, as_read(value))
 
 
 _TEXT_KEYS = ("why", "comment", "note")
@@ -157,7 +148,7 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
         check(isinstance(obj, dict), what)
         for key in obj:
             ok = key.startswith("_") or key in _TEXT_KEYS or key in allowed
-            check(ok, f"unknown key {key!r} in {where} (allowed: {', '.join(allowed)})")
+            check(ok, f"unknown key {as_read(key)} in {where} (allowed: {', '.join(allowed)})")
         return obj
 
     def thresholds(where: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -165,11 +156,12 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
         for key, value in values.items():
             if key == "check_fastest":
                 check(
-                    isinstance(value, bool), f"{where}.{key} must be true or false, got {value!r}"
+                    isinstance(value, bool),
+                    f"{where}.{key} must be true or false, got {as_read(value)}",
                 )
                 continue
             problem = threshold_problem(key, value)
-            check(problem is None, f"{where}.{key} {problem}")
+            check(problem is None, f"{where}.{key}: {problem}")
             values[key] = float(value)
         return values
 
@@ -182,7 +174,7 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
             return re.compile(text)
         except re.error as exc:
             raise ConfigError(
-                f"{path}: {where} {text!r} is not a valid regular expression ({exc})"
+                f"{path}: {where} {as_read(text, 200)} is not a valid regular expression ({exc})"
             ) from None
 
     known("the top level", doc, _TOP_KEYS, "top level must be a JSON object")
@@ -197,7 +189,10 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
         start = {k: copy.deepcopy(getattr(base, k)) for k in inherited}
     if "time" in doc:
         time = doc["time"]
-        check(time in TIME_FIELDS, f"'time' must be one of {', '.join(TIME_FIELDS)}, got {time!r}")
+        check(
+            time in TIME_FIELDS,
+            f"'time' must be one of {', '.join(TIME_FIELDS)}, got {as_read(time)}",
+        )
         start["time"] = time
     if "thresholds" in doc:
         obj = known(
@@ -223,7 +218,7 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
             choices = ", ".join(BETTER_CHOICES)
             check(
                 better in BETTER_CHOICES,
-                f"counter_direction[{counter!r}] is {better!r}, expected one of {choices}",
+                f"counter_direction[{as_read(counter)}] is {as_read(better)}, expected one of {choices}",
             )
         start["counter_direction"] = {**start.get("counter_direction", {}), **directions}
     if "gate_counters" in doc:
@@ -272,7 +267,7 @@ def parse_config(doc: Any, path: str = "<config>") -> CompareConfig:
 
 def _json(text: str, path: str) -> Any:
     try:
-        return json.loads(text)
+        return loads_as_read(text)
     except json.JSONDecodeError as exc:
         where = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
         raise ConfigError(f"{path}: config is not valid JSON ({where})") from None

@@ -26,15 +26,15 @@ from typing import Any
 
 import pandas as pd
 
-from ..benchjson import CUT_OFF, DISTURBED, UNKNOWN, BenchReport, disturbance_causes_line
+from ..benchjson import DISTURBED, UNKNOWN, BenchReport, disturbance_causes_line
 from ..benchjson import group_reasons, unknown_conditions_note
-from ..policy import FAIL, MALFORMED_ROW, NOTHING_MEASURED, REFUSE, action
-from ..policy import CUT_OFF as CUT_OFF_FILE
+from ..policy import FAIL, INTERRUPTED, MALFORMED_ROW, NOTHING_MEASURED, REFUSE, action
+from ..policy import file_situation
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
 from ..table import file_rows, undisturbed
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
-from .stats import compare_metric, describe_invalid, judgeable, plausible_time, plural
+from .stats import compare_metric, judgeable, plausible_time, plural
 
 # Verdicts of a whole benchmark besides the metric verdicts. ERROR: it ran in the baseline and now
 # fails (fails the gate). SKIPPED: it now does not run on this machine (its error starts with one
@@ -68,7 +68,16 @@ def _repetitions(report: BenchReport, clock: str) -> pd.DataFrame:
     rows["time"] = rows[f"{clock}_s"]
     implausible = (rows["status"] == MEASURED) & ~rows["time"].map(plausible_time).astype(bool)
     rows.loc[implausible, "status"] = INVALID
-    return rows[["name", "label", "time", "status", "conditions", "error", "counters"]]
+    rows.loc[implausible, "invalid"] = f"{clock} of a row that measured no time"
+    columns = ["name", "label", "time", "status", "invalid", "conditions", "error", "counters"]
+    return rows[columns]
+
+
+def _why_invalid(frame: pd.DataFrame) -> str:
+    """The reasons of a frame's invalid repetitions, each naming the field and its value as the
+    file wrote it ("real_time is -1.5 (below 0)"), never the number the reader made of it."""
+    reasons = list(dict.fromkeys(frame.invalid[frame.status == INVALID].dropna()))
+    return "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
 
 
 def _key(frames: list[pd.DataFrame]) -> set[str]:
@@ -119,7 +128,7 @@ def _nothing_measured(report: BenchReport, frame: pd.DataFrame) -> str:
     if invalid:
         return (
             f"{report.path}: no benchmark with a valid time to compare ({len(invalid)} "
-            f"repetitions with times that are not measurements: {describe_invalid(invalid)})"
+            f"repetitions with times that are not measurements: {_why_invalid(frame)})"
         )
     return f"{report.path}: no successfully measured benchmark to compare"
 
@@ -248,7 +257,7 @@ def _compare_benchmark(
         return unmeasured(
             INVALID,
             f"{config.time}: {len(cinvalid)} of {total} repetitions are not a valid time "
-            f"({describe_invalid(cinvalid)})"
+            f"({_why_invalid(cont)})"
             + ("" if binvalid else "; the baseline's times were all valid"),
         )
     if not ctimes:
@@ -287,11 +296,11 @@ def _compare_benchmark(
     for what, messages in (("failed", errors), ("skipped", skipped)):
         if messages:
             notes.append(f"{len(messages)} repetition(s) {what} in the contender: {messages[0]}")
-    for side, invalid in (("baseline", binvalid), ("contender", cinvalid)):
+    for side, invalid, frame in (("baseline", binvalid, base), ("contender", cinvalid, cont)):
         if invalid:
             notes.append(
                 f"{len(invalid)} repetition(s) in the {side} without a valid time "
-                f"({describe_invalid(invalid)}): left out"
+                f"({_why_invalid(frame)}): left out"
             )
     verdict = _overall(metrics)
     if disturbance is not None:
@@ -318,7 +327,7 @@ def _why_not_measured(group: pd.DataFrame) -> tuple[str, str]:
     for status, kind in ((FAILED, "failed_in_baseline"), (SKIPPED, "skipped_in_baseline")):
         if status in group.status.values:
             return kind, _values(group, status, "error")[0]
-    return "invalid_in_baseline", f"no valid time ({describe_invalid(_values(group, INVALID))})"
+    return "invalid_in_baseline", f"no valid time ({_why_invalid(group)})"
 
 
 def _divisors(
@@ -487,6 +496,15 @@ class CompareResult:
                 "git_commit": report.context.get("gpubench_git_commit"),
                 **{key: report.context.get(key) for key in keys},
                 "recovered_from_truncation": report.recovered_from_truncation,
+                "interrupted": (
+                    None
+                    if report.interrupted is None
+                    else {
+                        "signal": report.interrupted.signal,
+                        "benchmarks_finished": report.interrupted.finished,
+                        "benchmarks_selected": report.interrupted.selected,
+                    }
+                ),
                 "state": report.state,
             }
 
@@ -535,10 +553,16 @@ def compare_reports(
     """
     _check_files(baseline, contender)
     cut_off = None
-    if contender.state == CUT_OFF and action("compare contender", CUT_OFF_FILE).kind == FAIL:
+    situation = file_situation(contender)
+    if situation is not None and action("compare contender", situation).kind == FAIL:
+        missing = (
+            f"{plural(contender.interrupted.missing)} selected were not measured"
+            if situation == INTERRUPTED and contender.interrupted is not None
+            else "benchmarks or repetitions may be missing"
+        )
         cut_off = (
-            f"the contender {contender.path} is cut off after {len(contender.rows)} complete rows: "
-            "the run did not finish, so benchmarks or repetitions may be missing"
+            f"the contender {contender.path} is cut off ({contender.cut_off}): the run did not "
+            f"finish, so {missing}"
         )
     base, cont = _repetitions(baseline, config.time), _repetitions(contender, config.time)
     ambiguous = _key([base, cont])
@@ -636,8 +660,8 @@ def _check_files(baseline: BenchReport, contender: BenchReport) -> None:
                 f"{report.path}: row '{malformed[0].name}' is invalid: {malformed[0].invalid}"
                 f"{more}; the gate reads only whole, well-formed bench rows"
             )
-    if baseline.state == CUT_OFF and action("compare baseline", CUT_OFF_FILE).kind == REFUSE:
+    situation = file_situation(baseline)
+    if situation is not None and action("compare baseline", situation).kind == REFUSE:
         raise UsageError(
-            f"{baseline.path}: cut off after {len(baseline.rows)} complete rows (the run was "
-            "interrupted): a baseline must be a whole run"
+            f"{baseline.path}: cut off ({baseline.cut_off}): a baseline must be a whole run"
         )

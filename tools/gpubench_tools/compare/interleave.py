@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..cli import EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name
-from ..cli import run_main
+from ..cli import ArgumentParser, Number, run_main
 from . import paired
 from .paired import PAIR_ID, PAIR_ORDER, PAIR_REPS_PER_RUN, PAIR_ROLE, PAIR_TIME, PAIRED_WITH
 
@@ -298,9 +298,16 @@ def _command(path: str, what: str) -> list[str]:
     return [path]
 
 
+# The ranges of the numeric options (their argparse types).
+MIN_TIME = Number(0.0, 3600.0, low_open=True, unit="seconds")
+PAIRS = Number(1, 100_000, integer=True)
+REPS = Number(1, 10_000, integer=True)
+TIMEOUT = Number(0.0, 7 * 86_400.0, low_open=True, unit="seconds")
+
+
 def _parser(prog: str) -> argparse.ArgumentParser:
     DEFAULT_RULES = paired.DEFAULT_RULES
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog,
         description=(
             "Run a base and a contender bench interleaved (A B B A ...), write two paired bench "
@@ -313,22 +320,26 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     add("--base-bench", required=True, metavar="CMD", help="the reference bench (or a wrapper)")
     add("--contender-bench", required=True, metavar="CMD", help="the bench to judge")
     add("--benchmark_filter", "--benchmark-filter", dest="filter", metavar="REGEX")
-    add("--min-time", type=float, default=0.1, help="--benchmark_min_time of each run (0.1 s)")
-    add("--pairs", type=int, default=DEFAULT_RULES.start_pairs, help="rounds to start with")
+    add("--min-time", type=MIN_TIME, default=0.1, help="--benchmark_min_time of each run (0.1 s)")
+    add("--pairs", type=PAIRS, default=DEFAULT_RULES.start_pairs, help="rounds to start with")
     add(
         "--max-pairs",
-        type=int,
+        type=PAIRS,
         default=DEFAULT_RULES.max_pairs,
         help="at most this many rounds of a benchmark that is still AMBIGUOUS",
     )
-    add("--reps-per-run", type=int, default=1, help="repetitions inside each invocation (1)")
+    add("--reps-per-run", type=REPS, default=1, help="repetitions inside each invocation (1)")
     add("--time", choices=("cpu_time", "real_time"), default="cpu_time", help="clock to judge")
-    add("--margin", type=float, help=f"equivalence margin ({DEFAULT_RULES.margin:g})")
-    add("--alpha", type=float, help=f"1 - confidence of the interval ({DEFAULT_RULES.alpha:g})")
+    add("--margin", type=paired.MARGIN, help=f"equivalence margin ({DEFAULT_RULES.margin:g})")
+    add(
+        "--alpha",
+        type=paired.ALPHA,
+        help=f"1 - confidence of the interval ({DEFAULT_RULES.alpha:g})",
+    )
     add("--out-dir", default="reports/ci/paired", help="where the paired files and logs go")
     add("--markdown", metavar="OUT.md", help="also write the verdict as Markdown")
     add("--json", metavar="OUT.json", help="also write the verdict as JSON")
-    add("--timeout", type=float, default=DEFAULT_INVOCATION_TIMEOUT_S, help="seconds per run")
+    add("--timeout", type=TIMEOUT, default=DEFAULT_INVOCATION_TIMEOUT_S, help="seconds per run")
     add("--quiet", action="store_true", help="print only the failures and the gate line")
     add_debug_flag(parser)
     return parser
@@ -337,10 +348,6 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     rules = paired.rules_from(args.margin, args.alpha, args.pairs, args.max_pairs)
-    if args.min_time <= 0 or not math.isfinite(args.min_time):
-        raise UnusableInput("--min-time must be a positive number of seconds")
-    if args.reps_per_run < 1:
-        raise UnusableInput("--reps-per-run must be at least 1")
     base_cmd = _command(args.base_bench, "--base-bench")
     contender_cmd = _command(args.contender_bench, "--contender-bench")
     run = PairedRun(

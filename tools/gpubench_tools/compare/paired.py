@@ -48,8 +48,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ..benchjson import DISTURBED, BenchReport, condition_of, load_report
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput
+from ..benchjson import DISTURBED, BenchReport, as_read, condition_of, load_report
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, Number, UnusableInput
 from ..escape import md_code, md_text
 
 # Context keys of a paired file (written by interleave.py). PAIR_ID, the same in both files of one
@@ -91,6 +91,11 @@ class PairedRules:
 DEFAULT_RULES = PairedRules()
 
 
+# The ranges of the rules' numbers (the gate's --margin and --alpha: their argparse types).
+MARGIN = Number(0.0, 1.0, low_open=True, high_open=True, unit="a fraction: 0.05 = 5 %")
+ALPHA = Number(1e-6, 0.5, high_open=True)
+
+
 def rules_from(
     margin: float | None = None,
     alpha: float | None = None,
@@ -99,13 +104,12 @@ def rules_from(
 ) -> PairedRules:
     """The default rules with the given values replaced; a value that cannot work is unusable."""
     rules = DEFAULT_RULES
+    for flag, kind, value in (("--margin", MARGIN, margin), ("--alpha", ALPHA, alpha)):
+        if value is not None and not kind.inside(value):
+            raise UnusableInput(f"{flag} {value!r} is not {kind.range}")
     if margin is not None:
-        if not (math.isfinite(margin) and 0 < margin < 1):
-            raise UnusableInput(f"--margin must be between 0 and 1 (a fraction), not {margin:g}")
         rules = replace(rules, margin=margin)
     if alpha is not None:
-        if not (math.isfinite(alpha) and 0 < alpha < 0.5):
-            raise UnusableInput(f"--alpha must be between 0 and 0.5, not {alpha:g}")
         rules = replace(rules, alpha=alpha)
     if start_pairs is not None:
         rules = replace(rules, start_pairs=start_pairs)
@@ -364,7 +368,9 @@ def judge_reports(
     """Judges two paired files (is_pair) benchmark by benchmark (module docstring)."""
     clock = clock or str(base.context.get(PAIR_TIME) or "real_time")
     if clock not in ("cpu_time", "real_time"):
-        raise UnusableInput(f"{base.path}: context pair_time is {clock!r}, not cpu_time/real_time")
+        raise UnusableInput(
+            f"{base.path}: context pair_time is {as_read(clock)}, not cpu_time/real_time"
+        )
     notes: list[str] = []
     if base.context.get(PAIR_ROLE) == "contender" and contender.context.get(PAIR_ROLE) == "base":
         notes.append("the files are given in reverse order: ratios are base / contender")

@@ -193,7 +193,7 @@ def _gate(result: CompareResult) -> tuple[str, str]:
             "(--allow-missing for a filtered run)"
         )
     if result.cut_off:
-        reasons.append("the contender is cut off (the run did not finish)")
+        reasons.append(f"the contender is cut off ({result.contender.cut_off})")
     return "FAIL", "; ".join(reasons)
 
 

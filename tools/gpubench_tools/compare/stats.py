@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from ..benchjson import MAX_TIME_S, usable_counter
+from ..benchjson import MAX_TIME_S, as_read, usable_counter
 from ..stats import SampleStats, min_p_value, ratio_of, repetitions_needed, u_test
 
 # How a metric is judged: "lower" (times), "higher" (rates), "exact" (counters that define the
@@ -118,8 +118,9 @@ def plausible_time(seconds: float) -> bool:
 
 
 def describe_invalid(values: list[float]) -> str:
-    """'nan, inf' or '0, -1.5e-06': the distinct implausible values, for a one-line reason."""
-    seen = list(dict.fromkeys(f"{value:g}" for value in values))
+    """'NaN, Infinity' or '0, -1.5e-06': the distinct implausible values, each as the file wrote
+    it where it came from one (a counter as read: benchjson.as_read), for a one-line reason."""
+    seen = list(dict.fromkeys(as_read(value) for value in values))
     return ", ".join(seen[:3]) + (", ..." if len(seen) > 3 else "")
 
 
@@ -148,8 +149,8 @@ def compare_metric(
     """
     if better not in BETTER_CHOICES:
         raise ValueError(f"metric {metric!r}: 'better' must be one of {BETTER_CHOICES}")
-    base_invalid = [float(v) for v in base_values if not plausible(float(v))]
-    cont_invalid = [float(v) for v in cont_values if not plausible(float(v))]
+    base_invalid = [v for v in base_values if not plausible(float(v))]
+    cont_invalid = [v for v in cont_values if not plausible(float(v))]
     base = SampleStats.of([v for v in base_values if plausible(float(v))])
     cont = SampleStats.of([v for v in cont_values if plausible(float(v))])
     ratio = ratio_of(cont.median, base.median) if base.n and cont.n else math.nan

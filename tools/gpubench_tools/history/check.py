@@ -26,6 +26,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cli import Number
 from ..stats import min_p_value, ratio_of, u_test
 from ..units import fmt_time
 from .store import History, Machine
@@ -51,6 +52,17 @@ DISTURBED = "measured while disturbed"  # the newest run's repetitions were all 
 FAILING_VERDICTS: frozenset[str] = frozenset({REGRESSION, FAILED})
 
 
+# The range of each number of the rule: the argparse type of its option (check and chart) and the
+# check of a rule made in code.
+RULE_RANGES: dict[str, Number] = {
+    "min_ratio": Number(1.0, 1000.0, low_open=True, unit="1.10 = 10 % slower"),
+    "alpha": Number(1e-6, 1.0, high_open=True),
+    "window": Number(1, 10_000, integer=True, unit="runs"),
+    "confirm": Number(1, 1_000, integer=True, unit="runs"),
+    "min_history": Number(1, 10_000, integer=True, unit="runs"),
+}
+
+
 @dataclass(frozen=True)
 class CheckRule:
     min_ratio: float = 1.10
@@ -61,14 +73,16 @@ class CheckRule:
     time: str = "auto"
 
     def __post_init__(self) -> None:
-        if not self.min_ratio > 1.0:
-            raise ValueError("min_ratio must be above 1 (1.10 = 10 % slower)")
-        if not 0.0 < self.alpha < 1.0:
-            raise ValueError("alpha must be between 0 and 1")
-        if self.confirm < 1:
-            raise ValueError("confirm must be at least 1 run")
-        if not 1 <= self.min_history <= self.window:
-            raise ValueError("min_history must be between 1 and window runs")
+        for name, kind in RULE_RANGES.items():
+            value = getattr(self, name)
+            problem = kind.problem(value, repr(value))
+            if problem is not None:
+                raise ValueError(f"--{name.replace('_', '-')} {problem}")
+        if self.min_history > self.window:
+            raise ValueError(
+                f"--min-history {self.min_history} is more than --window {self.window}: the "
+                "baseline can never hold that many runs"
+            )
 
 
 @dataclass(frozen=True)
@@ -214,6 +228,13 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
         if not runs:
             continue
         newest_commit = runs[-1].git_commit
+        # A benchmark a run at that commit did not reach because a signal stopped it is missing,
+        # and the note says why (policy: interrupted run).
+        stopped = [
+            f"; a run at that commit was {r.interrupted}"
+            for r in runs
+            if r.git_commit == newest_commit and isinstance(r.interrupted, str)
+        ]
         verdicts = []
         for (owner, name), series in history.series.items():
             if owner != machine_id:
@@ -222,6 +243,7 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
                 verdicts.append(judge(history, series, name, rule))
             else:
                 note = f"not measured at commit {newest_commit}; last at {series[-1].git_commit}"
+                note += "".join(stopped[:1])
                 source = history.time_source(name, rule.time)
                 verdicts.append(BenchVerdict(name, MISSING, source, 0, 0, math.nan, [], note))
         checks.append(MachineCheck(machine, runs, verdicts))

@@ -17,7 +17,7 @@ from ..benchjson import BenchJsonError
 from ..escape import term_text
 from ..output import say
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag
-from ..cli import program_name, run_main
+from ..cli import ArgumentParser, Number, program_name, run_main
 from ..timing import add_time_option, compile_filter
 from ..units import fmt_time, plural
 from .check import (
@@ -30,7 +30,7 @@ from .check import (
     REGRESSION,
     SUSPECT,
 )
-from .check import BenchVerdict, CheckRule, MachineCheck, check_history
+from .check import RULE_RANGES, BenchVerdict, CheckRule, MachineCheck, check_history
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
 
@@ -51,9 +51,14 @@ def _prog() -> str:
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    common = argparse.ArgumentParser(add_help=False)
+    return _parser().parse_args(argv)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line, as data (tests walk it)."""
+    common = ArgumentParser(add_help=False)
     add_debug_flag(common)
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=_prog(),
         parents=[common],
         description="Keep bench runs in one SQLite file; chart them; check the newest run of "
@@ -94,11 +99,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         for name, text in _RULE_HELP.items():
             default = getattr(defaults, name)
             flag = "--" + name.replace("_", "-")
-            help_text = text + " (default %(default)s)"
-            command.add_argument(flag, type=type(default), default=default, help=help_text)
+            kind = RULE_RANGES[name]
+            help_text = text + f" ({kind.range.replace('%', '%%')}; default %(default)s)"
+            command.add_argument(flag, type=kind, default=default, help=help_text)
         add_time_option(command, defaults.time)
         command.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches")
-    return parser.parse_args(argv)
+    return parser
 
 
 def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
@@ -169,7 +175,18 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 f"{plural(len(record.failures), 'failed or skipped row')}"
                 + _conditions_of(record.samples)
             )
+            if record.interrupted is not None:
+                # Policy: an interrupted run is stored with what it finished, and said to be.
+                output.warn(f"{_prog()}: warning: {term_text(interrupted_note(path, record))}")
     return status
+
+
+def interrupted_note(path: str, record: Any) -> str:
+    """The line `add` says of a run stored although a signal stopped it."""
+    return (
+        f"{path}: the run was {record.interrupted}: stored with the benchmarks it finished, "
+        "marked interrupted; the others are missing from this run"
+    )
 
 
 def _conditions_of(samples: Any) -> str:
@@ -213,9 +230,10 @@ _SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY, DISTURBED]
 def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
     newest = check.newest_run
     say(f"machine {check.machine.fingerprint}: {term_text(check.machine.label)}")
+    stopped = f", {newest.interrupted}" if isinstance(newest.interrupted, str) else ""
     say(
-        f"  newest run: commit {term_text(newest.git_commit)} ({term_text(newest.date)}), "
-        f"{plural(len(check.runs), 'run')} stored; baseline: up to "
+        f"  newest run: commit {term_text(newest.git_commit)} ({term_text(newest.date)}"
+        f"{term_text(stopped)}), {plural(len(check.runs), 'run')} stored; baseline: up to "
         f"{plural(rule.window, 'run')} before the {rule.confirm} newest"
     )
     for kind in _LISTED + (_SUMMED + [OK, MISSING] if verbose else []):

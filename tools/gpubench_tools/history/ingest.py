@@ -95,9 +95,8 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
 
     `commit` and `date` replace the context's values (files written by other programs have none).
     """
-    context, rows = read_rows(
-        path, HistoryError, "a partial run is not stored", "a run with invalid values is not stored"
-    )
+    report, rows = read_rows(path, "history add", HistoryError, "not stored")
+    context = report.context
     commit = commit or str(context.get(COMMIT_KEY, "") or "")
     if not commit:
         raise HistoryError(
@@ -144,4 +143,6 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     desc, time_utc_s = machine_description(context), _time_utc_s(path, date)
     fingerprint = machine_fingerprint(desc)
     record = (fingerprint, desc, commit, date, time_utc_s, path, sha256, context, benchmarks)
-    return RunRecord(*record, samples, failures)
+    # An interrupted run is stored with what it finished, marked (policy: interrupted run).
+    interrupted = None if report.interrupted is None else str(report.interrupted)
+    return RunRecord(*record, samples, failures, interrupted)

@@ -28,10 +28,14 @@ from ..timing import choose_time
 
 __all__ = ["SCHEMA_VERSION", "History", "HistoryError", "HistoryStore", "Machine", "RunRecord"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Version 1 had no conditions: its samples get `disturbed` NULL (conditions unknown) when a newer
-# gpubench-history first opens the file (_migrate), in one transaction.
-_MIGRATIONS = {1: ("ALTER TABLE samples ADD COLUMN disturbed INTEGER",)}
+# gpubench-history first opens the file (_migrate), in one transaction. Version 2 had no
+# interrupted runs: its runs get `interrupted` NULL (a whole run).
+_MIGRATIONS = {
+    1: ("ALTER TABLE samples ADD COLUMN disturbed INTEGER",),
+    2: ("ALTER TABLE runs ADD COLUMN interrupted TEXT",),
+}
 # Written into the database header (PRAGMA application_id) so that another program's SQLite file
 # is refused instead of being read as an empty or broken history. 0x47504248 is "GPBH".
 APPLICATION_ID = 0x47504248
@@ -53,6 +57,7 @@ CREATE TABLE runs (
     source_sha256 TEXT NOT NULL,
     context TEXT NOT NULL,        -- the whole JSON context of the file
     added_utc TEXT NOT NULL,
+    interrupted TEXT,             -- NULL: a whole run, else "interrupted by SIGTERM after 3 of 4 ..."
     UNIQUE (machine_id, git_commit, date)
 );
 CREATE INDEX runs_by_machine ON runs (machine_id, time_utc_s);
@@ -123,6 +128,9 @@ class RunRecord:
     benchmarks: pd.DataFrame  # name, family, manual_time, threads
     samples: pd.DataFrame  # name, repetition, real_time_s, cpu_time_s, iterations, disturbed
     failures: pd.DataFrame  # name, repetition, reason
+    # None for a whole run; for a run a signal stopped, what its context says, in words
+    # ("interrupted by SIGTERM after 32 of 46 benchmarks"): only what it finished is stored.
+    interrupted: str | None = None
 
 
 class AddOutcome(NamedTuple):
@@ -142,7 +150,7 @@ _FAILURES = (
     "FROM failures f JOIN benchmarks b ON b.id = f.benchmark_id ORDER BY f.run_id, b.name"
 )
 # All runs, oldest first (by measurement date; ties in the order they were added).
-_RUNS = "SELECT id, machine_id, git_commit, date, time_utc_s, source_path FROM runs "
+_RUNS = "SELECT id, machine_id, git_commit, date, time_utc_s, source_path, interrupted FROM runs "
 _RUNS += "ORDER BY time_utc_s, id"
 
 
@@ -268,8 +276,8 @@ class HistoryStore:
         added = datetime.now(timezone.utc).isoformat(timespec="seconds")
         cur = conn.execute(
             "INSERT INTO runs (machine_id, git_commit, date, time_utc_s, source_path, "
-            "source_sha256, context, added_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (*run, json.dumps(r.context, sort_keys=True), added),
+            "source_sha256, context, added_utc, interrupted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*run, json.dumps(r.context, sort_keys=True), added, r.interrupted),
         )
         run_id = int(cur.lastrowid or 0)
         # NULL, not NaN, for a thread count or a time the file did not have

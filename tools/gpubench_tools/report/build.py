@@ -1499,7 +1499,9 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         f"{_counts(table)}.",
         "reference": reference,
         "suggestion": "; ".join(no_gpu_suggestion(table)),
-        "warnings": _made_by_hand(table) + table.warnings,
+        # A run that did not finish is said first, before the answer it limits.
+        "cut_off": table.cut_off,
+        "warnings": _made_by_hand(table) + [w for w in table.warnings if w not in table.cut_off],
         "answer": builder.answer,
         "few_samples": builder.few_samples,
         "thin": _thin_text(builder),

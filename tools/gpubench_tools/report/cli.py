@@ -23,7 +23,7 @@ from typing import Sequence
 
 from .. import output
 from ..benchjson import BenchJsonError
-from ..cli import EXIT_OK, UnusableInput, add_debug_flag, program_name, run_main
+from ..cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 from ..table import load_table
 from .topics import COMMITTED_GPU_REFERENCE
 
@@ -71,7 +71,13 @@ def build_report(
     whose = reference_warning(table)
     conditions = [doc["conditions"]] if doc["conditions"] else []
     # The conditions next: whether the numbers were measured on a quiet machine.
-    return html_path, md_path, whose + conditions + table.warnings + (listed if verbose else [])
+    # A run that did not finish before anything: every number below is limited by it.
+    rest = [w for w in table.warnings if w not in table.cut_off]
+    return (
+        html_path,
+        md_path,
+        table.cut_off + whose + conditions + rest + (listed if verbose else []),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,8 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_main(prog, lambda a: _main(prog, a), argv)
 
 
-def _main(prog: str, argv: Sequence[str] | None) -> int:
-    parser = argparse.ArgumentParser(
+def _parser(prog: str = "gpubench-report") -> argparse.ArgumentParser:
+    """The command line, as data (tests walk it)."""
+    parser = ArgumentParser(
         prog=prog,
         description="Charts and an explained report (HTML + Markdown) from gpubench JSON results.",
     )
@@ -110,7 +117,11 @@ def _main(prog: str, argv: Sequence[str] | None) -> int:
     )
     talk.add_argument("--quiet", action="store_true", help="print nothing but errors")
     add_debug_flag(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(prog: str, argv: Sequence[str] | None) -> int:
+    args = _parser(prog).parse_args(argv)
     try:
         html_path, md_path, warnings = build_report(
             args.inputs, Path(args.out), args.gpu_reference, args.verbose
