@@ -169,6 +169,25 @@ def test_compare_judges_a_paired_pair(tmp_path: Path, capsys) -> None:
     assert doc["paired"] is True and doc["exit_code"] == 1
 
 
+@pytest.mark.parametrize("flag", ["--markdown", "--json"])
+@pytest.mark.parametrize("shift, verdict", [(0.10, 1), (0.0, 0)])
+def test_an_unwritable_side_output_keeps_the_verdict(
+    tmp_path: Path, capsys, flag: str, shift: float, verdict: int
+) -> None:
+    """A --markdown or --json that cannot be written is named on stderr after the verdict; the exit
+    status stays the verdict's (a FAIL is never lost to exit 2, a PASS never turned into one)."""
+    b1, c1 = times(shift, 5)
+    b, c = write_pair(tmp_path, {"a": b1}, {"a": c1})
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = compare_main([b, c, flag, str(blocker / "out")])  # a folder that is a file
+    out = capsys.readouterr()
+    assert code == verdict, out.err
+    assert ("gate: FAIL" if verdict else "gate: PASS") in out.out
+    assert f"the verdict above stands (exit {verdict})" in out.err
+    assert str(blocker / "out") in out.err
+
+
 def test_compare_passes_unchanged_pairs(tmp_path: Path, capsys) -> None:
     b1, c1 = times(0.0, 3)
     code, out, _, doc = judged(tmp_path, {"a": b1}, {"a": c1}, capsys)

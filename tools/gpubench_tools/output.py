@@ -18,10 +18,20 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from typing import Callable, Iterable
 
 from .escape import log_line, term_text
 
-__all__ = ["decide", "decided", "reset", "say", "warn", "write_side", "stdout_closed"]
+__all__ = [
+    "decide",
+    "decided",
+    "reset",
+    "say",
+    "warn",
+    "write_side",
+    "write_sides",
+    "stdout_closed",
+]
 
 _state: dict[str, object] = {"code": None, "stdout_closed": False}
 
@@ -87,6 +97,25 @@ def warn(*lines: str) -> None:
     except (BrokenPipeError, OSError) as exc:
         if not _closed_pipe(exc):
             raise
+
+
+def write_sides(sides: Iterable[tuple[str | None, str, Callable[[], str]]]) -> list[str]:
+    """Write each (path, what, render) side output whose path is set; the one line for each that
+    could not be written (a renderer that fails counts as a failed side output: it must not take
+    the verdict with it)."""
+    problems = []
+    for path, what, render in sides:
+        if not path:
+            continue
+        try:
+            text = render()
+        except Exception as exc:  # noqa: BLE001 - a side output never costs the verdict
+            problems.append(f"could not render the {what}: {type(exc).__name__}: {exc}")
+            continue
+        problem = write_side(path, text, what)
+        if problem is not None:
+            problems.append(problem)
+    return problems
 
 
 def write_side(path: str, text: str, what: str) -> str | None:

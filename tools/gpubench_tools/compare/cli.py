@@ -94,24 +94,13 @@ def _compare(args: argparse.Namespace) -> CompareResult:
 def _side_outputs(
     args: argparse.Namespace, markdown: Callable[[], str], doc: Callable[[], Any]
 ) -> list[str]:
-    """Write --markdown and --json; the one line for each that could not be written (a renderer
-    that fails counts as a failed side output: it must not take the verdict with it)."""
-    problems = []
-    for path, what, render in (
-        (args.markdown, "Markdown report (--markdown)", markdown),
-        (args.json, "JSON result (--json)", lambda: json.dumps(doc(), indent=2) + "\n"),
-    ):
-        if not path:
-            continue
-        try:
-            text = render()
-        except Exception as exc:  # noqa: BLE001 - a side output never costs the verdict
-            problems.append(f"could not render the {what}: {type(exc).__name__}: {exc}")
-            continue
-        problem = output.write_side(path, text, what)
-        if problem is not None:
-            problems.append(problem)
-    return problems
+    """Write --markdown and --json; the one line for each that could not be written."""
+    return output.write_sides(
+        (
+            (args.markdown, "Markdown report (--markdown)", markdown),
+            (args.json, "JSON result (--json)", lambda: json.dumps(doc(), indent=2) + "\n"),
+        )
+    )
 
 
 def _run(prog: str, argv: Sequence[str] | None) -> int:

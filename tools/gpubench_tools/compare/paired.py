@@ -39,9 +39,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
-import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -50,6 +48,7 @@ from scipy.stats import wilcoxon
 
 from ..benchjson import DISTURBED, BenchReport, as_read, condition_of, load_report
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, Number, UnusableInput
+from .. import output
 from ..escape import md_code, md_text
 
 # Context keys of a paired file (written by interleave.py). PAIR_ID, the same in both files of one
@@ -592,40 +591,40 @@ def render_markdown(j: PairedJudgement) -> str:
     return "\n".join(out) + "\n"
 
 
-def _write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-
-
 def write_error(line: str, code: int, markdown: str | None, json_path: str | None) -> None:
-    """The Markdown and JSON outputs when the run itself failed (best effort)."""
+    """The Markdown and JSON outputs when the run itself failed (best effort: the caller says the
+    error itself on stderr)."""
     word = "FAIL" if code == EXIT_REGRESSION else "CANNOT JUDGE"
-    try:
-        if markdown:
-            _write(markdown, f"**gate: {word}: {md_text(line)}**\n")
-        if json_path:
-            _write(json_path, json.dumps({"exit_code": code, "paired": True, "error": line}) + "\n")
-    except OSError:
-        pass
+    error_doc = {"exit_code": code, "paired": True, "error": line}
+    output.write_sides(
+        (
+            (
+                markdown,
+                "Markdown report (--markdown)",
+                lambda: f"**gate: {word}: {md_text(line)}**\n",
+            ),
+            (json_path, "JSON result (--json)", lambda: json.dumps(error_doc) + "\n"),
+        )
+    )
 
 
 def emit(
     prog: str, j: PairedJudgement, markdown: str | None, json_path: str | None, quiet: bool
 ) -> int:
-    """Writes the outputs (verdict decided first), prints the terminal text; returns the exit."""
-    try:
-        if markdown:
-            _write(markdown, render_markdown(j))
-        if json_path:
-            _write(json_path, json.dumps(j.as_dict(), indent=2) + "\n")
-    except OSError as exc:
-        raise UnusableInput(f"cannot write output: {exc}") from None
-    sys.stdout.write(render_terminal(j, quiet))
-    sys.stdout.flush()
-    if j.exit_code == EXIT_UNUSABLE:
-        print(f"{prog}: error: {_line(gate_line(j))}", file=sys.stderr)
-    return j.exit_code
+    """Decides the verdict, prints the terminal text, then writes the side outputs; one that cannot
+    be written is named on stderr and the exit status stays the verdict's (output.py)."""
+    code = output.decide(j.exit_code)
+    output.say(*render_terminal(j, quiet).splitlines())
+    if code == EXIT_UNUSABLE:
+        output.warn(f"{prog}: error: {_line(gate_line(j))}")
+    for problem in output.write_sides(
+        (
+            (markdown, "Markdown report (--markdown)", lambda: render_markdown(j)),
+            (json_path, "JSON result (--json)", lambda: json.dumps(j.as_dict(), indent=2) + "\n"),
+        )
+    ):
+        output.warn(f"{prog}: {problem}; the verdict above stands (exit {code})")
+    return code
 
 
 def compare_cli(prog: str, args: Any) -> int | None:
