@@ -205,7 +205,9 @@ void print_help() {
       << kExitOutputLost << " output lost (--benchmark_out, or stdout closed or full), "
       << kExitUsage
       << " bad flag or value, unusable --benchmark_out, or no benchmark ran, 128+N stopped by "
-         "signal N (SIGINT, SIGTERM, SIGHUP: the benchmarks that finished are kept)\n"
+         "signal N (SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2: the benchmarks that "
+         "finished "
+         "are kept)\n"
          "Google Benchmark "
       << GPUBENCH_BENCHMARK_VERSION << "\n";
 }

@@ -15,7 +15,12 @@
 namespace gpubench {
 namespace {
 
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+// Every signal whose default action ends the process quietly and that a person, a shell or a
+// scheduler sends to stop a job: SIGINT (Ctrl-C), SIGTERM (timeout, CI job limits, Slurm, PBS,
+// Kubernetes, docker stop), SIGHUP (a closed terminal), SIGXCPU (the soft limit of `ulimit -t`;
+// the hard limit's SIGKILL follows), SIGUSR1 and SIGUSR2 (Slurm's --signal, LSF's warning action).
+// SIGQUIT (Ctrl-\) keeps its core dump: asking for one is its purpose.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2};
 
 // Shared with the handler: a lock-free atomic and the semaphore. 0: no signal yet.
 std::atomic<int> first_signal{0};
@@ -87,6 +92,12 @@ std::string signal_name(int signal_number) {
       return "SIGTERM";
     case SIGHUP:
       return "SIGHUP";
+    case SIGXCPU:
+      return "SIGXCPU";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
     default:
       return "signal " + std::to_string(signal_number);
   }

@@ -13,9 +13,9 @@
 // --help and the checks of run flags before anything runs are in benchmarks/command_line.hpp; the
 // --benchmark_out file (written whole or not at all, its folder created) and stdout in
 // benchmarks/output_file.hpp. SIGPIPE is ignored: a pipe closed by `| head` costs the console
-// table, never the --benchmark_out file. SIGINT, SIGTERM and SIGHUP stop the run keeping the
-// benchmarks that finished (benchmarks/interruption.hpp). Exit codes: 0 done, 1 output lost, 2 bad
-// command line, unusable --benchmark_out or no run, 128 + N stopped by signal N.
+// table, never the --benchmark_out file. SIGINT, SIGTERM, SIGHUP and the other stop signals keep
+// the benchmarks that finished (benchmarks/interruption.hpp). Exit codes: 0 done, 1 output lost, 2
+// bad command line, unusable --benchmark_out or no run, 128 + N stopped by signal N.
 
 #include <benchmark/benchmark.h>
 

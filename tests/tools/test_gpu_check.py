@@ -127,7 +127,8 @@ def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path:
     )
     # A bench that measures until it is told to stop, then writes what it has, as bench does.
     finished = tmp_path / "finished.json"
-    finished.write_text(json.dumps({"context": {"interrupted": "SIGTERM"}, "benchmarks": rows}))
+    context = {"interrupted": "SIGTERM", "benchmarks_finished": 1, "benchmarks_selected": 3}
+    finished.write_text(json.dumps({"context": context, "benchmarks": rows}))
     bench = Path(env["BUILD_DIR"]) / "benchmarks" / "bench"
     listing = bench.read_text().splitlines()[1]  # the stand-in's --list-all line
     _executable(
@@ -140,7 +141,15 @@ def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path:
     )
     out = tmp_path / "out"
     proc = subprocess.run(
-        ["bash", str(REPO / "tools" / "gpu-check"), "--within", "25", "--only", "mlp,cnn", str(out)],
+        [
+            "bash",
+            str(REPO / "tools" / "gpu-check"),
+            "--within",
+            "25",
+            "--only",
+            "mlp,cnn",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -150,7 +159,9 @@ def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path:
     summary = (out / "summary.txt").read_text()
     mlp = next(line for line in summary.splitlines() if "bench mlp:" in line)
     assert "stopped at the --within limit (the benchmarks that finished are kept)" in mlp, mlp
-    assert "0 rows failed" in mlp, mlp
+    assert mlp.endswith(
+        "0 rows failed, 0 skipped; cut off: interrupted by SIGTERM after 1 of 3 benchmarks"
+    ), mlp
     assert re.search(r"bench cnn: not started, \d+ s left of --within 25", summary), summary
     assert json.loads((out / "test-gpu-mlp.json").read_text())["benchmarks"] == rows
 

@@ -202,7 +202,14 @@ def usable_counter(value: float) -> bool:
 # A bench stopped by one of these signals writes the benchmarks it finished as one whole document
 # and says so in its context (docs/running-bench.md): the signal's name, the benchmarks whose
 # repetitions all finished and were written, and the benchmarks the filter selected.
-INTERRUPT_SIGNALS: tuple[str, ...] = ("SIGINT", "SIGTERM", "SIGHUP")
+INTERRUPT_SIGNALS: tuple[str, ...] = (
+    "SIGINT",
+    "SIGTERM",
+    "SIGHUP",
+    "SIGXCPU",
+    "SIGUSR1",
+    "SIGUSR2",
+)
 INTERRUPT_KEYS: tuple[str, ...] = ("interrupted", "benchmarks_finished", "benchmarks_selected")
 # More benchmarks than one run can select: a count above it is a corrupt value.
 MAX_BENCHMARKS = 1_000_000_000
@@ -1111,8 +1118,9 @@ def describe_errors(report: BenchReport) -> str:
 def _main(argv: Sequence[str] | None = None) -> int:
     """`python -m gpubench_tools.benchjson --errors FILE`: the failed/skipped count of one file,
     one line on stdout (exit 0), or the reason the file is unusable on stderr (exit 2): not bench
-    JSON, or cut off (truncated, or interrupted by a signal: its counts would leave out the rows
-    never written)."""
+    JSON, or truncated (its last rows may be half-written). A run a signal stopped wrote its
+    finished benchmarks whole: they are counted, and the line says how far the run got (the
+    rows never written are not in the counts)."""
     prog = program_name("gpubench_tools.benchjson")
 
     def body(args_list: Sequence[str] | None) -> int:
@@ -1129,11 +1137,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
             report = load_report(args.errors)
         except BenchJsonError as exc:
             raise UnusableInput(str(exc)) from None
-        if report.state == CUT_OFF:
+        if report.state == CUT_OFF and report.interrupted is None:
             raise UnusableInput(
                 f"{args.errors}: the run did not finish ({report.cut_off}); rows not counted"
             )
-        print(describe_errors(report))
+        cut = f"; cut off: {report.interrupted}" if report.interrupted is not None else ""
+        print(describe_errors(report) + cut)
         return EXIT_OK
 
     return run_main(prog, body, argv)
