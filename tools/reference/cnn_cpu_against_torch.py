@@ -17,7 +17,6 @@ busy while each side ran (Linux).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -27,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from reference_options import ReferenceParser, number
 
 HERE = Path(__file__).resolve().parent
 
@@ -65,11 +66,11 @@ def run_measured(command: list[str]) -> float | None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ReferenceParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench", default="build/benchmarks/bench")
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batch", type=number(1, 1 << 24, integer=True), default=64)
+    parser.add_argument("--threads", type=number(1, 4096, integer=True), default=1)
+    parser.add_argument("--rounds", type=number(1, 1000, integer=True), default=5)
     parser.add_argument("--out", help="write the rounds and the median ratio as JSON")
     args = parser.parse_args()
     suffix = f"batch:{args.batch}/readback:1/threads:{args.threads}"

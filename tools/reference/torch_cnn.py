@@ -29,7 +29,6 @@ Usage: python3 tools/reference/torch_cnn.py --out torch-cnn.json [--cpu-batches 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark_json import benchmark_row, write_benchmark_file
+from reference_options import BATCHES, SECONDS, THREADS, ReferenceParser
 
 IMAGE_SHAPE = (3, 32, 32)
 CLASSES = 10
@@ -165,12 +165,13 @@ def time_training(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ReferenceParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file to write")
-    parser.add_argument("--cpu-batches", default=CPU_BATCHES)
-    parser.add_argument("--cuda-batches", default=CUDA_BATCHES)
+    parser.add_argument("--cpu-batches", type=BATCHES, default=BATCHES(CPU_BATCHES))
+    parser.add_argument("--cuda-batches", type=BATCHES, default=BATCHES(CUDA_BATCHES))
     parser.add_argument(
         "--threads",
+        type=THREADS,
         default=None,
         help="comma-separated CPU thread counts (default: 1 and all cores)",
     )
@@ -180,7 +181,7 @@ def main() -> int:
         help="folder of CIFAR-10's binary files (default: $GPUBENCH_CIFAR10_DIR; else synthetic)",
     )
     parser.add_argument("--relu", action="store_true", help="a ReLU after each convolution")
-    parser.add_argument("--seconds", type=float, default=2.0, help="timed seconds per row, about")
+    parser.add_argument("--seconds", type=SECONDS, default=2.0, help="timed seconds per row, about")
     parser.add_argument("--no-cuda", action="store_true", help="the CPU rows only")
     parser.add_argument(
         "--allow-tf32",
@@ -197,18 +198,14 @@ def main() -> int:
     cifar10 = Path(arguments.cifar10_dir) if arguments.cifar10_dir else None
     data = "cifar10" if cifar10 is not None else "synthetic"
     all_cores = os.cpu_count() or 1
-    threads = (
-        [int(t) for t in arguments.threads.split(",")]
-        if arguments.threads
-        else sorted({1, all_cores})
-    )
+    threads = arguments.threads or sorted({1, all_cores})
     torch.backends.cudnn.allow_tf32 = arguments.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = arguments.allow_tf32
     runs: list[tuple[str, int | None, list[int]]] = [
-        ("cpu", count, [int(b) for b in arguments.cpu_batches.split(",")]) for count in threads
+        ("cpu", count, arguments.cpu_batches) for count in threads
     ]
     if torch.cuda.is_available() and not arguments.no_cuda:
-        runs.append(("cuda", None, [int(b) for b in arguments.cuda_batches.split(",")]))
+        runs.append(("cuda", None, arguments.cuda_batches))
 
     rows = []
     default_threads = torch.get_num_threads()

@@ -12,13 +12,13 @@ Usage: python3 tools/reference/torch_iris.py --data data/iris.csv --out torch-ir
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 import time
 from typing import Any
 
 from benchmark_json import benchmark_row, write_benchmark_file
+from reference_options import EPOCHS, ReferenceParser
 
 
 def load_training_rows(path: str, torch: Any) -> tuple[Any, Any]:
@@ -68,10 +68,10 @@ def seconds_per_epoch(torch: Any, device: str, x: Any, y: Any, epochs: int, read
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ReferenceParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="data/iris.csv")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--epochs", type=int, default=2000)
+    parser.add_argument("--epochs", type=EPOCHS, default=2000)
     arguments = parser.parse_args()
     try:
         import torch

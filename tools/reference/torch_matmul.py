@@ -11,12 +11,12 @@ Usage: python3 tools/reference/torch_matmul.py --out torch-matmul.json [--sizes 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from typing import Any
 
 from benchmark_json import benchmark_row, write_benchmark_file
+from reference_options import ReferenceParser, integers, number
 
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp64")
 
@@ -54,10 +54,13 @@ def time_matmul(torch: Any, dtype_name: str, m: int, n: int, k: int, iterations:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ReferenceParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file to write")
-    parser.add_argument("--sizes", default="256,1024,2048,4096,8192", help="square sizes")
-    parser.add_argument("--iterations", type=int, default=50)
+    sizes = integers(1, 65536)
+    parser.add_argument(
+        "--sizes", type=sizes, default=sizes("256,1024,2048,4096,8192"), help="square sizes"
+    )
+    parser.add_argument("--iterations", type=number(1, 1_000_000, integer=True), default=50)
     arguments = parser.parse_args()
     try:
         import torch
@@ -69,7 +72,7 @@ def main() -> int:
         return 2
     rows = []
     for dtype_name in DTYPES:
-        for size in (int(text) for text in arguments.sizes.split(",")):
+        for size in arguments.sizes:
             seconds = time_matmul(torch, dtype_name, size, size, size, arguments.iterations)
             flop = 2.0 * size**3
             name = f"matmul/gpu/torch_mm/dtype:{dtype_name}/m:{size}/n:{size}/k:{size}/manual_time"

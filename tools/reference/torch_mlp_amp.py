@@ -48,7 +48,6 @@ Exit status: 0 rows written, 2 no PyTorch, no CUDA device (with --device cuda) o
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import sys
@@ -58,6 +57,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchmark_json import benchmark_row, skipped_row, write_benchmark_file
+from reference_options import EPOCHS, SECONDS, ReferenceParser
 from torch_iris import load_training_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -352,14 +352,14 @@ def machine_context(torch: Any) -> dict[str, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ReferenceParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file to write")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--cases", default=DEFAULT_CASES, help="iris and synthetic:BATCH:HIDDEN")
     parser.add_argument("--precisions", default=",".join(PRECISIONS))
-    parser.add_argument("--seconds", type=float, default=1.0, help="timed seconds per row, about")
-    parser.add_argument("--iris-epochs", type=int, default=IRIS_EPOCHS)
-    parser.add_argument("--synthetic-epochs", type=int, default=SYNTHETIC_EPOCHS)
+    parser.add_argument("--seconds", type=SECONDS, default=1.0, help="timed seconds per row, about")
+    parser.add_argument("--iris-epochs", type=EPOCHS, default=IRIS_EPOCHS)
+    parser.add_argument("--synthetic-epochs", type=EPOCHS, default=SYNTHETIC_EPOCHS)
     parser.add_argument("--data", default=str(REPO / "data" / "iris.csv"), help="iris.csv")
     arguments = parser.parse_args()
     try:
@@ -375,8 +375,6 @@ def main() -> int:
         parser.error(
             f"unknown precision {', '.join(unknown)} (choose from {', '.join(PRECISIONS)})"
         )
-    if min(arguments.iris_epochs, arguments.synthetic_epochs) < 1 or arguments.seconds <= 0:
-        parser.error("epochs and seconds must be positive")
     try:
         import torch
     except ImportError:
