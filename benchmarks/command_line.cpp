@@ -157,6 +157,12 @@ std::optional<std::string> check_value(const std::string& name, std::string* val
     if (!parse_count(*value, 2147483647LL)) {
       return flag + " is not a valid count: give a whole number of repetitions, 1 or more";
     }
+  } else if (name == "v") {
+    // Google Benchmark's verbosity: it refuses what is not a 32-bit integer in two lines of its
+    // own and takes any integer; a level beyond a few changes nothing.
+    if (!parse_count(*value, 100) && *value != "0") {
+      return flag + " is not a verbosity level: give a whole number from 0 to 100";
+    }
   } else if (name == "benchmark_format" || name == "benchmark_out_format") {
     if (*value != "console" && *value != "json" && *value != "csv") {
       return flag + " is not a format: give console, json or csv";
@@ -241,8 +247,9 @@ std::optional<std::string> check_environment() {
 std::optional<std::string> check_run_flags(std::vector<std::string>* arguments) {
   for (std::size_t index = 1; index < arguments->size(); ++index) {
     std::string& argument = (*arguments)[index];
-    for (const char* name : {"benchmark_min_time", "benchmark_min_warmup_time",
-                             "benchmark_repetitions", "benchmark_format", "benchmark_out_format"}) {
+    for (const char* name :
+         {"benchmark_min_time", "benchmark_min_warmup_time", "benchmark_repetitions",
+          "benchmark_format", "benchmark_out_format", "v"}) {
       const std::string prefix = std::string("--") + name + "=";
       if (argument.rfind(prefix, 0) != 0) continue;
       std::string value = argument.substr(prefix.size());

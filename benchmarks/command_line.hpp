@@ -31,7 +31,7 @@ std::optional<std::string> flag_value(const std::vector<std::string>& arguments,
 // wins; bare, or with a value other than false, no, off, 0, f or n, it is true.
 bool flag_is_set(const std::vector<std::string>& arguments, const std::string& name);
 
-// Checks --benchmark_min_time, --benchmark_min_warmup_time, --benchmark_repetitions and the two
+// Checks --benchmark_min_time, --benchmark_min_warmup_time, --benchmark_repetitions, --v and the two
 // format flags before anything runs, and rewrites --benchmark_min_time into the form the linked
 // Google Benchmark parses (before 1.8 it takes plain seconds only, so "0.5s" becomes "0.5").
 // Returns a one-line message naming the flag and what is wrong, or nothing when all are valid.

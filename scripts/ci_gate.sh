@@ -49,6 +49,11 @@ BENCH=${BENCH:-build/benchmarks/bench}
 BASELINE=${BASELINE:-reports/baselines/ci-cpu.json}
 GATE_CONFIG=${GATE_CONFIG:-reports/baselines/ci-cpu.thresholds.json}
 OUT_DIR=${OUT_DIR:-reports/ci}
+source scripts/common.sh  # require_number; PYTHON is chosen below, as before
+require_number REPS 1 1000 integer
+require_number MIN_TIME 0.001 3600
+require_number PAIRS 1 10000 integer
+require_number MAX_PAIRS 1 10000 integer
 REPS=${REPS:-9}
 MIN_TIME=${MIN_TIME:-0.1}
 if [[ -z ${PYTHON:-} ]]; then

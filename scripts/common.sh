@@ -21,6 +21,22 @@ elif [[ -x $VENV/bin/python ]]; then
 else
   PYTHON=python3
 fi
+# Exits 2 with one line naming the variable, its value and the range when `name` is set to
+# anything but a number from `low` to `high` (`integer`: a whole number); an unset or empty one
+# is left to its default. Every number a script reads from the environment passes here first.
+require_number() {  # name low high [integer]
+  local name=$1 low=$2 high=$3 kind=${4:-number}
+  local value=${!name-}
+  [[ -z $value ]] && return 0
+  local pattern='^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$' wanted="a number from $low to $high"
+  [[ $kind == integer ]] && { pattern='^[0-9]+$'; wanted="a whole number from $low to $high"; }
+  if [[ ! $value =~ $pattern ]] ||
+    ! awk -v v="$value" -v lo="$low" -v hi="$high" 'BEGIN { exit !(v + 0 >= lo && v + 0 <= hi) }'; then
+    echo "gpubench: $name='$value' is not $wanted" >&2
+    exit 2
+  fi
+}
+require_number JOBS 1 1024 integer
 JOBS=${JOBS:-$(nproc)}
 
 # The tests of the build in BUILD_DIR that carry CTest label `$1` (as label:N, in the order N, or
