@@ -11,6 +11,7 @@ them.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -302,3 +303,86 @@ def test_a_config_value_is_quoted_as_written(tmp_path: Path, capsys) -> None:
     config.write_text('{"thresholds": {"max_cv": 1e400, "alpha": 0.050}}')
     code, _, err = run_tool(capsys, compare_main, str(CI_CPU), str(CI_CPU), "--config", str(config))
     assert code == UNUSABLE and "thresholds.max_cv: 1e400 is not a number above 0" in err
+
+
+# --- end to end: a real bench stopped by a signal, then every tool -------------------------------
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(a whole run, the same sweep stopped by SIGTERM after 2 of its benchmarks) from the real
+    bench: 3 repetitions of 0.2 s or more each, so the signal lands inside a benchmark."""
+    import signal
+    import subprocess
+
+    from conftest import bench_binary
+
+    bench = bench_binary()
+    if not bench.is_file():
+        pytest.skip(f"no bench at {bench}")
+    folder = tmp_path_factory.mktemp("stopped")
+    sweep = [
+        str(bench),
+        "--benchmark_filter=^matmul/cpu/openblas/dtype:fp32/m:(16|32|48|64|96|128)/n:"
+        "(16|32|48|64|96|128)/k:(16|32|48|64|96|128)/threads:1$",
+        "--benchmark_repetitions=3",
+    ]
+    whole, cut = folder / "whole.json", folder / "cut.json"
+    subprocess.run(
+        [*sweep, "--benchmark_min_time=0.01", f"--benchmark_out={whole}"],
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    process = subprocess.Popen(
+        [*sweep, "--benchmark_min_time=0.2", f"--benchmark_out={cut}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "GPUBENCH_PROGRESS_SECONDS": "0"},
+        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL),
+    )
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith("gpubench: 2/"):
+                process.send_signal(signal.SIGTERM)
+                break
+        process.wait(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM
+    return whole, cut
+
+
+def test_a_real_stopped_run_through_every_tool(stopped_run, tmp_path: Path, capsys) -> None:
+    whole, cut = stopped_run
+    read = benchjson.read_file(str(cut))
+    assert not isinstance(read, benchjson.BenchJsonError), read
+    assert read.state == benchjson.CUT_OFF and read.interrupted is not None
+    finished, selected = read.interrupted.finished, read.interrupted.selected
+    in_whole = {row["run_name"] for row in json.loads(whole.read_text())["benchmarks"]}
+    assert selected == len(in_whole) and 2 <= finished < selected
+    assert {row.run_name for row in read.rows} < in_whole
+    said = f"interrupted by SIGTERM after {finished} of {selected} benchmarks"
+    # compare: a cut-off contender fails on the benchmarks it never measured, --allow-missing too.
+    for extra in ([], ["--allow-missing"]):
+        code, out, err = run_tool(capsys, compare_main, str(whole), str(cut), *extra)
+        assert code == REGRESSION and said in out + err
+    # history: the finished rows stored, the run marked interrupted.
+    db = tmp_path / "h.db"
+    code, _, err = run_tool(capsys, history_main, "add", str(db), str(cut))
+    assert code == OK and said in err
+    with sqlite3.connect(db) as connection:
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(runs)")]
+        assert "interrupted" in columns
+    # export: refused, naming how far the run got.
+    code, _, err = run_tool(
+        capsys, export.main, "--format", "bencher", str(cut), "--out", str(tmp_path / "e.json")
+    )
+    assert code == UNUSABLE and said in err
+    # report: says so at the top.
+    code, _, _ = run_tool(capsys, report_main, str(cut), "--out", str(tmp_path / "r"), "--quiet")
+    assert code == OK
+    head = (tmp_path / "r" / "report.md").read_text().split("## ")[0]
+    assert said in head
