@@ -378,6 +378,39 @@ def test_quick_leaves_the_largest_batch_memcheck_to_the_full_step(tmp_path: Path
     assert "left to the full" not in full_summary
 
 
+def test_a_sanitizer_failure_names_the_kernels_it_is_in(tmp_path: Path) -> None:
+    """The summary line of a failed sanitizer run names the kernels of its reports, most first,
+    so a hazard in a library's kernel reads apart from one in the suite's."""
+    listed = ["overhead/alloc/async/bytes:4096/repeats:10/manual_time"]
+    env = _stand_in_machine(tmp_path, [], listed)
+    report = (
+        "========= Error: Race reported between Read access at nvjet_sm90_tss_64x8_h_bz_TNT+0xb00\n"
+        "=========     and Write access at nvjet_sm90_tss_64x8_h_bz_TNT+0x2840 [224 hazards]\n"
+        "========= Error: Race reported between Write access at "
+        "void gpubench::softmax_kernel<float>(const float *, int)+0x70\n"
+        "========= Invalid __global__ write of size 4 bytes\n"
+        "=========     at sgd_update_kernel(float *, const float *, float, int)+0x90\n"
+    )
+    _executable(
+        tmp_path / "bin" / "compute-sanitizer",
+        f"#!/usr/bin/env bash\nprintf '%s' '{report}'\nexit 9\n",
+    )
+    out = tmp_path / "out"
+    subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--only", "sanitizer", str(out)],
+        capture_output=True,
+        text=True,
+        env={**env, "SANITIZER_TOOLS": "memcheck"},
+        timeout=300,
+    )
+    summary = (out / "summary.txt").read_text()
+    line = next(line for line in summary.splitlines() if "memcheck bench" in line)
+    assert (
+        "FAILED (exit 9), reports in: nvjet_sm90_tss_64x8_h_bz_TNT (2), "
+        "void gpubench::softmax_kernel<float> (1), sgd_update_kernel (1)" in line
+    ), line
+
+
 def test_quick_says_when_the_build_labels_no_test(tmp_path: Path) -> None:
     """A build whose CTest files carry none of the labels --quick reads (risky:N, sanitizer:N)
     fails those steps saying so, instead of running an empty test name."""
