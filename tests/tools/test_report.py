@@ -304,3 +304,24 @@ def test_device_memory_sets_the_measured_peak_against_the_model(tmp_path: Path) 
     text = " ".join(section["paragraphs"])
     assert "largest_batch/net:cnn" in text and "9000" in text
     assert "net:mlp" in text and "does not fit" in text
+
+
+# The first GPU run of the CNN, mixed precision, the memory meter and NVML (an H200), with the
+# PyTorch references measured beside it: real rows the hand-made fixtures cannot stand in for.
+H200 = BASELINES / "h200-43879cd"
+
+
+def test_the_h200_run_with_its_references_reports_energy_and_keeps_pytorch_a_peer(
+    tmp_path: Path,
+) -> None:
+    inputs = [str(p) for p in sorted(H200.glob("h200-*.json"))]
+    doc = _document(tmp_path, inputs)
+    energy = _section(doc, "energy")
+    (table,) = energy["tables"]
+    sizes = [row[1] for row in table["rows"]]
+    # A size key whose value is not a number (hidden 4096x2 beside 4096) is written as named.
+    assert "hidden 4096, batch 4096" in sizes, sizes
+    assert all(row[3].endswith(" J") for row in table["rows"])
+    # PyTorch's CPU rows (torch_cnn.py's 16-thread run) are a peer, never the CNN's CPU side.
+    cnn = _answer(doc, "cnn")
+    assert cnn["paths"] == [] and cnn["why"] == "no CPU rows to compare", cnn

@@ -1126,7 +1126,7 @@ class _Builder:
                 cpu_j = r.get("_j_cpu", math.nan)
                 has_cpu = pd.notna(cpu_j)
                 compared += bool(has_cpu)
-                size = ", ".join(f"{k} {fmt_size(r[k])}" for k in topic.keys if pd.notna(r.get(k)))
+                size = ", ".join(f"{k} {_key_text(r[k])}" for k in topic.keys if pd.notna(r.get(k)))
                 table_rows.append(
                     [
                         topic.title,
@@ -1255,6 +1255,15 @@ def distinct_names(paths: list[str]) -> dict[str, str]:
                 break
         names[path] = str(Path(*tail))
     return names
+
+
+def _key_text(value: object) -> str:
+    """A size key's value for a sentence: a number as fmt_size writes it, a value that is not one
+    as the name has it (hidden 4096x2: a width and a depth)."""
+    try:
+        return fmt_size(float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def _operation_kind(column: str) -> str:

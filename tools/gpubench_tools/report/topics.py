@@ -68,6 +68,9 @@ def committed_gpu_reference() -> list[str]:
 # (`readback` 0): the throughput a training loop gets. The readback and input variants are
 # questions of their own (the Iris ladder shows them). PyTorch rows in the same file are a
 # peer, not the GPU side.
+# The suite's own CPU training paths: a peer's CPU rows (PyTorch on the CPU, in a reference file
+# given with the sweep) are a peer, never the CPU side of a speedup.
+_CPU_TRAINING_VARIANTS = ("openblas", "small")
 _GPU_TRAINING = {
     "backend": "gpu",
     "variant": ("eager", "graph", "fused"),
@@ -221,7 +224,13 @@ def _training_topic(
     return Topic(
         id=id,
         title=title,
-        cpu={"workload": workload, "backend": "cpu", **data_row, "precision": precision},
+        cpu={
+            "workload": workload,
+            "backend": "cpu",
+            "variant": _CPU_TRAINING_VARIANTS,
+            **data_row,
+            "precision": precision,
+        },
         gpu={"workload": workload, **data_row, "precision": precision, **_GPU_TRAINING},
         keys=keys,
         x="batch",
