@@ -94,7 +94,7 @@ std::size_t columns_of(const ConvShape& shape, int batch) {
   return static_cast<std::size_t>(batch) * static_cast<std::size_t>(shape.pixels());
 }
 
-const CnnSpec& checked(const CnnSpec& spec, int batch) {
+void validate_network_and_batch(const CnnSpec& spec, int batch) {
   spec.validate();
   validate_cnn_batch(batch, /*rows_available=*/batch);  // only the lower bound applies here
   // cuBLAS takes int dimensions and leading dimensions; keep every matrix, the im2col ones being
@@ -106,7 +106,6 @@ const CnnSpec& checked(const CnnSpec& spec, int batch) {
         "matrix would hold more elements than cuBLAS's int dimensions address (" +
         std::to_string(INT_MAX) + "); at most " + std::to_string(largest) + " images");
   }
-  return spec;
 }
 
 void validate_inputs(const float* images, const int* labels, const float* initial_parameters,
@@ -130,7 +129,7 @@ void validate_inputs(const float* images, const int* labels, const float* initia
 GpuTrainingShape training_shape(const CnnSpec& spec, int batch, const float* images,
                                 const int* labels, const float* initial_parameters,
                                 TrainingPrecision precision, LossScalerSettings loss_scaling) {
-  checked(spec, batch);
+  validate_network_and_batch(spec, batch);
   validate_inputs(images, labels, initial_parameters, batch);
   return {batch,
           static_cast<std::size_t>(CnnSpec::image_floats()),
