@@ -66,7 +66,7 @@ LargestBatchTrainer cnn_largest_batch_trainer(const std::string& data) {
     const std::vector<float> initial = initial_cnn_parameters(spec);
     cuda::CnnGpuTrainer gpu_trainer(spec, batch, images.pixels.data(), images.labels.data(),
                                     initial.data());
-    gpu_trainer.prepare(cuda::CnnRunConfig{}, steps);  // eager, resident batch, no readbacks
+    gpu_trainer.prepare(cuda::TrainingRunConfig{}, steps);  // eager, resident batch, no readbacks
     return time_largest_batch_steps(state, gpu_trainer, steps, meter);
   };
   return trainer;

@@ -1,5 +1,6 @@
 #include "benchmarks/gpu_training_phases.hpp"
 
+#include "harness/host_clock_timer.hpp"
 #include "harness/warm_device_timer.hpp"
 #include "kernels/common/cuda_check.hpp"
 
@@ -36,6 +37,29 @@ double loss_readback_seconds(cudaStream_t stream) {
   PinnedHostBuffer host(sizeof(float));
   DeviceBuffer device(sizeof(float));
   return copy_seconds(host.data(), device.data(), sizeof(float), cudaMemcpyDeviceToHost, stream);
+}
+
+double time_training_runs(benchmark::State& state, cuda::GpuTrainer& trainer, int steps,
+                          std::vector<float>* losses, DeviceMemoryMeter* meter) {
+  HostClockTimer timer(HostClockTimer::Report::manual, meter);
+  return timer.run(
+      state,
+      [&] {
+        trainer.enqueue_reset();
+        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(trainer.stream()));
+        losses->clear();
+      },
+      [&] {
+        trainer.run(steps, losses);
+        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(trainer.stream()));
+      });
+}
+
+LargestBatchRun time_largest_batch_steps(benchmark::State& state, cuda::GpuTrainer& trainer,
+                                         int steps, DeviceMemoryMeter& meter) {
+  std::vector<float> losses;
+  const double wall_s = time_training_runs(state, trainer, steps, &losses, &meter);
+  return {wall_s / steps, trainer.last_loss(), trainer.device_bytes()};
 }
 
 }  // namespace gpubench

@@ -14,10 +14,9 @@
 
 #include "benchmarks/largest_batch.hpp"
 #include "harness/device_memory.hpp"
-#include "harness/host_clock_timer.hpp"
 #include "harness/phase_times.hpp"
-#include "kernels/common/cuda_check.hpp"
 #include "kernels/common/cuda_resources.hpp"
+#include "kernels/common/gpu_training_core.hpp"
 #include "kernels/common/host_buffer.hpp"
 #include "kernels/common/training_precision.hpp"
 
@@ -72,32 +71,13 @@ double loss_readback_seconds(cudaStream_t stream);
 // `steps` steps and waits for the last; the host time of that is the iteration's (what the user
 // waits for). Losses read back during the last iteration land in `losses`. `meter`, when given, is
 // sampled by the timer (harness/host_clock_timer.hpp says when). Returns t_wall.
-template <typename Trainer>
-double time_training_runs(benchmark::State& state, Trainer& trainer, int steps,
-                          std::vector<float>* losses, DeviceMemoryMeter* meter = nullptr) {
-  HostClockTimer timer(HostClockTimer::Report::manual, meter);
-  return timer.run(
-      state,
-      [&] {
-        trainer.enqueue_reset();
-        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(trainer.stream()));
-        losses->clear();
-      },
-      [&] {
-        trainer.run(steps, losses);
-        GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(trainer.stream()));
-      });
-}
+double time_training_runs(benchmark::State& state, cuda::GpuTrainer& trainer, int steps,
+                          std::vector<float>* losses, DeviceMemoryMeter* meter = nullptr);
 
 // The run of a largest-batch row (benchmarks/largest_batch.hpp): `steps` eager steps of a built
 // trainer, prepared for them, timed as the row's one iteration by time_training_runs() with
 // `meter` sampled by its timer.
-template <typename Trainer>
-LargestBatchRun time_largest_batch_steps(benchmark::State& state, Trainer& trainer, int steps,
-                                         DeviceMemoryMeter& meter) {
-  std::vector<float> losses;
-  const double wall_s = time_training_runs(state, trainer, steps, &losses, &meter);
-  return {wall_s / steps, trainer.last_loss(), trainer.device_bytes()};
-}
+LargestBatchRun time_largest_batch_steps(benchmark::State& state, cuda::GpuTrainer& trainer,
+                                         int steps, DeviceMemoryMeter& meter);
 
 }  // namespace gpubench

@@ -39,7 +39,7 @@ LargestBatchTrainer mlp_largest_batch_trainer(const MlpSpec& spec, MlpPrecision 
     const std::vector<float> initial = initial_parameters(spec);
     cuda::MlpGpuTrainer gpu_trainer(spec, batch, data.batch.inputs.data(), data.batch.labels.data(),
                                     initial.data(), precision);
-    gpu_trainer.prepare(cuda::MlpRunConfig{}, steps);  // eager, resident batch, no readbacks
+    gpu_trainer.prepare(cuda::TrainingRunConfig{}, steps);  // eager, resident batch, no readbacks
     return time_largest_batch_steps(state, gpu_trainer, steps, meter);
   };
   return trainer;

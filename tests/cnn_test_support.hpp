@@ -29,9 +29,9 @@ inline CnnBatch random_cnn_batch(int size, std::uint64_t seed) {
   return batch;
 }
 
-inline cuda::CnnRunConfig cnn_run_config(cuda::CnnExecution execution, int readback_every,
-                                         cuda::CnnInput input, int graph_steps = 1) {
-  cuda::CnnRunConfig config;
+inline cuda::TrainingRunConfig cnn_run_config(cuda::TrainingExecution execution, int readback_every,
+                                              cuda::TrainingInput input, int graph_steps = 1) {
+  cuda::TrainingRunConfig config;
   config.execution = execution;
   config.readback_every = readback_every;
   config.input = input;
@@ -41,7 +41,7 @@ inline cuda::CnnRunConfig cnn_run_config(cuda::CnnExecution execution, int readb
 
 // Runs `steps` steps in `config` from the initial weights and returns every loss read back.
 inline std::vector<float> cnn_trajectory(cuda::CnnGpuTrainer& trainer,
-                                         const cuda::CnnRunConfig& config, int steps) {
+                                         const cuda::TrainingRunConfig& config, int steps) {
   trainer.prepare(config, steps);
   trainer.enqueue_reset();
   std::vector<float> losses;

@@ -37,10 +37,10 @@ namespace {
 
 using gpubench::CnnSpec;
 using gpubench::ConvShape;
-using gpubench::cuda::CnnExecution;
 using gpubench::cuda::CnnGpuTrainer;
-using gpubench::cuda::CnnInput;
-using gpubench::cuda::CnnRunConfig;
+using gpubench::cuda::TrainingExecution;
+using gpubench::cuda::TrainingInput;
+using gpubench::cuda::TrainingRunConfig;
 using Batch = gpubench::test::CnnBatch;
 using gpubench::test::cnn_run_config;
 using gpubench::test::cnn_trajectory;
@@ -405,8 +405,8 @@ TEST(CnnGpu, EagerAndGraphRunsFollowTheSameTrajectory) {
   CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
   EXPECT_EQ(trainer.launches_per_step(), 37);
 
-  const std::vector<float> eager =
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+  const std::vector<float> eager = cnn_trajectory(
+      trainer, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::resident), kSteps);
   ASSERT_EQ(eager.size(), static_cast<std::size_t>(kSteps));
   for (float loss : eager) EXPECT_TRUE(std::isfinite(loss));
   const Reference first = reference_step(spec, batch, initial, false);
@@ -416,21 +416,23 @@ TEST(CnnGpu, EagerAndGraphRunsFollowTheSameTrajectory) {
   // A second eager run from the reset weights repeats the first bit for bit (fixed-order sums,
   // one stream, cuBLAS with a fixed workspace).
   EXPECT_EQ(
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps),
+      cnn_trajectory(trainer, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::resident),
+                     kSteps),
       eager);
 
   // A graph per step with its readback; the same kernels and products in the same order.
-  const std::vector<float> graph =
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::resident), kSteps);
+  const std::vector<float> graph = cnn_trajectory(
+      trainer, cnn_run_config(TrainingExecution::graph, 1, TrainingInput::resident), kSteps);
   EXPECT_EQ(trainer.graph_steps(), 1);
   expect_same_trajectory(graph, eager, "graph readback:1");
   EXPECT_EQ(
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::resident), kSteps),
+      cnn_trajectory(trainer, cnn_run_config(TrainingExecution::graph, 1, TrainingInput::resident),
+                     kSteps),
       graph)
       << "graph replays differ";
   // Five steps per graph, a readback at the end of each.
-  const std::vector<float> every_fifth =
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 5, CnnInput::resident), kSteps);
+  const std::vector<float> every_fifth = cnn_trajectory(
+      trainer, cnn_run_config(TrainingExecution::graph, 5, TrainingInput::resident), kSteps);
   EXPECT_EQ(trainer.graph_steps(), 5);
   ASSERT_EQ(every_fifth.size(), 4U);
   for (std::size_t i = 0; i < every_fifth.size(); ++i) {
@@ -438,7 +440,7 @@ TEST(CnnGpu, EagerAndGraphRunsFollowTheSameTrajectory) {
   }
   // No readbacks, 8 steps per graph: two graphs and a remainder of 4.
   const std::vector<float> none = cnn_trajectory(
-      trainer, cnn_run_config(CnnExecution::graph, 0, CnnInput::resident, 8), kSteps);
+      trainer, cnn_run_config(TrainingExecution::graph, 0, TrainingInput::resident, 8), kSteps);
   EXPECT_TRUE(none.empty());
   EXPECT_EQ(trainer.graph_steps(), 8);
   EXPECT_NEAR(trainer.last_loss(), eager.back(), kLossTolerance * eager.back());
@@ -468,8 +470,8 @@ TEST(CnnGpu, FollowsTheCpuTrainer) {
   expect_gradient_matches(spec, gpu.last_gradient(), cpu_as_double, "GPU vs CPU trainer");
 
   std::vector<float> parameters = initial;
-  const std::vector<float> gpu_losses =
-      cnn_trajectory(gpu, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+  const std::vector<float> gpu_losses = cnn_trajectory(
+      gpu, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::resident), kSteps);
   ASSERT_EQ(gpu_losses.size(), static_cast<std::size_t>(kSteps));
   for (int step = 0; step < kSteps; ++step) {
     const float cpu_loss = cpu.step(parameters.data(), batch.images.data(), batch.labels.data());
@@ -487,19 +489,20 @@ TEST(CnnGpu, CopiedInputsGiveTheResidentLosses) {
       static_cast<std::size_t>(batch.size) * (kImageFloats * sizeof(float) + sizeof(int));
   // The copies bring the same bytes the resident buffers hold, and the same kernels run on them:
   // the losses are identical, bit for bit.
-  const std::vector<float> resident =
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+  const std::vector<float> resident = cnn_trajectory(
+      trainer, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::resident), kSteps);
   EXPECT_EQ(trainer.input_bytes_per_step(), 0U);
-  for (CnnInput input : {CnnInput::pageable, CnnInput::pinned}) {
-    EXPECT_EQ(cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, input), kSteps),
+  for (TrainingInput input : {TrainingInput::pageable, TrainingInput::pinned}) {
+    EXPECT_EQ(cnn_trajectory(trainer, cnn_run_config(TrainingExecution::eager, 1, input), kSteps),
               resident)
-        << "eager " << gpubench::cuda::cnn_input_name(input);
+        << "eager " << gpubench::cuda::training_input_name(input);
     EXPECT_EQ(trainer.input_bytes_per_step(), batch_bytes);
   }
-  const std::vector<float> graph_resident =
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::resident), kSteps);
+  const std::vector<float> graph_resident = cnn_trajectory(
+      trainer, cnn_run_config(TrainingExecution::graph, 1, TrainingInput::resident), kSteps);
   EXPECT_EQ(
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::pinned), kSteps),
+      cnn_trajectory(trainer, cnn_run_config(TrainingExecution::graph, 1, TrainingInput::pinned),
+                     kSteps),
       graph_resident)
       << "graph pinned";
   expect_same_trajectory(graph_resident, resident, "graph resident");
@@ -516,11 +519,11 @@ TEST(CnnGpu, BatchOneAndLargeBatchesRunAndStayFinite) {
     EXPECT_EQ(trainer.device_bytes(), gpubench::cuda::cnn_gpu_device_bytes(spec, images))
         << "batch " << images;
     const std::string what = "batch " + std::to_string(images);
-    const std::vector<float> eager =
-        cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), 3);
+    const std::vector<float> eager = cnn_trajectory(
+        trainer, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::resident), 3);
     for (float loss : eager) EXPECT_TRUE(std::isfinite(loss)) << what;
-    const std::vector<float> graph =
-        cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::pinned), 3);
+    const std::vector<float> graph = cnn_trajectory(
+        trainer, cnn_run_config(TrainingExecution::graph, 1, TrainingInput::pinned), 3);
     expect_same_trajectory(graph, eager, what + " graph");
     for (float value : trainer.parameters()) {
       if (!std::isfinite(value)) {
@@ -590,12 +593,12 @@ TEST(CnnGpu, ObserverSeesTheCpuTrainersOperationNamesInEagerStepsOnly) {
   EXPECT_EQ(observer.operations, expected);
 
   observer.operations.clear();
-  trainer.prepare(cnn_run_config(CnnExecution::eager, 0, CnnInput::resident), 2);
+  trainer.prepare(cnn_run_config(TrainingExecution::eager, 0, TrainingInput::resident), 2);
   trainer.run(2, nullptr);
   EXPECT_EQ(observer.operations.size(), 2 * expected.size());
 
   observer.operations.clear();
-  trainer.prepare(cnn_run_config(CnnExecution::graph, 0, CnnInput::resident), 2);
+  trainer.prepare(cnn_run_config(TrainingExecution::graph, 0, TrainingInput::resident), 2);
   trainer.run(2, nullptr);
   trainer.capture_compute_graph(2).launch(trainer.stream());
   EXPECT_TRUE(observer.operations.empty()) << "a captured step reported " << observer.operations[0];
@@ -617,14 +620,16 @@ TEST(CnnGpu, ShortRunsOfEveryKernelForTheSanitizers) {
   const Batch batch = random_cnn_batch(5, 21);
   CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
   const Reference first = reference_step(spec, batch, initial, false);
-  const std::vector<float> eager =
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::pageable), 3);
+  const std::vector<float> eager = cnn_trajectory(
+      trainer, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::pageable), 3);
   ASSERT_EQ(eager.size(), 3U);
   EXPECT_NEAR(eager[0], first.loss, kLossTolerance * first.loss);
   expect_same_trajectory(
-      cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::pinned), 3), eager,
-      "graph pinned");
-  cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 0, CnnInput::resident, 2), 3);
+      cnn_trajectory(trainer, cnn_run_config(TrainingExecution::graph, 1, TrainingInput::pinned),
+                     3),
+      eager, "graph pinned");
+  cnn_trajectory(trainer, cnn_run_config(TrainingExecution::graph, 0, TrainingInput::resident, 2),
+                 3);
   EXPECT_NEAR(trainer.last_loss(), eager.back(), kLossTolerance * eager.back());
   // The compute graph the benchmark times: two steps, the same losses as two eager steps.
   trainer.enqueue_reset();
@@ -646,8 +651,8 @@ TEST(CnnGpu, ShortRunsOfEveryKernelForTheSanitizers) {
   const Batch tall = random_cnn_batch(257, 22);
   CnnGpuTrainer tall_trainer(spec, tall.size, tall.images.data(), tall.labels.data(),
                              initial.data());
-  for (float loss : cnn_trajectory(tall_trainer,
-                                   cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), 2)) {
+  for (float loss : cnn_trajectory(
+           tall_trainer, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::resident), 2)) {
     EXPECT_TRUE(std::isfinite(loss));
   }
 }
@@ -697,21 +702,24 @@ TEST(CnnGpu, BadConfigurationsAreClearErrors) {
   CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(), initial.data());
   // A graph cannot capture copies from pageable memory; the trainer says so and stays usable.
   expect_message(error_of<std::invalid_argument>([&] {
-                   trainer.prepare(cnn_run_config(CnnExecution::graph, 0, CnnInput::pageable), 10);
+                   trainer.prepare(
+                       cnn_run_config(TrainingExecution::graph, 0, TrainingInput::pageable), 10);
                  }),
                  "cannot capture copies from pageable host memory");
   EXPECT_TRUE(std::isfinite(trainer.step_and_read_loss()));
   std::vector<float> losses;
   trainer.run(2, &losses);  // still the eager default: the failed prepare changed nothing
   expect_message(error_of<std::invalid_argument>([&] {
-                   trainer.prepare(cnn_run_config(CnnExecution::eager, 0, CnnInput::resident), 0);
+                   trainer.prepare(
+                       cnn_run_config(TrainingExecution::eager, 0, TrainingInput::resident), 0);
                  }),
                  "at least one step");
   expect_message(error_of<std::invalid_argument>([&] {
-                   trainer.prepare(cnn_run_config(CnnExecution::eager, -1, CnnInput::resident), 5);
+                   trainer.prepare(
+                       cnn_run_config(TrainingExecution::eager, -1, TrainingInput::resident), 5);
                  }),
                  "readback interval must be >= 0");
-  trainer.prepare(cnn_run_config(CnnExecution::graph, 0, CnnInput::resident, 4), 8);
+  trainer.prepare(cnn_run_config(TrainingExecution::graph, 0, TrainingInput::resident, 4), 8);
   expect_message(error_of<std::logic_error>([&] { trainer.run(9, nullptr); }),
                  "graphs were prepared for 8 steps, not 9");
   expect_message(error_of<std::invalid_argument>([&] { trainer.capture_compute_graph(0); }),

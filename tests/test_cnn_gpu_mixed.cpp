@@ -32,9 +32,9 @@ using gpubench::kMixedPrecisionLossTolerance;
 using gpubench::LossScalerSettings;
 using gpubench::LossScaleState;
 using gpubench::TrainingPrecision;
-using gpubench::cuda::CnnExecution;
 using gpubench::cuda::CnnGpuTrainer;
-using gpubench::cuda::CnnInput;
+using gpubench::cuda::TrainingExecution;
+using gpubench::cuda::TrainingInput;
 using Batch = gpubench::test::CnnBatch;
 using gpubench::test::cnn_run_config;
 using gpubench::test::cnn_trajectory;
@@ -68,8 +68,8 @@ TEST(CnnGpuMixed, LossesTrackTheFp32CpuTrainerForTwentySteps) {
   for (TrainingPrecision precision : kMixedPrecisions) {
     CnnGpuTrainer gpu(spec, kBatch, batch.images.data(), batch.labels.data(), initial.data(),
                       precision);
-    const std::vector<float> losses =
-        cnn_trajectory(gpu, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+    const std::vector<float> losses = cnn_trajectory(
+        gpu, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::resident), kSteps);
     ASSERT_EQ(losses.size(), static_cast<std::size_t>(kSteps)) << name_of(precision);
     for (int step = 0; step < kSteps; ++step) {
       EXPECT_NEAR(losses[step], cpu_losses[step],
@@ -103,16 +103,18 @@ TEST(CnnGpuMixed, GraphRunsEqualEagerRunsBitForBit) {
   for (TrainingPrecision precision : kMixedPrecisions) {
     CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(),
                           initial.data(), precision);
-    const std::vector<float> eager =
-        cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::resident), kSteps);
+    const std::vector<float> eager = cnn_trajectory(
+        trainer, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::resident), kSteps);
     const std::vector<float> eager_parameters = trainer.parameters();
     const std::optional<LossScaleState> eager_state = trainer.loss_scale_state();
     EXPECT_EQ(
-        cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::pinned), kSteps),
+        cnn_trajectory(trainer, cnn_run_config(TrainingExecution::graph, 1, TrainingInput::pinned),
+                       kSteps),
         eager)
         << name_of(precision) << " graph of one step";
     EXPECT_EQ(trainer.parameters(), eager_parameters) << name_of(precision);
-    cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 0, CnnInput::resident, 3), kSteps);
+    cnn_trajectory(trainer, cnn_run_config(TrainingExecution::graph, 0, TrainingInput::resident, 3),
+                   kSteps);
     EXPECT_EQ(trainer.last_loss(), eager.back()) << name_of(precision) << " graphs of 3 + 1 steps";
     EXPECT_EQ(trainer.parameters(), eager_parameters) << name_of(precision);
     if (precision == TrainingPrecision::fp16) {
@@ -161,7 +163,7 @@ TEST(CnnGpuMixed, ForcedFp16OverflowSkipsTheStepKeepsTheWeightsAndHalvesTheScale
   EXPECT_EQ(state->steps, kSteps);
 
   // The same in a graph: a reset restores the initial scale, and one replayed step skips too.
-  cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::resident), 1);
+  cnn_trajectory(trainer, cnn_run_config(TrainingExecution::graph, 1, TrainingInput::resident), 1);
   EXPECT_EQ(trainer.parameters(), initial);
   state = trainer.loss_scale_state();
   EXPECT_EQ(state->scale, 0x1p39F);
@@ -207,11 +209,12 @@ TEST(CnnGpuMixed, ShortRunsOfEveryKernelForTheSanitizers) {
   for (TrainingPrecision precision : kMixedPrecisions) {
     CnnGpuTrainer trainer(spec, batch.size, batch.images.data(), batch.labels.data(),
                           initial.data(), precision);
-    const std::vector<float> eager =
-        cnn_trajectory(trainer, cnn_run_config(CnnExecution::eager, 1, CnnInput::pageable), 2);
+    const std::vector<float> eager = cnn_trajectory(
+        trainer, cnn_run_config(TrainingExecution::eager, 1, TrainingInput::pageable), 2);
     ASSERT_EQ(eager.size(), 2U);
     for (float loss : eager) EXPECT_TRUE(std::isfinite(loss)) << name_of(precision);
-    EXPECT_EQ(cnn_trajectory(trainer, cnn_run_config(CnnExecution::graph, 1, CnnInput::pinned), 2),
+    EXPECT_EQ(cnn_trajectory(trainer,
+                             cnn_run_config(TrainingExecution::graph, 1, TrainingInput::pinned), 2),
               eager)
         << name_of(precision);
     // The compute graph the benchmark times.

@@ -25,8 +25,8 @@ namespace {
 
 using gpubench::Dataset;
 using gpubench::MlpSpec;
-using gpubench::cuda::MlpExecution;
-using gpubench::cuda::MlpInput;
+using gpubench::cuda::TrainingExecution;
+using gpubench::cuda::TrainingInput;
 using gpubench::testing::accuracy;
 using gpubench::testing::cpu_losses;
 using gpubench::testing::spec_for;
@@ -42,13 +42,13 @@ void expect_close(double value, double reference, const std::string& what) {
 }
 
 struct Mode {
-  MlpExecution execution;
+  TrainingExecution execution;
   int readback;
-  MlpInput input;
+  TrainingInput input;
   std::string name() const {
-    return std::string(execution == MlpExecution::eager ? "eager" : "graph") +
+    return std::string(execution == TrainingExecution::eager ? "eager" : "graph") +
            " readback:" + std::to_string(readback) +
-           " input:" + gpubench::cuda::mlp_input_name(input);
+           " input:" + gpubench::cuda::training_input_name(input);
   }
 };
 
@@ -59,7 +59,7 @@ std::vector<float> train_and_compare(const MlpSpec& spec, const Dataset& batch, 
   const std::vector<float> initial = gpubench::initial_parameters(spec);
   gpubench::cuda::MlpGpuTrainer trainer(spec, batch.rows(), batch.inputs.data(),
                                         batch.labels.data(), initial.data());
-  gpubench::cuda::MlpRunConfig config;
+  gpubench::cuda::TrainingRunConfig config;
   config.execution = mode.execution;
   config.readback_every = mode.readback;
   config.input = mode.input;
@@ -89,13 +89,13 @@ TEST(MlpGpu, EveryStepwisePathFollowsTheCpuTrajectoryOnIris) {
   const std::vector<float> reference = cpu_losses(spec, iris.batch, nullptr);
   std::vector<Mode> modes;
   for (int readback : {1, 200, 0}) {
-    modes.push_back({MlpExecution::eager, readback, MlpInput::resident});
-    modes.push_back({MlpExecution::graph, readback, MlpInput::resident});
+    modes.push_back({TrainingExecution::eager, readback, TrainingInput::resident});
+    modes.push_back({TrainingExecution::graph, readback, TrainingInput::resident});
   }
-  modes.push_back({MlpExecution::eager, 0, MlpInput::pageable});
-  modes.push_back({MlpExecution::eager, 1, MlpInput::pinned});
-  modes.push_back({MlpExecution::graph, 0, MlpInput::pinned});
-  modes.push_back({MlpExecution::graph, 200, MlpInput::pinned});
+  modes.push_back({TrainingExecution::eager, 0, TrainingInput::pageable});
+  modes.push_back({TrainingExecution::eager, 1, TrainingInput::pinned});
+  modes.push_back({TrainingExecution::graph, 0, TrainingInput::pinned});
+  modes.push_back({TrainingExecution::graph, 200, TrainingInput::pinned});
   for (const Mode& mode : modes) train_and_compare(spec, iris.batch, mode, reference);
 }
 
@@ -106,8 +106,8 @@ TEST(MlpGpu, EveryPathReachesTheCpuTestAccuracyOnIrisAfter20000Epochs) {
   const std::vector<float> reference = cpu_losses(spec, iris.batch, &cpu_parameters);
   const double cpu_accuracy = accuracy(spec, cpu_parameters, iris.test);
   EXPECT_GE(cpu_accuracy, 0.9);
-  for (const Mode& mode : {Mode{MlpExecution::eager, 0, MlpInput::resident},
-                           Mode{MlpExecution::graph, 0, MlpInput::resident}}) {
+  for (const Mode& mode : {Mode{TrainingExecution::eager, 0, TrainingInput::resident},
+                           Mode{TrainingExecution::graph, 0, TrainingInput::resident}}) {
     const std::vector<float> parameters = train_and_compare(spec, iris.batch, mode, reference);
     EXPECT_DOUBLE_EQ(accuracy(spec, parameters, iris.test), cpu_accuracy) << mode.name();
   }
@@ -161,15 +161,15 @@ TEST(MlpGpu, StepwisePathsMatchTheCpuOnTwoHiddenLayersAndOddBatch) {
   const Dataset odd = gpubench::make_gaussian_clusters(37, 5, 4, 3);
   const MlpSpec spec = spec_for(odd, {17, 9}, 200);
   const std::vector<float> reference = cpu_losses(spec, odd, nullptr);
-  train_and_compare(spec, odd, {MlpExecution::eager, 1, MlpInput::resident}, reference);
-  train_and_compare(spec, odd, {MlpExecution::graph, 0, MlpInput::pinned}, reference);
+  train_and_compare(spec, odd, {TrainingExecution::eager, 1, TrainingInput::resident}, reference);
+  train_and_compare(spec, odd, {TrainingExecution::graph, 0, TrainingInput::pinned}, reference);
   // A wide layer, a large batch: cuBLAS picks other kernels.
   const gpubench::TabularData synthetic = gpubench::load_tabular_data("synthetic", 4096);
   const MlpSpec wide = spec_for(synthetic.batch, {512}, 20);
   const std::vector<float> wide_reference = cpu_losses(wide, synthetic.batch, nullptr);
-  train_and_compare(wide, synthetic.batch, {MlpExecution::eager, 1, MlpInput::resident},
+  train_and_compare(wide, synthetic.batch, {TrainingExecution::eager, 1, TrainingInput::resident},
                     wide_reference);
-  train_and_compare(wide, synthetic.batch, {MlpExecution::graph, 1, MlpInput::resident},
+  train_and_compare(wide, synthetic.batch, {TrainingExecution::graph, 1, TrainingInput::resident},
                     wide_reference);
 }
 
@@ -192,8 +192,8 @@ TEST(MlpGpu, Fp32StepWithFourByteAlignedWeightsFollowsTheCpu) {
     const std::vector<float> reference = cpu_losses(spec, batch, &cpu_parameters);
     float largest_weight = 0;
     for (float value : cpu_parameters) largest_weight = std::max(largest_weight, std::fabs(value));
-    for (const Mode& mode : {Mode{MlpExecution::eager, 1, MlpInput::resident},
-                             Mode{MlpExecution::graph, 1, MlpInput::resident}}) {
+    for (const Mode& mode : {Mode{TrainingExecution::eager, 1, TrainingInput::resident},
+                             Mode{TrainingExecution::graph, 1, TrainingInput::resident}}) {
       const std::string what = std::to_string(rows) + " rows " + mode.name();
       const std::vector<float> parameters = train_and_compare(spec, batch, mode, reference);
       ASSERT_EQ(parameters.size(), cpu_parameters.size()) << what;
@@ -214,13 +214,16 @@ TEST(MlpGpu, ShortRunsOfEveryKernelForTheSanitizers) {
   const std::vector<float> reference = cpu_losses(spec, iris.batch, nullptr);
   // Eager with a copy and a readback every step; a graph whose gradient branches run on the side
   // stream (120 x 10 is a small step); a graph with pinned input copies.
-  train_and_compare(spec, iris.batch, {MlpExecution::eager, 1, MlpInput::pageable}, reference);
-  train_and_compare(spec, iris.batch, {MlpExecution::graph, 0, MlpInput::resident}, reference);
-  train_and_compare(spec, iris.batch, {MlpExecution::graph, 1, MlpInput::pinned}, reference);
+  train_and_compare(spec, iris.batch, {TrainingExecution::eager, 1, TrainingInput::pageable},
+                    reference);
+  train_and_compare(spec, iris.batch, {TrainingExecution::graph, 0, TrainingInput::resident},
+                    reference);
+  train_and_compare(spec, iris.batch, {TrainingExecution::graph, 1, TrainingInput::pinned},
+                    reference);
   // More than 1024 rows: the loss and the bias gradients finish in their last block.
   const Dataset tall = gpubench::make_gaussian_clusters(2500, 6, 4, 5);
   const MlpSpec tall_spec = spec_for(tall, {40, 20}, 3);
-  train_and_compare(tall_spec, tall, {MlpExecution::eager, 1, MlpInput::resident},
+  train_and_compare(tall_spec, tall, {TrainingExecution::eager, 1, TrainingInput::resident},
                     cpu_losses(tall_spec, tall, nullptr));
   // The fused kernel: Iris compiled in (phase A in registers), and run-time widths.
   expect_fused_matches_cpu(spec, iris.batch, true);
@@ -280,9 +283,9 @@ TEST(MlpGpu, BadConfigurationsAreClearErrors) {
   const std::vector<float> initial = gpubench::initial_parameters(spec);
   gpubench::cuda::MlpGpuTrainer trainer(spec, 120, iris.batch.inputs.data(),
                                         iris.batch.labels.data(), initial.data());
-  gpubench::cuda::MlpRunConfig config;
-  config.execution = MlpExecution::graph;
-  config.input = MlpInput::pageable;
+  gpubench::cuda::TrainingRunConfig config;
+  config.execution = TrainingExecution::graph;
+  config.input = TrainingInput::pageable;
   EXPECT_NE(error_of<std::invalid_argument>([&] { trainer.prepare(config, 10); }).find("pageable"),
             std::string::npos);
   EXPECT_TRUE(std::isfinite(trainer.step_and_read_loss()));

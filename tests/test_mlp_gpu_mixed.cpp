@@ -34,18 +34,18 @@ using gpubench::LossScalerSettings;
 using gpubench::LossScaleState;
 using gpubench::MlpPrecision;
 using gpubench::MlpSpec;
-using gpubench::cuda::MlpExecution;
 using gpubench::cuda::MlpGpuTrainer;
-using gpubench::cuda::MlpInput;
+using gpubench::cuda::TrainingExecution;
+using gpubench::cuda::TrainingInput;
 using gpubench::testing::accuracy;
 using gpubench::testing::cpu_losses;
 using gpubench::testing::spec_for;
 
 constexpr MlpPrecision kMixed[] = {MlpPrecision::bf16, MlpPrecision::fp16};
 
-std::string describe(MlpPrecision precision, MlpExecution execution) {
+std::string describe(MlpPrecision precision, TrainingExecution execution) {
   return std::string(gpubench::mlp_precision_name(precision)) +
-         (execution == MlpExecution::eager ? " eager" : " graph");
+         (execution == TrainingExecution::eager ? " eager" : " graph");
 }
 
 void expect_within_tolerance(double loss, double reference, const std::string& what) {
@@ -55,12 +55,12 @@ void expect_within_tolerance(double loss, double reference, const std::string& w
 // Trains spec.epochs steps reading the loss back every `readback` steps; checks each against the
 // fp32 CPU trajectory. Returns the losses read back.
 std::vector<float> train_and_compare(MlpGpuTrainer& trainer, const MlpSpec& spec,
-                                     MlpExecution execution, int readback,
+                                     TrainingExecution execution, int readback,
                                      const std::vector<float>& reference, const std::string& what) {
-  gpubench::cuda::MlpRunConfig config;
+  gpubench::cuda::TrainingRunConfig config;
   config.execution = execution;
   config.readback_every = readback;
-  config.input = MlpInput::resident;
+  config.input = TrainingInput::resident;
   trainer.prepare(config, spec.epochs);
   trainer.enqueue_reset();
   std::vector<float> losses;
@@ -84,14 +84,14 @@ TEST(MlpGpuMixed, IrisFollowsTheFp32TrajectoryAndReachesItsTestAccuracy) {
     MlpGpuTrainer trainer(spec, 120, iris.batch.inputs.data(), iris.batch.labels.data(),
                           initial.data(), precision);
     std::vector<float> eager_losses;
-    for (MlpExecution execution : {MlpExecution::eager, MlpExecution::graph}) {
+    for (TrainingExecution execution : {TrainingExecution::eager, TrainingExecution::graph}) {
       const std::string what = describe(precision, execution);
       const std::vector<float> losses =
           train_and_compare(trainer, spec, execution, 200, reference, what);
       EXPECT_DOUBLE_EQ(accuracy(spec, trainer.parameters(), iris.test), cpu_accuracy) << what;
       // The same kernels in the same order (the graph's side stream only overlaps independent
       // ones), with deterministic reductions: bit for bit.
-      if (execution == MlpExecution::eager) {
+      if (execution == TrainingExecution::eager) {
         eager_losses = losses;
       } else {
         EXPECT_EQ(losses, eager_losses) << what;
@@ -120,10 +120,12 @@ TEST(MlpGpuMixed, TwoHiddenLayersAndTallOddBatchFollowFp32) {
   for (MlpPrecision precision : kMixed) {
     MlpGpuTrainer trainer(spec, tall.rows(), tall.inputs.data(), tall.labels.data(), initial.data(),
                           precision);
-    const std::vector<float> eager = train_and_compare(
-        trainer, spec, MlpExecution::eager, 1, reference, describe(precision, MlpExecution::eager));
-    const std::vector<float> graph = train_and_compare(
-        trainer, spec, MlpExecution::graph, 1, reference, describe(precision, MlpExecution::graph));
+    const std::vector<float> eager =
+        train_and_compare(trainer, spec, TrainingExecution::eager, 1, reference,
+                          describe(precision, TrainingExecution::eager));
+    const std::vector<float> graph =
+        train_and_compare(trainer, spec, TrainingExecution::graph, 1, reference,
+                          describe(precision, TrainingExecution::graph));
     EXPECT_EQ(graph, eager) << gpubench::mlp_precision_name(precision);
   }
 }
@@ -222,7 +224,7 @@ TEST(MlpGpuMixed, ShortRunsOfEveryKernelForTheSanitizers) {
   for (MlpPrecision precision : kMixed) {
     MlpGpuTrainer trainer(spec, tall.rows(), tall.inputs.data(), tall.labels.data(), initial.data(),
                           precision);
-    for (MlpExecution execution : {MlpExecution::eager, MlpExecution::graph}) {
+    for (TrainingExecution execution : {TrainingExecution::eager, TrainingExecution::graph}) {
       train_and_compare(trainer, spec, execution, 1, reference, describe(precision, execution));
     }
   }

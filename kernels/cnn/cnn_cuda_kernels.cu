@@ -2,14 +2,15 @@
 
 #include <algorithm>
 
+#include "kernels/common/block_reduce.cuh"
+#include "kernels/common/grid_stride.cuh"
 #include "kernels/common/low_precision.cuh"
 
 namespace gpubench::cuda::cnn {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarp = 32;
+constexpr int kThreads = kGridStrideThreads;
 // The convolutions' geometry (ConvShape in cnn_spec.hpp): 5x5 kernel, padding 2, stride 1.
 constexpr int kKernel = 5;
 constexpr int kPadding = 2;
@@ -17,45 +18,8 @@ constexpr int kTaps = kKernel * kKernel;
 // Elements of one channel that one block of the channel sums adds: 16 per thread, enough to
 // amortise the block's reduction, few enough that a batch-1 layer still gets several blocks.
 constexpr int kSumChunk = 4096;
-constexpr int kLossRowsPerBlock = kThreads;
-// Grid limits: y (and z) at most 65535; x is capped far below its 2^31 - 1 because the loops are
-// grid-stride and a few hundred thousand blocks already fill any GPU.
-constexpr std::size_t kMaxGridX = std::size_t{1} << 20;
+// The grid's y (and z) dimension holds at most 65535 blocks.
 constexpr unsigned kMaxGridY = 65535;
-
-unsigned grid_stride_blocks(std::size_t count) {
-  const std::size_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::clamp<std::size_t>(blocks, 1, kMaxGridX));
-}
-
-__device__ float warp_sum(float value) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    value += __shfl_xor_sync(0xFFFFFFFFU, value, offset);
-  }
-  return value;
-}
-
-// Sum of `value` over the block (blockDim.x a multiple of 32, at most 1024), valid in thread 0;
-// `scratch` holds 32 floats. A fixed tree, so the same inputs give the same bits.
-__device__ float block_sum(float value, float* scratch) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int warp = static_cast<int>(threadIdx.x) / kWarp;
-  value = warp_sum(value);
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  float total = 0.0F;
-  if (threadIdx.x == 0) {
-    const int warps = static_cast<int>(blockDim.x) / kWarp;
-    for (int w = 0; w < warps; ++w) total += scratch[w];
-  }
-  return total;
-}
-
-__device__ std::size_t first_index() {
-  return static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ std::size_t grid_stride() { return static_cast<std::size_t>(gridDim.x) * blockDim.x; }
 
 // blockIdx.y walks the rows of the column matrix (grid-stride in y when K > 65535), x its
 // columns, so the tap a row stands for is decoded once per row and consecutive threads write
@@ -71,7 +35,7 @@ __global__ void im2col_kernel(const float* images, int channels, int size, int r
     const int dy = tap / kKernel - kPadding;
     const int dx = tap % kKernel - kPadding;
     T* out_row = out + static_cast<std::size_t>(row) * columns;
-    for (std::size_t column = first_index(); column < columns; column += grid_stride()) {
+    for (std::size_t column = grid_first_index(); column < columns; column += grid_stride()) {
       const std::size_t image = column / pixels;
       const int pixel = static_cast<int>(column - image * pixels);
       const int y = pixel / size + dy;
@@ -91,7 +55,7 @@ __global__ void im2col_kernel(const float* images, int channels, int size, int r
 __global__ void col2im_kernel(const float* columns_gradient, int channels, int size,
                               std::size_t columns, std::size_t count, float* images_gradient) {
   const std::size_t pixels = static_cast<std::size_t>(size) * size;
-  for (std::size_t i = first_index(); i < count; i += grid_stride()) {
+  for (std::size_t i = grid_first_index(); i < count; i += grid_stride()) {
     const int x = static_cast<int>(i % size);
     const int y = static_cast<int>((i / size) % size);
     const std::size_t plane = i / pixels;  // image * channels + channel
@@ -120,7 +84,7 @@ __global__ void col2im_kernel(const float* columns_gradient, int channels, int s
 __global__ void conv_bias_to_nchw_kernel(const float* channel_major, const float* bias,
                                          int channels, std::size_t pixels, std::size_t columns,
                                          std::size_t count, bool relu, float* nchw) {
-  for (std::size_t i = first_index(); i < count; i += grid_stride()) {
+  for (std::size_t i = grid_first_index(); i < count; i += grid_stride()) {
     const std::size_t pixel = i % pixels;
     const std::size_t plane = i / pixels;
     const std::size_t channel = plane % channels;
@@ -135,7 +99,7 @@ __global__ void max_pool_forward_kernel(const float* input, int size, std::size_
                                         float* pooled, std::uint8_t* window_positions) {
   const int half = size / 2;
   const std::size_t pooled_pixels = static_cast<std::size_t>(half) * half;
-  for (std::size_t i = first_index(); i < count; i += grid_stride()) {
+  for (std::size_t i = grid_first_index(); i < count; i += grid_stride()) {
     const int px = static_cast<int>(i % half);
     const int py = static_cast<int>((i / half) % half);
     const std::size_t plane = i / pooled_pixels;
@@ -166,7 +130,7 @@ __global__ void max_pool_backward_kernel(const float* pooled_gradient,
                                          std::size_t count, T* channel_major_gradient) {
   const std::size_t pixels = static_cast<std::size_t>(size) * size;
   const int half = size / 2;
-  for (std::size_t i = first_index(); i < count; i += grid_stride()) {
+  for (std::size_t i = grid_first_index(); i < count; i += grid_stride()) {
     const std::size_t channel = i / columns;
     const std::size_t column = i % columns;
     const std::size_t image = column / pixels;
@@ -185,7 +149,7 @@ __global__ void max_pool_backward_kernel(const float* pooled_gradient,
 }
 
 __global__ void linear_bias_kernel(float* z, const float* bias, std::size_t count, int cols) {
-  for (std::size_t i = first_index(); i < count; i += grid_stride()) z[i] += bias[i % cols];
+  for (std::size_t i = grid_first_index(); i < count; i += grid_stride()) z[i] += bias[i % cols];
 }
 
 // Grid (blocks per channel, channels); see launch_channel_sums. T: the values' storage type.
@@ -193,7 +157,7 @@ template <typename T>
 __global__ void channel_sums_kernel(const T* values, std::size_t channel_stride, int count,
                                     std::size_t element_stride, float* sums, float* partials,
                                     unsigned* counters) {
-  __shared__ float scratch[kWarp];
+  __shared__ float scratch[kWarpSize];
   __shared__ bool last_block;
   const unsigned channel = blockIdx.y;
   const T* channel_values = values + channel * channel_stride;
@@ -228,63 +192,6 @@ __global__ void channel_sums_kernel(const T* values, std::size_t channel_stride,
   if (threadIdx.x == 0) {
     sums[channel] = total;
     counters[channel] = 0U;  // ready for the next launch (stream order)
-  }
-}
-
-__global__ void softmax_cross_entropy_kernel(float* logits, const int* labels, int rows,
-                                             int classes, float* loss, float* partials,
-                                             unsigned* counter) {
-  __shared__ float scratch[kWarp];
-  __shared__ bool last_block;
-  const float inverse_rows = 1.0F / static_cast<float>(rows);
-  const int row = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  float row_loss = 0.0F;
-  if (row < rows) {
-    float* z = logits + static_cast<std::size_t>(row) * classes;
-    const int label = labels[row];
-    float largest = z[0];
-    for (int k = 1; k < classes; ++k) largest = fmaxf(largest, z[k]);
-    const float label_logit = z[label];
-    float sum = 0.0F;
-    for (int k = 0; k < classes; ++k) {
-      const float e = expf(z[k] - largest);
-      z[k] = e;
-      sum += e;
-    }
-    // sum >= 1; the difference first keeps the digits a large logit would round away.
-    row_loss = (largest - label_logit) + logf(sum);
-    const float scale = inverse_rows / sum;
-    for (int k = 0; k < classes; ++k) z[k] = z[k] * scale - (k == label ? inverse_rows : 0.0F);
-  }
-  const float block_total = block_sum(row_loss, scratch);
-  if (gridDim.x == 1) {
-    if (threadIdx.x == 0) *loss = block_total * inverse_rows;
-    return;
-  }
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = block_total;
-    __threadfence();
-    last_block = atomicAdd(counter, 1U) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!last_block) return;
-  __threadfence();
-  float sum = 0.0F;
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
-    sum += static_cast<volatile float*>(partials)[b];
-  }
-  __syncthreads();  // scratch is reused
-  const float total = block_sum(sum, scratch);
-  if (threadIdx.x == 0) {
-    *loss = total * inverse_rows;
-    *counter = 0U;
-  }
-}
-
-__global__ void sgd_update_kernel(float* parameters, const float* gradient, std::size_t count,
-                                  float learning_rate) {
-  for (std::size_t i = first_index(); i < count; i += grid_stride()) {
-    parameters[i] -= learning_rate * gradient[i];
   }
 }
 
@@ -381,27 +288,6 @@ cudaError_t launch_channel_sums(const void* values, TrainingPrecision precision,
                                                           sums, partials, counters);
     return cudaGetLastError();
   });
-}
-
-int softmax_cross_entropy_blocks(int rows) {
-  // Not (rows + kLossRowsPerBlock - 1) / kLossRowsPerBlock: that overflows for rows near INT_MAX,
-  // which the memory model (cnn_cuda_memory.hpp) evaluates when it searches for the largest batch.
-  return rows / kLossRowsPerBlock + (rows % kLossRowsPerBlock != 0 ? 1 : 0);
-}
-
-cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int rows, int classes,
-                                         float* loss, float* partials, unsigned* counter,
-                                         cudaStream_t stream) {
-  softmax_cross_entropy_kernel<<<softmax_cross_entropy_blocks(rows), kLossRowsPerBlock, 0,
-                                 stream>>>(logits, labels, rows, classes, loss, partials, counter);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_sgd_update(float* parameters, const float* gradient, std::size_t count,
-                              float learning_rate, cudaStream_t stream) {
-  sgd_update_kernel<<<grid_stride_blocks(count), kThreads, 0, stream>>>(parameters, gradient, count,
-                                                                        learning_rate);
-  return cudaGetLastError();
 }
 
 }  // namespace gpubench::cuda::cnn

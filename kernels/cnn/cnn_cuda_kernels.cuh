@@ -96,20 +96,4 @@ namespace gpubench::cuda::cnn {
 std::size_t channel_sum_partials(int channels, std::size_t count);
 std::size_t channel_sum_counters(int channels);
 
-// Softmax cross-entropy of `rows` rows of `classes` logits (the row maximum subtracted before
-// exp). Replaces the logits with dL/dlogits = (softmax - one_hot(label)) / rows and writes the
-// mean loss to *loss, summed in a fixed order: per block of 256 rows, then the blocks' partial sums
-// by the last block to finish. `partials` holds softmax_cross_entropy_blocks(rows) floats and
-// `counter` one unsigned, zero before the first launch and left at zero.
-[[nodiscard]] cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int rows,
-                                                       int classes, float* loss, float* partials,
-                                                       unsigned* counter, cudaStream_t stream);
-int softmax_cross_entropy_blocks(int rows);
-
-// parameters[i] -= learning_rate * gradient[i] over the whole parameter vector, every layer in one
-// launch (PyTorch's fused foreach SGD does the same).
-[[nodiscard]] cudaError_t launch_sgd_update(float* parameters, const float* gradient,
-                                            std::size_t count, float learning_rate,
-                                            cudaStream_t stream);
-
 }  // namespace gpubench::cuda::cnn

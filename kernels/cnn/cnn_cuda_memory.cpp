@@ -6,6 +6,7 @@
 
 #include "kernels/cnn/cnn_cuda_kernels.cuh"
 #include "kernels/common/mixed_precision_kernels.cuh"
+#include "kernels/common/training_kernels.cuh"
 
 namespace gpubench::cuda {
 
@@ -94,8 +95,7 @@ CnnGpuBuffers cnn_gpu_buffers(const CnnSpec& spec, int batch, TrainingPrecision 
   buffers.hidden_gradient = floats(hidden);
   buffers.logits = floats(images_count * static_cast<std::size_t>(CnnSpec::kClasses));
   buffers.loss = sizeof(float);
-  buffers.loss_partials =
-      floats(static_cast<std::size_t>(cnn::softmax_cross_entropy_blocks(batch)));
+  buffers.loss_partials = floats(static_cast<std::size_t>(softmax_cross_entropy_blocks(batch)));
   buffers.loss_counter = sizeof(unsigned);
   buffers.sum_partials = floats(sum_partials);  // 0 bytes (no allocation) when never needed
   buffers.sum_counters = sum_counters * sizeof(unsigned);

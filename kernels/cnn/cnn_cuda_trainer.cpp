@@ -5,13 +5,11 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/cnn/cnn_cuda_kernels.cuh"
 #include "kernels/common/cuda_check.hpp"
-#include "kernels/common/mixed_precision_kernels.cuh"
 
 namespace gpubench::cuda {
 
@@ -53,9 +51,6 @@ constexpr int kLaunchesPerConvInputGradient = 2;  // product, col2im (all but co
 // loss scaling: the inf/NaN check and the scale update.
 constexpr int kMixedCastLaunches = 4;
 constexpr int kLossScalingLaunches = 2;
-
-// Bytes of one element of a mixed-precision step's 2-byte copies (bf16 and fp16 alike).
-constexpr std::size_t kLowBytes = 2;
 
 cudaDataType_t operand_type(TrainingPrecision precision) {
   switch (precision) {
@@ -99,7 +94,7 @@ std::size_t columns_of(const ConvShape& shape, int batch) {
   return static_cast<std::size_t>(batch) * static_cast<std::size_t>(shape.pixels());
 }
 
-const CnnSpec& checked(const CnnSpec& spec, int batch) {
+void validate_network_and_batch(const CnnSpec& spec, int batch) {
   spec.validate();
   validate_cnn_batch(batch, /*rows_available=*/batch);  // only the lower bound applies here
   // cuBLAS takes int dimensions and leading dimensions; keep every matrix, the im2col ones being
@@ -111,7 +106,6 @@ const CnnSpec& checked(const CnnSpec& spec, int batch) {
         "matrix would hold more elements than cuBLAS's int dimensions address (" +
         std::to_string(INT_MAX) + "); at most " + std::to_string(largest) + " images");
   }
-  return spec;
 }
 
 void validate_inputs(const float* images, const int* labels, const float* initial_parameters,
@@ -130,6 +124,22 @@ void validate_inputs(const float* images, const int* labels, const float* initia
   }
 }
 
+// The core's part of the trainer, once the network, the batch and its inputs are checked
+// (std::invalid_argument naming the problem), before anything is allocated.
+GpuTrainingShape training_shape(const CnnSpec& spec, int batch, const float* images,
+                                const int* labels, const float* initial_parameters,
+                                TrainingPrecision precision, LossScalerSettings loss_scaling) {
+  validate_network_and_batch(spec, batch);
+  validate_inputs(images, labels, initial_parameters, batch);
+  return {batch,
+          static_cast<std::size_t>(CnnSpec::image_floats()),
+          CnnSpec::kClasses,
+          spec.parameter_count(),
+          spec.learning_rate,
+          precision,
+          loss_scaling};
+}
+
 }  // namespace
 
 struct CnnGpuTrainer::Products {
@@ -145,36 +155,18 @@ struct CnnGpuTrainer::Products {
   ColumnMajorProduct linear_input_gradient[kLinearLayers];
 };
 
-const char* cnn_input_name(CnnInput input) {
-  switch (input) {
-    case CnnInput::resident:
-      return "resident";
-    case CnnInput::pageable:
-      return "pageable";
-    case CnnInput::pinned:
-      return "pinned";
-  }
-  return "unknown";
-}
-
 CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images, const int* labels,
                              const float* initial_parameters, TrainingPrecision precision,
                              LossScalerSettings loss_scaling)
-    : spec_(checked(spec, batch)),
-      batch_(batch),
-      precision_(precision),
-      loss_scaling_(loss_scaling),
-      buffers_(cnn_gpu_buffers(spec_, batch, precision)),
-      pageable_images_(buffers_.images, HostMemory::pageable),
-      pageable_labels_(buffers_.labels, HostMemory::pageable),
-      pinned_images_(buffers_.images, HostMemory::pinned),
-      pinned_labels_(buffers_.labels, HostMemory::pinned),
-      loss_host_(sizeof(float)) {
-  validate_inputs(images, labels, initial_parameters, batch);
-  validate(loss_scaling_);
-  // Every device buffer, sized by the model the benchmarks plan with (cnn_cuda_memory.hpp).
+    : GpuTrainer(
+          training_shape(spec, batch, images, labels, initial_parameters, precision, loss_scaling),
+          images, labels, initial_parameters),
+      spec_(spec),
+      buffers_(cnn_gpu_buffers(spec_, batch, precision)) {
+  // Every device buffer, sized by the model the benchmarks plan with (cnn_cuda_memory.hpp); the
+  // core has allocated the parameters, the batch, the logits, the loss and the loss scale.
   cublas_workspace_ = allocate(buffers_.cublas_workspace);
-  products_ = std::make_unique<Products>(stream_.get());
+  products_ = std::make_unique<Products>(stream());
   const cublasHandle_t handle = products_->handle.get();
   // After cublasSetStream (in CublasHandle), which resets the workspace to cuBLAS's own pool.
   GPUBENCH_CUBLAS_CHECK(
@@ -223,7 +215,7 @@ CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images
                                            /*k=*/out,   /*lda=*/in,  /*ldb=*/out, /*ldc=*/in};
   }
 
-  const cudaDataType_t ab_type = operand_type(precision_);
+  const cudaDataType_t ab_type = operand_type(precision);
   for (ColumnMajorProduct* layer_products :
        {products_->conv_forward, products_->conv_weight_gradient, products_->conv_input_gradient}) {
     for (int l = 0; l < kConvLayers; ++l) layer_products[l].ab_type = ab_type;
@@ -234,11 +226,6 @@ CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images
     for (int l = 0; l < kLinearLayers; ++l) layer_products[l].ab_type = ab_type;
   }
 
-  parameters_ = allocate(buffers_.parameters);
-  initial_parameters_ = allocate(buffers_.initial_parameters);
-  gradient_ = allocate(buffers_.gradient);
-  images_ = allocate(buffers_.images);
-  labels_ = allocate(buffers_.labels);
   for (int l = 0; l < kConvLayers; ++l) {
     columns_[l] = allocate(buffers_.columns[l]);
     pooled_[l] = allocate(buffers_.pooled[l]);
@@ -249,55 +236,30 @@ CnnGpuTrainer::CnnGpuTrainer(const CnnSpec& spec, int batch, const float* images
   pooled_gradient_ = allocate(buffers_.pooled_gradient);
   hidden_ = allocate(buffers_.hidden);
   hidden_gradient_ = allocate(buffers_.hidden_gradient);
-  logits_ = allocate(buffers_.logits);
-  loss_ = allocate(buffers_.loss);
-  loss_partials_ = allocate(buffers_.loss_partials);
-  loss_counter_ = allocate(buffers_.loss_counter);
   sum_partials_ = allocate(buffers_.sum_partials);  // 0 bytes (no allocation) when never needed
   sum_counters_ = allocate(buffers_.sum_counters);
-  // 0 bytes (no allocation) in fp32, and loss_scale_ in bf16.
-  low_parameters_ = allocate(buffers_.low_parameters);
+  // 0 bytes (no allocation) in fp32.
   low_channel_major_gradient_ = allocate(buffers_.low_channel_major_gradient);
   low_features_ = allocate(buffers_.low_features);
   low_hidden_ = allocate(buffers_.low_hidden);
   low_hidden_gradient_ = allocate(buffers_.low_hidden_gradient);
-  low_logits_gradient_ = allocate(buffers_.low_logits_gradient);
   column_gradient_ = allocate(buffers_.column_gradient);
-  loss_scale_ = allocate(buffers_.loss_scale);
+  if (device_bytes() != buffers_.total()) {
+    throw std::logic_error("CnnGpuTrainer allocated " + std::to_string(device_bytes()) +
+                           " bytes, cnn_gpu_buffers says " + std::to_string(buffers_.total()));
+  }
 
-  std::memcpy(pageable_images_.data(), images, pageable_images_.bytes());
-  std::memcpy(pinned_images_.data(), images, pinned_images_.bytes());
-  std::memcpy(pageable_labels_.data(), labels, pageable_labels_.bytes());
-  std::memcpy(pinned_labels_.data(), labels, pinned_labels_.bytes());
-  const cudaStream_t stream = stream_.get();
-  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(loss_counter_.data(), 0, loss_counter_.bytes(), stream));
-  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(sum_counters_.data(), 0, sum_counters_.bytes(), stream));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(images_.data(), pinned_images_.data(), images_.bytes(),
-                                      cudaMemcpyHostToDevice, stream));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), pinned_labels_.data(), labels_.bytes(),
-                                      cudaMemcpyHostToDevice, stream));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(initial_parameters_.data(), initial_parameters,
-                                      initial_parameters_.bytes(), cudaMemcpyHostToDevice, stream));
-  enqueue_reset();
+  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(sum_counters_.data(), 0, sum_counters_.bytes(), stream()));
   // One eager step, then back to the initial parameters: every kernel and cuBLAS's own
   // initialisation are loaded and done here, never for the first time inside a graph capture
   // (lazy module loading, cuBLAS's first call on a handle) or a timed run. It also leaves the loss
   // and the gradient at the initial parameters in place for last_loss() and last_gradient().
-  enqueue_step(/*observer=*/nullptr);
+  enqueue_step(/*observer=*/nullptr, /*concurrent=*/false);
   enqueue_reset();
-  stream_.synchronize();
+  GPUBENCH_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
-CnnGpuTrainer::~CnnGpuTrainer() {
-  // run() returns with work still queued; let it finish before its buffers and graphs go. A
-  // failure here has nowhere to go (a destructor does not throw) and the context is broken anyway.
-  static_cast<void>(cudaStreamSynchronize(stream_.get()));
-}
-
-DeviceBuffer CnnGpuTrainer::allocate(std::size_t bytes) {
-  device_bytes_ += bytes;
-  return DeviceBuffer(bytes);
-}
+CnnGpuTrainer::~CnnGpuTrainer() { wait_for_queued_work(); }
 
 int CnnGpuTrainer::launches_per_step() const {
   const int fp32_launches =
@@ -305,7 +267,7 @@ int CnnGpuTrainer::launches_per_step() const {
       (kConvLayers - 1) * kLaunchesPerConvInputGradient +
       kLinearLayers * (kLaunchesPerLinearForward + kLaunchesPerLinearBackward) +
       /*loss*/ 1 + /*update*/ 1;
-  switch (precision_) {
+  switch (precision()) {
     case TrainingPrecision::fp32:
       return fp32_launches;
     case TrainingPrecision::bf16:
@@ -316,66 +278,22 @@ int CnnGpuTrainer::launches_per_step() const {
   return fp32_launches;
 }
 
-std::optional<LossScaleState> CnnGpuTrainer::loss_scale_state() {
-  if (precision_ != TrainingPrecision::fp16) return std::nullopt;
-  DeviceLossScale device_state;
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(&device_state, loss_scale_.data(), sizeof device_state,
-                                      cudaMemcpyDeviceToHost, stream_.get()));
-  stream_.synchronize();
-  return device_state.state;
-}
-
-std::size_t CnnGpuTrainer::input_bytes_per_step() const {
-  if (config_.input == CnnInput::resident) return 0;
-  return images_.bytes() + labels_.bytes();
-}
-
-void CnnGpuTrainer::enqueue_reset() {
-  const cudaStream_t stream = stream_.get();
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(parameters_.data(), initial_parameters_.data(),
-                                      parameters_.bytes(), cudaMemcpyDeviceToDevice, stream));
-  if (precision_ == TrainingPrecision::fp32) return;
-  GPUBENCH_CUDA_CHECK(launch_convert(low_parameters_.data(), parameters_.as<float>(),
-                                     spec_.parameter_count(), precision_, stream));
-  if (precision_ == TrainingPrecision::fp16) {
-    GPUBENCH_CUDA_CHECK(launch_loss_scale_reset(loss_scale_.as<DeviceLossScale>(),
-                                                loss_scaling_.initial_scale, stream));
-  }
-}
-
-void CnnGpuTrainer::enqueue_input_copy(CnnInput input) {
-  if (input == CnnInput::resident) return;
-  const HostBuffer& host_images = input == CnnInput::pinned ? pinned_images_ : pageable_images_;
-  const HostBuffer& host_labels = input == CnnInput::pinned ? pinned_labels_ : pageable_labels_;
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(images_.data(), host_images.data(), images_.bytes(),
-                                      cudaMemcpyHostToDevice, stream_.get()));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), host_labels.data(), labels_.bytes(),
-                                      cudaMemcpyHostToDevice, stream_.get()));
-}
-
-void CnnGpuTrainer::enqueue_readback() {
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(loss_host_.data(), loss_.data(), sizeof(float),
-                                      cudaMemcpyDeviceToHost, stream_.get()));
-}
-
 // One step, fp32 or mixed: the same operations in the same order. A mixed step reads the 2-byte
 // operands (`low` buffers, written by im2col, the pool's backward or a cast) where the fp32 step
 // reads the fp32 ones; every product still writes fp32.
-void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
-  const cudaStream_t stream = stream_.get();
+void CnnGpuTrainer::enqueue_step(StepObserver* observer, bool /*concurrent*/) {
+  const cudaStream_t stream = this->stream();
   const cublasHandle_t handle = products_->handle.get();
   const Products& products = *products_;
-  const TrainingPrecision precision = precision_;
-  const bool mixed = precision != TrainingPrecision::fp32;
-  const int batch = batch_;
+  const TrainingPrecision precision = this->precision();
+  const bool mixed = this->mixed();
+  const int batch = this->batch();
   const auto rows = static_cast<std::size_t>(batch);
   const bool relu = spec_.relu;
-  float* parameters = parameters_.as<float>();
-  float* gradient = gradient_.as<float>();
+  const float* parameters = device_parameters();
+  float* gradient = device_gradient();
   float* channel_major = channel_major_.as<float>();
   float* pooled_gradient = pooled_gradient_.as<float>();
-  DeviceLossScale* loss_scale =
-      precision == TrainingPrecision::fp16 ? loss_scale_.as<DeviceLossScale>() : nullptr;
   // A product's operand: the fp32 buffer, or in a mixed step its 2-byte copy.
   const auto operand = [mixed](const void* fp32, const DeviceBuffer& low) -> const void* {
     return mixed ? low.data() : fp32;
@@ -383,10 +301,7 @@ void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
   constexpr int kFc1 = 0;
   constexpr int kFc2 = 1;
   // The weights the products read: the fp32 parameters, or their 2-byte copy at the same offset.
-  const auto weights = [&](int layer) -> const void* {
-    if (mixed) return low_parameters_.as<char>() + kLowBytes * spec_.weight_offset(layer);
-    return parameters + spec_.weight_offset(layer);
-  };
+  const auto weights = [&](int layer) { return weights_operand(spec_.weight_offset(layer)); };
   const auto biases = [&](int layer) { return parameters + spec_.bias_offset(layer); };
   const auto weight_gradient = [&](int layer) { return gradient + spec_.weight_offset(layer); };
   const auto bias_gradient = [&](int layer) { return gradient + spec_.bias_offset(layer); };
@@ -394,7 +309,7 @@ void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
   const int fc2 = kConvLayers + kFc2;
 
   // Forward: each convolution reads the previous pool's output (the images for conv1).
-  const float* input = images_.as<float>();
+  const float* input = device_inputs();
   for (int l = 0; l < kConvLayers; ++l) {
     const ConvShape& shape = spec_.conv[l];
     const ConvOperationNames& names = kConvNames[l];
@@ -428,7 +343,7 @@ void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
   const void* features_operand = operand(features, low_features_);
   float* hidden = hidden_.as<float>();
   const void* hidden_operand = operand(hidden, low_hidden_);
-  float* logits = logits_.as<float>();
+  float* logits = this->logits();
   {
     const ObservedOperation operation(observer, kLinearForwardNames[kFc1]);
     const int out = spec_.linear[kFc1].out_features;
@@ -453,20 +368,12 @@ void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
   }
   {
     const ObservedOperation operation(observer, "loss");
-    GPUBENCH_CUDA_CHECK(cnn::launch_softmax_cross_entropy(
-        logits, labels_.as<int>(), batch, CnnSpec::kClasses, loss_.as<float>(),
-        loss_partials_.as<float>(), loss_counter_.as<unsigned>(), stream));
-    // The loss gradient times the loss scale (fp16), as every gradient below it then is.
-    if (mixed) {
-      GPUBENCH_CUDA_CHECK(launch_scale_convert(low_logits_gradient_.data(), logits,
-                                               rows * CnnSpec::kClasses, loss_scale, precision,
-                                               stream));
-    }
+    enqueue_loss();
   }
 
   // Backward. logits now holds dlogits. A linear layer's bias gradient sums its batch x out
   // gradient over the rows: channel c at c, element (row) e at e * out.
-  const void* logits_gradient = operand(logits, low_logits_gradient_);
+  const void* logits_gradient = this->logits_gradient();
   float* sum_partials = sum_partials_.as<float>();
   unsigned* sum_counters = sum_counters_.as<unsigned>();
   float* hidden_gradient = hidden_gradient_.as<float>();
@@ -540,132 +447,8 @@ void CnnGpuTrainer::enqueue_step(StepObserver* observer) {
   }
   {
     const ObservedOperation operation(observer, "update");
-    const std::size_t count = spec_.parameter_count();
-    if (!mixed) {
-      GPUBENCH_CUDA_CHECK(
-          cnn::launch_sgd_update(parameters, gradient, count, spec_.learning_rate, stream));
-      return;
-    }
-    // GradScaler's order, on the device: check the unscaled gradient, update only when it is
-    // clean (and refresh the 2-byte weights), then advance the scale.
-    if (loss_scale != nullptr) {
-      GPUBENCH_CUDA_CHECK(launch_find_non_finite(gradient, count, loss_scale, stream));
-    }
-    GPUBENCH_CUDA_CHECK(launch_mixed_sgd_update(parameters, low_parameters_.data(), gradient, count,
-                                                spec_.learning_rate, loss_scale, precision,
-                                                stream));
-    if (loss_scale != nullptr) {
-      GPUBENCH_CUDA_CHECK(launch_loss_scale_update(loss_scale, loss_scaling_, stream));
-    }
+    enqueue_update();
   }
-}
-
-CudaGraph CnnGpuTrainer::capture(int steps, CnnInput input, bool readback_at_end) {
-  const cudaStream_t stream = stream_.get();
-  // Thread-local: only this thread's calls are checked against the capture, so another thread's
-  // unrelated CUDA work does not invalidate it.
-  GPUBENCH_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  try {
-    for (int step = 0; step < steps; ++step) {
-      enqueue_input_copy(input);
-      enqueue_step(/*observer=*/nullptr);
-    }
-    if (readback_at_end) enqueue_readback();
-  } catch (...) {
-    // Leave the stream usable: end the broken capture and drop what it recorded.
-    cudaGraph_t broken = nullptr;
-    static_cast<void>(cudaStreamEndCapture(stream, &broken));
-    if (broken != nullptr) static_cast<void>(cudaGraphDestroy(broken));
-    throw;
-  }
-  return CudaGraph::end_capture(stream);
-}
-
-void CnnGpuTrainer::prepare(const CnnRunConfig& config, int steps) {
-  if (steps < 1) throw std::invalid_argument("a CNN run needs at least one step");
-  if (config.readback_every < 0) {
-    throw std::invalid_argument("CNN readback interval must be >= 0, not " +
-                                std::to_string(config.readback_every));
-  }
-  if (config.execution == CnnExecution::graph && config.input == CnnInput::pageable) {
-    throw std::invalid_argument(
-        "a CUDA graph cannot capture copies from pageable host memory; use input pinned or "
-        "resident");
-  }
-  config_ = config;
-  prepared_steps_ = steps;
-  graph_ = CudaGraph();
-  remainder_graph_ = CudaGraph();
-  graph_steps_ = 0;
-  if (config.execution == CnnExecution::eager) return;
-  graph_steps_ =
-      config.readback_every > 0 ? config.readback_every : std::clamp(config.graph_steps, 1, steps);
-  const int full_graphs = steps / graph_steps_;
-  const int remainder = steps % graph_steps_;
-  if (full_graphs > 0) graph_ = capture(graph_steps_, config.input, config.readback_every > 0);
-  if (remainder > 0) remainder_graph_ = capture(remainder, config.input, false);
-  // The first launch of an executable graph uploads it to the device; do that here, not in a
-  // timed run, then undo the training it did.
-  if (full_graphs > 0) graph_.launch(stream_.get());
-  if (remainder > 0) remainder_graph_.launch(stream_.get());
-  enqueue_reset();
-  stream_.synchronize();
-}
-
-void CnnGpuTrainer::run(int steps, std::vector<float>* readback_losses) {
-  const int every = config_.readback_every;
-  const auto read = [&] {
-    stream_.synchronize();
-    if (readback_losses != nullptr) readback_losses->push_back(*loss_host_.as<float>());
-  };
-  if (config_.execution == CnnExecution::eager) {
-    for (int step = 1; step <= steps; ++step) {
-      enqueue_input_copy(config_.input);
-      enqueue_step(observer_);
-      if (every > 0 && step % every == 0) {
-        enqueue_readback();
-        read();
-      }
-    }
-    return;
-  }
-  if (steps != prepared_steps_) {
-    throw std::logic_error("CnnGpuTrainer::run: graphs were prepared for " +
-                           std::to_string(prepared_steps_) + " steps, not " +
-                           std::to_string(steps));
-  }
-  const int full_graphs = steps / graph_steps_;
-  for (int graph = 0; graph < full_graphs; ++graph) {
-    graph_.launch(stream_.get());
-    if (every > 0) read();  // graph_steps_ == every: each replay ends with the readback
-  }
-  if (steps % graph_steps_ > 0) remainder_graph_.launch(stream_.get());
-}
-
-float CnnGpuTrainer::step_and_read_loss() {
-  enqueue_step(observer_);
-  enqueue_readback();
-  stream_.synchronize();
-  return *loss_host_.as<float>();
-}
-
-CudaGraph CnnGpuTrainer::capture_compute_graph(int steps) {
-  if (steps < 1) throw std::invalid_argument("a CNN compute graph needs at least one step");
-  return capture(steps, CnnInput::resident, false);
-}
-
-float CnnGpuTrainer::last_loss() {
-  enqueue_readback();
-  stream_.synchronize();
-  return *loss_host_.as<float>();
-}
-
-std::vector<float> CnnGpuTrainer::parameters() {
-  return read_device_floats(parameters_, spec_.parameter_count(), stream_.get());
-}
-
-std::vector<float> CnnGpuTrainer::last_gradient() {
-  return read_device_floats(gradient_, spec_.parameter_count(), stream_.get());
 }
 
 }  // namespace gpubench::cuda

@@ -4,11 +4,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/common/block_reduce.cuh"
+
 namespace gpubench::cuda {
 
 namespace {
 
-constexpr int kWarp = 32;
+constexpr int kWarp = kWarpSize;
 constexpr int kMaxThreads = 1024;
 // Phase B gives each parameter up to this many threads (more parallel dot products, shorter
 // loops) while the block stays at or under 512 threads when the parameters allow.
@@ -74,13 +76,6 @@ struct StaticShape {
                     : (kInputs + 1) * kHidden + (kHidden + 1) * kClasses;
   }
 };
-
-__device__ float warp_sum(float value) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    value += __shfl_xor_sync(0xFFFFFFFFU, value, offset);
-  }
-  return value;
-}
 
 // values[index] by compare and select: stays in registers where values[index] with a run-time
 // index would send the array to local memory.

@@ -9,8 +9,6 @@ namespace gpubench::cuda {
 namespace {
 
 constexpr int kElementwiseThreads = 256;
-constexpr int kLossThreads = 256;
-constexpr int kWarp = 32;
 // Bias gradient: a block owns 32 adjacent columns (one warp reads 32 consecutive floats of a row:
 // coalesced) and 32 row lanes that each sum every 32nd row.
 constexpr int kBiasColumns = 32;
@@ -34,29 +32,6 @@ unsigned elementwise_blocks(std::size_t count) {
   return static_cast<unsigned>(std::clamp<std::size_t>(blocks, 1, std::size_t{1} << 20));
 }
 
-__device__ float warp_sum(float value) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    value += __shfl_xor_sync(0xFFFFFFFFU, value, offset);
-  }
-  return value;
-}
-
-// Sum of `value` over the block (blockDim.x a multiple of 32, at most 1024); the result is valid in
-// thread 0. `scratch` holds 32 floats. Fixed order, so deterministic.
-__device__ float block_sum(float value, float* scratch) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int warp = static_cast<int>(threadIdx.x) / kWarp;
-  value = warp_sum(value);
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  float total = 0.0F;
-  if (threadIdx.x == 0) {
-    const int warps = static_cast<int>(blockDim.x) / kWarp;
-    for (int w = 0; w < warps; ++w) total += scratch[w];
-  }
-  return total;
-}
-
 __global__ void bias_activation_kernel(float* z, const float* bias, std::size_t count, int cols,
                                        bool relu) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -64,57 +39,6 @@ __global__ void bias_activation_kernel(float* z, const float* bias, std::size_t 
        i += stride) {
     const float value = z[i] + bias[i % cols];
     z[i] = relu ? fmaxf(value, 0.0F) : value;
-  }
-}
-
-__global__ void softmax_cross_entropy_kernel(float* logits, const int* labels, int rows,
-                                             int classes, float* loss, float* partials,
-                                             unsigned* counter) {
-  __shared__ float scratch[kWarp];
-  __shared__ bool last_block;
-  const float inverse_rows = 1.0F / static_cast<float>(rows);
-  const int row = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  float row_loss = 0.0F;
-  if (row < rows) {
-    float* z = logits + static_cast<std::size_t>(row) * classes;
-    const int label = labels[row];
-    float largest = z[0];
-    for (int k = 1; k < classes; ++k) largest = fmaxf(largest, z[k]);
-    const float label_logit = z[label];
-    float sum = 0.0F;
-    for (int k = 0; k < classes; ++k) {
-      const float e = expf(z[k] - largest);
-      z[k] = e;
-      sum += e;
-    }
-    // sum >= 1; the difference first keeps the digits a large logit would round away.
-    row_loss = (largest - label_logit) + logf(sum);
-    const float scale = inverse_rows / sum;
-    for (int k = 0; k < classes; ++k) z[k] = z[k] * scale - (k == label ? inverse_rows : 0.0F);
-  }
-  const float block_total = block_sum(row_loss, scratch);
-  if (gridDim.x == 1) {  // one block (up to 256 rows, Iris): no cross-block step needed
-    if (threadIdx.x == 0) *loss = block_total * inverse_rows;
-    return;
-  }
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = block_total;
-    __threadfence();  // the partial is visible device-wide before the counter says it is there
-    last_block = atomicAdd(counter, 1U) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!last_block) return;
-  // The last block sums every block's partial in a fixed order.
-  __threadfence();
-  float sum = 0.0F;
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
-    sum += static_cast<volatile float*>(partials)[b];
-  }
-  __syncthreads();  // scratch is reused
-  const float total = block_sum(sum, scratch);
-  if (threadIdx.x == 0) {
-    *loss = total * inverse_rows;
-    *counter = 0U;  // ready for the next launch (stream order)
   }
 }
 
@@ -183,15 +107,6 @@ __global__ void relu_backward_kernel(float* gradient, const float* activation, s
   }
 }
 
-__global__ void sgd_update_kernel(float* parameters, const float* gradient, std::size_t count,
-                                  float learning_rate) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    parameters[i] -= learning_rate * gradient[i];
-  }
-}
-
 }  // namespace
 
 cudaError_t launch_bias_activation(float* z, const float* bias, int rows, int cols, bool relu,
@@ -199,18 +114,6 @@ cudaError_t launch_bias_activation(float* z, const float* bias, int rows, int co
   const std::size_t count = static_cast<std::size_t>(rows) * cols;
   bias_activation_kernel<<<elementwise_blocks(count), kElementwiseThreads, 0, stream>>>(
       z, bias, count, cols, relu);
-  return cudaGetLastError();
-}
-
-int softmax_cross_entropy_blocks(int rows) {
-  return static_cast<int>(blocks_covering(rows, kLossThreads));  // at most 2^23 blocks
-}
-
-cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int rows, int classes,
-                                         float* loss, float* partials, unsigned* counter,
-                                         cudaStream_t stream) {
-  softmax_cross_entropy_kernel<<<softmax_cross_entropy_blocks(rows), kLossThreads, 0, stream>>>(
-      logits, labels, rows, classes, loss, partials, counter);
   return cudaGetLastError();
 }
 
@@ -261,13 +164,6 @@ cudaError_t launch_relu_backward(float* gradient, const float* activation, std::
                                  cudaStream_t stream) {
   relu_backward_kernel<<<elementwise_blocks(count), kElementwiseThreads, 0, stream>>>(
       gradient, activation, count);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_sgd_update(float* parameters, const float* gradient, std::size_t count,
-                              float learning_rate, cudaStream_t stream) {
-  sgd_update_kernel<<<elementwise_blocks(count), kElementwiseThreads, 0, stream>>>(
-      parameters, gradient, count, learning_rate);
   return cudaGetLastError();
 }
 

@@ -18,23 +18,11 @@ namespace gpubench::cuda {
 [[nodiscard]] cudaError_t launch_bias_activation(float* z, const float* bias, int rows, int cols,
                                                  bool relu, cudaStream_t stream);
 
-// Softmax cross-entropy of `rows` rows of `classes` logits (numerically stable: the row maximum is
-// subtracted before exp). Replaces the logits with dL/dZ = (softmax - one_hot(label)) / rows and
-// writes the mean loss to *loss. The mean is summed in a fixed order (per block, then the per-block
-// partial sums by the last block to finish), so the result is deterministic and needs no memset:
-// `partials` holds softmax_cross_entropy_blocks(rows) floats and `counter` one unsigned that must
-// be zero before the first launch; the kernel leaves it at zero. The block counts here are computed
-// in 64 bits, so they are right for every row count up to INT_MAX (the memory model asks there).
-[[nodiscard]] cudaError_t launch_softmax_cross_entropy(float* logits, const int* labels, int rows,
-                                                       int classes, float* loss, float* partials,
-                                                       unsigned* counter, cudaStream_t stream);
-int softmax_cross_entropy_blocks(int rows);
-
 // bias_gradient[c] = sum over rows of delta[r][c] (delta is rows x cols), summed in a fixed order.
 // Blocks of 1024 rows sum in parallel; with more than one, each leaves its sums in `partials`
 // (bias_gradient_partials(rows, cols) floats) and the last block of each 32-column tile adds them,
 // counted in `counters` (bias_gradient_counters(cols) unsigneds, zero before the first launch and
-// left at zero), as the loss kernel does.
+// left at zero), as the loss kernel (kernels/common/training_kernels.cuh) does.
 [[nodiscard]] cudaError_t launch_bias_gradient(const float* delta, int rows, int cols,
                                                float* bias_gradient, float* partials,
                                                unsigned* counters, cudaStream_t stream);
@@ -52,11 +40,5 @@ std::size_t bias_gradient_counters(int cols);
 // gradient[i] = activation[i] > 0 ? gradient[i] : 0 (the ReLU's backward, in place).
 [[nodiscard]] cudaError_t launch_relu_backward(float* gradient, const float* activation,
                                                std::size_t count, cudaStream_t stream);
-
-// parameters[i] -= learning_rate * gradient[i] over the whole parameter vector (one launch for
-// every layer, as PyTorch's fused foreach SGD does).
-[[nodiscard]] cudaError_t launch_sgd_update(float* parameters, const float* gradient,
-                                            std::size_t count, float learning_rate,
-                                            cudaStream_t stream);
 
 }  // namespace gpubench::cuda

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "kernels/common/cuda_check.hpp"
+#include "kernels/common/training_kernels.cuh"
 #include "kernels/mlp/mlp_cuda_kernels.cuh"
 #include "kernels/mlp/mlp_cuda_mixed_kernels.cuh"
 
@@ -183,7 +183,10 @@ class LtProduct {
   cublasLtMatmulAlgo_t algorithm_ = {};
 };
 
-const MlpSpec& checked(const MlpSpec& spec, int batch) {
+// The core's part of the trainer, once the network, the batch and the labels are checked
+// (std::invalid_argument naming the problem), before anything is allocated.
+GpuTrainingShape training_shape(const MlpSpec& spec, int batch, const int* labels,
+                                MlpPrecision precision, LossScalerSettings loss_scaling) {
   spec.validate();
   validate_batch(spec, batch, /*rows_available=*/batch);  // only the lower bound applies here
   if (batch > MlpGpuTrainer::max_batch()) {
@@ -191,7 +194,14 @@ const MlpSpec& checked(const MlpSpec& spec, int batch) {
                                 " is larger than the GPU MLP trainer's largest, " +
                                 std::to_string(MlpGpuTrainer::max_batch()));
   }
-  return spec;
+  validate_labels(spec, labels, batch);
+  return {batch,
+          static_cast<std::size_t>(spec.inputs),
+          spec.classes,
+          spec.parameter_count(),
+          spec.learning_rate,
+          precision,
+          loss_scaling};
 }
 
 std::size_t floats(std::size_t count) { return count * sizeof(float); }
@@ -243,18 +253,6 @@ MlpOperandAlignment mlp_operand_alignment(const MlpSpec& spec, int layer, MlpPre
           alignment_at(floats(spec.weight_offset(layer)))};
 }
 
-const char* mlp_input_name(MlpInput input) {
-  switch (input) {
-    case MlpInput::resident:
-      return "resident";
-    case MlpInput::pageable:
-      return "pageable";
-    case MlpInput::pinned:
-      return "pinned";
-  }
-  return "unknown";
-}
-
 std::size_t MlpGpuTrainer::planned_device_bytes(const MlpSpec& spec, int batch,
                                                 MlpPrecision precision) {
   const auto rows = static_cast<std::size_t>(batch);
@@ -279,7 +277,7 @@ int MlpGpuTrainer::max_batch() { return bias_gradient_max_rows(); }
 
 int MlpGpuTrainer::launches_per_step() const {
   const int fp32_launches = 6 * spec_.layer_count();
-  switch (precision_) {
+  switch (precision()) {
     case MlpPrecision::fp32:
       return fp32_launches;
     case MlpPrecision::bf16:
@@ -293,20 +291,10 @@ int MlpGpuTrainer::launches_per_step() const {
 MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs, const int* labels,
                              const float* initial_parameters, MlpPrecision precision,
                              LossScalerSettings loss_scaling)
-    : spec_(checked(spec, batch)),
-      batch_(batch),
-      precision_(precision),
-      loss_scaling_(loss_scaling),
-      pageable_inputs_(floats(static_cast<std::size_t>(batch) * spec.inputs), HostMemory::pageable),
-      pageable_labels_(static_cast<std::size_t>(batch) * sizeof(int), HostMemory::pageable),
-      pinned_inputs_(floats(static_cast<std::size_t>(batch) * spec.inputs), HostMemory::pinned),
-      pinned_labels_(static_cast<std::size_t>(batch) * sizeof(int), HostMemory::pinned),
-      loss_host_(sizeof(float)) {
-  validate_labels(spec_, labels, batch);
-  validate(loss_scaling_);
+    : GpuTrainer(training_shape(spec, batch, labels, precision, loss_scaling), inputs, labels,
+                 initial_parameters),
+      spec_(spec) {
   const auto rows = static_cast<std::size_t>(batch);
-  const bool mixed = precision_ != MlpPrecision::fp32;
-  const std::size_t parameter_bytes = floats(spec_.parameter_count());
   cublas_workspace_ = allocate(kCublasWorkspaceBytes);
   side_cublas_workspace_ = allocate(kCublasWorkspaceBytes);
   // The products, row-major through column-major cuBLASLt (kernels/gemm/gemm_cuda.hpp): plain fp32
@@ -322,14 +310,14 @@ MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs
     const cublasLtHandle_t lt = products_->lt.get();
     // In every precision: an fp32 weight inside the parameter vector is as misaligned as a 2-byte
     // copy's can be (6-41-19-4: 4 bytes), and the heuristic would otherwise assume 256.
-    const MlpOperandAlignment alignment = mlp_operand_alignment(spec_, layer, precision_);
+    const MlpOperandAlignment alignment = mlp_operand_alignment(spec_, layer, precision);
     LtOperands weight_times_activation;  // forward and input gradient: A is a weight matrix
     weight_times_activation.a_alignment = alignment.weights;
     LtOperands gradient_output;  // weight gradient: C is in the gradient vector
     gradient_output.c_alignment = alignment.weight_gradient;
-    if (mixed) {
-      weight_times_activation.ab_type = low_type(precision_);
-      gradient_output.ab_type = low_type(precision_);
+    if (mixed()) {
+      weight_times_activation.ab_type = low_type(precision);
+      gradient_output.ab_type = low_type(precision);
     }
     // Z (batch x fan_out) = A W: column-major Z^T = W^T A^T, both operands as stored.
     products_->forward.push_back(std::make_unique<LtProduct>(lt, CUBLAS_OP_N, CUBLAS_OP_N, fan_out,
@@ -349,13 +337,8 @@ MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs
             : std::make_unique<LtProduct>(lt, CUBLAS_OP_T, CUBLAS_OP_N, fan_in, batch, fan_out,
                                           fan_out, fan_out, fan_in, weight_times_activation));
   }
-  parameters_ = allocate(parameter_bytes);
-  initial_parameters_ = allocate(parameter_bytes);
-  gradient_ = allocate(parameter_bytes);
-  inputs_ = allocate(pageable_inputs_.bytes());
-  labels_ = allocate(pageable_labels_.bytes());
   for (int width : spec_.hidden) {
-    if (mixed) {
+    if (mixed()) {
       low_activations_.push_back(allocate(kLowBytes * rows * width));
       low_deltas_.push_back(allocate(kLowBytes * rows * width));
     } else {
@@ -363,99 +346,25 @@ MlpGpuTrainer::MlpGpuTrainer(const MlpSpec& spec, int batch, const float* inputs
       deltas_.push_back(allocate(floats(rows * width)));
     }
   }
-  logits_ = allocate(floats(rows * spec_.classes));
-  loss_ = allocate(sizeof(float));
-  loss_partials_ = allocate(floats(softmax_cross_entropy_blocks(batch)));
-  loss_counter_ = allocate(sizeof(unsigned));
   bias_partials_ = allocate(floats(bias_partial_floats(spec_, batch)));
   bias_counters_ = allocate(bias_counter_count(spec_) * sizeof(unsigned));
-  if (mixed) {
-    low_parameters_ = allocate(kLowBytes * spec_.parameter_count());
+  if (mixed()) {
     low_inputs_ = allocate(kLowBytes * rows * spec_.inputs);
-    low_logit_delta_ = allocate(kLowBytes * rows * spec_.classes);
     product_output_ = allocate(floats(rows * widest_hidden(spec_)));
-    if (precision_ == MlpPrecision::fp16) loss_scale_ = allocate(sizeof(DeviceLossScale));
   }
-  if (device_bytes_ != planned_device_bytes(spec_, batch, precision_)) {
-    throw std::logic_error("MlpGpuTrainer allocated " + std::to_string(device_bytes_) +
+  if (device_bytes() != planned_device_bytes(spec_, batch, precision)) {
+    throw std::logic_error("MlpGpuTrainer allocated " + std::to_string(device_bytes()) +
                            " bytes, planned_device_bytes says " +
-                           std::to_string(planned_device_bytes(spec_, batch, precision_)));
+                           std::to_string(planned_device_bytes(spec_, batch, precision)));
   }
-  concurrent_gradients_ = static_cast<long long>(batch) * spec_.widest_layer() <= (1LL << 18);
-
-  std::memcpy(pageable_inputs_.data(), inputs, pageable_inputs_.bytes());
-  std::memcpy(pinned_inputs_.data(), inputs, pinned_inputs_.bytes());
-  std::memcpy(pageable_labels_.data(), labels, pageable_labels_.bytes());
-  std::memcpy(pinned_labels_.data(), labels, pinned_labels_.bytes());
-  const cudaStream_t stream = stream_.get();
-  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(loss_counter_.data(), 0, sizeof(unsigned), stream));
-  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(bias_counters_.data(), 0, bias_counters_.bytes(), stream));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(inputs_.data(), pinned_inputs_.data(), inputs_.bytes(),
-                                      cudaMemcpyHostToDevice, stream));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), pinned_labels_.data(), labels_.bytes(),
-                                      cudaMemcpyHostToDevice, stream));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(initial_parameters_.data(), initial_parameters,
-                                      parameter_bytes, cudaMemcpyHostToDevice, stream));
-  enqueue_reset();
-  stream_.synchronize();
+  allow_concurrent_graphs(static_cast<long long>(batch) * spec_.widest_layer() <= (1LL << 18));
+  GPUBENCH_CUDA_CHECK(cudaMemsetAsync(bias_counters_.data(), 0, bias_counters_.bytes(), stream()));
 }
 
-MlpGpuTrainer::~MlpGpuTrainer() {
-  // run() returns with work still queued (as other trainers' do); let it finish before its
-  // buffers, graphs and side stream go. A failure here has nowhere to go (a destructor does not
-  // throw) and the context is broken anyway.
-  static_cast<void>(cudaStreamSynchronize(stream_.get()));
-}
+MlpGpuTrainer::~MlpGpuTrainer() { wait_for_queued_work(); }
 
-DeviceBuffer MlpGpuTrainer::allocate(std::size_t bytes) {
-  device_bytes_ += bytes;
-  return DeviceBuffer(bytes);
-}
-
-std::size_t MlpGpuTrainer::input_bytes_per_step() const {
-  if (config_.input == MlpInput::resident) return 0;
-  return inputs_.bytes() + labels_.bytes();
-}
-
-void MlpGpuTrainer::enqueue_reset() {
-  const cudaStream_t stream = stream_.get();
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(parameters_.data(), initial_parameters_.data(),
-                                      parameters_.bytes(), cudaMemcpyDeviceToDevice, stream));
-  if (precision_ == MlpPrecision::fp32) return;
-  GPUBENCH_CUDA_CHECK(launch_convert(low_parameters_.data(), parameters_.as<float>(),
-                                     spec_.parameter_count(), precision_, stream));
-  if (precision_ == MlpPrecision::fp16) {
-    GPUBENCH_CUDA_CHECK(launch_loss_scale_reset(loss_scale_.as<DeviceLossScale>(),
-                                                loss_scaling_.initial_scale, stream));
-  }
-}
-
-std::optional<LossScaleState> MlpGpuTrainer::loss_scale_state() {
-  if (precision_ != MlpPrecision::fp16) return std::nullopt;
-  DeviceLossScale device_state;
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(&device_state, loss_scale_.data(), sizeof device_state,
-                                      cudaMemcpyDeviceToHost, stream_.get()));
-  stream_.synchronize();
-  return device_state.state;
-}
-
-void MlpGpuTrainer::enqueue_input_copy(MlpInput input) {
-  if (input == MlpInput::resident) return;
-  const HostBuffer& host_inputs = input == MlpInput::pinned ? pinned_inputs_ : pageable_inputs_;
-  const HostBuffer& host_labels = input == MlpInput::pinned ? pinned_labels_ : pageable_labels_;
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(inputs_.data(), host_inputs.data(), inputs_.bytes(),
-                                      cudaMemcpyHostToDevice, stream_.get()));
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), host_labels.data(), labels_.bytes(),
-                                      cudaMemcpyHostToDevice, stream_.get()));
-}
-
-void MlpGpuTrainer::enqueue_readback() {
-  GPUBENCH_CUDA_CHECK(cudaMemcpyAsync(loss_host_.data(), loss_.data(), sizeof(float),
-                                      cudaMemcpyDeviceToHost, stream_.get()));
-}
-
-void MlpGpuTrainer::enqueue_step(bool concurrent) {
-  if (precision_ == MlpPrecision::fp32) {
+void MlpGpuTrainer::enqueue_step(StepObserver* /*observer*/, bool concurrent) {
+  if (precision() == MlpPrecision::fp32) {
     enqueue_fp32_step(concurrent);
   } else {
     enqueue_mixed_step(concurrent);
@@ -463,22 +372,22 @@ void MlpGpuTrainer::enqueue_step(bool concurrent) {
 }
 
 void MlpGpuTrainer::enqueue_fp32_step(bool concurrent) {
-  const cudaStream_t stream = stream_.get();
+  const cudaStream_t stream = this->stream();
   const cublasLtHandle_t lt = products_->lt.get();
   // Where the weight and bias gradients go: the main stream, or the side stream forked from it.
   const cudaStream_t gradient_stream = concurrent ? side_stream_.get() : stream;
   const DeviceBuffer& gradient_workspace = concurrent ? side_cublas_workspace_ : cublas_workspace_;
   const int layers = spec_.layer_count();
-  const int batch = batch_;
-  float* parameters = parameters_.as<float>();
-  float* gradient = gradient_.as<float>();
-  const float* inputs = inputs_.as<float>();
+  const int batch = this->batch();
+  float* parameters = device_parameters();
+  float* gradient = device_gradient();
+  const float* inputs = device_inputs();
 
   const float* previous = inputs;
   for (int layer = 0; layer < layers; ++layer) {
     const bool last = layer == layers - 1;
     const int fan_out = spec_.fan_out(layer);
-    float* output = last ? logits_.as<float>() : activations_[layer].as<float>();
+    float* output = last ? logits() : activations_[layer].as<float>();
     products_->forward[layer]->run(lt, parameters + spec_.weight_offset(layer), previous, output,
                                    cublas_workspace_, stream);
     GPUBENCH_CUDA_CHECK(launch_bias_activation(output, parameters + spec_.bias_offset(layer), batch,
@@ -486,11 +395,9 @@ void MlpGpuTrainer::enqueue_fp32_step(bool concurrent) {
                                                /*relu=*/!last, stream));
     previous = output;
   }
-  GPUBENCH_CUDA_CHECK(launch_softmax_cross_entropy(
-      logits_.as<float>(), labels_.as<int>(), batch, spec_.classes, loss_.as<float>(),
-      loss_partials_.as<float>(), loss_counter_.as<unsigned>(), stream));
+  enqueue_loss();
 
-  float* delta = logits_.as<float>();
+  float* delta = logits();
   for (int layer = layers - 1; layer >= 0; --layer) {
     const int fan_in = spec_.fan_in(layer);
     const int fan_out = spec_.fan_out(layer);
@@ -516,37 +423,33 @@ void MlpGpuTrainer::enqueue_fp32_step(bool concurrent) {
     side_done_.record(gradient_stream);
     GPUBENCH_CUDA_CHECK(cudaStreamWaitEvent(stream, side_done_.get(), 0));
   }
-  GPUBENCH_CUDA_CHECK(launch_sgd_update(parameters, gradient, spec_.parameter_count(),
-                                        spec_.learning_rate, stream));
+  enqueue_update();
 }
 
 // The fp32 step's operations in the same order, with the casts of
 // kernels/mlp/mlp_cuda_mixed_kernels.cuh around the 2-byte products.
 void MlpGpuTrainer::enqueue_mixed_step(bool concurrent) {
-  const cudaStream_t stream = stream_.get();
+  const cudaStream_t stream = this->stream();
   const cublasLtHandle_t lt = products_->lt.get();
   const cudaStream_t gradient_stream = concurrent ? side_stream_.get() : stream;
   const DeviceBuffer& gradient_workspace = concurrent ? side_cublas_workspace_ : cublas_workspace_;
-  const MlpPrecision precision = precision_;
+  const MlpPrecision precision = this->precision();
   const int layers = spec_.layer_count();
-  const int batch = batch_;
+  const int batch = this->batch();
   const auto rows = static_cast<std::size_t>(batch);
-  float* parameters = parameters_.as<float>();
-  float* gradient = gradient_.as<float>();
-  const auto low_weights = [&](int layer) {
-    return low_parameters_.as<char>() + kLowBytes * spec_.weight_offset(layer);
-  };
-  DeviceLossScale* loss_scale =
-      precision == MlpPrecision::fp16 ? loss_scale_.as<DeviceLossScale>() : nullptr;
+  const float* parameters = device_parameters();
+  float* gradient = device_gradient();
+  // The 2-byte copy of a layer's weights, kept by the core.
+  const auto low_weights = [&](int layer) { return weights_operand(spec_.weight_offset(layer)); };
 
-  GPUBENCH_CUDA_CHECK(launch_convert(low_inputs_.data(), inputs_.as<float>(), rows * spec_.inputs,
-                                     precision, stream));
+  GPUBENCH_CUDA_CHECK(
+      launch_convert(low_inputs_.data(), device_inputs(), rows * spec_.inputs, precision, stream));
   const void* previous = low_inputs_.data();
   for (int layer = 0; layer < layers; ++layer) {
     const bool last = layer == layers - 1;
     const int fan_out = spec_.fan_out(layer);
     const float* bias = parameters + spec_.bias_offset(layer);
-    float* output = last ? logits_.as<float>() : product_output_.as<float>();
+    float* output = last ? logits() : product_output_.as<float>();
     products_->forward[layer]->run(lt, low_weights(layer), previous, output, cublas_workspace_,
                                    stream);
     if (last) {  // the logits stay fp32 for the loss
@@ -558,13 +461,9 @@ void MlpGpuTrainer::enqueue_mixed_step(bool concurrent) {
       previous = low_activations_[layer].data();
     }
   }
-  GPUBENCH_CUDA_CHECK(launch_softmax_cross_entropy(
-      logits_.as<float>(), labels_.as<int>(), batch, spec_.classes, loss_.as<float>(),
-      loss_partials_.as<float>(), loss_counter_.as<unsigned>(), stream));
-  GPUBENCH_CUDA_CHECK(launch_scale_convert(low_logit_delta_.data(), logits_.as<float>(),
-                                           rows * spec_.classes, loss_scale, precision, stream));
+  enqueue_loss();  // the loss gradient's 2-byte copy, scaled for fp16, is logits_gradient()
 
-  const void* delta = low_logit_delta_.data();
+  const void* delta = logits_gradient();
   for (int layer = layers - 1; layer >= 0; --layer) {
     const int fan_in = spec_.fan_in(layer);
     const int fan_out = spec_.fan_out(layer);
@@ -594,117 +493,7 @@ void MlpGpuTrainer::enqueue_mixed_step(bool concurrent) {
     side_done_.record(gradient_stream);
     GPUBENCH_CUDA_CHECK(cudaStreamWaitEvent(stream, side_done_.get(), 0));
   }
-  const std::size_t count = spec_.parameter_count();
-  if (loss_scale != nullptr) {
-    GPUBENCH_CUDA_CHECK(launch_find_non_finite(gradient, count, loss_scale, stream));
-  }
-  GPUBENCH_CUDA_CHECK(launch_mixed_sgd_update(parameters, low_parameters_.data(), gradient, count,
-                                              spec_.learning_rate, loss_scale, precision, stream));
-  if (loss_scale != nullptr) {
-    GPUBENCH_CUDA_CHECK(launch_loss_scale_update(loss_scale, loss_scaling_, stream));
-  }
-}
-
-CudaGraph MlpGpuTrainer::capture(int steps, MlpInput input, bool readback_at_end, bool concurrent) {
-  const cudaStream_t stream = stream_.get();
-  GPUBENCH_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  try {
-    for (int step = 0; step < steps; ++step) {
-      enqueue_input_copy(input);
-      enqueue_step(concurrent);
-    }
-    if (readback_at_end) enqueue_readback();
-  } catch (...) {
-    // Leave the stream usable: end the broken capture and drop what it recorded.
-    cudaGraph_t broken = nullptr;
-    cudaStreamEndCapture(stream, &broken);
-    if (broken != nullptr) cudaGraphDestroy(broken);
-    throw;
-  }
-  return CudaGraph::end_capture(stream);
-}
-
-void MlpGpuTrainer::prepare(const MlpRunConfig& config, int steps) {
-  if (steps < 1) throw std::invalid_argument("an MLP run needs at least one step");
-  if (config.readback_every < 0) throw std::invalid_argument("readback interval must be >= 0");
-  config_ = config;
-  prepared_steps_ = steps;
-  graph_ = CudaGraph();
-  remainder_graph_ = CudaGraph();
-  graph_steps_ = 0;
-  if (config.execution == MlpExecution::eager) return;
-  if (config.input == MlpInput::pageable) {
-    throw std::invalid_argument(
-        "a CUDA graph cannot capture copies from pageable host memory; use input pinned or "
-        "resident");
-  }
-  graph_steps_ =
-      config.readback_every > 0 ? config.readback_every : std::clamp(config.graph_steps, 1, steps);
-  const int full_graphs = steps / graph_steps_;
-  const int remainder = steps % graph_steps_;
-  if (full_graphs > 0) {
-    graph_ = capture(graph_steps_, config.input, config.readback_every > 0, concurrent_gradients_);
-  }
-  if (remainder > 0) {
-    remainder_graph_ = capture(remainder, config.input, false, concurrent_gradients_);
-  }
-  // The first launch of an executable graph uploads it to the device; do that here, not in a
-  // timed run, then undo the training it did.
-  if (full_graphs > 0) graph_.launch(stream_.get());
-  if (remainder > 0) remainder_graph_.launch(stream_.get());
-  enqueue_reset();
-  stream_.synchronize();
-}
-
-void MlpGpuTrainer::run(int steps, std::vector<float>* readback_losses) {
-  const int every = config_.readback_every;
-  const auto read = [&] {
-    stream_.synchronize();
-    if (readback_losses != nullptr) readback_losses->push_back(*loss_host_.as<float>());
-  };
-  if (config_.execution == MlpExecution::eager) {
-    for (int step = 1; step <= steps; ++step) {
-      enqueue_input_copy(config_.input);
-      enqueue_step(/*concurrent=*/false);
-      if (every > 0 && step % every == 0) {
-        enqueue_readback();
-        read();
-      }
-    }
-    return;
-  }
-  if (steps != prepared_steps_) {
-    throw std::logic_error("MlpGpuTrainer::run: graphs were prepared for " +
-                           std::to_string(prepared_steps_) + " steps, not " +
-                           std::to_string(steps));
-  }
-  const int full_graphs = steps / graph_steps_;
-  for (int graph = 0; graph < full_graphs; ++graph) {
-    graph_.launch(stream_.get());
-    if (every > 0) read();  // graph_steps_ == every: each replay ends with the readback
-  }
-  if (steps % graph_steps_ > 0) remainder_graph_.launch(stream_.get());
-}
-
-float MlpGpuTrainer::step_and_read_loss() {
-  enqueue_step(/*concurrent=*/false);
-  enqueue_readback();
-  stream_.synchronize();
-  return *loss_host_.as<float>();
-}
-
-CudaGraph MlpGpuTrainer::capture_compute_graph(int steps, bool as_graph) {
-  return capture(steps, MlpInput::resident, false, as_graph && concurrent_gradients_);
-}
-
-float MlpGpuTrainer::last_loss() {
-  enqueue_readback();
-  stream_.synchronize();
-  return *loss_host_.as<float>();
-}
-
-std::vector<float> MlpGpuTrainer::parameters() {
-  return read_device_floats(parameters_, spec_.parameter_count(), stream_.get());
+  enqueue_update();
 }
 
 }  // namespace gpubench::cuda
