@@ -16,7 +16,7 @@ from typing import Callable, NoReturn
 
 
 class ReferenceParser(argparse.ArgumentParser):
-    """argparse with one line for a usage error: `torch_cnn.py: error: argument --seconds: ...`."""
+    """argparse with one line for a usage error: `<script>: error: argument --seconds: ...`."""
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (--help for usage)\n")
