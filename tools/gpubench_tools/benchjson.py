@@ -73,6 +73,7 @@ __all__ = [
     "UNKNOWN",
     "CONDITION_STATES",
     "DISTURBED_BY",
+    "CONDITION_FIGURES",
     "condition_of",
     "disturbance_causes",
     "describe_conditions",
@@ -306,6 +307,12 @@ DISTURBED_BY: dict[int, tuple[str, tuple[str, ...]]] = {
     4: ("GPU slowed down (thermal, hardware slowdown or power brake)", ()),
     8: ("ran while other processes used a large share of the CPUs", ("cpu_other_cores",)),
 }
+
+
+# The counters that say by how much, in the order the rule's parts name them.
+CONDITION_FIGURES: tuple[str, ...] = tuple(
+    dict.fromkeys(key for _, keys in DISTURBED_BY.values() for key in keys)
+)
 
 
 def _by_how_much(counters: dict[str, float], keys: tuple[str, ...]) -> float | None:

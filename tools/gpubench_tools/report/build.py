@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,13 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import build_model, num
-from ..benchjson import DISTURBED, UNKNOWN, describe_conditions, unknown_conditions_note
+from ..benchjson import (
+    CONDITION_FIGURES,
+    DISTURBED,
+    UNKNOWN,
+    describe_conditions,
+    unknown_conditions_note,
+)
 from ..policy import HEADLINE_RULE
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name, summarize
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
@@ -723,7 +730,7 @@ class _Builder:
         rows = rows[rows["batch"] == batch]
         kinds: dict[str, list[str]] = {}
         for column in columns:
-            kinds.setdefault(_operation_kind(column), []).append(column)
+            kinds.setdefault(_operation_kind(column, profile.kinds), []).append(column)
         parts = rows[["name", "machine"]].assign(
             **{kind: rows[cols].sum(axis=1, min_count=1) for kind, cols in kinds.items()},
             path=rows["name"].map(lambda n: _short_benchmark(n).split("/", 1)[1]),
@@ -1266,19 +1273,14 @@ def _key_text(value: object) -> str:
         return str(value)
 
 
-def _operation_kind(column: str) -> str:
-    """`t_op:conv2.weight_gradient` -> "GEMM": the profile's operations grouped by what they do."""
+def _operation_kind(column: str, kinds: tuple[tuple[str, str], ...]) -> str:
+    """`t_op:<layer>.<operation>` -> its kind by the profile's declared rules (StepProfile.kinds),
+    else its layer: the profile's operations grouped by what they do."""
     operation = column.split(":", 1)[1]
-    layer, _, step = operation.partition(".")
-    if step == "im2col":
-        return "im2col"
-    if step.startswith("bias"):
-        return "bias"
-    if layer.startswith("pool"):
-        return "pool"
-    if step in ("gemm", "weight_gradient", "input_gradient") or layer.startswith("fc"):
-        return "GEMM"
-    return {"loss": "loss", "update": "update", "launch_gaps": "launch gaps"}.get(layer, layer)
+    return next(
+        (kind for pattern, kind in kinds if re.search(pattern, operation)),
+        operation.partition(".")[0],
+    )
 
 
 def _short_benchmark(name: str) -> str:
@@ -1422,7 +1424,7 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     counters = [
         {
             k: r[k]
-            for k in ("disturbed", "disturbed_by", *_CONDITION_FIGURES)
+            for k in ("disturbed", "disturbed_by", *CONDITION_FIGURES)
             if k in r and pd.notna(r[k])
         }
         for _, r in rows.iterrows()
@@ -1443,10 +1445,6 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
         what = f"{len(unknown)} file(s)" if len(unknown) > 1 else "the file"
         said.append(unknown_conditions_note(f"the repetitions of {what}").capitalize() + ".")
     return " ".join(said)
-
-
-# The counters describe_conditions reads for "by how much".
-_CONDITION_FIGURES = ("cpu_wait_cores", "cpu_other_cores", "cpu_steal_cores")
 
 
 def _speedup_definition(answer: list[dict[str, Any]]) -> str:

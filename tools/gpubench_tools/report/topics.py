@@ -136,6 +136,9 @@ class StepProfile:
     chart_title: str  # "{batch}": the profiled batch
     stem: str  # the chart's file name
     rows: dict[str, Any]  # row filter of the profiled rows
+    # How the operations group into kinds: (regular expression searched in "<layer>.<operation>",
+    # kind), the first match wins; an operation no rule matches is its own layer's kind.
+    kinds: tuple[tuple[str, str], ...] = ()
     batch_near: float = 64.0  # big enough to be a real step on every path
 
 
@@ -321,6 +324,15 @@ TOPICS: tuple[Topic, ...] = (
             chart_title="Where a CNN training step goes, batch {batch}",
             stem="profile_cnn",
             rows={"workload": "cnn"},
+            kinds=(
+                (r"\.im2col$", "im2col"),
+                (r"\.bias", "bias"),
+                (r"^pool", "pool"),
+                (r"\.(gemm|weight_gradient|input_gradient)$|^fc", "GEMM"),
+                (r"^loss(\.|$)", "loss"),
+                (r"^update(\.|$)", "update"),
+                (r"^launch_gaps(\.|$)", "launch gaps"),
+            ),
         ),
     ),
     _training_topic(
