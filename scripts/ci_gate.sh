@@ -195,10 +195,8 @@ build_ref() { # $1 ref; prints the path of the wrapper that runs its bench
   echo "ci_gate: building $ref ($commit) in $build (log $log)" >&2
   local start=$SECONDS ok=1
   # Configured as scripts/common.sh configures the working tree's build (the same CMake arguments,
-  # nvcc found the same way), so the two binaries differ only in their code.
-  if [[ -z ${CUDACXX:-} ]] && ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
-    export CUDACXX=/usr/local/cuda/bin/nvcc
-  fi
+  # nvcc found the same way: common.sh, sourced above, exports CUDACXX), so the two binaries differ
+  # only in their code.
   # shellcheck disable=SC2086 # GATE_CMAKE_ARGS is a list of arguments
   { cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release ${GATE_CMAKE_ARGS-${CMAKE_ARGS:-}} &&
     cmake --build "$build" --target bench -j "${JOBS:-$(nproc)}"; } >>"$log" 2>&1 || ok=0

@@ -514,11 +514,12 @@ def test_ci_gate_paired_mode(tmp_path: Path) -> None:
 
 
 def project(tmp: Path, cmake: str) -> Path:
-    """A git repository with this ci_gate.sh and a CMake project whose `bench` target copies a
+    """A git repository with this ci_gate.sh (and the common.sh it sources) and a CMake project whose `bench` target copies a
     stand-in (or fails): a --against build that takes a second."""
     repo = tmp / "repo"
     (repo / "scripts").mkdir(parents=True)
     shutil.copy(GATE, repo / "scripts" / "ci_gate.sh")
+    shutil.copy(GATE.parent / "common.sh", repo / "scripts" / "common.sh")  # sourced by it
     (repo / "standin").write_text(STANDIN.format(python=sys.executable, conf="seed=r need_data=1"))
     (repo / "data").mkdir()
     (repo / "data" / "iris.csv").write_text("5.1,3.5,1.4,0.2,0\n")

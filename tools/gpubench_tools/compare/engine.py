@@ -34,7 +34,8 @@ from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
 from ..table import file_rows, undisturbed
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
-from .stats import compare_metric, judgeable, plausible_time, plural
+from ..units import plural
+from .stats import compare_metric, judgeable, plausible_time
 
 # Verdicts of a whole benchmark besides the metric verdicts. ERROR: it ran in the baseline and now
 # fails (fails the gate). SKIPPED: it now does not run on this machine (its error starts with one
@@ -447,14 +448,14 @@ class CompareResult:
         if self.disturbed:
             n = len(self.disturbed)
             return (
-                f"cannot judge: {plural(n)} {'was' if n == 1 else 'were'} measured while "
+                f"cannot judge: {plural(n, 'benchmark')} {'was' if n == 1 else 'were'} measured while "
                 "disturbed (too few undisturbed repetitions on a side) and nothing else was "
                 "judged; stop what else runs on the machine and measure again"
             )
         if self.unjudged:
             reps, n = self.repetitions_needed, len(self.unjudged)
             return (
-                f"cannot judge: {plural(n)} {'has' if n == 1 else 'have'} fewer than {reps} "
+                f"cannot judge: {plural(n, 'benchmark')} {'has' if n == 1 else 'have'} fewer than {reps} "
                 f"repetitions on a side; rerun with --benchmark_repetitions={reps}"
             )
         skipped = [b for b in self.benchmarks if b.verdict == SKIPPED]
@@ -556,7 +557,7 @@ def compare_reports(
     situation = file_situation(contender)
     if situation is not None and action("compare contender", situation).kind == FAIL:
         missing = (
-            f"{plural(contender.interrupted.missing)} selected were not measured"
+            f"{plural(contender.interrupted.missing, 'benchmark')} selected were not measured"
             if situation == INTERRUPTED and contender.interrupted is not None
             else "benchmarks or repetitions may be missing"
         )

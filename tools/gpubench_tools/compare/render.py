@@ -25,7 +25,8 @@ from ..benchjson import BenchReport, group_reasons
 from ..escape import md_text
 from ..templating import environment
 from .engine import ERROR, NOT_JUDGED_DISTURBED, SKIPPED, BenchComparison, CompareResult
-from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult, plural
+from ..units import plural
+from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult
 from .stats import repetition_rule
 
 MARKER = "<!-- gpubench-compare -->"  # lets CI find and update its own PR comment
@@ -168,7 +169,7 @@ def _gate(result: CompareResult) -> tuple[str, str]:
     """(PASS | FAIL | CANNOT JUDGE, the reason)."""
     code = result.exit_code
     if code == 0:
-        text = f"{plural(len(result.judged))} judged, no significant regression beyond threshold"
+        text = f"{plural(len(result.judged), 'benchmark')} judged, no significant regression beyond threshold"
         if result.unjudged:
             text += f"; {len(result.unjudged)} not judged (not enough samples)"
         if result.disturbed:
@@ -184,7 +185,7 @@ def _gate(result: CompareResult) -> tuple[str, str]:
     else:
         regressed = [b for b in result.failing if b.verdict != ERROR]
         if regressed:
-            reasons.append(f"{plural(len(regressed))} regressed")
+            reasons.append(f"{plural(len(regressed), 'benchmark')} regressed")
         if errors:
             reasons.append(f"{sum(len(names) for _, names in errors)} now failing")
     if result.missing_fails:
@@ -201,35 +202,41 @@ def info_groups(result: CompareResult) -> list[tuple[str, list[str], list[BenchC
     """(one line, its names, the benchmarks when they were compared but not judged) for every
     group that is information, not a failure."""
     out = [
-        (f"{plural(len(names))} skipped in the contender, not failed: {why}", names, [])
+        (
+            f"{plural(len(names), 'benchmark')} skipped in the contender, not failed: {why}",
+            names,
+            [],
+        )
         for why, names in _by_error(result, SKIPPED)
     ]
     for group in result.not_compared:
         why = _NOT_COMPARED_WORDS[group["kind"]]
-        line = f"{plural(len(group['names']))} {why}, not compared: {group['reason']}"
+        line = f"{plural(len(group['names']), 'benchmark')} {why}, not compared: {group['reason']}"
         out.append((line, group["names"], []))
     by_needed = group_reasons(result.unjudged, lambda bench: bench.needed or 0)
     for needed, benches in sorted(by_needed, key=lambda group: group[0]):
         fewest = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in benches)
         line = (
-            f"{plural(len(benches))} not judged: not enough samples (as few as n={fewest} a side; "
+            f"{plural(len(benches), 'benchmark')} not judged: not enough samples (as few as n={fewest} a side; "
             f"the U test needs {needed} repetitions a side to reach alpha): rerun with "
             f"--benchmark_repetitions={needed}"
         )
         out.append((line, [b.name for b in benches], benches))
     if result.disturbed:
         line = (
-            f"{plural(len(result.disturbed))} {DISTURBED_WORDS}: too few undisturbed repetitions "
+            f"{plural(len(result.disturbed), 'benchmark')} {DISTURBED_WORDS}: too few undisturbed repetitions "
             "on a side after leaving out those the harness's rule calls disturbed (stop what else "
             "runs and measure again); their figures with every repetition:"
         )
         out.append((line, [disturbed_figures(b) for b in result.disturbed], []))
     missing, new = result.only_in_baseline, result.only_in_contender
     if missing and not result.missing_fails:
-        line = f"{plural(len(missing))} missing from the contender, not failed (--allow-missing)"
+        line = f"{plural(len(missing), 'benchmark')} missing from the contender, not failed (--allow-missing)"
         out.append((line, missing, []))
     if new:
-        out.append((f"{plural(len(new))} only in the contender (new, not compared)", new, []))
+        out.append(
+            (f"{plural(len(new), 'benchmark')} only in the contender (new, not compared)", new, [])
+        )
     return out
 
 
@@ -307,13 +314,13 @@ def _failure_lines(result: CompareResult) -> list[tuple[str, list[str]]]:
         head = (
             f"every benchmark now fails ({n})"
             if result.all_failed and len(errors) == 1
-            else f"{plural(n)} now fail{'s' if n == 1 else ''}"
+            else f"{plural(n, 'benchmark')} now fail{'s' if n == 1 else ''}"
         )
         lines.append((f"REGRESSION: {head}: {message}", names))
     if result.cut_off:
         lines.append((f"FAIL: {result.cut_off}", []))
     if result.missing_fails:
-        missing = plural(len(result.only_in_baseline))
+        missing = plural(len(result.only_in_baseline), "benchmark")
         line = f"REGRESSION: {missing} of the baseline missing from the contender (pass "
         line += "--allow-missing for a run filtered on purpose):"
         lines.append((line, result.only_in_baseline))

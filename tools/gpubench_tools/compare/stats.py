@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from ..units import plural
 from ..benchjson import MAX_TIME_S, as_read, usable_counter
 from ..stats import SampleStats, min_p_value, ratio_of, repetitions_needed, u_test
 
@@ -122,11 +123,6 @@ def describe_invalid(values: list[float]) -> str:
     it where it came from one (a counter as read: benchjson.as_read), for a one-line reason."""
     seen = list(dict.fromkeys(as_read(value) for value in values))
     return ", ".join(seen[:3]) + (", ..." if len(seen) > 3 else "")
-
-
-def plural(n: int, word: str = "benchmark") -> str:
-    """'1 value', '2 values'."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def compare_metric(
