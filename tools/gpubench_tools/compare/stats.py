@@ -118,7 +118,7 @@ def plausible_time(seconds: float) -> bool:
     return math.isfinite(seconds) and 0.0 < seconds <= MAX_TIME_S
 
 
-def describe_invalid(values: list[float]) -> str:
+def quote_invalid_values(values: list[float]) -> str:
     """'NaN, Infinity' or '0, -1.5e-06': the distinct implausible values, each as the file wrote
     it where it came from one (a counter as read: benchjson.as_read), for a one-line reason."""
     seen = list(dict.fromkeys(as_read(value) for value in values))
@@ -163,7 +163,7 @@ def compare_metric(
         total = cont.n + len(cont_invalid)
         notes.append(
             f"{len(cont_invalid)} of {plural(total, 'value')} not valid in the contender "
-            f"({describe_invalid(cont_invalid)})"
+            f"({quote_invalid_values(cont_invalid)})"
             + ("" if base_invalid else ", none in the baseline")
         )
         return result(INVALID, math.nan, None)
@@ -171,7 +171,7 @@ def compare_metric(
         if bad:
             notes.append(
                 f"{len(bad)} of {plural(stats.n + len(bad), 'value')} not valid in the {side} "
-                f"({describe_invalid(bad)}): left out"
+                f"({quote_invalid_values(bad)}): left out"
             )
     if not base.n or not cont.n:
         notes.append("no valid value on " + ("either side" if not base.n else "the contender"))
