@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import lsq_linear
 
+from .table import num
+
 __all__ = [
     "CopyFit",
     "LaunchCosts",
@@ -29,16 +31,7 @@ __all__ = [
     "fit_line",
     "gemm_rows",
     "gpu_peak",
-    "num",
 ]
-
-
-def num(frame: pd.DataFrame, column: str) -> pd.Series:
-    """A column as floats (NaN where absent): context columns are strings, counters may be
-    missing from older files."""
-    if column not in frame:
-        return pd.Series(np.nan, index=frame.index, dtype=float)
-    return pd.to_numeric(frame[column], errors="coerce").astype(float)
 
 
 def gpu_peak(frame: pd.DataFrame, dtype: pd.Series | str) -> pd.Series:

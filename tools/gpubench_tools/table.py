@@ -51,8 +51,18 @@ from .benchjson import (
 from .policy import MIN_UNDISTURBED
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
+
+def num(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A column of the table as floats (NaN where absent): context columns are strings, counters
+    may be missing from older files."""
+    if column not in frame:
+        return pd.Series(float("nan"), index=frame.index, dtype=float)
+    return pd.to_numeric(frame[column], errors="coerce").astype(float)
+
+
 __all__ = [
     "Table",
+    "num",
     "file_rows",
     "load_table",
     "summarize",

@@ -22,7 +22,8 @@ from typing import Any, Sequence, TypeVar
 import numpy as np
 import pandas as pd
 
-from ..overhead_model import CopyFit, OverheadModel, build_model, num
+from ..overhead_model import CopyFit, OverheadModel, build_model
+from ..table import num
 from ..report.topics import COMMITTED_GPU_REFERENCE, committed_gpu_reference
 from ..table import load_table, summarize
 from ..units import fmt_bytes

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..benchjson import DISTURBED
-from ..overhead_model import OverheadModel, gemm_rows, gpu_peak, num
+from ..overhead_model import OverheadModel, gemm_rows, gpu_peak
+from ..table import num
 from .topics import TRAINING_WORKLOADS
 
 __all__ = [

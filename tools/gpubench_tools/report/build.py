@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..overhead_model import build_model, num
+from ..overhead_model import build_model
+from ..table import num
 from ..benchjson import (
     CONDITION_FIGURES,
     DISTURBED,
