@@ -314,6 +314,16 @@ std::optional<std::string> OutputFile::publish(const std::string& format, bool w
 std::variant<std::size_t, std::string> OutputFile::publish_interrupted(
     const std::string& format, const CheckedFileReporter& reporter,
     const Interrupted& interrupted) {
+  // The process ends with _exit after this (benchmarks/interruption.hpp): no destructor and no
+  // exit handler removes a temporary file that was not published, so this does.
+  struct RemoveUnpublished {
+    RemoveUnpublished() = default;
+    RemoveUnpublished(const RemoveUnpublished&) = delete;
+    RemoveUnpublished& operator=(const RemoveUnpublished&) = delete;
+    RemoveUnpublished(RemoveUnpublished&&) = delete;
+    RemoveUnpublished& operator=(RemoveUnpublished&&) = delete;
+    ~RemoveUnpublished() { remove_temporary_output_file(); }  // a no-op once published
+  } remove_unpublished;
   const auto finished = reporter.close_early();
   if (!finished) return std::string("no benchmark had finished");
   if (format == "json" && !in_place()) {

@@ -14,6 +14,7 @@ import re
 import resource
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -419,6 +420,34 @@ def test_a_stopped_run_keeps_every_finished_benchmark_in_a_valid_file(
         assert names.count(name) == 3 + 4, name
     assert f"interrupted by {signal.Signals(stop).name}" in stderr
     assert f"holds the {finished} of {SEVERAL_NAMES} benchmarks that finished" in stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_a_signal_before_any_benchmark_finished_leaves_a_valid_empty_document(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out.json"
+    process = start_bench(
+        TINY_FILTER,
+        "--benchmark_min_time=5",
+        f"--benchmark_out={out}",
+        preexec_fn=default_stop_signals,
+    )
+    try:
+        for line in process.stderr:  # the context is printed before the first benchmark starts
+            if line.startswith("openblas_default_threads"):
+                break
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        stderr = process.stderr.read()
+        process.wait(timeout=TIMEOUT_S)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    document = json.loads(out.read_text())
+    assert document["benchmarks"] == []
+    assert document["context"]["benchmarks_finished"] == 0
+    assert document["context"]["benchmarks_selected"] == 1
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
 
 
