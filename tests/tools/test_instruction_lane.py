@@ -285,3 +285,17 @@ def test_lane_end_to_end_on_the_real_bench(tmp_path: Path) -> None:
     assert row["base_per_iteration"] == row["contender_per_iteration"] > 10_000
     assert doc["openblas_core_under_valgrind"] == {"base": "Haswell", "contender": "Haswell"}
     assert "instructions: PASS" in proc.stdout
+
+
+def test_no_region_at_all_is_not_counted(tmp_path: Path, capsys) -> None:
+    # A base built before the regions existed (or without valgrind/callgrind.h) dumps none.
+    for side in ("base", "contender"):
+        (tmp_path / side).mkdir()
+    shutil.copy(DUMPS / "callgrind.out.15431.1", tmp_path / "contender" / "callgrind.out.15431.1")
+    from gpubench_tools.instructions.lane import main
+
+    assert main(["--from", str(tmp_path), "--json", str(tmp_path / "lane.json")]) == 2
+    out = capsys.readouterr().out
+    assert "instructions: NOT COUNTED: the base dumped no single-threaded instruction region" in out
+    assert json.loads((tmp_path / "lane.json").read_text())["exit_code"] == 2
+    assert per_iteration(read_dumps([])).empty

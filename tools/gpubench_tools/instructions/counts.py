@@ -44,7 +44,7 @@ def per_iteration(regions: pd.DataFrame) -> pd.DataFrame:
     and their spread, (max - min) / median in percent. Regions of zero iterations (a fixture that
     stopped before its loop) are not counts."""
     frame = regions[regions["iterations"] > 0]
-    frame = frame[frame["name"].map(single_threaded)]
+    frame = frame[frame["name"].map(single_threaded).astype(bool)]
     rows = []
     for name, group in frame.groupby("name", sort=False):
         most = int(group["iterations"].max())

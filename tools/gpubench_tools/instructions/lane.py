@@ -47,14 +47,14 @@ MODULE = "gpubench_tools.instructions"
 BASE, CONTENDER = "base", "contender"
 SIDES = (BASE, CONTENDER)
 # The gate's default set: the smaller GEMMs of the timing lane's sweep (OpenBLAS and the harness's
-# loop) and the hand-written small-MLP kernel (the project's own CPU code) at three shapes. Each is
-# one iteration; all six take about 10 s a side under callgrind on a 2-core machine. Left out: the
-# GEMMs at 384 and 512 (10-20 s more each: Valgrind emulates AVX2 FMAs slowly), the Iris rows
-# (20000 epochs an iteration: 367 M instructions, 30 s) and the OpenBLAS MLP rows (0.5 s an
-# iteration natively, billions of instructions).
+# loop) and the hand-written small-matrix CPU path (the project's own CPU code, variant "small") at
+# three shapes. Each is one iteration; all six take about 10 s a side under callgrind on a 2-core
+# machine. Left out: the GEMMs at 384 and 512 (10-20 s more each: Valgrind emulates AVX2 FMAs
+# slowly), the Iris rows (20000 epochs an iteration: 367 M instructions, 30 s) and the OpenBLAS
+# training rows (0.5 s an iteration natively, billions of instructions).
 DEFAULT_FILTER = (
     "^(matmul/cpu/openblas/dtype:fp32/m:(64|192|256)/n:(64|192|256)/k:(64|192|256)/threads:1"
-    "|mlp/cpu/small/data:(digits/batch:64/hidden:32|synthetic/batch:(16|256)/hidden:8)"
+    "|[a-z]+/cpu/small/data:(digits/batch:64/hidden:32|synthetic/batch:(16|256)/hidden:8)"
     "/readback:1/threads:1)$"
 )
 DEFAULT_CORETYPE = "Haswell"
