@@ -21,8 +21,10 @@
 #   scripts/ci_gate.sh --base-bench A --contender-bench B [--benchmark_filter=REGEX]
 #                                           paired gate of two bench executables (or wrapper
 #                                           scripts): exit 0 pass, 1 a benchmark slower beyond the
-#                                           margin, failing or missing, or the contender crashed;
-#                                           2 the base crashed, bad usage, nothing could be judged
+#                                           margin, failing or missing, or the contender crashed,
+#                                           or 1 % more instructions per iteration in the
+#                                           instruction lane; 2 the base crashed, bad usage,
+#                                           nothing could be judged (by the timing lane)
 #   scripts/ci_gate.sh --against REF [--benchmark_filter=REGEX]
 #                                           build REF (a git ref) in a temporary git worktree (its
 #                                           build kept in build-gate/<commit>, reused next time)
