@@ -2,6 +2,7 @@
 
 #include "harness/cpu_clock.hpp"
 #include "harness/cpu_fma.hpp"
+#include "harness/instruction_region.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -46,6 +47,8 @@ void choose_peak_clock(CpuInfo* info) {
     info->clock_hz = khz * 1e3;
     info->clock_source = "cpufreq cpuinfo_max_freq";
   }
+  // Under Valgrind (the gate's instruction lane) the loop measures the emulator, not the core.
+  if (InstructionRegion::running_on_valgrind()) return;
   const double measured = measure_core_clock_hz();
   if (plausible_measured_clock(measured, info->nominal_clock_hz) && measured > info->clock_hz) {
     info->clock_hz = measured;
@@ -65,6 +68,12 @@ std::string short_number(double value) {
 void choose_flop_per_cycle(CpuInfo* info) {
   info->fp32_flop_per_cycle_per_core = info->fp32_flop_per_cycle_table;
   info->fp64_flop_per_cycle_per_core = info->fp64_flop_per_cycle_table;
+  if (InstructionRegion::running_on_valgrind()) {
+    info->flop_per_cycle_source =
+        "table: running under Valgrind, whose emulated CPU's FMA rate "
+        "is not the machine's";
+    return;
+  }
   FmaLevelsToRun to_run;
   to_run.avx2_fma = info->has_avx2 && info->has_fma;
   to_run.avx512f = info->has_avx512f;

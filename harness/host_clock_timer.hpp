@@ -23,6 +23,9 @@
 //   with Report::benchmark_clock the clocks span the whole loop, so only the first and last.
 // - The loop is a ConditionWindow (harness/conditions.hpp), opened before the clock starts and
 //   finished after it stops: what else took the machine meanwhile, at no cost to the row's time.
+// - The loop is also an InstructionRegion (harness/instruction_region.hpp), inside the clock and
+//   paused around the preparation as the clock is: under callgrind, the instructions of exactly
+//   what the row times; elsewhere nothing.
 
 #include <benchmark/benchmark.h>
 
@@ -32,6 +35,7 @@
 
 #include "harness/conditions.hpp"
 #include "harness/device_memory.hpp"
+#include "harness/instruction_region.hpp"
 
 namespace gpubench {
 
@@ -64,10 +68,12 @@ class HostClockTimer {
       sample_device_memory(meter_);
       ConditionWindow conditions;
       const Stopwatch loop;
+      InstructionRegion instructions;
       for (auto _ : state) {
         invoke(body, loop);
         benchmark::ClobberMemory();
       }
+      instructions.finish(state.iterations());
       const double seconds_per_iteration =
           loop.elapsed_s() / static_cast<double>(state.iterations());
       conditions.finish(state.iterations());
@@ -85,11 +91,14 @@ class HostClockTimer {
     double total_s = 0;
     bool first = true;
     ConditionWindow conditions;
+    InstructionRegion instructions;
     for (auto _ : state) {
+      instructions.pause();
       if (report_ == Report::benchmark_clock) state.PauseTiming();
       prepare();
       if (first) sample_device_memory(meter_);
       if (report_ == Report::benchmark_clock) state.ResumeTiming();
+      instructions.resume();
       const Stopwatch iteration;
       invoke(body, iteration);
       const double seconds = iteration.elapsed_s();
@@ -97,12 +106,15 @@ class HostClockTimer {
       total_s += seconds;
       if (report_ == Report::manual) state.SetIterationTime(seconds);
       if (first && meter_ != nullptr) {
+        instructions.pause();
         if (report_ == Report::benchmark_clock) state.PauseTiming();
         meter_->sample();
         if (report_ == Report::benchmark_clock) state.ResumeTiming();
+        instructions.resume();
       }
       first = false;
     }
+    instructions.finish(state.iterations());
     conditions.finish(state.iterations());
     sample_device_memory(meter_);
     return total_s / static_cast<double>(state.iterations());

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "harness/conditions.hpp"
+#include "harness/instruction_region.hpp"
 #include "harness/phase_times.hpp"
 #include "harness/schema.hpp"
 #include "kernels/common/loss_scaler.hpp"
@@ -149,6 +150,10 @@ void register_row(const RowId& id, RowTiming timing, Fixture fixture, Arguments.
   auto* benchmark = benchmark::RegisterBenchmark(
       id.name().c_str(), [id, fixture, arguments...](benchmark::State& state) {
         forget_repetition_conditions();
+        // The name the timers' instruction regions report (harness/instruction_region.hpp); only
+        // built under Valgrind, where it is read.
+        const InstructionRegionLabel label(
+            InstructionRegion::running_on_valgrind() ? id.name() : std::string());
         try {
           fixture(state, id, arguments...);
         } catch (const std::exception& error) {

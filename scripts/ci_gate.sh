@@ -2,9 +2,12 @@
 # CPU smoke regression gate.
 #
 # Two ways to gate (docs/regression-gate.md explains every choice):
-# - paired (--base-bench/--contender-bench, --against): the base and the contender bench run on
-#   this machine in one job, interleaved A B B A ..., and are judged pair by pair; sees a 5 %
-#   slowdown of one benchmark on a shared 2-core machine;
+# - paired (--base-bench/--contender-bench, --against): two lanes. Timing: the base and the
+#   contender bench run on this machine in one job, interleaved A B B A ..., and are judged pair
+#   by pair; sees a 5 % slowdown of one benchmark on a shared 2-core machine. Instructions: both
+#   run once under valgrind's callgrind and the instructions per iteration of single-threaded CPU
+#   rows are compared; sees a 1 % change of the code's work on any machine. Either lane's
+#   regression fails the gate;
 # - against the committed baseline reports/baselines/ci-cpu.json (measured on another machine on
 #   another day, so it allows 1.5x): a coarse check, and the only one for a first commit.
 # Both run a short single-threaded OpenBLAS fp32 GEMM sweep.
@@ -18,8 +21,10 @@
 #   scripts/ci_gate.sh --base-bench A --contender-bench B [--benchmark_filter=REGEX]
 #                                           paired gate of two bench executables (or wrapper
 #                                           scripts): exit 0 pass, 1 a benchmark slower beyond the
-#                                           margin, failing or missing, or the contender crashed;
-#                                           2 the base crashed, bad usage, nothing could be judged
+#                                           margin, failing or missing, or the contender crashed,
+#                                           or 1 % more instructions per iteration in the
+#                                           instruction lane; 2 the base crashed, bad usage,
+#                                           nothing could be judged (by the timing lane)
 #   scripts/ci_gate.sh --against REF [--benchmark_filter=REGEX]
 #                                           build REF (a git ref) in a temporary git worktree (its
 #                                           build kept in build-gate/<commit>, reused next time)
@@ -35,6 +40,11 @@
 #   MIN_TIME    seconds per repetition        (default 0.1)
 #   PAIRS, MAX_PAIRS  paired gate: rounds to start with, at most for an AMBIGUOUS benchmark
 #                                           (defaults of gpubench_tools/compare/paired.py)
+#   INSTRUCTIONS      paired gate: 'off' skips its instruction lane (default on: both sides
+#                     under valgrind's callgrind, instructions per iteration compared)
+#   INSTRUCTIONS_FILTER     the instruction lane's benchmarks (default: --benchmark_filter when
+#                     given, else gpubench_tools/instructions/lane.py's DEFAULT_FILTER)
+#   INSTRUCTIONS_MAX_CHANGE the instruction lane's threshold, a fraction (default 0.01)
 #   GATE_BUILD_DIR    where --against keeps its builds (default build-gate)
 #   GATE_CMAKE_ARGS   extra CMake arguments for the --against build (default CMAKE_ARGS, which
 #                     scripts/common.sh gives the working tree's build)
@@ -167,8 +177,40 @@ paired_gate() { # $1 base command, $2 contender command
     --markdown "$OUT_DIR/paired-compare.md" --json "$OUT_DIR/paired-compare.json"
   local status=$?
   set -e
-  echo "ci_gate: paired gate exit $status (0 pass, 1 regression, 2 unusable input or cannot judge); report in $OUT_DIR/paired-compare.md, runs in $OUT_DIR/paired"
+  echo "ci_gate: timing lane exit $status (0 pass, 1 regression, 2 unusable input or cannot judge); report in $OUT_DIR/paired-compare.md, runs in $OUT_DIR/paired"
+  local instructions_status="" combine=(--timing-exit "$status")
+  if [[ ${INSTRUCTIONS:-on} != off ]]; then
+    instruction_lane "$1" "$2" && instructions_status=0 || instructions_status=$?
+    combine+=(--instructions-exit "$instructions_status")
+  else
+    echo "ci_gate: instruction lane not run (INSTRUCTIONS=off)"
+  fi
+  # Both lanes' verdicts, and the gate's: a regression in either fails; otherwise the timing
+  # lane's status stands (gpubench_tools/instructions/combine.py).
+  set +e
+  PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.instructions.combine \
+    "${combine[@]}" --timing-json "$OUT_DIR/paired-compare.json" \
+    --timing-markdown "$OUT_DIR/paired-compare.md" \
+    --instructions-json "$OUT_DIR/instructions-compare.json" \
+    --instructions-markdown "$OUT_DIR/instructions-compare.md" --markdown "$OUT_DIR/gate.md"
+  status=$?
+  set -e
+  echo "ci_gate: gate exit $status (both lanes; 0 pass, 1 regression, 2 cannot judge); report in $OUT_DIR/gate.md"
   exit $status
+}
+
+# The deterministic lane: the instructions per iteration of single-threaded CPU rows under
+# callgrind, base against contender (docs/regression-gate.md, "Instruction lane"). Returns its exit
+# status: 0 pass, 1 more instructions, 2 nothing counted (no valgrind, a side without regions).
+instruction_lane() { # $1 base command, $2 contender command
+  local extra=()
+  local lane_filter=${INSTRUCTIONS_FILTER:-$filter_arg}
+  [[ -n $lane_filter ]] && extra+=(--benchmark_filter="$lane_filter")
+  [[ -n ${INSTRUCTIONS_MAX_CHANGE:-} ]] && extra+=(--max-change "$INSTRUCTIONS_MAX_CHANGE")
+  rm -f "$OUT_DIR/instructions-compare.md" "$OUT_DIR/instructions-compare.json"
+  PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.instructions \
+    --base-bench "$1" --contender-bench "$2" --out-dir "$OUT_DIR/instructions" "${extra[@]}" \
+    --markdown "$OUT_DIR/instructions-compare.md" --json "$OUT_DIR/instructions-compare.json"
 }
 
 # --against REF: the base is REF built from a temporary git worktree. A commit never changes, so

@@ -6,8 +6,10 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+# valgrind: the regression gate's instruction lane runs bench under its callgrind, and bench's
+# timers use its client-request headers (valgrind/callgrind.h, in the same package).
 packages=(cmake g++ make git pkg-config libopenblas-dev nlohmann-json3-dev libbenchmark-dev
-          libgtest-dev python3-venv)
+          libgtest-dev python3-venv valgrind)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -276,6 +276,39 @@ void weight_gradient(const float* __restrict input, int fan_in, const float* __r
   }
 }
 
+// Test aid, 0 in every real build: with the CMake option GPUBENCH_TEST_EXTRA_WORK_PCT=P every
+// training step does about P % more instructions, in this kernel alone, so the regression gate's
+// studies have a real contender whose own CPU code got slower
+// (scripts/measure-instruction-lane.sh). The extra work is an empty loop whose trip count is
+// proportional to the step's vector work, so the share is the same at every batch and width.
+#ifndef GPUBENCH_TEST_EXTRA_WORK_PCT
+#define GPUBENCH_TEST_EXTRA_WORK_PCT 0
+#endif
+constexpr int kExtraWorkPercent = GPUBENCH_TEST_EXTRA_WORK_PCT;
+// Instructions of a step per unit of vector work (one 8-lane multiply-add of the three passes),
+// and of one trip of the loop below (increment, compare, branch), as counted
+// by the gate's instruction lane (callgrind) on the Digits row, batch 64, 64-32-10: 20.16 M
+// instructions per timed iteration of 100 steps of 57168 units (GCC 12, x86-64-v3). Rows where
+// the softmax and the per-layer overheads weigh more (Iris: 5.5 per unit) get a smaller share.
+constexpr double kStepInstructionsPerUnit = 3.53;
+constexpr double kInstructionsPerExtraTrip = 3.0;
+
+[[maybe_unused]] std::int64_t extra_trips(const MlpSpec& spec, int stride) {
+  std::int64_t units = 0;
+  for (int layer = 0; layer < spec.layer_count(); ++layer) {
+    const std::int64_t fan_in = spec.fan_in(layer);
+    const std::int64_t fan_out = spec.fan_out(layer);
+    units += (3 * fan_in * fan_out + fan_out) * (stride / kLanes);
+  }
+  return static_cast<std::int64_t>(static_cast<double>(units) * kExtraWorkPercent / 100.0 *
+                                   kStepInstructionsPerUnit / kInstructionsPerExtraTrip);
+}
+
+[[maybe_unused]] void extra_work(std::int64_t trips) {
+  // The empty asm keeps the loop: the compiler may not remove or fold it.
+  for (std::int64_t trip = 0; trip < trips; ++trip) asm volatile("");
+}
+
 }  // namespace
 
 MlpSmallTrainer::MlpSmallTrainer(const MlpSpec& spec, int batch) : spec_(spec), batch_(batch) {
@@ -341,6 +374,7 @@ float MlpSmallTrainer::run(float* parameters, float* gradient) {
                     gradient != nullptr ? gradient + spec_.weight_offset(layer) : nullptr);
     delta = below;
   }
+  if constexpr (kExtraWorkPercent > 0) extra_work(extra_trips(spec_, stride_));
   return loss;
 }
 

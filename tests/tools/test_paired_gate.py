@@ -505,6 +505,11 @@ def test_ci_gate_paired_mode(tmp_path: Path) -> None:
     same = gate(GATE, tmp_path, "--base-bench", a, "--contender-bench", b, "--benchmark_filter=bm/")
     assert same.returncode == 0, same.stderr
     assert (tmp_path / "out" / "paired-compare.md").read_text().startswith("**gate: PASS")
+    # Both lanes are reported; stand-ins have no instruction regions (or no valgrind is
+    # installed): the instruction lane says it counted nothing and the timing lane decides.
+    assert "instruction lane: instructions: NOT COUNTED" in same.stdout, same.stdout
+    assert "gate: PASS (exit 0): timing pass; instructions cannot judge or count" in same.stdout
+    assert "### Instruction lane" in (tmp_path / "out" / "gate.md").read_text()
     worse = gate(
         GATE, tmp_path, "--base-bench", a, "--contender-bench", slow, "--benchmark_filter=bm/"
     )

@@ -1,0 +1,301 @@
+"""The gate's instruction lane (gpubench_tools.instructions): the dump reader on real callgrind
+dumps, instructions per iteration, the judge's rule, the two lanes' combined exit status, and the
+lane end to end on the real bench under valgrind (skipped, with the reason, without valgrind or
+without a built bench)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import REPO
+from gpubench_tools.instructions import combine
+from gpubench_tools.instructions.counts import per_iteration, single_threaded
+from gpubench_tools.instructions.dumps import DumpError, parse_dump, read_dumps
+from gpubench_tools.instructions.judge import (
+    FEWER,
+    MISSING,
+    MORE,
+    NEW,
+    SAME,
+    InstructionRules,
+    judge_counts,
+    lane_exit,
+)
+from gpubench_tools.instructions.lane import valgrind_command
+
+DUMPS = Path(__file__).resolve().parent / "fixtures" / "callgrind"
+GEMM64 = "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1"
+IRIS = "mlp/cpu/small/data:iris/batch:120/hidden:10/readback:1/threads:1"
+BENCH = REPO / "build" / "benchmarks" / "bench"
+
+
+# ---- the dump reader, on dumps callgrind 3.19 wrote for bench -----------------------------------
+
+
+def test_a_region_dump_gives_its_row_iterations_and_instructions() -> None:
+    path = DUMPS / "callgrind.out.15431.1"
+    region = parse_dump(path.read_text(encoding="latin-1"), str(path))
+    assert region is not None
+    assert (region.name, region.iterations, region.instructions) == (GEMM64, 1, 99607)
+    assert (region.pid, region.part) == (15431, 1)
+
+
+def test_the_termination_dump_is_not_a_region() -> None:
+    # Written at exit with nothing collected (its summary wraps around below zero): not a count.
+    text = (DUMPS / "callgrind.out.15431").read_text(encoding="latin-1")
+    assert parse_dump(text) is None
+
+
+def test_read_dumps_keeps_regions_in_dump_order() -> None:
+    frame = read_dumps(sorted(DUMPS.glob("callgrind.out.*")))
+    assert list(frame["name"]) == [GEMM64, IRIS]
+    assert list(frame["instructions"]) == [99607, 367360629]
+
+
+def test_totals_line_is_read_when_there_is_no_summary() -> None:
+    text = (
+        "events: Ir Dr\n"
+        "desc: Trigger: Client Request: gpubench-region iterations=4 name=a/threads:1\n"
+        "fn=(1) f\n0 10 3\ntotals: 400 12\n"
+    )
+    region = parse_dump(text)
+    assert region is not None and region.instructions == 400 and region.iterations == 4
+
+
+def test_a_region_without_an_instruction_count_is_refused() -> None:
+    text = "desc: Trigger: Client Request: gpubench-region iterations=1 name=a/threads:1\n"
+    with pytest.raises(DumpError, match="no Ir count"):
+        parse_dump(text, "x.out")
+
+
+# ---- instructions per iteration ------------------------------------------------------------------
+
+
+def regions(rows: list[tuple[str, int, int]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"path": "", "pid": 1, "part": i, "name": n, "iterations": it, "instructions": ins}
+            for i, (n, it, ins) in enumerate(rows)
+        ]
+    )
+
+
+def test_the_region_with_the_most_iterations_is_counted() -> None:
+    # Google Benchmark's calls while it picks the count: 1, 10, then 100 iterations (with a fixed
+    # cost of 500 instructions a loop, which the most iterations dilute the most).
+    frame = per_iteration(
+        regions(
+            [("a/threads:1", 1, 1500), ("a/threads:1", 10, 10500), ("a/threads:1", 100, 100500)]
+        )
+    )
+    row = frame.iloc[0]
+    assert row["iterations"] == 100 and row["regions"] == 3
+    assert row["instructions_per_iteration"] == pytest.approx(1005.0)
+    assert row["spread_pct"] == 0
+
+
+def test_repetitions_spread_and_multi_threaded_rows_are_left_out() -> None:
+    frame = per_iteration(
+        regions(
+            [
+                ("a/threads:1", 2, 2000),
+                ("a/threads:1", 2, 2020),  # a second repetition, 1 % more
+                ("a/threads:2", 2, 9999),  # the workers' spinning: not counted
+                ("b/threads:1", 0, 50),  # a fixture that stopped before its loop
+            ]
+        )
+    )
+    assert list(frame["name"]) == ["a/threads:1"]
+    assert frame.iloc[0]["spread_pct"] == pytest.approx((1010 - 1000) / 1005 * 100)
+
+
+@pytest.mark.parametrize(
+    "name,single",
+    [
+        ("m/threads:1", True),
+        ("m/threads:1/precision:bf16", True),
+        ("m/threads:12", False),
+        ("m", False),
+    ],
+)
+def test_single_threaded_reads_the_threads_part(name: str, single: bool) -> None:
+    assert single_threaded(name) is single
+
+
+# ---- the judge ------------------------------------------------------------------------------------
+
+
+def counts(values: dict[str, float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "name": n,
+                "regions": 1,
+                "iterations": 1,
+                "instructions_per_iteration": v,
+                "spread_pct": 0.0,
+            }
+            for n, v in values.items()
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "contender,verdict",
+    [
+        (1_000_000, SAME),
+        (1_009_999, SAME),  # +0.9999 %: under the 1 % threshold
+        (1_010_000, MORE),  # +1 % exactly fails
+        (1_020_000, MORE),
+        (990_000, FEWER),
+        (990_001, SAME),
+    ],
+)
+def test_the_rule_fails_one_percent_more(contender: int, verdict: str) -> None:
+    frame = judge_counts(counts({"a": 1_000_000}), counts({"a": contender}))
+    assert frame.iloc[0]["verdict"] == verdict
+    assert lane_exit(frame, 1, 1) == (1 if verdict == MORE else 0)
+
+
+def test_the_threshold_is_configurable() -> None:
+    frame = judge_counts(counts({"a": 100}), counts({"a": 104}), InstructionRules(0.05))
+    assert frame.iloc[0]["verdict"] == SAME
+
+
+def test_missing_fails_new_is_listed_and_the_base_order_is_kept() -> None:
+    base = counts({"m:64": 10.0, "m:192": 20.0, "m:256": 30.0})
+    contender = counts({"m:64": 10.0, "m:256": 30.0, "m:512": 40.0})
+    frame = judge_counts(base, contender)
+    assert list(frame["name"]) == ["m:64", "m:192", "m:256", "m:512"]
+    assert list(frame["verdict"]) == [SAME, MISSING, SAME, NEW]
+    assert math.isnan(frame.iloc[1]["change"])
+    assert lane_exit(frame, 3, 3) == 1
+
+
+def test_nothing_counted_on_a_side_is_not_a_verdict() -> None:
+    frame = judge_counts(counts({"a": 1.0}), counts({"a": 1.0}))
+    assert lane_exit(frame, 0, 1) == 2
+    assert lane_exit(frame, 1, 0) == 2
+
+
+# ---- the gate's two lanes together ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "timing,instructions,gate",
+    [
+        (0, 0, 0),
+        (0, 1, 1),  # the instruction lane alone fails the gate
+        (1, 0, 1),  # and the timing lane alone
+        (2, 0, 2),  # a PASS of instructions does not resolve what the clock could not
+        (2, 1, 1),
+        (0, 2, 0),  # nothing counted (no valgrind, an old base) changes nothing
+        (0, None, 0),
+        (2, None, 2),
+    ],
+)
+def test_combined_exit(timing: int, instructions: int | None, gate: int) -> None:
+    assert combine.combined_exit(timing, instructions) == gate
+
+
+def test_combine_prints_both_lanes_and_writes_one_markdown(tmp_path: Path, capsys) -> None:
+    timing_json = tmp_path / "t.json"
+    timing_json.write_text(json.dumps({"gate": "gate: PASS: nothing slower"}))
+    instr_json = tmp_path / "i.json"
+    instr_json.write_text(json.dumps({"gate": "instructions: FAIL: more (1 more)"}))
+    (tmp_path / "i.md").write_text("**instructions: FAIL**\n")
+    code = combine.main(
+        [
+            "--timing-exit=0",
+            "--instructions-exit=1",
+            f"--timing-json={timing_json}",
+            f"--instructions-json={instr_json}",
+            f"--instructions-markdown={tmp_path / 'i.md'}",
+            f"--markdown={tmp_path / 'gate.md'}",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "timing lane: gate: PASS" in out and "instruction lane: instructions: FAIL" in out
+    assert "gate: FAIL (exit 1): timing pass; instructions FAIL" in out
+    text = (tmp_path / "gate.md").read_text()
+    assert text.count("gate: FAIL") == 1 and "### Instruction lane" in text
+
+
+def test_valgrind_command_counts_only_the_regions_and_follows_wrappers(tmp_path: Path) -> None:
+    cmd = valgrind_command("valgrind", tmp_path, ["./bench-gate"], "^x$")
+    assert "--collect-atstart=no" in cmd and "--instr-atstart=no" in cmd
+    assert "--trace-children=yes" in cmd  # a wrapper script's exec'd bench is counted too
+    assert cmd[cmd.index("./bench-gate") + 1 :][:2] == [
+        "--benchmark_filter=^x$",
+        "--benchmark_min_time=1e-9",
+    ]
+
+
+# ---- end to end, on the real bench under valgrind -------------------------------------------------
+
+
+def _why_not_end_to_end() -> str | None:
+    if shutil.which("valgrind") is None:
+        return "valgrind is not installed (scripts/install-deps.sh installs it)"
+    if not BENCH.is_file():
+        return f"{BENCH} is not built"
+    return None
+
+
+@pytest.mark.skipif(_why_not_end_to_end() is not None, reason=str(_why_not_end_to_end()))
+def test_lane_end_to_end_on_the_real_bench(tmp_path: Path) -> None:
+    # The base through a wrapper that execs bench (as ci_gate.sh --against runs it), the
+    # contender bare: both must be counted, and the same binary must count the same.
+    wrapper = tmp_path / "bench-wrapper"
+    wrapper.write_text(f'#!/bin/sh\nexec "{BENCH}" "$@"\n')
+    wrapper.chmod(0o755)
+    out = tmp_path / "lane"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpubench_tools.instructions",
+            f"--base-bench={wrapper}",
+            f"--contender-bench={BENCH}",
+            f"--benchmark_filter=^{GEMM64}$",
+            f"--out-dir={out}",
+            f"--json={tmp_path / 'lane.json'}",
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads((tmp_path / "lane.json").read_text())
+    [row] = doc["benchmarks"]
+    assert row["name"] == GEMM64 and row["verdict"] == SAME
+    assert row["base_per_iteration"] == row["contender_per_iteration"] > 10_000
+    assert doc["openblas_core_under_valgrind"] == {"base": "Haswell", "contender": "Haswell"}
+    assert "instructions: PASS" in proc.stdout
+
+
+def test_no_region_at_all_is_not_counted(tmp_path: Path, capsys) -> None:
+    # A base built before the regions existed (or without valgrind/callgrind.h) dumps none.
+    for side in ("base", "contender"):
+        (tmp_path / side).mkdir()
+    shutil.copy(DUMPS / "callgrind.out.15431.1", tmp_path / "contender" / "callgrind.out.15431.1")
+    from gpubench_tools.instructions.lane import main
+
+    assert main(["--from", str(tmp_path), "--json", str(tmp_path / "lane.json")]) == 2
+    out = capsys.readouterr().out
+    assert "instructions: NOT COUNTED: the base dumped no single-threaded instruction region" in out
+    assert json.loads((tmp_path / "lane.json").read_text())["exit_code"] == 2
+    assert per_iteration(read_dumps([])).empty

@@ -1,0 +1,132 @@
+"""The gate's verdict from its two lanes: the timing lane (compare/interleave.py) and the
+instruction lane (lane.py).
+
+The rule (``combined_exit``): a regression in either lane fails the gate (exit 1): a loop that
+runs 1 % more instructions is slower code whatever the clock could resolve, and a loop the clock
+shows slower is slower whatever its instructions (cache and memory effects, waiting). Otherwise
+the timing lane's status stands: the instruction lane cannot vouch for what it does not see, so
+its PASS never turns the timing lane's "cannot judge" into a pass, and an instruction lane that
+counted nothing (no valgrind, a base built before the instruction regions) is said on its line
+and changes nothing.
+
+``python -m gpubench_tools.instructions.combine --timing-exit T --instructions-exit I`` prints
+both lanes' lines and the gate's, writes one Markdown with both lanes (``--markdown``), and exits
+with the combined status.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .. import output
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, ArgumentParser, Number
+from ..cli import add_debug_flag, program_name, run_main
+from ..escape import md_text
+
+MODULE = "gpubench_tools.instructions.combine"
+EXIT = Number(0, 255, integer=True)
+
+
+def combined_exit(timing: int, instructions: int | None) -> int:
+    """The gate's exit status from the two lanes' (None: the instruction lane did not run)."""
+    if timing == EXIT_REGRESSION or instructions == EXIT_REGRESSION:
+        return EXIT_REGRESSION
+    return timing
+
+
+def gate_line(timing: int, instructions: int | None) -> str:
+    code = combined_exit(timing, instructions)
+    word = {EXIT_OK: "PASS", EXIT_REGRESSION: "FAIL"}.get(code, "CANNOT JUDGE")
+    lanes = []
+    for lane, status in (("timing", timing), ("instructions", instructions)):
+        if status is None:
+            lanes.append(f"{lane} not run")
+        else:
+            lanes.append(
+                f"{lane} "
+                + {EXIT_OK: "pass", EXIT_REGRESSION: "FAIL"}.get(status, "cannot judge or count")
+            )
+    return f"gate: {word} (exit {code}): {'; '.join(lanes)}"
+
+
+def _gate_of(path: str | None) -> str | None:
+    """The 'gate' line a lane's --json wrote, if it can be read."""
+    if not path:
+        return None
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    line = doc.get("gate") or doc.get("error") if isinstance(doc, dict) else None
+    return str(line) if line else None
+
+
+def _read(path: str | None) -> str:
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def render_markdown(timing: int, instructions: int | None, timing_md: str, instr_md: str) -> str:
+    parts = [f"**{md_text(gate_line(timing, instructions))}**", "", "### Timing lane", ""]
+    parts.append(timing_md.strip() or "(no report)")
+    parts += ["", "### Instruction lane", ""]
+    parts.append(instr_md.strip() or "(not run)")
+    return "\n".join(parts) + "\n"
+
+
+def _run(prog: str, argv: Sequence[str] | None) -> int:
+    parser = ArgumentParser(prog=prog, description="The gate's verdict from its two lanes.")
+    add = parser.add_argument
+    add("--timing-exit", type=EXIT, required=True, help="the timing lane's exit status")
+    add("--instructions-exit", type=EXIT, help="the instruction lane's (omit: not run)")
+    add("--timing-json", help="the timing lane's --json")
+    add("--instructions-json", help="the instruction lane's --json")
+    add("--timing-markdown", help="the timing lane's --markdown")
+    add("--instructions-markdown", help="the instruction lane's --markdown")
+    add("--markdown", metavar="OUT.md", help="write both lanes as one Markdown")
+    add_debug_flag(parser)
+    args = parser.parse_args(argv)
+    timing, instructions = args.timing_exit, args.instructions_exit
+    code = output.decide(combined_exit(timing, instructions))
+    for lane, path in (
+        ("timing lane", args.timing_json),
+        ("instruction lane", args.instructions_json),
+    ):
+        line = _gate_of(path)
+        if line:
+            output.say(f"{lane}: {line}")
+    output.say(gate_line(timing, instructions))
+    if code == EXIT_UNUSABLE:
+        output.warn(f"{prog}: error: {gate_line(timing, instructions)}")
+    for problem in output.write_sides(
+        (
+            (
+                args.markdown,
+                "Markdown report (--markdown)",
+                lambda: render_markdown(
+                    timing,
+                    instructions,
+                    _read(args.timing_markdown),
+                    _read(args.instructions_markdown),
+                ),
+            ),
+        )
+    ):
+        output.warn(f"{prog}: {problem}; the verdict above stands (exit {code})")
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    prog = program_name(MODULE)
+    return run_main(prog, lambda a: _run(prog, a), argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

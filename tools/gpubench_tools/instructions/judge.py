@@ -1,0 +1,103 @@
+"""The instruction lane's rule: base against contender, instructions per iteration.
+
+Per benchmark, change = contender / base - 1 of the instructions per iteration (counts.py):
+
+- MORE when the change is at least ``max_change`` (1 % by default): the contender's code does
+  more work in the timed loop. Fails the lane. Counts of deterministic code do not vary between
+  runs (the A/A spread is measured and written down in docs/regression-gate.md), so any threshold
+  above that spread sees a change of that size on any machine, busy or not;
+- FEWER when it is at most -max_change: listed, passes;
+- SAME otherwise;
+- MISSING: counted in the base, not in the contender while the contender counted others: the
+  benchmark no longer runs, or no longer opens a region. Fails;
+- NEW: only in the contender. Listed.
+
+The lane exits 0 (pass), 1 (MORE or MISSING) or 2 (nothing counted: no region on a side).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, Number
+
+__all__ = [
+    "InstructionRules",
+    "judge_counts",
+    "lane_exit",
+    "MORE",
+    "FEWER",
+    "SAME",
+    "MISSING",
+    "NEW",
+    "FAILING",
+    "MAX_CHANGE",
+    "VERDICT_COLUMNS",
+]
+
+MORE, FEWER, SAME, MISSING, NEW = "more", "fewer", "same", "missing", "new"
+FAILING = (MORE, MISSING)
+# The range of --max-change: a fraction, above 0, below 1 (100 %).
+MAX_CHANGE = Number(0.0, 1.0, low_open=True, high_open=True)
+VERDICT_COLUMNS = [
+    "name",
+    "verdict",
+    "base_per_iteration",
+    "contender_per_iteration",
+    "change",
+    "base_spread_pct",
+    "contender_spread_pct",
+]
+
+
+@dataclass(frozen=True)
+class InstructionRules:
+    """``max_change``: the smallest relative change of instructions per iteration that is a
+    verdict (0.01: 1 %)."""
+
+    max_change: float = 0.01
+
+
+def _verdict(change: float, rules: InstructionRules) -> str:
+    if change >= rules.max_change:
+        return MORE
+    if change <= -rules.max_change:
+        return FEWER
+    return SAME
+
+
+def judge_counts(
+    base: pd.DataFrame, contender: pd.DataFrame, rules: InstructionRules = InstructionRules()
+) -> pd.DataFrame:
+    """A verdict per benchmark (VERDICT_COLUMNS), in the base's order, the contender's new
+    benchmarks after it. `base` and `contender` are counts.per_iteration frames."""
+    merged = base.merge(contender, on="name", how="outer", suffixes=("_b", "_c"))
+    # An outer merge sorts the names as text; the base's order (the order bench ran them) reads
+    # better (m:64 before m:192), the contender's new ones after it.
+    order = list(base["name"]) + [n for n in contender["name"] if n not in set(base["name"])]
+    merged = merged.set_index("name").loc[order].reset_index()
+    rows = []
+    for row in merged.itertuples(index=False):
+        b, c = row.instructions_per_iteration_b, row.instructions_per_iteration_c
+        if pd.isna(c):
+            verdict, change = MISSING, float("nan")
+        elif pd.isna(b):
+            verdict, change = NEW, float("nan")
+        else:
+            change = c / b - 1 if b > 0 else (0.0 if c == 0 else float("inf"))
+            verdict = _verdict(change, rules)
+        rows.append([row.name, verdict, b, c, change, row.spread_pct_b, row.spread_pct_c])
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def lane_exit(verdicts: pd.DataFrame, base_regions: int, contender_regions: int) -> int:
+    """The lane's exit status: 2 when a side counted nothing (no region: a bench without the
+    instruction regions, or a filter with no single-threaded CPU row), else 1 when a benchmark
+    has MORE instructions or is MISSING, else 0."""
+    if base_regions == 0 or contender_regions == 0:
+        return EXIT_UNUSABLE
+    if verdicts["verdict"].isin(FAILING).any():
+        return EXIT_REGRESSION
+    return EXIT_OK

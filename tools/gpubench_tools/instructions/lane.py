@@ -1,0 +1,281 @@
+"""The gate's instruction lane: a base and a contender bench under Valgrind's callgrind, the
+instructions per iteration of each timed loop compared.
+
+``python -m gpubench_tools.instructions --base-bench A --contender-bench B`` runs each side once
+as ``valgrind --tool=callgrind --instr-atstart=no --collect-atstart=no --trace-children=yes``
+with one iteration per benchmark, the two side by side (the counts do not depend on the load, so
+the lane takes the time of one side), reads the regions the timers dumped (dumps.py, counts.py),
+judges them (judge.py) and prints the verdicts (render.py). Exit 0 pass, 1 a benchmark runs at
+least --max-change more instructions per iteration or lost its count, 2 nothing was counted (no
+valgrind, a side without instruction regions, a side that failed under Valgrind); the reason is
+one line. ``--from DIR`` judges the dumps of an earlier run again without running anything.
+
+How each side runs, and why:
+
+- ``--trace-children=yes``: a side may be a wrapper script that execs bench (``ci_gate.sh
+  --against`` makes one); without it Valgrind would leave bench itself running natively.
+- ``OPENBLAS_CORETYPE=Haswell`` (``--openblas-coretype``): Valgrind's emulated CPU has AVX2 but no
+  AVX-512, so OpenBLAS's own choice under Valgrind depends on the host; one fixed kernel set
+  makes the base and the contender run the same OpenBLAS code, and stops bench from restarting
+  itself with another core type, which would leave Valgrind.
+- ``CUDA_VISIBLE_DEVICES=`` (empty): no GPU row runs under Valgrind.
+- ``--benchmark_min_time=1e-9``: one iteration per benchmark; the counts do not need more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from .. import output
+from ..cli import EXIT_UNUSABLE, ArgumentParser, Number, UnusableInput, add_debug_flag
+from ..cli import program_name, run_main
+from .counts import per_iteration
+from .dumps import DumpError, read_dumps
+from .judge import MAX_CHANGE, VERDICT_COLUMNS, InstructionRules, judge_counts, lane_exit
+from .render import LaneResult, as_dict, render_markdown, render_terminal
+
+MODULE = "gpubench_tools.instructions"
+BASE, CONTENDER = "base", "contender"
+SIDES = (BASE, CONTENDER)
+# The gate's default set: the smaller GEMMs of the timing lane's sweep (OpenBLAS and the harness's
+# loop) and the hand-written small-matrix CPU path (the project's own CPU code, variant "small") at
+# three shapes. Each is one iteration; all six take about 10 s a side under callgrind on a 2-core
+# machine. Left out: the GEMMs at 384 and 512 (10-20 s more each: Valgrind emulates AVX2 FMAs
+# slowly), the Iris rows (20000 epochs an iteration: 367 M instructions, 30 s) and the OpenBLAS
+# training rows (0.5 s an iteration natively, billions of instructions).
+DEFAULT_FILTER = (
+    "^(matmul/cpu/openblas/dtype:fp32/m:(64|192|256)/n:(64|192|256)/k:(64|192|256)/threads:1"
+    "|[a-z]+/cpu/small/data:(digits/batch:64/hidden:32|synthetic/batch:(16|256)/hidden:8)"
+    "/readback:1/threads:1)$"
+)
+DEFAULT_CORETYPE = "Haswell"
+DEFAULT_TIMEOUT_S = 600.0
+DUMP_PREFIX = "callgrind.out"
+TIMEOUT = Number(0.0, 7 * 86_400.0, low_open=True, unit="seconds")
+
+
+def valgrind_command(
+    valgrind: str, side_dir: Path, bench: Sequence[str], benchmark_filter: str
+) -> list[str]:
+    """The command line of one side (module docstring)."""
+    return [
+        valgrind,
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--collect-atstart=no",
+        "--trace-children=yes",
+        f"--callgrind-out-file={side_dir / DUMP_PREFIX}.%p",
+        *bench,
+        f"--benchmark_filter={benchmark_filter}",
+        "--benchmark_min_time=1e-9",
+        "--benchmark_repetitions=1",
+        f"--benchmark_out={side_dir / 'bench.json'}",
+        "--benchmark_out_format=json",
+    ]
+
+
+def side_environment(coretype: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["OPENBLAS_CORETYPE"] = coretype
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def _openblas_core(side_dir: Path) -> str:
+    from ..benchjson import BenchJsonError, load_report
+    from ..compare.engine import openblas_core
+
+    try:
+        return openblas_core(load_report(str(side_dir / "bench.json")).context) or ""
+    except (BenchJsonError, OSError):
+        return ""
+
+
+def judge_dirs(base_dir: Path, contender_dir: Path, rules: InstructionRules) -> LaneResult:
+    """Judges the dumps two sides left in their folders."""
+    frames, regions, cores = {}, {}, {}
+    for side, folder in ((BASE, base_dir), (CONTENDER, contender_dir)):
+        try:
+            dumped = read_dumps(sorted(folder.glob(f"{DUMP_PREFIX}.*")))
+        except DumpError as exc:
+            raise UnusableInput(str(exc)) from None
+        frames[side] = per_iteration(dumped)
+        regions[side] = len(dumped)
+        cores[side] = _openblas_core(folder)
+    code = EXIT_UNUSABLE
+    why = ""
+    empty = [side for side in SIDES if frames[side].empty]
+    if empty:
+        verdicts = pd.DataFrame(columns=VERDICT_COLUMNS)
+        why = (
+            f"the {' and the '.join(empty)} dumped no single-threaded instruction region "
+            "(a bench built without valgrind/callgrind.h or before the regions existed, or a "
+            "filter with no single-threaded CPU row)"
+        )
+    else:
+        verdicts = judge_counts(frames[BASE], frames[CONTENDER], rules)
+        code = lane_exit(verdicts, len(frames[BASE]), len(frames[CONTENDER]))
+    return LaneResult(code, rules, verdicts, why, cores, regions)
+
+
+def _executable(path: str, what: str) -> list[str]:
+    if not path:
+        raise UnusableInput(f"{what} is empty")
+    found = shutil.which(path) if os.sep not in path else path
+    if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        raise UnusableInput(f"{what} '{path}' not found or not executable")
+    return [path]
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "(no log)"
+    useful = [ln for ln in lines if not ln.startswith("==")] or lines
+    return " ".join(useful[-1].split())[:300] if useful else "(no output)"
+
+
+def run_sides(
+    commands: dict[str, list[str]], out_dir: Path, env: dict[str, str], timeout_s: float
+) -> str | None:
+    """Runs both sides at once; None when both exited 0, else the one line saying which did not."""
+    procs = {}
+    for side in SIDES:
+        side_dir = out_dir / side
+        if side_dir.exists():
+            shutil.rmtree(side_dir)
+        side_dir.mkdir(parents=True)
+        log = open(side_dir / "valgrind.log", "w", encoding="utf-8")
+        procs[side] = (
+            subprocess.Popen(commands[side], stdout=log, stderr=subprocess.STDOUT, env=env),
+            log,
+        )
+    deadline = time.monotonic() + timeout_s
+    problems = []
+    for side, (proc, log) in procs.items():
+        try:
+            code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            code = None
+        log.close()
+        if code is None:
+            problems.append(f"the {side} was still running under Valgrind after {timeout_s:g} s")
+        elif code != 0:
+            problems.append(
+                f"the {side} exited with status {code} under Valgrind: "
+                f"{_last_line(out_dir / side / 'valgrind.log')} (log {out_dir / side / 'valgrind.log'})"
+            )
+    return "; ".join(problems) or None
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog=prog,
+        description=(
+            "Count the instructions per iteration of each single-threaded CPU benchmark's timed "
+            "loop under callgrind, base against contender. Exit 0 pass; 1 a benchmark runs "
+            "--max-change more instructions or lost its count; 2 nothing counted."
+        ),
+    )
+    add = parser.add_argument
+    add("--base-bench", metavar="CMD", help="the reference bench (or a wrapper that execs it)")
+    add("--contender-bench", metavar="CMD", help="the bench to judge")
+    add("--from", dest="from_dir", metavar="DIR", help="judge the dumps an earlier run left in DIR")
+    add("--benchmark_filter", "--benchmark-filter", dest="filter", default=DEFAULT_FILTER)
+    add(
+        "--max-change",
+        type=MAX_CHANGE,
+        default=InstructionRules().max_change,
+        help="smallest change of instructions per iteration that fails, as a fraction (0.01)",
+    )
+    add("--openblas-coretype", default=DEFAULT_CORETYPE, help="OPENBLAS_CORETYPE of both sides")
+    add("--valgrind", default="valgrind", help="the valgrind executable")
+    add("--out-dir", default="reports/ci/instructions", help="where the dumps and logs go")
+    add("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT_S, help="seconds for both sides")
+    add("--markdown", metavar="OUT.md", help="also write the verdict as Markdown")
+    add("--json", metavar="OUT.json", help="also write the verdict as JSON")
+    add_debug_flag(parser)
+    return parser
+
+
+def _emit(prog: str, result: LaneResult, markdown: str | None, json_path: str | None) -> int:
+    import json
+
+    code = output.decide(result.exit_code)
+    output.say(*render_terminal(result).splitlines())
+    for problem in output.write_sides(
+        (
+            (markdown, "Markdown report (--markdown)", lambda: render_markdown(result)),
+            (
+                json_path,
+                "JSON result (--json)",
+                lambda: json.dumps(as_dict(result), indent=2) + "\n",
+            ),
+        )
+    ):
+        output.warn(f"{prog}: {problem}; the verdict above stands (exit {code})")
+    return code
+
+
+def _not_counted(prog: str, why: str, rules: InstructionRules, args: argparse.Namespace) -> int:
+    result = LaneResult(EXIT_UNUSABLE, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why)
+    return _emit(prog, result, args.markdown, args.json)
+
+
+def _run(prog: str, argv: Sequence[str] | None) -> int:
+    args = _parser(prog).parse_args(argv)
+    rules = InstructionRules(args.max_change)
+    out_dir = Path(args.out_dir)
+    if args.from_dir:
+        if args.base_bench or args.contender_bench:
+            raise UnusableInput(
+                "--from judges an earlier run: it takes no --base-bench/--contender-bench"
+            )
+        folder = Path(args.from_dir)
+        result = judge_dirs(folder / BASE, folder / CONTENDER, rules)
+        return _emit(prog, result, args.markdown, args.json)
+    if not (args.base_bench and args.contender_bench):
+        raise UnusableInput("give --base-bench and --contender-bench, or --from DIR")
+    commands_of = {
+        BASE: _executable(args.base_bench, "--base-bench"),
+        CONTENDER: _executable(args.contender_bench, "--contender-bench"),
+    }
+    valgrind = shutil.which(args.valgrind)
+    if valgrind is None:
+        why = (
+            f"valgrind not found ('{args.valgrind}'; Debian and Ubuntu: apt-get install "
+            "valgrind, which scripts/install-deps.sh does)"
+        )
+        return _not_counted(prog, why, rules, args)
+    commands = {
+        side: valgrind_command(valgrind, out_dir / side, commands_of[side], args.filter)
+        for side in SIDES
+    }
+    start = time.monotonic()
+    problem = run_sides(commands, out_dir, side_environment(args.openblas_coretype), args.timeout)
+    if problem is not None:
+        return _not_counted(prog, problem, rules, args)
+    result = judge_dirs(out_dir / BASE, out_dir / CONTENDER, rules)
+    result.wall_seconds = time.monotonic() - start
+    return _emit(prog, result, args.markdown, args.json)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    prog = program_name(MODULE)
+    return run_main(prog, lambda a: _run(prog, a), argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
