@@ -64,6 +64,7 @@ require_number REPS 1 1000 integer
 require_number MIN_TIME 0.001 3600
 require_number PAIRS 1 10000 integer
 require_number MAX_PAIRS 1 10000 integer
+require_number INSTRUCTIONS_MAX_CHANGE 0.000001 0.99
 REPS=${REPS:-9}
 MIN_TIME=${MIN_TIME:-0.1}
 if [[ -z ${PYTHON:-} ]]; then

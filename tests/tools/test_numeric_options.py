@@ -61,6 +61,7 @@ def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
     from gpubench_tools.compare import cli as compare
     from gpubench_tools.compare import interleave
     from gpubench_tools.history import cli as history
+    from gpubench_tools.instructions import lane
     from gpubench_tools import export
     from gpubench_tools.report import cli as report
 
@@ -71,6 +72,7 @@ def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
         "gpubench-report": report._parser,
         "gpubench-export": export._parser,
         "gpubench-advise": advise._parser,
+        "instruction lane": lambda: lane._parser("instructions"),
         **{
             f"scripts/{name}": _script_parser(f"scripts/{name}")
             for name in (
