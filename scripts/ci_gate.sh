@@ -24,7 +24,10 @@
 #                                           margin, failing or missing, or the contender crashed,
 #                                           or 1 % more instructions per iteration in the
 #                                           instruction lane; 2 the base crashed, bad usage,
-#                                           nothing could be judged (by the timing lane)
+#                                           repetitions without their partner; 3 not resolved
+#                                           (the timing lane: the machine was busy, nothing
+#                                           resolved, or an interval still reaching +10 %):
+#                                           neither a pass nor a regression
 #   scripts/ci_gate.sh --against REF [--benchmark_filter=REGEX]
 #                                           build REF (a git ref) in a temporary git worktree (its
 #                                           build kept in build-gate/<commit>, reused next time)

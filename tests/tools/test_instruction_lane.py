@@ -201,10 +201,19 @@ def test_nothing_counted_on_a_side_is_not_a_verdict() -> None:
         (0, 2, 0),  # nothing counted (no valgrind, an old base) changes nothing
         (0, None, 0),
         (2, None, 2),
+        (3, 0, 3),  # the timing lane's NOT RESOLVED stands beside a PASS of instructions
+        (3, 1, 1),  # and a regression of instructions still fails
     ],
 )
 def test_combined_exit(timing: int, instructions: int | None, gate: int) -> None:
     assert combine.combined_exit(timing, instructions) == gate
+
+
+def test_a_timing_lane_not_resolved_says_so_in_the_gate_line() -> None:
+    assert (
+        combine.gate_line(3, 0)
+        == "gate: NOT RESOLVED (exit 3): timing not resolved; instructions pass"
+    )
 
 
 def test_combine_prints_both_lanes_and_writes_one_markdown(tmp_path: Path, capsys) -> None:

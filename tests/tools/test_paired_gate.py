@@ -236,13 +236,28 @@ def test_invalid_contender_time_fails(tmp_path: Path, capsys) -> None:
     assert code == 1
 
 
-def test_nothing_resolved_cannot_judge(tmp_path: Path, capsys) -> None:
+def test_nothing_resolved_is_neither_a_pass_nor_a_regression(tmp_path: Path, capsys) -> None:
     base = [1e-3] * 10
     cont = list(
         np.array(base) * np.exp([0.12, -0.08, 0.10, -0.05, 0.09, 0.07, -0.06, 0.11, 0, 0.08])
     )
-    code, out, err, _ = judged(tmp_path, {"a": base}, {"a": cont}, capsys)
-    assert code == 2 and "AMBIGUOUS" in out
+    code, out, err, doc = judged(tmp_path, {"a": base}, {"a": cont}, capsys)
+    assert code == 3 and "AMBIGUOUS" in out and "gate: NOT RESOLVED" in out
+    assert doc["exit_code"] == 3
+
+
+def test_an_interval_reaching_a_10_percent_slowdown_is_never_a_pass(tmp_path: Path, capsys) -> None:
+    """One benchmark resolved the same, one AMBIGUOUS with a small estimate (not possibly slower
+    beyond the margin) whose interval still reaches +10 %: not a pass (3), not a regression."""
+    same_b, same_c = times(0.0, 7, n=16, noise=0.002)
+    wide_b = [1e-3] * 12
+    wide_c = list(np.array(wide_b) * np.exp([0.25, -0.2, 0.2, -0.22, 0.15, -0.18] * 2))
+    code, out, _, doc = judged(
+        tmp_path, {"a": same_b, "w": wide_b}, {"a": same_c, "w": wide_c}, capsys
+    )
+    (wide,) = [b for b in doc["benchmarks"] if b["name"] == "w"]
+    assert wide["verdict"] == paired.AMBIGUOUS and wide["interval"][1] >= 1.10, wide
+    assert code == 3 and "interval still reaches +10%" in out, out
 
 
 def test_disturbed_pairs_are_left_out(tmp_path: Path, capsys) -> None:
@@ -359,8 +374,8 @@ def test_a_slower_verdict_is_confirmed_on_more_pairs_before_it_fails(
     code, out = drive(tmp_path, base, burst)
     verdicts = json.loads((out / "verdict.json").read_text())["benchmarks"]
     # Withdrawn: AMBIGUOUS and possibly slower, named loudly; with nothing else resolved that is
-    # "cannot judge" (2), never a regression (1).
-    assert code == 2, capsys.readouterr()
+    # "not resolved" (3), never a regression (1).
+    assert code == 3, capsys.readouterr()
     assert {(b["verdict"], b["pairs"]) for b in verdicts} == {(paired.AMBIGUOUS, 20)}
     steady = standin(tmp_path, "steady-bench", seed="c", noise="0.002", slow="1.06")
     code, out = drive(tmp_path / "steady", base, steady)
@@ -430,10 +445,11 @@ def test_disturbed_pairs_are_replaced_by_more_rounds(tmp_path: Path, capsys) -> 
     verdict = json.loads((out / "verdict.json").read_text())
     assert code == 0, capsys.readouterr()
     assert all(b["pairs"] >= 10 and b["pairs_left_out"] >= 5 for b in verdict["benchmarks"])
-    # With no room for more rounds, the benchmarks are not judged, and the gate says why.
+    # With no room for more rounds, the benchmarks are not judged, and the gate says why: a busy
+    # machine is neither a pass nor a regression (3).
     code, out = drive(tmp_path, base, cont, "--max-pairs", "10")
     text = capsys.readouterr()
-    assert code == 2 and "measured while disturbed" in text.err
+    assert code == 3 and "the machine was busy" in text.err
 
 
 def test_contender_crash_midway_fails_naming_it(tmp_path: Path, capsys) -> None:

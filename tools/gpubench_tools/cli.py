@@ -8,6 +8,9 @@ Exit codes (the same for report, compare, history, export, advise, benchjson and
   Never used for a crash: an exception the code did not expect is unusable input (2), because a
   CI step reads 1 as "performance got worse".
 - ``EXIT_UNUSABLE`` (2): unusable input or usage (a missing or malformed file, a bad option).
+- ``EXIT_UNRESOLVED`` (3): the paired gate only: the pairs its budget allowed could not resolve the
+  question (the machine was busy, or an interval still includes a slowdown the gate cannot pass).
+  Neither a pass nor a regression; a CI job decides how to treat it (.ci/run: README).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_REGRESSION",
     "EXIT_UNUSABLE",
+    "EXIT_UNRESOLVED",
     "UnusableInput",
     "ArgumentParser",
     "Number",
@@ -36,6 +40,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_UNUSABLE = 2
+EXIT_UNRESOLVED = 3
 
 
 class UnusableInput(Exception):

@@ -366,19 +366,24 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         run.run_rounds(batch)
         paths = run.write()
         judgement = paired.judge_files(str(paths[BASE]), str(paths[CONTENDER]), rules)
-        # More rounds of the benchmarks AMBIGUOUS and possibly slower (an interval narrows as
-        # pairs accumulate) or short of pairs because some were left out as disturbed (more
+        # More rounds of the benchmarks AMBIGUOUS and possibly slower, or whose interval still
+        # reaches the slowdown the gate cannot pass (an interval narrows as pairs accumulate), or
+        # short of pairs because some were left out as disturbed (more
         # rounds replace them), in steps of half the start, up to max_pairs rounds.
         step = max(1, math.ceil(rules.start_pairs / 2 / args.reps_per_run))
         # A SLOWER verdict on fewer than confirm_pairs pairs is confirmed on more rounds first
         # (paired.needs_confirmation); any other failure ends the run.
         while True:
             confirming = [b.name for b in judgement.to_confirm]
-            pending = [
-                b.name
-                for b in judgement.maybe_slower + judgement.disturbed_few
-                if b.pairs + b.left_out < rules.max_pairs
-            ] + confirming
+            unsettled = judgement.maybe_slower + judgement.wide_open + judgement.disturbed_few
+            pending = (
+                list(
+                    dict.fromkeys(
+                        b.name for b in unsettled if b.pairs + b.left_out < rules.max_pairs
+                    )
+                )
+                + confirming
+            )
             other_failure = any(b.fails and b.name not in confirming for b in judgement.benchmarks)
             if not pending or other_failure:
                 break

@@ -19,15 +19,16 @@ Per benchmark:
   within [1 / (1 + margin), 1 + margin] (equivalent within the margin). AMBIGUOUS otherwise: the
   interval straddles the margin (the pairs cannot say which side of it the change is on).
 
-An AMBIGUOUS benchmark whose estimate is beyond half the margin (possibly_slower) gets more pairs
-(interleave.py, up to ``max_pairs``). Still AMBIGUOUS then, it is named on a loud line and does
-not fail (other AMBIGUOUS benchmarks are listed with their interval): the gate fails only what it can show is beyond the
-margin (exit 1 means "performance got worse", never "the gate could not tell"). When nothing could
-be judged, because every benchmark is possibly slower but AMBIGUOUS or has too few pairs, the
-exit status is 2 ("cannot
-judge"), as in compare. Exit 1 also for a benchmark that now fails, has invalid times or is missing
-from the contender; repetitions without their partner (a contender that lost repetitions) make the
-benchmark INCOMPLETE: exit 2 unless something failed, never a pass.
+An AMBIGUOUS benchmark whose estimate is beyond half the margin (possibly_slower), or whose interval
+still reaches ``unresolved_at`` (wide_open), gets more pairs (interleave.py, up to ``max_pairs``).
+Still AMBIGUOUS then, a possibly slower one is named on a loud line and does not fail (other
+AMBIGUOUS benchmarks are listed with their interval): the gate fails only what it can show is beyond
+the margin (exit 1 means "performance got worse", never "the gate could not tell"). What the pairs
+could not settle is exit 3, NOT RESOLVED, never a pass: an interval still reaching
+``unresolved_at``, no benchmark decided, or pairs lost to a busy machine. Exit 1 also for a
+benchmark that now fails, has invalid times or is missing from the contender; repetitions without
+their partner (a contender that lost repetitions) make the benchmark INCOMPLETE: exit 2 unless
+something failed, never a pass.
 
 A repetition that the reader calls disturbed (benchjson.condition_of: its ``disturbed`` counter, from
 the per-repetition measurement conditions) leaves its pair out of the judgement; the pairs left out
@@ -47,7 +48,7 @@ import numpy as np
 from scipy.stats import wilcoxon
 
 from ..benchjson import DISTURBED, BenchReport, as_read, condition_of, load_report
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, Number, UnusableInput
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, Number, UnusableInput
 from .. import output
 from ..escape import md_code, md_text
 
@@ -74,6 +75,9 @@ class PairedRules:
     verdict must hold on before it fails the gate (more rounds are run to reach them)."""
 
     margin: float = 0.03
+    # No benchmark passes while its interval still reaches a slowdown this large: the gate says
+    # it could not resolve it instead (EXIT_UNRESOLVED), whatever the estimate.
+    unresolved_at: float = 0.10
     alpha: float = 0.002
     min_pairs: int = 10
     start_pairs: int = 12
@@ -83,7 +87,15 @@ class PairedRules:
     def as_dict(self) -> dict[str, float]:
         return {
             k: getattr(self, k)
-            for k in ("margin", "alpha", "min_pairs", "start_pairs", "max_pairs", "confirm_pairs")
+            for k in (
+                "margin",
+                "unresolved_at",
+                "alpha",
+                "min_pairs",
+                "start_pairs",
+                "max_pairs",
+                "confirm_pairs",
+            )
         }
 
 
@@ -307,6 +319,13 @@ class PairedJudgement:
         return [b for b in self.of(FEW) if b.left_out]
 
     @property
+    def wide_open(self) -> list[PairedBenchmark]:
+        """AMBIGUOUS benchmarks whose interval still reaches a slowdown of unresolved_at or more:
+        never passed, whatever their estimate (more rounds are run for them first)."""
+        limit = 1 + self.rules.unresolved_at
+        return [b for b in self.ambiguous if b.estimate is not None and b.estimate.high >= limit]
+
+    @property
     def resolved(self) -> list[PairedBenchmark]:
         """Benchmarks the gate could decide: slower, faster, the same, or AMBIGUOUS only on the
         faster side (shown not slower beyond the margin, which is all a gate asks)."""
@@ -315,10 +334,15 @@ class PairedJudgement:
 
     @property
     def exit_code(self) -> int:
+        """1 a regression shown; 2 repetitions without their partner (never a pass); 3 what the
+        pairs could not resolve: nothing resolved, pairs lost to a busy machine, or an interval
+        still reaching unresolved_at (a busy machine is never a regression, and never a pass)."""
         if self.fails:
             return EXIT_REGRESSION
-        if self.of(INCOMPLETE) or not self.resolved:
+        if self.of(INCOMPLETE):
             return EXIT_UNUSABLE
+        if not self.resolved or self.disturbed_few or self.wide_open:
+            return EXIT_UNRESOLVED
         return EXIT_OK
 
     def as_dict(self) -> dict[str, Any]:
@@ -498,7 +522,7 @@ def describe(b: PairedBenchmark) -> str:
 
 
 def gate_line(j: PairedJudgement) -> str:
-    """The one summary line: 'gate: PASS|FAIL|CANNOT JUDGE: ...'."""
+    """The one summary line: 'gate: PASS|FAIL|NOT RESOLVED|CANNOT JUDGE: ...'."""
     counts = ", ".join(
         f"{len(j.of(v))} {v}"
         for v in (
@@ -521,12 +545,21 @@ def gate_line(j: PairedJudgement) -> str:
     margin = f"{j.rules.margin * 100:g}%"
     if code == EXIT_REGRESSION:
         head = f"gate: FAIL: slower beyond the {margin} margin, failing or missing"
-    elif code == EXIT_UNUSABLE and j.of(INCOMPLETE):
-        head = "gate: CANNOT JUDGE: repetitions without their partner"
-    elif code == EXIT_UNUSABLE and j.disturbed_few:
-        head = "gate: CANNOT JUDGE: measured while disturbed, too few undisturbed pairs"
     elif code == EXIT_UNUSABLE:
-        head = "gate: CANNOT JUDGE: no benchmark resolved"
+        head = "gate: CANNOT JUDGE: repetitions without their partner"
+    elif code == EXIT_UNRESOLVED and j.disturbed_few:
+        head = (
+            "gate: NOT RESOLVED: the machine was busy, too few undisturbed pairs (neither a pass "
+            "nor a regression)"
+        )
+    elif code == EXIT_UNRESOLVED and j.wide_open:
+        reach = f"+{j.rules.unresolved_at * 100:g}%"
+        head = (
+            f"gate: NOT RESOLVED: an interval still reaches {reach} after the most pairs the "
+            "budget allows (neither a pass nor a regression)"
+        )
+    elif code == EXIT_UNRESOLVED:
+        head = "gate: NOT RESOLVED: no benchmark resolved (neither a pass nor a regression)"
     elif j.maybe_slower:
         head = f"gate: PASS, but AMBIGUOUS: cannot tell whether beyond the {margin} margin"
     elif j.ambiguous:
@@ -615,8 +648,10 @@ def emit(
     be written is named on stderr and the exit status stays the verdict's (output.py)."""
     code = output.decide(j.exit_code)
     output.say(*render_terminal(j, quiet).splitlines())
-    if code == EXIT_UNUSABLE:
-        output.warn(f"{prog}: error: {_line(gate_line(j))}")
+    if code in (EXIT_UNUSABLE, EXIT_UNRESOLVED):
+        output.warn(
+            f"{prog}: {'error' if code == EXIT_UNUSABLE else 'warning'}: {_line(gate_line(j))}"
+        )
     for problem in output.write_sides(
         (
             (markdown, "Markdown report (--markdown)", lambda: render_markdown(j)),

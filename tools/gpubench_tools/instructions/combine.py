@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import output
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, ArgumentParser, Number
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, ArgumentParser, Number
 from ..cli import add_debug_flag, program_name, run_main
 from ..escape import md_text
 
@@ -39,7 +39,9 @@ def combined_exit(timing: int, instructions: int | None) -> int:
 
 def gate_line(timing: int, instructions: int | None) -> str:
     code = combined_exit(timing, instructions)
-    word = {EXIT_OK: "PASS", EXIT_REGRESSION: "FAIL"}.get(code, "CANNOT JUDGE")
+    word = {EXIT_OK: "PASS", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "NOT RESOLVED"}.get(
+        code, "CANNOT JUDGE"
+    )
     lanes = []
     for lane, status in (("timing", timing), ("instructions", instructions)):
         if status is None:
@@ -47,7 +49,9 @@ def gate_line(timing: int, instructions: int | None) -> str:
         else:
             lanes.append(
                 f"{lane} "
-                + {EXIT_OK: "pass", EXIT_REGRESSION: "FAIL"}.get(status, "cannot judge or count")
+                + {EXIT_OK: "pass", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "not resolved"}.get(
+                    status, "cannot judge or count"
+                )
             )
     return f"gate: {word} (exit {code}): {'; '.join(lanes)}"
 
