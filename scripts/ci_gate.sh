@@ -181,7 +181,7 @@ paired_gate() { # $1 base command, $2 contender command
     --markdown "$OUT_DIR/paired-compare.md" --json "$OUT_DIR/paired-compare.json"
   local status=$?
   set -e
-  echo "ci_gate: timing lane exit $status (0 pass, 1 regression, 2 unusable input or cannot judge); report in $OUT_DIR/paired-compare.md, runs in $OUT_DIR/paired"
+  echo "ci_gate: timing lane exit $status (0 pass, 1 regression, 2 unusable input, 3 not resolved); report in $OUT_DIR/paired-compare.md, runs in $OUT_DIR/paired"
   local instructions_status="" combine=(--timing-exit "$status")
   if [[ ${INSTRUCTIONS:-on} != off ]]; then
     instruction_lane "$1" "$2" && instructions_status=0 || instructions_status=$?
@@ -199,7 +199,7 @@ paired_gate() { # $1 base command, $2 contender command
     --instructions-markdown "$OUT_DIR/instructions-compare.md" --markdown "$OUT_DIR/gate.md"
   status=$?
   set -e
-  echo "ci_gate: gate exit $status (both lanes; 0 pass, 1 regression, 2 cannot judge); report in $OUT_DIR/gate.md"
+  echo "ci_gate: gate exit $status (both lanes; 0 pass, 1 regression, 2 cannot judge, 3 not resolved); report in $OUT_DIR/gate.md"
   exit $status
 }
 
