@@ -3,8 +3,11 @@ report generated per session from the H100 fixture (charts are slow enough to sh
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -117,3 +120,38 @@ def examples(n: int) -> settings:
         derandomize=True,
         database=None,
     )
+
+
+def caught_parser(script: Path, imports_beside: bool = False) -> argparse.ArgumentParser:
+    """The argparse parser `script`'s main() builds inline, caught as main() parses (nothing past
+    the parse runs). imports_beside: the script imports modules of its own folder."""
+    name = f"caught_{script.stem.replace('-', '_')}"
+    if imports_beside:
+        sys.path.insert(0, str(script.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(name, script)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    finally:
+        if imports_beside:
+            sys.path.remove(str(script.parent))
+    caught: list[argparse.ArgumentParser] = []
+
+    class Caught(Exception):
+        pass
+
+    def grab(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
+        caught.append(self)
+        raise Caught
+
+    original = argparse.ArgumentParser.parse_args
+    argparse.ArgumentParser.parse_args = grab  # type: ignore[method-assign]
+    try:
+        module.main()
+    except Caught:
+        pass
+    finally:
+        argparse.ArgumentParser.parse_args = original  # type: ignore[method-assign]
+    return caught[0]

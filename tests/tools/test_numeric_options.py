@@ -10,13 +10,11 @@ a list: an option whose `type` is a `cli.Number` is checked, and an option with 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import REPO, examples
+from conftest import REPO, caught_parser, examples
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,32 +26,7 @@ EXTREMES += ["", "1e400", "0x10", "1_000", " ", "99999999999999999999999999", "1
 
 def _script_parser(name: str) -> Callable[[], argparse.ArgumentParser]:
     """The parser a script's main() builds, caught as it parses (the scripts build it inline)."""
-
-    def build() -> argparse.ArgumentParser:
-        spec = importlib.util.spec_from_file_location(name.replace("-", "_"), REPO / name)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        caught: list[argparse.ArgumentParser] = []
-
-        class Caught(Exception):
-            pass
-
-        def grab(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
-            caught.append(self)
-            raise Caught
-
-        original = argparse.ArgumentParser.parse_args
-        argparse.ArgumentParser.parse_args = grab  # type: ignore[method-assign]
-        try:
-            module.main()
-        except Caught:
-            pass
-        finally:
-            argparse.ArgumentParser.parse_args = original  # type: ignore[method-assign]
-        return caught[0]
-
-    return build
+    return lambda: caught_parser(REPO / name)
 
 
 def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:

@@ -7,15 +7,12 @@ covered the day it is added. The scripts run as a user runs them, in a subproces
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, caught_parser
 
 REFERENCE = REPO / "tools" / "reference"
 SCRIPTS = sorted(p.name for p in REFERENCE.glob("*.py") if "\ndef main(" in p.read_text())
@@ -23,42 +20,10 @@ NUMERIC_TYPES = ("number", "integer", "list of integers")
 EXTREMES = ["0", "-1", "1e-320", "1e308", "nan", "inf", "fast", "", "99999999999999999999"]
 
 
-def _parser(script: str) -> argparse.ArgumentParser:
-    """The parser `script`'s main() builds, caught as it parses."""
-    sys.path.insert(0, str(REFERENCE))
-    try:
-        name = f"reference_{script[:-3]}"
-        spec = importlib.util.spec_from_file_location(name, REFERENCE / script)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up there
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REFERENCE))
-    caught: list[argparse.ArgumentParser] = []
-
-    class Caught(Exception):
-        pass
-
-    def grab(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
-        caught.append(self)
-        raise Caught
-
-    original = argparse.ArgumentParser.parse_args
-    argparse.ArgumentParser.parse_args = grab  # type: ignore[method-assign]
-    try:
-        module.main()
-    except Caught:
-        pass
-    finally:
-        argparse.ArgumentParser.parse_args = original  # type: ignore[method-assign]
-    return caught[0]
-
-
 def _options() -> list[tuple[str, str]]:
     found = []
     for script in SCRIPTS:
-        for action in _parser(script)._actions:
+        for action in caught_parser(REFERENCE / script, imports_beside=True)._actions:
             if action.type in (int, float):
                 pytest.fail(f"{script} {action.option_strings}: bare {action.type}")
             if getattr(action.type, "__name__", "") in NUMERIC_TYPES:
