@@ -62,7 +62,8 @@ BENCH=${BENCH:-build/benchmarks/bench}
 BASELINE=${BASELINE:-reports/baselines/ci-cpu.json}
 GATE_CONFIG=${GATE_CONFIG:-reports/baselines/ci-cpu.thresholds.json}
 OUT_DIR=${OUT_DIR:-reports/ci}
-source scripts/common.sh  # require_number; PYTHON is chosen below, as before
+# require_number, and PYTHON: the caller's, else the project's .venv, else python3.
+source scripts/common.sh
 require_number REPS 1 1000 integer
 require_number MIN_TIME 0.001 3600
 require_number PAIRS 1 10000 integer
@@ -70,10 +71,6 @@ require_number MAX_PAIRS 1 10000 integer
 require_number INSTRUCTIONS_MAX_CHANGE 0.000001 0.99
 REPS=${REPS:-9}
 MIN_TIME=${MIN_TIME:-0.1}
-if [[ -z ${PYTHON:-} ]]; then
-  # The project's own environment (scripts/install-deps.sh) when there is one.
-  if [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
 
 # Square fp32 GEMMs, one thread: sizes from launch-bound (64) to compute-bound (512) so that both a
 # per-call overhead and a kernel regression show. One thread because cpu_time, which this gate
