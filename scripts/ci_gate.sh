@@ -39,10 +39,12 @@
 #   BASELINE    baseline JSON                 (default reports/baselines/ci-cpu.json)
 #   GATE_CONFIG thresholds                    (default reports/baselines/ci-cpu.thresholds.json)
 #   OUT_DIR     where results and reports go  (default reports/ci)
-#   REPS        repetitions per benchmark     (default 9)
-#   MIN_TIME    seconds per repetition        (default 0.1)
+#   REPS        repetitions per benchmark     (default 9; not the paired gate's)
+#   MIN_TIME    seconds per repetition        (default 0.1; not the paired gate's)
 #   PAIRS, MAX_PAIRS  paired gate: rounds to start with, at most for an AMBIGUOUS benchmark
 #                                           (defaults of gpubench_tools/compare/paired.py)
+#   INNER_REPS, INNER_MIN_TIME  paired gate: repetitions per process (its fastest is its value)
+#                     and seconds each (defaults of gpubench_tools/compare/interleave.py)
 #   INSTRUCTIONS      paired gate: 'off' skips its instruction lane (default on: both sides
 #                     under valgrind's callgrind, instructions per iteration compared)
 #   INSTRUCTIONS_FILTER     the instruction lane's benchmarks (default: --benchmark_filter when
@@ -69,6 +71,8 @@ require_number MIN_TIME 0.001 3600
 require_number PAIRS 1 10000 integer
 require_number MAX_PAIRS 1 10000 integer
 require_number INSTRUCTIONS_MAX_CHANGE 0.000001 0.99
+require_number INNER_REPS 1 10000 integer
+require_number INNER_MIN_TIME 0.0001 3600
 REPS=${REPS:-9}
 MIN_TIME=${MIN_TIME:-0.1}
 
@@ -166,15 +170,21 @@ compare() { # $1 baseline, $2 contender, then extra compare arguments
     "$base" "$cont" --config "$GATE_CONFIG" "$@"
 }
 
-paired_gate() { # $1 base command, $2 contender command
+# $1 base command, $2 contender command; for --against, $3 and $4 the timing lane's base binary
+# and its data folder (the timing lane runs both sides the same way, not the base through $1's
+# wrapper: interleave.py's "Both sides start alike").
+paired_gate() {
   mkdir -p "$OUT_DIR"
-  local extra=()
+  local extra=() timing_base=${3:-$1}
   [[ -n ${PAIRS:-} ]] && extra+=(--pairs "$PAIRS")
   [[ -n ${MAX_PAIRS:-} ]] && extra+=(--max-pairs "$MAX_PAIRS")
+  [[ -n ${INNER_REPS:-} ]] && extra+=(--inner-repetitions "$INNER_REPS")
+  [[ -n ${INNER_MIN_TIME:-} ]] && extra+=(--min-time "$INNER_MIN_TIME")
+  [[ -n ${4:-} && -d ${4:-} && -d data ]] && extra+=(--base-data-dir "$4" --contender-data-dir data)
   set +e
   PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.compare.interleave \
-    --base-bench "$1" --contender-bench "$2" --benchmark_filter="${filter_arg:-$FILTER}" \
-    --min-time "$MIN_TIME" --out-dir "$OUT_DIR/paired" "${extra[@]}" \
+    --base-bench "$timing_base" --contender-bench "$2" --benchmark_filter="${filter_arg:-$FILTER}" \
+    --out-dir "$OUT_DIR/paired" "${extra[@]}" \
     --markdown "$OUT_DIR/paired-compare.md" --json "$OUT_DIR/paired-compare.json"
   local status=$?
   set -e
@@ -274,7 +284,8 @@ if [[ $mode == against ]]; then
   [[ -x $BENCH ]] || die "the contender '$BENCH' (the working tree's build) is not built (build it, or set BENCH)"
   GATE_BUILD_DIR=${GATE_BUILD_DIR:-build-gate}
   base_bench=$(build_ref "$against")
-  paired_gate "$base_bench" "$BENCH"
+  base_dir=$(dirname "$base_bench")
+  paired_gate "$base_bench" "$BENCH" "$base_dir/benchmarks/bench" "$base_dir/data"
 fi
 
 if [[ $mode == update ]]; then

@@ -6,6 +6,7 @@ paired file pair, bad input, and scripts/ci_gate.sh's paired modes (--base-bench
 from __future__ import annotations
 
 import json
+import random
 import math
 import os
 import shutil
@@ -392,10 +393,26 @@ def test_driver_writes_two_paired_bench_files(tmp_path: Path, capsys) -> None:
     base, cont = load_report(str(out / "base.json")), load_report(str(out / "contender.json"))
     assert paired.is_pair(base, cont)
     assert base.context["pair_role"] == "base" and cont.context["paired_with"] == "base.json"
-    assert base.context["pair_order"].split()[:4] == ["AB", "BA", "AB", "BA"]
+    # Each round's order is random, and replayable from the run's id.
+    replay = random.Random(f"{base.context['pair_id']}-0")
+    expected = ["AB" if replay.random() < 0.5 else "BA" for _ in range(10)]
+    assert base.context["pair_order"].split() == expected
     for report in (base, cont):
         indices = sorted(r.repetition_index for r in report.rows if r.run_name == "bm/a")
         assert indices == list(range(10))
+    # One value per process: of its 9 inner repetitions, the fastest (that repetition's own row).
+    assert base.context["pair_repetitions_per_run"] == 9
+    for side, report in (("a", base), ("b", cont)):
+        ran = json.loads((out / "logs" / f"round-003-{side}.json").read_text())["benchmarks"]
+        fastest = min(r["cpu_time"] for r in ran if r["name"] == "bm/b")
+        kept = [r for r in report.rows if r.run_name == "bm/b" and r.repetition_index == 2]
+        assert len(ran) == 18 and [r.cpu_time_s * 1e9 for r in kept] == [pytest.approx(fastest)]
+    # Both sides start alike: through links of the same length, outputs of the same length.
+    for side, target in (("a", tmp_path / "a"), ("b", tmp_path / "b")):
+        assert (out / "launch" / side / "bench").resolve() == target.resolve()
+    assert {len(str(p)) for p in (out / "logs").glob("round-001-*.json")} == {
+        len(str(out / "logs" / "round-001-a.json"))
+    }
     # The same files judged offline by gpubench-compare: the same verdicts.
     verdict = json.loads((out / "verdict.json").read_text())
     capsys.readouterr()
@@ -436,18 +453,32 @@ def test_driver_reruns_ambiguous_benchmarks_only(tmp_path: Path, capsys) -> None
     assert count["bm/b"] <= 20
 
 
-def test_disturbed_pairs_are_replaced_by_more_rounds(tmp_path: Path, capsys) -> None:
-    # Every other contender run is marked disturbed: 10 rounds leave 5 pairs, too few; the driver
-    # runs more rounds until 10 undisturbed pairs judge, within --max-pairs 20.
+def test_the_fastest_of_a_process_is_judged_disturbed_or_not(tmp_path: Path, capsys) -> None:
+    # Every other contender process is marked disturbed: with several inner repetitions a
+    # process's fastest stands for it, and every pair is judged (none lost to a busy machine).
     base = standin(tmp_path, "a", seed="a")
     cont = standin(tmp_path, "b", seed="b", disturb_odd="1", state=str(tmp_path / "count"))
     code, out = drive(tmp_path, base, cont)
     verdict = json.loads((out / "verdict.json").read_text())
     assert code == 0, capsys.readouterr()
+    assert {(b["pairs"], b["pairs_left_out"]) for b in verdict["benchmarks"]} == {(10, 0)}
+    marked = load_report(str(out / "contender.json")).rows
+    assert any(r.counters.get("disturbed") for r in marked)
+
+
+def test_disturbed_pairs_are_replaced_by_more_rounds(tmp_path: Path, capsys) -> None:
+    # One repetition per process: every other contender run is marked disturbed: 10 rounds leave
+    # 5 pairs, too few; the driver runs more rounds until 10 undisturbed pairs judge, within
+    # --max-pairs 20.
+    base = standin(tmp_path, "a", seed="a")
+    cont = standin(tmp_path, "b", seed="b", disturb_odd="1", state=str(tmp_path / "count"))
+    code, out = drive(tmp_path, base, cont, "--inner-repetitions", "1")
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert code == 0, capsys.readouterr()
     assert all(b["pairs"] >= 10 and b["pairs_left_out"] >= 5 for b in verdict["benchmarks"])
     # With no room for more rounds, the benchmarks are not judged, and the gate says why: a busy
     # machine is neither a pass nor a regression (3).
-    code, out = drive(tmp_path, base, cont, "--max-pairs", "10")
+    code, out = drive(tmp_path, base, cont, "--max-pairs", "10", "--inner-repetitions", "1")
     text = capsys.readouterr()
     assert code == 3 and "the machine was busy" in text.err
 
@@ -461,7 +492,7 @@ def test_contender_crash_midway_fails_naming_it(tmp_path: Path, capsys) -> None:
     assert "contender bench" in err and "signal 11" in err and "round 3" in err
     assert len(err.strip().splitlines()) == 1
     # The rounds before the crash stay on disk.
-    assert load_report(str(out / "base.json")).context["pair_order"] == "AB BA"
+    assert len(load_report(str(out / "base.json")).context["pair_order"].split()) == 2
 
 
 def test_base_crash_is_unusable(tmp_path: Path, capsys) -> None:

@@ -1,25 +1,36 @@
 """Interleaved paired runs: a base and a contender `bench` on the same machine in one job.
 
-Each *round* runs the base once and the contender once, one repetition of every benchmark each
-(``--benchmark_repetitions=1`` by default), in the order A B, B A, A B, ... (round r starts with
-the base when r is even), so a drift of the machine (a neighbour's build starting, a clock
-settling) lands on both sides alike and a repetition's partner ran seconds from it. Every
-invocation is a fresh process, so per-process luck (where the buffers landed, how OpenBLAS
-initialised) is a new draw for every pair, which keeps the pairs independent; several repetitions
-inside one process would share it (docs/regression-gate.md, "Paired gate", measures both).
+Each *round* runs the base once and the contender once, in a random order (recorded), each a fresh
+process, so a drift of the machine (a neighbour's build starting, a clock settling) lands on both
+sides alike and a process's partner ran seconds from it. Per-process luck (where the buffers
+landed, how OpenBLAS initialised) is a new draw for every pair, which keeps the pairs independent.
 
-The rows of round r get ``repetition_index`` r (times the repetitions per run, plus the
-repetition), the same on both sides, so the two files written are ordinary bench JSON, read by
-every tool, whose repetitions are paired by index. Each file's context says so (paired.PAIR_KEYS):
-``pair_id`` (the same in both files of one run), ``pair_role`` (base or contender),
-``paired_with`` (the other file's name), ``pair_order`` (which side ran first in each round),
-``pair_time`` (the clock to judge). gpubench-compare recognises such a pair and judges it with
-the paired rules (paired.py) instead of comparing two strangers.
+**One value per process.** Each process runs ``inner_repetitions`` short repetitions of every
+benchmark (Google Benchmark's random interleaving spreads them over the process) and contributes
+the repetition with the lowest time of the judged clock: noise on a shared machine only adds time
+and comes in bursts, and the minimum is the statistic it reaches least (Chen and Revels, "Robust
+benchmarking in noisy environments", 2016). The choice was measured on real runs beside a quiet and
+a bursty neighbour (scripts/measure-gate-real.py; docs/regression-gate.md, "Measured in real
+runs"). The kept row is that repetition's own row, so the two files are ordinary bench JSON.
+
+**Both sides start alike.** Process layout moves times by a few tenths of a per cent (Mytkowicz et
+al., ASPLOS 2009), the size of what the gate judges, so nothing but the code differs between the
+sides: each side runs through a symbolic link of the same length (``launch/a/bench``,
+``launch/b/bench``), with the same environment (a side's data folder, when given, is
+``launch/a/data`` or ``launch/b/data`` in ``GPUBENCH_DATA_DIR``) and output paths of the same
+length (``logs/round-001-a.json``).
+
+The kept row of round r gets ``repetition_index`` r, the same on both sides, so the two files
+are paired by index. Each file's context says so (paired.PAIR_KEYS): ``pair_id`` (the same in
+both files of one run), ``pair_role`` (base or contender), ``paired_with`` (the other file's
+name), ``pair_order`` (which side ran first in each round), ``pair_time`` (the clock judged),
+``pair_repetitions_per_run`` (the inner repetitions of each process). gpubench-compare recognises
+such a pair and judges it with the paired rules (paired.py).
 
 ``python -m gpubench_tools.compare.interleave --base-bench A --contender-bench B`` runs the rounds,
-judges them (paired.py), runs more rounds of the benchmarks still AMBIGUOUS up to a bound, and
+judges them (paired.py), runs more rounds of the benchmarks still unsettled up to a bound, and
 exits 0 pass, 1 regression (or the contender crashed, or lost a benchmark), 2 unusable (the base
-crashed or could not run, bad usage, nothing judged). scripts/ci_gate.sh calls it.
+crashed or could not run, bad usage), 3 not resolved. scripts/ci_gate.sh calls it.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import argparse
 import json
 import math
 import os
+import random
 import re
 import signal
 import shutil
@@ -129,24 +141,55 @@ class Invocation:
     seconds: float = 0.0
 
 
+# The launch folder of each side: names of the same length, so nothing but the code differs.
+LAUNCH_NAMES = {BASE: "a", CONTENDER: "b"}
+# The inner repetitions of a process and their --benchmark_min_time, chosen on real runs
+# (docs/regression-gate.md, "Measured in real runs").
+DEFAULT_INNER_REPETITIONS = 9
+DEFAULT_MIN_TIME_S = 0.01
+
+
+def _minimum_rows(rows: list[list[tuple[str, Any]]], time_field: str) -> dict[str, Any]:
+    """name -> the row of its repetition with the lowest `time_field` (that repetition's own row:
+    its conditions, ``disturbed`` included, are what it saw)."""
+    by_name: dict[str, list[list[tuple[str, Any]]]] = {}
+    for row in rows:
+        by_name.setdefault(str(_get(row, "name")), []).append(row)
+
+    def value(row: list[tuple[str, Any]]) -> float:
+        # A failed repetition (an error row) or a time that is not a time is never the fastest;
+        # when every repetition is such, the first stands, so its error reaches the judgement.
+        if _get(row, "error_occurred"):
+            return math.inf
+        try:
+            t = float(_get(row, time_field))
+        except (TypeError, ValueError):
+            return math.inf
+        return t if math.isfinite(t) and t > 0 else math.inf
+
+    return {name: min(group, key=value) for name, group in by_name.items()}
+
+
 @dataclass
 class PairedRun:
-    """Runs rounds of the two executables and keeps every repetition for the two paired files.
+    """Runs rounds of the two executables and keeps one row per benchmark and process for the
+    two paired files.
 
     `base_cmd` and `contender_cmd` are argument lists (an executable or a wrapper script and its
-    own arguments); the bench flags are appended. `reps_per_run` > 1 runs that many repetitions
-    inside each invocation with Google Benchmark's random interleaving (measured: looser pairs).
+    own arguments); the bench flags are appended. `data_dirs` gives a side's data folder
+    (GPUBENCH_DATA_DIR), when the two builds read different ones.
     """
 
     base_cmd: list[str]
     contender_cmd: list[str]
     out_dir: Path
     benchmark_filter: str | None = None
-    min_time: float = 0.1
-    reps_per_run: int = 1
+    min_time: float = DEFAULT_MIN_TIME_S
+    inner_repetitions: int = DEFAULT_INNER_REPETITIONS
     time_field: str = "cpu_time"
     timeout_s: float = DEFAULT_INVOCATION_TIMEOUT_S
     env: dict[str, str] | None = None
+    data_dirs: dict[str, str] | None = None
     rounds_done: int = 0
     bench_seconds: float = 0.0
     pair_id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -162,25 +205,44 @@ class PairedRun:
     def paths(self) -> dict[str, Path]:
         return {side: self.out_dir / FILE_NAMES[side] for side in SIDES}
 
-    def _command(self, side: str, out: Path, benchmark_filter: str | None) -> list[str]:
+    def _launcher(self, side: str) -> tuple[list[str], dict[str, str]]:
+        """The side's command through its launch link, and its environment."""
         cmd = list(self.base_cmd if side == BASE else self.contender_cmd)
+        folder = self.out_dir / "launch" / LAUNCH_NAMES[side]
+        folder.mkdir(parents=True, exist_ok=True)
+        links = {"bench": shutil.which(cmd[0]) or cmd[0]}
+        env = dict(self.env if self.env is not None else os.environ)
+        if self.data_dirs and side in self.data_dirs:
+            links["data"] = self.data_dirs[side]
+            env["GPUBENCH_DATA_DIR"] = str(folder / "data")
+        for name, target in links.items():
+            link = folder / name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(os.path.abspath(target))
+        return [str(folder / "bench")] + cmd[1:], env
+
+    def _command(self, side: str, out: Path, benchmark_filter: str | None) -> list[str]:
+        cmd, _ = self._launcher(side)
         if benchmark_filter:
             cmd.append(f"--benchmark_filter={benchmark_filter}")
         cmd += [
             f"--benchmark_min_time={self.min_time:g}",
-            f"--benchmark_repetitions={self.reps_per_run}",
+            f"--benchmark_repetitions={self.inner_repetitions}",
             f"--benchmark_out={out}",
             "--benchmark_out_format=json",
         ]
-        if self.reps_per_run > 1:
+        if self.inner_repetitions > 1:
             cmd.append("--benchmark_enable_random_interleaving=true")
         return cmd
 
     def _invoke(self, inv: Invocation, benchmark_filter: str | None) -> list[Any]:
         """Runs one invocation; returns its rows (as pairs) or raises BenchRunError."""
         cmd = self._command(inv.side, inv.out, benchmark_filter)
+        _, env = self._launcher(inv.side)
         code = EXIT_UNUSABLE if inv.side == BASE else EXIT_REGRESSION
-        where = f"{inv.side} bench ({cmd[0]}), round {inv.round + 1}"
+        given = self.base_cmd if inv.side == BASE else self.contender_cmd
+        where = f"{inv.side} bench ({given[0]}), round {inv.round + 1}"
         start = time.monotonic()
         try:
             with open(inv.log, "w", encoding="utf-8", errors="replace") as log:
@@ -188,7 +250,7 @@ class PairedRun:
                     cmd,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=self.env,
+                    env=env,
                     timeout=self.timeout_s,
                     check=False,
                 )
@@ -219,33 +281,32 @@ class PairedRun:
             self.contexts[inv.side] = context if isinstance(context, list) else []
         return [row for row in rows if _get(row, "run_type", "iteration") == "iteration"]
 
+    def keep(self, rows: list[Any], r: int) -> list[Any]:
+        """The rows round r keeps of one process: per benchmark, its fastest repetition."""
+        kept = _minimum_rows(rows, self.time_field).values()
+        return [_set(row, "repetition_index", r) for row in kept]
+
     def run_rounds(self, count: int, benchmark_filter: str | None = None) -> None:
         """Runs `count` more rounds (all benchmarks of the run's filter, or only those of
         `benchmark_filter`). Rows of a round are kept only when both sides completed it."""
         logs = self.out_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
+        # The order of each round is random, from a generator seeded by the run's id (so a run's
+        # order can be replayed); pair_order records it.
+        order = random.Random(f"{self.pair_id}-{self.rounds_done}")
         for _ in range(count):
             r = self.rounds_done
-            first_base = r % 2 == 0
+            first_base = order.random() < 0.5
             sides = (BASE, CONTENDER) if first_base else (CONTENDER, BASE)
             got: dict[str, list[Any]] = {}
             for side in sides:
-                inv = Invocation(
-                    side,
-                    r,
-                    logs / f"round-{r + 1:03d}-{side}.json",
-                    logs / f"round-{r + 1:03d}-{side}.log",
+                stem = f"round-{r + 1:03d}-{LAUNCH_NAMES[side]}"
+                inv = Invocation(side, r, logs / f"{stem}.json", logs / f"{stem}.log")
+                got[side] = self.keep(
+                    self._invoke(inv, benchmark_filter or self.benchmark_filter), r
                 )
-                got[side] = self._invoke(inv, benchmark_filter or self.benchmark_filter)
             for side in SIDES:
-                counts: dict[str, int] = {}
-                for row in got[side]:
-                    name = str(_get(row, "name"))
-                    rep = counts.get(name, 0)
-                    counts[name] = rep + 1
-                    self.rows[side].append(
-                        _set(row, "repetition_index", r * self.reps_per_run + rep)
-                    )
+                self.rows[side] += got[side]
             self.order.append("AB" if first_base else "BA")
             self.rounds_done += 1
 
@@ -261,7 +322,7 @@ class PairedRun:
                 (PAIRED_WITH, FILE_NAMES[other]),
                 (PAIR_ORDER, " ".join(self.order)),
                 (PAIR_TIME, self.time_field),
-                (PAIR_REPS_PER_RUN, self.reps_per_run),
+                (PAIR_REPS_PER_RUN, self.inner_repetitions),
             ):
                 context = _set(context, key, value)
             totals: dict[str, int] = {}
@@ -298,6 +359,19 @@ def _command(path: str, what: str) -> list[str]:
     return [path]
 
 
+def _data_dirs(base: str | None, contender: str | None) -> dict[str, str] | None:
+    """The sides' data folders, checked; both or neither (one side alone would differ in its
+    environment from the other)."""
+    if base is None and contender is None:
+        return None
+    if base is None or contender is None:
+        raise UnusableInput("--base-data-dir and --contender-data-dir go together")
+    for flag, path in (("--base-data-dir", base), ("--contender-data-dir", contender)):
+        if not os.path.isdir(path):
+            raise UnusableInput(f"{flag} '{path}' is not a folder")
+    return {BASE: base, CONTENDER: contender}
+
+
 # The ranges of the numeric options (their argparse types).
 MIN_TIME = Number(0.0, 3600.0, low_open=True, unit="seconds")
 PAIRS = Number(1, 100_000, integer=True)
@@ -320,7 +394,12 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     add("--base-bench", required=True, metavar="CMD", help="the reference bench (or a wrapper)")
     add("--contender-bench", required=True, metavar="CMD", help="the bench to judge")
     add("--benchmark_filter", "--benchmark-filter", dest="filter", metavar="REGEX")
-    add("--min-time", type=MIN_TIME, default=0.1, help="--benchmark_min_time of each run (0.1 s)")
+    add(
+        "--min-time",
+        type=MIN_TIME,
+        default=DEFAULT_MIN_TIME_S,
+        help=f"--benchmark_min_time of each inner repetition ({DEFAULT_MIN_TIME_S:g} s)",
+    )
     add("--pairs", type=PAIRS, default=DEFAULT_RULES.start_pairs, help="rounds to start with")
     add(
         "--max-pairs",
@@ -328,7 +407,15 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         default=DEFAULT_RULES.max_pairs,
         help="at most this many rounds of a benchmark that is still AMBIGUOUS",
     )
-    add("--reps-per-run", type=REPS, default=1, help="repetitions inside each invocation (1)")
+    add(
+        "--inner-repetitions",
+        type=REPS,
+        default=DEFAULT_INNER_REPETITIONS,
+        help="repetitions in each process, of which the fastest is its value "
+        f"({DEFAULT_INNER_REPETITIONS})",
+    )
+    add("--base-data-dir", metavar="DIR", help="the base's data folder (GPUBENCH_DATA_DIR)")
+    add("--contender-data-dir", metavar="DIR", help="the contender's data folder")
     add("--time", choices=("cpu_time", "real_time"), default="cpu_time", help="clock to judge")
     add("--margin", type=paired.MARGIN, help=f"equivalence margin ({DEFAULT_RULES.margin:g})")
     add(
@@ -356,12 +443,13 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         Path(args.out_dir),
         benchmark_filter=args.filter,
         min_time=args.min_time,
-        reps_per_run=args.reps_per_run,
+        inner_repetitions=args.inner_repetitions,
+        data_dirs=_data_dirs(args.base_data_dir, args.contender_data_dir),
         time_field=args.time,
         timeout_s=args.timeout,
     )
     start = time.monotonic()
-    batch = max(1, math.ceil(rules.start_pairs / args.reps_per_run))
+    batch = rules.start_pairs
     try:
         run.run_rounds(batch)
         paths = run.write()
@@ -370,7 +458,7 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         # reaches the slowdown the gate cannot pass (an interval narrows as pairs accumulate), or
         # short of pairs because some were left out as disturbed (more
         # rounds replace them), in steps of half the start, up to max_pairs rounds.
-        step = max(1, math.ceil(rules.start_pairs / 2 / args.reps_per_run))
+        step = max(1, math.ceil(rules.start_pairs / 2))
         # A SLOWER verdict on fewer than confirm_pairs pairs is confirmed on more rounds first
         # (paired.needs_confirmation); any other failure ends the run.
         while True:
