@@ -3,8 +3,10 @@
 #
 # Two ways to gate (docs/regression-gate.md explains every choice):
 # - paired (--base-bench/--contender-bench, --against): two lanes. Timing: the base and the
-#   contender bench run on this machine in one job, interleaved A B B A ..., and are judged pair
-#   by pair; sees a 5 % slowdown of one benchmark on a shared 2-core machine. Instructions: both
+#   contender bench run on this machine in one job, a process of each per round in random order,
+#   each process's fastest of 9 short repetitions judged pair by pair; in real gates on a shared
+#   2-core machine it caught one benchmark 3.5 % slower 20 times in 20, beside a bursty
+#   neighbour too, and never failed unchanged code (docs/regression-gate.md). Instructions: both
 #   run once under valgrind's callgrind and the instructions per iteration of single-threaded CPU
 #   rows are compared; sees a 1 % change of the code's work on any machine. Either lane's
 #   regression fails the gate;
@@ -25,8 +27,8 @@
 #                                           or 1 % more instructions per iteration in the
 #                                           instruction lane; 2 the base crashed, bad usage,
 #                                           repetitions without their partner; 3 not resolved
-#                                           (the timing lane: the machine was busy, nothing
-#                                           resolved, or an interval still reaching +10 %):
+#                                           (the timing lane: nothing resolved, or an
+#                                           interval still reaching +10 %):
 #                                           neither a pass nor a regression
 #   scripts/ci_gate.sh --against REF [--benchmark_filter=REGEX]
 #                                           build REF (a git ref) in a temporary git worktree (its

@@ -2,29 +2,22 @@
 """Measures the paired regression gate (scripts/ci_gate.sh --base-bench/--against) on this machine:
 how often it fails unchanged code, how often it catches a slowdown, and how long it takes.
 
-Phases (all by default; the output keeps what each measured, with the load average around it):
-
-RESAMPLED: the gate's power here comes from shuffling one pool of quiet rounds (the bursts of a
+RESAMPLED: the power stated here comes from shuffling one pool of quiet rounds (the bursts of a
 shared host are gone) and planting slowdowns by multiplying samples. The gate's real power, in real
-gates beside a quiet and a bursty neighbour, is scripts/measure-gate-real.py's. (The committed
-file's "schemes" section was measured by an earlier version of this script, with one repetition
-per process paired against three per process; the gate now keeps each process's fastest of
-several, chosen by scripts/measure-gate-real.py's statistic phase.)
+gates beside a quiet and a bursty neighbour, is scripts/measure-gate-real.py's, and the pool here
+uses the earlier scheme, one repetition of 0.1 s per process. (The committed file's "schemes",
+"hog" and "real" entries were measured by an earlier version of this script.)
 
-1. (schemes: see above)
-2. pool: real interleaved A/A rounds (the same bench on both sides), one repetition a round.
-3. simulate: gate runs resampled from the pool (each draws its rounds without replacement and
+Phases (both by default; the output keeps what each measured, with the load average around it):
+
+1. pool: real interleaved A/A rounds (the same bench on both sides), one repetition a round.
+2. simulate: gate runs resampled from the pool (each draws its rounds without replacement and
    takes more for a benchmark still AMBIGUOUS, as the gate does), judged by the gate's own code
    (gpubench_tools.compare.paired): the false FAIL rate; then the same with one benchmark's
    contender times scaled by 1.03, 1.05, 1.10, 1.20 (power: the share of runs that FAIL it).
-4. hog: real A/A gate runs (scripts/ci_gate.sh --base-bench B --contender-bench B) while another
-   process keeps one core busy.
-5. real: a contender whose cblas_sgemm is wrapped (an LD_PRELOAD shim built here from C, not
-   committed) to spin 10 % of each call's duration after it: the gate must FAIL it in every run;
-   the same binary unwrapped must PASS in every run.
 
 Usage: scripts/measure-gate-power.py [--bench build/benchmarks/bench] [--out FILE.json]
-       [--markdown FILE.md] [--pool-rounds 120] [--gate-runs 1000] [--real-runs 5] [--skip PHASE]
+       [--markdown FILE.md] [--pool-rounds 120] [--gate-runs 1000] [--skip PHASE]
        [--from FILE.json]  (re-simulate from a saved pool instead of measuring one)
 """
 
@@ -35,7 +28,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,37 +51,6 @@ FILTER = (
     + ")/threads:1$"
 )
 SHIFTS = (0.03, 0.05, 0.10, 0.20)
-SHIM_SLOWDOWN = 0.10
-SHIM_C = r"""
-// cblas_sgemm that takes SLOWDOWN longer: the real call, then a spin of SLOWDOWN times its
-// duration (CLOCK_MONOTONIC through the vDSO: a few tens of ns, not a system call).
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <time.h>
-typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
-                         int, float, float *, int);
-static sgemm_fn real_sgemm;
-static double slowdown = -1.0;
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
-                 int lda, const float *b, int ldb, float beta, float *c, int ldc) {
-  if (!real_sgemm) real_sgemm = (sgemm_fn)dlsym(RTLD_NEXT, "cblas_sgemm");
-  if (slowdown < 0) {
-    const char *s = getenv("GPUBENCH_SHIM_SLOWDOWN");
-    slowdown = s ? atof(s) : 0.0;
-  }
-  double t0 = now();
-  real_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  double end = now() + slowdown * (now() - t0);
-  while (now() < end) {
-  }
-}
-"""
 
 
 def load() -> list[float]:
@@ -238,78 +199,6 @@ def phase_simulate(pool_doc: dict, rules: paired.PairedRules, runs: int, seed: i
     return out
 
 
-def gate_run(base: str, contender: str, work: Path, tag: str, env: dict | None = None) -> dict:
-    out_dir = work / tag
-    full_env = dict(os.environ, OUT_DIR=str(out_dir), PYTHON=sys.executable, **(env or {}))
-    before, start = load(), time.monotonic()
-    proc = subprocess.run(
-        [
-            "bash",
-            str(ROOT / "scripts" / "ci_gate.sh"),
-            "--base-bench",
-            base,
-            "--contender-bench",
-            contender,
-        ],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=ROOT,
-        timeout=900,
-    )
-    seconds = time.monotonic() - start
-    verdicts = {}
-    try:
-        doc = json.loads((out_dir / "paired-compare.json").read_text())
-        for b in doc.get("benchmarks", []):
-            verdicts[short(b["name"])] = [b["verdict"], b["ratio"], b["interval"], b["pairs"]]
-    except (OSError, ValueError):
-        pass
-    gate = next((line for line in proc.stdout.splitlines() if line.startswith("gate:")), "")
-    log(f"{tag}: exit {proc.returncode} in {seconds:.0f} s: {gate}")
-    return {
-        "exit": proc.returncode,
-        "seconds": seconds,
-        "load_before": before,
-        "load_after": load(),
-        "gate": gate,
-        "verdicts": verdicts,
-    }
-
-
-def phase_hog(bench: str, work: Path, runs: int) -> list[dict]:
-    results = []
-    for i in range(runs):
-        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        try:
-            time.sleep(1.0)
-            results.append(gate_run(bench, bench, work, f"hog-{i + 1}"))
-        finally:
-            hog.kill()
-            hog.wait()
-    return results
-
-
-def phase_real(bench: str, work: Path, runs: int) -> dict:
-    shim = work / "slow_sgemm.so"
-    source = work / "slow_sgemm.c"
-    source.write_text(SHIM_C)
-    subprocess.run(
-        ["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(source), "-ldl"], check=True
-    )
-    wrapper = work / "bench-slow-sgemm"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'GPUBENCH_SHIM_SLOWDOWN={SHIM_SLOWDOWN} LD_PRELOAD={shim} exec {bench} "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    out: dict = {"shim_slowdown": SHIM_SLOWDOWN, "wrapped": [], "unwrapped": []}
-    for i in range(runs):  # alternate, so both kinds see the same machine
-        out["wrapped"].append(gate_run(bench, str(wrapper), work, f"wrapped-{i + 1}"))
-        out["unwrapped"].append(gate_run(bench, bench, work, f"unwrapped-{i + 1}"))
-    return out
-
-
 def markdown(doc: dict) -> str:
     sim, rules = doc.get("simulate"), doc["rules"]
     lines = []
@@ -336,34 +225,6 @@ def markdown(doc: dict) -> str:
             per = ", ".join(f"{k[2:]}: {v * 100:.0f} %" for k, v in p["by_benchmark"].items())
             lines.append(f"| {float(shift) * 100:.0f} % | {p['caught'] * 100:.1f} % | {per} |")
         lines.append("")
-    for key, title in (("hog", "A/A, one core kept busy"),):
-        if doc.get(key):
-            runs = doc[key]
-            lines.append(
-                f"- {title}: exits {[r['exit'] for r in runs]}, "
-                f"{min(r['seconds'] for r in runs):.0f}-{max(r['seconds'] for r in runs):.0f} s a "
-                f"gate run, load {min(r['load_before'][0] for r in runs):.1f}-"
-                f"{max(r['load_after'][0] for r in runs):.1f}"
-            )
-    real = doc.get("real")
-    if real:
-        for kind in ("wrapped", "unwrapped"):
-            runs = real[kind]
-            what = (
-                f"cblas_sgemm wrapped to take {real['shim_slowdown'] * 100:.0f} % longer"
-                if kind == "wrapped"
-                else "the same binary unwrapped"
-            )
-            ratios = sorted(
-                {k: v[1] for k, v in runs[0]["verdicts"].items() if v[1] is not None}.items()
-            )
-            lines.append(
-                f"- {what}: exits {[r['exit'] for r in runs]}, "
-                f"{min(r['seconds'] for r in runs):.0f}-{max(r['seconds'] for r in runs):.0f} s, "
-                f"load {min(r['load_before'][0] for r in runs):.1f}-"
-                f"{max(r['load_after'][0] for r in runs):.1f}; first run's estimates: "
-                + ", ".join(f"{k[2:]} {(v - 1) * 100:+.1f} %" for k, v in ratios)
-            )
     return "\n".join(lines) + "\n"
 
 
@@ -377,12 +238,11 @@ def main() -> int:
     parser.add_argument("--markdown")
     parser.add_argument("--pool-rounds", type=count, default=120)
     parser.add_argument("--gate-runs", type=count, default=1000)
-    parser.add_argument("--real-runs", type=count, default=5)
     parser.add_argument(
         "--skip",
         action="append",
         default=[],
-        choices=("pool", "simulate", "hog", "real"),
+        choices=("pool", "simulate"),
     )
     parser.add_argument("--from", dest="from_file", help="re-use the pool (and more) of this file")
     args = parser.parse_args()
@@ -421,10 +281,6 @@ def main() -> int:
         doc["pool"] = phase_pool(bench, work, args.pool_rounds)
     if "simulate" not in args.skip and "pool" in doc:
         doc["simulate"] = phase_simulate(doc["pool"], rules, args.gate_runs)
-    if "hog" not in args.skip:
-        doc["hog"] = phase_hog(bench, work, args.real_runs)
-    if "real" not in args.skip:
-        doc["real"] = phase_real(bench, work, args.real_runs)
     Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
     table = markdown(doc)
     if args.markdown:

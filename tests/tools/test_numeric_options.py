@@ -50,6 +50,7 @@ def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
             f"scripts/{name}": _script_parser(f"scripts/{name}")
             for name in (
                 "measure-gate-power.py",
+                "measure-gate-real.py",
                 "measure_conditions.py",
                 "measure_history_check.py",
             )

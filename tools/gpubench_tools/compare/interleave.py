@@ -384,10 +384,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog=prog,
         description=(
-            "Run a base and a contender bench interleaved (A B B A ...), write two paired bench "
-            "JSON files and judge them with the paired rules. Exit 0 pass; 1 a benchmark slower "
-            "beyond the margin, failing, missing, or the contender crashed; 2 unusable (the base "
-            "failed, bad usage, nothing judged)."
+            "Run a base and a contender bench interleaved (a process of each per round, in "
+            "random order; each process's fastest repetition is its value), write two paired "
+            "bench JSON files and judge them with the paired rules. Exit 0 pass; 1 a benchmark "
+            "slower beyond the margin, failing, missing, or the contender crashed; 2 unusable "
+            "(the base failed, bad usage); 3 not resolved."
         ),
     )
     add = parser.add_argument
