@@ -107,6 +107,7 @@ def speedup_curve(
     the GPU. `speedup_low`/`speedup_high` pair the slowest CPU repetition with the fastest GPU
     one and back, the widest band the repetitions allow. Use time_col="t_step" for training
     rows. Rows pair within a machine (`machine` joins the keys where the table has it).
+    `cpu_row` and `gpu_row` are the labels of the `summary` rows paired, for what else they hold.
     """
     keys = (["machine"] if "machine" in summary and "machine" not in keys else []) + list(keys)
     sides = []
@@ -122,6 +123,7 @@ def speedup_curve(
                 f"{side}_repetitions": num(rows, "repetitions"),
                 f"{side}_measured_on": rows.get("measured_on"),
                 f"{side}_file": rows.get("file"),
+                f"{side}_row": rows.index,
                 f"{side}_few": rows["_few"],
                 f"{side}_noisy": rows["_noisy"],
                 f"{side}_disturbed": rows["_disturbed"],

@@ -27,7 +27,7 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from . import analysis, resources
 from .context import Context, Thin, distinct_names
 from .gpu_time import breakdown_section, model_section, profile_sections
-from .speedups import answer_rows, curve_thin, topic_pairs, topic_section
+from .speedups import MachineTopic, answer_rows, curve_thin, topic_pairs, topic_section
 from .topics import CONTEXT_NAMES, TOPICS, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text
 
@@ -40,8 +40,9 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
     answer: list[dict[str, Any]] = []
     sections: list[dict[str, Any] | None] = []
     thin: Thin = set()
+    pairs: dict[str, list[MachineTopic]] = {}  # each topic's, by its id
     for topic in TOPICS:
-        machines = topic_pairs(ctx, topic)
+        machines = pairs[topic.id] = topic_pairs(ctx, topic)
         rows = answer_rows(ctx, topic, machines)
         answer += rows
         for pc in (pc for m in machines for pc in m.paths if pc.curve is not None):
@@ -58,7 +59,7 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
     costs = resources.allocation_costs(ctx)
     thin |= resources.allocation_thin(ctx, costs)
     sections.append(resources.allocation_section(ctx, costs))
-    sections.append(resources.energy_section(ctx, resources.energy_pairs(ctx)))
+    sections.append(resources.energy_section(ctx, resources.energy_pairs(ctx, pairs)))
     sections.append(resources.problems_section(ctx))
     return answer, [s for s in sections if s is not None], thin
 

@@ -18,6 +18,7 @@ from ..units import fmt_bytes, fmt_pct, fmt_ratio, fmt_size, fmt_time
 from . import analysis
 from .charts import Chart
 from .context import Context, Thin
+from .speedups import MachineTopic
 from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
 from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
 from .words import FEW_MARK, cell_text, key_text, noise_mark, section, short_benchmark, table
@@ -349,30 +350,33 @@ def _joules(rows: pd.DataFrame, counter: str, energy: EnergyTopic) -> pd.Series:
     return num(rows, counter) / (units.where(units > 0, 1.0) if energy.per in rows else 1.0)
 
 
-def energy_pairs(ctx: Context, energy: EnergyTopic = ENERGY) -> list[tuple[Topic, pd.DataFrame]]:
-    """Per topic of the energy topic: the fastest GPU row with energy at each machine and size,
-    its `gpu_j`, and the fastest CPU row's `cpu_j` at the same size (NaN without one), sorted
-    by machine and size."""
+def energy_pairs(
+    ctx: Context, topics: dict[str, list[MachineTopic]], energy: EnergyTopic = ENERGY
+) -> list[tuple[Topic, pd.DataFrame]]:
+    """Per topic of the energy topic, from its pairs (`topics`: speedups.topic_pairs by topic
+    id): the fastest GPU row of its last path at each machine and size where it has energy,
+    with its `gpu_j`, and the `cpu_j` of the CPU row its speedup pairs it with (NaN without
+    one), sorted by machine and size."""
     s = ctx.summary
     if energy.gpu_counter not in s or not s[energy.gpu_counter].notna().any():
         return []
     pairs = []
     for topic in (t for t in TOPICS if t.id in energy.topics):
-        gpu = analysis.select(s, topic.gpu)
-        gpu = gpu[gpu[energy.gpu_counter].notna()]
-        if gpu.empty:
-            continue
-        keys = ["machine", *topic.keys]
-        gpu = analysis.fastest(gpu, keys, topic.time_col)
-        gpu = gpu.assign(gpu_j=_joules(gpu, energy.gpu_counter, energy))
-        cpu = analysis.select(s, topic.cpu)
-        cpu = analysis.fastest(cpu, keys, topic.time_col) if len(cpu) else cpu
-        if len(cpu):
-            cpu = cpu.assign(cpu_j=_joules(cpu, energy.cpu_counter, energy))[keys + ["cpu_j"]]
-            gpu = gpu.merge(cpu, on=keys, how="left")
-        else:
-            gpu = gpu.assign(cpu_j=math.nan)
-        pairs.append((topic, gpu.sort_values(keys)))
+        keys, frames = list(topic.keys), []
+        for path in (m.paths[-1] for m in topics[topic.id] if m.paths):
+            if path.gpu is None:
+                continue
+            gpu = path.gpu[path.gpu[energy.gpu_counter].notna()]
+            gpu = gpu.assign(gpu_j=_joules(gpu, energy.gpu_counter, energy))
+            if path.curve is None:
+                frames.append(gpu.assign(cpu_j=math.nan))
+                continue
+            cpu_j = _joules(s.loc[path.curve["cpu_row"]], energy.cpu_counter, energy)
+            paired = path.curve[keys].assign(cpu_j=cpu_j.to_numpy())
+            frames.append(gpu.merge(paired, on=keys, how="left"))
+        both = pd.concat(frames) if frames else pd.DataFrame()
+        if len(both):
+            pairs.append((topic, both.sort_values(["machine", *keys])))
     return pairs
 
 

@@ -21,14 +21,15 @@ from .words import crossover_text, noise_mark, section, speedup_text, table, thr
 
 @dataclass(frozen=True)
 class PathCurve:
-    """One GPU path of a topic against the CPU on one machine. Without pairs `curve` is None
-    (`gpu_rows` says whether the path had GPU rows at all). With them: `curve` is
-    analysis.speedup_curve with the GPU row's `gpu_variant` and the `machine`; `main` the sizes
-    the answer speaks for (a topic with series: its longest, `series_value`); `cross` where
-    `main` crosses 1; `dominant` the part of the GPU time that is largest most often."""
+    """One GPU path of a topic against the CPU on one machine: `gpu` its fastest GPU row at each
+    size (None without any), the side the speedup and the energy pair with the CPU. Without
+    pairs `curve` is None. With them: `curve` is analysis.speedup_curve with the GPU row's
+    `gpu_variant` and the `machine`; `main` the sizes the answer speaks for (a topic with series:
+    its longest, `series_value`); `cross` where `main` crosses 1; `dominant` the part of the GPU
+    time that is largest most often."""
 
     path: GpuPath
-    gpu_rows: bool = False
+    gpu: pd.DataFrame | None = None
     curve: pd.DataFrame | None = None
     main: pd.DataFrame | None = None
     series_value: Any = None
@@ -54,11 +55,13 @@ def _path_curve(
         return PathCurve(path)
     keys = list(topic.keys)
     gpu = analysis.fastest(gpu, keys, topic.time_col)
+    if cpu.empty:
+        return PathCurve(path, gpu)
     curve = analysis.speedup_curve(
         pd.concat([cpu, gpu]), {"backend": "cpu"}, {"backend": "gpu"}, keys, topic.time_col
     )
     if curve.empty:
-        return PathCurve(path, gpu_rows=True)
+        return PathCurve(path, gpu)
     variants = gpu[keys + ["variant"]].rename(columns={"variant": "gpu_variant"})
     curve = curve.merge(variants, on=keys, how="left").sort_values(keys).assign(machine=machine)
     # A topic with series (a training sweep's hidden widths) answers for its longest series:
@@ -72,24 +75,23 @@ def _path_curve(
         parts = parts.merge(gpu[["name"] + keys], on="name")
     cross = analysis.crossover(main, topic.x)
     dominant = analysis.dominant_part(main, parts, keys)
-    return PathCurve(path, True, curve, main, value, cross, dominant)
+    return PathCurve(path, gpu, curve, main, value, cross, dominant)
 
 
 def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
-    """Per machine with rows on either side of the topic: its GPU paths against the CPU."""
+    """Per machine with rows on either side of the topic: its GPU paths against the CPU (a
+    machine without CPU rows: its GPU paths' fastest rows alone)."""
     machines = []
     for machine, rows in ctx.summary.groupby("machine"):
         cpu, gpu = analysis.select(rows, topic.cpu), analysis.select(rows, topic.gpu)
-        if cpu.empty and gpu.empty:
-            continue
-        if cpu.empty or gpu.empty:
-            machines.append(MachineTopic(int(machine), "CPU" if cpu.empty else "GPU"))
+        if gpu.empty:
+            machines += [MachineTopic(int(machine), "GPU")] if len(cpu) else []
             continue
         paths = tuple(
             _path_curve(ctx.breakdown, topic, p, int(machine), cpu, analysis.select(gpu, p.gpu))
             for p in topic.gpu_paths
         )
-        machines.append(MachineTopic(int(machine), paths=paths))
+        machines.append(MachineTopic(int(machine), "CPU" if cpu.empty else "", paths))
     return machines
 
 
@@ -130,7 +132,8 @@ def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
     """One GPU path of a topic against the CPU: its line of the answer."""
     line: dict[str, Any] = {"path": pc.path.name, "meaning": pc.path.meaning}
     if pc.curve is None or pc.main is None or pc.cross is None or pc.dominant is None:
-        why = "no size measured on both sides" if pc.gpu_rows else f"no {pc.path.name} GPU rows"
+        no_pairs = "no size measured on both sides"
+        why = no_pairs if pc.gpu is not None else f"no {pc.path.name} GPU rows"
         return {**line, "wins": "—", "crossover": "—", "ends": "—", "why": why}
     main = pc.main
     series = "" if pc.series_value is None else f" ({topic.series} {fmt_size(pc.series_value)})"
