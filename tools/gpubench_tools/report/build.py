@@ -26,7 +26,7 @@ from ..policy import HEADLINE_RULE
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
 from . import analysis, resources
 from .context import Context, Thin, distinct_names
-from .gpu_time import breakdown_section, model_section, profile_sections
+from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
 from .speedups import MachineTopic, answer_rows, curve_thin, topic_pairs, topic_section
 from .topics import CONTEXT_NAMES, TOPICS, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text
@@ -50,7 +50,7 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
         sections.append(topic_section(ctx, topic, machines, rows))
     sections.append(breakdown_section(ctx))
     sections += profile_sections(ctx)
-    sections.append(model_section(ctx))
+    sections.append(model_section(ctx, fixed_costs(ctx.summary)))
     scaling = analysis.thread_scaling(ctx.summary)
     thin |= resources.scaling_thin(ctx, scaling)
     sections.append(resources.threads_section(ctx, scaling))

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..overhead_model import build_model
+from ..overhead_model import OverheadModel, build_model
 from ..units import fmt_pct, fmt_size, fmt_time
 from . import analysis
 from .charts import Chart
@@ -210,28 +211,47 @@ def profile_sections(ctx: Context) -> list[dict[str, Any]]:
 # --- the model of the fixed costs -------------------------------------------------------------
 
 
-def model_section(ctx: Context) -> dict[str, Any] | None:
-    """The fixed GPU costs the probes measured, the copies' bandwidth, and the model's error."""
-    gpu = ctx.summary[ctx.summary["backend"] == "gpu"]
+@dataclass(frozen=True)
+class FixedCosts:
+    """The model of the GPU's fixed costs (overhead_model) built from the probes, the copy
+    probes that measured a bandwidth (`copy`: direction and host memory, `few`: flagged, by
+    size), and the model's error against the end-to-end GEMMs."""
+
+    model: OverheadModel
+    copies: pd.DataFrame
+    bias: analysis.ModelBias
+
+
+def fixed_costs(summary: pd.DataFrame) -> FixedCosts | None:
+    """The fixed costs of the summary's GPU rows; None without a probe to build a model from."""
+    gpu = summary[summary["backend"] == "gpu"]
     if gpu.empty:
         return None
     model = build_model(gpu)
     if model.empty:
         return None
-    costs = [[name, fmt_time(v)] for name, v in model.launch.items()]
-    costs += [
-        [f"copy {d} ({host}): fixed cost alpha, bandwidth beta",
-         f"{fmt_time(fit.alpha_s)}, {fit.beta_bytes_per_s / 1e9:.3g} GB/s"]  # fmt: skip
-        for (d, host), fit in sorted(model.copies.items())
-    ]
-    tables = [table("Fixed GPU costs measured by the probes", ["cost", "value"], costs)]
-    charts = []
     copies = analysis.select(gpu, {"probe": ("h2d", "d2h")}).dropna(subset=["bytes_per_s"])
-    if len(copies) and not ctx.several:
+    if len(copies):
         copies = copies.assign(
             copy=copies["probe"].str.upper() + " " + copies["host"].fillna(""),
             few=analysis.flagged(copies),
         ).sort_values("bytes")
+    return FixedCosts(model, copies, analysis.model_bias(summary, model))
+
+
+def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | None:
+    """The fixed GPU costs the probes measured, the copies' bandwidth, and the model's error."""
+    if fixed is None:
+        return None
+    costs = [[name, fmt_time(v)] for name, v in fixed.model.launch.items()]
+    costs += [
+        [f"copy {d} ({host}): fixed cost alpha, bandwidth beta",
+         f"{fmt_time(fit.alpha_s)}, {fit.beta_bytes_per_s / 1e9:.3g} GB/s"]  # fmt: skip
+        for (d, host), fit in sorted(fixed.model.copies.items())
+    ]
+    tables = [table("Fixed GPU costs measured by the probes", ["cost", "value"], costs)]
+    charts = []
+    if len(fixed.copies) and not ctx.several:
         chart = Chart(
             kind="lines",
             stem="copies",
@@ -248,8 +268,8 @@ def model_section(ctx: Context) -> dict[str, Any] | None:
             y_unit="bytes/s",
         )
         caption = "Below alpha x beta bytes the fixed cost alpha dominates."
-        charts.append(ctx.chart(chart, copies, caption))
-    bias = analysis.model_bias(ctx.summary, model)
+        charts.append(ctx.chart(chart, fixed.copies, caption))
+    bias = fixed.bias
     paragraphs = [bias_sentence(bias)] if len(bias.before) else []
     tables += [_bias_table(bias)] if len(bias.before) else []
     return section(

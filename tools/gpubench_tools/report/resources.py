@@ -33,19 +33,26 @@ def scaling_thin(ctx: Context, scaling: pd.DataFrame) -> Thin:
     return ctx.thin_rows(scaling.loc[scaling["few_samples"].astype(bool), "name"], "cpu")
 
 
-def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | None:
-    """analysis.thread_scaling as a chart of each workload's largest case and a table."""
-    if scaling.empty:
-        return None
-    # One line per workload and data set: its largest case (longest 1-thread time), where
-    # threads have work to share; a line per GEMM size would not read.
+def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Of analysis.thread_scaling, with each benchmark's short name (`benchmark`): the largest
+    case of each workload and data set (its longest 1-thread time), where threads have work to
+    share, as the chart's lines (a line per GEMM size would not read); and every benchmark at
+    its most threads, the table's rows."""
     data = scaling["data"] if "data" in scaling else pd.Series("", index=scaling.index)
     kind = scaling["workload"].astype(str) + " " + data.fillna("").astype(str)
     scaling = scaling.assign(
         kind=kind.str.strip(), benchmark=scaling["base_name"].map(short_benchmark)
     )
     largest = scaling.loc[scaling.groupby("kind")["time_1"].idxmax(), "base_name"]
-    shown = scaling[scaling["base_name"].isin(largest)]
+    most = scaling["threads"] == scaling.groupby("base_name")["threads"].transform("max")
+    return scaling[scaling["base_name"].isin(largest)], scaling[most]
+
+
+def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | None:
+    """analysis.thread_scaling as a chart of each workload's largest case and a table."""
+    if scaling.empty:
+        return None
+    shown, top = thread_cases(scaling)
     chart = Chart(
         kind="lines",
         stem="cpu_threads",
@@ -63,7 +70,6 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
         y_unit="ratio",
         x_ticks="data",
     )
-    top = scaling[scaling["threads"] == scaling.groupby("base_name")["threads"].transform("max")]
     rows = [
         [r["benchmark"], str(int(r["threads"])), fmt_ratio(r["speedup"]),
          fmt_pct(r["efficiency"]) + noise_mark(r)]  # fmt: skip
