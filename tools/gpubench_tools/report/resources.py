@@ -135,12 +135,23 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
 # --- device memory ---------------------------------------------------------------------------
 
 
-def memory_section(ctx: Context) -> dict[str, Any] | None:
-    """Measured peak device memory against the model's bytes, and the largest batches."""
+def memory_rows(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """analysis.memory_agreement with each row's `family` (MEMORY_FAMILIES by its workload), the
+    largest-batch rows (benchmarks/largest_batch.cpp), and the problems of those that did not
+    run (a batch that did not fit)."""
     agreement = analysis.memory_agreement(ctx.summary)
     workload = agreement["workload"].fillna("other")
     agreement = agreement.assign(family=workload.map(lambda w: MEMORY_FAMILIES.get(w, w)))
-    largest = _largest_batch_lines(ctx)
+    skipped = ctx.table.problems
+    if not skipped.empty:
+        skipped = skipped[skipped["name"].str.startswith(LARGEST_BATCH_NAMES)]
+    return agreement, analysis.select(ctx.summary, LARGEST_BATCH), skipped
+
+
+def memory_section(ctx: Context) -> dict[str, Any] | None:
+    """Measured peak device memory against the model's bytes, and the largest batches."""
+    agreement, batches, skipped = memory_rows(ctx)
+    largest = _largest_batch_lines(batches, skipped)
     if agreement.empty and not largest:
         return None
     if agreement.empty:
@@ -204,10 +215,9 @@ def _agreement_sentences(agreement: pd.DataFrame, worst: pd.Series) -> list[str]
     ]
 
 
-def _largest_batch_lines(ctx: Context) -> list[str]:
-    """The largest-batch rows (benchmarks/largest_batch.cpp): the batch the model says fits,
-    the batch that trained and its peak, and the ones that did not fit."""
-    rows = analysis.select(ctx.summary, LARGEST_BATCH)
+def _largest_batch_lines(rows: pd.DataFrame, skipped: pd.DataFrame) -> list[str]:
+    """Of each largest-batch row: the batch the model says fits, the batch that trained and its
+    peak; and the ones that did not fit (`skipped`)."""
     lines = []
     for _, r in rows.iterrows():
         text = f"{short_benchmark(r['name'])}: the model puts the largest batch at "
@@ -223,11 +233,7 @@ def _largest_batch_lines(ctx: Context) -> list[str]:
         if pd.notna(r.get("t_step", math.nan)):
             text += f", {fmt_time(r['t_step'])} per step"
         lines.append(text + f" ({r['measured_on']}).")
-    problems = ctx.table.problems
-    if not problems.empty:
-        skipped = problems[problems["name"].str.startswith(LARGEST_BATCH_NAMES)]
-        lines += [f"{p['name']} did not run: {p['reason']}." for _, p in skipped.iterrows()]
-    return lines
+    return lines + [f"{p['name']} did not run: {p['reason']}." for _, p in skipped.iterrows()]
 
 
 # --- allocation ------------------------------------------------------------------------------
