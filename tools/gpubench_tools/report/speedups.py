@@ -39,7 +39,9 @@ class PathCurve:
 
 @dataclass(frozen=True)
 class MachineTopic:
-    """A topic on one machine: a curve per declared GPU path, or the side without rows."""
+    """A topic on one machine: a PathCurve per declared GPU path (without CPU rows, their fastest
+    GPU rows alone), or none where the machine has no GPU rows; `missing_side` names the side
+    without rows."""
 
     machine: int
     missing_side: str = ""  # "CPU" or "GPU": the side without rows
