@@ -372,3 +372,14 @@ def test_energy_topic_gives_joules_per_step_and_says_the_cpu_side_is_not_recorde
     code, _, err = run(capsys, report_main, str(path), "--out", str(tmp_path / "rep2"))
     md = (tmp_path / "rep2" / "report.md").read_text()
     assert "| graph | 0.01 J | 0.005 J | 0.5x |" in md
+    # The CPU side is the row the speedup pairs with the GPU's: the fastest thread count.
+    for i in range(3):
+        faster = mlp_row("cpu", "openblas", "iris", 120, "10", 10e-6, threads=2)
+        faster.update(repetition_index=i, cpu_energy_j=20000 * 0.008)
+        rows.append(faster)
+    path = write_bench_json(tmp_path / "e3.json", rows, CONTEXT)
+    code, _, err = run(capsys, report_main, str(path), "--out", str(tmp_path / "rep3"))
+    assert code == OK, err
+    md = (tmp_path / "rep3" / "report.md").read_text()
+    assert "CPU side: best of 2 threads." in md
+    assert "| graph | 0.01 J | 0.008 J | 0.8x |" in md

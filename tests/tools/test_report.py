@@ -5,7 +5,6 @@ with CNN and mixed-precision rows). Asserts numbers and structure, not the wordi
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -179,12 +178,12 @@ def test_the_cnn_profile_groups_operations_by_kind(tmp_path: Path) -> None:
     )
     (chart,) = _section(doc, "profile")["charts"]
     assert chart["alt"] == "Where a CNN training step goes, batch 64"
-    from gpubench_tools.report.build import _operation_kind
+    from gpubench_tools.report.gpu_time import operation_kind
     from gpubench_tools.report.topics import TOPICS
 
     (profile,) = [t.profile for t in TOPICS if t.profile is not None]
     kinds = {
-        _operation_kind(f"t_op:{op}", profile.kinds)
+        operation_kind(f"t_op:{op}", profile.kinds)
         for op in (
             "conv2.weight_gradient",
             "fc1.forward",

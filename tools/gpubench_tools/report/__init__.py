@@ -3,8 +3,11 @@
 `cli` is the command line and `build_report`. Everything reads one table (`..table`): `topics`
 declares the workloads compared, `analysis` computes speedups, crossovers, the four-part
 breakdown of the GPU time, the model's error and thread scaling, `charts` draws a few generic
-chart kinds, `build` assembles the document, and `render` fills the Jinja2 templates in
-`templates/`. Run it as `python -m gpubench_tools.report` or `gpubench-report`.
+chart kinds. `build` runs the pipeline, each section's data first and its words after:
+`speedups` (the answer and a section per topic), `gpu_time` (the breakdown, the step profile,
+the model), `resources` (threads, peers, memory, allocation, energy, what did not run), with
+`words` saying each number; `render` fills the Jinja2 templates in `templates/`. Run it as
+`python -m gpubench_tools.report` or `gpubench-report`.
 """
 
 from .cli import PROG, build_report, main

@@ -20,25 +20,10 @@ from ..overhead_model import OverheadModel, gemm_rows, gpu_peak
 from ..table import num
 from .topics import TRAINING_WORKLOADS
 
-__all__ = [
-    "NOISY_SPREAD",
-    "FEW_REPETITIONS",
-    "SIZE_BANDS",
-    "LIBRARY_COST_MAX_SIZE",
-    "Crossover",
-    "ModelBias",
-    "select",
-    "speedup_curve",
-    "crossover",
-    "breakdown",
-    "dominant_by_range",
-    "model_bias",
-    "thread_scaling",
-    "flagged",
-    "memory_agreement",
-    "allocation_costs",
-    "pool_savings",
-]
+__all__ = ["NOISY_SPREAD", "FEW_REPETITIONS", "SIZE_BANDS", "LIBRARY_COST_MAX_SIZE", "PARTS"]
+__all__ += ["Crossover", "Dominant", "ModelBias", "select", "fastest", "speedup_curve", "crossover"]
+__all__ += ["breakdown", "dominant_by_range", "dominant_part", "model_bias", "thread_scaling"]
+__all__ += ["flagged", "memory_agreement", "ALLOC_NAME", "allocation_costs", "pool_savings"]
 
 # A median over fewer repetitions has no spread to speak of: 1 or 2 samples cannot tell a
 # typical run from an outlier (Google Benchmark's own aggregates start being useful at 3).
@@ -72,6 +57,12 @@ def select(summary: pd.DataFrame, filt: dict[str, Any]) -> pd.DataFrame:
             match |= values.isna() if option is None else (values == option).fillna(False)
         keep &= match.astype(bool)
     return summary[keep]
+
+
+def fastest(rows: pd.DataFrame, keys: list[str], time_col: str) -> pd.DataFrame:
+    """The fastest row at each key: the best GPU path (eager, graph, fused) of a size."""
+    rows = rows.dropna(subset=[time_col])
+    return rows.loc[rows.groupby(keys, dropna=False)[time_col].idxmin()] if len(rows) else rows
 
 
 def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
@@ -116,6 +107,7 @@ def speedup_curve(
     the GPU. `speedup_low`/`speedup_high` pair the slowest CPU repetition with the fastest GPU
     one and back, the widest band the repetitions allow. Use time_col="t_step" for training
     rows. Rows pair within a machine (`machine` joins the keys where the table has it).
+    `cpu_row` and `gpu_row` are the labels of the `summary` rows paired, for what else they hold.
     """
     keys = (["machine"] if "machine" in summary and "machine" not in keys else []) + list(keys)
     sides = []
@@ -131,6 +123,7 @@ def speedup_curve(
                 f"{side}_repetitions": num(rows, "repetitions"),
                 f"{side}_measured_on": rows.get("measured_on"),
                 f"{side}_file": rows.get("file"),
+                f"{side}_row": rows.index,
                 f"{side}_few": rows["_few"],
                 f"{side}_noisy": rows["_noisy"],
                 f"{side}_disturbed": rows["_disturbed"],
@@ -277,6 +270,30 @@ def dominant_by_range(breakdown_rows: pd.DataFrame, x: str) -> pd.DataFrame:
             "rows": grouped.size(),
         }
     ).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Dominant:
+    """The part of the GPU time (the breakdown's `dominant`) that is largest most often over a
+    speedup curve's sizes. `part` None: the GPU rows have no parts (`no_parts`), or none at
+    these sizes; `where_it_loses`: counted over the sizes where the GPU loses only."""
+
+    part: str | None
+    where_it_loses: bool = False
+    no_parts: bool = False
+
+
+def dominant_part(curve: pd.DataFrame, parts: pd.DataFrame, keys: list[str]) -> Dominant:
+    """Over the sizes where the GPU loses when it loses somewhere (what to remove to win there),
+    else over every size; `parts` are the breakdown rows of the curve's GPU rows, with `keys`."""
+    if parts.empty:
+        return Dominant(None, no_parts=True)
+    slower = curve[curve["speedup"] < 1]
+    where = slower if len(slower) else curve
+    joined = where[keys].merge(parts, on=keys, how="inner")
+    if joined.empty:
+        return Dominant(None)
+    return Dominant(joined["dominant"].mode().iloc[0], 0 < len(slower) < len(curve))
 
 
 @dataclass

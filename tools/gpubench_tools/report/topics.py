@@ -477,6 +477,10 @@ MEMORY_FAMILIES: dict[str, str] = {
     "memory": "largest batch",
     "overhead": "allocation probes",
 }
+# The largest-batch rows (benchmarks/largest_batch.cpp): their filter, and the start of their
+# names, which also names those that did not run (a batch that did not fit is skipped).
+LARGEST_BATCH: dict[str, Any] = {"variant": "largest_batch"}
+LARGEST_BATCH_NAMES = "memory/"
 
 # The hardware appendix: (name a person reads, context key, unit), in the order one scans a machine.
 # A value with a unit is printed in it (bytes as GiB, rates as GB/s, clocks as GHz).

@@ -1,0 +1,109 @@
+"""What every section of the report reads: the table and its summary, the machines by their
+device names, the input files by their short names, and the folder the charts go to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+
+from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name, summarize
+from . import analysis
+from .charts import Chart, draw
+
+# The medians of too few repetitions the report states, each as (whose: this run or the
+# reference run, side: "cpu" or "gpu", file).
+Thin = set[tuple[str, str, str]]
+
+
+def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
+    """Per machine: its CPU and GPU names and whose measurement each side is."""
+    labels = {}
+    for index, m in table.machines.iterrows():
+        tag = f" ({m['tag']})" if m.get("tag") else ""
+        gpu_where = (
+            f"{REFERENCE_RUN}, {m['gpu_date'] or 'undated'}" if m["gpu_reference"] else THIS_RUN
+        )
+        gpu = short_gpu_name(m["gpu"]) if m["gpu"] else "no GPU"
+        cpu = short_cpu_name(m["cpu"])
+        labels[int(index)] = {
+            "cpu": cpu + tag,
+            "gpu": gpu + tag,
+            "gpu_where": gpu_where,
+            "cpu_where": THIS_RUN,
+            "pair": f"{cpu} vs {gpu}{tag}",
+        }
+    return labels
+
+
+def distinct_names(paths: list[str]) -> dict[str, str]:
+    """Each path by its shortest distinct tail: the file name where that tells the files apart,
+    else as many parent folders as it takes (two runs' `bench.json` as `a/bench.json` and
+    `b/bench.json`)."""
+    parts = {p: Path(p).parts or (p,) for p in dict.fromkeys(paths)}
+    names: dict[str, str] = {}
+    for path, own in parts.items():
+        for depth in range(1, len(own) + 1):
+            tail = own[-depth:]
+            if all(other[-depth:] != tail for o, other in parts.items() if o != path):
+                break
+        names[path] = str(Path(*tail))
+    return names
+
+
+def _file_names(table: Table) -> dict[str, str]:
+    """Every file the report may name (inputs, reference files, files with problems), by its
+    shortest distinct tail."""
+    files = [f for m in table.machines.itertuples() for f in m.files]
+    files += [f for m in table.machines.itertuples() if m.gpu_reference for f in m.gpu_files]
+    if len(table.rows):
+        files += list(table.rows["file"].unique())
+    if len(table.problems):
+        files += list(table.problems["file"].unique())
+    return distinct_names([str(f) for f in files])
+
+
+@dataclass(frozen=True)
+class Context:
+    table: Table
+    out: Path  # the folder the charts are written into
+    summary: pd.DataFrame  # table.summarize(): a row per benchmark and machine
+    labels: dict[int, dict[str, str]]  # per machine index: _machine_labels
+    breakdown: pd.DataFrame  # analysis.breakdown of the summary: the four parts of GPU times
+    file_names: dict[str, str]  # every file by its shortest distinct tail
+
+    @classmethod
+    def of(cls, table: Table, out: Path) -> Context:
+        summary = summarize(table.rows)
+        parts = analysis.breakdown(summary) if len(summary) else pd.DataFrame()
+        return cls(table, out, summary, _machine_labels(table), parts, _file_names(table))
+
+    @property
+    def several(self) -> bool:
+        """Several machines: their charts overlay them, their answer rows name them."""
+        return len(self.labels) > 1
+
+    def subtitle(self, gpu: bool = True) -> str:
+        """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
+        if self.several:
+            return "Machines: " + "; ".join(n["pair"] for n in self.labels.values())
+        (n,) = self.labels.values()
+        cpu = f"CPU: {n['cpu']} ({n['cpu_where']})"
+        return f"{cpu} · GPU: {n['gpu']} ({n['gpu_where']})" if gpu else cpu
+
+    def pairs(self, rows: pd.DataFrame) -> pd.Series:
+        """Each row's machine, by its device names (the facet of charts of several machines)."""
+        return rows["machine"].map(lambda m: self.labels[int(m)]["pair"])
+
+    def chart(self, chart: Chart, data: pd.DataFrame, caption: str) -> dict[str, str]:
+        """The chart drawn into `out`, as the document names it; without a subtitle of its own,
+        with the one that says whose numbers it shows."""
+        stem = draw(replace(chart, subtitle=chart.subtitle or self.subtitle()), data, self.out)
+        return {"png": f"{stem}.png", "svg": f"{stem}.svg", "alt": chart.title, "caption": caption}
+
+    def thin_rows(self, names: pd.Series, side: str) -> Thin:
+        """Rows by benchmark name as (whose: this run or the reference run, side, file): the
+        thin medians the † footnote names."""
+        rows = self.summary[self.summary["name"].isin(set(names))]
+        return {(str(w), side, str(f)) for w, f in zip(rows["measured_on"], rows["file"])}

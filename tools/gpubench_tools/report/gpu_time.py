@@ -1,0 +1,329 @@
+"""Where the GPU time goes: the four parts of each GPU time by topic, a training step operation
+by operation, and the model of the fixed costs with its error.
+
+Each section selects its rows (analysis, the topics' declarations) before it says them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..overhead_model import OverheadModel, build_model
+from ..units import fmt_pct, fmt_size, fmt_time
+from . import analysis
+from .charts import Chart
+from .context import Context
+from .topics import PART_LABELS, TOPICS, TRAINING_WORKLOADS, PartsChart, StepProfile
+from .words import path_name, section, short_benchmark, table
+
+
+def breakdown_section(ctx: Context) -> dict[str, Any] | None:
+    """A chart and a table per topic that declares its parts, with sentences where by size."""
+    parts = ctx.breakdown
+    if parts.empty:
+        return None
+    charts, paragraphs, tables = [], [], []
+    for view in (t.parts for t in TOPICS if t.parts is not None):
+        if view.size is not None:
+            rows = _size_rows(view, parts)
+            if rows is None:
+                continue
+            paragraphs += _largest_part_sentences(view, rows)
+            size = str(view.size)
+            rows = rows.assign(
+                size=rows[size].map(lambda v: f"{size}={fmt_size(v)}"), pair=ctx.pairs(rows)
+            )
+            charts.append(_parts_chart(ctx, view, view.title, "size", view.size_label, rows))
+            tables.append(_parts_table(rows, size, size))
+        else:
+            shown = _path_rows(view, parts)
+            if shown is None:
+                continue
+            rows, title = shown
+            # One bar per path: a net measured at several sizes shows its first.
+            rows = rows.assign(pair=ctx.pairs(rows)).drop_duplicates(["pair", "path"])
+            charts.append(_parts_chart(ctx, view, title, "path", "", rows))
+            tables.append(_parts_table(rows, "path", "GPU path"))
+    return section(
+        "breakdown",
+        "Where the GPU time goes",
+        paragraphs,
+        charts,
+        tables,
+        notes=[
+            "Four parts: transfer = t_h2d + t_d2h; overhead = t_overhead (launch, "
+            "synchronisation, API calls); under-utilisation = t_compute − flop / peak; "
+            "work at peak = flop / peak, with the GPU's peak for the row's precision. "
+            "Rows without a flop count or peak keep three parts (compute unsplit)."
+        ],
+    )
+
+
+def _size_rows(view: PartsChart, parts: pd.DataFrame) -> pd.DataFrame | None:
+    """The view's rows at the sizes it shows, smallest first; None without any."""
+    size = str(view.size)
+    rows = analysis.select(parts, view.rows)
+    if view.sizes:
+        rows = rows[rows[size].isin(view.sizes)] if size in rows else rows[:0]
+    return None if rows.empty else rows.sort_values(size)
+
+
+def _path_rows(view: PartsChart, parts: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
+    """The view's rows with their GPU path and variant (`path`), and the chart's title; None
+    without any."""
+    rows, title = analysis.select(parts, view.rows), view.title
+    if rows.empty and view.any_training_title is not None:
+        rows = parts[parts["workload"].isin(TRAINING_WORKLOADS)].head(12)
+        title = view.any_training_title
+    if rows.empty:
+        return None
+    precision = rows["precision"].where(rows["precision"] != "fp32", "")
+    path = rows["name"].map(path_name) + " " + precision.fillna("")
+    return rows.assign(path=path.str.strip()), title
+
+
+def _largest_part_sentences(view: PartsChart, rows: pd.DataFrame) -> list[str]:
+    """Which part is the largest over which range of sizes, and which half of the compute."""
+    size = str(view.size)
+    compute = rows.assign(
+        dominant=np.where(
+            rows["work_at_peak"] > rows["under_utilisation"], "work_at_peak", "under_utilisation"
+        )
+    )
+
+    def said(parts: pd.DataFrame, larger: str) -> str:
+        return "; ".join(
+            f"{PART_LABELS[r['dominant']]} is {larger} for {size} "
+            f"{fmt_size(r['x_from'])}–{fmt_size(r['x_to'])}"
+            for _, r in analysis.dominant_by_range(parts, size).iterrows()
+        )
+
+    return [
+        f"{view.lead}: {said(rows, 'the largest part')}.",
+        f"Within the compute time: {said(compute, 'larger')}.",
+    ]
+
+
+def _parts_chart(
+    ctx: Context, view: PartsChart, title: str, x: str, x_label: str, rows: pd.DataFrame
+) -> dict[str, str]:
+    """The four parts as shares of each bar, one panel per machine where there are several.
+    A row without a flop count or a peak stacks its compute time unsplit, so that no bar
+    leaves part of its time out of its 100%."""
+    rows = rows.assign(unsplit=rows["compute"].where(rows["parts"] == 3))
+    parts = [(p, PART_LABELS[p]) for p in analysis.PARTS]
+    if rows["unsplit"].notna().any():
+        parts.append(("unsplit", PART_LABELS["compute"]))
+    chart = Chart(
+        kind="stacked",
+        stem=view.stem,
+        title=title,
+        x=x,
+        parts=tuple(parts),
+        normalize=True,
+        facet="pair" if ctx.several else None,
+        x_label=x_label,
+        y_label=view.y_label,
+    )
+    return ctx.chart(chart, rows, view.caption)
+
+
+def _parts_table(parts: pd.DataFrame, x: str, x_head: str) -> dict[str, Any]:
+    rows = [
+        [str(r[x]) if not isinstance(r[x], float) else fmt_size(r[x])]
+        + [fmt_time(r["transfer"]), fmt_time(r["overhead"])]
+        + (
+            [fmt_time(r["under_utilisation"]), fmt_time(r["work_at_peak"])]
+            if r["parts"] == 4
+            # Three parts: the compute time stands unsplit, with the reason.
+            else [f"{fmt_time(r['compute'])} compute, not split: {r['why']}", "—"]
+        )
+        + [fmt_time(r["total"]), PART_LABELS.get(r["dominant"], r["dominant"])]
+        for _, r in parts.iterrows()
+    ]
+    headers = ["transfer", "overhead", "under-utilisation", "work at peak", "total", "largest"]
+    return table("The four parts of the GPU time (per call or per step)", [x_head] + headers, rows)
+
+
+# --- a training step, operation by operation ------------------------------------------------
+
+
+def operation_kind(column: str, kinds: tuple[tuple[str, str], ...]) -> str:
+    """`t_op:<layer>.<operation>` -> its kind by the profile's declared rules (StepProfile.kinds),
+    else its layer: the profile's operations grouped by what they do."""
+    operation = column.split(":", 1)[1]
+    return next(
+        (kind for pattern, kind in kinds if re.search(pattern, operation)),
+        operation.partition(".")[0],
+    )
+
+
+def step_parts(summary: pd.DataFrame, profile: StepProfile) -> tuple[float, pd.DataFrame] | None:
+    """The profiled batch (the one nearest `profile.batch_near`) and per profiled row at it: its
+    `t_op:` counters summed by kind (a column per kind), its `path`, `name` and `machine`; None
+    without any."""
+    columns = [c for c in summary.columns if c.startswith("t_op:")]
+    rows = analysis.select(summary, profile.rows).dropna(subset=columns[:1])
+    if not columns or rows.empty:
+        return None
+    batch = min(rows["batch"].unique(), key=lambda b: abs(math.log(b / profile.batch_near)))
+    rows = rows[rows["batch"] == batch]
+    kinds: dict[str, list[str]] = {}
+    for column in columns:
+        kinds.setdefault(operation_kind(column, profile.kinds), []).append(column)
+    return batch, rows[["name", "machine"]].assign(
+        **{kind: rows[cols].sum(axis=1, min_count=1) for kind, cols in kinds.items()},
+        path=rows["name"].map(lambda n: short_benchmark(n).split("/", 1)[1]),
+    )
+
+
+def profile_sections(ctx: Context) -> list[dict[str, Any]]:
+    """The step profile of every topic that declares one: where one step goes, by kind."""
+    sections = []
+    for profile in (t.profile for t in TOPICS if t.profile is not None):
+        profiled = step_parts(ctx.summary, profile)
+        if profiled is None:
+            continue
+        batch, parts = profiled
+        kinds = [c for c in parts.columns if c not in ("name", "machine", "path")]
+        chart = Chart(
+            kind="stacked",
+            stem=profile.stem,
+            title=profile.chart_title.format(batch=fmt_size(batch)),
+            x="path",
+            parts=tuple((kind, kind) for kind in kinds),
+            normalize=True,
+            y_label="share of the profiled step",
+        )
+        caption = "From the per-operation counters, by kind."
+        sections.append(
+            section(profile.id, profile.title, charts=[ctx.chart(chart, parts, caption)])
+        )
+    return sections
+
+
+# --- the model of the fixed costs -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FixedCosts:
+    """The model of the GPU's fixed costs (overhead_model) built from the probes, the copy
+    probes that measured a bandwidth (`copy`: direction and host memory, `few`: flagged, by
+    size), and the model's error against the end-to-end GEMMs."""
+
+    model: OverheadModel
+    copies: pd.DataFrame
+    bias: analysis.ModelBias
+
+
+def fixed_costs(summary: pd.DataFrame) -> FixedCosts | None:
+    """The fixed costs of the summary's GPU rows; None without a probe to build a model from."""
+    gpu = summary[summary["backend"] == "gpu"]
+    if gpu.empty:
+        return None
+    model = build_model(gpu)
+    if model.empty:
+        return None
+    copies = analysis.select(gpu, {"probe": ("h2d", "d2h")}).dropna(subset=["bytes_per_s"])
+    if len(copies):
+        copies = copies.assign(
+            copy=copies["probe"].str.upper() + " " + copies["host"].fillna(""),
+            few=analysis.flagged(copies),
+        ).sort_values("bytes")
+    return FixedCosts(model, copies, analysis.model_bias(summary, model))
+
+
+def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | None:
+    """The fixed GPU costs the probes measured, the copies' bandwidth, and the model's error."""
+    if fixed is None:
+        return None
+    costs = [[name, fmt_time(v)] for name, v in fixed.model.launch.items()]
+    costs += [
+        [f"copy {d} ({host}): fixed cost alpha, bandwidth beta",
+         f"{fmt_time(fit.alpha_s)}, {fit.beta_bytes_per_s / 1e9:.3g} GB/s"]  # fmt: skip
+        for (d, host), fit in sorted(fixed.model.copies.items())
+    ]
+    tables = [table("Fixed GPU costs measured by the probes", ["cost", "value"], costs)]
+    charts = []
+    if len(fixed.copies) and not ctx.several:
+        chart = Chart(
+            kind="lines",
+            stem="copies",
+            title="Host-device copies: bandwidth against size",
+            x="bytes",
+            y="bytes_per_s",
+            series="copy",
+            flag="few",
+            log_x=True,
+            log_y=True,
+            x_label="bytes per copy",
+            y_label="bandwidth",
+            x_unit="bytes",
+            y_unit="bytes/s",
+        )
+        caption = "Below alpha x beta bytes the fixed cost alpha dominates."
+        charts.append(ctx.chart(chart, fixed.copies, caption))
+    bias = fixed.bias
+    paragraphs = [bias_sentence(bias)] if len(bias.before) else []
+    tables += [_bias_table(bias)] if len(bias.before) else []
+    return section(
+        "model",
+        "The overhead model and its error",
+        paragraphs,
+        charts,
+        tables,
+        notes=[
+            "Predicted end-to-end GEMM time = copies (alpha + bytes / beta each way) + "
+            "flop / (utilisation × peak) + one launch + one synchronisation. Signed "
+            "error = (predicted − measured) / measured: negative means the model "
+            "under-predicts."
+        ],
+    )
+
+
+def bias_sentence(bias: analysis.ModelBias) -> str:
+    """Where the model under- or over-predicts, from its per-band signed error."""
+    # The sentence tells the fp32 pinned-memory GEMMs (the speedup curve's); the table has all.
+    before = bias.before[(bias.before["dtype"] == "fp32") & (bias.before["host"] == "pinned")]
+    after_rows = bias.after[(bias.after["dtype"] == "fp32") & (bias.after["host"] == "pinned")]
+    if before.empty:
+        before, after_rows = bias.before, bias.after
+    words = [
+        f"{b['band']}: {b['direction']}-predicts by {fmt_pct(abs(b['median']))} "
+        f"(from {b['low']:+.0%} to {b['high']:+.0%})"
+        for _, b in before.iterrows()
+    ]
+    text = "Signed model error of the fp32 pinned GEMMs, per size band: " + "; ".join(words) + "."
+    if bias.library_cost_s:
+        after = "; ".join(f"{b['band']}: {b['median']:+.0%}" for _, b in after_rows.iterrows())
+        text += (
+            f" The model under-predicts most where the work is least: the likely missing term "
+            f"is a fixed cost per GEMM call beyond the launch ({fmt_time(bias.library_cost_s)}, "
+            f"the median kernel-only time less flop / peak at the smallest sizes). Added once "
+            f"per call, the median error becomes {after}."
+        )
+    return text
+
+
+def _bias_table(bias: analysis.ModelBias) -> dict[str, Any]:
+    keys = ["dtype", "host", "band"]
+    merged = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
+    rows = [
+        [f"{b['dtype']} {b['host']}, {b['band']}", str(int(b["rows"])), f"{b['median']:+.0%}",
+         f"{b['low']:+.0%} to {b['high']:+.0%}",
+         f"{b['median_after']:+.0%}" if pd.notna(b.get("median_after")) else "—",
+         f"{b['low_after']:+.0%} to {b['high_after']:+.0%}"
+         if pd.notna(b.get("low_after")) else "—"]  # fmt: skip
+        for _, b in merged.iterrows()
+    ]
+    return table(
+        "Signed error of the model, before and after the per-call library term",
+        ["GEMMs", "count", "median error", "range", "median after", "range after"],
+        rows,
+    )

@@ -1,0 +1,467 @@
+"""The sections on what the machines spend beside the speedups: CPU threads, the peers, device
+memory, allocation, energy, and what did not run.
+
+A section's rows come from `analysis` and the declarations in `topics`; `allocation_costs`,
+`energy_pairs` and the `*_thin` functions are data, the `*_section` functions say it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..table import num
+from ..units import fmt_bytes, fmt_pct, fmt_ratio, fmt_size, fmt_time
+from . import analysis
+from .charts import Chart
+from .context import Context, Thin
+from .speedups import MachineTopic
+from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
+from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
+from .words import FEW_MARK, cell_text, key_text, noise_mark, section, short_benchmark, table
+
+# --- CPU thread scaling ----------------------------------------------------------------------
+
+
+def scaling_thin(ctx: Context, scaling: pd.DataFrame) -> Thin:
+    """The thread-scaling rows that are medians of too few repetitions."""
+    if scaling.empty:
+        return set()
+    return ctx.thin_rows(scaling.loc[scaling["few_samples"].astype(bool), "name"], "cpu")
+
+
+def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Of analysis.thread_scaling, with each benchmark's short name (`benchmark`): the largest
+    case of each workload and data set (its longest 1-thread time), where threads have work to
+    share, as the chart's lines (a line per GEMM size would not read); and every benchmark at
+    its most threads, the table's rows."""
+    data = scaling["data"] if "data" in scaling else pd.Series("", index=scaling.index)
+    kind = scaling["workload"].astype(str) + " " + data.fillna("").astype(str)
+    scaling = scaling.assign(
+        kind=kind.str.strip(), benchmark=scaling["base_name"].map(short_benchmark)
+    )
+    largest = scaling.loc[scaling.groupby("kind")["time_1"].idxmax(), "base_name"]
+    most = scaling["threads"] == scaling.groupby("base_name")["threads"].transform("max")
+    return scaling[scaling["base_name"].isin(largest)], scaling[most]
+
+
+def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | None:
+    """analysis.thread_scaling as a chart of each workload's largest case and a table."""
+    if scaling.empty:
+        return None
+    shown, top = thread_cases(scaling)
+    chart = Chart(
+        kind="lines",
+        stem="cpu_threads",
+        title="CPU speedup with threads (the largest case of each workload)",
+        subtitle=ctx.subtitle(gpu=False),
+        x="threads",
+        y="speedup",
+        series="benchmark",
+        y_low="speedup_low",
+        y_high="speedup_high",
+        flag="flagged",
+        diagonal=True,
+        x_label="threads",
+        y_label="time with 1 thread / time",
+        y_unit="ratio",
+        x_ticks="data",
+    )
+    rows = [
+        [r["benchmark"], str(int(r["threads"])), fmt_ratio(r["speedup"]),
+         fmt_pct(r["efficiency"]) + noise_mark(r)]  # fmt: skip
+        for _, r in top.sort_values("efficiency").iterrows()
+    ]
+    worst, best = top["efficiency"].min(), top["efficiency"].max()
+    said = (
+        "Every speedup above compares the GPU with the fastest CPU thread count measured at "
+        "that size. With all its threads, each CPU benchmark measured at several thread counts "
+        f"reaches {fmt_pct(worst)} to {fmt_pct(best)} of ideal scaling (efficiency = speedup "
+        "over 1 thread / threads)."
+    )
+    caption = "Every benchmark at its most threads, least efficient first"
+    return section(
+        "threads",
+        "The CPU on all its cores",
+        [said],
+        [ctx.chart(chart, shown, "The dashed diagonal is ideal scaling.")],
+        [table(caption, ["benchmark", "threads", "speedup", "efficiency"], rows)],
+    )
+
+
+# --- against PyTorch -------------------------------------------------------------------------
+
+
+def peers_section(ctx: Context) -> dict[str, Any] | None:
+    """The suite's own paths against the same work in PyTorch, where a run has its rows."""
+    tables = []
+    for peer in PEERS:
+        ours = analysis.select(ctx.summary, peer.ours)
+        theirs = analysis.select(ctx.summary, peer.peer)
+        if ours.empty or theirs.empty:
+            continue
+        keys = [k for k in peer.keys if k in ours and k in theirs]
+        # Pair with the curve of the answer: "cpu" is the peer, "gpu" is ours, so the
+        # speedup is PyTorch's time over ours.
+        both = pd.concat([theirs.assign(side="peer"), ours.assign(side="ours")])
+        curve = analysis.speedup_curve(
+            both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col
+        )
+        if curve.empty:
+            continue
+        rows = [
+            [" ".join(f"{k}={cell_text(r[k])}" for k in keys),
+             fmt_time(r["gpu_time"]), fmt_time(r["cpu_time"]),
+             f"{fmt_ratio(r['speedup'])}{noise_mark(r)}"]  # fmt: skip
+            for _, r in curve.iterrows()
+        ]
+        first, second = peer.names
+        headers = ["case", first, second, f"{second} / {first}"]
+        tables.append(table(peer.title, headers, rows))
+    if not tables:
+        return None
+    said = (
+        "The same work two ways, each ratio the second time over the first: PyTorch "
+        "(tools/reference/, measured in the same session as the suite's rows) over the suite, "
+        "above 1x the suite is faster; fp32 over bf16 or fp16 on the same path, above 1x mixed "
+        "precision pays."
+    )
+    return section("peers", "Against PyTorch, and mixed precision against fp32", [said], [], tables)
+
+
+# --- device memory ---------------------------------------------------------------------------
+
+
+def memory_rows(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """analysis.memory_agreement with each row's `family` (MEMORY_FAMILIES by its workload), the
+    largest-batch rows (benchmarks/largest_batch.cpp), and the problems of those that did not
+    run (a batch that did not fit)."""
+    agreement = analysis.memory_agreement(ctx.summary)
+    workload = agreement["workload"].fillna("other")
+    agreement = agreement.assign(family=workload.map(lambda w: MEMORY_FAMILIES.get(w, w)))
+    skipped = ctx.table.problems
+    if not skipped.empty:
+        skipped = skipped[skipped["name"].str.startswith(LARGEST_BATCH_NAMES)]
+    return agreement, analysis.select(ctx.summary, LARGEST_BATCH), skipped
+
+
+def memory_section(ctx: Context) -> dict[str, Any] | None:
+    """Measured peak device memory against the model's bytes, and the largest batches."""
+    agreement, batches, skipped = memory_rows(ctx)
+    largest = _largest_batch_lines(batches, skipped)
+    if agreement.empty and not largest:
+        return None
+    if agreement.empty:
+        return section("memory", "Device memory", largest)
+    # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
+    distance = np.log(agreement["ratio"]).abs()
+    by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
+    chart = Chart(
+        kind="lines",
+        stem="memory_model",
+        title="Peak device memory: measured against the model",
+        x="device_bytes_model",
+        y="device_bytes_peak",
+        series="family",
+        connect=False,
+        diagonal=True,
+        diagonal_label="measured = model",
+        log_x=True,
+        log_y=True,
+        x_unit="bytes",
+        y_unit="bytes",
+        x_label="model (bytes the shapes call for)",
+        y_label="measured peak",
+    )
+    caption = "One marker per benchmark; above the diagonal it held more than modelled."
+    rows = [
+        [short_benchmark(r["name"]), fmt_bytes(r["device_bytes_model"]),
+         fmt_bytes(r["device_bytes_peak"]), fmt_ratio(r["ratio"]), r["measured_on"]]  # fmt: skip
+        for _, r in by_distance.iterrows()
+    ]
+    headers = ["benchmark", "model", "measured peak", "measured over model", "measured on"]
+    table_caption = "Device memory: model and measured peak, largest disagreement first"
+    return section(
+        "memory",
+        "Device memory",
+        _agreement_sentences(agreement, by_distance.iloc[0]) + largest,
+        [ctx.chart(chart, agreement, caption)],
+        [table(table_caption, headers, rows)],
+    )
+
+
+def _agreement_sentences(agreement: pd.DataFrame, worst: pd.Series) -> list[str]:
+    """How far the measured peaks are from the model, by family, and the farthest."""
+    ratios = agreement["ratio"]
+    within = ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT)
+    families = "; ".join(
+        f"{family} {fmt_ratio(r.median())}"
+        + (f" ({fmt_ratio(r.min())} to {fmt_ratio(r.max())}, {len(r)} rows)"
+           if len(r) > 1 else "")
+        for family, r in ratios.groupby(agreement["family"], sort=False)
+    )  # fmt: skip
+    return [
+        f"Over {len(agreement)} GPU benchmarks the measured peak (cudaMemGetInfo around "
+        f"the benchmark) is {fmt_ratio(ratios.median())} the bytes its shapes call for "
+        f"at the median, within {fmt_pct(MEMORY_AGREEMENT - 1)} of them in "
+        f"{int(within.sum())}. Measured over model, by workload: {families}.",
+        f"The largest disagreement is {short_benchmark(worst['name'])}: "
+        f"{fmt_bytes(worst['device_bytes_peak'])} measured against "
+        f"{fmt_bytes(worst['device_bytes_model'])} modelled "
+        f"({fmt_ratio(worst['ratio'])}).",
+    ]
+
+
+def _largest_batch_lines(rows: pd.DataFrame, skipped: pd.DataFrame) -> list[str]:
+    """Of each largest-batch row: the batch the model says fits, the batch that trained and its
+    peak; and the ones that did not fit (`skipped`)."""
+    lines = []
+    for _, r in rows.iterrows():
+        text = f"{short_benchmark(r['name'])}: the model puts the largest batch at "
+        text += fmt_size(r.get("batch_largest", math.nan))
+        free, peak = r.get("device_bytes_free", math.nan), r.get("device_bytes_peak", math.nan)
+        if pd.notna(free):
+            text += f" in {fmt_bytes(free)} of free device memory"
+        text += f"; it trained at batch {fmt_size(r['batch'])}"
+        if pd.notna(peak):
+            text += f" with a measured peak of {fmt_bytes(peak)}"
+            if pd.notna(free) and free > 0:
+                text += f" ({fmt_pct(peak / free)} of the free memory)"
+        if pd.notna(r.get("t_step", math.nan)):
+            text += f", {fmt_time(r['t_step'])} per step"
+        lines.append(text + f" ({r['measured_on']}).")
+    return lines + [f"{p['name']} did not run: {p['reason']}." for _, p in skipped.iterrows()]
+
+
+# --- allocation ------------------------------------------------------------------------------
+
+
+def allocation_costs(ctx: Context) -> pd.DataFrame:
+    """analysis.allocation_costs with each probe's `call` (what it is, ALLOCATION_PROBES) and
+    `few_samples`, in the declared order of the calls per machine, then by size."""
+    costs = analysis.allocation_costs(ctx.table.rows)
+    if costs.empty:
+        return costs
+    costs = costs.assign(
+        call=costs["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
+        few_samples=costs["repetitions"] < analysis.FEW_REPETITIONS,
+    )
+    # The declared order of the calls; a probe the report does not know yet goes last.
+    order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
+    costs["order"] = costs["probe"].map(order).fillna(len(order))
+    return costs.sort_values(["machine", "order", "bytes"])
+
+
+def allocation_thin(ctx: Context, costs: pd.DataFrame) -> Thin:
+    """The allocation probes whose costs are medians of too few repetitions."""
+    if costs.empty:
+        return set()
+    thin = costs.loc[costs["few_samples"].astype(bool)]
+    probes = ctx.summary["name"].str.extract(analysis.ALLOC_NAME)
+    rows: Thin = set()
+    for machine, probe, size in zip(thin["machine"], thin["probe"], thin["bytes"]):
+        at = (probes["probe"] == probe) & (pd.to_numeric(probes["bytes"]) == size)
+        at &= ctx.summary["machine"] == machine
+        rows |= ctx.thin_rows(ctx.summary.loc[at, "name"], "gpu")
+    return rows
+
+
+def _alloc_cost(row: pd.Series) -> str:
+    tail = row["slowest_decile_s"]
+    decile = f", slowest decile {fmt_time(tail)}" if pd.notna(tail) else ""
+    return f"{fmt_time(row['time_s'])} at {fmt_bytes(row['bytes'])}{decile}"
+
+
+def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
+    """Each call's cost at the smallest and largest size, what a pool saves, the worst tail."""
+    paragraphs = []
+    for machine, rows in costs.groupby("machine", sort=False):
+        ends = []
+        for call, c in rows.groupby("call", sort=False):
+            first, last = c.iloc[0], c.iloc[-1]
+            ends.append(f"{call} {_alloc_cost(first)}"
+                        + (f", {_alloc_cost(last)}" if len(c) > 1 else ""))  # fmt: skip
+        where = ctx.labels[int(machine)]["gpu_where"]
+        paragraphs.append(
+            f"Host time per call, median over repetitions ({where}): " + "; ".join(ends) + "."
+        )
+    savings = analysis.pool_savings(costs)
+    if not savings.empty:
+        text = ", ".join(
+            f"{fmt_ratio(r['saving'])} at {fmt_bytes(r['bytes'])}" for _, r in savings.iterrows()
+        )
+        paragraphs.append(
+            "A warm pool's allocate-and-free (cudaMallocAsync + cudaFreeAsync) against "
+            f"cudaMalloc + cudaFree, (cudaMalloc + cudaFree) / pool: {text}. Above 1x a "
+            "caching allocator saves that factor per buffer a step allocates."
+        )
+    tails = costs.dropna(subset=["slowest_decile_s"])
+    if not tails.empty:
+        tail_ratio = tails["slowest_decile_s"] / tails["time_s"]
+        tail = tails.loc[tail_ratio.idxmax()]
+        paragraphs.append(
+            f"The slowest decile is at most {fmt_ratio(tail_ratio.max())} "
+            f"the median ({tail['call']} at {fmt_bytes(tail['bytes'])}: "
+            f"{fmt_time(tail['slowest_decile_s'])} against {fmt_time(tail['time_s'])})."
+        )
+    return paragraphs
+
+
+def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | None:
+    """What a cudaMalloc, cudaFree or pinned allocation costs the host per call, against the
+    warm pool of cudaMallocAsync (what a caching allocator saves)."""
+    if costs.empty:
+        return None
+    chart = Chart(
+        kind="lines",
+        stem="allocation",
+        title="What an allocation costs the host, per call",
+        x="bytes",
+        y="time_s",
+        series="call",
+        y_low="time_s",
+        y_high="slowest_decile_s",
+        band_label="median to slowest decile",
+        flag="few_samples",
+        flag_label="hollow marker: fewer than 3 repetitions",
+        log_x=True,
+        log_y=True,
+        x_unit="bytes",
+        y_unit="s",
+        x_label="bytes per allocation",
+        y_label="host time per call",
+    )
+    rows = [
+        [r["call"], fmt_bytes(r["bytes"]), fmt_time(r["time_s"])
+         + (FEW_MARK if r["few_samples"] else ""),
+         fmt_time(r["slowest_decile_s"]) if pd.notna(r["slowest_decile_s"]) else "—",
+         str(int(r["repetitions"]))]  # fmt: skip
+        for _, r in costs.iterrows()
+    ]
+    headers = ["call", "bytes", "median", "slowest decile", "repetitions"]
+    return section(
+        "allocation",
+        "What allocation costs",
+        _allocation_sentences(ctx, costs),
+        [ctx.chart(chart, costs, "The band runs up to the slowest decile.")],
+        [table("Host time per call", headers, rows)],
+    )
+
+
+# --- energy ----------------------------------------------------------------------------------
+
+
+def _joules(rows: pd.DataFrame, counter: str, energy: EnergyTopic) -> pd.Series:
+    """Joules per unit of work: the counter over the units per iteration (one where none)."""
+    if counter not in rows:
+        return pd.Series(math.nan, index=rows.index)
+    units = num(rows, energy.per)
+    return num(rows, counter) / (units.where(units > 0, 1.0) if energy.per in rows else 1.0)
+
+
+def energy_pairs(
+    ctx: Context, topics: dict[str, list[MachineTopic]], energy: EnergyTopic = ENERGY
+) -> list[tuple[Topic, pd.DataFrame]]:
+    """Per topic of the energy topic, from its pairs (`topics`: speedups.topic_pairs by topic
+    id): the fastest GPU row of its last path at each machine and size where it has energy,
+    with its `gpu_j`, and the `cpu_j` of the CPU row its speedup pairs it with (NaN without
+    one), sorted by machine and size."""
+    s = ctx.summary
+    if energy.gpu_counter not in s or not s[energy.gpu_counter].notna().any():
+        return []
+    pairs = []
+    for topic in (t for t in TOPICS if t.id in energy.topics):
+        keys, frames = list(topic.keys), []
+        for path in (m.paths[-1] for m in topics[topic.id] if m.paths):
+            if path.gpu is None:
+                continue
+            gpu = path.gpu[path.gpu[energy.gpu_counter].notna()]
+            gpu = gpu.assign(gpu_j=_joules(gpu, energy.gpu_counter, energy))
+            if path.curve is None:
+                frames.append(gpu.assign(cpu_j=math.nan))
+                continue
+            cpu_j = _joules(s.loc[path.curve["cpu_row"]], energy.cpu_counter, energy)
+            paired = path.curve[keys].assign(cpu_j=cpu_j.to_numpy())
+            frames.append(gpu.merge(paired, on=keys, how="left"))
+        both = pd.concat(frames) if frames else pd.DataFrame()
+        if len(both):
+            pairs.append((topic, both.sort_values(["machine", *keys])))
+    return pairs
+
+
+def _cpu_energy_absent(ctx: Context, energy: EnergyTopic) -> str:
+    """Why no CPU row has energy, in the CPU runs' own words where their context says."""
+    reasons = {
+        str(m["context"].get(energy.cpu_absent_context))
+        for _, m in ctx.table.machines.iterrows()
+        if isinstance(m["context"], dict) and m["context"].get(energy.cpu_absent_context)
+    }
+    said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
+    return f"not recorded ({'; '.join(said)})" if said else energy.cpu_absent
+
+
+def energy_section(
+    ctx: Context, pairs: list[tuple[Topic, pd.DataFrame]], energy: EnergyTopic = ENERGY
+) -> dict[str, Any] | None:
+    """Joules per unit of work on each side of the energy pairs; the CPU side's energy where
+    recorded, else why not."""
+    rows, compared = [], 0
+    for topic, frame in pairs:
+        for _, r in frame.iterrows():
+            cpu_j, gpu_j = r["cpu_j"], r["gpu_j"]
+            has_cpu = pd.notna(cpu_j)
+            compared += bool(has_cpu)
+            size = ", ".join(f"{k} {key_text(r[k])}" for k in topic.keys if pd.notna(r.get(k)))
+            rows.append(
+                [topic.title, size, str(r.get("variant") or "—"), f"{gpu_j:.3g} J",
+                 f"{cpu_j:.3g} J" if has_cpu else "not recorded",
+                 fmt_ratio(cpu_j / gpu_j) if has_cpu and gpu_j > 0 else "—"]  # fmt: skip
+            )
+    if not rows:
+        return None
+    cpu_said = (
+        f"CPU energy: {_cpu_energy_absent(ctx, energy)}."
+        if not compared
+        else f"CPU energy compared at {compared} of {len(rows)} sizes."
+    )
+    unit = energy.unit_name
+    said = (
+        f"Joules per {unit}: the GPU's energy counter (NVML) over each repetition's timed "
+        f"loop, per {unit}, at the fastest GPU path of each size (as in the speedups). {cpu_said}"
+    )
+    headers = ["workload", "size", "GPU path", f"GPU J/{unit}", f"CPU J/{unit}"]
+    caption = f"Energy per {unit} (median over repetitions)"
+    return section(
+        energy.id,
+        energy.title,
+        [said],
+        [],
+        [table(caption, headers + ["CPU / GPU energy"], rows)],
+    )
+
+
+# --- what did not run ------------------------------------------------------------------------
+
+
+def problems_section(ctx: Context) -> dict[str, Any] | None:
+    problems = ctx.table.problems
+    if problems.empty:
+        return None
+    details = [
+        {
+            "summary": f"{len(group)} {status} in {ctx.file_names[str(file)]}: {reason}",
+            "items": sorted(group["name"]),
+        }
+        for (file, status, reason), group in problems.groupby(["file", "status", "reason"])
+    ]
+    said = (
+        f"{len(problems)} benchmarks have no measurement: a failed row reported an error, a "
+        "skipped one did not fit or is not supported on this machine, an invalid one wrote "
+        "values that cannot be a time."
+    )
+    return section(
+        "problems", "Failed, skipped and invalid benchmarks", [said], [], [], details=details
+    )

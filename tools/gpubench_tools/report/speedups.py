@@ -1,0 +1,374 @@
+"""The answer and a section per topic: the GPU against the CPU, path by path, size by size.
+
+`topic_pairs` is the data (per machine and GPU path: the speedup curve, where it crosses 1, what
+dominates the GPU time); `answer_rows` and `topic_section` say it, the latter with its charts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..units import fmt_ratio, fmt_size, fmt_time
+from . import analysis
+from .charts import Chart
+from .context import Context, Thin
+from .topics import PART_MEANINGS, GpuPath, Topic
+from .words import crossover_text, noise_mark, section, speedup_text, table, threads_text, wins_at
+
+
+@dataclass(frozen=True)
+class PathCurve:
+    """One GPU path of a topic against the CPU on one machine: `gpu` its fastest GPU row at each
+    size (None without any), the side the speedup and the energy pair with the CPU. Without
+    pairs `curve` is None. With them: `curve` is analysis.speedup_curve with the GPU row's
+    `gpu_variant` and the `machine`; `main` the sizes the answer speaks for (a topic with series:
+    its longest, `series_value`); `cross` where `main` crosses 1; `dominant` the part of the GPU
+    time that is largest most often."""
+
+    path: GpuPath
+    gpu: pd.DataFrame | None = None
+    curve: pd.DataFrame | None = None
+    main: pd.DataFrame | None = None
+    series_value: Any = None
+    cross: analysis.Crossover | None = None
+    dominant: analysis.Dominant | None = None
+
+
+@dataclass(frozen=True)
+class MachineTopic:
+    """A topic on one machine: a PathCurve per declared GPU path (without CPU rows, their fastest
+    GPU rows alone), or none where the machine has no GPU rows; `missing_side` names the side
+    without rows."""
+
+    machine: int
+    missing_side: str = ""  # "CPU" or "GPU": the side without rows
+    paths: tuple[PathCurve, ...] = ()
+
+
+def _path_curve(
+    parts: pd.DataFrame, topic: Topic, path: GpuPath, machine: int, cpu: pd.DataFrame,
+    gpu: pd.DataFrame,
+) -> PathCurve:  # fmt: skip
+    """One GPU path's rows (`gpu`) against the CPU's; `parts`: the breakdown of the GPU rows."""
+    if gpu.empty:
+        return PathCurve(path)
+    keys = list(topic.keys)
+    gpu = analysis.fastest(gpu, keys, topic.time_col)
+    if cpu.empty:
+        return PathCurve(path, gpu)
+    curve = analysis.speedup_curve(
+        pd.concat([cpu, gpu]), {"backend": "cpu"}, {"backend": "gpu"}, keys, topic.time_col
+    )
+    if curve.empty:
+        return PathCurve(path, gpu)
+    variants = gpu[keys + ["variant"]].rename(columns={"variant": "gpu_variant"})
+    curve = curve.merge(variants, on=keys, how="left").sort_values(keys).assign(machine=machine)
+    # A topic with series (a training sweep's hidden widths) answers for its longest series:
+    # the one that spans the most sizes.
+    if topic.series is None:
+        value, main = None, curve
+    else:
+        value, main = max(curve.groupby(topic.series), key=lambda item: len(item[1]))
+    if len(parts):
+        parts = parts[parts["name"].isin(gpu["name"])].drop(columns=keys, errors="ignore")
+        parts = parts.merge(gpu[["name"] + keys], on="name")
+    cross = analysis.crossover(main, topic.x)
+    dominant = analysis.dominant_part(main, parts, keys)
+    return PathCurve(path, gpu, curve, main, value, cross, dominant)
+
+
+def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
+    """Per machine with rows on either side of the topic: its GPU paths against the CPU (a
+    machine without CPU rows: its GPU paths' fastest rows alone)."""
+    machines = []
+    for machine, rows in ctx.summary.groupby("machine"):
+        cpu, gpu = analysis.select(rows, topic.cpu), analysis.select(rows, topic.gpu)
+        if gpu.empty:
+            machines += [MachineTopic(int(machine), "GPU")] if len(cpu) else []
+            continue
+        paths = tuple(
+            _path_curve(ctx.breakdown, topic, p, int(machine), cpu, analysis.select(gpu, p.gpu))
+            for p in topic.gpu_paths
+        )
+        machines.append(MachineTopic(int(machine), "CPU" if cpu.empty else "", paths))
+    return machines
+
+
+def curve_thin(curve: pd.DataFrame) -> Thin:
+    """Whose rows of a curve are medians of too few repetitions, as (whose, side, file)."""
+    thin = set()
+    for side in ("cpu", "gpu"):
+        few = curve[curve[f"{side}_repetitions"].fillna(1) < analysis.FEW_REPETITIONS]
+        where, files = few[f"{side}_measured_on"], few[f"{side}_file"]
+        thin |= {(str(w), side, str(f)) for w, f in zip(where, files)}
+    return thin
+
+
+def _ends(first: pd.Series, last: pd.Series, topic: Topic) -> str:
+    """The speedup at the smallest and the largest size, each with its noise mark."""
+
+    def at(row: pd.Series, name: str) -> str:
+        # Training topics take the fastest GPU path at each size: say which one it was.
+        path = f" ({row['gpu_variant']})" if topic.time_col == "t_step" else ""
+        return f"{speedup_text(row['speedup'], noise_mark(row))} at {name}{fmt_size(row[topic.x])}{path}"
+
+    text = at(first, f"{topic.x_name} ")
+    if last[topic.x] != first[topic.x]:
+        text += " → " + at(last, "")
+    return text
+
+
+def _dominant_text(dominant: analysis.Dominant) -> str:
+    if dominant.part is None:
+        if dominant.no_parts:
+            return "no breakdown (the GPU rows have no parts)"
+        return "no breakdown at these sizes"
+    text = PART_MEANINGS.get(dominant.part, dominant.part)
+    return text + (" (where it loses)" if dominant.where_it_loses else "")
+
+
+def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
+    """One GPU path of a topic against the CPU: its line of the answer."""
+    line: dict[str, Any] = {"path": pc.path.name, "meaning": pc.path.meaning}
+    if pc.curve is None or pc.main is None or pc.cross is None or pc.dominant is None:
+        no_pairs = "no size measured on both sides"
+        why = no_pairs if pc.gpu is not None else f"no {pc.path.name} GPU rows"
+        return {**line, "wins": "—", "crossover": "—", "ends": "—", "why": why}
+    main = pc.main
+    series = "" if pc.series_value is None else f" ({topic.series} {fmt_size(pc.series_value)})"
+    first = main.iloc[0]
+    return {
+        **line,
+        "wins": wins_at(main, topic.x, topic.x_name) + series,
+        "crossover": crossover_text(pc.cross, topic.x_name),
+        "ends": _ends(first, main.iloc[-1], topic),
+        "why": _dominant_text(pc.dominant),
+        "cpu_config": "best of "
+        + ", ".join(sorted({threads_text(t) for t in main["cpu_threads"]})),
+        "measured": f"CPU: {first['cpu_measured_on']} · GPU: {first['gpu_measured_on']}",
+    }
+
+
+def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> list[dict[str, Any]]:
+    """The topic's rows of the answer table, one per machine, a line per GPU path. The row's own
+    fields are its last path's."""
+    rows = []
+    for mt in machines:
+        title = topic.title + (f" ({ctx.labels[mt.machine]['pair']})" if ctx.several else "")
+        row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": []}
+        if mt.missing_side:
+            why = f"no {mt.missing_side} rows to compare"
+            row.update(wins="—", crossover="—", ends="—", why=why)
+        else:
+            row["paths"] = [_path_line(topic, pc) for pc in mt.paths]
+            row.update({k: v for k, v in row["paths"][-1].items() if k not in ("path", "meaning")})
+        rows.append(row)
+    return rows
+
+
+def _speedup_chart(ctx: Context, topic: Topic, series: bool) -> Chart:
+    return Chart(
+        kind="lines",
+        stem=f"speedup_{topic.id}",
+        title=f"{topic.title}: GPU speedup over the CPU",
+        x=topic.x,
+        y="speedup",
+        series="line" if ctx.several or series else None,
+        y_low="speedup_low",
+        y_high="speedup_high",
+        flag="flagged",
+        log_x=True,
+        log_y=True,
+        hline=(1.0, "same speed"),
+        x_label=topic.x_name,
+        y_label=f"CPU / GPU wall time per {topic.time_name}",
+        y_unit="ratio",
+    )
+
+
+def _with_other_paths(
+    curve: pd.DataFrame, topic: Topic, others: list[tuple[GpuPath, pd.DataFrame]]
+) -> pd.DataFrame:
+    """The other GPU paths the answer states (eager beside the fastest), as columns of the
+    curve: `<path>_time`, `<path>_speedup`, `<path>_few`."""
+    on = ["machine", *topic.keys]
+    for path, other in others:
+        columns = other[on + ["gpu_time", "speedup", "gpu_repetitions", "gpu_noisy"]]
+        columns = columns.assign(
+            few=(columns["gpu_repetitions"] < analysis.FEW_REPETITIONS) | columns["gpu_noisy"]
+        )
+        named = {"gpu_time": f"{path.name}_time", "speedup": f"{path.name}_speedup"}
+        named["few"] = f"{path.name}_few"
+        columns = columns[on + list(named)].rename(columns=named)
+        curve = curve.merge(columns, on=on, how="left")
+    return curve
+
+
+def _curve_table(
+    topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]], lines: bool
+) -> dict[str, Any]:
+    rows = [
+        ([r["line"]] if lines else [])
+        + [
+            fmt_size(r[topic.x]),
+            f"{fmt_time(r['cpu_time'])} ({threads_text(r['cpu_threads'])})",
+            f"{fmt_time(r['gpu_time'])} ({r['gpu_variant']})",
+            f"{fmt_ratio(r['speedup'])} [{fmt_ratio(r['speedup_low'])}–"
+            f"{fmt_ratio(r['speedup_high'])}]",
+        ]
+        + [
+            f"{fmt_time(r[f'{p.name}_time'])}, {fmt_ratio(r[f'{p.name}_speedup'])}"
+            if pd.notna(r[f"{p.name}_time"]) else "—"
+            for p, _ in others
+        ]  # fmt: skip
+        + [f"{int(r['cpu_repetitions'])} / {int(r['gpu_repetitions'])}{noise_mark(r)}"]
+        for _, r in curve.iterrows()
+    ]
+    headers = (
+        (["line"] if lines else [])
+        + [topic.x_name, "CPU time", "GPU time (path)", "speedup [min–max]"]
+        + [f"{p.name} GPU time, speedup" for p, _ in others]
+        + ["repetitions CPU / GPU"]
+    )
+    return table(f"Time per {topic.time_name} (medians) and speedups", headers, rows)
+
+
+def topic_section(
+    ctx: Context, topic: Topic, machines: list[MachineTopic], answer: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The topic's section: its speedup and time charts and table, and the answer's lines as
+    sentences; None where no machine has a curve of the topic's last GPU path."""
+    curves = [mt.paths[-1].curve for mt in machines if mt.paths]
+    curves = [c for c in curves if c is not None]
+    if not curves:
+        return None
+    # The GPU paths before the last one and their curves, every machine's: the table's columns.
+    others = [
+        (pc.path, pc.curve) for mt in machines for pc in mt.paths[:-1] if pc.curve is not None
+    ]
+    curve = pd.concat(curves, ignore_index=True)
+    curve = curve.assign(line=curve["machine"].map(lambda m: ctx.labels[m]["pair"]))
+    series = topic.series
+    if series is not None:
+        named = curve[series].map(lambda v: f"{series} {fmt_size(v)}")
+        curve = curve.assign(line=(curve["line"] + " · " + named) if ctx.several else named)
+    caption = (
+        f"Above 1 the GPU is faster: {topic.cpu_time_name} / {topic.gpu_time_name}. "
+        f"GPU: {topic.gpu_paths[-1].meaning}; CPU: the fastest thread count measured at each "
+        f"size. Bands: min..max over repetitions; hollow markers: fewer than 3 repetitions, "
+        f"a spread over 25%, or measured while disturbed."
+    )
+    curve = _with_other_paths(curve, topic, others)
+    paragraphs = [
+        " ".join(
+            f"{a['workload']}, {line['path']} GPU path ({line['meaning']}): the GPU wins "
+            f"at {line['wins']}; crossover: {line['crossover']}; speedup {line['ends']}; "
+            f"most of the GPU time is {line['why']}."
+            for line in a["paths"]
+            if "cpu_config" in line
+        )
+        + f" CPU side: {a['cpu_config']}."
+        for a in answer
+        if "cpu_config" in a
+    ]
+    speedup = ctx.chart(_speedup_chart(ctx, topic, series is not None), curve, caption)
+    return section(
+        topic.id,
+        topic.title,
+        paragraphs,
+        [speedup] + _extra_charts(ctx, topic, curve, others),
+        [_curve_table(topic, curve, others, ctx.several or series is not None)],
+    )
+
+
+def _extra_charts(
+    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]]
+) -> list[dict[str, str]]:
+    """Both sides' times; a sweep over two sizes (batch x hidden) as a heatmap; the topic's
+    kernel utilisation chart where it declares one."""
+    charts = [_time_chart(ctx, topic, curve, others)]
+    if topic.series is not None and not ctx.several and curve[topic.series].nunique() > 1:
+        heat = Chart(
+            kind="heatmap",
+            stem=f"heatmap_{topic.id}",
+            title=f"{topic.title}: speedup by {topic.x_name} and {topic.series}",
+            x=topic.x,
+            y=topic.series,
+            value="speedup",
+            x_label=topic.x_name,
+            y_label=topic.series,
+            value_label=f"CPU / GPU wall time per {topic.time_name}",
+        )
+        caption = "Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."
+        charts.append(ctx.chart(heat, curve, caption))
+    utilisation = topic.utilisation
+    if utilisation is None or ctx.several:
+        return charts
+    kernel = analysis.select(ctx.summary, utilisation.rows).dropna(
+        subset=["pct_peak"] if "pct_peak" in ctx.summary else []
+    )
+    if len(kernel):
+        chart = Chart(
+            kind="lines",
+            stem=f"utilisation_{topic.id}",
+            title=utilisation.title,
+            x=utilisation.x,
+            y="pct_peak",
+            series=utilisation.series,
+            flag="few_samples",
+            log_x=True,
+            log_y=True,
+            x_label=utilisation.x,
+            y_label="% of the precision's peak",
+            y_unit="count",
+        )
+        kernel = kernel.sort_values(utilisation.x).assign(few_samples=analysis.flagged(kernel))
+        charts.append(ctx.chart(chart, kernel, utilisation.caption))
+    return charts
+
+
+def _time_chart(
+    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]]
+) -> dict[str, str]:
+    """Both sides' times against size: what the speedup is a ratio of."""
+    several_paths = topic.series is None and len(topic.gpu_paths) > 1
+    last = f"GPU, {topic.gpu_paths[-1].name}" if several_paths else "GPU"
+
+    def line(name: str, time: str, low: str, high: str, few: pd.Series) -> pd.DataFrame:
+        """The curve as one line of the chart: `time`, `low` and `high` name its columns."""
+        side = curve["line"] + " · " + name
+        return curve.assign(side=side, time=curve[time], low=curve[low], high=curve[high], few=few)
+
+    sides = []
+    for side, name in (("cpu", "CPU (fastest threads)"), ("gpu", last)):
+        few = (curve[f"{side}_repetitions"] < analysis.FEW_REPETITIONS) | curve[f"{side}_noisy"]
+        sides.append(line(name, f"{side}_time", f"{side}_low", f"{side}_high", few))
+    # The other paths the answer states (eager), as lines of their own: their medians,
+    # without bands. A sweep with series already has a line per width and side; its
+    # table carries the other paths instead.
+    for path, _ in others if topic.series is None else []:
+        time, few = f"{path.name}_time", curve[f"{path.name}_few"].fillna(False).astype(bool)
+        sides.append(line(f"GPU, {path.name}", time, time, time, few).dropna(subset=["time"]))
+    times = pd.concat(sides, ignore_index=True)
+    if topic.series is None and not ctx.several:
+        times["side"] = times["side"].str.split(" · ").str[-1]
+    chart = Chart(
+        kind="lines",
+        stem=f"time_{topic.id}",
+        title=f"{topic.title}: time per {topic.time_name}",
+        x=topic.x,
+        y="time",
+        series="side",
+        y_low="low",
+        y_high="high",
+        flag="few",
+        log_x=True,
+        log_y=True,
+        x_label=topic.x_name,
+        y_label=f"time per {topic.time_name}",
+        y_unit="s",
+    )
+    return ctx.chart(chart, times, "Medians; bands: min..max over repetitions.")

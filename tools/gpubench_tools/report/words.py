@@ -1,0 +1,131 @@
+"""How the report says a number: marks, sizes, speedups, context values, and the plain dicts of a
+section and a table that the templates render.
+
+Every function here takes numbers or rows already computed and returns text; none selects or
+pairs rows. Nothing here formats markup: the templates escape every text for HTML or Markdown.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import pandas as pd
+
+from ..units import approx, fmt_bytes, fmt_flops, fmt_rate, fmt_ratio, fmt_size
+from .analysis import Crossover
+
+# Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
+# a measurement to act on; a wide spread says the same.
+FEW_MARK, NOISY_MARK = "†", "~"
+# A median that includes repetitions measured while disturbed (fewer than MIN_UNDISTURBED
+# undisturbed ones remained: policy.HEADLINE_RULE).
+DISTURBED_MARK = "‡"
+
+
+def section(
+    id: str,
+    title: str,
+    paragraphs: Iterable[str] = (),
+    charts: Iterable[dict[str, str]] = (),
+    tables: Iterable[dict[str, Any]] = (),
+    **extra: Any,
+) -> dict[str, Any]:
+    """A section of the document: `extra` holds its `notes` and `details` where it has them."""
+    page = {"id": id, "title": title, "paragraphs": list(paragraphs), "charts": list(charts)}
+    return {**page, "tables": list(tables), **extra}
+
+
+def table(caption: str, headers: list[str], rows: list[list[str]]) -> dict[str, Any]:
+    return {"caption": caption, "headers": headers, "rows": rows}
+
+
+def noise_mark(row: pd.Series) -> str:
+    """The marks of a row's flags: too few repetitions, a wide spread, measured while disturbed."""
+    marks = ((FEW_MARK, "few_samples"), (NOISY_MARK, "noisy"), (DISTURBED_MARK, "disturbed"))
+    return "".join(mark for mark, flag in marks if bool(row.get(flag, False)))
+
+
+def threads_text(threads: Any) -> str:
+    if threads is None or (isinstance(threads, float) and math.isnan(threads)):
+        return "CPU"
+    n = int(threads)
+    return f"{n} thread{'' if n == 1 else 's'}"
+
+
+def speedup_text(speedup: float, mark: str = "") -> str:
+    """A speedup as a ratio; below 1 also as how many times slower the GPU is, the way people
+    say it ("0.024x (42x slower)")."""
+    text = fmt_ratio(speedup) + mark
+    if 0 < speedup < 1:
+        text += f" ({fmt_ratio(1 / speedup).removesuffix('x')}x slower)"
+    return text
+
+
+def wins_at(curve: pd.DataFrame, x: str, x_name: str) -> str:
+    wins = curve.loc[curve["speedup"] > 1, x]
+    if wins.empty:
+        return "no size measured"
+    if len(wins) == len(curve):
+        return "every size measured"
+    if wins.min() > curve.loc[curve["speedup"] <= 1, x].max():
+        return f"{x_name} ≥ {fmt_size(wins.min())}"
+    return ", ".join(f"{x_name} {fmt_size(v)}" for v in wins)
+
+
+def crossover_text(cross: Crossover, x_name: str) -> str:
+    if cross.kind == "cross" and cross.x is not None:
+        return f"{x_name} ≈ {approx(cross.x)}"
+    return {
+        "always_faster": "none: GPU faster at every size",
+        "never_faster": "none: CPU faster at every size",
+    }.get(cross.kind, "—")
+
+
+def cell_text(value: Any) -> str:
+    return fmt_size(value) if isinstance(value, float) else str(value)
+
+
+def key_text(value: object) -> str:
+    """A size key's value for a sentence: a number as fmt_size writes it, a value that is not one
+    as the name has it (hidden 4096x2: a width and a depth)."""
+    try:
+        return fmt_size(float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+
+
+# A context value in its unit, as a person reads it (85017493504 bytes: "79.2 GiB").
+_UNIT_FORMATS = {
+    "bytes": fmt_bytes,
+    "bytes/s": fmt_rate,
+    "flop/s": fmt_flops,
+    "Hz": lambda hz: f"{hz / 1e9:.3g} GHz" if hz >= 1e8 else f"{hz / 1e6:.3g} MHz",
+}
+
+
+def context_text(value: Any, unit: str = "") -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    text = str(value)
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if unit in _UNIT_FORMATS and math.isfinite(number) and number > 0:
+        return _UNIT_FORMATS[unit](number)
+    return f"{number:.4g}" if abs(number) >= 1e5 else text
+
+
+def short_benchmark(name: str) -> str:
+    """A benchmark name without the suffixes every row of its kind shares."""
+    return name.replace("/manual_time", "").replace("/readback:1", "")
+
+
+def path_name(name: str) -> str:
+    """A GPU training row's path and variant: "eager readback:0 input:pinned"."""
+    parts = name.split("/")
+    keep = [parts[2]] + [p for p in parts[3:] if p.startswith(("readback:", "input:"))]
+    return " ".join(keep)
