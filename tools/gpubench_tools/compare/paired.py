@@ -52,7 +52,8 @@ from ..benchjson import DISTURBED, BenchJsonError, BenchReport, as_read, conditi
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, Number, UnusableInput
 from .. import output
 from ..escape import md_code, md_text, one_line
-from .engine import natural_key
+from .engine import SKIPPED, natural_key
+from .stats import FASTER, FEW, INVALID, SAME, SLOWER
 
 # Context keys of a paired file (written by interleave.py). PAIR_ID, the same in both files of one
 # run, is what gpubench-compare looks for.
@@ -60,9 +61,10 @@ PAIR_ID, PAIR_ROLE, PAIRED_WITH, PAIR_ORDER = "pair_id", "pair_role", "paired_wi
 PAIR_TIME, PAIR_REPS_PER_RUN = "pair_time", "pair_repetitions_per_run"
 PAIR_KEYS = (PAIR_ID, PAIR_ROLE, PAIRED_WITH, PAIR_ORDER, PAIR_TIME, PAIR_REPS_PER_RUN)
 
-SLOWER, FASTER, SAME, AMBIGUOUS = "slower", "faster", "same", "ambiguous"
-FEW, INCOMPLETE, MISSING, FAILED, INVALID = "few", "incomplete", "missing", "failed", "invalid"
-SKIPPED, NEW, BASE_FAILED = "skipped", "new", "failed in the base"
+# Verdicts of the paired judgement besides those it shares with compare's (slower, faster, same,
+# few, invalid: stats; skipped: engine).
+AMBIGUOUS, INCOMPLETE, MISSING, FAILED = "ambiguous", "incomplete", "missing", "failed"
+NEW, BASE_FAILED = "new", "failed in the base"
 FAILING = (SLOWER, MISSING, FAILED, INVALID)
 JUDGED = (SLOWER, FASTER, SAME, AMBIGUOUS)
 # The order of the counts on the gate line: what fails first.
