@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from gpubench_tools.benchjson import load_report  # noqa: E402
 from gpubench_tools.cli import ArgumentParser, Number  # noqa: E402
 from gpubench_tools.compare import paired  # noqa: E402
+from gpubench_tools.compare.engine import natural_key  # noqa: E402
 from gpubench_tools.compare.interleave import PairedRun  # noqa: E402
 
 # The sweep of scripts/ci_gate.sh (single-threaded fp32 GEMMs, launch-bound to compute-bound).
@@ -158,7 +159,7 @@ def phase_simulate(pool_doc: dict, rules: paired.PairedRules, runs: int, seed: i
         )
         for name, v in pool_doc["benchmarks"].items()
     }
-    names = sorted(pool, key=paired._natural)
+    names = sorted(pool, key=natural_key)
     rng = np.random.default_rng(seed)
     fails = ambiguous = few = loud = 0
     rounds_used = []

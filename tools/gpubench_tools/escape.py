@@ -6,11 +6,13 @@ markup and never a line of their own. Every writer escapes through these functio
   output.say applies to everything a tool prints): one line, no control character (newline, CR,
   ESC, C1 controls, bidirectional overrides), bounded length, and no line that a CI runner reads
   as a command (`::error::...` for GitHub Actions, `##vso[` / `##[` for Azure Pipelines);
+- a cell of a terminal table laid out by its caller: `one_line` (one line, not bounded);
 - Markdown: `md_text`, `md_code`; HTML: `html_text`, `html_line`;
 - file names: `file_name`.
 
-Every piece of data is cut to a bounded length (MAX_TEXT, or the caller's limit), saying how much
-was left out: a 10,000-character benchmark name must not widen every line, cell or chart.
+Every piece of data (but `one_line`'s) is cut to a bounded length (MAX_TEXT, or the caller's
+limit), saying how much was left out: a 10,000-character benchmark name must not widen every
+line, cell or chart.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "log_line",
     "md_code",
     "md_text",
+    "one_line",
     "term_text",
 ]
 
@@ -57,13 +60,13 @@ def bounded(text: object, limit: int = MAX_TEXT) -> str:
 
 def term_text(text: object, limit: int = MAX_TERM_TEXT) -> str:
     """A piece of data for a terminal or CI log line: one line, no control characters, bounded."""
-    return bounded(_one_line(text), limit)
+    return bounded(one_line(text), limit)
 
 
 def log_line(line: object) -> str:
     """A whole line for a terminal or CI log: control characters folded, and a line that would
     start with a CI workflow command (data at the start of a line) shown after "> " instead."""
-    text = _one_line(line)
+    text = one_line(line)
     return "> " + text if _CI_COMMAND.match(text) else text
 
 
@@ -84,16 +87,17 @@ _MD_INLINE = re.compile(r"([\\`*_\[\]|~])")
 _MD_LINE_START = re.compile(r"^(\s*)(?:([#>+=-])|(\d+)([.)])(?=\s|$))")
 
 
-def _one_line(text: object) -> str:
-    # A newline would end a table row or start a new block (a fake heading, a fake
-    # "**gate: PASS**" line): fold every line break and other control character into a space.
+def one_line(text: object) -> str:
+    """Data on one line, unbounded: every line break and other control character folded into a
+    space. A newline would end a table row or start a new block (a fake heading, a fake
+    "**gate: PASS**" line); on a terminal it would start a forged line of the log."""
     return _CONTROL.sub(" ", str(text))
 
 
 def md_text(text: object, limit: int = MAX_TEXT) -> str:
     """Text for a Markdown paragraph, list item or table cell: one line, no markup, no HTML."""
     line = (
-        bounded(_one_line(text), limit)
+        bounded(one_line(text), limit)
         .replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
@@ -109,7 +113,7 @@ def md_code(text: object, limit: int = MAX_TEXT) -> str:
     """Text shown as inline code (a benchmark name). A code span cannot escape a backtick, so
     the fence is longer than the longest run of backticks inside; '|' is escaped because GitHub
     splits table cells on it even inside code spans; HTML inside a code span is inert."""
-    line = bounded(_one_line(text), limit).replace("|", "\\|")
+    line = bounded(one_line(text), limit).replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", line)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if line.startswith("`") or line.endswith("`") or not line.strip() else ""
@@ -124,4 +128,4 @@ def html_text(text: object, limit: int = MAX_TEXT) -> str:
 def html_line(text: object, limit: int = MAX_TEXT) -> str:
     """HTML text on one line: for an element inside Markdown (a <summary>), where a line break
     would end the HTML block and start Markdown (a fake heading)."""
-    return html_text(_one_line(text), limit)
+    return html_text(one_line(text), limit)

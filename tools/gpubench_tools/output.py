@@ -11,14 +11,17 @@ output afterwards changes it.
 - `write_side(path, text, what)` writes a side output (--markdown, --json, --out): it returns
   None, or the one line saying that it could not, which the command prints on stderr and counts
   under its documented rule (docs/input-policy.md, "Outputs") instead of losing its verdict.
+- `write_reports` writes the --markdown and --json pair of a judging command; `write_after_verdict`
+  does so after the verdict and names on stderr what could not be written.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sys
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from .escape import log_line, term_text
 
@@ -30,6 +33,8 @@ __all__ = [
     "warn",
     "write_side",
     "write_sides",
+    "write_reports",
+    "write_after_verdict",
     "stdout_closed",
 ]
 
@@ -129,3 +134,33 @@ def write_side(path: str, text: str, what: str) -> str | None:
         why = getattr(exc, "strerror", None) or str(exc)
         return f"could not write the {what} {term_text(path)}: {term_text(why)}"
     return None
+
+
+def write_reports(
+    markdown: str | None,
+    render_markdown: Callable[[], str],
+    json_path: str | None = None,
+    doc: Callable[[], Any] = dict,
+    indent: int | None = 2,
+) -> list[str]:
+    """write_sides of a command's --markdown (`render_markdown()`) and --json (`doc()` as JSON)."""
+
+    def json_text() -> str:
+        return json.dumps(doc(), indent=indent) + "\n"
+
+    markdown_side = (markdown, "Markdown report (--markdown)", render_markdown)
+    return write_sides((markdown_side, (json_path, "JSON result (--json)", json_text)))
+
+
+def write_after_verdict(
+    prog: str,
+    code: int,
+    markdown: str | None,
+    render_markdown: Callable[[], str],
+    json_path: str | None = None,
+    doc: Callable[[], Any] = dict,
+) -> None:
+    """write_reports once the verdict `code` is decided: a side output that could not be written
+    is named on stderr, and the exit status stays the verdict's."""
+    for problem in write_reports(markdown, render_markdown, json_path, doc):
+        warn(f"{prog}: {problem}; the verdict above stands (exit {code})")

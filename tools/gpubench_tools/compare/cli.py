@@ -6,14 +6,13 @@ are exit 2 with one line on stderr (the traceback with --debug), never exit 1.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import traceback
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
-from ..benchjson import BenchJsonError, load_report
+from ..benchjson import BenchJsonError, BenchReport, load_report
 from .. import output
 from ..cli import EXIT_UNUSABLE, ArgumentParser, UnusableInput, add_debug_flag, program_name
 from ..cli import run_main
@@ -21,6 +20,7 @@ from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RANGES, TIME_FIELDS, Conf
 from .config import load_config
 from .engine import CompareResult, UsageError, compare_reports
 from .paired import compare_cli as paired_compare
+from .paired import is_pair
 from .render import render_markdown, render_markdown_error, render_terminal
 
 MODULE = "gpubench_tools.compare"
@@ -77,7 +77,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _compare(args: argparse.Namespace) -> CompareResult:
+def _compare(
+    args: argparse.Namespace, reports: tuple[BenchReport, BenchReport] | None
+) -> CompareResult:
     config = load_config(args.config)
     # Each checked by its argparse type: the range a --config file's value meets too.
     cli = {k: v for k in THRESHOLD_RANGES if (v := getattr(args, k)) is not None}
@@ -87,30 +89,24 @@ def _compare(args: argparse.Namespace) -> CompareResult:
     counters = None
     if args.counters is not None:
         counters = [c.strip() for c in args.counters.split(",") if c.strip()]
-    baseline, contender = load_report(args.baseline), load_report(args.contender)
+    baseline, contender = reports or (load_report(args.baseline), load_report(args.contender))
     return compare_reports(baseline, contender, config, counters, args.allow_missing)
-
-
-def _side_outputs(
-    args: argparse.Namespace, markdown: Callable[[], str], doc: Callable[[], Any]
-) -> list[str]:
-    """Write --markdown and --json; the one line for each that could not be written."""
-    return output.write_sides(
-        (
-            (args.markdown, "Markdown report (--markdown)", markdown),
-            (args.json, "JSON result (--json)", lambda: json.dumps(doc(), indent=2) + "\n"),
-        )
-    )
 
 
 def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
-    # The two files of one interleaved run (scripts/ci_gate.sh) are judged pair by pair.
-    paired_exit = paired_compare(prog, args)
-    if paired_exit is not None:
-        return paired_exit
     try:
-        result = _compare(args)
+        reports: tuple[BenchReport, BenchReport] | None = (
+            load_report(args.baseline),
+            load_report(args.contender),
+        )
+    except BenchJsonError:
+        reports = None  # _compare reads them again and says why, the usual way
+    # The two files of one interleaved run (scripts/ci_gate.sh) are judged pair by pair.
+    if reports is not None and is_pair(*reports):
+        return paired_compare(prog, args, *reports)
+    try:
+        result = _compare(args, reports)
     except Exception as exc:  # noqa: BLE001 - the contract: one line and exit 2, never exit 1
         expected = isinstance(exc, (BenchJsonError, ConfigError, UsageError))
         what = f"comparing {args.baseline} with {args.contender}: unexpected {type(exc).__name__}: "
@@ -118,7 +114,10 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         output.decide(EXIT_UNUSABLE)
         # The PR comment and the JSON say why nothing was compared (best effort).
         error_doc = {"exit_code": EXIT_UNUSABLE, "error": line}
-        for problem in _side_outputs(args, lambda: render_markdown_error(line), lambda: error_doc):
+        problems = output.write_reports(
+            args.markdown, lambda: render_markdown_error(line), args.json, lambda: error_doc
+        )
+        for problem in problems:
             output.warn(f"{prog}: {problem}")
         if not expected and args.debug:
             traceback.print_exc()
@@ -131,9 +130,9 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     output.say(*terminal.splitlines())
     if result.cannot_judge is not None and code == EXIT_UNUSABLE:
         output.warn(f"{prog}: error: {result.cannot_judge}")
-    for problem in _side_outputs(args, lambda: render_markdown(result), result.as_dict):
-        # Named on stderr; the exit status stays the verdict's (docs/input-policy.md, "Outputs").
-        output.warn(f"{prog}: {problem}; the verdict above stands (exit {code})")
+    output.write_after_verdict(
+        prog, code, args.markdown, lambda: render_markdown(result), args.json, result.as_dict
+    )
     return code
 
 

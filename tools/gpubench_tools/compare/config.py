@@ -14,11 +14,10 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import math
 import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Any, Callable
+from typing import Any
 
 from .. import schema
 from ..benchjson import as_read, loads_as_read
@@ -136,37 +135,42 @@ class CompareConfig:
         }
 
 
-def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
-    """`doc` read over `base`; with base None (the packaged defaults themselves) `doc` must set
-    every key of _REQUIRED_IN_DEFAULTS."""
+@dataclass(frozen=True)
+class _Checks:
+    """The checks of one config document: a problem is a ConfigError naming the file."""
 
-    def check(ok: bool, problem: str) -> None:
+    path: str
+
+    def check(self, ok: bool, problem: str) -> None:
         if not ok:
-            raise ConfigError(f"{path}: {problem}")
+            raise ConfigError(f"{self.path}: {problem}")
 
-    def known(where: str, obj: Any, allowed: tuple[str, ...], what: str) -> dict[str, Any]:
-        check(isinstance(obj, dict), what)
+    def known(self, where: str, obj: Any, allowed: tuple[str, ...], what: str) -> dict[str, Any]:
+        """`obj`, checked to be an object (else the problem `what`) whose keys are `allowed` or free
+        text."""
+        self.check(isinstance(obj, dict), what)
         for key in obj:
             ok = key.startswith("_") or key in _TEXT_KEYS or key in allowed
-            check(ok, f"unknown key {as_read(key)} in {where} (allowed: {', '.join(allowed)})")
+            self.check(ok, f"unknown key {as_read(key)} in {where} (allowed: {', '.join(allowed)})")
         return obj
 
-    def thresholds(where: str, obj: dict[str, Any]) -> dict[str, Any]:
+    def thresholds(self, where: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """The threshold keys `obj` sets, each checked against its range."""
         values = {key: obj[key] for key in _THRESHOLD_KEYS if key in obj}
         for key, value in values.items():
             if key == "check_fastest":
-                check(
+                self.check(
                     isinstance(value, bool),
                     f"{where}.{key} must be true or false, got {as_read(value)}",
                 )
                 continue
             problem = threshold_problem(key, value)
-            check(problem is None, f"{where}.{key}: {problem}")
+            self.check(problem is None, f"{where}.{key}: {problem}")
             values[key] = float(value)
         return values
 
-    def regex(where: str, text: Any) -> re.Pattern[str]:
-        check(
+    def regex(self, where: str, text: Any) -> re.Pattern[str]:
+        self.check(
             isinstance(text, str) and bool(text),
             f"{where} must be a non-empty regular expression string",
         )
@@ -174,9 +178,16 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
             return re.compile(text)
         except re.error as exc:
             raise ConfigError(
-                f"{path}: {where} {as_read(text, 200)} is not a valid regular expression ({exc})"
+                f"{self.path}: {where} {as_read(text, 200)} is not a valid regular expression "
+                f"({exc})"
             ) from None
 
+
+def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
+    """`doc` read over `base`; with base None (the packaged defaults themselves) `doc` must set
+    every key of _REQUIRED_IN_DEFAULTS."""
+    checks = _Checks(path)
+    check, known, thresholds = checks.check, checks.known, checks.thresholds
     known("the top level", doc, _TOP_KEYS, "top level must be a JSON object")
     if base is None:
         missing = [k for k in _REQUIRED_IN_DEFAULTS if k not in doc]
@@ -224,24 +235,29 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
     if "gate_counters" in doc:
         check(isinstance(doc["gate_counters"], bool), "'gate_counters' must be true or false")
         start["gate_counters"] = doc["gate_counters"]
-    overrides = doc.get("overrides", [])
-    check(isinstance(overrides, list), "'overrides' must be a list of objects")
-    start["overrides"] = []
-    for i, entry in enumerate(overrides):
-        where = f"overrides[{i}]"
-        known(where, entry, ("pattern",) + _THRESHOLD_KEYS, f"{where} must be an object")
-        pattern = regex(f"{where}.pattern", entry.get("pattern"))
-        why = str(entry.get("why", ""))
-        start["overrides"].append(Override(pattern, thresholds(where, entry), why))
+    start["overrides"] = _overrides(checks, doc.get("overrides", []))
     start["normalize"] = norm = doc.get("normalize")
     if norm is not None:
         what = "'normalize' must be an object with a 'reference' regex"
         known("normalize", norm, ("reference",) + _THRESHOLD_KEYS, what)
         start["normalize"] = NormalizeSpec(
-            reference=regex("normalize.reference", norm.get("reference")),
+            reference=checks.regex("normalize.reference", norm.get("reference")),
             thresholds=replace(start["thresholds"], **thresholds("normalize", norm)),
         )
     return CompareConfig(source=path, **start)
+
+
+def _overrides(checks: _Checks, overrides: Any) -> list[Override]:
+    """The "overrides" list of a config document."""
+    checks.check(isinstance(overrides, list), "'overrides' must be a list of objects")
+    out = []
+    for i, entry in enumerate(overrides):
+        where = f"overrides[{i}]"
+        checks.known(where, entry, ("pattern",) + _THRESHOLD_KEYS, f"{where} must be an object")
+        pattern = checks.regex(f"{where}.pattern", entry.get("pattern"))
+        why = str(entry.get("why", ""))
+        out.append(Override(pattern, checks.thresholds(where, entry), why))
+    return out
 
 
 def default_config_text() -> str:

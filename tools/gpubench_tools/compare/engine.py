@@ -35,7 +35,7 @@ from ..table import file_rows, undisturbed
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
 from ..units import plural
-from .stats import compare_metric, judgeable, plausible_time
+from .stats import Thresholds, compare_metric, judgeable, plausible_time
 
 # Verdicts of a whole benchmark besides the metric verdicts. ERROR: it ran in the baseline and now
 # fails (fails the gate). SKIPPED: it now does not run on this machine (its error starts with one
@@ -194,6 +194,18 @@ class Disturbance:
     def ratio_all(self) -> float:
         return self.cont_median_all / self.base_median_all if self.base_median_all > 0 else math.nan
 
+    def notes(self) -> list[str]:
+        """One note a side that had repetitions measured while disturbed."""
+        sides = (
+            ("baseline", self.base_disturbed, self.base_measured),
+            ("contender", self.cont_disturbed, self.cont_measured),
+        )
+        return [
+            f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
+            for side, n, of in sides
+            if n
+        ]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "baseline_disturbed": self.base_disturbed,
@@ -229,6 +241,37 @@ def _values(frame: pd.DataFrame, status: str, column: str = "time") -> list[Any]
     return frame.loc[frame.status == status, column].tolist()
 
 
+def _metrics(
+    base: pd.DataFrame,
+    cont: pd.DataFrame,
+    config: CompareConfig,
+    thresholds: Thresholds,
+    counters: list[str],
+    divisor: tuple[float, float] | None,
+) -> list[MetricResult]:
+    """The metrics of one benchmark's measured repetitions: time, time/ref (divided by the
+    reference time of each side, see _divisors) and the counters both sides have."""
+    btimes, ctimes = _values(base, MEASURED), _values(cont, MEASURED)
+    metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)]
+    if divisor is not None and config.normalize is not None:
+        bnorm, cnorm = [t / divisor[0] for t in btimes], [t / divisor[1] for t in ctimes]
+        metrics.append(
+            compare_metric("time/ref", "lower", bnorm, cnorm, config.normalize.thresholds)
+        )
+    bcounters, ccounters = _values(base, MEASURED, "counters"), _values(cont, MEASURED, "counters")
+    for counter in counters:
+        bvals = [c[counter] for c in bcounters if counter in c]
+        cvals = [c[counter] for c in ccounters if counter in c]
+        if not bvals or not cvals:
+            continue  # a counter this benchmark does not have (e.g. t_epoch on a GEMM)
+        better = config.direction(counter)
+        # Exact counters cannot be noisy, so they always gate; timing-derived ones only
+        # when the config says so (they carry the same noise as the time itself).
+        gating = better == "exact" or config.gate_counters
+        metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
+    return metrics
+
+
 def _compare_benchmark(
     key: str,
     base: pd.DataFrame,
@@ -243,7 +286,7 @@ def _compare_benchmark(
     thresholds, matched = config.thresholds_for(key)
     label = base.label.iloc[0]
     errors, skipped = _values(cont, FAILED, "error"), _values(cont, SKIPPED, "error")
-    btimes, ctimes = _values(base, MEASURED), _values(cont, MEASURED)
+    ctimes = _values(cont, MEASURED)
     binvalid, cinvalid = _values(base, INVALID), _values(cont, INVALID)
 
     def unmeasured(verdict: str, why: str) -> BenchComparison:
@@ -273,24 +316,8 @@ def _compare_benchmark(
             return BenchComparison(
                 key, label, NOT_JUDGED_DISTURBED, [], matched, disturbance.why, disturbance
             )
-    metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)]
     divisor = divisors.get(key)
-    if divisor is not None and config.normalize is not None:
-        bnorm, cnorm = [t / divisor[0] for t in btimes], [t / divisor[1] for t in ctimes]
-        metrics.append(
-            compare_metric("time/ref", "lower", bnorm, cnorm, config.normalize.thresholds)
-        )
-    bcounters, ccounters = _values(base, MEASURED, "counters"), _values(cont, MEASURED, "counters")
-    for counter in counters:
-        bvals = [c[counter] for c in bcounters if counter in c]
-        cvals = [c[counter] for c in ccounters if counter in c]
-        if not bvals or not cvals:
-            continue  # a counter this benchmark does not have (e.g. t_epoch on a GEMM)
-        better = config.direction(counter)
-        # Exact counters cannot be noisy, so they always gate; timing-derived ones only
-        # when the config says so (they carry the same noise as the time itself).
-        gating = better == "exact" or config.gate_counters
-        metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
+    metrics = _metrics(base, cont, config, thresholds, counters, divisor)
     notes = metrics[0].notes
     if reference and divisor is None:
         notes.append("the only normalisation reference: no time/ref of its own")
@@ -305,14 +332,7 @@ def _compare_benchmark(
             )
     verdict = _overall(metrics)
     if disturbance is not None:
-        for side, n, of in (
-            ("baseline", disturbance.base_disturbed, disturbance.base_measured),
-            ("contender", disturbance.cont_disturbed, disturbance.cont_measured),
-        ):
-            if n:
-                notes.append(
-                    f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
-                )
+        notes.extend(disturbance.notes())
         if verdict == FEW and judgeable(
             disturbance.base_measured, disturbance.cont_measured, thresholds.alpha
         ):
@@ -540,57 +560,32 @@ class CompareResult:
         return json.loads(json.dumps(doc), parse_constant=lambda _: None)
 
 
-def compare_reports(
+def _cut_off(contender: BenchReport) -> str | None:
+    """Why the contender is not a whole run where the policy fails it for that, else None."""
+    situation = file_situation(contender)
+    if situation is None or action("compare contender", situation).kind != FAIL:
+        return None
+    missing = (
+        f"{plural(contender.interrupted.missing, 'benchmark')} selected were not measured"
+        if situation == INTERRUPTED and contender.interrupted is not None
+        else "benchmarks or repetitions may be missing"
+    )
+    return (
+        f"the contender {contender.path} is cut off ({contender.cut_off}): the run did not "
+        f"finish, so {missing}"
+    )
+
+
+def _reading_warnings(
     baseline: BenchReport,
     contender: BenchReport,
-    config: CompareConfig,
-    counters: list[str] | None = None,
-    allow_missing: bool = False,
-) -> CompareResult:
-    """Compare two loaded reports. Raises UsageError when there is nothing to compare.
-
-    allow_missing: a benchmark measured in the baseline and absent from the contender is listed,
-    not failed (a run filtered on purpose). By default it fails the gate.
-    """
-    _check_files(baseline, contender)
-    cut_off = None
-    situation = file_situation(contender)
-    if situation is not None and action("compare contender", situation).kind == FAIL:
-        missing = (
-            f"{plural(contender.interrupted.missing, 'benchmark')} selected were not measured"
-            if situation == INTERRUPTED and contender.interrupted is not None
-            else "benchmarks or repetitions may be missing"
-        )
-        cut_off = (
-            f"the contender {contender.path} is cut off ({contender.cut_off}): the run did not "
-            f"finish, so {missing}"
-        )
-    base, cont = _repetitions(baseline, config.time), _repetitions(contender, config.time)
-    ambiguous = _key([base, cont])
-    by_key = [dict(tuple(frame.groupby("key", sort=False))) for frame in (base, cont)]
-    measured = sorted(set(base.key[base.status == MEASURED]), key=natural_key)
-    in_cont = [k for k in measured if k in by_key[1]]
-    if not in_cont:  # files that share nothing that can be compared are unusable input
-        if not measured:
-            raise UsageError(_nothing_measured(baseline, base))
-        if MEASURED not in cont.status.values:
-            raise UsageError(_nothing_measured(contender, cont))
-        raise UsageError(
-            f"no common benchmarks: {baseline.path} and {contender.path} share no benchmark name"
-        )
-    common = [k for k in in_cont if MEASURED in by_key[1][k].status.values]  # they get ratios
-    reference, divisors, warnings = _divisors(config, base, cont, common, baseline.path)
-    warnings = baseline.warnings + contender.warnings + warnings
-
-    # Exact counters (the work of an iteration) are checked whenever both sides carry them.
-    chosen = list(config.counters if counters is None else counters)
-    checked = chosen + [c for c in config.exact_counters if c not in chosen]
-    results = [
-        _compare_benchmark(k, by_key[0][k], by_key[1][k], config, checked, divisors, reference)
-        for k in in_cont
-    ]
-
-    # What the reader must know before trusting the table (one line each).
+    frames: tuple[pd.DataFrame, pd.DataFrame],
+    ambiguous: set[str],
+    results: list[BenchComparison],
+) -> list[str]:
+    """What the reader must know before trusting the table (one line each)."""
+    base, cont = frames
+    warnings = []
     unknown = [
         side
         for side, frame in (("the baseline's", base), ("the contender's", cont))
@@ -628,6 +623,47 @@ def compare_reports(
             "a time <= 0, an absurd magnitude) that were left out of the comparison (see the "
             "notes)"
         )
+    return warnings
+
+
+def compare_reports(
+    baseline: BenchReport,
+    contender: BenchReport,
+    config: CompareConfig,
+    counters: list[str] | None = None,
+    allow_missing: bool = False,
+) -> CompareResult:
+    """Compare two loaded reports. Raises UsageError when there is nothing to compare.
+
+    allow_missing: a benchmark measured in the baseline and absent from the contender is listed,
+    not failed (a run filtered on purpose). By default it fails the gate.
+    """
+    _check_files(baseline, contender)
+    base, cont = _repetitions(baseline, config.time), _repetitions(contender, config.time)
+    ambiguous = _key([base, cont])
+    by_key = [dict(tuple(frame.groupby("key", sort=False))) for frame in (base, cont)]
+    measured = sorted(set(base.key[base.status == MEASURED]), key=natural_key)
+    in_cont = [k for k in measured if k in by_key[1]]
+    if not in_cont:  # files that share nothing that can be compared are unusable input
+        if not measured:
+            raise UsageError(_nothing_measured(baseline, base))
+        if MEASURED not in cont.status.values:
+            raise UsageError(_nothing_measured(contender, cont))
+        raise UsageError(
+            f"no common benchmarks: {baseline.path} and {contender.path} share no benchmark name"
+        )
+    common = [k for k in in_cont if MEASURED in by_key[1][k].status.values]  # they get ratios
+    reference, divisors, warnings = _divisors(config, base, cont, common, baseline.path)
+
+    # Exact counters (the work of an iteration) are checked whenever both sides carry them.
+    chosen = list(config.counters if counters is None else counters)
+    checked = chosen + [c for c in config.exact_counters if c not in chosen]
+    results = [
+        _compare_benchmark(k, by_key[0][k], by_key[1][k], config, checked, divisors, reference)
+        for k in in_cont
+    ]
+    warnings = baseline.warnings + contender.warnings + warnings
+    warnings += _reading_warnings(baseline, contender, (base, cont), ambiguous, results)
     unmeasured = sorted(set(by_key[0]) - set(measured), key=natural_key)
     by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(by_key[0][key]))
     contexts = baseline.context, contender.context
@@ -646,7 +682,7 @@ def compare_reports(
         not_compared=[
             {"kind": kind, "reason": why, "names": keys} for (kind, why), keys in by_reason
         ],
-        cut_off=cut_off,
+        cut_off=_cut_off(contender),
     )
 
 

@@ -40,19 +40,20 @@ shown. A repetition of an older run, whose conditions are unknown, is kept.
 from __future__ import annotations
 
 import functools
-import json
 import math
-import re
-from dataclasses import dataclass, field, replace
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ..benchjson import DISTURBED, BenchReport, as_read, condition_of, load_report
+from ..benchjson import DISTURBED, BenchJsonError, BenchReport, as_read, condition_of, load_report
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, Number, UnusableInput
 from .. import output
-from ..escape import md_code, md_text
+from ..escape import md_code, md_text, one_line
+from .engine import SKIPPED, natural_key
+from .stats import FASTER, FEW, INVALID, SAME, SLOWER
 
 # Context keys of a paired file (written by interleave.py). PAIR_ID, the same in both files of one
 # run, is what gpubench-compare looks for.
@@ -60,11 +61,15 @@ PAIR_ID, PAIR_ROLE, PAIRED_WITH, PAIR_ORDER = "pair_id", "pair_role", "paired_wi
 PAIR_TIME, PAIR_REPS_PER_RUN = "pair_time", "pair_repetitions_per_run"
 PAIR_KEYS = (PAIR_ID, PAIR_ROLE, PAIRED_WITH, PAIR_ORDER, PAIR_TIME, PAIR_REPS_PER_RUN)
 
-SLOWER, FASTER, SAME, AMBIGUOUS = "slower", "faster", "same", "ambiguous"
-FEW, INCOMPLETE, MISSING, FAILED, INVALID = "few", "incomplete", "missing", "failed", "invalid"
-SKIPPED, NEW, BASE_FAILED = "skipped", "new", "failed in the base"
+# Verdicts of the paired judgement besides those it shares with compare's (slower, faster, same,
+# few, invalid: stats; skipped: engine).
+AMBIGUOUS, INCOMPLETE, MISSING, FAILED = "ambiguous", "incomplete", "missing", "failed"
+NEW, BASE_FAILED = "new", "failed in the base"
 FAILING = (SLOWER, MISSING, FAILED, INVALID)
 JUDGED = (SLOWER, FASTER, SAME, AMBIGUOUS)
+# The order of the counts on the gate line: what fails first.
+SUMMARY_ORDER = (SLOWER, FAILED, MISSING, INVALID, INCOMPLETE, AMBIGUOUS, FEW, SAME, FASTER)
+SUMMARY_ORDER += (SKIPPED, NEW, BASE_FAILED)
 
 
 @dataclass(frozen=True)
@@ -87,18 +92,7 @@ class PairedRules:
     confirm_pairs: int = 24
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            k: getattr(self, k)
-            for k in (
-                "margin",
-                "unresolved_at",
-                "alpha",
-                "min_pairs",
-                "start_pairs",
-                "max_pairs",
-                "confirm_pairs",
-            )
-        }
+        return asdict(self)
 
 
 DEFAULT_RULES = PairedRules()
@@ -116,18 +110,11 @@ def rules_from(
     max_pairs: int | None = None,
 ) -> PairedRules:
     """The default rules with the given values replaced; a value that cannot work is unusable."""
-    rules = DEFAULT_RULES
     for flag, kind, value in (("--margin", MARGIN, margin), ("--alpha", ALPHA, alpha)):
         if value is not None and not kind.inside(value):
             raise UnusableInput(f"{flag} {value!r} is not {kind.range}")
-    if margin is not None:
-        rules = replace(rules, margin=margin)
-    if alpha is not None:
-        rules = replace(rules, alpha=alpha)
-    if start_pairs is not None:
-        rules = replace(rules, start_pairs=start_pairs)
-    if max_pairs is not None:
-        rules = replace(rules, max_pairs=max_pairs)
+    given = {"margin": margin, "alpha": alpha, "start_pairs": start_pairs, "max_pairs": max_pairs}
+    rules = replace(DEFAULT_RULES, **{k: v for k, v in given.items() if v is not None})
     if rules.start_pairs < 1 or rules.max_pairs < rules.start_pairs:
         raise UnusableInput(
             f"--pairs ({rules.start_pairs}) must be at least 1 and at most --max-pairs "
@@ -348,9 +335,6 @@ class PairedJudgement:
         return EXIT_OK
 
     def as_dict(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for b in self.benchmarks:
-            counts[b.verdict] = counts.get(b.verdict, 0) + 1
         return {
             "exit_code": self.exit_code,
             "gate": gate_line(self),
@@ -359,7 +343,7 @@ class PairedJudgement:
             "contender": self.contender_path,
             "clock": self.clock,
             "rules": self.rules.as_dict(),
-            "summary": counts,
+            "summary": dict(Counter(b.verdict for b in self.benchmarks)),
             "notes": self.notes,
             "wall_seconds": self.wall_seconds,
             "bench_seconds": self.bench_seconds,
@@ -396,6 +380,101 @@ def _indices(ixs: Sequence[int]) -> str:
     return shown + (f" and {len(ixs) - 5} more" if len(ixs) > 5 else "")
 
 
+def _rows_by_name(report: BenchReport) -> dict[str, list[Any]]:
+    """A file's repetition rows by benchmark name, in file order."""
+    out: dict[str, list[Any]] = {}
+    for row in report.rows:
+        if row.run_type == "iteration":
+            out.setdefault(row.run_name, []).append(row)
+    return out
+
+
+def _without_pairs(name: str, b_rows: list[Any], c_rows: list[Any]) -> PairedBenchmark | None:
+    """The verdict of a benchmark that has no pairs to judge (missing, new, failed or skipped on a
+    side); None for one measured on both sides."""
+    if not c_rows:
+        return PairedBenchmark(
+            name, MISSING, why="measured in the base, missing from the contender"
+        )
+    if not b_rows:
+        return PairedBenchmark(name, NEW, why="only in the contender, not compared")
+    for rows, verdict, why in (
+        (b_rows, BASE_FAILED, "not compared: "),
+        (c_rows, FAILED, "now fails: "),
+    ):
+        failed = [r for r in rows if r.failed]
+        if failed:
+            return PairedBenchmark(name, verdict, why=f"{why}{failed[0].error}")
+    skipped = [r for r in b_rows + c_rows if r.skipped]
+    if skipped:
+        return PairedBenchmark(name, SKIPPED, why=str(skipped[0].error))
+    return None
+
+
+def _judge_pairs(
+    name: str,
+    b_rows: list[Any],
+    c_rows: list[Any],
+    clock: str,
+    rules: PairedRules,
+    leave_out_disturbed: bool,
+) -> PairedBenchmark:
+    """The verdict of a benchmark measured on both sides, from its pairs (repetition i of each)."""
+    b_by = {r.repetition_index: r for r in b_rows}
+    c_by = {r.repetition_index: r for r in c_rows}
+    bad_c = sorted(i for i, r in c_by.items() if math.isnan(_time(r, clock)))
+    bad_b = sorted(i for i, r in b_by.items() if math.isnan(_time(r, clock)))
+    if bad_c and not bad_b:
+        return PairedBenchmark(
+            name, INVALID, why=f"{clock} of repetitions {_indices(bad_c)} is not a time"
+        )
+    common = sorted(
+        i for i in set(b_by) & set(c_by) if i is not None and i not in bad_b and i not in bad_c
+    )
+    only_b = sorted(i for i in set(b_by) - set(c_by) if i is not None)
+    only_c = sorted(i for i in set(c_by) - set(b_by) if i is not None)
+    kept = [
+        i
+        for i in common
+        if not (leave_out_disturbed and (_left_out(b_by[i]) or _left_out(c_by[i])))
+    ]
+    base_t = [_time(b_by[i], clock) for i in kept]
+    cont_t = [_time(c_by[i], clock) for i in kept]
+    verdict, est = judge_values(base_t, cont_t, rules)
+    bench = PairedBenchmark(
+        name,
+        verdict,
+        len(kept),
+        est,
+        float(np.median(base_t)) if base_t else math.nan,
+        float(np.median(cont_t)) if cont_t else math.nan,
+        len(common) - len(kept),
+    )
+    lost = []
+    if only_b:
+        lost.append(f"the contender lacks repetitions {_indices(only_b)} of the base's")
+    if only_c:
+        lost.append(f"the base lacks repetitions {_indices(only_c)} of the contender's")
+    if bad_b:
+        lost.append(f"{len(bad_b)} base repetitions have no valid {clock}")
+    if lost and verdict != SLOWER:
+        bench.verdict = INCOMPLETE
+    if lost:
+        bench.why = "; ".join(lost) + " (pairs are incomplete)"
+    elif verdict == FEW and bench.left_out:
+        bench.why = (
+            f"not judged: measured while disturbed: {bench.left_out} of {len(common)} pairs "
+            f"left out (disturbed=1), fewer than the {rules.min_pairs} a "
+            f"{1 - rules.alpha:.3g} interval needs remain"
+        )
+    elif verdict == FEW:
+        bench.why = (
+            f"{len(kept)} pairs, fewer than the {rules.min_pairs} a {1 - rules.alpha:.3g} "
+            "interval needs"
+        )
+    return bench
+
+
 def judge_reports(
     base: BenchReport, contender: BenchReport, rules: PairedRules, clock: str | None = None
 ) -> PairedJudgement:
@@ -410,15 +489,7 @@ def judge_reports(
         notes.append("the files are given in reverse order: ratios are base / contender")
     for report in (base, contender):
         notes += report.warnings
-
-    def grouped(report: BenchReport) -> dict[str, list[Any]]:
-        out: dict[str, list[Any]] = {}
-        for row in report.rows:
-            if row.run_type == "iteration":
-                out.setdefault(row.run_name, []).append(row)
-        return out
-
-    base_rows, cont_rows = grouped(base), grouped(contender)
+    base_rows, cont_rows = _rows_by_name(base), _rows_by_name(contender)
     # A file of several inner repetitions per process holds each process's fastest (interleave.py):
     # the minimum stands for its process, disturbed or not. Measured on real runs beside a bursty
     # neighbour (docs/regression-gate.md, "Measured in real runs"): leaving such pairs out
@@ -431,102 +502,22 @@ def judge_reports(
             f"{base.path} and {contender.path} have no benchmark in common: nothing to compare"
         )
     results: list[PairedBenchmark] = []
-    for name in sorted(set(base_rows) | set(cont_rows), key=_natural):
+    for name in sorted(set(base_rows) | set(cont_rows), key=natural_key):
         b_rows, c_rows = base_rows.get(name, []), cont_rows.get(name, [])
-        if not c_rows:
-            results.append(
-                PairedBenchmark(
-                    name, MISSING, why="measured in the base, missing from the contender"
-                )
-            )
-            continue
-        if not b_rows:
-            results.append(PairedBenchmark(name, NEW, why="only in the contender, not compared"))
-            continue
-        if any(r.failed for r in b_rows):
-            why = next(r.error for r in b_rows if r.failed)
-            results.append(PairedBenchmark(name, BASE_FAILED, why=f"not compared: {why}"))
-            continue
-        if any(r.failed for r in c_rows):
-            why = next(r.error for r in c_rows if r.failed)
-            results.append(PairedBenchmark(name, FAILED, why=f"now fails: {why}"))
-            continue
-        if any(r.skipped for r in b_rows + c_rows):
-            why = next(r.error for r in b_rows + c_rows if r.skipped)
-            results.append(PairedBenchmark(name, SKIPPED, why=str(why)))
-            continue
-        b_by = {r.repetition_index: r for r in b_rows}
-        c_by = {r.repetition_index: r for r in c_rows}
-        bad_c = sorted(i for i, r in c_by.items() if math.isnan(_time(r, clock)))
-        bad_b = sorted(i for i, r in b_by.items() if math.isnan(_time(r, clock)))
-        if bad_c and not bad_b:
-            results.append(
-                PairedBenchmark(
-                    name, INVALID, why=f"{clock} of repetitions {_indices(bad_c)} is not a time"
-                )
-            )
-            continue
-        common = sorted(
-            i for i in set(b_by) & set(c_by) if i is not None and i not in bad_b and i not in bad_c
-        )
-        only_b = sorted(i for i in set(b_by) - set(c_by) if i is not None)
-        only_c = sorted(i for i in set(c_by) - set(b_by) if i is not None)
-        kept = [
-            i
-            for i in common
-            if not (leave_out_disturbed and (_left_out(b_by[i]) or _left_out(c_by[i])))
-        ]
-        base_t = [_time(b_by[i], clock) for i in kept]
-        cont_t = [_time(c_by[i], clock) for i in kept]
-        verdict, est = judge_values(base_t, cont_t, rules)
-        bench = PairedBenchmark(
-            name,
-            verdict,
-            len(kept),
-            est,
-            float(np.median(base_t)) if base_t else math.nan,
-            float(np.median(cont_t)) if cont_t else math.nan,
-            len(common) - len(kept),
-        )
-        lost = []
-        if only_b:
-            lost.append(f"the contender lacks repetitions {_indices(only_b)} of the base's")
-        if only_c:
-            lost.append(f"the base lacks repetitions {_indices(only_c)} of the contender's")
-        if bad_b:
-            lost.append(f"{len(bad_b)} base repetitions have no valid {clock}")
-        if lost and verdict != SLOWER:
-            bench.verdict = INCOMPLETE
-        if lost:
-            bench.why = "; ".join(lost) + " (pairs are incomplete)"
-        elif verdict == FEW and bench.left_out:
-            bench.why = (
-                f"not judged: measured while disturbed: {bench.left_out} of {len(common)} pairs "
-                f"left out (disturbed=1), fewer than the {rules.min_pairs} a "
-                f"{1 - rules.alpha:.3g} interval needs remain"
-            )
-        elif verdict == FEW:
-            bench.why = (
-                f"{len(kept)} pairs, fewer than the {rules.min_pairs} a {1 - rules.alpha:.3g} "
-                "interval needs"
-            )
+        bench = _without_pairs(name, b_rows, c_rows)
+        if bench is None:
+            bench = _judge_pairs(name, b_rows, c_rows, clock, rules, leave_out_disturbed)
         results.append(bench)
     return PairedJudgement(base.path, contender.path, rules, clock, results, notes)
 
 
 def judge_files(base_path: str, contender_path: str, rules: PairedRules) -> PairedJudgement:
     """Loads and judges two paired files; a file that is not bench JSON is unusable input."""
-    from ..benchjson import BenchJsonError
-
     try:
         base, contender = load_report(base_path), load_report(contender_path)
     except BenchJsonError as exc:
         raise UnusableInput(str(exc)) from None
     return judge_reports(base, contender, rules)
-
-
-def _natural(name: str) -> list[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 def _pct(ratio: float) -> str:
@@ -545,24 +536,7 @@ def describe(b: PairedBenchmark) -> str:
 
 def gate_line(j: PairedJudgement) -> str:
     """The one summary line: 'gate: PASS|FAIL|NOT RESOLVED|CANNOT JUDGE: ...'."""
-    counts = ", ".join(
-        f"{len(j.of(v))} {v}"
-        for v in (
-            SLOWER,
-            FAILED,
-            MISSING,
-            INVALID,
-            INCOMPLETE,
-            AMBIGUOUS,
-            FEW,
-            SAME,
-            FASTER,
-            SKIPPED,
-            NEW,
-            BASE_FAILED,
-        )
-        if j.of(v)
-    )
+    counts = ", ".join(f"{len(j.of(v))} {v}" for v in SUMMARY_ORDER if j.of(v))
     code = j.exit_code
     margin = f"{j.rules.margin * 100:g}%"
     if code == EXIT_REGRESSION:
@@ -595,30 +569,25 @@ def gate_line(j: PairedJudgement) -> str:
     return f"{head} ({counts})"
 
 
-def _line(text: object) -> str:
-    # Data for the terminal: one line; a control character cannot forge a log line.
-    return re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", str(text))
-
-
 def render_terminal(j: PairedJudgement, quiet: bool = False) -> str:
     r = j.rules
     lines = []
     if not quiet:
         lines.append(
-            f"paired judgement of {_line(j.contender_path)} against {_line(j.base_path)}: "
+            f"paired judgement of {one_line(j.contender_path)} against {one_line(j.base_path)}: "
             f"{j.clock}, per-pair ratios, Hodges-Lehmann estimate with a {1 - r.alpha:.3g} "
             f"signed-rank interval, margin {r.margin * 100:g}%"
         )
-        for note in j.notes:
-            lines.append(f"note: {_line(note)}")
+        lines += [f"note: {one_line(note)}" for note in j.notes]
     width = max((len(b.name) for b in j.benchmarks), default=0)
     for b in j.benchmarks:
         if quiet and not (b.fails or b.verdict in (AMBIGUOUS, INCOMPLETE)):
             continue
-        lines.append(f"  {b.verdict.upper():<12} {_line(b.name):<{width}}  {_line(describe(b))}")
+        name, why = one_line(b.name), one_line(describe(b))
+        lines.append(f"  {b.verdict.upper():<12} {name:<{width}}  {why}")
     for b in j.maybe_slower:
         lines.append(
-            f"AMBIGUOUS: {_line(b.name)}: {_line(describe(b))}: the interval straddles the "
+            f"AMBIGUOUS: {one_line(b.name)}: {one_line(describe(b))}: the interval straddles the "
             f"{r.margin * 100:g}% margin after {b.pairs} pairs; not failed, not shown the same: "
             "rerun on a quieter machine or look at it"
         )
@@ -651,16 +620,8 @@ def write_error(line: str, code: int, markdown: str | None, json_path: str | Non
     error itself on stderr)."""
     word = "FAIL" if code == EXIT_REGRESSION else "CANNOT JUDGE"
     error_doc = {"exit_code": code, "paired": True, "error": line}
-    output.write_sides(
-        (
-            (
-                markdown,
-                "Markdown report (--markdown)",
-                lambda: f"**gate: {word}: {md_text(line)}**\n",
-            ),
-            (json_path, "JSON result (--json)", lambda: json.dumps(error_doc) + "\n"),
-        )
-    )
+    markdown_text = f"**gate: {word}: {md_text(line)}**\n"
+    output.write_reports(markdown, lambda: markdown_text, json_path, lambda: error_doc, None)
 
 
 def emit(
@@ -671,30 +632,17 @@ def emit(
     code = output.decide(j.exit_code)
     output.say(*render_terminal(j, quiet).splitlines())
     if code in (EXIT_UNUSABLE, EXIT_UNRESOLVED):
-        output.warn(
-            f"{prog}: {'error' if code == EXIT_UNUSABLE else 'warning'}: {_line(gate_line(j))}"
-        )
-    for problem in output.write_sides(
-        (
-            (markdown, "Markdown report (--markdown)", lambda: render_markdown(j)),
-            (json_path, "JSON result (--json)", lambda: json.dumps(j.as_dict(), indent=2) + "\n"),
-        )
-    ):
-        output.warn(f"{prog}: {problem}; the verdict above stands (exit {code})")
+        word = "error" if code == EXIT_UNUSABLE else "warning"
+        output.warn(f"{prog}: {word}: {one_line(gate_line(j))}")
+    output.write_after_verdict(
+        prog, code, markdown, lambda: render_markdown(j), json_path, j.as_dict
+    )
     return code
 
 
-def compare_cli(prog: str, args: Any) -> int | None:
-    """gpubench-compare's hook: judges BASE and NEW with the paired rules when they are the two
-    files of one interleaved run; None (compare as usual) otherwise."""
-    from ..benchjson import BenchJsonError
-
-    try:
-        base, contender = load_report(args.baseline), load_report(args.contender)
-    except BenchJsonError:
-        return None  # compare's own reader says what is wrong, the usual way
-    if not is_pair(base, contender):
-        return None
+def compare_cli(prog: str, args: Any, base: BenchReport, contender: BenchReport) -> int:
+    """gpubench-compare's judgement of the two files of one interleaved run (is_pair): the
+    paired rules, with --max-ratio as 1 + margin and --alpha."""
     alpha = getattr(args, "alpha", None)
     margin = None if args.max_ratio is None else args.max_ratio - 1.0
     rules = rules_from(margin, alpha)

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from typing import Any, Iterator, Sequence
 
 import jinja2
 
 from .. import schema
 from ..benchjson import BenchReport, group_reasons
-from ..escape import md_text
+from ..escape import md_text, one_line
 from ..templating import environment
 from .engine import ERROR, NOT_JUDGED_DISTURBED, SKIPPED, BenchComparison, CompareResult
 from ..units import plural
@@ -49,11 +48,6 @@ _ANSI = {
 _SECONDS = ((1.0, " s"), (1e-3, " ms"), (1e-6, " us"), (1e-9, " ns"))
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 _HEADER = ("benchmark / metric", "baseline", "contender", "ratio", "cv base/new", "p", "verdict")
-
-
-def _line(text: object) -> str:
-    """Data for the terminal: one line (no control character can start a forged line)."""
-    return re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", str(text))
 
 
 def format_value(metric: str, value: float) -> str:
@@ -337,7 +331,7 @@ def render_terminal(
     word, reason = _gate(result)
     gate_verdict = {"PASS": FASTER, "FAIL": SLOWER}.get(word, FEW)
     failures = [
-        [paint(_line(line), SLOWER)] + [f"  {_line(name)}" for name in names]
+        [paint(one_line(line), SLOWER)] + [f"  {one_line(name)}" for name in names]
         for line, names in _failure_lines(result)
     ]
     hardware = result.hardware_differences
@@ -345,7 +339,7 @@ def render_terminal(
         out = [line for block in failures for line in block]
         tail = " (DIFFERENT HARDWARE)" if hardware else ""
         out.append(
-            paint(_line(f"gate: {word}: {reason} ({_headline(result)}){tail}"), gate_verdict)
+            paint(one_line(f"gate: {word}: {reason} ({_headline(result)}){tail}"), gate_verdict)
         )
         return "\n".join(out) + "\n"
 
@@ -354,22 +348,25 @@ def render_terminal(
         banner = [
             "DIFFERENT HARDWARE: these ratios compare two machines, not two versions of the code."
         ]
-        banner += [_line(f"  {k}: {b}  ->  {c}") for k, b, c in hardware]
+        banner += [one_line(f"  {k}: {b}  ->  {c}") for k, b, c in hardware]
         width = max(len(line) for line in banner) + 6
         out += ["!" * width, *(f"!! {line.ljust(width - 6)} !!" for line in banner), "!" * width]
     for which, report in (("baseline", result.baseline), ("contender", result.contender)):
-        out.append(_line(f"{which:<9}: {report.path} ({', '.join(_describe(report))})"))
+        out.append(one_line(f"{which:<9}: {report.path} ({', '.join(_describe(report))})"))
     out += [
-        _line(f"note: {key} differs: {b} -> {c}") for key, b, c in result.environment_differences
+        one_line(f"note: {key} differs: {b} -> {c}") for key, b, c in result.environment_differences
     ]
-    out += [_line(f"warning: {warning}") for warning in result.warnings]
+    out += [one_line(f"warning: {warning}") for warning in result.warnings]
     conditions = _conditions_line(result)
     if conditions:
-        out.append(_line(f"warning: {conditions}"))
-    out += [_line(_thresholds_line(result)), ""]
+        out.append(one_line(f"warning: {conditions}"))
+    out += [one_line(_thresholds_line(result)), ""]
 
     table = [
-        ((_line(name) if name is not None else "    " + _line(cells[0]), *cells[1:]), m.verdict)
+        (
+            (one_line(name) if name is not None else "    " + one_line(cells[0]), *cells[1:]),
+            m.verdict,
+        )
         for name, m, cells in _rows([b for b in result.benchmarks if b.metrics])
     ]
     if table:
@@ -383,12 +380,12 @@ def render_terminal(
         out += [paint(fmt(row), verdict) for row, verdict in table] + [""]
 
     for line, names, _ in info_groups(result):
-        out.append(_line(line))
+        out.append(one_line(line))
         if verbose or DISTURBED_WORDS in line:
-            out.extend(f"  {_line(name)}" for name in names)
+            out.extend(f"  {one_line(name)}" for name in names)
     out += [line for block in failures for line in block]
-    out.append(_line(f"summary: {_headline(result)}"))
-    out.append(paint(_line(f"gate: {word}: {reason}"), gate_verdict))
+    out.append(one_line(f"summary: {_headline(result)}"))
+    out.append(paint(one_line(f"gate: {word}: {reason}"), gate_verdict))
     if hardware:
         out.append("(reminder: the two files come from DIFFERENT HARDWARE, see the top)")
     return "\n".join(out) + "\n"

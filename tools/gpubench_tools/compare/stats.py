@@ -125,6 +125,79 @@ def quote_invalid_values(values: list[float]) -> str:
     return ", ".join(seen[:3]) + (", ..." if len(seen) > 3 else "")
 
 
+def _note_invalid(m: MetricResult, judged: bool) -> bool:
+    """Note the values left out as not plausible; True where they make a judged metric INVALID:
+    the contender has them and the baseline had none (or the contender has nothing else)."""
+    base, cont, base_invalid, cont_invalid = m.base, m.cont, m.base_invalid, m.cont_invalid
+    if judged and cont_invalid and base.n and (not base_invalid or not cont.n):
+        total = cont.n + len(cont_invalid)
+        m.notes.append(
+            f"{len(cont_invalid)} of {plural(total, 'value')} not valid in the contender "
+            f"({quote_invalid_values(cont_invalid)})"
+            + ("" if base_invalid else ", none in the baseline")
+        )
+        return True
+    for side, bad, stats in (("baseline", base_invalid, base), ("contender", cont_invalid, cont)):
+        if bad:
+            m.notes.append(
+                f"{len(bad)} of {plural(stats.n + len(bad), 'value')} not valid in the {side} "
+                f"({quote_invalid_values(bad)}): left out"
+            )
+    return False
+
+
+def _exact_verdict(base: SampleStats, cont: SampleStats, notes: list[str]) -> str:
+    """SAME or CHANGED of a counter that defines the work of the benchmark (better "exact")."""
+    equal = math.isclose(cont.median, base.median, rel_tol=_EXACT_RTOL, abs_tol=0.0) and (
+        math.isclose(cont.min, cont.max, rel_tol=_EXACT_RTOL)
+    )
+    if not equal:
+        notes.append(
+            "defines the work of the benchmark: it changed, so the timings are not comparable "
+            "(re-record the baseline if the change is intended)"
+        )
+    return SAME if equal else CHANGED
+
+
+def _spread_verdict(m: MetricResult) -> str:
+    """SLOWER, FASTER, NOISY or SAME of a metric with enough repetitions a side, from its median
+    and best-repetition slowdowns and the U test's p; its notes say why where that is not plain."""
+    base, cont, thresholds, notes = m.base, m.cont, m.thresholds, m.notes
+    slowdown, best_slowdown, p_value = m.slowdown, m.best_slowdown, m.p_value
+    # Work in "badness" space so that one rule serves times and rates: larger = worse.
+    sign = 1.0 if m.better == "lower" else -1.0
+    base_bad, cont_bad = [sign * v for v in base.values], [sign * v for v in cont.values]
+    separated_worse, separated_better = min(cont_bad) > max(base_bad), max(cont_bad) < min(base_bad)
+    significant = p_value is not None and p_value < thresholds.alpha
+    cvs = [c for c in (base.cv, cont.cv) if not math.isnan(c)]
+    noisy = bool(cvs) and max(cvs) > thresholds.max_cv
+
+    worse = slowdown > thresholds.max_ratio
+    improved = slowdown < 1.0 / thresholds.max_ratio
+    if thresholds.check_fastest:
+        best_worse = best_slowdown > thresholds.max_ratio
+        best_improved = best_slowdown < 1.0 / thresholds.max_ratio
+        if (worse and not best_worse) or (improved and not best_improved):
+            notes.append(
+                f"median moved {slowdown:.2f}x but the best repetitions only {best_slowdown:.2f}x: "
+                "load during part of one run, not a change of the code"
+            )
+        worse, improved = worse and best_worse, improved and best_improved
+    if significant and (worse or improved):
+        # Samples that do not even overlap cannot owe the difference to their noise.
+        separated = separated_worse if worse else separated_better
+        verdict = NOISY if noisy and not separated else SLOWER if worse else FASTER
+    else:
+        verdict = NOISY if noisy else SAME
+    if verdict == NOISY:
+        notes.append(
+            f"spread (cv {max(cvs):.1%}) above max_cv={thresholds.max_cv:.0%}: too noisy to judge"
+        )
+    elif (worse or improved) and not significant and p_value is not None:
+        notes.append(f"beyond max_ratio but not significant (p={p_value:.3g})")
+    return verdict
+
+
 def compare_metric(
     metric: str,
     better: str,
@@ -158,53 +231,25 @@ def compare_metric(
         sides = (base, cont, thresholds, ratio, slow, best, p, verdict, gating, notes, need)
         return MetricResult(metric, better, *sides, base_invalid, cont_invalid)
 
+    unjudged = result(INFO, math.nan, None)  # shown, without a verdict
     # An "info" metric is shown, never judged: its bad values are only noted.
-    if better != "info" and cont_invalid and base.n and (not base_invalid or not cont.n):
-        total = cont.n + len(cont_invalid)
-        notes.append(
-            f"{len(cont_invalid)} of {plural(total, 'value')} not valid in the contender "
-            f"({quote_invalid_values(cont_invalid)})"
-            + ("" if base_invalid else ", none in the baseline")
-        )
+    if _note_invalid(unjudged, better != "info"):
         return result(INVALID, math.nan, None)
-    for side, bad, stats in (("baseline", base_invalid, base), ("contender", cont_invalid, cont)):
-        if bad:
-            notes.append(
-                f"{len(bad)} of {plural(stats.n + len(bad), 'value')} not valid in the {side} "
-                f"({quote_invalid_values(bad)}): left out"
-            )
     if not base.n or not cont.n:
         notes.append("no valid value on " + ("either side" if not base.n else "the contender"))
-        return result(INFO, math.nan, None)
-
+        return unjudged
     if better == "exact":
-        equal = math.isclose(cont.median, base.median, rel_tol=_EXACT_RTOL, abs_tol=0.0) and (
-            math.isclose(cont.min, cont.max, rel_tol=_EXACT_RTOL)
-        )
-        if not equal:
-            notes.append(
-                "defines the work of the benchmark: it changed, so the timings are not comparable "
-                "(re-record the baseline if the change is intended)"
-            )
-        return result(SAME if equal else CHANGED, 1.0, None)
-
+        return result(_exact_verdict(base, cont, notes), 1.0, None)
     if better == "info":
-        return result(INFO, math.nan, None)
-
+        return unjudged
     if not (base.median > 0 and cont.median > 0) or math.isinf(ratio):
         notes.append("median is zero or negative on one side: a ratio means nothing here")
-        return result(INFO, math.nan, None)
+        return unjudged
 
     slowdown = ratio if better == "lower" else 1.0 / ratio
-    # Work in "badness" space so that one rule serves times and rates: larger = worse.
-    sign = 1.0 if better == "lower" else -1.0
-    base_bad, cont_bad = [sign * v for v in base.values], [sign * v for v in cont.values]
-    separated_worse, separated_better = min(cont_bad) > max(base_bad), max(cont_bad) < min(base_bad)
     # Best repetition of each side: the fastest time, or the highest rate.
     best_slowdown = cont.min / base.min if better == "lower" else base.max / cont.max
-
     p_value = u_test(cont.values, base.values) if base.n >= 2 and cont.n >= 2 else None
-
     if not judgeable(base.n, cont.n, thresholds.alpha):
         needed = repetitions_needed(thresholds.alpha)
         reps = str(base.n) if base.n == cont.n else f"{base.n} vs {cont.n}"
@@ -214,32 +259,6 @@ def compare_metric(
             f"rerun with --benchmark_repetitions={needed} (the median moved {slowdown:.2f}x)"
         )
         return result(FEW, slowdown, p_value, best_slowdown, needed)
-
-    significant = p_value is not None and p_value < thresholds.alpha
-    cvs = [c for c in (base.cv, cont.cv) if not math.isnan(c)]
-    noisy = bool(cvs) and max(cvs) > thresholds.max_cv
-
-    worse = slowdown > thresholds.max_ratio
-    improved = slowdown < 1.0 / thresholds.max_ratio
-    if thresholds.check_fastest:
-        best_worse = best_slowdown > thresholds.max_ratio
-        best_improved = best_slowdown < 1.0 / thresholds.max_ratio
-        if (worse and not best_worse) or (improved and not best_improved):
-            notes.append(
-                f"median moved {slowdown:.2f}x but the best repetitions only {best_slowdown:.2f}x: "
-                "load during part of one run, not a change of the code"
-            )
-        worse, improved = worse and best_worse, improved and best_improved
-    if significant and (worse or improved):
-        # Samples that do not even overlap cannot owe the difference to their noise.
-        separated = separated_worse if worse else separated_better
-        verdict = NOISY if noisy and not separated else SLOWER if worse else FASTER
-    else:
-        verdict = NOISY if noisy else SAME
-    if verdict == NOISY:
-        notes.append(
-            f"spread (cv {max(cvs):.1%}) above max_cv={thresholds.max_cv:.0%}: too noisy to judge"
-        )
-    elif (worse or improved) and not significant and p_value is not None:
-        notes.append(f"beyond max_ratio but not significant (p={p_value:.3g})")
-    return result(verdict, slowdown, p_value, best_slowdown)
+    judged = result(SAME, slowdown, p_value, best_slowdown)
+    judged.verdict = _spread_verdict(judged)
+    return judged

@@ -109,21 +109,12 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     output.say(gate_line(timing, instructions))
     if code == EXIT_UNUSABLE:
         output.warn(f"{prog}: error: {gate_line(timing, instructions)}")
-    for problem in output.write_sides(
-        (
-            (
-                args.markdown,
-                "Markdown report (--markdown)",
-                lambda: render_markdown(
-                    timing,
-                    instructions,
-                    _read(args.timing_markdown),
-                    _read(args.instructions_markdown),
-                ),
-            ),
-        )
-    ):
-        output.warn(f"{prog}: {problem}; the verdict above stands (exit {code})")
+
+    def markdown() -> str:
+        lanes = _read(args.timing_markdown), _read(args.instructions_markdown)
+        return render_markdown(timing, instructions, *lanes)
+
+    output.write_after_verdict(prog, code, args.markdown, markdown)
     return code
 
 

@@ -211,21 +211,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 
 def _emit(prog: str, result: LaneResult, markdown: str | None, json_path: str | None) -> int:
-    import json
-
     code = output.decide(result.exit_code)
     output.say(*render_terminal(result).splitlines())
-    for problem in output.write_sides(
-        (
-            (markdown, "Markdown report (--markdown)", lambda: render_markdown(result)),
-            (
-                json_path,
-                "JSON result (--json)",
-                lambda: json.dumps(as_dict(result), indent=2) + "\n",
-            ),
-        )
-    ):
-        output.warn(f"{prog}: {problem}; the verdict above stands (exit {code})")
+    output.write_after_verdict(
+        prog, code, markdown, lambda: render_markdown(result), json_path, lambda: as_dict(result)
+    )
     return code
 
 
