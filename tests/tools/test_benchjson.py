@@ -9,15 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, gb_row, write_bench_json
 
-from gpubench_tools.benchjson import (
-    SKIP_PREFIXES,
-    BenchJsonError,
-    describe_errors,
-    iteration_rows,
-    load_report,
-    parse_label,
-    skip_reason,
-)
+from gpubench_tools.benchjson import BenchJsonError, iteration_rows, load_report, parse_label
+from gpubench_tools.row_rules import SKIP_PREFIXES, skip_reason
+from gpubench_tools.wording import describe_errors
 from gpubench_tools.table import load_table, summarize
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import gb_row, run_tool as run, write_bench_json
 
-from gpubench_tools import benchjson, export, policy
+from gpubench_tools import benchjson, conditions, export, policy
 from gpubench_tools.compare import engine
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.history import store
@@ -74,10 +74,10 @@ def test_a_repetition_is_disturbed_quiet_or_unknown(tmp_path: Path) -> None:
     nan["disturbed"] = math.nan
     report = benchjson.load_report(str(write_bench_json(tmp_path / "r.json", rows + [nan])))
     assert [r.conditions for r in report.rows] == [
-        benchjson.DISTURBED,
-        benchjson.QUIET,
-        benchjson.UNKNOWN,
-        benchjson.UNKNOWN,
+        conditions.DISTURBED,
+        conditions.QUIET,
+        conditions.UNKNOWN,
+        conditions.UNKNOWN,
     ]
     assert all(r.usable for r in report.rows)  # unknown conditions are never an error
     assert list(file_rows(report)["conditions"]) == [r.conditions for r in report.rows]
@@ -86,9 +86,9 @@ def test_a_repetition_is_disturbed_quiet_or_unknown(tmp_path: Path) -> None:
 def test_an_old_file_reads_as_conditions_unknown_never_quiet(tmp_path: Path) -> None:
     path = run_file(tmp_path / "old.json", {NAMES[0]: FIVE_MS}, {NAMES[0]: [None] * 5})
     table = load_table([str(path)])
-    assert set(table.rows["conditions"]) == {benchjson.UNKNOWN}
+    assert set(table.rows["conditions"]) == {conditions.UNKNOWN}
     summary = summarize(table.rows)
-    assert list(summary["conditions"]) == [benchjson.UNKNOWN]
+    assert list(summary["conditions"]) == [conditions.UNKNOWN]
 
 
 def test_describe_conditions_says_how_many_by_what_and_how_much() -> None:
@@ -98,18 +98,18 @@ def test_describe_conditions_says_how_many_by_what_and_how_much() -> None:
         {"disturbed": 0, "disturbed_by": 0},
         {},
     ]
-    line = benchjson.describe_conditions(counters)
+    line = conditions.describe_conditions(counters)
     assert line == (
         "2 of 4 repetitions were measured while disturbed (2 waited for a CPU while other "
         "processes ran, up to 1.20 core; 1 lost CPU time to the hypervisor (steal), up to 0.30 "
         "core)"
     )
-    assert benchjson.describe_conditions([{"disturbed": 0}, {}]) is None
+    assert conditions.describe_conditions([{"disturbed": 0}, {}]) is None
 
 
 def test_a_busy_neighbour_is_named_with_the_others_share() -> None:
     counters = [{"disturbed": 1, "disturbed_by": 8, "cpu_wait_cores": 0.0, "cpu_other_cores": 1.0}]
-    assert benchjson.describe_conditions(counters) == (
+    assert conditions.describe_conditions(counters) == (
         "1 of 1 repetition was measured while disturbed (1 ran while other processes used a "
         "large share of the CPUs, up to 1.00 core)"
     )
@@ -294,10 +294,10 @@ def test_headline_rule_uses_undisturbed_repetitions_where_three_remain(tmp_path:
     )
     summary = summarize(load_table([str(path)]).rows).set_index("name")
     assert summary.at[NAMES[0], "time_s"] == pytest.approx(1e-3)
-    assert summary.at[NAMES[0], "conditions"] == benchjson.QUIET
+    assert summary.at[NAMES[0], "conditions"] == conditions.QUIET
     assert summary.at[NAMES[0], "disturbed_left_out"] == 2
     assert summary.at[NAMES[1], "time_s"] == pytest.approx(9e-3)
-    assert summary.at[NAMES[1], "conditions"] == benchjson.DISTURBED
+    assert summary.at[NAMES[1], "conditions"] == conditions.DISTURBED
     assert policy.MIN_UNDISTURBED == 3
 
 

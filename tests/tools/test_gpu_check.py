@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO, bench_binary, gb_row
 from md_plain import read_md
 
-from gpubench_tools.benchjson import SKIP_PREFIXES
+from gpubench_tools.row_rules import SKIP_PREFIXES
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 

@@ -19,7 +19,7 @@ from conftest import FIXTURES, REPO, examples, run_tool as run
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpubench_tools import benchjson, export, policy
+from gpubench_tools import benchjson, conditions, export, policy, row_rules
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.compare.config import THRESHOLD_RANGES
 from gpubench_tools.compare.stats import repetition_rule
@@ -47,17 +47,17 @@ def ci_doc() -> dict[str, Any]:
 def test_the_json_schema_accepts_every_committed_bench_file() -> None:
     from jsonschema import Draft202012Validator
 
-    Draft202012Validator.check_schema(benchjson.json_schema())
+    Draft202012Validator.check_schema(row_rules.json_schema())
     for path in [*FIXTURES.glob("*.json"), REPO / "reports" / "baselines" / "ci-cpu.json"]:
         doc = json.loads(path.read_text())
-        errors = list(Draft202012Validator(benchjson.json_schema()).iter_errors(doc))
+        errors = list(Draft202012Validator(row_rules.json_schema()).iter_errors(doc))
         assert errors == [], (path, errors[:1])
 
 
 def test_the_json_schema_declares_every_counter_of_the_shared_schema() -> None:
     from gpubench_tools import schema
 
-    row = benchjson.json_schema()["$defs"]["row"]
+    row = row_rules.json_schema()["$defs"]["row"]
     assert set(schema.COUNTERS) <= set(row["properties"])
     assert all(row["properties"][key] == {"type": "number"} for key in schema.COUNTERS)
 
@@ -304,7 +304,7 @@ def test_export_names_the_file_it_cannot_read(tmp_path, capsys) -> None:
 def test_an_old_file_reads_as_conditions_unknown_in_every_tool(tmp_path, capsys) -> None:
     """ci-cpu.json predates the condition counters: never an error, never quiet, said once."""
     base = REPO / "reports/baselines/ci-cpu.json"
-    assert {r.conditions for r in benchjson.load_report(str(base)).rows} == {benchjson.UNKNOWN}
+    assert {r.conditions for r in benchjson.load_report(str(base)).rows} == {conditions.UNKNOWN}
     code, out, err = run(capsys, compare_main, str(base), str(base), "--config", str(CI_CONFIG))
     assert code == OK and (out + err).count("conditions unknown") == 1
     code, out, err = run(capsys, history_main, "add", str(tmp_path / "h.db"), str(base))

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES, gb_row, write_bench_json
 
-from gpubench_tools import benchjson, export
+from gpubench_tools import benchjson, export, schema
 from gpubench_tools.history.cli import main as history_main
 from gpubench_tools.report import main as report_main
 
@@ -95,7 +95,7 @@ def test_a_bad_counter_keeps_the_time_and_is_left_out_of_the_point(
     report = benchjson.load_report(str(path))
     row = report.rows[3]
     assert row.usable and row.real_time_s > 0
-    assert not benchjson.usable_counter(row.counters[key])
+    assert not schema.usable_counter(row.counters[key])
     summary = summarize(load_table([str(path)]).rows)
     (point,) = summary[summary["name"] == row.run_name].itertuples()
     assert pd.isna(

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from . import output
-from .benchjson import DISTURBED, UNKNOWN, BenchJsonError, unknown_conditions_note
+from .benchjson import BenchJsonError
+from .conditions import DISTURBED, UNKNOWN, unknown_conditions_note
 from .policy import MIN_UNDISTURBED
 from .table import headline_rows
 from .escape import term_text

@@ -28,6 +28,7 @@ repetitions") calls it disturbed; a file without them was written by an older be
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,8 @@ __all__ = [
     "unit_of",
     "direction_of",
     "is_seconds",
+    "MAX_ABS_COUNTER",
+    "usable_counter",
     "schema_document",
     "differences",
 ]
@@ -182,6 +185,17 @@ def direction_of(key: str) -> str | None:
 
 def is_seconds(key: str) -> bool:
     return unit_of(key) == "s"
+
+
+# A counter value above this is corrupt, not a measurement: the largest real counters (FLOP/s of a
+# GPU, bytes of a sweep) are below 1e18. A counter never makes a row invalid (a NaN final_loss is
+# what a diverged training run reports, next to a sound time); each use of one asks usable_counter.
+MAX_ABS_COUNTER = 1e30
+
+
+def usable_counter(value: float) -> bool:
+    """A counter value that can be used as a number: finite, and not absurdly large."""
+    return math.isfinite(value) and abs(value) <= MAX_ABS_COUNTER
 
 
 def schema_document() -> dict[str, Any]:

@@ -3,7 +3,7 @@
 Both tools judge a change from the repetitions of one benchmark: a summary of each sample, the
 ratio of the medians and a Mann-Whitney U test. They must agree on each of these (what the smallest
 reachable p is, when a test can decide at all), so the definitions live once, here. Everything
-works on plain lists of values; what counts as a valid value is benchjson's rule.
+works on plain lists of values; what counts as a valid value is row_rules' rule.
 """
 
 from __future__ import annotations

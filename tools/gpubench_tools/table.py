@@ -35,19 +35,11 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from .benchjson import (
-    DISTURBED,
-    QUIET,
-    UNKNOWN,
-    BenchJsonError,
-    BenchReport,
-    BenchRow,
-    describe_invalid,
-    cut_off_lines,
-    load_report,
-    skip_reason,
-    usable_counter,
-)
+from .benchjson import BenchJsonError, BenchReport, BenchRow, load_report
+from .conditions import DISTURBED, QUIET, UNKNOWN
+from .row_rules import skip_reason
+from .schema import usable_counter
+from .wording import cut_off_lines, describe_invalid
 from .policy import MIN_UNDISTURBED
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
@@ -106,7 +98,7 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
     counter, NaN without one), `error` (the message of a row that did not run), `status`
     (measured, failed, skipped or invalid, by benchjson's rules), `invalid` (why an invalid row
     is, naming the field and its value as the file wrote it: benchjson's reason), `conditions` (disturbed, quiet
-    or conditions unknown: benchjson.condition_of) and `counters` (a dict of the values as read: a
+    or conditions unknown: conditions.condition_of) and `counters` (a dict of the values as read: a
     NaN counter is an invalid value, an absent one no value)."""
 
     def status(row: BenchRow) -> str:
@@ -568,8 +560,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
     prog = program_name("gpubench_tools.table")
 
     def body(args_list: Sequence[str] | None) -> int:
-        import argparse
-
         parser = ArgumentParser(
             prog=prog, description="Count the GPU benchmarks of bench JSON files."
         )

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
 
 import pandas as pd
 
-from .benchjson import BenchReport, cut_off_lines, describe_invalid, invalid_rows, load_report
+from .benchjson import BenchReport, invalid_rows, load_report
+from .wording import cut_off_lines, describe_invalid
 from .policy import REFUSE, UNSOUND_ROW, action, file_situation
 from .table import file_rows
 
@@ -74,7 +74,7 @@ def read_rows(
     `aggregate_name`, `repetition` (NaN without one), `iterations`, `real_time_s`, `cpu_time_s`
     (NaN without one), `threads` (the BLAS thread count counter, NaN without one), `error`, and
     `reason`: why an iteration row holds no measurement (None for one that does), and
-    `conditions` (disturbed, quiet or conditions unknown: benchjson.condition_of). In a sound
+    `conditions` (disturbed, quiet or conditions unknown: conditions.condition_of). In a sound
     file that is an error, or no iterations run (how Google Benchmark 1.8 writes a row skipped
     with SkipWithMessage; a row that ran with a zero time is invalid).
     """

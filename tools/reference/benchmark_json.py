@@ -34,7 +34,7 @@ def benchmark_row(
 
 def skipped_row(name: str, label: str, message: str) -> dict[str, Any]:
     """A row that did not run, as Google Benchmark writes a SkipWithError: the report lists it as
-    skipped when the message starts with one of benchjson.SKIP_PREFIXES ("not supported on this
+    skipped when the message starts with one of row_rules.SKIP_PREFIXES ("not supported on this
     machine: ...")."""
     return {
         **_iteration_row(name, label, 0, 0.0),

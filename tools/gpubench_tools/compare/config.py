@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any
 
 from .. import schema
-from ..benchjson import as_read, loads_as_read
+from ..json_values import as_read, loads_as_read
 from ..cli import Number
 from .stats import BETTER_CHOICES, Thresholds
 

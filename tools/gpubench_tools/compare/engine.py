@@ -26,8 +26,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..benchjson import DISTURBED, UNKNOWN, BenchReport, disturbance_causes_line
-from ..benchjson import group_reasons, unknown_conditions_note
+from ..benchjson import BenchReport
+from ..conditions import DISTURBED, UNKNOWN, disturbance_causes_line, unknown_conditions_note
+from ..wording import group_reasons
 from ..policy import FAIL, INTERRUPTED, MALFORMED_ROW, NOTHING_MEASURED, REFUSE, action
 from ..policy import file_situation
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
@@ -39,7 +40,7 @@ from .stats import Thresholds, compare_metric, judgeable, plausible_time
 
 # Verdicts of a whole benchmark besides the metric verdicts. ERROR: it ran in the baseline and now
 # fails (fails the gate). SKIPPED: it now does not run on this machine (its error starts with one
-# of benchjson.SKIP_PREFIXES): listed, never failed. NOT_JUDGED_DISTURBED: with its disturbed
+# of row_rules.SKIP_PREFIXES): listed, never failed. NOT_JUDGED_DISTURBED: with its disturbed
 # repetitions left out, too few remain on a side to judge it: "not judged: measured while
 # disturbed", listed with its figures, never failed (disturbance is the machine, not the code).
 ERROR, SKIPPED, NOT_JUDGED_DISTURBED = "error", "skipped", "disturbed"
@@ -188,7 +189,7 @@ class Disturbance:
     cont_measured: int
     base_median_all: float  # the median time of every measured repetition, disturbed included
     cont_median_all: float
-    why: str  # benchjson.describe_conditions over both sides' repetitions
+    why: str  # conditions.describe_conditions over both sides' repetitions
 
     @property
     def ratio_all(self) -> float:

@@ -32,7 +32,7 @@ something failed, never a pass.
 
 Each process of a gate contributes its fastest inner repetition (interleave.py), and every such
 pair is judged, disturbed or not (judge_reports says why). In a file of one repetition per process
-(an older gate's), a repetition that the reader calls disturbed (benchjson.condition_of: its
+(an older gate's), a repetition that the reader calls disturbed (conditions.condition_of: its
 ``disturbed`` counter) leaves its pair out of the judgement; the pairs left out are counted and
 shown. A repetition of an older run, whose conditions are unknown, is kept.
 """
@@ -48,7 +48,9 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ..benchjson import DISTURBED, BenchJsonError, BenchReport, as_read, condition_of, load_report
+from ..benchjson import BenchJsonError, BenchReport, load_report
+from ..conditions import DISTURBED, condition_of
+from ..json_values import as_read
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, Number, UnusableInput
 from .. import output
 from ..escape import md_code, md_text, one_line

@@ -20,7 +20,8 @@ from typing import Any, Iterator, Sequence
 import jinja2
 
 from .. import schema
-from ..benchjson import BenchReport, group_reasons
+from ..benchjson import BenchReport
+from ..wording import group_reasons
 from ..escape import md_text, one_line
 from ..templating import environment
 from .engine import ERROR, NOT_JUDGED_DISTURBED, SKIPPED, BenchComparison, CompareResult

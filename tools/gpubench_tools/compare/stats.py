@@ -13,7 +13,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from ..units import plural
-from ..benchjson import MAX_TIME_S, as_read, usable_counter
+from ..json_values import as_read
+from ..row_rules import MAX_TIME_S
+from ..schema import usable_counter
 from ..stats import SampleStats, min_p_value, ratio_of, repetitions_needed, u_test
 
 # How a metric is judged: "lower" (times), "higher" (rates), "exact" (counters that define the
@@ -120,7 +122,7 @@ def plausible_time(seconds: float) -> bool:
 
 def quote_invalid_values(values: list[float]) -> str:
     """'NaN, Infinity' or '0, -1.5e-06': the distinct implausible values, each as the file wrote
-    it where it came from one (a counter as read: benchjson.as_read), for a one-line reason."""
+    it where it came from one (a counter as read: json_values.as_read), for a one-line reason."""
     seen = list(dict.fromkeys(as_read(value) for value in values))
     return ", ".join(seen[:3]) + (", ..." if len(seen) > 3 else "")
 

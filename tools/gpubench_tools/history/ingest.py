@@ -16,7 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..benchjson import DISTURBED, QUIET, usable_counter
+from ..conditions import DISTURBED, QUIET
+from ..schema import usable_counter
 from ..escape import term_text
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..units import plural

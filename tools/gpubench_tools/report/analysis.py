@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..benchjson import DISTURBED
+from ..conditions import DISTURBED
 from ..overhead_model import OverheadModel, gemm_rows, gpu_peak
 from ..table import num
 from .topics import TRAINING_WORKLOADS

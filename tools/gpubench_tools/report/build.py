@@ -20,8 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..benchjson import CONDITION_FIGURES, DISTURBED, UNKNOWN, describe_conditions
-from ..benchjson import unknown_conditions_note
+from ..conditions import CONDITION_FIGURES, DISTURBED, UNKNOWN, describe_conditions
+from ..conditions import unknown_conditions_note
 from ..policy import HEADLINE_RULE
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
 from . import analysis, resources

@@ -1,0 +1,110 @@
+"""The conditions of a repetition: quiet, disturbed or conditions unknown, and the words for them.
+
+One rule for every tool (docs/timing-method.md, "Conditions and disturbed repetitions"); the
+counters it reads are declared in schema.py.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from .schema import usable_counter
+from .units import plural
+
+# What the harness's rule (docs/timing-method.md, "Conditions and disturbed repetitions") said of a
+# repetition, decided here for every tool: *disturbed* (counter `disturbed` is 1: something else
+# took the machine while its loop ran), *quiet* (`disturbed` is 0), or *conditions unknown* (no
+# usable `disturbed` counter: a file from a bench older than the counters, a run with
+# GPUBENCH_CONDITIONS=off, or a NaN). Unknown is never taken for quiet, and never an error: such a
+# repetition is used as it was before the counters existed, and the tools say "conditions
+# unknown" once. On an aggregate row (a file written with --benchmark_report_aggregates_only) the
+# same reading applies to the aggregate of the 0/1 counter: a mean above 0 or a median of 1 says
+# disturbed repetitions went into it.
+QUIET, DISTURBED, UNKNOWN = "quiet", "disturbed", "conditions unknown"
+CONDITION_STATES: tuple[str, ...] = (DISTURBED, QUIET, UNKNOWN)
+
+# The bits of `disturbed_by` (harness/conditions.hpp, DisturbanceRule): which part of the rule
+# fired, in the words the tools print, and the counters that say by how much (the first present).
+DISTURBED_BY: dict[int, tuple[str, tuple[str, ...]]] = {
+    1: ("waited for a CPU while other processes ran", ("cpu_wait_cores", "cpu_other_cores")),
+    2: ("lost CPU time to the hypervisor (steal)", ("cpu_steal_cores",)),
+    4: ("GPU slowed down (thermal, hardware slowdown or power brake)", ()),
+    8: ("ran while other processes used a large share of the CPUs", ("cpu_other_cores",)),
+}
+
+
+# The counters that say by how much, in the order the rule's parts name them.
+CONDITION_FIGURES: tuple[str, ...] = tuple(
+    dict.fromkeys(key for _, keys in DISTURBED_BY.values() for key in keys)
+)
+
+
+def _by_how_much(counters: dict[str, float], keys: tuple[str, ...]) -> float | None:
+    for key in keys:
+        value = counters.get(key)
+        if value is not None and usable_counter(value):
+            return value
+    return None
+
+
+def condition_of(counters: dict[str, float]) -> str:
+    """DISTURBED, QUIET or UNKNOWN for one row's counters (see CONDITION_STATES)."""
+    value = counters.get("disturbed")
+    if value is None or not math.isfinite(value):
+        return UNKNOWN
+    return DISTURBED if value > 0 else QUIET
+
+
+def _bits(counters: dict[str, float]) -> list[int]:
+    """The set bits of `disturbed_by`, [] where it is absent, not finite or not above 0."""
+    value = counters.get("disturbed_by")
+    if value is None or not usable_counter(value) or value <= 0:
+        return []
+    number = int(value)
+    return [1 << i for i in range(number.bit_length()) if number >> i & 1]
+
+
+def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
+    """What disturbed the disturbed repetitions among the counters of `rows`, by how much: "3
+    waited for a CPU while other processes ran, up to 1.02 core; 1 lost CPU time to the
+    hypervisor (steal), up to 0.20 core"; "" where none is disturbed."""
+    disturbed = [c for c in rows if condition_of(c) == DISTURBED]
+    parts = []
+    for bit, (words, figures) in DISTURBED_BY.items():
+        hit = [c for c in disturbed if bit in _bits(c)]
+        if not hit:
+            continue
+        values = [v for c in hit if (v := _by_how_much(c, figures)) is not None]
+        most = f", up to {max(values):.2f} core" if values else ""
+        parts.append(f"{len(hit)} {words}{most}")
+    unexplained = len([c for c in disturbed if not _bits(c)])
+    if unexplained:
+        parts.append(f"{unexplained} without a recorded cause")
+    return "; ".join(parts)
+
+
+def describe_conditions(rows: Iterable[dict[str, float]]) -> str | None:
+    """One line on the disturbed repetitions among the counters of `rows` (measured repetitions),
+    None when none is disturbed: "3 of 40 repetitions were measured while disturbed (3 waited
+    for a CPU while other processes ran, up to 1.02 core)"."""
+    counters = list(rows)
+    n = sum(1 for c in counters if condition_of(c) == DISTURBED)
+    if not n:
+        return None
+    total = len(counters)
+    verb = "was" if n == 1 else "were"
+    return (
+        f"{n} of {plural(total, 'repetition')} {verb} measured while disturbed "
+        f"({disturbance_causes_line(counters)})"
+    )
+
+
+def unknown_conditions_note(what: str) -> str:
+    """The one line a tool says once for repetitions without condition counters (`what`: "2 files",
+    "the baseline", ...)."""
+    return (
+        f"conditions unknown: {what} carry no condition counters (written by a bench older than "
+        "them, or with GPUBENCH_CONDITIONS=off), so whether the machine was quiet is not known; "
+        "used as measured"
+    )

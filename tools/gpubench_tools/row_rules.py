@@ -1,0 +1,292 @@
+"""What a row of a bench file is: sound (it meets the declared JSON Schema), invalid (why, naming
+the field and its value as read), or an error row, skipped for lack of room or failed.
+
+The schema (`json_schema()`) is generated from the counter declaration in schema.py, the one
+`bench --schema` is tested against, and the row-validity limits below; the jsonschema library
+checks rows against it (docs/input-policy.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from typing import Any, Iterator
+
+from . import schema
+from .json_values import Pairs, as_read, is_number
+
+TIME_UNIT_TO_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+# A row whose error message starts with one of these did not run because the machine has no room
+# for it, not because anything is wrong: bench reports "does not fit on chip: needs X bytes of
+# shared memory, Y available (...)" for a fused training net that one thread block cannot hold,
+# and "does not fit in device memory: needs X bytes, Y of Z bytes free" for a size beyond the
+# GPU's free memory; "not supported on this machine: ..." for a path the CPU or its libraries lack
+# (a trainer's AVX2 small-matrix path, bf16 products without cblas_sbgemm). Such rows are
+# *skipped*; every other error row *failed*. tools/gpu-check counts rows with this same rule (it
+# calls `python -m gpubench_tools.benchjson --errors`).
+SKIP_PREFIXES: tuple[str, ...] = (
+    "does not fit on chip",
+    "does not fit in device memory",
+    "not supported on this machine",
+)
+
+
+def skip_reason(message: str | None) -> str | None:
+    """The skip prefix an error message starts with (the reason a row was skipped), or None
+    when the message is a failure (or there is no message)."""
+    if message is None:
+        return None
+    return next((p for p in SKIP_PREFIXES if message.startswith(p)), None)
+
+
+# The row-validity rule, the same for every tool: a row whose numbers cannot be a measurement is
+# *invalid*. It is reported as such (next to failed and skipped rows) and never used as a time.
+# A time per iteration above MAX_TIME_S (about 11.6 days) or an iteration count above
+# MAX_ITERATIONS is a corrupt value, not a slow benchmark. Counters do not make a row invalid: a
+# NaN final_loss is what a diverged training run reports, next to a sound time; they are kept as
+# read, and each use of a counter asks schema.usable_counter.
+MAX_TIME_S = 1e6
+MAX_ITERATIONS = 1e15
+MAX_REPETITION_INDEX = 1e6
+TIMES = ("real_time", "cpu_time")
+
+
+# --- the declared schema ------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a bench file, generated from the counter declaration
+    in schema.py (the one `bench --schema` is tested against) and the row-validity limits above.
+
+    A row that reports an error is judged by its message (Google Benchmark writes 0 times for
+    it); every other row needs its name, run type, iterations, both times and their unit. Times and
+    iterations must be finite ("finite", the one keyword added to JSON Schema: standard JSON has
+    no NaN, Google Benchmark and Python write it), not negative, not 0 in an iteration row that
+    ran, and at most MAX_TIME_S seconds in their unit. Declared counters must be numbers (NaN
+    included: a diverged loss is a result); other keys are free.
+    """
+    number = {"type": "number"}
+    counters = {key: number for key in schema.COUNTERS}
+    counters["threads"] = number  # Google Benchmark's thread count, or the counter of that name
+    row = {
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            **counters,
+            "name": {"type": "string", "minLength": 1},
+            "run_name": {"type": "string", "minLength": 1},
+            "run_type": {"enum": ["iteration", "aggregate"]},
+            "family_index": {"type": "integer"},
+            "per_family_instance_index": {"type": "integer"},
+            "repetitions": {"type": "integer", "minimum": 0},
+            "repetition_index": {
+                "type": "integer",
+                "finite": True,
+                "minimum": 0,
+                "maximum": MAX_REPETITION_INDEX,
+            },
+            "iterations": {
+                "type": "number",
+                "finite": True,
+                "minimum": 0,
+                "maximum": MAX_ITERATIONS,
+            },
+            **{key: {"type": "number", "finite": True, "minimum": 0} for key in TIMES},
+            "time_unit": {"enum": list(TIME_UNIT_TO_S)},
+            "label": {"type": "string"},
+            "aggregate_name": {"type": "string"},
+            "aggregate_unit": {"enum": ["time", "percentage"]},
+            "error_occurred": {"type": "boolean"},
+            "error_message": {"type": "string"},
+        },
+        "patternProperties": {
+            "^" + re.escape(prefix): number for prefix in schema.COUNTER_PREFIXES
+        },
+        "if": {"required": ["error_occurred"], "properties": {"error_occurred": {"const": True}}},
+        "then": {"required": ["error_message"]},
+        "else": _measured_row(),
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "bench JSON (Google Benchmark --benchmark_out_format=json)",
+        "type": "object",
+        "required": ["benchmarks"],
+        "properties": {
+            "context": {"type": "object"},
+            "benchmarks": {"type": "array", "items": {"$ref": "#/$defs/row"}},
+        },
+        "$defs": {"row": row},
+    }
+
+
+def _measured_row() -> dict[str, Any]:
+    """What a row that reports no error needs: its run name, run type, iterations, both times and
+    their unit; times above 0 in an iteration row that ran, and at most MAX_TIME_S seconds in
+    their unit (a "cv" aggregate, marked aggregate_unit=percentage, is a ratio, not a time)."""
+    unit_limits = [
+        {
+            "if": {
+                "required": ["time_unit"],
+                "properties": {
+                    "time_unit": {"const": unit},
+                    "aggregate_unit": {"not": {"const": "percentage"}},
+                },
+            },
+            "then": {"properties": {key: {"maximum": MAX_TIME_S / scale} for key in TIMES}},
+        }
+        for unit, scale in TIME_UNIT_TO_S.items()
+    ]
+    ran = {
+        "if": {
+            "required": ["run_type", "iterations"],
+            "properties": {
+                "run_type": {"const": "iteration"},
+                "iterations": {"type": "number", "exclusiveMinimum": 0},
+            },
+        },
+        "then": {"properties": {key: {"exclusiveMinimum": 0} for key in TIMES}},
+    }
+    return {
+        "required": ["run_name", "run_type", "iterations", *TIMES, "time_unit"],
+        "allOf": [ran, *unit_limits],
+    }
+
+
+def _finite(validator: Any, wanted: Any, instance: Any, subschema: Any) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
+    if wanted and is_number(instance) and not math.isfinite(instance):
+        yield ValidationError(f"{instance!r} is not a finite number")
+
+
+@functools.lru_cache(maxsize=1)
+def _validators() -> tuple[Any, Any]:
+    """(file validator, row validator). Imported here: jsonschema is only needed to read."""
+    from jsonschema import Draft202012Validator, validators
+
+    Validator = validators.extend(Draft202012Validator, {"finite": _finite})
+    doc = json_schema()
+    top = {k: v for k, v in doc.items() if k != "$defs"}
+    top["properties"] = {"context": {"type": "object"}, "benchmarks": {"type": "array"}}
+    return Validator(top), Validator(doc["$defs"]["row"])
+
+
+_TYPE_WORDS = {
+    "number": "a number",
+    "integer": "an integer",
+    "string": "a string",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "a list",
+}
+# Field order in which a row's problems are named (the first one is the one said).
+_FIELD_ORDER = (
+    "name run_name run_type error_occurred error_message iterations real_time cpu_time time_unit "
+    "repetition_index aggregate_unit"
+).split()
+
+
+# Keywords that say a field is missing or of the wrong kind (the row is *malformed*); the others
+# (finite, minimum, maximum, ...) say a value cannot be a measurement (the row is *unsound*).
+_FORM_KEYWORDS = frozenset({"required", "type", "enum", "const", "minLength"})
+
+
+def _problem(error: Any) -> tuple[int, str, str, bool]:
+    """(order, field, one line, malformed) of one schema violation of a row."""
+    malformed = error.validator in _FORM_KEYWORDS
+    if error.validator == "required":
+        missing = [k for k in error.validator_value if k not in error.instance]
+        key = min(missing, key=_order)
+        return _order(key), key, f"{key} is missing", True
+    key = str(error.path[0]) if error.path else "row"
+    value = as_read(error.instance)
+    expected = {
+        "type": lambda: "expected " + _TYPE_WORDS.get(error.validator_value, "another type"),
+        "enum": lambda: "expected one of " + ", ".join(map(str, error.validator_value)),
+        "const": lambda: f"expected {json.dumps(error.validator_value)}",
+        "finite": lambda: "not a finite number",
+        "minimum": lambda: f"below {error.validator_value:g}",
+        "exclusiveMinimum": lambda: (
+            "0 in a row that ran iterations"
+            if error.validator_value == 0 and key in TIMES and error.instance == 0
+            else f"not above {error.validator_value:g}"
+        ),
+        "maximum": lambda: (
+            f"more than {MAX_TIME_S:g} s" if key in TIMES else f"above {error.validator_value:g}"
+        ),
+        "minLength": lambda: "empty",
+    }.get(error.validator, lambda: error.message)()
+    return _order(key), key, f"{key} is {value} ({expected})", malformed
+
+
+def _order(key: str) -> int:
+    return _FIELD_ORDER.index(key) if key in _FIELD_ORDER else len(_FIELD_ORDER)
+
+
+def first_problem(seen: dict[str, Any]) -> tuple[str, bool] | None:
+    """(reason, malformed) of the first problem of a row (its keys as read), None for a sound row
+    (see json_schema): the reason names the first field in question and its value as read."""
+    shape = _shape(seen)
+    if _VALID_SHAPES.get(shape):
+        return None
+    # A missing or mistyped field first: such a row is malformed whatever else it holds.
+    problems = sorted(
+        (_problem(e) for e in _validators()[1].iter_errors(seen)), key=lambda p: (not p[3], p[:3])
+    )
+    if len(_VALID_SHAPES) < 100_000:  # bounded: a hostile file cannot grow it without end
+        _VALID_SHAPES[shape] = not problems
+    return (problems[0][2], problems[0][3]) if problems else None
+
+
+@functools.lru_cache(maxsize=1)
+def _limits() -> tuple[tuple[float, ...], frozenset[str]]:
+    """Every number the schema compares a value with, and the keys whose string values it
+    compares (enum, const): what a row's validity can depend on."""
+    numbers: set[float] = {0.0}
+    strings: set[str] = set()
+    stack: list[Any] = [json_schema()]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                    numbers.add(float(value))
+                if key == "properties":
+                    for name, sub in value.items():
+                        if isinstance(sub, dict) and ({"enum", "const"} & set(sub)):
+                            strings.add(name)
+                stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return tuple(sorted(numbers)), frozenset(strings)
+
+
+def _shape(seen: dict[str, Any]) -> tuple[Any, ...]:
+    """The row with every value replaced by what the schema's keywords can tell apart: for a
+    number its type, whether it is finite and an integer, and where it lies among the schema's
+    limits; for a string its value where an enum or const compares it, else whether it is empty.
+    Rows of one shape are all valid or all invalid, so validity is computed once per shape (a
+    file's thousand rows have a handful of shapes), and the messages only for invalid rows."""
+    limits, compared = _limits()
+
+    def of(key: str, value: Any) -> Any:
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            finite = math.isfinite(value)
+            where = tuple((value > t) - (value < t) for t in limits) if value == value else ()
+            integer = isinstance(value, int) or (finite and float(value).is_integer())
+            return (type(value) is int, finite, integer, where)
+        if isinstance(value, str):
+            return value if key in compared else bool(value)
+        return type(value).__name__ if not isinstance(value, Pairs) else "object"
+
+    return tuple((key, of(key, value)) for key, value in seen.items())
+
+
+# Shape of a row (see _shape) -> whether the validator found such a row valid.
+_VALID_SHAPES: dict[tuple[Any, ...], bool] = {}
