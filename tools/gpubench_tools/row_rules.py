@@ -17,6 +17,7 @@ from typing import Any, Iterator
 from . import schema
 from .json_values import Pairs, as_read, is_number
 
+# Seconds in each time_unit Google Benchmark writes; any other unit makes a row invalid.
 TIME_UNIT_TO_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 # A row whose error message starts with one of these did not run because the machine has no room
