@@ -15,19 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, REPO, bench_binary
-from md_plain import read_md
+from conftest import CPU_RUN, FIXTURES, REFERENCE, REPO, bench_binary
 
 from gpubench_tools.report.build import build_document
 from gpubench_tools.table import gpu_benchmark_count, load_table
 from gpubench_tools.report import PROG, main
-
-BASELINES = REPO / "reports" / "baselines"
-REFERENCE = [
-    str(BASELINES / "h100-80gb-hbm3-matmul.json"),
-    str(BASELINES / "h100-80gb-hbm3-mlp.json"),
-]
-CPU_RUN = str(FIXTURES / "cpu_only.json")
 
 
 def _report(args: list[str]) -> tuple[int, str, str]:
@@ -39,13 +31,6 @@ def _report(args: list[str]) -> tuple[int, str, str]:
 
 def _section(md: str, title: str) -> str:
     return md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
-
-
-@pytest.fixture(scope="module")
-def mixed_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("mixed")
-    code, stdout, stderr = _report([CPU_RUN, "--gpu-reference", *REFERENCE, "--out", str(out)])
-    return {"code": code, "out": out, "stderr": stderr, "md": read_md(out / "report.md")}
 
 
 def test_cpu_only_run_gets_its_gpu_side_from_the_reference(mixed_report: dict[str, Any]) -> None:
@@ -165,7 +150,9 @@ def test_real_cpu_run_with_the_reference(tmp_path: Path) -> None:
     assert (tmp_path / "speedup_gemm.png").stat().st_size > 10_000
 
 
-def test_a_reference_from_this_host_is_called_a_separate_run(tmp_path: Path) -> None:
+def test_a_reference_from_this_host_is_called_a_separate_run(
+    tmp_path: Path, mixed_doc: dict[str, Any]
+) -> None:
     """A CPU-only run on the reference's own host (its CPU, CPU count and host name): the GPU
     numbers are another run's, not another machine's, and the wording says so."""
     ref_context = json.loads(Path(REFERENCE[0]).read_text())["context"]
@@ -177,5 +164,4 @@ def test_a_reference_from_this_host_is_called_a_separate_run(tmp_path: Path) -> 
     path.write_text(json.dumps(doc))
     here = build_document(load_table([str(path)], REFERENCE), tmp_path / "here")
     assert "on this host" in here["reference"]
-    elsewhere = build_document(load_table([CPU_RUN], REFERENCE), tmp_path / "elsewhere")
-    assert "on another machine" in elsewhere["reference"]
+    assert "on another machine" in mixed_doc["reference"]
