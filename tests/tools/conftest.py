@@ -149,6 +149,36 @@ def bench_binary() -> Path:
     return Path(os.environ.get("GPUBENCH_BENCH", REPO / "build" / "benchmarks" / "bench"))
 
 
+@pytest.fixture(scope="session")
+def cpu_bench_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real CPU-only run of the built bench, shared by the end-to-end tests: small GEMM
+    sizes and the Iris MLP, three repetitions each, no GPU visible. Skips where bench is not
+    built."""
+    import subprocess
+
+    bench = bench_binary()
+    if not (bench.is_file() and os.access(bench, os.X_OK)):
+        pytest.skip(f"bench binary not found at {bench} (build it, or set GPUBENCH_BENCH)")
+    run = tmp_path_factory.mktemp("cpu_bench_run") / "bench.json"
+    proc = subprocess.run(
+        [
+            str(bench),
+            "--benchmark_filter=matmul/cpu/openblas/dtype:fp32/m:(16|64|256)/n:[0-9]+/k:[0-9]+/"
+            "|mlp/cpu/small/data:iris",
+            "--benchmark_min_time=0.01",
+            "--benchmark_repetitions=3",
+            f"--benchmark_out={run}",
+            "--benchmark_out_format=json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return run
+
+
 def run_tool(
     capsys: pytest.CaptureFixture[str], main: Callable[[list[str]], int], *args: str
 ) -> tuple[int, str, str]:

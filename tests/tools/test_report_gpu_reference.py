@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CPU_RUN, FIXTURES, REFERENCE, REPO, bench_binary
+from conftest import CPU_RUN, FIXTURES, REFERENCE, REPO
 
 from gpubench_tools.report.build import build_document
 from gpubench_tools.table import gpu_benchmark_count, load_table
@@ -117,27 +117,9 @@ def test_quickstart_adds_the_committed_reference_only_without_gpu_rows(tmp_path:
     assert args[1:] == ["--out", str(tmp_path / "gpu" / "run")]
 
 
-def test_real_cpu_run_with_the_reference(tmp_path: Path) -> None:
-    bench = bench_binary()
-    if not (bench.is_file() and os.access(bench, os.X_OK)):
-        pytest.skip(f"bench binary not found at {bench} (build it, or set GPUBENCH_BENCH)")
-    run = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [
-            str(bench),
-            "--benchmark_filter=matmul/cpu/openblas/dtype:fp32/m:(16|64|256)/n:[0-9]+/k:[0-9]+/"
-            "|mlp/cpu/small/data:iris",
-            "--benchmark_min_time=0.01",
-            "--benchmark_repetitions=3",
-            f"--benchmark_out={run}",
-            "--benchmark_out_format=json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+@pytest.mark.slow
+def test_real_cpu_run_with_the_reference(tmp_path: Path, cpu_bench_run: Path) -> None:
+    run = cpu_bench_run
     assert gpu_benchmark_count([str(run)]) == 0
     doc = build_document(load_table([str(run)], REFERENCE), tmp_path)
     gemm, iris = (
