@@ -50,6 +50,15 @@ def test_cpu_only_run_gets_its_gpu_side_from_the_reference(mixed_report: dict[st
             assert "H100 80GB HBM3 (reference run, 2026-11-23)" in text, svg.name
 
 
+def test_a_cpu_run_with_the_reference_says_whose_each_number_is(mixed_doc: dict[str, Any]) -> None:
+    (gemm,) = [r for r in mixed_doc["answer"] if r["anchor"] == "gemm"]
+    assert gemm["measured"] == "CPU: this run · GPU: reference run"
+    assert "2026-11-23" in mixed_doc["reference"] and "another machine" in mixed_doc["reference"]
+    assert mixed_doc["headline"] == "AMD EPYC vs H100 80GB HBM3"
+    # The single-repetition rows are marked, and the document says so.
+    assert mixed_doc["few_samples"] and "†" in gemm["ends"]
+
+
 def test_reference_without_gpu_rows_is_rejected(tmp_path: Path) -> None:
     code, _, err = _report([CPU_RUN, "--gpu-reference", CPU_RUN, "--out", str(tmp_path)])
     assert code == 2
