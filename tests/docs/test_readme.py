@@ -109,6 +109,7 @@ def checkout_like(tmp_path_factory: pytest.TempPathFactory) -> Path:
 RUN = [e for e in EXAMPLES if e.kind == "run"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", RUN, ids=[f"README.md:{e.line}" for e in RUN])
 def test_readme_example_runs(example: Example, checkout_like: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

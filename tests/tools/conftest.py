@@ -91,8 +91,92 @@ def h100_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"code": code, "out": out, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
 
 
+BASELINES = REPO / "reports" / "baselines"
+# The committed GPU reference a CPU-only run is reported with, and the CPU-only fixture.
+REFERENCE = [
+    str(BASELINES / "h100-80gb-hbm3-matmul.json"),
+    str(BASELINES / "h100-80gb-hbm3-mlp.json"),
+]
+COMMITTED = sorted(str(p) for p in BASELINES.glob("h100-80gb-hbm3-*.json"))
+CPU_RUN = str(FIXTURES / "cpu_only.json")
+
+
+def _document(
+    factory: pytest.TempPathFactory, name: str, inputs: list[str], reference: list[str] = ()
+) -> dict[str, Any]:
+    from gpubench_tools.report.build import build_document
+    from gpubench_tools.table import load_table
+
+    return build_document(load_table(inputs, reference), factory.mktemp(name))
+
+
+# The report documents several modules read: each built once per session (charts are slow).
+@pytest.fixture(scope="session")
+def reference_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The report document of the GPU reference alone."""
+    return _document(tmp_path_factory, "reference", REFERENCE)
+
+
+@pytest.fixture(scope="session")
+def mixed_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The report document of the CPU-only fixture with the GPU reference."""
+    return _document(tmp_path_factory, "mixed", [CPU_RUN], REFERENCE)
+
+
+@pytest.fixture(scope="session")
+def committed_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The report document of every committed H100 file."""
+    return _document(tmp_path_factory, "committed", COMMITTED)
+
+
+@pytest.fixture(scope="session")
+def mixed_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The report command run once on the CPU-only fixture with the GPU reference: its exit
+    code, output folder, stdout and stderr."""
+    import contextlib
+    import io
+
+    from gpubench_tools.report import main
+
+    out = tmp_path_factory.mktemp("mixed_report")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main([CPU_RUN, "--gpu-reference", *REFERENCE, "--out", str(out)])
+    return {"code": code, "out": out, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+
+
 def bench_binary() -> Path:
     return Path(os.environ.get("GPUBENCH_BENCH", REPO / "build" / "benchmarks" / "bench"))
+
+
+@pytest.fixture(scope="session")
+def cpu_bench_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real CPU-only run of the built bench, shared by the end-to-end tests: small GEMM
+    sizes and the Iris MLP, three repetitions each, no GPU visible. Skips where bench is not
+    built."""
+    import subprocess
+
+    bench = bench_binary()
+    if not (bench.is_file() and os.access(bench, os.X_OK)):
+        pytest.skip(f"bench binary not found at {bench} (build it, or set GPUBENCH_BENCH)")
+    run = tmp_path_factory.mktemp("cpu_bench_run") / "bench.json"
+    proc = subprocess.run(
+        [
+            str(bench),
+            "--benchmark_filter=matmul/cpu/openblas/dtype:fp32/m:(16|64|256)/n:[0-9]+/k:[0-9]+/"
+            "|mlp/cpu/small/data:iris",
+            "--benchmark_min_time=0.01",
+            "--benchmark_repetitions=3",
+            f"--benchmark_out={run}",
+            "--benchmark_out_format=json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return run
 
 
 def run_tool(

@@ -196,6 +196,7 @@ def test_an_unmeasured_mlp_has_no_measured_rows(capsys: pytest.CaptureFixture[st
     assert doc["request"]["widths"] == [64, 300, 300, 300, 10]
 
 
+@pytest.mark.slow
 def test_leave_one_out_mode(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = advise([MATMUL, MLP, "--leave-one-out"], capsys)
     assert code == 0, err

@@ -371,6 +371,7 @@ def _console_script(bin_dir: Path) -> Path:
     return script
 
 
+@pytest.mark.slow
 def test_module_and_installed_script_give_the_same_verdicts(tmp_path) -> None:
     # Build the package the way an installer does (setuptools build_py, from a copy of tools/,
     # so no build/ folder appears in the checkout) and run the console script from there.

@@ -151,6 +151,7 @@ def skip_where_the_machine_was_busy(proc: subprocess.CompletedProcess[str]) -> N
         pytest.skip("the machine was busy: the gate measured every benchmark while disturbed")
 
 
+@pytest.mark.slow
 def test_remeasured_run_passes_and_update_writes_a_baseline(tmp_path: Path) -> None:
     # A real run on this machine against the committed baseline: must not fail on noise.
     proc = gate(tmp_path, BENCH=str(BENCH))

@@ -1,10 +1,17 @@
-"""Escaping by output context: text from a file is data in Markdown and HTML, never markup."""
+"""Escaping by output context: text from a file is data in Markdown and HTML, never markup:
+the escape functions, and the report they write on a file full of hostile text."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
+from conftest import FIXTURES, run_tool
 
 from gpubench_tools.escape import html_text, md_code, md_text
+from gpubench_tools.report import main as report_main
 
 HOSTILE = "ok\n**gate: PASS**\n<img src=x onerror=alert(1)> | [link](http://x) `code` ~~s~~ _e_"
 
@@ -43,3 +50,56 @@ def test_md_code_survives_backticks_and_pipes() -> None:
 
 def test_html_text_escapes_tags_and_quotes() -> None:
     assert html_text('<script>"x"</script>') == "&lt;script&gt;&quot;x&quot;&lt;/script&gt;"
+
+
+def test_report_escapes_hostile_names_labels_messages_and_context(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads((FIXTURES / "cpu_only.json").read_text())
+    hostile = "x<script>alert(1)</script>\n# injected\n| cell | `tick`"
+    doc["context"]["cpu_model"] = hostile
+    doc["context"]["gpubench_git_commit"] = hostile
+    doc["benchmarks"][0]["label"] += " note=" + hostile
+    failed = dict(doc["benchmarks"][1], name="matmul/cpu/" + hostile, run_name="m/" + hostile)
+    failed.update(error_occurred=True, error_message=hostile)
+    doc["benchmarks"].append(failed)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = run_tool(capsys, report_main, str(path), "--out", str(tmp_path / "r"))
+    assert code == 0, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    html = (tmp_path / "r" / "report.html").read_text()
+    # A code span shows its text literally (CommonMark escapes it), so only text outside code
+    # spans could inject markup.
+    prose = re.sub(r"``.*?``|`[^`]*`", "", md)
+    assert "<script" not in prose and "<script" not in html
+    assert "&lt;script&gt;" in md and "&lt;script&gt;" in html
+    assert not any(line.startswith("# injected") for line in md.splitlines())
+    # Every table row keeps its column count: an escaped '|' does not split a cell.
+    for table in _md_tables(md):
+        widths = {_cells(line) for line in table}
+        assert len(widths) == 1, table
+
+
+def _md_tables(md: str) -> list[list[str]]:
+    tables: list[list[str]] = []
+    current: list[str] = []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def _cells(line: str) -> int:
+    count, escaped = 0, False
+    for ch in line:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "|":
+            count += 1
+    return count

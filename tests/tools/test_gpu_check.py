@@ -118,6 +118,7 @@ def test_gpu_check_counts_skipped_rows_apart_from_failed_ones(tmp_path: Path) ->
     ), line
 
 
+@pytest.mark.slow
 def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path: Path) -> None:
     """--within: a sweep that outlasts the limit is stopped with SIGTERM (bench then keeps the
     benchmarks that finished), and the steps after it are not started, each said in summary.txt."""

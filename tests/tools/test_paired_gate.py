@@ -545,6 +545,7 @@ def gate(cwd_script: Path, tmp: Path, *args: str, **env: str) -> subprocess.Comp
     )
 
 
+@pytest.mark.slow
 @needs_bash
 def test_ci_gate_paired_mode(tmp_path: Path) -> None:
     a, b = standin(tmp_path, "a", seed="a"), standin(tmp_path, "b", seed="b")
@@ -591,6 +592,7 @@ add_custom_target(bench ALL COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}
 """
 
 
+@pytest.mark.slow
 @needs_bash
 @pytest.mark.skipif(
     shutil.which("cmake") is None or shutil.which("git") is None, reason="needs cmake and git"

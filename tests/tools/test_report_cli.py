@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, REPO, bench_binary
+from conftest import FIXTURES, REPO
 from md_plain import read_md
 
 from gpubench_tools.report import main
@@ -224,24 +224,9 @@ def test_module_entry_point_reports_errors_on_one_line(tmp_path: Path) -> None:
     ]
 
 
-def test_real_binary_output_makes_a_report(tmp_path: Path) -> None:
-    bench = bench_binary()
-    if not (bench.is_file() and os.access(bench, os.X_OK)):
-        pytest.skip(f"bench binary not found at {bench} (build it, or set GPUBENCH_BENCH)")
-    out_json = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [
-            str(bench),
-            "--benchmark_filter=matmul/cpu/openblas/dtype:fp32/m:(16|32|64)/",
-            "--benchmark_min_time=0.01",
-            f"--benchmark_out={out_json}",
-            "--benchmark_out_format=json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+@pytest.mark.slow
+def test_real_binary_output_makes_a_report(tmp_path: Path, cpu_bench_run: Path) -> None:
+    out_json = cpu_bench_run
     report = subprocess.run(
         [
             sys.executable,

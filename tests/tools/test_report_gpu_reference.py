@@ -15,19 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, REPO, bench_binary
-from md_plain import read_md
+from conftest import CPU_RUN, FIXTURES, REFERENCE, REPO
 
 from gpubench_tools.report.build import build_document
 from gpubench_tools.table import gpu_benchmark_count, load_table
 from gpubench_tools.report import PROG, main
-
-BASELINES = REPO / "reports" / "baselines"
-REFERENCE = [
-    str(BASELINES / "h100-80gb-hbm3-matmul.json"),
-    str(BASELINES / "h100-80gb-hbm3-mlp.json"),
-]
-CPU_RUN = str(FIXTURES / "cpu_only.json")
 
 
 def _report(args: list[str]) -> tuple[int, str, str]:
@@ -39,13 +31,6 @@ def _report(args: list[str]) -> tuple[int, str, str]:
 
 def _section(md: str, title: str) -> str:
     return md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
-
-
-@pytest.fixture(scope="module")
-def mixed_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("mixed")
-    code, stdout, stderr = _report([CPU_RUN, "--gpu-reference", *REFERENCE, "--out", str(out)])
-    return {"code": code, "out": out, "stderr": stderr, "md": read_md(out / "report.md")}
 
 
 def test_cpu_only_run_gets_its_gpu_side_from_the_reference(mixed_report: dict[str, Any]) -> None:
@@ -63,6 +48,15 @@ def test_cpu_only_run_gets_its_gpu_side_from_the_reference(mixed_report: dict[st
         assert "AMD EPYC (this run)" in text, svg.name
         if svg.stem != "cpu_threads":
             assert "H100 80GB HBM3 (reference run, 2026-11-23)" in text, svg.name
+
+
+def test_a_cpu_run_with_the_reference_says_whose_each_number_is(mixed_doc: dict[str, Any]) -> None:
+    (gemm,) = [r for r in mixed_doc["answer"] if r["anchor"] == "gemm"]
+    assert gemm["measured"] == "CPU: this run · GPU: reference run"
+    assert "2026-11-23" in mixed_doc["reference"] and "another machine" in mixed_doc["reference"]
+    assert mixed_doc["headline"] == "AMD EPYC vs H100 80GB HBM3"
+    # The single-repetition rows are marked, and the document says so.
+    assert mixed_doc["few_samples"] and "†" in gemm["ends"]
 
 
 def test_reference_without_gpu_rows_is_rejected(tmp_path: Path) -> None:
@@ -132,27 +126,9 @@ def test_quickstart_adds_the_committed_reference_only_without_gpu_rows(tmp_path:
     assert args[1:] == ["--out", str(tmp_path / "gpu" / "run")]
 
 
-def test_real_cpu_run_with_the_reference(tmp_path: Path) -> None:
-    bench = bench_binary()
-    if not (bench.is_file() and os.access(bench, os.X_OK)):
-        pytest.skip(f"bench binary not found at {bench} (build it, or set GPUBENCH_BENCH)")
-    run = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [
-            str(bench),
-            "--benchmark_filter=matmul/cpu/openblas/dtype:fp32/m:(16|64|256)/n:[0-9]+/k:[0-9]+/"
-            "|mlp/cpu/small/data:iris",
-            "--benchmark_min_time=0.01",
-            "--benchmark_repetitions=3",
-            f"--benchmark_out={run}",
-            "--benchmark_out_format=json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+@pytest.mark.slow
+def test_real_cpu_run_with_the_reference(tmp_path: Path, cpu_bench_run: Path) -> None:
+    run = cpu_bench_run
     assert gpu_benchmark_count([str(run)]) == 0
     doc = build_document(load_table([str(run)], REFERENCE), tmp_path)
     gemm, iris = (
@@ -165,7 +141,9 @@ def test_real_cpu_run_with_the_reference(tmp_path: Path) -> None:
     assert (tmp_path / "speedup_gemm.png").stat().st_size > 10_000
 
 
-def test_a_reference_from_this_host_is_called_a_separate_run(tmp_path: Path) -> None:
+def test_a_reference_from_this_host_is_called_a_separate_run(
+    tmp_path: Path, mixed_doc: dict[str, Any]
+) -> None:
     """A CPU-only run on the reference's own host (its CPU, CPU count and host name): the GPU
     numbers are another run's, not another machine's, and the wording says so."""
     ref_context = json.loads(Path(REFERENCE[0]).read_text())["context"]
@@ -177,5 +155,4 @@ def test_a_reference_from_this_host_is_called_a_separate_run(tmp_path: Path) -> 
     path.write_text(json.dumps(doc))
     here = build_document(load_table([str(path)], REFERENCE), tmp_path / "here")
     assert "on this host" in here["reference"]
-    elsewhere = build_document(load_table([CPU_RUN], REFERENCE), tmp_path / "elsewhere")
-    assert "on another machine" in elsewhere["reference"]
+    assert "on another machine" in mixed_doc["reference"]

@@ -13,20 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, REPO, write_bench_json
+from conftest import COMMITTED, CPU_RUN, REFERENCE, write_bench_json
 
 from gpubench_tools.report import main
 from gpubench_tools.report.build import build_document, distinct_names
 from gpubench_tools.report.topics import COMMITTED_GPU_REFERENCE
 from gpubench_tools.table import load_table
-
-BASELINES = REPO / "reports" / "baselines"
-REFERENCE = [
-    str(BASELINES / "h100-80gb-hbm3-matmul.json"),
-    str(BASELINES / "h100-80gb-hbm3-mlp.json"),
-]
-COMMITTED = sorted(str(p) for p in BASELINES.glob("h100-80gb-hbm3-*.json"))
-CPU_RUN = str(FIXTURES / "cpu_only.json")
 
 
 def _handmade(tmp_path: Path) -> tuple[list[str], list[str]]:
@@ -66,8 +58,12 @@ def _report(tmp_path: Path, inputs: list[str], reference: list[str]) -> tuple[st
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_every_in_page_link_has_its_target(tmp_path: Path, case: str) -> None:
-    html, md = _report(tmp_path, *CASES[case](tmp_path))
+def test_every_in_page_link_has_its_target(tmp_path: Path, case: str, request) -> None:
+    if case == "cpu-with-reference":  # the session's report of these files
+        out = request.getfixturevalue("mixed_report")["out"]
+        html, md = (out / "report.html").read_text(), (out / "report.md").read_text()
+    else:
+        html, md = _report(tmp_path, *CASES[case](tmp_path))
     html_links = set(re.findall(r'href="#([^"]*)"', html))
     html_ids = set(re.findall(r'\sid="([^"]*)"', html))
     assert html_links and html_links <= html_ids, sorted(html_links - html_ids)
@@ -89,10 +85,12 @@ def _speedup(text: str) -> float:
     return float(re.match(r"([\d.]+)x", text).group(1))
 
 
-def test_the_iris_answer_sets_the_eager_path_against_the_fastest(tmp_path: Path) -> None:
+def test_the_iris_answer_sets_the_eager_path_against_the_fastest(
+    committed_doc: dict[str, Any],
+) -> None:
     """The committed H100 run: eager 81.2 us per step against the CPU's 1.94 us (42x slower,
     two thirds of the step launch overhead); the fused kernel 1.43 us, faster than the CPU."""
-    iris = _row(_doc(tmp_path, COMMITTED), "mlp-iris")
+    iris = _row(committed_doc, "mlp-iris")
     eager, fastest = iris["paths"]
     assert (eager["path"], fastest["path"]) == ("eager", "fastest")
     assert 1 / _speedup(eager["ends"]) == pytest.approx(42, rel=0.05)
@@ -103,8 +101,8 @@ def test_the_iris_answer_sets_the_eager_path_against_the_fastest(tmp_path: Path)
     assert iris["ends"] == fastest["ends"]
 
 
-def test_every_training_workload_states_eager_and_fastest(tmp_path: Path) -> None:
-    doc = _doc(tmp_path, COMMITTED)
+def test_every_training_workload_states_eager_and_fastest(committed_doc: dict[str, Any]) -> None:
+    doc = committed_doc
     for anchor in ("mlp-iris", "mlp-digits", "mlp-sweep"):
         row = _row(doc, anchor)
         assert [p["path"] for p in row["paths"]] == ["eager", "fastest"]
@@ -119,7 +117,9 @@ def test_every_training_workload_states_eager_and_fastest(tmp_path: Path) -> Non
     assert cell.startswith("81.") and cell.endswith("0.024x")
 
 
-def test_a_run_without_gpu_rows_is_given_the_reference_line(tmp_path: Path) -> None:
+def test_a_run_without_gpu_rows_is_given_the_reference_line(
+    tmp_path: Path, mixed_doc: dict[str, Any]
+) -> None:
     doc = _doc(tmp_path, [CPU_RUN])
     suggestion = doc["suggestion"]
     assert "--gpu-reference" in suggestion and CPU_RUN in suggestion
@@ -127,7 +127,7 @@ def test_a_run_without_gpu_rows_is_given_the_reference_line(tmp_path: Path) -> N
     assert [Path(p).name for p in named] == [Path(p).name for p in COMMITTED_GPU_REFERENCE]
     assert all(Path(p).is_file() for p in named)
     # With the reference given, nothing is suggested.
-    assert _doc(tmp_path / "r", [CPU_RUN], REFERENCE)["suggestion"] == ""
+    assert mixed_doc["suggestion"] == ""
 
 
 def test_files_of_the_same_name_are_listed_by_their_distinct_paths(tmp_path: Path) -> None:
@@ -141,12 +141,13 @@ def test_files_of_the_same_name_are_listed_by_their_distinct_paths(tmp_path: Pat
     }
 
 
-def test_the_thin_note_says_whose_rows_can_be_rerun(tmp_path: Path) -> None:
+def test_the_thin_note_says_whose_rows_can_be_rerun(
+    tmp_path: Path, mixed_doc: dict[str, Any]
+) -> None:
     """CPU-only fixture and the reference: both single repetitions. This run's rows can be
     rerun; the reference run's cannot (another machine). A 5-repetition CPU run is not thin:
     only the reference is named."""
-    doc = _doc(tmp_path, [CPU_RUN], REFERENCE)
-    thin = doc["thin"]
+    thin = mixed_doc["thin"]
     assert "cpu_only.json" in thin and "h100-80gb-hbm3-matmul.json" in thin
     assert thin.count("--benchmark_repetitions=5") == 1
     assert thin.index("cpu_only.json") < thin.index("--benchmark_repetitions") < thin.index("h100")
@@ -165,8 +166,8 @@ def test_the_thin_note_says_whose_rows_can_be_rerun(tmp_path: Path) -> None:
     assert "h100-80gb-hbm3-matmul.json" in thin
 
 
-def test_hardware_values_read_in_their_units(tmp_path: Path) -> None:
-    rows = {r[0]: r[1:] for r in _doc(tmp_path, REFERENCE)["appendix"]["rows"]}
+def test_hardware_values_read_in_their_units(reference_doc: dict[str, Any]) -> None:
+    rows = {r[0]: r[1:] for r in reference_doc["appendix"]["rows"]}
     assert rows["GPU memory"] == ["79.2 GiB"]  # 85017493504 bytes
     assert rows["L2 cache"] == ["50 MiB"]
     assert rows["SM clock"] == ["1.98 GHz"]
@@ -174,7 +175,7 @@ def test_hardware_values_read_in_their_units(tmp_path: Path) -> None:
     assert not any("e+" in v for values in rows.values() for v in values)
 
 
-def test_the_speedup_definition_names_each_side(tmp_path: Path) -> None:
-    definition = _doc(tmp_path, COMMITTED)["speedup_definition"]
+def test_the_speedup_definition_names_each_side(committed_doc: dict[str, Any]) -> None:
+    definition = committed_doc["speedup_definition"]
     assert "CPU wall time per call / GPU wall time per call" in definition
     assert "CPU wall time per training step / GPU wall time per training step" in definition

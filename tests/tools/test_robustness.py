@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable
@@ -156,64 +155,6 @@ def test_report_on_a_zero_time_lists_the_row_invalid(
     assert "1 invalid in run.json: real_time is 0" in md
     assert f"- `{name}`" in md
     assert "Traceback" not in err
-
-
-def md_escaped(text: str) -> str:
-    from gpubench_tools.escape import md_text
-
-    return md_text(text)
-
-
-def test_report_escapes_hostile_names_labels_messages_and_context(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    doc = cpu_doc()
-    hostile = "x<script>alert(1)</script>\n# injected\n| cell | `tick`"
-    doc["context"]["cpu_model"] = hostile
-    doc["context"]["gpubench_git_commit"] = hostile
-    doc["benchmarks"][0]["label"] += " note=" + hostile
-    failed = dict(doc["benchmarks"][1], name="matmul/cpu/" + hostile, run_name="m/" + hostile)
-    failed.update(error_occurred=True, error_message=hostile)
-    doc["benchmarks"].append(failed)
-    path = write(tmp_path / "run.json", doc)
-    code, _, err = run(capsys, report_main, str(path), "--out", str(tmp_path / "r"))
-    assert code == OK, err
-    md = (tmp_path / "r" / "report.md").read_text()
-    html = (tmp_path / "r" / "report.html").read_text()
-    # A code span shows its text literally (CommonMark escapes it), so only text outside code
-    # spans could inject markup.
-    prose = re.sub(r"``.*?``|`[^`]*`", "", md)
-    assert "<script" not in prose and "<script" not in html
-    assert "&lt;script&gt;" in md and "&lt;script&gt;" in html
-    assert not any(line.startswith("# injected") for line in md.splitlines())
-    # Every table row keeps its column count: an escaped '|' does not split a cell.
-    for table in _md_tables(md):
-        widths = {_cells(line) for line in table}
-        assert len(widths) == 1, table
-
-
-def _md_tables(md: str) -> list[list[str]]:
-    tables: list[list[str]] = []
-    current: list[str] = []
-    for line in md.splitlines() + [""]:
-        if line.startswith("|"):
-            current.append(line)
-        elif current:
-            tables.append(current)
-            current = []
-    return tables
-
-
-def _cells(line: str) -> int:
-    count, escaped, in_code = 0, False, False
-    for ch in line:
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == "|":
-            count += 1
-    return count
 
 
 def _bf16_run(tmp_path: Path) -> Path:
