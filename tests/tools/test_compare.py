@@ -577,6 +577,26 @@ def test_exact_counter_change_fails(pair) -> None:
     assert result.exit_code == 1
 
 
+def test_exact_counter_must_match_the_base_repetition_by_repetition(pair) -> None:
+    """One contender repetition doing other work fails; a base whose repetitions already differed
+    compared with the same repetitions is the same work (a file against itself)."""
+    times = samples(330.0, seed=1)
+    steady, one_off = [3.3e7] * 7, [3.3e7] * 6 + [0.0]
+    for base_flop, cont_flop, verdict in (
+        (steady, one_off, "changed"),
+        (one_off, one_off, "same"),
+        (one_off, steady, "same"),
+    ):
+        base, cont = pair(
+            bench(GEMM.format(m=256), times, {"flop": base_flop}),
+            bench(GEMM.format(m=256), times, {"flop": cont_flop}),
+        )
+        result = compare.compare_reports(
+            load_report(base), load_report(cont), parse_config({"counters": []})
+        )
+        assert result.benchmarks[0].verdict == verdict, (base_flop, cont_flop)
+
+
 def test_non_gating_counters_are_shown_but_do_not_fail(pair) -> None:
     times = samples(330.0, seed=1)
     rates = [1e11] * 7

@@ -375,11 +375,6 @@ def test_report(case: tuple[str, str], capsys, tmp_path_factory) -> None:
         _no_raw_html((out / "report.html").read_text().split("<body>", 1)[1])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compare reads a flop of 0 or below in one repetition as the work changed, even "
-    "against the same file",
-)
 @pytest.mark.parametrize("value", [0, -1.5])
 def test_compare_self_with_a_zero_work_counter_is_no_regression(value, capsys, tmp_path) -> None:
     doc = copy.deepcopy(CI_CPU)

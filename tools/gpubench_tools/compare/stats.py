@@ -150,8 +150,15 @@ def _note_invalid(m: MetricResult, judged: bool) -> bool:
 
 def _exact_verdict(base: SampleStats, cont: SampleStats, notes: list[str]) -> str:
     """SAME or CHANGED of a counter that defines the work of the benchmark (better "exact")."""
-    equal = math.isclose(cont.median, base.median, rel_tol=_EXACT_RTOL, abs_tol=0.0) and (
-        math.isclose(cont.min, cont.max, rel_tol=_EXACT_RTOL)
+    # The contender's repetitions must all do one amount of work, the base's amount; or, where the
+    # base's repetitions already differed (a file compared with itself), exactly the base's.
+    same_as_base = len(cont.values) == len(base.values) and all(
+        math.isclose(c, b, rel_tol=_EXACT_RTOL, abs_tol=0.0)
+        for c, b in zip(sorted(cont.values), sorted(base.values))
+    )
+    constant = math.isclose(cont.min, cont.max, rel_tol=_EXACT_RTOL)
+    equal = same_as_base or (
+        constant and math.isclose(cont.median, base.median, rel_tol=_EXACT_RTOL, abs_tol=0.0)
     )
     if not equal:
         notes.append(
