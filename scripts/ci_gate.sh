@@ -17,7 +17,9 @@
 # Usage:
 #   scripts/ci_gate.sh                      run the sweep, gate it; exit 0 pass, 1 regression, 2 unusable
 #                                           (1 also when a benchmark now fails or is missing from the
-#                                           run; 2 also when too few repetitions to judge anything)
+#                                           run; 2 also when too few repetitions to judge anything;
+#                                           3 not resolved: every repetition measured while the
+#                                           machine was busy)
 #   scripts/ci_gate.sh --update-baseline    run the sweep and write it as the new baseline
 #   scripts/ci_gate.sh --contender F.json   gate an existing result instead of running bench
 #   scripts/ci_gate.sh --base-bench A --contender-bench B [--benchmark_filter=REGEX]
@@ -336,5 +338,5 @@ set +e
 compare "$BASELINE" "$contender" --markdown "$OUT_DIR/ci-cpu-compare.md" --json "$OUT_DIR/ci-cpu-compare.json"
 status=$?
 set -e
-echo "ci_gate: exit $status (0 pass, 1 regression, 2 unusable input or cannot judge); report in $OUT_DIR/ci-cpu-compare.md"
+echo "ci_gate: exit $status (0 pass, 1 regression, 2 unusable input or cannot judge, 3 not resolved: the machine was busy); report in $OUT_DIR/ci-cpu-compare.md"
 exit $status

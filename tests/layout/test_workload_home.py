@@ -3,7 +3,7 @@ own tools.
 
 Outside them the generic layers (C++ and tools alike) speak of "training workloads" and "a
 trainer", never of one by name, so adding a workload is a folder and a declaration. The counting
-rule (issue 30): a file *names* workload W when `grep -i W` matches anywhere in it (code or
+rule: a file *names* workload W when `grep -i W` matches anywhere in it (code or
 comment). Counted are the repository's files that are not tests (tests/), not docs (*.md, docs/),
 not data or results (reports/, *.json, *.csv, *.html, *.svg, *.png), and not W's own homes:
 kernels/W/, benchmarks/W_*, its PyTorch references (tools/reference/*W*; torch_iris.py for the

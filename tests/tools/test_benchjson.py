@@ -213,7 +213,7 @@ MALFORMED = {
 
 
 # A row that breaks the schema is an invalid row of its file, named with the field and the value
-# as read (before issue 26 each of these made the whole file unreadable).
+# as read (a row that breaks the schema does not make the whole file unreadable).
 ROW_FIELD = {
     "row_not_object": (
         '{"context": {}, "benchmarks": [1]}',

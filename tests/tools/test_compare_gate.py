@@ -144,10 +144,10 @@ def test_missing_baseline_exits_2(tmp_path: Path) -> None:
 @pytest.mark.skipif(not os.access(BENCH, os.X_OK), reason=f"bench binary not built at {BENCH}")
 def skip_where_the_machine_was_busy(proc: subprocess.CompletedProcess[str]) -> None:
     """A real run on a machine that other work keeps busy is refused by the gate as it should be
-    ("CANNOT JUDGE ... measured while disturbed", exit 2): that says nothing of the code under
+    ("NOT RESOLVED ... measured while disturbed", exit 3): that says nothing of the code under
     test, so the test is skipped, naming the reason; any other outcome is left to the asserts."""
     text = proc.stdout + proc.stderr
-    if proc.returncode == 2 and "CANNOT JUDGE" in text and "measured while disturbed" in text:
+    if proc.returncode == 3 and "NOT RESOLVED" in text and "measured while disturbed" in text:
         pytest.skip("the machine was busy: the gate measured every benchmark while disturbed")
 
 

@@ -34,7 +34,7 @@ from gpubench_tools.compare import main as compare_main
 from gpubench_tools.history.cli import main as history_main
 from gpubench_tools.report import main as report_main
 
-OK, REGRESSION, UNUSABLE = 0, 1, 2
+OK, REGRESSION, UNUSABLE, UNRESOLVED = 0, 1, 2, 3
 
 CPU_ONLY = json.loads((FIXTURES / "cpu_only.json").read_text())
 
@@ -117,7 +117,7 @@ STATUS: dict[str, dict[str, int]] = {
         "nothing measured": (OK, OK, UNUSABLE, UNUSABLE, OK, UNUSABLE, UNUSABLE, UNUSABLE,
                              UNUSABLE),
         "some disturbed":   (OK, OK, OK, OK, OK, OK, OK, OK, OK),
-        "all disturbed":    (OK, OK, OK, OK, OK, UNUSABLE, UNUSABLE, OK, OK),
+        "all disturbed":    (OK, OK, OK, OK, OK, UNRESOLVED, UNRESOLVED, OK, OK),
         "cut off":          (UNUSABLE, OK, UNUSABLE, UNUSABLE, OK, REGRESSION, UNUSABLE, OK, OK),
         "not a bench file": (UNUSABLE, UNUSABLE, UNUSABLE, UNUSABLE, OK, UNUSABLE, UNUSABLE,
                              UNUSABLE, UNUSABLE),

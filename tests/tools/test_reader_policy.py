@@ -1,6 +1,5 @@
-"""Issue 26: one strict reader, one policy table, one writer. Each test is a class of bad input or
-fault, on every tool it reaches; the property test at the end generates files across the classes
-and holds every tool to the exit-code contract (0 done, 1 regression, 2 unusable input)."""
+"""One strict reader, one policy table, one writer. Each test is a class of bad input or fault, on
+every tool it reaches (the generated files across every class are test_property_tools.py's)."""
 
 from __future__ import annotations
 
@@ -15,16 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, REPO, examples, run_tool as run
-from hypothesis import given
-from hypothesis import strategies as st
+from conftest import FIXTURES, REPO, run_tool as run
 
 from gpubench_tools import benchjson, conditions, export, policy, row_rules
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.compare.config import THRESHOLD_RANGES
 from gpubench_tools.compare.stats import repetition_rule
 from gpubench_tools.history.cli import main as history_main
-from gpubench_tools.report import main as report_main
 
 OK, REGRESSION, UNUSABLE = 0, 1, 2
 CI_CPU = json.loads((REPO / "reports" / "baselines" / "ci-cpu.json").read_text())
@@ -324,7 +320,7 @@ def test_disturbance_alone_never_fails_the_gate(tmp_path, capsys, every) -> None
     path = write(tmp_path / "busy.json", doc)
     base = REPO / "reports/baselines/ci-cpu.json"
     code, out, err = run(capsys, compare_main, str(base), str(path), "--config", str(CI_CONFIG))
-    assert code in (OK, UNUSABLE), out
+    assert code in (OK, 3), out  # 3: nothing judged, the machine was busy
     assert "REGRESSION" not in out and "measured while disturbed" in out
     if code == OK:
         assert "not judged: measured while disturbed" in out.splitlines()[-1]
@@ -350,104 +346,5 @@ def test_no_gate_passes_a_cut_off_or_unmeasured_run() -> None:
             assert policy.action(tool, situation).exit_code in (REGRESSION, UNUSABLE)
 
 
-# --- property: every tool, every class ----------------------------------------------------------
-
-HOSTILE = ["x\n::error::forged", "\x1b[2J", "a\rb", "##vso[task.setvariable]", "<script>", "$x$"]
-
-
-@st.composite
-def bad_file(draw: st.DrawFn) -> tuple[str, bytes]:
-    """(class, bytes) of a file in one of the classes the reader must tell apart."""
-    doc = ci_doc()
-    rows = doc["benchmarks"]
-    kind = draw(
-        st.sampled_from(
-            [
-                "cut",
-                "skipped",
-                "missing",
-                "mistyped",
-                "bad_number",
-                "hostile",
-                "deep",
-                "trailing",
-                "disturbed",
-            ]
-        )
-    )
-    index = draw(st.integers(0, len(rows) - 1))
-    if kind == "skipped":
-        for row in rows:
-            row.update(error_occurred=True, error_message="does not fit in device memory: x")
-    elif kind == "missing":
-        rows[index].pop(draw(st.sampled_from(["time_unit", "real_time", "cpu_time", "name"])))
-    elif kind == "mistyped":
-        key = draw(st.sampled_from(["flop", "m", "iterations", "time_unit", "run_type"]))
-        rows[index][key] = draw(st.sampled_from(["12", None, [], True, "h"]))
-    elif kind == "bad_number":
-        key = draw(st.sampled_from(["real_time", "cpu_time", "iterations", "flop"]))
-        rows[index][key] = draw(st.sampled_from([math.nan, math.inf, -math.inf, -1.0, 1e308]))
-    elif kind == "disturbed":
-        # Measured while another process took the CPUs: some or all repetitions, 3x slower.
-        chosen = draw(st.sets(st.integers(0, len(rows) - 1), min_size=1))
-        for i in chosen:
-            rows[i].update(disturbed=1, disturbed_by=1, cpu_wait_cores=1.0, cpu_other_cores=1.0)
-            for key in ("real_time", "cpu_time"):
-                rows[i][key] *= 3
-        for i in set(range(len(rows))) - chosen:
-            rows[i].update(disturbed=0, disturbed_by=0, cpu_wait_cores=0.0, cpu_other_cores=0.0)
-    elif kind == "hostile":
-        rows[index]["name"] = rows[index]["run_name"] = draw(st.sampled_from(HOSTILE)) * 3
-        doc["context"]["cpu_model"] = draw(st.sampled_from(HOSTILE))
-    text = json.dumps(doc, indent=1)
-    if kind == "cut":
-        text = text[: draw(st.integers(0, len(text) - 2))]
-    elif kind == "deep":
-        depth = draw(st.sampled_from([33, 2000, 200_000]))
-        text = text.replace(
-            '"benchmarks": [', '"benchmarks": [' + "[" * depth + "]" * depth + ",", 1
-        )
-    elif kind == "trailing":
-        text += draw(st.sampled_from(["\0" * 16, "\0\0 }", "x", text[: len(text) // 3]]))
-    return kind, text.encode()
-
-
-def _contract(code: int, err: str, path: Path, allowed: set[int]) -> None:
-    assert code in allowed, (code, err)
-    if code == UNUSABLE:
-        lines = [line for line in err.strip().splitlines() if "error" in line]
-        assert lines, err
-    for line in err.splitlines():
-        assert not line.lstrip().startswith("::") and "\x1b" not in line
-
-
-@examples(40)
-@given(case=bad_file())
-def test_every_tool_keeps_the_contract(case: tuple[str, bytes], capsys, tmp_path_factory) -> None:
-    kind, data = case
-    tmp = tmp_path_factory.mktemp("p")
-    path = tmp / "run.json"
-    path.write_bytes(data)
-    base = REPO / "reports/baselines/ci-cpu.json"
-    # A gate never passes what is not a whole, well-formed, measured run.
-    must_fail = kind in ("cut", "skipped", "missing", "mistyped", "deep", "trailing")
-    code, out, err = run(capsys, compare_main, str(base), str(path), "--config", str(CI_CONFIG))
-    # Disturbance alone never fails the gate (exit 1), and nothing judged is never a pass.
-    allowed = {OK, UNUSABLE} if kind == "disturbed" else {OK, REGRESSION, UNUSABLE}
-    _contract(code, err, path, {REGRESSION, UNUSABLE} if must_fail else allowed)
-    assert "gate: PASS" not in out or not must_fail
-    code, _, err = run(capsys, compare_main, str(base), str(path), "--allow-missing")
-    assert code != OK or not must_fail
-    code, _, err = run(capsys, history_main, "add", str(tmp / "h.db"), str(path), str(base))
-    _contract(code, err, path, {UNUSABLE} if must_fail else {OK, UNUSABLE})
-    code, _, err = run(capsys, history_main, "check", str(tmp / "h.db"))
-    _contract(code, err, path, {OK, REGRESSION, UNUSABLE})
-    code, _, err = run(
-        capsys, export.main, "--format", "bencher", str(path), "--out", str(tmp / "o")
-    )
-    _contract(code, err, path, {UNUSABLE} if must_fail else {OK, UNUSABLE})
-    code, _, err = run(capsys, benchjson._main, "--errors", str(path))
-    _contract(code, err, path, {OK, UNUSABLE})
-    if kind in ("deep", "trailing", "hostile", "mistyped"):  # the report is slow: its classes only
-        code, _, err = run(capsys, report_main, str(path), "--out", str(tmp / "r"), "--quiet")
-        _contract(code, err, path, {OK, UNUSABLE})
+# The property test of every command on every class of bad input is tests/tools/test_property_tools.py
+# (one suite, the exact exit status per class).

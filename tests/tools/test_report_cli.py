@@ -160,7 +160,7 @@ ERROR_CASES = {
     "notjson.json": ("this is not json", "not valid JSON"),
     "list.json": ("[]", "top level is a list"),
     "foreign.json": ('{"compilerOptions": {"strict": true}}', "no 'benchmarks' list"),
-    # A row that breaks the schema is an invalid row (issue 26), named with its field; a file
+    # A row that breaks the schema is an invalid row, named with its field; a file
     # with nothing else has nothing to report.
     "noname.json": ('{"benchmarks": [{"real_time": 3}]}', "row 0: name is missing"),
     "notime.json": ('{"benchmarks": [{"name": "x"}]}', "x: run_name is missing"),

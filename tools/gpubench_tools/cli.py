@@ -8,9 +8,10 @@ Exit codes (the same for report, compare, history, export, advise, benchjson and
   Never used for a crash: an exception the code did not expect is unusable input (2), because a
   CI step reads 1 as "performance got worse".
 - ``EXIT_UNUSABLE`` (2): unusable input or usage (a missing or malformed file, a bad option).
-- ``EXIT_UNRESOLVED`` (3): the paired gate only: the pairs its budget allowed could not resolve the
-  question (the machine was busy, or an interval still includes a slowdown the gate cannot pass).
-  Neither a pass nor a regression; a CI job decides how to treat it (.ci/run: README).
+- ``EXIT_UNRESOLVED`` (3): the gates only (compare, the paired gate): what they could measure could
+  not resolve the question (the machine was busy: nothing judged but for disturbed repetitions;
+  or, in the paired gate, an interval still includes a slowdown it cannot pass). Neither a pass
+  nor a regression; a CI job decides how to treat it (.ci/run: README).
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ POLICY: dict[str, dict[str, Action]] = {
             LIST,
             'leave it out of the judgement, count it; a benchmark left with too few: "not '
             'judged: measured while disturbed" (listed with its figures; never exit 1); '
-            "nothing else judged: exit 2",
+            "nothing else judged: not resolved, exit 3 (the machine was busy)",
         ),
         UNKNOWN_CONDITIONS: _a(LIST, "judge from them as measured, say so once"),
     },

@@ -14,7 +14,8 @@ from typing import Sequence
 
 from ..benchjson import BenchJsonError, BenchReport, load_report
 from .. import output
-from ..cli import EXIT_UNUSABLE, ArgumentParser, UnusableInput, add_debug_flag, program_name
+from ..cli import EXIT_UNRESOLVED, EXIT_UNUSABLE, ArgumentParser, UnusableInput, add_debug_flag
+from ..cli import program_name
 from ..cli import run_main
 from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RANGES, TIME_FIELDS, ConfigError
 from .config import load_config
@@ -130,6 +131,8 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     output.say(*terminal.splitlines())
     if result.cannot_judge is not None and code == EXIT_UNUSABLE:
         output.warn(f"{prog}: error: {result.cannot_judge}")
+    elif result.cannot_judge is not None and code == EXIT_UNRESOLVED:
+        output.warn(f"{prog}: not resolved: the machine was busy: {result.cannot_judge}")
     output.write_after_verdict(
         prog, code, args.markdown, lambda: render_markdown(result), args.json, result.as_dict
     )

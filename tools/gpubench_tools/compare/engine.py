@@ -31,7 +31,7 @@ from ..conditions import DISTURBED, UNKNOWN, disturbance_causes_line, unknown_co
 from ..wording import group_reasons
 from ..policy import FAIL, INTERRUPTED, MALFORMED_ROW, NOTHING_MEASURED, REFUSE, action
 from ..policy import file_situation
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE
 from ..table import file_rows, undisturbed
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
@@ -461,6 +461,11 @@ class CompareResult:
         return bool(self.failing or self.missing_fails or self.cut_off)
 
     @property
+    def busy(self) -> bool:
+        """Nothing failed and nothing was judged, and disturbance is why: the machine was busy."""
+        return not self.fails and not self.judged and bool(self.disturbed)
+
+    @property
     def cannot_judge(self) -> str | None:
         """The exit-2 reason when nothing failed and nothing was judged, else None: "0 judged" is
         never a pass (policy: a contender that measured nothing is not judged)."""
@@ -489,8 +494,11 @@ class CompareResult:
             return EXIT_REGRESSION
         if self.cannot_judge is None:
             return EXIT_OK
-        # Nothing judged, also where only disturbance left it unjudged (the policy lists such a
-        # benchmark and never fails it): never a pass, so the unusable-input exit.
+        # Nothing judged because the machine was busy: neither a pass nor a regression, and not
+        # unusable input either: its own status, which a CI job can tell apart (.ci/run goes on).
+        if self.busy:
+            return EXIT_UNRESOLVED
+        # Nothing judged for another reason: never a pass, so the unusable-input exit.
         code = action("compare contender", NOTHING_MEASURED).exit_code
         return EXIT_UNUSABLE if code is None else code
 

@@ -161,7 +161,7 @@ def _by_error(result: CompareResult, verdict: str) -> list[tuple[str, list[str]]
 
 
 def _gate(result: CompareResult) -> tuple[str, str]:
-    """(PASS | FAIL | CANNOT JUDGE, the reason)."""
+    """(PASS | FAIL | CANNOT JUDGE | NOT RESOLVED, the reason)."""
     code = result.exit_code
     if code == 0:
         text = f"{plural(len(result.judged), 'benchmark')} judged, no significant regression beyond threshold"
@@ -172,6 +172,8 @@ def _gate(result: CompareResult) -> tuple[str, str]:
         return "PASS", text
     if code == 2:
         return "CANNOT JUDGE", (result.cannot_judge or "").removeprefix("cannot judge: ")
+    if code == 3:
+        return "NOT RESOLVED", (result.cannot_judge or "").removeprefix("cannot judge: ")
     reasons = []
     errors = _by_error(result, ERROR)
     if result.all_failed:
@@ -410,7 +412,11 @@ def render_markdown(result: CompareResult) -> str:
     attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
     sides = (("baseline", result.baseline), ("contender", result.contender))
     text = _markdown_template().render(
-        status={"PASS": "✅ no regression", "FAIL": "❌ regression"}.get(word, "⚠️ cannot judge"),
+        status={
+            "PASS": "✅ no regression",
+            "FAIL": "❌ regression",
+            "NOT RESOLVED": "⚠️ not resolved: the machine was busy",
+        }.get(word, "⚠️ cannot judge"),
         hardware=result.hardware_differences,
         word=word,
         reason=reason,
