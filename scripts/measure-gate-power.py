@@ -35,60 +35,15 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpubench_tools.benchjson import load_report  # noqa: E402
+from gate_sweep import FILTER, ROOT, load, log, pairs_of, short  # noqa: E402
 from gpubench_tools.cli import ArgumentParser, Number  # noqa: E402
 from gpubench_tools.compare import paired  # noqa: E402
 from gpubench_tools.compare.engine import natural_key  # noqa: E402
 from gpubench_tools.compare.interleave import PairedRun  # noqa: E402
 
-# The sweep of scripts/ci_gate.sh (single-threaded fp32 GEMMs, launch-bound to compute-bound).
-SIZES = (64, 192, 256, 384, 512)
-FILTER = (
-    "^matmul/cpu/openblas/dtype:fp32/("
-    + "|".join(f"m:{s}/n:{s}/k:{s}" for s in SIZES)
-    + ")/threads:1$"
-)
 SHIFTS = (0.03, 0.05, 0.10, 0.20)
-
-
-def load() -> list[float]:
-    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
-
-
-def log(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')} load {load()[0]:.2f}] {text}", file=sys.stderr, flush=True)
-
-
-def pairs_of(directory: Path, clock: str = "cpu_time") -> dict[str, dict[str, dict[int, float]]]:
-    """name -> side -> repetition index -> time; side "disturbed" -> index -> whether either
-    side's repetition carries disturbed=1 (the gate leaves such a pair out)."""
-    out: dict[str, dict[str, dict[int, float]]] = {}
-    for side in ("base", "contender"):
-        for row in load_report(str(directory / f"{side}.json")).rows:
-            if row.run_type == "iteration" and row.usable:
-                value = row.cpu_time_s if clock == "cpu_time" else row.real_time_s
-                sides = out.setdefault(row.run_name, {})
-                sides.setdefault(side, {})[row.repetition_index] = value
-                marks = sides.setdefault("disturbed", {})
-                hit = bool(row.counters.get("disturbed", 0))
-                marks[row.repetition_index] = marks.get(row.repetition_index, False) or hit
-    return out
-
-
-def log_ratios(sides: dict[str, dict[int, float]]) -> tuple[list[int], np.ndarray]:
-    idx = sorted(set(sides["base"]) & set(sides["contender"]))
-    return idx, np.array([np.log(sides["contender"][i] / sides["base"][i]) for i in idx])
-
-
-def mad(values: np.ndarray) -> float:
-    return float(1.4826 * np.median(np.abs(values - np.median(values))))
-
-
-def short(name: str) -> str:
-    return next((p for p in name.split("/") if p.startswith("m:")), name)
 
 
 def phase_pool(bench: str, work: Path, rounds: int) -> dict:

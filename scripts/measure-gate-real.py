@@ -48,19 +48,13 @@ from typing import Any, Callable, Iterator
 import numpy as np
 from scipy.stats import binomtest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from gate_sweep import FILTER, ROOT, load, log, pairs_of, short  # noqa: E402
+from gpubench_tools.benchjson import BenchJsonError  # noqa: E402
 from gpubench_tools.cli import ArgumentParser, Number  # noqa: E402
 from gpubench_tools.compare.interleave import PairedRun, _get, _set  # noqa: E402
 
-# The sweep of scripts/ci_gate.sh (single-threaded fp32 GEMMs, launch-bound to compute-bound).
-SIZES = (64, 192, 256, 384, 512)
-FILTER = (
-    "^matmul/cpu/openblas/dtype:fp32/("
-    + "|".join(f"m:{s}/n:{s}/k:{s}" for s in SIZES)
-    + ")/threads:1$"
-)
 BURST_S = 1.0
 SLOWED_SIZE = 256
 SLOWDOWNS = (0.0, 0.03, 0.05, 0.10)
@@ -115,14 +109,6 @@ void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, co
 """
 
 
-def load() -> float:
-    return float(Path("/proc/loadavg").read_text().split()[0])
-
-
-def log(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')} load {load():.2f}] {text}", file=sys.stderr, flush=True)
-
-
 @contextlib.contextmanager
 def neighbour(condition: str) -> Iterator[None]:
     """Nothing for "quiet"; for "bursty", a process busy for BURST_S, idle for BURST_S, repeating."""
@@ -142,10 +128,6 @@ def mad(values: np.ndarray) -> float:
     return (
         float(1.4826 * np.median(np.abs(values - np.median(values)))) if values.size else math.nan
     )
-
-
-def short(name: str) -> str:
-    return next((p for p in name.split("/") if p.startswith("m:")), name)
 
 
 def wilson(hits: int, n: int) -> list[float]:
@@ -266,7 +248,7 @@ def phase_statistic(bench: str, work: Path, rounds: int, block: int = 3) -> dict
         for condition in CONDITIONS:
             with neighbour(condition):
                 for i in range(min(block, rounds - done)):
-                    loads[condition].append(load())
+                    loads[condition].append(load()[0])
                     schemes = ("single", "inner") if (done + i) % 2 == 0 else ("inner", "single")
                     for scheme in schemes:
                         runs[(condition, scheme)].run_rounds(1)
@@ -350,7 +332,7 @@ def _wrappers(bench: str, work: Path) -> dict[float, str]:
 def gate_run(base: str, contender: str, out_dir: Path) -> dict[str, Any]:
     """One real gate, the timing lane (INSTRUCTIONS=off), as CI runs it."""
     env = dict(os.environ, OUT_DIR=str(out_dir), PYTHON=sys.executable, INSTRUCTIONS="off")
-    before, start = load(), time.monotonic()
+    before, start = load()[0], time.monotonic()
     proc = subprocess.run(
         [
             "bash",
@@ -376,22 +358,18 @@ def gate_run(base: str, contender: str, out_dir: Path) -> dict[str, Any]:
     gate = next((line for line in proc.stdout.splitlines() if line.startswith("gate:")), "")
     # Every pair's log ratio, for the same-binary offset over the pooled pairs.
     log_ratios: dict[str, list[float]] = {}
-    with contextlib.suppress(OSError, ValueError):
-        times = {}
-        for side in ("base", "contender"):
-            doc = json.loads((out_dir / "paired" / f"{side}.json").read_text())
-            for row in doc["benchmarks"]:
-                times[(side, short(row["name"]), row["repetition_index"])] = row["cpu_time"]
-        for (side, name, index), base_t in times.items():
-            if side == "base" and ("contender", name, index) in times:
-                ratio = times[("contender", name, index)] / base_t
-                log_ratios.setdefault(name, []).append(math.log(ratio))
+    with contextlib.suppress(OSError, ValueError, BenchJsonError):
+        for name, sides in pairs_of(out_dir / "paired").items():
+            common = sorted(set(sides["base"]) & set(sides["contender"]))
+            log_ratios[short(name)] = [
+                math.log(sides["contender"][i] / sides["base"][i]) for i in common
+            ]
     return {
         "log_ratios": log_ratios,
         "exit": proc.returncode,
         "seconds": seconds,
         "load_before": before,
-        "load_after": load(),
+        "load_after": load()[0],
         "gate": gate,
         "verdicts": verdicts,
     }

@@ -222,8 +222,11 @@ class PairedRun:
             link.symlink_to(os.path.abspath(target))
         return [str(folder / "bench")] + cmd[1:], env
 
-    def _command(self, side: str, out: Path, benchmark_filter: str | None) -> list[str]:
-        cmd, _ = self._launcher(side)
+    def _command(
+        self, side: str, out: Path, benchmark_filter: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """The side's full command line and its environment."""
+        cmd, env = self._launcher(side)
         if benchmark_filter:
             cmd.append(f"--benchmark_filter={benchmark_filter}")
         cmd += [
@@ -234,12 +237,11 @@ class PairedRun:
         ]
         if self.inner_repetitions > 1:
             cmd.append("--benchmark_enable_random_interleaving=true")
-        return cmd
+        return cmd, env
 
     def _invoke(self, inv: Invocation, benchmark_filter: str | None) -> list[Any]:
         """Runs one invocation; returns its rows (as pairs) or raises BenchRunError."""
-        cmd = self._command(inv.side, inv.out, benchmark_filter)
-        _, env = self._launcher(inv.side)
+        cmd, env = self._command(inv.side, inv.out, benchmark_filter)
         code = EXIT_UNUSABLE if inv.side == BASE else EXIT_REGRESSION
         given = self.base_cmd if inv.side == BASE else self.contender_cmd
         where = f"{inv.side} bench ({given[0]}), round {inv.round + 1}"
