@@ -21,22 +21,9 @@ import errno
 import json
 import os
 import sys
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from .escape import log_line, term_text
-
-__all__ = [
-    "decide",
-    "decided",
-    "reset",
-    "say",
-    "warn",
-    "write_side",
-    "write_sides",
-    "write_reports",
-    "write_after_verdict",
-    "stdout_closed",
-]
 
 _state: dict[str, object] = {"code": None, "stdout_closed": False}
 
@@ -104,25 +91,6 @@ def warn(*lines: str) -> None:
             raise
 
 
-def write_sides(sides: Iterable[tuple[str | None, str, Callable[[], str]]]) -> list[str]:
-    """Write each (path, what, render) side output whose path is set; the one line for each that
-    could not be written (a renderer that fails counts as a failed side output: it must not take
-    the verdict with it)."""
-    problems = []
-    for path, what, render in sides:
-        if not path:
-            continue
-        try:
-            text = render()
-        except Exception as exc:  # noqa: BLE001 - a side output never costs the verdict
-            problems.append(f"could not render the {what}: {type(exc).__name__}: {exc}")
-            continue
-        problem = write_side(path, text, what)
-        if problem is not None:
-            problems.append(problem)
-    return problems
-
-
 def write_side(path: str, text: str, what: str) -> str | None:
     """Write a side output; None when written, else one line naming it and why not."""
     try:
@@ -141,15 +109,27 @@ def write_reports(
     render_markdown: Callable[[], str],
     json_path: str | None = None,
     doc: Callable[[], Any] = dict,
-    indent: int | None = 2,
 ) -> list[str]:
-    """write_sides of a command's --markdown (`render_markdown()`) and --json (`doc()` as JSON)."""
-
-    def json_text() -> str:
-        return json.dumps(doc(), indent=indent) + "\n"
-
-    markdown_side = (markdown, "Markdown report (--markdown)", render_markdown)
-    return write_sides((markdown_side, (json_path, "JSON result (--json)", json_text)))
+    """Write a command's --markdown (`render_markdown()`) and --json (`doc()` as JSON) where
+    their paths are set; the one line for each that could not be written (a renderer that fails
+    counts as a failed side output: it must not take the verdict with it)."""
+    problems = []
+    sides = (
+        (markdown, "Markdown report (--markdown)", render_markdown),
+        (json_path, "JSON result (--json)", lambda: json.dumps(doc(), indent=2) + "\n"),
+    )
+    for path, what, render in sides:
+        if not path:
+            continue
+        try:
+            text = render()
+        except Exception as exc:  # noqa: BLE001 - a side output never costs the verdict
+            problems.append(f"could not render the {what}: {type(exc).__name__}: {exc}")
+            continue
+        problem = write_side(path, text, what)
+        if problem is not None:
+            problems.append(problem)
+    return problems
 
 
 def write_after_verdict(

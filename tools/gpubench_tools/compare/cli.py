@@ -12,17 +12,16 @@ import traceback
 from dataclasses import replace
 from typing import Sequence
 
-from ..benchjson import BenchJsonError, BenchReport, load_report
+from ..benchjson import BenchJsonError, load_report
 from .. import output
-from ..cli import EXIT_UNRESOLVED, EXIT_UNUSABLE, ArgumentParser, UnusableInput, add_debug_flag
-from ..cli import program_name
-from ..cli import run_main
+from ..cli import EXIT_UNRESOLVED, EXIT_UNUSABLE, ArgumentParser, UnusableInput
+from ..cli import add_debug_flag, program_name, run_main
 from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RANGES, TIME_FIELDS, ConfigError
 from .config import load_config
-from .engine import CompareResult, UsageError, compare_reports
-from .paired import compare_cli as paired_compare
-from .paired import is_pair
-from .render import render_markdown, render_markdown_error, render_terminal
+from .engine import compare_reports
+from .paired import is_pair, judge_reports, rules_from
+from .render import as_doc, render_error, render_markdown, render_terminal, warning_line
+from .verdict import Judgement
 
 MODULE = "gpubench_tools.compare"
 
@@ -78,9 +77,17 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _compare(
-    args: argparse.Namespace, reports: tuple[BenchReport, BenchReport] | None
-) -> CompareResult:
+def _judge(args: argparse.Namespace) -> Judgement:
+    """The judgement of the two files: the two files of one interleaved run (scripts/ci_gate.sh)
+    pair by pair (the paired rules, with --max-ratio as 1 + margin and --alpha), any other two
+    as independent repetitions."""
+    try:
+        reports = load_report(args.baseline), load_report(args.contender)
+    except BenchJsonError:
+        reports = None  # read again below, after the config, to say why the usual way
+    if reports is not None and is_pair(*reports):
+        margin = None if args.max_ratio is None else args.max_ratio - 1.0
+        return judge_reports(*reports, rules_from(margin, args.alpha), args.time)
     config = load_config(args.config)
     # Each checked by its argparse type: the range a --config file's value meets too.
     cli = {k: v for k in THRESHOLD_RANGES if (v := getattr(args, k)) is not None}
@@ -97,46 +104,44 @@ def _compare(
 def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     try:
-        reports: tuple[BenchReport, BenchReport] | None = (
-            load_report(args.baseline),
-            load_report(args.contender),
-        )
-    except BenchJsonError:
-        reports = None  # _compare reads them again and says why, the usual way
-    # The two files of one interleaved run (scripts/ci_gate.sh) are judged pair by pair.
-    if reports is not None and is_pair(*reports):
-        return paired_compare(prog, args, *reports)
-    try:
-        result = _compare(args, reports)
+        judgement = _judge(args)
     except Exception as exc:  # noqa: BLE001 - the contract: one line and exit 2, never exit 1
-        expected = isinstance(exc, (BenchJsonError, ConfigError, UsageError))
+        expected = isinstance(exc, (BenchJsonError, ConfigError, UnusableInput))
         what = f"comparing {args.baseline} with {args.contender}: unexpected {type(exc).__name__}: "
         line = " ".join(f"{'' if expected else what}{exc}".split())
-        output.decide(EXIT_UNUSABLE)
-        # The PR comment and the JSON say why nothing was compared (best effort).
-        error_doc = {"exit_code": EXIT_UNUSABLE, "error": line}
-        problems = output.write_reports(
-            args.markdown, lambda: render_markdown_error(line), args.json, lambda: error_doc
-        )
-        for problem in problems:
-            output.warn(f"{prog}: {problem}")
+        emit_error(prog, line, EXIT_UNUSABLE, args.markdown, args.json)
         if not expected and args.debug:
             traceback.print_exc()
         hint = "" if expected or args.debug else " (rerun with --debug for the traceback)"
         raise UnusableInput(line + hint) from None
-    # The verdict is decided before anything is written; no output can change it (output.py).
-    code = output.decide(result.exit_code)
+    return emit(prog, judgement, args.markdown, args.json, args.quiet, args.verbose)
+
+
+def emit(
+    prog: str, j: Judgement, markdown: str | None, json_path: str | None, quiet: bool, verbose: bool
+) -> int:
+    """The verdict is decided before anything is written; no output can change it (output.py):
+    the terminal text, the line on stderr for what was not judged, then --markdown and --json."""
+    code = output.decide(j.exit_code)
     color = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
-    terminal = render_terminal(result, color=color, quiet=args.quiet, verbose=args.verbose)
-    output.say(*terminal.splitlines())
-    if result.cannot_judge is not None and code == EXIT_UNUSABLE:
-        output.warn(f"{prog}: error: {result.cannot_judge}")
-    elif result.cannot_judge is not None and code == EXIT_UNRESOLVED:
-        output.warn(f"{prog}: not resolved: the machine was busy: {result.cannot_judge}")
+    output.say(*render_terminal(j, color=color, quiet=quiet, verbose=verbose).splitlines())
+    if code in (EXIT_UNUSABLE, EXIT_UNRESOLVED):
+        output.warn(f"{prog}: {warning_line(j)}")
     output.write_after_verdict(
-        prog, code, args.markdown, lambda: render_markdown(result), args.json, result.as_dict
+        prog, code, markdown, lambda: render_markdown(j), json_path, lambda: as_doc(j)
     )
     return code
+
+
+def emit_error(
+    prog: str, line: str, code: int, markdown: str | None, json_path: str | None, paired=False
+) -> None:
+    """The --markdown and --json outputs when no judgement could be made (best effort: the
+    caller says `line` itself on stderr)."""
+    output.decide(code)
+    text, doc = render_error(line, code, paired)
+    for problem in output.write_reports(markdown, lambda: text, json_path, lambda: doc):
+        output.warn(f"{prog}: {problem}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,5 +1,4 @@
-"""Compare two loaded bench files: from two reports to a `CompareResult`, which the renderers and
-the --json output read.
+"""The judgement drawn as independent repetitions: from two bench files to a verdict.Judgement.
 
 Each file becomes a DataFrame of its repetitions (Google Benchmark's own mean/median/stddev/cv
 aggregate rows are left out: everything is recomputed from the repetitions), grouped by benchmark.
@@ -8,7 +7,7 @@ for the time and the chosen counters (stats.compare_metric). A repetition whose 
 measurement (NaN, infinity, zero or negative, absurd) is left out; when the contender has such
 repetitions and the baseline had none, the benchmark fails as "invalid".
 
-The gate (`CompareResult.exit_code`): exit 1 when anything failed (slower beyond threshold,
+The gate (`Judgement.exit_code`): exit 1 when anything failed (slower beyond threshold,
 changed work, an error or invalid values where the baseline was fine, a baseline benchmark
 missing unless --allow-missing); else exit 2 when nothing could be judged because every compared
 benchmark has too few repetitions ("cannot judge"); else exit 0. Benchmarks with too few
@@ -17,33 +16,26 @@ repetitions beside judged ones are listed as not judged, never counted as passin
 
 from __future__ import annotations
 
-import json
 import math
-import re
 import statistics
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from ..benchjson import BenchReport
+from ..cli import UnusableInput
 from ..conditions import DISTURBED, UNKNOWN, disturbance_causes_line, unknown_conditions_note
 from ..wording import group_reasons
-from ..policy import FAIL, INTERRUPTED, MALFORMED_ROW, NOTHING_MEASURED, REFUSE, action
-from ..policy import file_situation
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE
+from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
 from ..table import file_rows, undisturbed
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
-from ..units import plural
 from .stats import Thresholds, compare_metric, judgeable, plausible_time
+from .verdict import ERROR, NOT_JUDGED_DISTURBED, SKIPPED, Disturbance, Judgement, Verdict
+from .verdict import check_files, lists, natural_key, openblas_core
 
-# Verdicts of a whole benchmark besides the metric verdicts. ERROR: it ran in the baseline and now
-# fails (fails the gate). SKIPPED: it now does not run on this machine (its error starts with one
-# of row_rules.SKIP_PREFIXES): listed, never failed. NOT_JUDGED_DISTURBED: with its disturbed
-# repetitions left out, too few remain on a side to judge it: "not judged: measured while
-# disturbed", listed with its figures, never failed (disturbance is the machine, not the code).
-ERROR, SKIPPED, NOT_JUDGED_DISTURBED = "error", "skipped", "disturbed"
+__all__ = ["compare_reports", "natural_key", "openblas_core", "undisturbed"]
+
 # Status of one repetition in the DataFrame of a file.
 MEASURED, FAILED = "measured", "failed"
 # Context keys that name the hardware: if they differ, ratios compare machines, not code.
@@ -55,10 +47,6 @@ ENVIRONMENT_KEYS = tuple(
     "openblas_config openblas_coretype_env gpubench_cuda_build cuda_driver_version "
     "cuda_runtime_version cublas_version gpu_sm_clock_hz gpubench_sweep library_build_type".split()
 )
-
-
-class UsageError(Exception):
-    """Input that cannot be compared (exit 2). str() is the one line printed on stderr."""
 
 
 def _repetitions(report: BenchReport, clock: str) -> pd.DataFrame:
@@ -107,19 +95,8 @@ def _context_differences(
     return [(k, text(b), text(c)) for k, b, c in both if str(b) != str(c)]
 
 
-def openblas_core(context: dict[str, Any]) -> str | None:
-    """The OpenBLAS kernel set a run used: `core=X` at the end of openblas_get_config()."""
-    match = re.search(r"\bcore=(\S+)", str(context.get("openblas_config", "")))
-    return match.group(1) if match else None
-
-
-def natural_key(name: str) -> list[Any]:
-    """Sort m:64 before m:256: repetitions may be interleaved, so file order means nothing."""
-    return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name)]
-
-
 def _nothing_measured(report: BenchReport, frame: pd.DataFrame) -> str:
-    """Why a file has no benchmark to compare: the one line for UsageError."""
+    """Why a file has no benchmark to compare: the one line for UnusableInput."""
     if report.rows and all(row.run_type == "aggregate" for row in report.rows):
         return (
             f"{report.path}: only aggregate rows (written with "
@@ -142,82 +119,6 @@ def _overall(metrics: list[MetricResult]) -> str:
     time_like = {m.verdict for m in metrics if m.gating and m.metric in ("time", "time/ref")}
     first = [v for v in (INVALID, SLOWER, CHANGED, FEW, FASTER) if v in gating]
     return first[0] if first else NOISY if NOISY in time_like else SAME
-
-
-@dataclass
-class BenchComparison:
-    name: str
-    label: str
-    verdict: str
-    metrics: list[MetricResult]
-    overrides: list[str]
-    error: str | None = None  # why it was not compared (ERROR, SKIPPED, INVALID without metrics)
-    # Its disturbed repetitions (see Disturbance), None where none was disturbed.
-    disturbance: "Disturbance | None" = None
-
-    @property
-    def fails(self) -> bool:
-        return self.verdict in (ERROR, INVALID) or any(m.fails for m in self.metrics)
-
-    @property
-    def needed(self) -> int | None:
-        """Repetitions a side that would let the U test judge it (verdict FEW)."""
-        return max((m.needed or 0 for m in self.metrics if m.gating), default=0) or None
-
-    def metric(self, name: str) -> MetricResult | None:
-        return next((m for m in self.metrics if m.metric == name), None)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            **{key: getattr(self, key) for key in ("name", "label", "verdict", "fails", "error")},
-            "repetitions_needed": self.needed if self.verdict == FEW else None,
-            "overrides": list(self.overrides),
-            "metrics": [m.as_dict() for m in self.metrics],
-            "disturbance": None if self.disturbance is None else self.disturbance.as_dict(),
-        }
-
-
-@dataclass
-class Disturbance:
-    """A benchmark's repetitions measured while disturbed, left out of its judgement, with the
-    figures of all its measured repetitions (disturbed ones included) so that a benchmark not
-    judged can still be read."""
-
-    base_disturbed: int
-    base_measured: int
-    cont_disturbed: int
-    cont_measured: int
-    base_median_all: float  # the median time of every measured repetition, disturbed included
-    cont_median_all: float
-    why: str  # conditions.describe_conditions over both sides' repetitions
-
-    @property
-    def ratio_all(self) -> float:
-        return self.cont_median_all / self.base_median_all if self.base_median_all > 0 else math.nan
-
-    def notes(self) -> list[str]:
-        """One note a side that had repetitions measured while disturbed."""
-        sides = (
-            ("baseline", self.base_disturbed, self.base_measured),
-            ("contender", self.cont_disturbed, self.cont_measured),
-        )
-        return [
-            f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
-            for side, n, of in sides
-            if n
-        ]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "baseline_disturbed": self.base_disturbed,
-            "baseline_measured": self.base_measured,
-            "contender_disturbed": self.cont_disturbed,
-            "contender_measured": self.cont_measured,
-            "baseline_median_all": self.base_median_all,
-            "contender_median_all": self.cont_median_all,
-            "ratio_all": self.ratio_all,
-            "why": self.why,
-        }
 
 
 def _disturbance(base: pd.DataFrame, cont: pd.DataFrame) -> Disturbance | None:
@@ -281,7 +182,7 @@ def _compare_benchmark(
     counters: list[str],
     divisors: dict[str, tuple[float, float]],
     reference: list[str],
-) -> BenchComparison:
+) -> Verdict:
     """One benchmark measured in the baseline (the repetitions of each side): time, time/ref
     (divided by the reference time of each side, see _divisors) and counters."""
     thresholds, matched = config.thresholds_for(key)
@@ -290,8 +191,8 @@ def _compare_benchmark(
     ctimes = _values(cont, MEASURED)
     binvalid, cinvalid = _values(base, INVALID), _values(cont, INVALID)
 
-    def unmeasured(verdict: str, why: str) -> BenchComparison:
-        return BenchComparison(key, label, verdict, [], matched, why)
+    def unmeasured(verdict: str, why: str, disturbance: Disturbance | None = None) -> Verdict:
+        return Verdict(key, verdict, why, label, [], matched, disturbance)
 
     if errors and not ctimes:
         return unmeasured(ERROR, errors[0])
@@ -307,16 +208,13 @@ def _compare_benchmark(
         )
     if not ctimes:
         return unmeasured(SKIPPED, skipped[0])
-    # Disturbed repetitions are left out of the judgement (policy: disturbed repetition) and
-    # counted; what remains is judged as any sample is.
-    disturbance = _disturbance(base, cont)
+    # Disturbed repetitions are listed and left out of the judgement where the policy says so;
+    # what remains is judged as any sample is.
+    disturbance = _disturbance(base, cont) if lists("contender", DISTURBED_ROW) else None
     if disturbance is not None:
         base, cont = undisturbed(base), undisturbed(cont)
-        btimes, ctimes = _values(base, MEASURED), _values(cont, MEASURED)
-        if not btimes or not ctimes:
-            return BenchComparison(
-                key, label, NOT_JUDGED_DISTURBED, [], matched, disturbance.why, disturbance
-            )
+        if MEASURED not in base.status.values or MEASURED not in cont.status.values:
+            return unmeasured(NOT_JUDGED_DISTURBED, disturbance.why, disturbance)
     divisor = divisors.get(key)
     metrics = _metrics(base, cont, config, thresholds, counters, divisor)
     notes = metrics[0].notes
@@ -332,16 +230,21 @@ def _compare_benchmark(
                 f"({_why_invalid(frame)}): left out"
             )
     verdict = _overall(metrics)
+    why = None
     if disturbance is not None:
-        notes.extend(disturbance.notes())
-        if verdict == FEW and judgeable(
-            disturbance.base_measured, disturbance.cont_measured, thresholds.alpha
+        d = disturbance
+        for side, n, of in (
+            ("baseline", d.base_disturbed, d.base_measured),
+            ("contender", d.cont_disturbed, d.cont_measured),
         ):
+            if n:
+                notes.append(
+                    f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
+                )
+        if verdict == FEW and judgeable(d.base_measured, d.cont_measured, thresholds.alpha):
             # Enough repetitions were run; the machine took them. Not a sample-size problem.
-            return BenchComparison(
-                key, label, NOT_JUDGED_DISTURBED, metrics, matched, disturbance.why, disturbance
-            )
-    return BenchComparison(key, label, verdict, metrics, matched, None, disturbance)
+            verdict, why = NOT_JUDGED_DISTURBED, d.why
+    return Verdict(key, verdict, why, label, metrics, matched, disturbance)
 
 
 def _why_not_measured(group: pd.DataFrame) -> tuple[str, str]:
@@ -364,7 +267,7 @@ def _divisors(
         return [], {}, []
     pattern = config.normalize.reference
     if not any(pattern.search(k) for k in base.key[base.status == MEASURED]):
-        raise UsageError(
+        raise UnusableInput(
             f"normalize.reference {pattern.pattern!r} matches no benchmark measured in {path}"
         )
     # A pattern whose benchmarks all fail, are missing or have no valid time in the contender
@@ -393,204 +296,12 @@ def _divisors(
     return refs, divisors, []
 
 
-@dataclass
-class CompareResult:
-    baseline: BenchReport
-    contender: BenchReport
-    config: CompareConfig
-    benchmarks: list[BenchComparison]
-    # Measured in the baseline, absent from the contender: fails unless allow_missing.
-    only_in_baseline: list[str]
-    only_in_contender: list[str]
-    hardware_differences: list[tuple[str, str, str]]
-    environment_differences: list[tuple[str, str, str]]
-    warnings: list[str]
-    allow_missing: bool
-    # The benchmarks whose times normalise the others (config "normalize"), empty without one.
-    reference: list[str] = field(default_factory=list)
-    # Benchmarks not compared, one {"kind", "reason", "names"} per reason (failed or skipped in
-    # the baseline, ...): the reason is said once, the names listed only where asked.
-    not_compared: list[dict[str, Any]] = field(default_factory=list)
-    # Why the contender is not a whole run (a cut-off file), which fails the gate; None when whole.
-    cut_off: str | None = None
-
-    def count(self, verdict: str) -> int:
-        return sum(1 for b in self.benchmarks if b.verdict == verdict)
-
-    @property
-    def failing(self) -> list[BenchComparison]:
-        return [b for b in self.benchmarks if b.fails]
-
-    @property
-    def missing_fails(self) -> bool:
-        return bool(self.only_in_baseline) and not self.allow_missing
-
-    @property
-    def unjudged(self) -> list[BenchComparison]:
-        """Compared benchmarks with too few repetitions to give a verdict."""
-        return [b for b in self.benchmarks if b.verdict == FEW]
-
-    @property
-    def judged(self) -> list[BenchComparison]:
-        """Benchmarks that got a verdict (a failure counts: it is a verdict)."""
-        return [b for b in self.benchmarks if b.verdict not in (FEW, SKIPPED, NOT_JUDGED_DISTURBED)]
-
-    @property
-    def disturbed(self) -> list[BenchComparison]:
-        """Benchmarks not judged because too few undisturbed repetitions remained."""
-        return [b for b in self.benchmarks if b.verdict == NOT_JUDGED_DISTURBED]
-
-    @property
-    def disturbed_repetitions(self) -> tuple[int, int]:
-        """(baseline, contender) repetitions measured while disturbed, left out of judgement."""
-        found = [b.disturbance for b in self.benchmarks if b.disturbance is not None]
-        return sum(d.base_disturbed for d in found), sum(d.cont_disturbed for d in found)
-
-    @property
-    def repetitions_needed(self) -> int | None:
-        return max((b.needed or 0 for b in self.unjudged), default=0) or None
-
-    @property
-    def all_failed(self) -> bool:
-        """Every compared benchmark now fails with an error (a run that broke as a whole)."""
-        return bool(self.benchmarks) and all(b.verdict == ERROR for b in self.benchmarks)
-
-    @property
-    def fails(self) -> bool:
-        """Something failed the gate: a benchmark, a missing one, or a contender cut off."""
-        return bool(self.failing or self.missing_fails or self.cut_off)
-
-    @property
-    def busy(self) -> bool:
-        """Nothing failed and nothing was judged, and disturbance is why: the machine was busy."""
-        return not self.fails and not self.judged and bool(self.disturbed)
-
-    @property
-    def cannot_judge(self) -> str | None:
-        """The exit-2 reason when nothing failed and nothing was judged, else None: "0 judged" is
-        never a pass (policy: a contender that measured nothing is not judged)."""
-        if self.fails or self.judged:
-            return None
-        if self.disturbed:
-            n = len(self.disturbed)
-            return (
-                f"cannot judge: {plural(n, 'benchmark')} {'was' if n == 1 else 'were'} measured while "
-                "disturbed (too few undisturbed repetitions on a side) and nothing else was "
-                "judged; stop what else runs on the machine and measure again"
-            )
-        if self.unjudged:
-            reps, n = self.repetitions_needed, len(self.unjudged)
-            return (
-                f"cannot judge: {plural(n, 'benchmark')} {'has' if n == 1 else 'have'} fewer than {reps} "
-                f"repetitions on a side; rerun with --benchmark_repetitions={reps}"
-            )
-        skipped = [b for b in self.benchmarks if b.verdict == SKIPPED]
-        why = f" ({len(skipped)} skipped in the contender: {skipped[0].error})" if skipped else ""
-        return f"cannot judge: no benchmark was measured in both files{why}"
-
-    @property
-    def exit_code(self) -> int:
-        if self.fails:
-            return EXIT_REGRESSION
-        if self.cannot_judge is None:
-            return EXIT_OK
-        # Nothing judged because the machine was busy: neither a pass nor a regression, and not
-        # unusable input either: its own status, which a CI job can tell apart (.ci/run goes on).
-        if self.busy:
-            return EXIT_UNRESOLVED
-        # Nothing judged for another reason: never a pass, so the unusable-input exit.
-        code = action("compare contender", NOTHING_MEASURED).exit_code
-        return EXIT_UNUSABLE if code is None else code
-
-    def summary(self) -> dict[str, int]:
-        return {
-            "compared": len(self.benchmarks) - self.count(SKIPPED),
-            "judged": len(self.judged),
-            **{verdict: self.count(verdict) for verdict in (SLOWER, FASTER, SAME, NOISY)},
-            "not_enough_samples": self.count(FEW),
-            "not_judged_disturbed": self.count(NOT_JUDGED_DISTURBED),
-            "disturbed_repetitions_baseline": self.disturbed_repetitions[0],
-            "disturbed_repetitions_contender": self.disturbed_repetitions[1],
-            **{verdict: self.count(verdict) for verdict in (CHANGED, INVALID, ERROR, SKIPPED)},
-            "only_in_baseline": len(self.only_in_baseline),
-            "only_in_contender": len(self.only_in_contender),
-            "not_compared": sum(len(g["names"]) for g in self.not_compared),
-            "failing": len(self.failing),
-        }
-
-    def as_dict(self) -> dict[str, Any]:
-        def side(report: BenchReport) -> dict[str, Any]:
-            keys = ("date", "host_name", "cpu_model", "gpu")
-            return {
-                "path": report.path,
-                "git_commit": report.context.get("gpubench_git_commit"),
-                **{key: report.context.get(key) for key in keys},
-                "recovered_from_truncation": report.recovered_from_truncation,
-                "interrupted": (
-                    None
-                    if report.interrupted is None
-                    else {
-                        "signal": report.interrupted.signal,
-                        "benchmarks_finished": report.interrupted.finished,
-                        "benchmarks_selected": report.interrupted.selected,
-                    }
-                ),
-                "state": report.state,
-            }
-
-        def differences(rows: list[tuple[str, str, str]]) -> list[dict[str, str]]:
-            return [{"key": k, "baseline": b, "contender": c} for k, b, c in rows]
-
-        doc = {
-            "schema": "gpubench-compare/1",
-            "exit_code": self.exit_code,
-            "cannot_judge": self.cannot_judge,
-            "repetitions_needed": self.repetitions_needed,
-            "baseline": side(self.baseline),
-            "contender": side(self.contender),
-            "hardware_differs": bool(self.hardware_differences),
-            "hardware_differences": differences(self.hardware_differences),
-            "environment_differences": differences(self.environment_differences),
-            "time": self.config.time,
-            "normalize_reference": self.reference,
-            "config": self.config.as_dict(),
-            "allow_missing": self.allow_missing,
-            # Before --allow-missing, failing on missing benchmarks was opt-in.
-            "fail_on_missing": not self.allow_missing,
-            "cut_off": self.cut_off,
-            "summary": self.summary(),
-            "benchmarks": [b.as_dict() for b in self.benchmarks],
-            "only_in_baseline": self.only_in_baseline,
-            "only_in_contender": self.only_in_contender,
-            "not_compared": self.not_compared,
-            "warnings": self.warnings,
-        }
-        # NaN and infinity are not JSON: null, so every JSON parser can read the output.
-        return json.loads(json.dumps(doc), parse_constant=lambda _: None)
-
-
-def _cut_off(contender: BenchReport) -> str | None:
-    """Why the contender is not a whole run where the policy fails it for that, else None."""
-    situation = file_situation(contender)
-    if situation is None or action("compare contender", situation).kind != FAIL:
-        return None
-    missing = (
-        f"{plural(contender.interrupted.missing, 'benchmark')} selected were not measured"
-        if situation == INTERRUPTED and contender.interrupted is not None
-        else "benchmarks or repetitions may be missing"
-    )
-    return (
-        f"the contender {contender.path} is cut off ({contender.cut_off}): the run did not "
-        f"finish, so {missing}"
-    )
-
-
 def _reading_warnings(
     baseline: BenchReport,
     contender: BenchReport,
     frames: tuple[pd.DataFrame, pd.DataFrame],
     ambiguous: set[str],
-    results: list[BenchComparison],
+    results: list[Verdict],
 ) -> list[str]:
     """What the reader must know before trusting the table (one line each)."""
     base, cont = frames
@@ -600,7 +311,7 @@ def _reading_warnings(
         for side, frame in (("the baseline's", base), ("the contender's", cont))
         if (frame.conditions[frame.status == MEASURED] == UNKNOWN).any()
     ]
-    if unknown:
+    if unknown and lists("contender", UNKNOWN_CONDITIONS):
         warnings.append(unknown_conditions_note(" and ".join(unknown) + " repetitions"))
     if ambiguous:
         warnings.append(
@@ -641,13 +352,13 @@ def compare_reports(
     config: CompareConfig,
     counters: list[str] | None = None,
     allow_missing: bool = False,
-) -> CompareResult:
-    """Compare two loaded reports. Raises UsageError when there is nothing to compare.
+) -> Judgement:
+    """Judge two loaded reports. Raises UnusableInput when there is nothing to compare.
 
     allow_missing: a benchmark measured in the baseline and absent from the contender is listed,
     not failed (a run filtered on purpose). By default it fails the gate.
     """
-    _check_files(baseline, contender)
+    cut_off = check_files(baseline, contender)
     base, cont = _repetitions(baseline, config.time), _repetitions(contender, config.time)
     ambiguous = _key([base, cont])
     by_key = [dict(tuple(frame.groupby("key", sort=False))) for frame in (base, cont)]
@@ -655,10 +366,10 @@ def compare_reports(
     in_cont = [k for k in measured if k in by_key[1]]
     if not in_cont:  # files that share nothing that can be compared are unusable input
         if not measured:
-            raise UsageError(_nothing_measured(baseline, base))
+            raise UnusableInput(_nothing_measured(baseline, base))
         if MEASURED not in cont.status.values:
-            raise UsageError(_nothing_measured(contender, cont))
-        raise UsageError(
+            raise UnusableInput(_nothing_measured(contender, cont))
+        raise UnusableInput(
             f"no common benchmarks: {baseline.path} and {contender.path} share no benchmark name"
         )
     common = [k for k in in_cont if MEASURED in by_key[1][k].status.values]  # they get ratios
@@ -676,11 +387,12 @@ def compare_reports(
     unmeasured = sorted(set(by_key[0]) - set(measured), key=natural_key)
     by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(by_key[0][key]))
     contexts = baseline.context, contender.context
-    return CompareResult(
+    return Judgement(
         baseline=baseline,
         contender=contender,
-        config=config,
         benchmarks=results,
+        clock=config.time,
+        config=config,
         only_in_baseline=[k for k in measured if k not in by_key[1]],
         only_in_contender=sorted(set(by_key[1]) - set(by_key[0]), key=natural_key),
         hardware_differences=_context_differences(*contexts, HARDWARE_KEYS),
@@ -691,23 +403,5 @@ def compare_reports(
         not_compared=[
             {"kind": kind, "reason": why, "names": keys} for (kind, why), keys in by_reason
         ],
-        cut_off=_cut_off(contender),
+        cut_off=cut_off,
     )
-
-
-def _check_files(baseline: BenchReport, contender: BenchReport) -> None:
-    """What the policy table refuses before anything is compared (UsageError, one line naming
-    the file, the row and the field): a malformed row on either side, a cut-off baseline."""
-    for tool, report in (("compare baseline", baseline), ("compare contender", contender)):
-        malformed = [row for row in report.rows if row.malformed]
-        if malformed and action(tool, MALFORMED_ROW).kind == REFUSE:
-            more = f" (and {plural(len(malformed) - 1, 'more row')})" if len(malformed) > 1 else ""
-            raise UsageError(
-                f"{report.path}: row '{malformed[0].name}' is invalid: {malformed[0].invalid}"
-                f"{more}; the gate reads only whole, well-formed bench rows"
-            )
-    situation = file_situation(baseline)
-    if situation is not None and action("compare baseline", situation).kind == REFUSE:
-        raise UsageError(
-            f"{baseline.path}: cut off ({baseline.cut_off}): a baseline must be a whole run"
-        )

@@ -53,7 +53,9 @@ from typing import Any, Sequence
 
 from ..cli import EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name
 from ..cli import ArgumentParser, Number, run_main
+from .. import output
 from . import paired
+from .cli import emit, emit_error
 from .paired import PAIR_ID, PAIR_ORDER, PAIR_REPS_PER_RUN, PAIR_ROLE, PAIR_TIME, PAIRED_WITH
 
 MODULE = "gpubench_tools.compare.interleave"
@@ -485,15 +487,12 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         if run.rounds_done:
             run.write()  # what was measured before the failure stays on disk
         line = f"{exc} ({run.rounds_done} complete rounds kept in {run.out_dir})"
-        paired.write_error(line, int(exc.exit_code), args.markdown, args.json)
-        print(
-            f"{prog}: {'error' if exc.exit_code == EXIT_UNUSABLE else 'FAIL'}: {line}",
-            file=sys.stderr,
-        )
+        emit_error(prog, line, exc.exit_code, args.markdown, args.json, paired=True)
+        output.warn(f"{prog}: {'error' if exc.exit_code == EXIT_UNUSABLE else 'FAIL'}: {line}")
         return exc.exit_code
     judgement.wall_seconds = time.monotonic() - start
     judgement.bench_seconds = run.bench_seconds
-    return paired.emit(prog, judgement, args.markdown, args.json, args.quiet)
+    return emit(prog, judgement, args.markdown, args.json, args.quiet, False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,6 @@
-"""Verdicts of the regression compare tool, on the statistics of gpubench_tools.stats.
+"""The two statistical judgements of compare, on the statistics of gpubench_tools.stats: the
+U test of two independent samples of a metric (compare_metric), and the Hodges-Lehmann estimate
+with the signed-rank interval of interleaved pairs (judge_values; paired.py says how it is used).
 
 Everything here works on plain lists of repetition values, so it can be tested without any JSON.
 A comparison is expressed as a *slowdown*: how many times worse the contender is than the
@@ -8,10 +10,15 @@ rate such as FLOP/s (higher is better) it is baseline / contender. One threshold
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Sequence
 
+import numpy as np
+from scipy.stats import wilcoxon
+
+from ..cli import Number, UnusableInput
 from ..units import plural
 from ..json_values import as_read
 from ..row_rules import MAX_TIME_S
@@ -27,6 +34,8 @@ BETTER_CHOICES: tuple[str, ...] = ("lower", "higher", "exact", "info")
 # it as not judged.
 SLOWER, FASTER, SAME, NOISY = "slower", "faster", "same", "noisy"
 CHANGED, INFO, FEW, INVALID = "changed", "info", "few", "invalid"
+# A verdict of the pairs' interval only: it straddles the margin (paired.py).
+AMBIGUOUS = "ambiguous"
 
 
 def judgeable(n_base: int, n_cont: int, alpha: float) -> bool:
@@ -271,3 +280,167 @@ def compare_metric(
     judged = result(SAME, slowdown, p_value, best_slowdown)
     judged.verdict = _spread_verdict(judged)
     return judged
+
+
+# ---- interleaved pairs ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairedRules:
+    """The paired gate's rules (docs/regression-gate.md, "Paired gate", says how they were
+    chosen from measured A/A runs). margin: relative change that counts (0.03 = 3 %); alpha:
+    the interval is a (1 - alpha) interval; min_pairs: fewest pairs for any verdict (the
+    signed-rank interval at alpha 0.002 needs 10); start_pairs / max_pairs: rounds the gate runs
+    first, and at most for a benchmark that stays AMBIGUOUS; confirm_pairs: the pairs a SLOWER
+    verdict must hold on before it fails the gate (more rounds are run to reach them)."""
+
+    margin: float = 0.03
+    # No benchmark passes while its interval still reaches a slowdown this large: the gate says
+    # it could not resolve it instead (EXIT_UNRESOLVED), whatever the estimate.
+    unresolved_at: float = 0.10
+    alpha: float = 0.002
+    min_pairs: int = 10
+    start_pairs: int = 12
+    max_pairs: int = 36
+    confirm_pairs: int = 24
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+DEFAULT_RULES = PairedRules()
+
+
+# The ranges of the rules' numbers (the gate's --margin and --alpha: their argparse types).
+MARGIN = Number(0.0, 1.0, low_open=True, high_open=True, unit="a fraction: 0.05 = 5 %")
+ALPHA = Number(1e-6, 0.5, high_open=True)
+
+
+def rules_from(
+    margin: float | None = None,
+    alpha: float | None = None,
+    start_pairs: int | None = None,
+    max_pairs: int | None = None,
+) -> PairedRules:
+    """The default rules with the given values replaced; a value that cannot work is unusable."""
+    for flag, kind, value in (("--margin", MARGIN, margin), ("--alpha", ALPHA, alpha)):
+        if value is not None and not kind.inside(value):
+            raise UnusableInput(f"{flag} {value!r} is not {kind.range}")
+    given = {"margin": margin, "alpha": alpha, "start_pairs": start_pairs, "max_pairs": max_pairs}
+    rules = replace(DEFAULT_RULES, **{k: v for k, v in given.items() if v is not None})
+    if rules.start_pairs < 1 or rules.max_pairs < rules.start_pairs:
+        raise UnusableInput(
+            f"--pairs ({rules.start_pairs}) must be at least 1 and at most --max-pairs "
+            f"({rules.max_pairs})"
+        )
+    smallest = min_pairs_for(rules.alpha)
+    rules = replace(rules, min_pairs=smallest)
+    if rules.start_pairs < smallest:
+        raise UnusableInput(
+            f"--pairs {rules.start_pairs} can never judge: a {1 - rules.alpha:.3g} interval "
+            f"needs at least {smallest} pairs"
+        )
+    return rules
+
+
+@functools.lru_cache(maxsize=None)
+def _signed_rank_counts(n: int) -> tuple[int, ...]:
+    """counts[s] = number of subsets of {1..n} whose sum is s: the exact null distribution of the
+    Wilcoxon signed-rank statistic W+ (times 2**n)."""
+    counts = [1] + [0] * (n * (n + 1) // 2)
+    for i in range(1, n + 1):
+        for s in range(len(counts) - 1, i - 1, -1):
+            counts[s] += counts[s - i]
+    return tuple(counts)
+
+
+@functools.lru_cache(maxsize=None)
+def interval_rank(n: int, alpha: float) -> int:
+    """k such that [W_(k), W_(N+1-k)] of the N = n(n+1)/2 sorted Walsh averages is the (1 -
+    alpha) interval of the signed-rank test: the largest k with P(W+ <= k - 1) <= alpha / 2. 0
+    when n pairs cannot give such an interval at all."""
+    total = 2**n
+    cum, k = 0, 0
+    for s, c in enumerate(_signed_rank_counts(n)):
+        if 2 * (cum + c) > alpha * total:
+            break
+        cum += c
+        k = s + 1
+    return k
+
+
+def min_pairs_for(alpha: float) -> int:
+    """Fewest pairs for which a (1 - alpha) signed-rank interval exists (8 for alpha 0.01)."""
+    n = 1
+    while interval_rank(n, alpha) == 0:
+        n += 1
+    return n
+
+
+@dataclass
+class Estimate:
+    """The Hodges-Lehmann estimate of the median log ratio and its interval, as ratios."""
+
+    n: int
+    ratio: float
+    low: float
+    high: float
+    p_value: float
+
+
+def estimate(log_ratios: Sequence[float], alpha: float, with_p: bool = True) -> Estimate:
+    """Hodges-Lehmann estimate and signed-rank interval of contender/base from per-pair log
+    ratios. Needs at least min_pairs_for(alpha) values. with_p=False skips the p-value (NaN),
+    which the verdict does not use (the power study judges thousands of resampled runs)."""
+    d = np.asarray(log_ratios, dtype=float)
+    n = d.size
+    k = interval_rank(n, alpha)
+    if k == 0:
+        raise ValueError(f"{n} pairs cannot give a {1 - alpha:g} interval")
+    i, j = np.triu_indices(n)
+    walsh = np.sort((d[i] + d[j]) / 2.0)
+    center = float(np.median(walsh))
+    low, high = float(walsh[k - 1]), float(walsh[walsh.size - k])
+    p = math.nan if not with_p else 1.0 if not np.any(d) else float(wilcoxon(d).pvalue)
+    return Estimate(n, math.exp(center), math.exp(low), math.exp(high), p)
+
+
+def possibly_slower(est: Estimate | None, rules: PairedRules) -> bool:
+    """An AMBIGUOUS estimate at least half-way to the margin on the slower side. Only these get
+    more pairs and the loud line: measured A/A runs on a shared 2-core machine straddle the 3 %
+    margin in most runs with an estimate near 0, and more looks at them only add chances of a
+    false alarm (docs/regression-gate.md, "Paired gate")."""
+    return est is not None and est.ratio > 1.0 + rules.margin / 2.0
+
+
+def needs_confirmation(pairs: int, rules: PairedRules) -> bool:
+    """Whether a SLOWER verdict on `pairs` pairs gets more rounds before it fails the gate. A
+    burst on the host that slows several of one side's runs (invisible to the guest: no steal,
+    no other process) can put a short run of pairs past the margin; on a CI machine that failed
+    one A/A gate (2026-11-27: +4.1 %, interval +0.5..+18.3 %, 12 pairs, while the two reruns read
+    -0.5 % and -0.3 %). More pairs dilute a burst and keep a real slowdown: the verdict on all
+    of them decides. The extra rounds can only withdraw a failure, never add one."""
+    return pairs < min(rules.confirm_pairs, rules.max_pairs)
+
+
+def verdict_of(est: Estimate, margin: float) -> str:
+    """SLOWER / FASTER / SAME / AMBIGUOUS from the interval and the margin (module docstring)."""
+    up, down = 1.0 + margin, 1.0 / (1.0 + margin)
+    if est.low > 1.0 and est.ratio > up:
+        return SLOWER
+    if est.high < 1.0 and est.ratio < down:
+        return FASTER
+    if est.low >= down and est.high <= up:
+        return SAME
+    return AMBIGUOUS
+
+
+def judge_values(
+    base: Sequence[float], contender: Sequence[float], rules: PairedRules, with_p: bool = True
+) -> tuple[str, Estimate | None]:
+    """The verdict of one benchmark from its paired times (same length, pair i = index i)."""
+    d = np.log(np.asarray(contender, dtype=float) / np.asarray(base, dtype=float))
+    if d.size < rules.min_pairs:
+        return FEW, None
+    est = estimate(d, rules.alpha, with_p)
+    return verdict_of(est, rules.margin), est
