@@ -20,20 +20,6 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = [
-    "MAX_TEXT",
-    "MAX_TERM_TEXT",
-    "bounded",
-    "file_name",
-    "html_line",
-    "html_text",
-    "log_line",
-    "md_code",
-    "md_text",
-    "one_line",
-    "term_text",
-]
-
 # Characters of one piece of text in Markdown or HTML: far above any real name, message or
 # sentence (the longest benchmark names are about 90 characters, the report's longest sentence
 # about 530), far below what breaks a page.

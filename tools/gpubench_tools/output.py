@@ -43,10 +43,6 @@ def decided() -> int | None:
     return _state["code"]  # type: ignore[return-value]
 
 
-def stdout_closed() -> bool:
-    return bool(_state["stdout_closed"])
-
-
 def _closed_pipe(exc: BaseException) -> bool:
     return isinstance(exc, BrokenPipeError) or (
         isinstance(exc, OSError) and exc.errno in (errno.EPIPE, errno.EINVAL)
@@ -65,30 +61,28 @@ def _drop_stdout() -> None:
         pass  # not a real file (a test's capture): nothing will be flushed to a pipe
 
 
+def _write(stream: Any, lines: tuple[str, ...]) -> bool:
+    """Each of `lines` one line on `stream`, sanitised; False where the reader closed it."""
+    try:
+        stream.write("".join(log_line(line) + "\n" for line in lines))
+        stream.flush()
+    except OSError as exc:  # BrokenPipeError is one
+        if not _closed_pipe(exc):
+            raise
+        return False
+    return True
+
+
 def say(*lines: str) -> None:
     """Each argument one line on stdout, sanitised (a newline inside one is data: folded). A
     block the command built line by line is passed as block.splitlines()."""
-    if _state["stdout_closed"]:
-        return
-    text = "".join(log_line(line) + "\n" for line in lines)
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except (BrokenPipeError, OSError) as exc:
-        if not _closed_pipe(exc):
-            raise
+    if not _state["stdout_closed"] and not _write(sys.stdout, lines):
         _drop_stdout()
 
 
 def warn(*lines: str) -> None:
     """Each argument one line on stderr, sanitised like say(); a closed stderr is ignored."""
-    text = "".join(log_line(line) + "\n" for line in lines)
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except (BrokenPipeError, OSError) as exc:
-        if not _closed_pipe(exc):
-            raise
+    _write(sys.stderr, lines)
 
 
 def write_side(path: str, text: str, what: str) -> str | None:
@@ -118,18 +112,12 @@ def write_reports(
         (markdown, "Markdown report (--markdown)", render_markdown),
         (json_path, "JSON result (--json)", lambda: json.dumps(doc(), indent=2) + "\n"),
     )
-    for path, what, render in sides:
-        if not path:
-            continue
+    for path, what, render in (side for side in sides if side[0]):
         try:
-            text = render()
+            problems.append(write_side(path, render(), what))
         except Exception as exc:  # noqa: BLE001 - a side output never costs the verdict
             problems.append(f"could not render the {what}: {type(exc).__name__}: {exc}")
-            continue
-        problem = write_side(path, text, what)
-        if problem is not None:
-            problems.append(problem)
-    return problems
+    return [problem for problem in problems if problem is not None]
 
 
 def write_after_verdict(

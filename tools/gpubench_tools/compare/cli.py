@@ -20,7 +20,7 @@ from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RANGES, TIME_FIELDS, Conf
 from .config import load_config
 from .engine import compare_reports
 from .paired import is_pair, judge_reports, rules_from
-from .render import as_doc, render_error, render_markdown, render_terminal, warning_line
+from .render import as_doc, render_error, render_markdown, render_terminal, words
 from .verdict import Judgement
 
 MODULE = "gpubench_tools.compare"
@@ -43,31 +43,17 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     add("--config", metavar="FILE", help=config_help)
     add("--markdown", metavar="OUT.md", help="also write a Markdown report")
     add("--json", metavar="OUT.json", help="also write the result as JSON")
-    add(
-        "--allow-missing",
-        action="store_true",
-        help="list baseline benchmarks missing from the contender instead of failing "
-        "(for a run filtered on purpose); by default they fail the gate",
-    )
-    add(
-        "--fail-on-missing",
-        action="store_true",
-        help="no effect: failing on missing benchmarks is the default (accepted so older "
-        "invocations keep working)",
-    )
-    add(
-        "--counters",
-        help="comma-separated counters to compare (default from the config: FLOP/s,pct_peak,"
-        "t_epoch); '' for none",
-    )
+    missing = "list baseline benchmarks missing from the contender instead of failing (for a run "
+    missing += "filtered on purpose); by default they fail the gate"
+    add("--allow-missing", action="store_true", help=missing)
+    missing = "no effect: failing on missing benchmarks is the default (accepted so older "
+    add("--fail-on-missing", action="store_true", help=missing + "invocations keep working)")
+    counters = "comma-separated counters to compare (default from the config: FLOP/s,pct_peak,"
+    add("--counters", help=counters + "t_epoch); '' for none")
     add("--time", choices=TIME_FIELDS, help="clock to compare (default from the config: real_time)")
     for key, what in (("max_ratio", "max_ratio"), ("alpha", "U-test alpha"), ("max_cv", "max_cv")):
-        kind = THRESHOLD_RANGES[key]
-        add(
-            f"--{key.replace('_', '-')}",
-            type=kind,
-            help=f"override the global {what} ({kind.range.replace('%', '%%')})",
-        )
+        kind, flag = THRESHOLD_RANGES[key], f"--{key.replace('_', '-')}"
+        add(flag, type=kind, help=f"override the global {what} ({kind.range.replace('%', '%%')})")
     loudness = parser.add_mutually_exclusive_group()
     quiet_help = "print only the failures and one summary line"
     loudness.add_argument("--quiet", action="store_true", help=quiet_help)
@@ -126,7 +112,7 @@ def emit(
     color = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
     output.say(*render_terminal(j, color=color, quiet=quiet, verbose=verbose).splitlines())
     if code in (EXIT_UNUSABLE, EXIT_UNRESOLVED):
-        output.warn(f"{prog}: {warning_line(j)}")
+        output.warn(f"{prog}: {words('warning', j)}")
     output.write_after_verdict(
         prog, code, markdown, lambda: render_markdown(j), json_path, lambda: as_doc(j)
     )

@@ -159,28 +159,22 @@ class _Checks:
         values = {key: obj[key] for key in _THRESHOLD_KEYS if key in obj}
         for key, value in values.items():
             if key == "check_fastest":
-                self.check(
-                    isinstance(value, bool),
-                    f"{where}.{key} must be true or false, got {as_read(value)}",
-                )
-                continue
-            problem = threshold_problem(key, value)
-            self.check(problem is None, f"{where}.{key}: {problem}")
-            values[key] = float(value)
+                bad = f"{where}.{key} must be true or false, got {as_read(value)}"
+                self.check(isinstance(value, bool), bad)
+            else:
+                problem = threshold_problem(key, value)
+                self.check(problem is None, f"{where}.{key}: {problem}")
+                values[key] = float(value)
         return values
 
     def regex(self, where: str, text: Any) -> re.Pattern[str]:
-        self.check(
-            isinstance(text, str) and bool(text),
-            f"{where} must be a non-empty regular expression string",
-        )
+        bad = f"{where} must be a non-empty regular expression string"
+        self.check(isinstance(text, str) and bool(text), bad)
         try:
             return re.compile(text)
         except re.error as exc:
-            raise ConfigError(
-                f"{self.path}: {where} {as_read(text, 200)} is not a valid regular expression "
-                f"({exc})"
-            ) from None
+            bad = f"{as_read(text, 200)} is not a valid regular expression ({exc})"
+            raise ConfigError(f"{self.path}: {where} {bad}") from None
 
 
 def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
@@ -199,65 +193,51 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
         inherited = (k for k in _REQUIRED_IN_DEFAULTS if k != "overrides")
         start = {k: copy.deepcopy(getattr(base, k)) for k in inherited}
     if "time" in doc:
-        time = doc["time"]
-        check(
-            time in TIME_FIELDS,
-            f"'time' must be one of {', '.join(TIME_FIELDS)}, got {as_read(time)}",
-        )
-        start["time"] = time
+        start["time"], fields = doc["time"], ", ".join(TIME_FIELDS)
+        bad = f"'time' must be one of {fields}, got {as_read(doc['time'])}"
+        check(doc["time"] in TIME_FIELDS, bad)
     if "thresholds" in doc:
         obj = known(
             "thresholds", doc["thresholds"], _THRESHOLD_KEYS, "'thresholds' must be an object"
         )
         values = thresholds("thresholds", obj)
         start["thresholds"] = (
-            Thresholds(**values) if base is None else replace(start["thresholds"], **values)
+            replace(start["thresholds"], **values) if base else Thresholds(**values)
         )
     for key in ("counters", "exact_counters"):
         if key in doc:
-            value = doc[key]
-            strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
+            strings = isinstance(doc[key], list) and all(isinstance(v, str) for v in doc[key])
             check(strings, f"{key} must be a list of strings")
-            start[key] = list(value)
+            start[key] = list(doc[key])
     if "counter_direction" in doc:
-        directions = doc["counter_direction"]
-        check(
-            isinstance(directions, dict),
-            "'counter_direction' must be an object of counter -> direction",
-        )
+        directions, choices = doc["counter_direction"], ", ".join(BETTER_CHOICES)
+        bad = "'counter_direction' must be an object of counter -> direction"
+        check(isinstance(directions, dict), bad)
         for counter, better in directions.items():
-            choices = ", ".join(BETTER_CHOICES)
-            check(
-                better in BETTER_CHOICES,
-                f"counter_direction[{as_read(counter)}] is {as_read(better)}, expected one of {choices}",
-            )
+            bad = f"counter_direction[{as_read(counter)}] is {as_read(better)}"
+            check(better in BETTER_CHOICES, f"{bad}, expected one of {choices}")
         start["counter_direction"] = {**start.get("counter_direction", {}), **directions}
     if "gate_counters" in doc:
         check(isinstance(doc["gate_counters"], bool), "'gate_counters' must be true or false")
         start["gate_counters"] = doc["gate_counters"]
-    start["overrides"] = _overrides(checks, doc.get("overrides", []))
+    overrides = doc.get("overrides", [])
+    check(isinstance(overrides, list), "'overrides' must be a list of objects")
+    start["overrides"] = [_override(checks, f"overrides[{i}]", o) for i, o in enumerate(overrides)]
     start["normalize"] = norm = doc.get("normalize")
     if norm is not None:
         what = "'normalize' must be an object with a 'reference' regex"
         known("normalize", norm, ("reference",) + _THRESHOLD_KEYS, what)
-        start["normalize"] = NormalizeSpec(
-            reference=checks.regex("normalize.reference", norm.get("reference")),
-            thresholds=replace(start["thresholds"], **thresholds("normalize", norm)),
-        )
+        reference = checks.regex("normalize.reference", norm.get("reference"))
+        values = thresholds("normalize", norm)
+        start["normalize"] = NormalizeSpec(reference, replace(start["thresholds"], **values))
     return CompareConfig(source=path, **start)
 
 
-def _overrides(checks: _Checks, overrides: Any) -> list[Override]:
-    """The "overrides" list of a config document."""
-    checks.check(isinstance(overrides, list), "'overrides' must be a list of objects")
-    out = []
-    for i, entry in enumerate(overrides):
-        where = f"overrides[{i}]"
-        checks.known(where, entry, ("pattern",) + _THRESHOLD_KEYS, f"{where} must be an object")
-        pattern = checks.regex(f"{where}.pattern", entry.get("pattern"))
-        why = str(entry.get("why", ""))
-        out.append(Override(pattern, checks.thresholds(where, entry), why))
-    return out
+def _override(checks: _Checks, where: str, entry: Any) -> Override:
+    """One entry of the "overrides" list of a config document."""
+    checks.known(where, entry, ("pattern",) + _THRESHOLD_KEYS, f"{where} must be an object")
+    pattern = checks.regex(f"{where}.pattern", entry.get("pattern"))
+    return Override(pattern, checks.thresholds(where, entry), str(entry.get("why", "")))
 
 
 def default_config_text() -> str:

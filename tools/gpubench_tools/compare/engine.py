@@ -128,15 +128,8 @@ def _disturbance(base: pd.DataFrame, cont: pd.DataFrame) -> Disturbance | None:
     if not bdist and not cdist:
         return None
     why = disturbance_causes_line(list(bmeasured.counters) + list(cmeasured.counters))
-    return Disturbance(
-        bdist,
-        len(bmeasured),
-        cdist,
-        len(cmeasured),
-        float(bmeasured.time.median()) if len(bmeasured) else math.nan,
-        float(cmeasured.time.median()) if len(cmeasured) else math.nan,
-        why,
-    )
+    medians = (float(f.time.median()) if len(f) else math.nan for f in (bmeasured, cmeasured))
+    return Disturbance(bdist, len(bmeasured), cdist, len(cmeasured), *medians, why)
 
 
 def _values(frame: pd.DataFrame, status: str, column: str = "time") -> list[Any]:
@@ -200,12 +193,9 @@ def _compare_benchmark(
         # The time itself is not a measurement where the baseline's was: the benchmark broke,
         # whatever its valid repetitions say.
         total = len(cinvalid) + len(ctimes)
-        return unmeasured(
-            INVALID,
-            f"{config.time}: {len(cinvalid)} of {total} repetitions are not a valid time "
-            f"({_why_invalid(cont)})"
-            + ("" if binvalid else "; the baseline's times were all valid"),
-        )
+        why = f"{config.time}: {len(cinvalid)} of {total} repetitions are not a valid time"
+        fine = "" if binvalid else "; the baseline's times were all valid"
+        return unmeasured(INVALID, f"{why} ({_why_invalid(cont)}){fine}")
     if not ctimes:
         return unmeasured(SKIPPED, skipped[0])
     # Disturbed repetitions are listed and left out of the judgement where the policy says so;
@@ -225,23 +215,21 @@ def _compare_benchmark(
             notes.append(f"{len(messages)} repetition(s) {what} in the contender: {messages[0]}")
     for side, invalid, frame in (("baseline", binvalid, base), ("contender", cinvalid, cont)):
         if invalid:
-            notes.append(
-                f"{len(invalid)} repetition(s) in the {side} without a valid time "
-                f"({_why_invalid(frame)}): left out"
-            )
+            why = f"without a valid time ({_why_invalid(frame)}): left out"
+            notes.append(f"{len(invalid)} repetition(s) in the {side} {why}")
     verdict = _overall(metrics)
     why = None
     if disturbance is not None:
         d = disturbance
-        for side, n, of in (
-            ("baseline", d.base_disturbed, d.base_measured),
-            ("contender", d.cont_disturbed, d.cont_measured),
-        ):
+        for side in ("baseline", "contender"):
+            n, of = getattr(d, f"{side}_disturbed"), getattr(d, f"{side}_measured")
             if n:
                 notes.append(
                     f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
                 )
-        if verdict == FEW and judgeable(d.base_measured, d.cont_measured, thresholds.alpha):
+        if verdict == FEW and judgeable(
+            d.baseline_measured, d.contender_measured, thresholds.alpha
+        ):
             # Enough repetitions were run; the machine took them. Not a sample-size problem.
             verdict, why = NOT_JUDGED_DISTURBED, d.why
     return Verdict(key, verdict, why, label, metrics, matched, disturbance)
@@ -328,15 +316,11 @@ def _reading_warnings(
             f"OPENBLAS_CORETYPE={bcore} to measure like the baseline)"
         )
     with_invalid = set(base.key[base.status == INVALID]) | set(cont.key[cont.status == INVALID])
-    dropped = [
-        b
-        for b in results
-        if b.metrics
-        and (
-            b.name in with_invalid
-            or any((m.base_invalid or m.cont_invalid) and m.verdict != INVALID for m in b.metrics)
-        )
-    ]
+
+    def left_out(b: Verdict) -> bool:
+        return any((m.base_invalid or m.cont_invalid) and m.verdict != INVALID for m in b.metrics)
+
+    dropped = [b for b in results if b.metrics and (b.name in with_invalid or left_out(b))]
     if dropped:
         warnings.append(
             f"{len(dropped)} benchmark(s) have values that are not measurements (NaN, infinity, "

@@ -47,6 +47,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -57,16 +58,26 @@ from .. import output
 from . import paired
 from .cli import emit, emit_error
 from .paired import PAIR_ID, PAIR_ORDER, PAIR_REPS_PER_RUN, PAIR_ROLE, PAIR_TIME, PAIRED_WITH
+from .verdict import Judgement
 
 MODULE = "gpubench_tools.compare.interleave"
 BASE, CONTENDER = "base", "contender"
 SIDES = (BASE, CONTENDER)
 FILE_NAMES = {BASE: "base.json", CONTENDER: "contender.json"}
+# The launch folder of each side: names of the same length, so nothing but the code differs.
+LAUNCH_NAMES = {BASE: "a", CONTENDER: "b"}
 # One invocation of the smoke sweep takes 2-5 s on a busy 2-core machine; one that runs 2 minutes
 # hangs (seen once: a bench that wrote its output and did not exit).
 DEFAULT_INVOCATION_TIMEOUT_S = 120.0
+# The inner repetitions of a process and their --benchmark_min_time, chosen on real runs
+# (docs/regression-gate.md, "Measured in real runs").
+DEFAULT_INNER_REPETITIONS = 9
+DEFAULT_MIN_TIME_S = 0.01
 # Characters that are syntax in the regular expressions of --benchmark_filter.
 _REGEX_SYNTAX = re.compile(r"([.^$|()\[\]{}*+?\\])")
+# Rows are kept as their (key, value) pairs: a file from an older bench can hold the key
+# "threads" twice (Google Benchmark's and a user counter), which a dict would merge.
+Pairs = list[tuple[str, Any]]
 
 
 class BenchRunError(Exception):
@@ -84,92 +95,42 @@ def exact_filter(names: Sequence[str]) -> str:
     return "^(" + "|".join(_REGEX_SYNTAX.sub(r"\\\1", n) for n in names) + ")$"
 
 
-def _pairs_hook(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    # Rows are kept as their (key, value) pairs: a file from an older bench can hold the key
-    # "threads" twice (Google Benchmark's and a user counter), which a dict would merge.
-    return pairs
-
-
 def _dumps_pairs(value: Any) -> str:
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in value)
-    ):
-        items = ", ".join(f"{json.dumps(k)}: {_dumps_pairs(v)}" for k, v in value)
-        return "{" + items + "}"
+    if isinstance(value, list) and value and all(isinstance(p, tuple) for p in value):
+        return "{" + ", ".join(f"{json.dumps(k)}: {_dumps_pairs(v)}" for k, v in value) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_dumps_pairs(v) for v in value) + "]"
     return json.dumps(value)
 
 
-def _get(pairs: list[tuple[str, Any]], key: str, default: Any = None) -> Any:
+def _get(pairs: Pairs, key: str, default: Any = None) -> Any:
     return next((v for k, v in pairs if k == key), default)
 
 
-def _set(pairs: list[tuple[str, Any]], key: str, value: Any) -> list[tuple[str, Any]]:
+def _set(pairs: Pairs, key: str, value: Any) -> Pairs:
     """The pairs with the first `key` set to value (added at the end when absent)."""
-    out, done = [], False
-    for k, v in pairs:
-        if k == key and not done:
-            out.append((k, value))
-            done = True
-        else:
-            out.append((k, v))
-    return out if done else out + [(key, value)]
-
-
-def _last_line(text: str) -> str:
-    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
-    line = lines[-1] if lines else "(no output)"
-    return re.sub(r"[\x00-\x1f\x7f]", " ", line)[:300]
+    i = next((i for i, (k, _) in enumerate(pairs) if k == key), len(pairs))
+    return pairs[:i] + [(key, value)] + pairs[i + 1 :]
 
 
 def _describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"was killed by signal {-code} ({signal.Signals(-code).name})"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with status {code}"
+    if code >= 0:
+        return f"exited with status {code}"
+    try:
+        return f"was killed by signal {-code} ({signal.Signals(-code).name})"
+    except ValueError:
+        return f"was killed by signal {-code}"
 
 
-@dataclass
-class Invocation:
-    side: str
-    round: int
-    out: Path
-    log: Path
-    seconds: float = 0.0
-
-
-# The launch folder of each side: names of the same length, so nothing but the code differs.
-LAUNCH_NAMES = {BASE: "a", CONTENDER: "b"}
-# The inner repetitions of a process and their --benchmark_min_time, chosen on real runs
-# (docs/regression-gate.md, "Measured in real runs").
-DEFAULT_INNER_REPETITIONS = 9
-DEFAULT_MIN_TIME_S = 0.01
-
-
-def _minimum_rows(rows: list[list[tuple[str, Any]]], time_field: str) -> dict[str, Any]:
-    """name -> the row of its repetition with the lowest `time_field` (that repetition's own row:
-    its conditions, ``disturbed`` included, are what it saw)."""
-    by_name: dict[str, list[list[tuple[str, Any]]]] = {}
-    for row in rows:
-        by_name.setdefault(str(_get(row, "name")), []).append(row)
-
-    def value(row: list[tuple[str, Any]]) -> float:
-        # A failed repetition (an error row) or a time that is not a time is never the fastest;
-        # when every repetition is such, the first stands, so its error reaches the judgement.
-        if _get(row, "error_occurred"):
-            return math.inf
-        try:
-            t = float(_get(row, time_field))
-        except (TypeError, ValueError):
-            return math.inf
-        return t if math.isfinite(t) and t > 0 else math.inf
-
-    return {name: min(group, key=value) for name, group in by_name.items()}
+def _fastest(row: Pairs, time_field: str) -> float:
+    """The time that makes a repetition its process's value: a failed repetition (an error row)
+    or a time that is not a time is never the fastest; when every repetition is such, the first
+    stands, so its error reaches the judgement."""
+    try:
+        t = math.inf if _get(row, "error_occurred") else float(_get(row, time_field))
+    except (TypeError, ValueError):
+        return math.inf
+    return t if math.isfinite(t) and t > 0 else math.inf
 
 
 @dataclass
@@ -195,131 +156,108 @@ class PairedRun:
     rounds_done: int = 0
     bench_seconds: float = 0.0
     pair_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    contexts: dict[str, list[tuple[str, Any]] | None] = field(
-        default_factory=lambda: {BASE: None, CONTENDER: None}
-    )
-    rows: dict[str, list[list[tuple[str, Any]]]] = field(
-        default_factory=lambda: {BASE: [], CONTENDER: []}
-    )
+    contexts: dict[str, Pairs] = field(default_factory=dict)
+    rows: dict[str, list[Pairs]] = field(default_factory=lambda: {BASE: [], CONTENDER: []})
     order: list[str] = field(default_factory=list)
 
     @property
     def paths(self) -> dict[str, Path]:
         return {side: self.out_dir / FILE_NAMES[side] for side in SIDES}
 
-    def _launcher(self, side: str) -> tuple[list[str], dict[str, str]]:
-        """The side's command through its launch link, and its environment."""
-        cmd = list(self.base_cmd if side == BASE else self.contender_cmd)
+    def _command(self, side: str, out: Path, benchmark_filter: str | None) -> list[str]:
+        """The side's full command line, through its launch link (and its data folder's)."""
+        cmd = self.base_cmd if side == BASE else self.contender_cmd
         folder = self.out_dir / "launch" / LAUNCH_NAMES[side]
         folder.mkdir(parents=True, exist_ok=True)
-        links = {"bench": shutil.which(cmd[0]) or cmd[0]}
-        env = dict(self.env if self.env is not None else os.environ)
-        if self.data_dirs and side in self.data_dirs:
-            links["data"] = self.data_dirs[side]
-            env["GPUBENCH_DATA_DIR"] = str(folder / "data")
+        links = {"bench": shutil.which(cmd[0]) or cmd[0], "data": (self.data_dirs or {}).get(side)}
         for name, target in links.items():
             link = folder / name
-            if link.is_symlink() or link.exists():
+            if target and (link.is_symlink() or link.exists()):
                 link.unlink()
-            link.symlink_to(os.path.abspath(target))
-        return [str(folder / "bench")] + cmd[1:], env
-
-    def _command(
-        self, side: str, out: Path, benchmark_filter: str | None
-    ) -> tuple[list[str], dict[str, str]]:
-        """The side's full command line and its environment."""
-        cmd, env = self._launcher(side)
-        if benchmark_filter:
-            cmd.append(f"--benchmark_filter={benchmark_filter}")
-        cmd += [
+            if target:
+                link.symlink_to(os.path.abspath(target))
+        flags = [f"--benchmark_filter={benchmark_filter}"] if benchmark_filter else []
+        flags += [
             f"--benchmark_min_time={self.min_time:g}",
             f"--benchmark_repetitions={self.inner_repetitions}",
             f"--benchmark_out={out}",
             "--benchmark_out_format=json",
         ]
         if self.inner_repetitions > 1:
-            cmd.append("--benchmark_enable_random_interleaving=true")
-        return cmd, env
+            flags.append("--benchmark_enable_random_interleaving=true")
+        return [str(folder / "bench"), *cmd[1:], *flags]
 
-    def _invoke(self, inv: Invocation, benchmark_filter: str | None) -> list[Any]:
-        """Runs one invocation; returns its rows (as pairs) or raises BenchRunError."""
-        cmd, env = self._command(inv.side, inv.out, benchmark_filter)
-        code = EXIT_UNUSABLE if inv.side == BASE else EXIT_REGRESSION
-        given = self.base_cmd if inv.side == BASE else self.contender_cmd
-        where = f"{inv.side} bench ({given[0]}), round {inv.round + 1}"
-        start = time.monotonic()
+    def _invoke(self, side: str, r: int, benchmark_filter: str | None) -> list[Pairs]:
+        """Runs one invocation; returns its rows or raises BenchRunError."""
+        stem = self.out_dir / "logs" / f"round-{r + 1:03d}-{LAUNCH_NAMES[side]}"
+        out, log = stem.with_suffix(".json"), stem.with_suffix(".log")
+        env = dict(self.env if self.env is not None else os.environ)
+        if self.data_dirs and side in self.data_dirs:
+            env["GPUBENCH_DATA_DIR"] = str(self.out_dir / "launch" / LAUNCH_NAMES[side] / "data")
+        code = EXIT_UNUSABLE if side == BASE else EXIT_REGRESSION
+        where = f"{side} bench ({(self.base_cmd if side == BASE else self.contender_cmd)[0]})"
+        where += f", round {r + 1}"
+        cmd, start = self._command(side, out, benchmark_filter), time.monotonic()
         try:
-            with open(inv.log, "w", encoding="utf-8", errors="replace") as log:
-                proc = subprocess.run(
-                    cmd,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    timeout=self.timeout_s,
-                    check=False,
-                )
+            with open(log, "w", encoding="utf-8", errors="replace") as fh:
+                run = dict(stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=self.timeout_s)
+                proc = subprocess.run(cmd, check=False, **run)
         except subprocess.TimeoutExpired:
-            raise BenchRunError(
-                code, f"{where}: still running after {self.timeout_s:g} s, stopped (log {inv.log})"
-            ) from None
+            stopped = f"still running after {self.timeout_s:g} s, stopped (log {log})"
+            raise BenchRunError(code, f"{where}: {stopped}") from None
         except OSError as exc:
             raise BenchRunError(EXIT_UNUSABLE, f"{where}: cannot run: {exc}") from None
-        inv.seconds = time.monotonic() - start
-        self.bench_seconds += inv.seconds
+        self.bench_seconds += time.monotonic() - start
         if proc.returncode != 0:
-            text = inv.log.read_text(encoding="utf-8", errors="replace")
+            text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+            lines = [" ".join(line.split()) for line in text if line.strip()] or ["(no output)"]
+            last = re.sub(r"[\x00-\x1f\x7f]", " ", lines[-1])[:300]
             raise BenchRunError(
-                code,
-                f"{where} {_describe_exit(proc.returncode)}: {_last_line(text)} (log {inv.log})",
+                code, f"{where} {_describe_exit(proc.returncode)}: {last} (log {log})"
             )
         try:
-            doc = json.loads(inv.out.read_text(encoding="utf-8"), object_pairs_hook=_pairs_hook)
+            doc = json.loads(out.read_text(encoding="utf-8"), object_pairs_hook=lambda p: p)
             context, rows = _get(doc, "context", []), _get(doc, "benchmarks")
             if not isinstance(rows, list):
                 raise ValueError("no 'benchmarks' list")
         except (OSError, ValueError, TypeError) as exc:
-            raise BenchRunError(
-                code, f"{where} exited 0 but its output {inv.out} is not bench JSON: {exc}"
-            ) from None
-        if self.contexts[inv.side] is None:
-            self.contexts[inv.side] = context if isinstance(context, list) else []
+            problem = f"exited 0 but its output {out} is not bench JSON: {exc}"
+            raise BenchRunError(code, f"{where} {problem}") from None
+        self.contexts.setdefault(side, context if isinstance(context, list) else [])
         return [row for row in rows if _get(row, "run_type", "iteration") == "iteration"]
 
-    def keep(self, rows: list[Any], r: int) -> list[Any]:
-        """The rows round r keeps of one process: per benchmark, its fastest repetition."""
-        kept = _minimum_rows(rows, self.time_field).values()
+    def keep(self, rows: list[Pairs], r: int) -> list[Pairs]:
+        """The rows round r keeps of one process: per benchmark, the row of its fastest
+        repetition (its conditions, ``disturbed`` included, are what that repetition saw)."""
+        by_name: dict[str, list[Pairs]] = {}
+        for row in rows:
+            by_name.setdefault(str(_get(row, "name")), []).append(row)
+        kept = [
+            min(group, key=lambda row: _fastest(row, self.time_field)) for group in by_name.values()
+        ]
         return [_set(row, "repetition_index", r) for row in kept]
 
     def run_rounds(self, count: int, benchmark_filter: str | None = None) -> None:
         """Runs `count` more rounds (all benchmarks of the run's filter, or only those of
         `benchmark_filter`). Rows of a round are kept only when both sides completed it."""
-        logs = self.out_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        (self.out_dir / "logs").mkdir(parents=True, exist_ok=True)
         # The order of each round is random, from a generator seeded by the run's id (so a run's
         # order can be replayed); pair_order records it.
         order = random.Random(f"{self.pair_id}-{self.rounds_done}")
         for _ in range(count):
-            r = self.rounds_done
-            first_base = order.random() < 0.5
-            sides = (BASE, CONTENDER) if first_base else (CONTENDER, BASE)
-            got: dict[str, list[Any]] = {}
-            for side in sides:
-                stem = f"round-{r + 1:03d}-{LAUNCH_NAMES[side]}"
-                inv = Invocation(side, r, logs / f"{stem}.json", logs / f"{stem}.log")
-                got[side] = self.keep(
-                    self._invoke(inv, benchmark_filter or self.benchmark_filter), r
-                )
+            r, first_base = self.rounds_done, order.random() < 0.5
+            sides = SIDES if first_base else SIDES[::-1]
+            got = {s: self._invoke(s, r, benchmark_filter or self.benchmark_filter) for s in sides}
             for side in SIDES:
-                self.rows[side] += got[side]
+                self.rows[side] += self.keep(got[side], r)
             self.order.append("AB" if first_base else "BA")
             self.rounds_done += 1
 
     def write(self) -> dict[str, Path]:
         """Writes (or rewrites) the two paired files; returns their paths."""
         paths = self.paths
-        for side in SIDES:
-            other = CONTENDER if side == BASE else BASE
-            context = list(self.contexts[side] or [])
+        for side, other in (SIDES, SIDES[::-1]):
+            context = list(self.contexts.get(side, []))
             for key, value in (
                 (PAIR_ID, self.pair_id),
                 (PAIR_ROLE, side),
@@ -329,20 +267,13 @@ class PairedRun:
                 (PAIR_REPS_PER_RUN, self.inner_repetitions),
             ):
                 context = _set(context, key, value)
-            totals: dict[str, int] = {}
-            for row in self.rows[side]:
-                name = str(_get(row, "name"))
-                totals[name] = totals.get(name, 0) + 1
+            totals = Counter(str(_get(row, "name")) for row in self.rows[side])
             rows = [
                 _set(row, "repetitions", totals[str(_get(row, "name"))]) for row in self.rows[side]
             ]
-            text = (
-                '{\n  "context": '
-                + _dumps_pairs(context)
-                + ',\n  "benchmarks": [\n    '
-                + ",\n    ".join(_dumps_pairs(row) for row in rows)
-                + "\n  ]\n}\n"
-            )
+            rows_text = ",\n    ".join(_dumps_pairs(row) for row in rows)
+            text = f'{{\n  "context": {_dumps_pairs(context)},\n  "benchmarks": [\n    '
+            text += rows_text + "\n  ]\n}\n"
             tmp = paths[side].with_suffix(".json.tmp")
             tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, paths[side])
@@ -354,11 +285,9 @@ def _command(path: str, what: str) -> list[str]:
     One path, never split: a path may hold spaces; arguments belong in a wrapper script."""
     if not path:
         raise UnusableInput(f"{what} is empty")
-    if os.sep not in path:
-        if shutil.which(path) is None:
-            raise UnusableInput(f"{what} '{path}' not found on PATH")
-        return [path]
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+    if os.sep not in path and shutil.which(path) is None:
+        raise UnusableInput(f"{what} '{path}' not found on PATH")
+    if os.sep in path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise UnusableInput(f"{what} '{path}' not found or not executable")
     return [path]
 
@@ -384,7 +313,7 @@ TIMEOUT = Number(0.0, 7 * 86_400.0, low_open=True, unit="seconds")
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    DEFAULT_RULES = paired.DEFAULT_RULES
+    rules = paired.DEFAULT_RULES
     parser = ArgumentParser(
         prog=prog,
         description=(
@@ -399,35 +328,19 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     add("--base-bench", required=True, metavar="CMD", help="the reference bench (or a wrapper)")
     add("--contender-bench", required=True, metavar="CMD", help="the bench to judge")
     add("--benchmark_filter", "--benchmark-filter", dest="filter", metavar="REGEX")
-    add(
-        "--min-time",
-        type=MIN_TIME,
-        default=DEFAULT_MIN_TIME_S,
-        help=f"--benchmark_min_time of each inner repetition ({DEFAULT_MIN_TIME_S:g} s)",
-    )
-    add("--pairs", type=PAIRS, default=DEFAULT_RULES.start_pairs, help="rounds to start with")
-    add(
-        "--max-pairs",
-        type=PAIRS,
-        default=DEFAULT_RULES.max_pairs,
-        help="at most this many rounds of a benchmark that is still AMBIGUOUS",
-    )
-    add(
-        "--inner-repetitions",
-        type=REPS,
-        default=DEFAULT_INNER_REPETITIONS,
-        help="repetitions in each process, of which the fastest is its value "
-        f"({DEFAULT_INNER_REPETITIONS})",
-    )
+    min_time_help = f"--benchmark_min_time of each inner repetition ({DEFAULT_MIN_TIME_S:g} s)"
+    add("--min-time", type=MIN_TIME, default=DEFAULT_MIN_TIME_S, help=min_time_help)
+    add("--pairs", type=PAIRS, default=rules.start_pairs, help="rounds to start with")
+    max_help = "at most this many rounds of a benchmark that is still AMBIGUOUS"
+    add("--max-pairs", type=PAIRS, default=rules.max_pairs, help=max_help)
+    inner = DEFAULT_INNER_REPETITIONS
+    inner_help = f"repetitions in each process, of which the fastest is its value ({inner})"
+    add("--inner-repetitions", type=REPS, default=inner, help=inner_help)
     add("--base-data-dir", metavar="DIR", help="the base's data folder (GPUBENCH_DATA_DIR)")
     add("--contender-data-dir", metavar="DIR", help="the contender's data folder")
     add("--time", choices=("cpu_time", "real_time"), default="cpu_time", help="clock to judge")
-    add("--margin", type=paired.MARGIN, help=f"equivalence margin ({DEFAULT_RULES.margin:g})")
-    add(
-        "--alpha",
-        type=paired.ALPHA,
-        help=f"1 - confidence of the interval ({DEFAULT_RULES.alpha:g})",
-    )
+    add("--margin", type=paired.MARGIN, help=f"equivalence margin ({rules.margin:g})")
+    add("--alpha", type=paired.ALPHA, help=f"1 - confidence of the interval ({rules.alpha:g})")
     add("--out-dir", default="reports/ci/paired", help="where the paired files and logs go")
     add("--markdown", metavar="OUT.md", help="also write the verdict as Markdown")
     add("--json", metavar="OUT.json", help="also write the verdict as JSON")
@@ -437,52 +350,38 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _judge(run: PairedRun, rules: paired.PairedRules) -> Judgement:
+    """Runs the rounds and judges them; then more rounds, in steps of half the start, of the
+    benchmarks AMBIGUOUS and possibly slower, or whose interval still reaches the slowdown the
+    gate cannot pass (an interval narrows as pairs accumulate), or short of pairs because some
+    were left out as disturbed (more rounds replace them), up to max_pairs rounds; and of a
+    SLOWER verdict on fewer than confirm_pairs pairs, which is confirmed on more rounds first
+    (paired.needs_confirmation). Any other failure ends the run."""
+    run.run_rounds(rules.start_pairs)
+    step = max(1, math.ceil(rules.start_pairs / 2))
+    while True:
+        paths = run.write()
+        judgement = paired.judge_files(str(paths[BASE]), str(paths[CONTENDER]), rules)
+        confirming = [b.name for b in judgement.to_confirm]
+        unsettled = judgement.maybe_slower + judgement.wide_open + judgement.disturbed_few
+        short = dict.fromkeys(b.name for b in unsettled if b.pairs + b.left_out < rules.max_pairs)
+        pending = list(short) + confirming
+        if not pending or any(b.fails and b.name not in confirming for b in judgement.benchmarks):
+            return judgement
+        run.run_rounds(step, exact_filter(pending))
+
+
 def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     rules = paired.rules_from(args.margin, args.alpha, args.pairs, args.max_pairs)
-    base_cmd = _command(args.base_bench, "--base-bench")
-    contender_cmd = _command(args.contender_bench, "--contender-bench")
-    run = PairedRun(
-        base_cmd,
-        contender_cmd,
-        Path(args.out_dir),
-        benchmark_filter=args.filter,
-        min_time=args.min_time,
-        inner_repetitions=args.inner_repetitions,
-        data_dirs=_data_dirs(args.base_data_dir, args.contender_data_dir),
-        time_field=args.time,
-        timeout_s=args.timeout,
-    )
+    base, contender = _command(args.base_bench, "--base-bench"), args.contender_bench
+    run = PairedRun(base, _command(contender, "--contender-bench"), Path(args.out_dir))
+    run.benchmark_filter, run.min_time, run.time_field = args.filter, args.min_time, args.time
+    run.inner_repetitions, run.timeout_s = args.inner_repetitions, args.timeout
+    run.data_dirs = _data_dirs(args.base_data_dir, args.contender_data_dir)
     start = time.monotonic()
-    batch = rules.start_pairs
     try:
-        run.run_rounds(batch)
-        paths = run.write()
-        judgement = paired.judge_files(str(paths[BASE]), str(paths[CONTENDER]), rules)
-        # More rounds of the benchmarks AMBIGUOUS and possibly slower, or whose interval still
-        # reaches the slowdown the gate cannot pass (an interval narrows as pairs accumulate), or
-        # short of pairs because some were left out as disturbed (more
-        # rounds replace them), in steps of half the start, up to max_pairs rounds.
-        step = max(1, math.ceil(rules.start_pairs / 2))
-        # A SLOWER verdict on fewer than confirm_pairs pairs is confirmed on more rounds first
-        # (paired.needs_confirmation); any other failure ends the run.
-        while True:
-            confirming = [b.name for b in judgement.to_confirm]
-            unsettled = judgement.maybe_slower + judgement.wide_open + judgement.disturbed_few
-            pending = (
-                list(
-                    dict.fromkeys(
-                        b.name for b in unsettled if b.pairs + b.left_out < rules.max_pairs
-                    )
-                )
-                + confirming
-            )
-            other_failure = any(b.fails and b.name not in confirming for b in judgement.benchmarks)
-            if not pending or other_failure:
-                break
-            run.run_rounds(step, exact_filter(pending))
-            paths = run.write()
-            judgement = paired.judge_files(str(paths[BASE]), str(paths[CONTENDER]), rules)
+        judgement = _judge(run, rules)
     except BenchRunError as exc:
         if run.rounds_done:
             run.write()  # what was measured before the failure stays on disk

@@ -45,7 +45,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..benchjson import BenchJsonError, BenchReport, iteration_rows, load_report
-from ..conditions import DISTURBED, UNKNOWN, condition_of, unknown_conditions_note
+from ..conditions import DISTURBED, UNKNOWN, unknown_conditions_note
 from ..json_values import as_read
 from ..cli import UnusableInput
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
@@ -75,10 +75,6 @@ def is_pair(base: BenchReport, contender: BenchReport) -> bool:
     """Whether the two files are the two halves of one interleaved run (the same pair_id)."""
     a, b = base.context.get(PAIR_ID), contender.context.get(PAIR_ID)
     return isinstance(a, str) and bool(a) and a == b
-
-
-def _left_out(row: Any) -> bool:
-    return condition_of(row.counters) == DISTURBED
 
 
 def _inner_repetitions(report: BenchReport) -> int:
@@ -138,50 +134,39 @@ def _judge_pairs(
     leave_out_disturbed: bool,
 ) -> Verdict:
     """The verdict of a benchmark measured on both sides, from its pairs (repetition i of each)."""
-    b_by = {r.repetition_index: r for r in b_rows}
-    c_by = {r.repetition_index: r for r in c_rows}
-    bad_c = sorted(i for i, r in c_by.items() if math.isnan(_time(r, clock)))
-    bad_b = sorted(i for i, r in b_by.items() if math.isnan(_time(r, clock)))
+    b_by, c_by = ({r.repetition_index: r for r in rows} for rows in (b_rows, c_rows))
+    bad_b, bad_c = (
+        sorted(i for i, r in by.items() if math.isnan(_time(r, clock))) for by in (b_by, c_by)
+    )
     if bad_c and not bad_b:
         return Verdict(name, INVALID, f"{clock} of repetitions {_indices(bad_c)} is not a time")
-    common = sorted(
-        i for i in set(b_by) & set(c_by) if i is not None and i not in bad_b and i not in bad_c
-    )
+    common = sorted(i for i in set(b_by) & set(c_by) if i is not None and i not in bad_b + bad_c)
     only_b = sorted(i for i in set(b_by) - set(c_by) if i is not None)
     only_c = sorted(i for i in set(c_by) - set(b_by) if i is not None)
-    kept = [
-        i
-        for i in common
-        if not (leave_out_disturbed and (_left_out(b_by[i]) or _left_out(c_by[i])))
-    ]
-    base_t = [_time(b_by[i], clock) for i in kept]
-    cont_t = [_time(c_by[i], clock) for i in kept]
+    disturbed = {
+        i for i in common if b_by[i].conditions == DISTURBED or c_by[i].conditions == DISTURBED
+    }
+    kept = [i for i in common if not (leave_out_disturbed and i in disturbed)]
+    base_t, cont_t = [_time(b_by[i], clock) for i in kept], [_time(c_by[i], clock) for i in kept]
     verdict, est = judge_values(base_t, cont_t, rules)
     bench = Verdict(name, verdict, estimate=est, pairs=len(kept), left_out=len(common) - len(kept))
     if kept:
         bench.base_median_s, bench.contender_median_s = np.median(base_t), np.median(cont_t)
-    lost = []
-    if only_b:
-        lost.append(f"the contender lacks repetitions {_indices(only_b)} of the base's")
-    if only_c:
-        lost.append(f"the base lacks repetitions {_indices(only_c)} of the contender's")
-    if bad_b:
-        lost.append(f"{len(bad_b)} base repetitions have no valid {clock}")
-    if lost and verdict != SLOWER:
-        bench.verdict = INCOMPLETE
+    lost = [
+        f"the contender lacks repetitions {_indices(only_b)} of the base's" if only_b else "",
+        f"the base lacks repetitions {_indices(only_c)} of the contender's" if only_c else "",
+        f"{len(bad_b)} base repetitions have no valid {clock}" if bad_b else "",
+    ]
+    lost = [why for why in lost if why]
+    interval = f"fewer than the {rules.min_pairs} a {1 - rules.alpha:.3g} interval needs"
     if lost:
+        bench.verdict = INCOMPLETE if verdict != SLOWER else verdict
         bench.why = "; ".join(lost) + " (pairs are incomplete)"
     elif verdict == FEW and bench.left_out:
-        bench.why = (
-            f"not judged: measured while disturbed: {bench.left_out} of {len(common)} pairs "
-            f"left out (disturbed=1), fewer than the {rules.min_pairs} a "
-            f"{1 - rules.alpha:.3g} interval needs remain"
-        )
+        left = f"{bench.left_out} of {len(common)} pairs left out (disturbed=1)"
+        bench.why = f"not judged: measured while disturbed: {left}, {interval} remain"
     elif verdict == FEW:
-        bench.why = (
-            f"{len(kept)} pairs, fewer than the {rules.min_pairs} a {1 - rules.alpha:.3g} "
-            "interval needs"
-        )
+        bench.why = f"{len(kept)} pairs, {interval}"
     return bench
 
 

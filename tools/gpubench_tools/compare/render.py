@@ -28,8 +28,7 @@ from ..units import plural
 from ..wording import group_reasons
 from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult
 from .stats import repetition_rule
-from .verdict import AMBIGUOUS, ERROR, INCOMPLETE, NOT_JUDGED_DISTURBED, SKIPPED, Judgement
-from .verdict import Verdict
+from .verdict import ERROR, NOT_JUDGED_DISTURBED, SKIPPED, Judgement, Verdict
 
 _VERDICT_TEXT = {
     **{v: v for v in (FASTER, SAME, INFO, SKIPPED)},
@@ -166,11 +165,13 @@ def _environment(terminal: bool) -> jinja2.Environment:
     finalize = (lambda v: v if isinstance(v, _Painted) else one_line(v)) if terminal else None
     env = environment(__package__, finalize=finalize, keep_trailing_newline=True)
     env.filters["one"] = one_line
-    env.globals.update(plural=plural, NOT_COMPARED_WORDS=NOT_COMPARED_WORDS, describe=_describe)
-    env.globals.update(by_error=_by_error)
-    env.globals.update(repetition_rule=repetition_rule, AMBIGUOUS=AMBIGUOUS, FEW=FEW, SAME=SAME)
-    env.globals.update(INCOMPLETE=INCOMPLETE, SLOWER=SLOWER, FASTER=FASTER)
+    env.globals.update(plural=plural, NOT_COMPARED_WORDS=NOT_COMPARED_WORDS, by_error=_by_error)
+    env.globals.update(repetition_rule=repetition_rule)
     return env
+
+
+def _render(template: str, **context: Any) -> str:
+    return _environment(False).get_template(template).render(context)
 
 
 def _words() -> Any:
@@ -178,40 +179,16 @@ def _words() -> Any:
     return _environment(False).get_template("words.j2").make_module()
 
 
-def gate(j: Judgement) -> tuple[str, str]:
-    """The gate's word (PASS, FAIL, CANNOT JUDGE, NOT RESOLVED) and the reason it gives."""
-    return _GATE_WORDS[j.exit_code], str(_words().reason(j)).strip()
-
-
-def cannot_judge(j: Judgement) -> str:
-    """Why nothing was judged (exit 2 or 3), as stderr and the --json say it."""
-    return str(_words().cannot_judge(j))
-
-
-def warning_line(j: Judgement) -> str:
-    """The line on stderr of a judgement that is not a verdict (exit 2 or 3)."""
-    return str(_words().warning(j))
-
-
-def gate_line(j: Judgement) -> str:
-    """The pairs' one summary line: 'gate: PASS|FAIL|NOT RESOLVED|CANNOT JUDGE: ...'."""
-    return str(_words().gate_line(j))
-
-
-def _describe(report: Any) -> list[str]:
-    ctx = report.context
-    return [
-        f"commit {ctx.get('gpubench_git_commit') or '?'}",
-        str(ctx.get("date") or "no date"),
-        f"cpu {ctx.get('cpu_model') or '?'}",
-        f"gpu {ctx.get('gpu') or '?'}",
-    ]
+def words(sentence: str, j: Judgement) -> str:
+    """One sentence of words.j2 about `j`: "warning" (the line on stderr of a judgement that is
+    not a verdict), "cannot_judge" (why nothing was judged), "gate_line" (the pairs' summary)."""
+    return str(getattr(_words(), sentence)(j)).strip()
 
 
 def _context(j: Judgement, **options: Any) -> dict[str, Any]:
     if j.paired:
         return dict(j=j, word=None, reason=None, failures=[], info=[], **options)
-    word, reason = gate(j)
+    word, reason = _GATE_WORDS[j.exit_code], words("reason", j)
     return dict(j=j, word=word, reason=reason, failures=_failures(j), info=_info(j), **options)
 
 
@@ -226,10 +203,8 @@ def render_terminal(
     env = _environment(True)
     env.filters["paint"] = paint
     table = [] if j.paired else _table([b for b in j.benchmarks if b.metrics])
-    text = env.get_template("terminal.txt.j2").render(
-        _context(j, quiet=quiet, verbose=verbose, table=table, hardware=hardware)
-    )
-    return text
+    context = _context(j, quiet=quiet, verbose=verbose, table=table, hardware=hardware)
+    return env.get_template("terminal.txt.j2").render(context)
 
 
 def render_markdown(j: Judgement) -> str:
@@ -240,30 +215,16 @@ def render_markdown(j: Judgement) -> str:
 
     with_numbers = [b for b in j.benchmarks if b.metrics]
     attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
-    text = (
-        _environment(False)
-        .get_template("compare.md.j2")
-        .render(
-            _context(j, rows_of=rows_of, attention=attention),
-            unchanged=[b for b in with_numbers if b.verdict == SAME],
-            notes=[
-                (b.name, m.metric, "; ".join(m.notes))
-                for b in attention
-                for m in b.metrics
-                if m.notes
-            ],
-        )
-    )
+    unchanged = [b for b in with_numbers if b.verdict == SAME]
+    notes = [(b.name, m.metric, "; ".join(m.notes)) for b in attention for m in b.metrics]
+    context = _context(j, rows_of=rows_of, attention=attention, unchanged=unchanged)
+    text = _render("compare.md.j2", **context, notes=[note for note in notes if note[2]])
     return text.rstrip() + "\n"
 
 
 def render_error(line: str, code: int, paired: bool) -> tuple[str, dict[str, Any]]:
     """The Markdown and the --json document when the judgement could not be made at all."""
-    markdown = (
-        _environment(False)
-        .get_template("error.md.j2")
-        .render(line=line, paired=paired, word="FAIL" if code == 1 else "CANNOT JUDGE")
-    )
+    markdown = _render("error.md.j2", line=line, paired=paired, word=_GATE_WORDS[code])
     return markdown, {"exit_code": code, **({"paired": True} if paired else {}), "error": line}
 
 
@@ -287,7 +248,7 @@ def as_doc(j: Judgement) -> dict[str, Any]:
     if j.paired:
         return {
             "exit_code": j.exit_code,
-            "gate": gate_line(j),
+            "gate": words("gate_line", j),
             "paired": True,
             "baseline": j.baseline.path,
             "contender": j.contender.path,
@@ -306,7 +267,7 @@ def as_doc(j: Judgement) -> dict[str, Any]:
     doc = {
         "schema": "gpubench-compare/1",
         "exit_code": j.exit_code,
-        "cannot_judge": cannot_judge(j) if j.cannot_judge else None,
+        "cannot_judge": words("cannot_judge", j) if j.cannot_judge else None,
         "repetitions_needed": j.repetitions_needed,
         "baseline": _side(j.baseline),
         "contender": _side(j.contender),

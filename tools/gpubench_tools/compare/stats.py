@@ -11,6 +11,7 @@ rate such as FLOP/s (higher is better) it is baseline / contender. One threshold
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence
@@ -328,18 +329,15 @@ def rules_from(
             raise UnusableInput(f"{flag} {value!r} is not {kind.range}")
     given = {"margin": margin, "alpha": alpha, "start_pairs": start_pairs, "max_pairs": max_pairs}
     rules = replace(DEFAULT_RULES, **{k: v for k, v in given.items() if v is not None})
-    if rules.start_pairs < 1 or rules.max_pairs < rules.start_pairs:
+    start, most = rules.start_pairs, rules.max_pairs
+    if start < 1 or most < start:
         raise UnusableInput(
-            f"--pairs ({rules.start_pairs}) must be at least 1 and at most --max-pairs "
-            f"({rules.max_pairs})"
+            f"--pairs ({start}) must be at least 1 and at most --max-pairs ({most})"
         )
-    smallest = min_pairs_for(rules.alpha)
-    rules = replace(rules, min_pairs=smallest)
-    if rules.start_pairs < smallest:
-        raise UnusableInput(
-            f"--pairs {rules.start_pairs} can never judge: a {1 - rules.alpha:.3g} interval "
-            f"needs at least {smallest} pairs"
-        )
+    rules = replace(rules, min_pairs=min_pairs_for(rules.alpha))
+    if start < rules.min_pairs:
+        interval = f"a {1 - rules.alpha:.3g} interval needs at least {rules.min_pairs} pairs"
+        raise UnusableInput(f"--pairs {start} can never judge: {interval}")
     return rules
 
 
@@ -359,14 +357,7 @@ def interval_rank(n: int, alpha: float) -> int:
     """k such that [W_(k), W_(N+1-k)] of the N = n(n+1)/2 sorted Walsh averages is the (1 -
     alpha) interval of the signed-rank test: the largest k with P(W+ <= k - 1) <= alpha / 2. 0
     when n pairs cannot give such an interval at all."""
-    total = 2**n
-    cum, k = 0, 0
-    for s, c in enumerate(_signed_rank_counts(n)):
-        if 2 * (cum + c) > alpha * total:
-            break
-        cum += c
-        k = s + 1
-    return k
+    return sum(1 for cum in itertools.accumulate(_signed_rank_counts(n)) if 2 * cum <= alpha * 2**n)
 
 
 def min_pairs_for(alpha: float) -> int:

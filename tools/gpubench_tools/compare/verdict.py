@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..benchjson import BenchReport
@@ -100,33 +100,24 @@ def _number(value: float) -> float | None:
 class Disturbance:
     """A benchmark's repetitions measured while disturbed, left out of its judgement, with the
     median of all its measured repetitions (disturbed ones included) so that a benchmark not
-    judged can still be read."""
+    judged can still be read. `why`: conditions.disturbance_causes_line over both sides."""
 
-    base_disturbed: int
-    base_measured: int
-    cont_disturbed: int
-    cont_measured: int
-    base_median_all: float
-    cont_median_all: float
-    why: str  # conditions.disturbance_causes_line over both sides' repetitions
+    baseline_disturbed: int
+    baseline_measured: int
+    contender_disturbed: int
+    contender_measured: int
+    baseline_median_all: float
+    contender_median_all: float
+    why: str
 
     @property
     def ratio_all(self) -> float:
-        return self.cont_median_all / self.base_median_all if self.base_median_all > 0 else math.nan
+        base, cont = self.baseline_median_all, self.contender_median_all
+        return cont / base if base > 0 else math.nan
 
     def as_dict(self) -> dict[str, Any]:
-        doc = {
-            f"{side}_{what}": getattr(self, f"{short}_{what}")
-            for side, short in (("baseline", "base"), ("contender", "cont"))
-            for what in ("disturbed", "measured")
-        }
-        return {
-            **doc,
-            "baseline_median_all": self.base_median_all,
-            "contender_median_all": self.cont_median_all,
-            "ratio_all": self.ratio_all,
-            "why": self.why,
-        }
+        doc = asdict(self)
+        return {**doc, "ratio_all": self.ratio_all, "why": doc.pop("why")}
 
 
 @dataclass
@@ -216,9 +207,6 @@ class Judgement:
     def of(self, *verdicts: str) -> list[Verdict]:
         return [b for b in self.benchmarks if b.verdict in verdicts]
 
-    def count(self, verdict: str) -> int:
-        return len(self.of(verdict))
-
     @property
     def failing(self) -> list[Verdict]:
         return [b for b in self.benchmarks if b.fails]
@@ -253,7 +241,7 @@ class Judgement:
     def disturbed_repetitions(self) -> tuple[int, int]:
         """(baseline, contender) repetitions measured while disturbed, left out of judgement."""
         found = [b.disturbance for b in self.benchmarks if b.disturbance is not None]
-        return sum(d.base_disturbed for d in found), sum(d.cont_disturbed for d in found)
+        return sum(d.baseline_disturbed for d in found), sum(d.contender_disturbed for d in found)
 
     @property
     def repetitions_needed(self) -> int | None:
@@ -328,17 +316,17 @@ class Judgement:
         """The count of each verdict, as the --json output has it."""
         if self.paired:
             return dict(Counter(b.verdict for b in self.benchmarks))
-        few, disturbed = self.count(FEW), self.count(NOT_JUDGED_DISTURBED)
-        verdicts = ("slower", "faster", "same", "noisy")
+        count = Counter(b.verdict for b in self.benchmarks)
+        base, cont = self.disturbed_repetitions
         return {
-            "compared": len(self.benchmarks) - self.count(SKIPPED),
+            "compared": len(self.benchmarks) - count[SKIPPED],
             "judged": len(self.judged),
-            **{verdict: self.count(verdict) for verdict in verdicts},
-            "not_enough_samples": few,
-            "not_judged_disturbed": disturbed,
-            "disturbed_repetitions_baseline": self.disturbed_repetitions[0],
-            "disturbed_repetitions_contender": self.disturbed_repetitions[1],
-            **{verdict: self.count(verdict) for verdict in (CHANGED, INVALID, ERROR, SKIPPED)},
+            **{verdict: count[verdict] for verdict in ("slower", "faster", "same", "noisy")},
+            "not_enough_samples": count[FEW],
+            "not_judged_disturbed": count[NOT_JUDGED_DISTURBED],
+            "disturbed_repetitions_baseline": base,
+            "disturbed_repetitions_contender": cont,
+            **{verdict: count[verdict] for verdict in (CHANGED, INVALID, ERROR, SKIPPED)},
             "only_in_baseline": len(self.only_in_baseline),
             "only_in_contender": len(self.only_in_contender),
             "not_compared": sum(len(g["names"]) for g in self.not_compared),
