@@ -590,3 +590,47 @@ def test_markdown_of_an_unusable_input_cannot_inject(tmp_path, capsys) -> None:
     code, _, _ = run(capsys, str(bad), str(bad), "--markdown", str(md))
     assert code == 2
     assert_no_injection(md.read_text(), "CANNOT COMPARE")
+
+
+# --- the paired judgement reads the same policy table -----------------------------------------
+
+
+def paired_files(tmp_path: Path, cont_rows: list[dict[str, Any]] | None = None) -> tuple[str, str]:
+    """The two files of one interleaved run: 12 pairs of one benchmark, the same on both sides
+    unless `cont_rows` replaces the contender's rows; no condition counters (conditions unknown)."""
+    rows = reps(MLP.format(t=1), spread(1e-3, n=12))
+    paths = []
+    for role, side_rows in (("base", rows), ("contender", cont_rows or rows)):
+        context = {**CONTEXT, "pair_id": "p1", "pair_role": role, "pair_time": "cpu_time"}
+        paths.append(write(tmp_path / f"{role}.json", side_rows, context))
+    return paths[0], paths[1]
+
+
+def test_the_paired_judgement_says_conditions_unknown_once(tmp_path, capsys) -> None:
+    code, out, _, doc = run_json(capsys, tmp_path, *paired_files(tmp_path))
+    assert code == 0 and doc["paired"] is True
+    assert len([n for n in doc["notes"] if n.startswith("conditions unknown")]) == 1
+    assert len([line for line in out.splitlines() if "conditions unknown" in line]) == 1
+
+
+def test_a_paired_contender_cut_off_fails(tmp_path, capsys) -> None:
+    base, _ = paired_files(tmp_path)
+    cont = tmp_path / "contender.json"
+    text = cont.read_text()
+    cont.write_text(text[: text.rfind("{")])  # a writer stopped inside the last row
+    code, out, _, doc = run_json(capsys, tmp_path, base, str(cont))
+    assert code == 1 and doc["exit_code"] == 1
+    assert any(line.startswith("FAIL: ") and str(cont) in line for line in out.splitlines())
+
+
+def test_a_malformed_row_in_a_paired_file_is_unusable_with_both_side_outputs(
+    tmp_path, capsys
+) -> None:
+    rows = reps(MLP.format(t=1), spread(1e-3, n=12))
+    del rows[3]["time_unit"]
+    base, cont = paired_files(tmp_path, rows)
+    md = tmp_path / "out.md"
+    code, out, err, doc = run_json(capsys, tmp_path, base, cont, "--markdown", str(md))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and cont in err
+    assert doc["exit_code"] == 2 and cont in doc["error"]
+    assert md.read_text().count("**gate: ") == 1  # the PR comment says why there is no verdict

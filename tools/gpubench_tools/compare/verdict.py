@@ -33,12 +33,17 @@ from .stats import needs_confirmation, possibly_slower
 ERROR, SKIPPED, NOT_JUDGED_DISTURBED = "error", "skipped", "disturbed"
 INCOMPLETE, MISSING, FAILED = "incomplete", "missing", "failed"
 NEW, BASE_FAILED = "new", "failed in the base"
-# The input class behind a verdict: the policy table says whether the contender's fails the gate.
-_SITUATION = {ERROR: FAILED_ROW, FAILED: FAILED_ROW, INVALID: UNSOUND_ROW, SKIPPED: SKIPPED_ROW}
+# The side and input class behind a verdict: the policy table says whether it fails the gate.
+_SITUATION = {
+    **dict.fromkeys((ERROR, FAILED), ("contender", FAILED_ROW)),
+    INVALID: ("contender", UNSOUND_ROW),
+    SKIPPED: ("contender", SKIPPED_ROW),
+    BASE_FAILED: ("baseline", FAILED_ROW),
+}
 # Verdicts that fail the gate: what the judgement shows (slower, changed work, gone) and the input
 # classes the policy fails.
 FAILING = (SLOWER, CHANGED, MISSING) + tuple(
-    v for v, s in _SITUATION.items() if action("compare contender", s).kind == FAIL
+    v for v, (side, s) in _SITUATION.items() if action(f"compare {side}", s).kind == FAIL
 )
 JUDGED_PAIRS = (SLOWER, "faster", "same", AMBIGUOUS)
 
