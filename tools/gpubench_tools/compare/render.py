@@ -229,64 +229,40 @@ def render_error(line: str, code: int, paired: bool) -> tuple[str, dict[str, Any
 
 
 def _side(report: Any) -> dict[str, Any]:
-    keys = ("date", "host_name", "cpu_model", "gpu")
-    stop = report.interrupted
-    return {
-        "path": report.path,
-        "git_commit": report.context.get("gpubench_git_commit"),
-        **{key: report.context.get(key) for key in keys},
-        "recovered_from_truncation": report.recovered_from_truncation,
-        "interrupted": stop and {"signal": stop.signal, "benchmarks_finished": stop.finished,
-                                 "benchmarks_selected": stop.selected},  # fmt: skip
-        "state": report.state,
-    }
+    ctx, stop = report.context, report.interrupted
+    doc = {"path": report.path, "git_commit": ctx.get("gpubench_git_commit")}
+    doc |= {key: ctx.get(key) for key in ("date", "host_name", "cpu_model", "gpu")}
+    doc |= {"recovered_from_truncation": report.recovered_from_truncation, "interrupted": None}
+    if stop is not None:
+        doc["interrupted"] = dict(signal=stop.signal, benchmarks_finished=stop.finished,
+                                  benchmarks_selected=stop.selected)  # fmt: skip
+    return {**doc, "state": report.state}
 
 
 def as_doc(j: Judgement) -> dict[str, Any]:
     """The --json document."""
     benchmarks = [b.as_dict(j.paired) for b in j.benchmarks]
     if j.paired:
-        return {
-            "exit_code": j.exit_code,
-            "gate": words("gate_line", j),
-            "paired": True,
-            "baseline": j.baseline.path,
-            "contender": j.contender.path,
-            "clock": j.clock,
-            "rules": j.rules.as_dict(),
-            "summary": j.summary(),
-            "notes": j.warnings,
-            "wall_seconds": j.wall_seconds,
-            "bench_seconds": j.bench_seconds,
-            "benchmarks": benchmarks,
-        }
-
-    def differences(rows: list[tuple[str, str, str]]) -> list[dict[str, str]]:
-        return [{"key": k, "baseline": b, "contender": c} for k, b, c in rows]
-
-    doc = {
-        "schema": "gpubench-compare/1",
-        "exit_code": j.exit_code,
-        "cannot_judge": words("cannot_judge", j) if j.cannot_judge else None,
-        "repetitions_needed": j.repetitions_needed,
-        "baseline": _side(j.baseline),
-        "contender": _side(j.contender),
-        "hardware_differs": bool(j.hardware_differences),
-        "hardware_differences": differences(j.hardware_differences),
-        "environment_differences": differences(j.environment_differences),
-        "time": j.clock,
-        "normalize_reference": j.reference,
-        "config": j.config.as_dict(),
-        "allow_missing": j.allow_missing,
-        # Before --allow-missing, failing on missing benchmarks was opt-in.
-        "fail_on_missing": not j.allow_missing,
-        "cut_off": j.cut_off,
-        "summary": j.summary(),
-        "benchmarks": benchmarks,
-        "only_in_baseline": j.only_in_baseline,
-        "only_in_contender": j.only_in_contender,
-        "not_compared": j.not_compared,
-        "warnings": j.warnings,
-    }
+        doc = {"exit_code": j.exit_code, "gate": words("gate_line", j), "paired": True}
+        doc |= {"baseline": j.baseline.path, "contender": j.contender.path, "clock": j.clock}
+        doc |= {"rules": j.rules.as_dict(), "summary": j.summary(), "notes": j.warnings}
+        doc |= {"wall_seconds": j.wall_seconds, "bench_seconds": j.bench_seconds}
+        return {**doc, "benchmarks": benchmarks}
+    hardware, environment = (
+        [{"key": k, "baseline": b, "contender": c} for k, b, c in rows]
+        for rows in (j.hardware_differences, j.environment_differences)
+    )
+    doc = {"schema": "gpubench-compare/1", "exit_code": j.exit_code}
+    doc["cannot_judge"] = words("cannot_judge", j) if j.cannot_judge else None
+    doc["repetitions_needed"] = j.repetitions_needed
+    doc |= {"baseline": _side(j.baseline), "contender": _side(j.contender)}
+    doc |= {"hardware_differs": bool(hardware), "hardware_differences": hardware}
+    doc |= {"environment_differences": environment, "time": j.clock}
+    doc |= {"normalize_reference": j.reference, "config": j.config.as_dict()}
+    # Before --allow-missing, failing on missing benchmarks was opt-in.
+    doc |= {"allow_missing": j.allow_missing, "fail_on_missing": not j.allow_missing}
+    doc |= {"cut_off": j.cut_off, "summary": j.summary(), "benchmarks": benchmarks}
+    doc |= {"only_in_baseline": j.only_in_baseline, "only_in_contender": j.only_in_contender}
+    doc |= {"not_compared": j.not_compared, "warnings": j.warnings}
     # NaN and infinity are not JSON: null, so every JSON parser can read the output.
     return json.loads(json.dumps(doc), parse_constant=lambda _: None)

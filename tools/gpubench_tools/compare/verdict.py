@@ -157,20 +157,14 @@ class Verdict:
 
     def as_dict(self, paired: bool) -> dict[str, Any]:
         if paired:
-            est = self.estimate
-            return {
-                "name": self.name,
-                "verdict": self.verdict,
-                "fails": self.fails,
-                "pairs": self.pairs,
-                "pairs_left_out": self.left_out,
-                "ratio": est.ratio if est else None,
-                "interval": [est.low, est.high] if est else None,
-                "p_value": est.p_value if est else None,
-                "base_median_s": _number(self.base_median_s),
-                "contender_median_s": _number(self.contender_median_s),
-                "why": self.why or "",
-            }
+            est, doc = self.estimate, {key: getattr(self, key) for key in ("name", "verdict")}
+            doc |= {"fails": self.fails, "pairs": self.pairs, "pairs_left_out": self.left_out}
+            doc |= {"ratio": None, "interval": None, "p_value": None}
+            if est is not None:
+                doc |= {"ratio": est.ratio, "interval": [est.low, est.high], "p_value": est.p_value}
+            doc["base_median_s"] = _number(self.base_median_s)
+            doc["contender_median_s"] = _number(self.contender_median_s)
+            return {**doc, "why": self.why or ""}
         return {
             **{key: getattr(self, key) for key in ("name", "label", "verdict", "fails")},
             "error": self.why,
@@ -319,9 +313,9 @@ class Judgement:
 
     def summary(self) -> dict[str, int]:
         """The count of each verdict, as the --json output has it."""
-        if self.paired:
-            return dict(Counter(b.verdict for b in self.benchmarks))
         count = Counter(b.verdict for b in self.benchmarks)
+        if self.paired:
+            return dict(count)
         base, cont = self.disturbed_repetitions
         return {
             "compared": len(self.benchmarks) - count[SKIPPED],
