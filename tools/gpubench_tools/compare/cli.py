@@ -1,6 +1,9 @@
 """The command line of gpubench-compare (`python -m gpubench_tools.compare`: the same program).
-What is compared and the exit status: engine.py. Unusable input or usage and an unexpected error
-are exit 2 with one line on stderr (the traceback with --debug), never exit 1.
+The two files of one interleaved run are judged pair by pair (paired.py), any other two as
+independent repetitions (engine.py); the exit status is the judgement's (verdict.py), and emit is
+the one way a judgement reaches the terminal and the side outputs (render.py, output.py).
+Unusable input or usage and an unexpected error are exit 2 with one line on stderr (the
+traceback with --debug), never exit 1.
 """
 
 from __future__ import annotations
@@ -120,7 +123,12 @@ def emit(
 
 
 def emit_error(
-    prog: str, line: str, code: int, markdown: str | None, json_path: str | None, paired=False
+    prog: str,
+    line: str,
+    code: int,
+    markdown: str | None,
+    json_path: str | None,
+    paired: bool = False,
 ) -> None:
     """The --markdown and --json outputs when no judgement could be made (best effort: the
     caller says `line` itself on stderr)."""

@@ -9,9 +9,10 @@ repetitions and the baseline had none, the benchmark fails as "invalid".
 
 The gate (`Judgement.exit_code`): exit 1 when anything failed (slower beyond threshold,
 changed work, an error or invalid values where the baseline was fine, a baseline benchmark
-missing unless --allow-missing); else exit 2 when nothing could be judged because every compared
-benchmark has too few repetitions ("cannot judge"); else exit 0. Benchmarks with too few
-repetitions beside judged ones are listed as not judged, never counted as passing.
+missing unless --allow-missing); else, when nothing could be judged, exit 3 where the machine was
+busy (too few undisturbed repetitions) and exit 2 otherwise ("cannot judge": too few
+repetitions); else exit 0. Benchmarks with too few repetitions beside judged ones are listed as
+not judged, never counted as passing.
 """
 
 from __future__ import annotations
