@@ -117,21 +117,17 @@ class CompareConfig:
         return _SCHEMA_TO_BETTER.get(schema.direction_of(counter) or "", "info")
 
     def as_dict(self) -> dict[str, Any]:
-        norm = self.normalize
-        return {
-            "source": self.source,
-            "time": self.time,
-            "thresholds": self.thresholds.as_dict(),
-            "counters": list(self.counters),
-            "exact_counters": list(self.exact_counters),
-            "counter_direction": {c: self.direction(c) for c in self.counters},
-            "gate_counters": self.gate_counters,
-            "overrides": [
-                {"pattern": o.pattern.pattern, **o.values, **({"why": o.why} if o.why else {})}
-                for o in self.overrides
-            ],
-            "normalize": norm
-            and {"reference": norm.reference.pattern, **norm.thresholds.as_dict()},
+        norm, overrides = self.normalize, []
+        for o in self.overrides:
+            overrides.append(
+                {"pattern": o.pattern.pattern, **o.values} | ({"why": o.why} if o.why else {})
+            )
+        doc = {"source": self.source, "time": self.time, "thresholds": self.thresholds.as_dict()}
+        doc |= {"counters": list(self.counters), "exact_counters": list(self.exact_counters)}
+        doc["counter_direction"] = {c: self.direction(c) for c in self.counters}
+        doc |= {"gate_counters": self.gate_counters, "overrides": overrides}
+        return doc | {
+            "normalize": norm and {"reference": norm.reference.pattern, **norm.thresholds.as_dict()}
         }
 
 

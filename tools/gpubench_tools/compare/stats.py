@@ -109,18 +109,13 @@ class MetricResult:
         return self.gating and self.verdict in (SLOWER, CHANGED, INVALID)
 
     def as_dict(self) -> dict[str, Any]:
-        keys = ("metric", "better", "verdict", "gating", "fails", "ratio", "slowdown")
-        return {
-            **{key: getattr(self, key) for key in keys + ("best_slowdown", "p_value")},
-            "repetitions_needed": self.needed,
-            "invalid_values": dict(
-                baseline=len(self.base_invalid), contender=len(self.cont_invalid)
-            ),
-            "thresholds": self.thresholds.as_dict(),
-            "baseline": self.base.as_dict(),
-            "contender": self.cont.as_dict(),
-            "notes": list(self.notes),
-        }
+        keys = "metric better verdict gating fails ratio slowdown best_slowdown p_value".split()
+        doc = {key: getattr(self, key) for key in keys} | {"repetitions_needed": self.needed}
+        doc["invalid_values"] = dict(
+            baseline=len(self.base_invalid), contender=len(self.cont_invalid)
+        )
+        doc |= {"thresholds": self.thresholds.as_dict(), "baseline": self.base.as_dict()}
+        return doc | {"contender": self.cont.as_dict(), "notes": list(self.notes)}
 
 
 def plausible_time(seconds: float) -> bool:
