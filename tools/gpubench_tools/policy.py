@@ -12,7 +12,8 @@ Principles the table follows: a run that is not whole (cut off, or interrupted b
 measured nothing never passes a gate; what cannot be judged is unusable input (2), never a pass and never a regression; a
 malformed file is the writer's problem (2), an unsound value bench wrote is the code's (a gate's
 1); tools that describe (report, advise) show what is sound and say what was left out; tools
-that store or publish (history add, export) take a file whole or not at all.
+that store or publish (history add, export) take a file whole or not at all. The instruction lane
+counts instructions, which no load changes, from every row that opened a region.
 """
 
 from __future__ import annotations
@@ -21,32 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cli import EXIT_REGRESSION, EXIT_UNUSABLE
-
-__all__ = [
-    "REFUSE",
-    "FAIL",
-    "USE",
-    "LIST",
-    "Action",
-    "TOOLS",
-    "SITUATIONS",
-    "NOT_BENCH",
-    "CUT_OFF",
-    "INTERRUPTED",
-    "NOTHING_MEASURED",
-    "MALFORMED_ROW",
-    "UNSOUND_ROW",
-    "FAILED_ROW",
-    "SKIPPED_ROW",
-    "DISTURBED_ROW",
-    "UNKNOWN_CONDITIONS",
-    "MIN_UNDISTURBED",
-    "HEADLINE_RULE",
-    "POLICY",
-    "action",
-    "file_situation",
-    "markdown_table",
-]
 
 # What a tool does (Action.kind).
 REFUSE = "refuse"  # exit 2: one line naming the file (and row and field); nothing of it used
@@ -105,6 +80,7 @@ TOOLS: tuple[str, ...] = (
     "history check",
     "export",
     "advise",
+    "instructions",
 )
 
 
@@ -119,127 +95,145 @@ class Action:
         return {REFUSE: EXIT_UNUSABLE, FAIL: EXIT_REGRESSION}.get(self.kind)
 
 
-def _a(kind: str, does: str) -> Action:
-    return Action(kind, does)
-
-
-_REFUSE = _a(REFUSE, "refuse: exit 2")
-_LIST = _a(LIST, "list it")
+_REFUSE = Action(REFUSE, "refuse: exit 2")
+_LIST = Action(LIST, "list it")
+_NOT_STORED = Action(REFUSE, "not stored: exit 2; the other files are added")
+_FILE_NOT_STORED = Action(REFUSE, "file not stored: exit 2; the other files are added")
+_NOT_COUNTED = Action(
+    REFUSE, "not counted: exit 2 (a side whose bench did not exit 0 under Valgrind)"
+)
+_AS_MEASURED = Action(LIST, "judge from them as measured, say so once")
 
 POLICY: dict[str, dict[str, Action]] = {
     "report": {
         NOT_BENCH: _REFUSE,
-        CUT_OFF: _a(USE, "report the complete rows, warn at the top"),
-        INTERRUPTED: _a(
+        CUT_OFF: Action(USE, "report the complete rows, warn at the top"),
+        INTERRUPTED: Action(
             USE, "report the finished rows; say at the top: the signal, N of M, how many missing"
         ),
         NOTHING_MEASURED: _REFUSE,
-        MALFORMED_ROW: _a(USE, "list it as invalid, report the rest"),
-        UNSOUND_ROW: _a(USE, "list it as invalid, report the rest"),
+        MALFORMED_ROW: Action(USE, "list it as invalid, report the rest"),
+        UNSOUND_ROW: Action(USE, "list it as invalid, report the rest"),
         FAILED_ROW: _LIST,
         SKIPPED_ROW: _LIST,
-        DISTURBED_ROW: _a(
+        DISTURBED_ROW: Action(
             USE,
             "headlines from the undisturbed repetitions where at least 3 remain, else from all, "
             "marked ‡; warn at the top",
         ),
-        UNKNOWN_CONDITIONS: _a(LIST, 'use as measured, say "conditions unknown" once'),
+        UNKNOWN_CONDITIONS: Action(LIST, 'use as measured, say "conditions unknown" once'),
     },
     "compare baseline": {
         NOT_BENCH: _REFUSE,
-        CUT_OFF: _a(REFUSE, "refuse: exit 2 (what the contender must hold is unknown)"),
-        INTERRUPTED: _a(REFUSE, "refuse: exit 2 (a baseline must be a whole run)"),
+        CUT_OFF: Action(REFUSE, "refuse: exit 2 (what the contender must hold is unknown)"),
+        INTERRUPTED: Action(REFUSE, "refuse: exit 2 (a baseline must be a whole run)"),
         NOTHING_MEASURED: _REFUSE,
-        MALFORMED_ROW: _a(REFUSE, "refuse: exit 2, naming row and field"),
-        UNSOUND_ROW: _a(LIST, "leave the benchmark out, list it"),
-        FAILED_ROW: _a(LIST, "not compared, listed"),
-        SKIPPED_ROW: _a(LIST, "not compared, listed"),
-        DISTURBED_ROW: _a(
+        MALFORMED_ROW: Action(REFUSE, "refuse: exit 2, naming row and field"),
+        UNSOUND_ROW: Action(LIST, "leave the benchmark out, list it"),
+        FAILED_ROW: Action(LIST, "not compared, listed"),
+        SKIPPED_ROW: Action(LIST, "not compared, listed"),
+        DISTURBED_ROW: Action(
             LIST,
             "leave it out of the judgement, count it; a benchmark left with too few: not judged "
             "(listed with its figures)",
         ),
-        UNKNOWN_CONDITIONS: _a(LIST, "judge from them as measured, say so once"),
+        UNKNOWN_CONDITIONS: _AS_MEASURED,
     },
     "compare contender": {
         NOT_BENCH: _REFUSE,
-        CUT_OFF: _a(FAIL, "fail: exit 1 (the run did not finish), even with --allow-missing"),
-        INTERRUPTED: _a(
+        CUT_OFF: Action(FAIL, "fail: exit 1 (the run did not finish), even with --allow-missing"),
+        INTERRUPTED: Action(
             FAIL, "fail: exit 1 (the signal, N of M benchmarks), even with --allow-missing"
         ),
-        NOTHING_MEASURED: _a(REFUSE, "cannot judge: exit 2 (a failed row still fails: exit 1)"),
-        MALFORMED_ROW: _a(REFUSE, "refuse: exit 2, naming row and field"),
-        UNSOUND_ROW: _a(FAIL, "fail the benchmark: exit 1 where the baseline's was sound"),
-        FAILED_ROW: _a(FAIL, "fail the benchmark: exit 1 where the baseline measured it"),
-        SKIPPED_ROW: _a(LIST, "list it, not failed"),
-        DISTURBED_ROW: _a(
+        NOTHING_MEASURED: Action(REFUSE, "cannot judge: exit 2 (a failed row still fails: exit 1)"),
+        MALFORMED_ROW: Action(REFUSE, "refuse: exit 2, naming row and field"),
+        UNSOUND_ROW: Action(FAIL, "fail the benchmark: exit 1 where the baseline's was sound"),
+        FAILED_ROW: Action(FAIL, "fail the benchmark: exit 1 where the baseline measured it"),
+        SKIPPED_ROW: Action(LIST, "list it, not failed"),
+        DISTURBED_ROW: Action(
             LIST,
             'leave it out of the judgement, count it; a benchmark left with too few: "not '
             'judged: measured while disturbed" (listed with its figures; never exit 1); '
             "nothing else judged: not resolved, exit 3 (the machine was busy)",
         ),
-        UNKNOWN_CONDITIONS: _a(LIST, "judge from them as measured, say so once"),
+        UNKNOWN_CONDITIONS: _AS_MEASURED,
     },
     "history add": {
-        NOT_BENCH: _a(REFUSE, "not stored: exit 2; the other files are added"),
-        CUT_OFF: _a(REFUSE, "not stored: exit 2; the other files are added"),
-        INTERRUPTED: _a(
+        NOT_BENCH: _NOT_STORED,
+        CUT_OFF: _NOT_STORED,
+        INTERRUPTED: Action(
             LIST, "store the finished rows, the run marked interrupted (signal, N of M); say so"
         ),
-        NOTHING_MEASURED: _a(REFUSE, "not stored: exit 2; the other files are added"),
-        MALFORMED_ROW: _a(REFUSE, "file not stored: exit 2; the other files are added"),
-        UNSOUND_ROW: _a(REFUSE, "file not stored: exit 2; the other files are added"),
-        FAILED_ROW: _a(LIST, "stored as not measured, with its message"),
-        SKIPPED_ROW: _a(LIST, "stored as not measured, with its reason"),
-        DISTURBED_ROW: _a(LIST, "stored, marked disturbed"),
-        UNKNOWN_CONDITIONS: _a(LIST, "stored, marked conditions unknown"),
+        NOTHING_MEASURED: _NOT_STORED,
+        MALFORMED_ROW: _FILE_NOT_STORED,
+        UNSOUND_ROW: _FILE_NOT_STORED,
+        FAILED_ROW: Action(LIST, "stored as not measured, with its message"),
+        SKIPPED_ROW: Action(LIST, "stored as not measured, with its reason"),
+        DISTURBED_ROW: Action(LIST, "stored, marked disturbed"),
+        UNKNOWN_CONDITIONS: Action(LIST, "stored, marked conditions unknown"),
     },
     "history check": {
         # The database holds only what `add` stored: whole files with sound rows, and the
         # finished rows of interrupted runs, marked.
-        INTERRUPTED: _a(
+        INTERRUPTED: Action(
             LIST,
             "judge the finished rows; the newest run's line says it was interrupted; a benchmark "
             "it did not reach is missing, never failed",
         ),
-        FAILED_ROW: _a(FAIL, "fail: exit 1 when earlier runs measured it"),
-        SKIPPED_ROW: _a(FAIL, "fail: exit 1 when earlier runs measured it"),
-        DISTURBED_ROW: _a(
+        FAILED_ROW: Action(FAIL, "fail: exit 1 when earlier runs measured it"),
+        SKIPPED_ROW: Action(FAIL, "fail: exit 1 when earlier runs measured it"),
+        DISTURBED_ROW: Action(
             LIST, "not judged from (left out of the trend and its window), counted and said"
         ),
-        UNKNOWN_CONDITIONS: _a(LIST, "judged from as measured"),
+        UNKNOWN_CONDITIONS: Action(LIST, "judged from as measured"),
     },
     "export": {
         NOT_BENCH: _REFUSE,
-        CUT_OFF: _a(REFUSE, "refuse: exit 2 (a dashboard cannot tell missing from removed)"),
-        INTERRUPTED: _a(
+        CUT_OFF: Action(REFUSE, "refuse: exit 2 (a dashboard cannot tell missing from removed)"),
+        INTERRUPTED: Action(
             REFUSE, "refuse: exit 2 (a dashboard cannot tell missing from removed), naming N of M"
         ),
         NOTHING_MEASURED: _REFUSE,
-        MALFORMED_ROW: _a(REFUSE, "refuse the file: exit 2"),
-        UNSOUND_ROW: _a(REFUSE, "refuse the file: exit 2"),
-        FAILED_ROW: _a(USE, "drop the row, warn once per reason"),
-        SKIPPED_ROW: _a(USE, "drop the row, warn once per reason"),
-        DISTURBED_ROW: _a(
+        MALFORMED_ROW: Action(REFUSE, "refuse the file: exit 2"),
+        UNSOUND_ROW: Action(REFUSE, "refuse the file: exit 2"),
+        FAILED_ROW: Action(USE, "drop the row, warn once per reason"),
+        SKIPPED_ROW: Action(USE, "drop the row, warn once per reason"),
+        DISTURBED_ROW: Action(
             USE,
             "value from the undisturbed repetitions where at least 3 remain, else from all and "
             "the row says so",
         ),
-        UNKNOWN_CONDITIONS: _a(LIST, "value from all repetitions, the row says conditions unknown"),
+        UNKNOWN_CONDITIONS: Action(
+            LIST, "value from all repetitions, the row says conditions unknown"
+        ),
     },
     "advise": {
         NOT_BENCH: _REFUSE,
-        CUT_OFF: _a(USE, "answer from the complete rows, warn"),
-        INTERRUPTED: _a(USE, "answer from the finished rows, warn (the signal, N of M)"),
+        CUT_OFF: Action(USE, "answer from the complete rows, warn"),
+        INTERRUPTED: Action(USE, "answer from the finished rows, warn (the signal, N of M)"),
         NOTHING_MEASURED: _REFUSE,
-        MALFORMED_ROW: _a(USE, "leave the row out, warn"),
-        UNSOUND_ROW: _a(USE, "leave the row out, warn"),
-        FAILED_ROW: _a(USE, "leave the row out"),
-        SKIPPED_ROW: _a(USE, "leave the row out"),
-        DISTURBED_ROW: _a(
+        MALFORMED_ROW: Action(USE, "leave the row out, warn"),
+        UNSOUND_ROW: Action(USE, "leave the row out, warn"),
+        FAILED_ROW: Action(USE, "leave the row out"),
+        SKIPPED_ROW: Action(USE, "leave the row out"),
+        DISTURBED_ROW: Action(
             USE, "answer from the undisturbed repetitions where at least 3 remain, else from all"
         ),
-        UNKNOWN_CONDITIONS: _a(USE, "answer from them as measured"),
+        UNKNOWN_CONDITIONS: Action(USE, "answer from them as measured"),
+    },
+    # Each side's bench runs under Valgrind and dumps one region per timed loop; its JSON is read
+    # only to name the OpenBLAS kernels.
+    "instructions": {
+        NOT_BENCH: Action(USE, "judge the dumps; the OpenBLAS kernels go unnamed"),
+        CUT_OFF: _NOT_COUNTED,
+        INTERRUPTED: _NOT_COUNTED,
+        NOTHING_MEASURED: Action(
+            REFUSE, "not counted: exit 2 (no single-threaded region on a side)"
+        ),
+        FAILED_ROW: Action(FAIL, "no region: missing, exit 1 where the base counted it"),
+        SKIPPED_ROW: Action(FAIL, "no region: missing, exit 1 where the base counted it"),
+        DISTURBED_ROW: Action(USE, "counted as any: instructions do not change with load"),
+        UNKNOWN_CONDITIONS: Action(USE, "counted as any: instructions do not change with load"),
     },
 }
 
@@ -248,6 +242,11 @@ def action(tool: str, situation: str) -> Action:
     """What `tool` does in `situation`; KeyError for a pair the table does not declare (a new
     tool or situation must be added to the table, not decided in place)."""
     return POLICY[tool][situation]
+
+
+def refused(tool: str) -> set[str]:
+    """The situations `tool` refuses (exit 2)."""
+    return {s for s, a in POLICY[tool].items() if a.kind == REFUSE}
 
 
 def file_situation(report: Any) -> str | None:

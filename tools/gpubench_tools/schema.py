@@ -33,26 +33,6 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "SMALLER",
-    "BIGGER",
-    "NONE",
-    "DIRECTIONS",
-    "CounterSpec",
-    "COUNTERS",
-    "COUNTER_PREFIXES",
-    "LABEL_KEYS",
-    "counter",
-    "unit_of",
-    "direction_of",
-    "is_seconds",
-    "MAX_ABS_COUNTER",
-    "usable_counter",
-    "schema_document",
-    "differences",
-]
-
 SCHEMA_VERSION = 1
 
 SMALLER = "smaller"
@@ -67,8 +47,8 @@ class CounterSpec:
     direction: str
 
 
-def _all(unit: str, direction: str, *keys: str) -> dict[str, CounterSpec]:
-    return {key: CounterSpec(unit, direction) for key in keys}
+def _all(unit: str, direction: str, keys: str) -> dict[str, CounterSpec]:
+    return {key: CounterSpec(unit, direction) for key in keys.split()}
 
 
 # Keep in step with `bench --schema` (tests/tools/test_schema.py compares the two).
@@ -76,19 +56,8 @@ COUNTERS: dict[str, CounterSpec] = {
     **_all(
         "s",
         SMALLER,
-        "t_h2d",
-        "t_compute",
-        "t_d2h",
-        "t_wall",
-        "t_overhead",
-        "t_epoch",
-        "t_step",
-        "t_epoch_cifar",
-        "t_issue_per_launch",
-        "t_per_launch",
-        "t_per_node",
-        "t_event_record",
-        "t_sync",
+        "t_h2d t_compute t_d2h t_wall t_overhead t_epoch t_step t_epoch_cifar t_issue_per_launch "
+        "t_per_launch t_per_node t_event_record t_sync",
     ),
     **_all("flop", NONE, "flop"),
     **_all("flop/s", BIGGER, "FLOP/s"),
@@ -96,52 +65,28 @@ COUNTERS: dict[str, CounterSpec] = {
     **_all(
         "B",
         NONE,
-        "bytes_h2d",
-        "bytes_d2h",
-        "bytes",
-        "device_bytes",
-        "device_bytes_peak",
-        "device_bytes_model",
-        "device_bytes_free",
-        "shared_bytes",
+        "bytes_h2d bytes_d2h bytes device_bytes device_bytes_peak device_bytes_model "
+        "device_bytes_free shared_bytes",
     ),
     **_all("B/s", BIGGER, "bytes_per_s"),
-    **_all("1/s", BIGGER, "samples_per_s", "images_per_s"),
+    **_all("1/s", BIGGER, "samples_per_s images_per_s"),
     **_all(
         "count",
         NONE,
-        "kernels",
-        "kernels_per_step",
-        "copies_h2d",
-        "copies_d2h",
-        "readbacks",
-        "graph_steps",
-        "threads_per_block",
-        "m",
-        "n",
-        "k",
-        "batch",
-        "hidden",
-        "hidden_layers",
-        "readback",
-        "epochs",
-        "steps",
-        "blas_threads",
-        "torch_threads",
-        "pinned",
-        "loss_scale",
-        "batch_largest",
+        "kernels kernels_per_step copies_h2d copies_d2h readbacks graph_steps threads_per_block "
+        "m n k batch hidden hidden_layers readback epochs steps blas_threads torch_threads pinned "
+        "loss_scale batch_largest",
     ),
     **_all("count", SMALLER, "skipped_steps"),
-    **_all("1", SMALLER, "final_loss", "max_error_over_bound"),
+    **_all("1", SMALLER, "final_loss max_error_over_bound"),
     **_all("1", BIGGER, "test_accuracy"),
     # The conditions of each repetition (harness/conditions.hpp).
-    **_all("cores", NONE, "cpu_other_cores", "cpu_wait_cores", "cpu_steal_cores"),
-    **_all("Hz", NONE, "cpu_cur_clock_hz", "gpu_sm_clock_min_hz", "gpu_sm_clock_max_hz"),
-    **_all("1", NONE, "gpu_clock_event_reasons", "disturbed", "disturbed_by"),
+    **_all("cores", NONE, "cpu_other_cores cpu_wait_cores cpu_steal_cores"),
+    **_all("Hz", NONE, "cpu_cur_clock_hz gpu_sm_clock_min_hz gpu_sm_clock_max_hz"),
+    **_all("1", NONE, "gpu_clock_event_reasons disturbed disturbed_by"),
     **_all("degC", NONE, "gpu_temperature_max_c"),
     **_all("W", NONE, "gpu_power_mean_w"),
-    **_all("J", SMALLER, "gpu_energy_j", "cpu_energy_j"),
+    **_all("J", SMALLER, "gpu_energy_j cpu_energy_j"),
 }
 
 # Families of counters named `<prefix><name>`: the per-operation times of a profiled step.
@@ -149,18 +94,8 @@ COUNTER_PREFIXES: dict[str, CounterSpec] = {"t_op:": CounterSpec("s", SMALLER)}
 
 # The keys a row's label may hold ("workload=matmul backend=gpu dtype=fp32 ..."); bench writes
 # workload, backend and variant first, the others in the order of the row's parameters.
-LABEL_KEYS: tuple[str, ...] = (
-    "workload",
-    "backend",
-    "variant",
-    "data",
-    "dtype",
-    "shape",
-    "host",
-    "input",
-    "probe",
-    "precision",
-    "net",
+LABEL_KEYS: tuple[str, ...] = tuple(
+    "workload backend variant data dtype shape host input probe precision net".split()
 )
 
 

@@ -13,10 +13,8 @@ import pandas as pd
 
 from .benchjson import BenchReport, invalid_rows, load_report
 from .wording import cut_off_lines, describe_invalid
-from .policy import REFUSE, UNSOUND_ROW, action, file_situation
+from .policy import MALFORMED_ROW, UNSOUND_ROW, file_situation, refused
 from .table import file_rows
-
-__all__ = ["TIME_CHOICES", "add_time_option", "choose_time", "compile_filter", "read_rows"]
 
 # "auto": the time that measures the code best for each kind of row (see choose_time);
 # "real" / "cpu": Google Benchmark's real_time / cpu_time for every row that is not manual time.
@@ -78,12 +76,11 @@ def read_rows(
     file that is an error, or no iterations run (how Google Benchmark 1.8 writes a row skipped
     with SkipWithMessage; a row that ran with a zero time is invalid).
     """
-    report = load_report(path)
-    situation = file_situation(report)
-    if situation is not None and action(tool, situation).kind == REFUSE:
+    report, refuses = load_report(path), refused(tool)
+    if file_situation(report) in refuses:
         raise error(f"{'; '.join(cut_off_lines(report))}; {not_done}")
     bad_rows = invalid_rows(report)
-    if bad_rows and action(tool, UNSOUND_ROW).kind == REFUSE:
+    if {MALFORMED_ROW if row.malformed else UNSOUND_ROW for row in bad_rows} & refuses:
         raise error(f"{path}: {describe_invalid(bad_rows)}; {not_done}")
     rows = file_rows(report)
     no_iterations = rows["error"].isna() & (rows["iterations"] <= 0)
