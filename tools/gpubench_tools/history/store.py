@@ -24,9 +24,8 @@ from typing import Any, Iterator, NamedTuple
 
 import pandas as pd
 
+from ..policy import DISTURBED_ROW, LIST, action
 from ..timing import choose_time
-
-__all__ = ["SCHEMA_VERSION", "History", "HistoryError", "HistoryStore", "Machine", "RunRecord"]
 
 SCHEMA_VERSION = 3
 # Version 1 had no conditions: its samples get `disturbed` NULL (conditions unknown) when a newer
@@ -372,13 +371,16 @@ class History:
         samples, failures = store.frame(_SAMPLES), store.frame(_FAILURES)
         samples = samples[samples["benchmark"].isin(benchmarks)]
         failures = failures[failures["benchmark"].isin(benchmarks)]
-        times: dict[tuple[int, str], list[tuple[float, float]]] = {}
-        disturbed: dict[tuple[int, str], list[tuple[float, float]]] = {}
-        for run_id, name, real_s, cpu_s, was_disturbed in samples[
-            ["run_id", "benchmark", "real_time_s", "cpu_time_s", "disturbed"]
-        ].itertuples(index=False):
-            into = disturbed if was_disturbed == 1 else times
-            into.setdefault((run_id, name), []).append((real_s, cpu_s))
+        # Policy ("history check", disturbed repetition): listed, never judged from.
+        left_out = action("history check", DISTURBED_ROW).kind == LIST
+        split = samples["disturbed"].eq(1) & left_out
+        times, disturbed = (
+            {
+                key: list(zip(group["real_time_s"], group["cpu_time_s"]))
+                for key, group in part.groupby(["run_id", "benchmark"], sort=False)
+            }
+            for part in (samples[~split], samples[split])
+        )
         failed = failures.drop_duplicates(["run_id", "benchmark"])
         reasons = dict(zip(zip(failed["run_id"], failed["benchmark"]), failed["reason"]))
         measured = pd.concat([samples, failures])[["run_id", "benchmark"]].drop_duplicates()
@@ -401,18 +403,18 @@ class History:
         info = self.benchmarks.get(benchmark)
         return choose_time(benchmark, info.threads if info else None, time)
 
-    def values(self, run_id: int, benchmark: str, time: str) -> list[float]:
-        """Seconds per iteration of each repetition not measured while disturbed, on the clock
+    def values(
+        self, run_id: int, benchmark: str, time: str, disturbed: bool = False
+    ) -> list[float]:
+        """Seconds per iteration of each repetition not measured while disturbed (with
+        `disturbed`: of each one measured while disturbed, left out of the check), on the clock
         `time` selects for it."""
-        pairs = self.times.get((run_id, benchmark), [])
+        pairs = (self.disturbed if disturbed else self.times).get((run_id, benchmark), [])
         real = self.time_source(benchmark, time) == "real_time"
         return [t for t in (r if real else c for r, c in pairs) if t == t]  # not NaN
 
     def disturbed_values(self, run_id: int, benchmark: str, time: str) -> list[float]:
-        """Like values, for the repetitions measured while disturbed (left out of `values`)."""
-        pairs = self.disturbed.get((run_id, benchmark), [])
-        real = self.time_source(benchmark, time) == "real_time"
-        return [t for t in (r if real else c for r, c in pairs) if t == t]
+        return self.values(run_id, benchmark, time, disturbed=True)
 
     def failure(self, run_id: int, benchmark: str) -> str | None:
         """Why the benchmark has no samples in this run, when the run recorded it as failed."""

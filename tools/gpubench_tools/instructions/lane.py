@@ -38,6 +38,7 @@ import pandas as pd
 from .. import output
 from ..cli import EXIT_UNUSABLE, ArgumentParser, Number, UnusableInput, add_debug_flag
 from ..cli import program_name, run_main
+from ..policy import CUT_OFF, NOT_BENCH, NOTHING_MEASURED, REFUSE, action
 from .counts import per_iteration
 from .dumps import DumpError, read_dumps
 from .judge import MAX_CHANGE, VERDICT_COLUMNS, InstructionRules, judge_counts, lane_exit
@@ -84,19 +85,20 @@ def valgrind_command(
 
 
 def side_environment(coretype: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["OPENBLAS_CORETYPE"] = coretype
-    env["CUDA_VISIBLE_DEVICES"] = ""
-    return env
+    return {**os.environ, "OPENBLAS_CORETYPE": coretype, "CUDA_VISIBLE_DEVICES": ""}
 
 
 def _openblas_core(side_dir: Path) -> str:
+    """The OpenBLAS kernels a side's bench ran (its JSON's context); a JSON that is not a bench
+    file leaves them unnamed (policy: the dumps are judged all the same)."""
     from ..benchjson import BenchJsonError, load_report
     from ..compare.engine import openblas_core
 
     try:
         return openblas_core(load_report(str(side_dir / "bench.json")).context) or ""
-    except (BenchJsonError, OSError):
+    except (BenchJsonError, OSError) as exc:
+        if action("instructions", NOT_BENCH).kind == REFUSE:
+            raise UnusableInput(str(exc)) from None
         return ""
 
 
@@ -111,10 +113,10 @@ def judge_dirs(base_dir: Path, contender_dir: Path, rules: InstructionRules) -> 
         frames[side] = per_iteration(dumped)
         regions[side] = len(dumped)
         cores[side] = _openblas_core(folder)
-    code = EXIT_UNUSABLE
     why = ""
     empty = [side for side in SIDES if frames[side].empty]
     if empty:
+        code = action("instructions", NOTHING_MEASURED).exit_code or EXIT_UNUSABLE
         verdicts = pd.DataFrame(columns=VERDICT_COLUMNS)
         why = (
             f"the {' and the '.join(empty)} dumped no single-threaded instruction region "
@@ -220,7 +222,10 @@ def _emit(prog: str, result: LaneResult, markdown: str | None, json_path: str | 
 
 
 def _not_counted(prog: str, why: str, rules: InstructionRules, args: argparse.Namespace) -> int:
-    result = LaneResult(EXIT_UNUSABLE, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why)
+    """Exit 2 with the reason: no valgrind, or a side that did not finish under it (policy: a
+    cut-off or interrupted run is not counted)."""
+    code = action("instructions", CUT_OFF).exit_code or EXIT_UNUSABLE
+    result = LaneResult(code, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why)
     return _emit(prog, result, args.markdown, args.json)
 
 
