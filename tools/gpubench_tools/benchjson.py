@@ -1,7 +1,6 @@
 """The one reader of the Google Benchmark JSON that the `bench` binary writes.
 
-Every tool reads bench files here (`load_report`, or `read_file` for a verdict per file without an
-exception), and nowhere else; `table.load_table` and `table.file_rows` are its front for the tools
+Every tool reads bench files here (`load_report`), and nowhere else; `table.load_table` and `table.file_rows` are its front for the tools
 that work on pandas tables. A file is validated against one declared JSON Schema
 (`row_rules.json_schema()`, generated from the counter declaration in schema.py that `bench
 --schema` is tested against, with the row-validity limits) by the jsonschema library, and
@@ -401,25 +400,16 @@ def _depth(doc: Any) -> int:
     return deepest
 
 
-def read_file(path: str) -> BenchReport | BenchJsonError:
-    """One file, classified: a BenchReport (COMPLETE or CUT_OFF, every row classified) or, for
-    anything that is not a bench file, the BenchJsonError saying why. Never raises for what a
-    file holds: one bad file in a batch stops nothing else."""
+def load_report(path: str) -> BenchReport:
+    """Read one bench JSON file: a BenchReport (COMPLETE or CUT_OFF, every row classified), or
+    BenchJsonError saying why anything else is not a bench file (one bad file in a batch stops
+    nothing else: each tool decides, by the policy table, what follows)."""
     try:
         return _read(path)
-    except BenchJsonError as error:
-        return error
     except RecursionError:
-        return BenchJsonError(path, f"not a bench file: nested deeper than {MAX_DEPTH} levels")
-
-
-def load_report(path: str) -> BenchReport:
-    """Read one bench JSON file. Raises BenchJsonError for anything that is not a bench file
-    (read_file's verdict) and for a cut-off file without one complete row."""
-    read = read_file(path)
-    if isinstance(read, BenchJsonError):
-        raise read
-    return read
+        raise BenchJsonError(
+            path, f"not a bench file: nested deeper than {MAX_DEPTH} levels"
+        ) from None
 
 
 def _read(path: str) -> BenchReport:

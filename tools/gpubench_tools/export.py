@@ -48,7 +48,7 @@ class ExportError(Exception):
     """Input that cannot be exported. str() is the one line printed on stderr."""
 
 
-def summarise(
+def benchmark_values(
     path: str, rows: pd.DataFrame, time: str = "auto"
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """The benchmarks of one file's rows (timing.read_rows), what was dropped, and warnings.
@@ -238,7 +238,7 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     for path in args.runs:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
         _, rows = read_rows(path, "export", ExportError, "not exported")
-        found, dropped, unusable = summarise(path, rows, args.time)
+        found, dropped, unusable = benchmark_values(path, rows, args.time)
         warnings += describe_dropped(path, dropped, verbose=args.verbose) + unusable
         found = found[[not pattern or bool(pattern.search(name)) for name in found.index]]
         for name in found.index:

@@ -34,8 +34,6 @@ from .check import FAILED, REGRESSION, SUSPECT, BenchVerdict, CheckRule  # noqa:
 from .check import check_history, rolling_regressions  # noqa: E402
 from .store import History  # noqa: E402
 
-__all__ = ["PANELS_PER_PAGE", "write_charts"]
-
 PANELS_PER_PAGE = 12
 _COLUMNS = 3
 _MAX_TICKS = 12
@@ -94,13 +92,12 @@ class _Charts:
             if not points:
                 continue
             xs, medians, lows, highs, marked = zip(*points)
+            low = [m - lo for m, lo in zip(medians, lows)]
+            high = [hi - m for m, hi in zip(medians, highs)]
             ax.errorbar(
                 list(xs),
                 list(medians),
-                yerr=[
-                    [m - lo for m, lo in zip(medians, lows)],
-                    [hi - m for m, hi in zip(medians, highs)],
-                ],
+                yerr=[low, high],
                 color=self.colors[machine_id],
                 marker="o",
                 markersize=3,
@@ -162,30 +159,15 @@ class _Charts:
         return written
 
     def index(self, pages: dict[str, list[Path]]) -> str:
-        env = environment(
-            "gpubench_tools.history",
-            keep_trailing_newline=True,
-            # Names, notes and context values come from the input: every value is escaped.
-            finalize=html_text,
-        )
+        # Names, notes and context values come from the input: every value is escaped.
+        env = environment("gpubench_tools.history", keep_trailing_newline=True, finalize=html_text)
         shown = (REGRESSION, FAILED, SUSPECT)
         newest = [
-            (
-                check.machine.fingerprint,
-                sorted(
-                    (v for v in check.verdicts if v.verdict in shown),
-                    key=lambda v: (shown.index(v.verdict), v.benchmark),
-                ),
-            )
+            (check.machine.fingerprint, [v for v in check.verdicts if v.verdict in shown])
             for check in check_history(self.history, self.rule)
         ]
         order = {run.id: i for i, run in enumerate(self.runs)}
-        flagged = [
-            (self.runs[order[run_id]], name, v)
-            for (run_id, name), v in sorted(
-                self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1])
-            )
-        ]
+        flagged = sorted(self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1]))
         return env.get_template("index.html.j2").render(
             runs=self.runs,
             rule=self.rule,
@@ -193,10 +175,13 @@ class _Charts:
                 (m, self.history.runs_by_machine.get(i, []))
                 for i, m in self.history.machines.items()
             ],
-            newest=newest,
+            newest=[
+                (fingerprint, sorted(found, key=lambda v: (shown.index(v.verdict), v.benchmark)))
+                for fingerprint, found in newest
+            ],
             failing=(REGRESSION, FAILED),
             ratios=lambda v: ", ".join(f"{c.ratio:.2f}x" for c in v.newest),
-            flagged=flagged,
+            flagged=[(self.runs[order[run_id]], name, v) for (run_id, name), v in flagged],
             pages=[(family, _slug(family), paths) for family, paths in pages.items()],
         )
 

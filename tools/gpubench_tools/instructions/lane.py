@@ -212,59 +212,60 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _emit(prog: str, result: LaneResult, markdown: str | None, json_path: str | None) -> int:
-    code = output.decide(result.exit_code)
-    output.say(*render_terminal(result).splitlines())
-    output.write_after_verdict(
-        prog, code, markdown, lambda: render_markdown(result), json_path, lambda: as_dict(result)
-    )
-    return code
-
-
-def _not_counted(prog: str, why: str, rules: InstructionRules, args: argparse.Namespace) -> int:
+def _not_counted(why: str, rules: InstructionRules) -> LaneResult:
     """Exit 2 with the reason: no valgrind, or a side that did not finish under it (policy: a
     cut-off or interrupted run is not counted)."""
     code = action("instructions", CUT_OFF).exit_code or EXIT_UNUSABLE
-    result = LaneResult(code, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why)
-    return _emit(prog, result, args.markdown, args.json)
+    return LaneResult(code, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why)
 
 
-def _run(prog: str, argv: Sequence[str] | None) -> int:
-    args = _parser(prog).parse_args(argv)
+def _judge(args: argparse.Namespace) -> LaneResult:
     rules = InstructionRules(args.max_change)
-    out_dir = Path(args.out_dir)
     if args.from_dir:
         if args.base_bench or args.contender_bench:
             raise UnusableInput(
                 "--from judges an earlier run: it takes no --base-bench/--contender-bench"
             )
-        folder = Path(args.from_dir)
-        result = judge_dirs(folder / BASE, folder / CONTENDER, rules)
-        return _emit(prog, result, args.markdown, args.json)
+        return judge_dirs(Path(args.from_dir) / BASE, Path(args.from_dir) / CONTENDER, rules)
     if not (args.base_bench and args.contender_bench):
         raise UnusableInput("give --base-bench and --contender-bench, or --from DIR")
-    commands_of = {
-        BASE: _executable(args.base_bench, "--base-bench"),
-        CONTENDER: _executable(args.contender_bench, "--contender-bench"),
+    benches = {
+        side: _executable(getattr(args, f"{side}_bench"), f"--{side}-bench") for side in SIDES
     }
     valgrind = shutil.which(args.valgrind)
     if valgrind is None:
-        why = (
+        return _not_counted(
             f"valgrind not found ('{args.valgrind}'; Debian and Ubuntu: apt-get install "
-            "valgrind, which scripts/install-deps.sh does)"
+            "valgrind, which scripts/install-deps.sh does)",
+            rules,
         )
-        return _not_counted(prog, why, rules, args)
+    out_dir, start = Path(args.out_dir), time.monotonic()
     commands = {
-        side: valgrind_command(valgrind, out_dir / side, commands_of[side], args.filter)
+        side: valgrind_command(valgrind, out_dir / side, benches[side], args.filter)
         for side in SIDES
     }
-    start = time.monotonic()
     problem = run_sides(commands, out_dir, side_environment(args.openblas_coretype), args.timeout)
     if problem is not None:
-        return _not_counted(prog, problem, rules, args)
+        return _not_counted(problem, rules)
     result = judge_dirs(out_dir / BASE, out_dir / CONTENDER, rules)
     result.wall_seconds = time.monotonic() - start
-    return _emit(prog, result, args.markdown, args.json)
+    return result
+
+
+def _run(prog: str, argv: Sequence[str] | None) -> int:
+    args = _parser(prog).parse_args(argv)
+    result = _judge(args)
+    code = output.decide(result.exit_code)
+    output.say(*render_terminal(result).splitlines())
+    output.write_after_verdict(
+        prog,
+        code,
+        args.markdown,
+        lambda: render_markdown(result),
+        args.json,
+        lambda: as_dict(result),
+    )
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
