@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cli import Number
-from ..policy import FAIL, FAILED_ROW, SKIPPED_ROW, action
-from ..row_rules import skip_reason
+from ..policy import FAIL, action
+from ..timing import reason_situation
 from ..stats import min_p_value, ratio_of, u_test
 from ..units import fmt_time
 from .store import History, Machine
@@ -171,7 +171,7 @@ def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) ->
         if reason is None:
             return verdict(MISSING, [], "no samples in the run judged")
         # Policy: a failed or skipped row where earlier runs measured the benchmark fails.
-        if base and action("history check", _situation(reason)).kind == FAIL:
+        if base and action("history check", reason_situation(reason)).kind == FAIL:
             return verdict(FAILED, [], f"fails in the newest run ({reason})")
         return verdict(NOT_ENOUGH_HISTORY, [], f"no earlier samples; newest run: {reason}")
     if base_run_count < rule.min_history:
@@ -207,13 +207,6 @@ def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) ->
                 f"(p={earlier.p_value:.2g}): a re-run confirms or clears it",
             )
     return verdict(REGRESSION, comparisons)
-
-
-def _situation(reason: str) -> str:
-    """The row class of a stored failure's reason ("error: <message>" or "skipped: ...")."""
-    message = reason.removeprefix("error: ")
-    skipped = reason.startswith("skipped: ") or skip_reason(message) is not None
-    return SKIPPED_ROW if skipped else FAILED_ROW
 
 
 def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:

@@ -18,6 +18,7 @@ from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_de
 from ..cli import ArgumentParser, program_name, run_main
 from ..escape import term_text
 from ..output import say
+from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
 from ..units import fmt_time, plural
 from .check import DISTURBED, FAILED, MISSING, NOT_ENOUGH_HISTORY, NOT_ENOUGH_SAMPLES, OK
@@ -168,18 +169,16 @@ def _say_added(
         f"{plural(len(record.benchmarks), 'benchmark')}, "
         f"{plural(len(record.failures), 'failed or skipped row')}" + _conditions_of(record.samples)
     )
-    if record.interrupted is not None:
-        # Policy: an interrupted run is stored with what it finished, and said to be.
-        output.warn(f"{_prog()}: warning: {term_text(interrupted_note(path, record))}")
+    if record.interrupted is not None and action("history add", INTERRUPTED).kind == LIST:
+        # An interrupted run is stored with what it finished, and said to be.
+        output.warn(
+            f"{_prog()}: warning: "
+            + term_text(
+                f"{path}: the run was {record.interrupted}: stored with the benchmarks it "
+                "finished, marked interrupted; the others are missing from this run"
+            )
+        )
     return known
-
-
-def interrupted_note(path: str, record: Any) -> str:
-    """The line `add` says of a run stored although a signal stopped it."""
-    return (
-        f"{path}: the run was {record.interrupted}: stored with the benchmarks it finished, "
-        "marked interrupted; the others are missing from this run"
-    )
 
 
 def _conditions_of(samples: Any) -> str:
