@@ -333,6 +333,17 @@ def test_the_policy_doc_shows_the_table_the_tools_read() -> None:
     assert policy.markdown_table() in (REPO / "docs" / "input-policy.md").read_text()
 
 
+def test_the_table_names_only_declared_situations_and_kinds() -> None:
+    # policy.json is data: a misspelt situation or kind would never be asked for.
+    declared = [policy.NOT_BENCH, policy.CUT_OFF, policy.INTERRUPTED, policy.NOTHING_MEASURED]
+    declared += [policy.MALFORMED_ROW, policy.UNSOUND_ROW, policy.FAILED_ROW, policy.SKIPPED_ROW]
+    assert list(policy.SITUATIONS) == declared + [policy.DISTURBED_ROW, policy.UNKNOWN_CONDITIONS]
+    for tool in policy.TOOLS:
+        assert set(policy.POLICY[tool]) <= set(policy.SITUATIONS), tool
+        kinds = {a.kind for a in policy.POLICY[tool].values()}
+        assert kinds <= {policy.REFUSE, policy.FAIL, policy.USE, policy.LIST}, tool
+
+
 def test_the_table_declares_disturbance_and_unknown_conditions_for_every_tool() -> None:
     for tool in policy.TOOLS:
         for situation in (policy.DISTURBED_ROW, policy.UNKNOWN_CONDITIONS):
