@@ -109,6 +109,12 @@ _FAILURES = (
 # All runs, oldest first (by measurement date; ties in the order they were added).
 _RUNS = "SELECT id, machine_id, git_commit, date, time_utc_s, source_path, interrupted FROM runs "
 _RUNS += "ORDER BY time_utc_s, id"
+# Each run of a machine that measured a benchmark or recorded it failing, runs in _RUNS's order.
+_MEASURED = (
+    "SELECT DISTINCT r.machine_id, b.name AS benchmark, r.id FROM runs r JOIN (SELECT run_id, "
+    "benchmark_id FROM samples UNION SELECT run_id, benchmark_id FROM failures) m ON m.run_id = "
+    "r.id JOIN benchmarks b ON b.id = m.benchmark_id ORDER BY r.time_utc_s, r.id"
+)
 
 
 class HistoryStore:
@@ -317,8 +323,7 @@ class History:
         """Everything in the store, or only the benchmarks whose name matches `name_filter`."""
         pattern = re.compile(name_filter or "")  # the empty pattern matches every name
         machines = {m.id: m for m in store.machines()}
-        runs = store.frame(_RUNS)
-        run_list = list(runs.itertuples(index=False, name="Run"))
+        run_list = store.runs()
         by_machine = {m: [r for r in run_list if r.machine_id == m] for m in machines}
         every = store.frame("SELECT name, family, manual_time, threads FROM benchmarks")
         benchmarks = {
@@ -341,15 +346,12 @@ class History:
         )
         failed = failures.drop_duplicates(["run_id", "benchmark"])
         reasons = dict(zip(zip(failed["run_id"], failed["benchmark"]), failed["reason"]))
-        measured = pd.concat([samples, failures])[["run_id", "benchmark"]].drop_duplicates()
-        measured = measured.merge(
-            runs[["id", "machine_id"]].assign(position=range(len(runs))),
-            left_on="run_id",
-            right_on="id",
-        ).sort_values("position")
+        measured, by_id = store.frame(_MEASURED), {run.id: run for run in run_list}
         series = {
-            key: [run_list[i] for i in group["position"]]
-            for key, group in measured.groupby(["machine_id", "benchmark"])
+            key: [by_id[run_id] for run_id in group["id"]]
+            for key, group in measured[measured["benchmark"].isin(benchmarks)].groupby(
+                ["machine_id", "benchmark"]
+            )
         }
         return cls(machines, by_machine, benchmarks, times, reasons, series, disturbed)
 
