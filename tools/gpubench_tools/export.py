@@ -49,15 +49,16 @@ class ExportError(Exception):
 
 
 def benchmark_values(
-    path: str, rows: pd.DataFrame, time: str = "auto"
+    rows: pd.DataFrame, time: str = "auto"
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """The benchmarks of one file's rows (timing.read_rows), what was dropped, and warnings.
+    """The benchmarks of one file's rows (timing.read_rows), what was dropped, and the benchmarks
+    left without a usable time (silent: nothing was dropped for them either).
 
     Summaries, indexed by name in file order: `value_s` (the median of the usable repetitions),
     `min_s` and `max_s` (NaN with one repetition or an aggregate: no spread to claim),
     `repetitions` (0 for an aggregate) and `clock`. Dropped: one row per benchmark and reason,
     in file order, with `rows` dropped for it, `of_rows` of the benchmark, and `exported` (False:
-    nothing of the benchmark was left). Warnings name benchmarks without a usable time.
+    nothing of the benchmark was left).
     """
     rows = rows.assign(
         order=range(len(rows)),
@@ -113,25 +114,15 @@ def benchmark_values(
         ["name", "first"], key=lambda c: c.map(names) if c.name == "name" else c
     )
     silent = [n for n in names.index if n not in found.index and n not in set(dropped["name"])]
-    warnings = [f"{path}: {name}: no usable time, not exported" for name in silent]
-    disturbed = found[found["disturbed_in"].astype(bool)]
-    if len(disturbed):
-        warnings.append(
-            f"{path}: {len(disturbed)} benchmark(s) exported from repetitions measured while "
-            f"disturbed (fewer than {MIN_UNDISTURBED} undisturbed ones), e.g. {disturbed.index[0]}"
-        )
-    left_out = int(found["disturbed_left_out"].sum())
-    if left_out:
-        warnings.append(
-            f"{path}: {left_out} repetition(s) measured while disturbed left out of the values"
-        )
-    if found["unknown"].astype(bool).any():
-        warnings.append(f"{path}: " + unknown_conditions_note("its repetitions"))
-    return found, dropped, warnings
+    return found, dropped, silent
 
 
-def describe_dropped(path: str, dropped: pd.DataFrame, verbose: bool = False) -> list[str]:
-    """One line per reason; with `verbose`, one more line per benchmark."""
+def describe_values(
+    path: str, found: pd.DataFrame, dropped: pd.DataFrame, silent: list[str], verbose: bool
+) -> list[str]:
+    """What export says of one file's values (benchmark_values): what was dropped, one line per
+    reason (with `verbose`, one more per benchmark), then what has no usable time and what was
+    measured while disturbed or in conditions unknown."""
     lines: list[str] = []
     for reason, items in dropped.groupby("reason", sort=False):
         rows, n, gone = int(items["rows"].sum()), len(items), int((~items["exported"]).sum())
@@ -150,7 +141,21 @@ def describe_dropped(path: str, dropped: pd.DataFrame, verbose: bool = False) ->
                 + ("" if d.exported else "; not exported")
                 for d in items.itertuples()
             ]
-    return lines
+    warnings = lines + [f"{path}: {name}: no usable time, not exported" for name in silent]
+    disturbed = found[found["disturbed_in"].astype(bool)]
+    if len(disturbed):
+        warnings.append(
+            f"{path}: {len(disturbed)} benchmark(s) exported from repetitions measured while "
+            f"disturbed (fewer than {MIN_UNDISTURBED} undisturbed ones), e.g. {disturbed.index[0]}"
+        )
+    left_out = int(found["disturbed_left_out"].sum())
+    if left_out:
+        warnings.append(
+            f"{path}: {left_out} repetition(s) measured while disturbed left out of the values"
+        )
+    if found["unknown"].astype(bool).any():
+        warnings.append(f"{path}: " + unknown_conditions_note("its repetitions"))
+    return warnings
 
 
 def _sig(x: float) -> float:
@@ -238,8 +243,8 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     for path in args.runs:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
         _, rows = read_rows(path, "export", ExportError, "not exported")
-        found, dropped, unusable = benchmark_values(path, rows, args.time)
-        warnings += describe_dropped(path, dropped, verbose=args.verbose) + unusable
+        found, dropped, silent = benchmark_values(rows, args.time)
+        warnings += describe_values(path, found, dropped, silent, args.verbose)
         found = found[[not pattern or bool(pattern.search(name)) for name in found.index]]
         for name in found.index:
             if name in origin:

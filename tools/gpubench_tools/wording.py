@@ -54,29 +54,21 @@ def cut_off_words(report: BenchReport) -> str | None:
 
 def cut_off_lines(report: BenchReport) -> list[str]:
     """What every tool says of a file whose run did not finish, one line per cause (none for a
-    complete file): the interruption its context records, and the truncation of its text."""
-    lines = []
-    if report.interrupted is not None:
-        lines.append(interruption_line(report.path, report.interrupted))
+    complete file): the interruption its context records (which signal, how far the run got, what
+    is missing), and the truncation of its text."""
+    lines, stopped = [], report.interrupted
+    if stopped is not None:
+        missing = stopped.missing
+        was = "was" if missing == 1 else "were"
+        what = f"{plural(missing, 'selected benchmark')} {was} not measured (no rows)"
+        what = what if missing else "every selected benchmark finished"
+        lines.append(f"{report.path}: the run was {interruption_words(stopped)}: {what}")
     if report.recovered_from_truncation:
         lines.append(
             f"recovered {len(report.rows)} complete benchmark rows from truncated file "
             f"{report.path}"
         )
     return lines
-
-
-def interruption_line(path: str, interrupted: Interruption) -> str:
-    """The one line every tool says of an interrupted run: which signal, how far it got, and
-    what is missing."""
-    missing = interrupted.missing
-    what = (
-        "every selected benchmark finished"
-        if not missing
-        else f"{plural(missing, 'selected benchmark')} {'was' if missing == 1 else 'were'} not "
-        "measured (no rows)"
-    )
-    return f"{path}: the run was {interruption_words(interrupted)}: {what}"
 
 
 def describe_invalid(rows: list[BenchRow], limit: int = 3) -> str:

@@ -39,6 +39,9 @@ _COLUMNS = 3
 _MAX_TICKS = 12
 _MACHINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f"]
 # The red ring around a flagged run, in the panels and in the legend.
+# A run's median and the range of its repetitions, in the panels and (the dot) in the legend.
+_DOT: dict[str, Any] = dict(marker="o", markersize=3)
+_BAR: dict[str, Any] = dict(_DOT, linewidth=1, elinewidth=0.8, capsize=2)
 _RING = dict(linestyle="none", marker="o", markerfacecolor="none", markeredgecolor="#d62728")
 
 
@@ -77,34 +80,19 @@ class _Charts:
 
     def panel(self, ax: Axes, benchmark: str, family: str, positions: dict[int, int]) -> None:
         for machine_id, runs in self.history.runs_by_machine.items():
-            # (x, median, fastest, slowest, flagged) of each run that measured the benchmark
+            # (x, repetitions, flagged) of each run that measured the benchmark
             points = [
-                (
-                    positions[r.id],
-                    statistics.median(v),
-                    min(v),
-                    max(v),
-                    (r.id, benchmark) in self.flagged,
-                )
+                (positions[r.id], v, (r.id, benchmark) in self.flagged)
                 for r in runs
                 if (v := self.history.values(r.id, benchmark, self.rule.time))
             ]
             if not points:
                 continue
-            xs, medians, lows, highs, marked = zip(*points)
-            low = [m - lo for m, lo in zip(medians, lows)]
-            high = [hi - m for m, hi in zip(medians, highs)]
-            ax.errorbar(
-                list(xs),
-                list(medians),
-                yerr=[low, high],
-                color=self.colors[machine_id],
-                marker="o",
-                markersize=3,
-                linewidth=1,
-                elinewidth=0.8,
-                capsize=2,
-            )
+            xs, values, marked = zip(*points)
+            medians = [statistics.median(v) for v in values]
+            spread = [[m - min(v) for m, v in zip(medians, values)]]
+            spread += [[max(v) - m for m, v in zip(medians, values)]]
+            ax.errorbar(list(xs), medians, yerr=spread, color=self.colors[machine_id], **_BAR)
             rings = [(x, m) for x, m, mark in zip(xs, medians, marked) if mark]
             if rings:
                 ax.plot(*map(list, zip(*rings)), markersize=10, markeredgewidth=1.5, **_RING)
@@ -140,12 +128,7 @@ class _Charts:
             )
             handles = [
                 Line2D(
-                    [],
-                    [],
-                    color=self.colors[m.id],
-                    marker="o",
-                    markersize=3,
-                    label=_label(m.label, _LEGEND_CHARS),
+                    [], [], color=self.colors[m.id], label=_label(m.label, _LEGEND_CHARS), **_DOT
                 )
                 for m in self.history.machines.values()
             ]
