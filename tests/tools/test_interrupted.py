@@ -122,9 +122,9 @@ def test_a_malformed_interruption_is_named_as_written(
         for line in path.read_text().splitlines()
     ]
     path.write_text("\n".join(lines))
-    read = benchjson.read_file(str(path))
-    assert isinstance(read, benchjson.BenchJsonError)
-    assert message in str(read) and str(path) in str(read)
+    with pytest.raises(benchjson.BenchJsonError) as read:
+        benchjson.load_report(str(path))
+    assert message in str(read.value) and str(path) in str(read.value)
 
 
 @pytest.mark.parametrize("missing", benchjson.INTERRUPT_KEYS)
@@ -133,18 +133,18 @@ def test_an_interruption_without_one_of_its_keys_is_refused(tmp_path: Path, miss
     doc = json.loads(path.read_text())
     del doc["context"][missing]
     path.write_text(json.dumps(doc))
-    read = benchjson.read_file(str(path))
-    assert isinstance(read, benchjson.BenchJsonError)
-    assert f'no "{missing}"' in str(read)
+    with pytest.raises(benchjson.BenchJsonError, match=f'no "{missing}"'):
+        benchjson.load_report(str(path))
 
 
 def test_a_repeated_interruption_key_is_refused(tmp_path: Path) -> None:
     path, _, _ = interrupted(CI_CPU, tmp_path / "run.json", 2)
     text = path.read_text().replace('"context": {', '"context": {"interrupted": "SIGINT", ', 1)
     path.write_text(text)
-    read = benchjson.read_file(str(path))
-    assert isinstance(read, benchjson.BenchJsonError)
-    assert 'context "interrupted" appears more than once' in str(read)
+    with pytest.raises(
+        benchjson.BenchJsonError, match='context "interrupted" appears more than once'
+    ):
+        benchjson.load_report(str(path))
 
 
 def test_errors_counts_an_interrupted_file_and_says_how_far_it_got(tmp_path: Path, capsys) -> None:
@@ -357,8 +357,7 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_a_real_stopped_run_through_every_tool(stopped_run, tmp_path: Path, capsys) -> None:
     whole, cut = stopped_run
-    read = benchjson.read_file(str(cut))
-    assert not isinstance(read, benchjson.BenchJsonError), read
+    read = benchjson.load_report(str(cut))
     assert read.state == benchjson.CUT_OFF and read.interrupted is not None
     finished, selected = read.interrupted.finished, read.interrupted.selected
     in_whole = {row["run_name"] for row in json.loads(whole.read_text())["benchmarks"]}

@@ -71,17 +71,17 @@ def test_a_document_followed_by_other_bytes_is_not_a_bench_file(
 ) -> None:
     path = tmp_path / "two.json"
     path.write_text(json.dumps(ci_doc()) + tail)
-    found = benchjson.read_file(str(path))
-    assert isinstance(found, benchjson.BenchJsonError) and words in str(found)
+    with pytest.raises(benchjson.BenchJsonError) as found:
+        benchjson.load_report(str(path))
+    assert words in str(found.value)
 
 
 def test_deep_nesting_is_not_a_bench_file_and_never_a_crash(tmp_path: Path) -> None:
     for depth in (40, 100_000):
         path = tmp_path / f"deep{depth}.json"
         path.write_text('{"context": {}, "benchmarks": [' + "[" * depth + "]" * depth + "]}")
-        found = benchjson.read_file(str(path))
-        assert isinstance(found, benchjson.BenchJsonError), depth
-        assert "nested deeper" in str(found)
+        with pytest.raises(benchjson.BenchJsonError, match="nested deeper"):
+            benchjson.load_report(str(path))
 
 
 def test_invalid_values_are_shown_as_read(tmp_path: Path) -> None:
@@ -331,6 +331,17 @@ def test_disturbance_alone_never_fails_the_gate(tmp_path, capsys, every) -> None
 
 def test_the_policy_doc_shows_the_table_the_tools_read() -> None:
     assert policy.markdown_table() in (REPO / "docs" / "input-policy.md").read_text()
+
+
+def test_the_table_names_only_declared_situations_and_kinds() -> None:
+    # policy.json is data: a misspelt situation or kind would never be asked for.
+    declared = [policy.NOT_BENCH, policy.CUT_OFF, policy.INTERRUPTED, policy.NOTHING_MEASURED]
+    declared += [policy.MALFORMED_ROW, policy.UNSOUND_ROW, policy.FAILED_ROW, policy.SKIPPED_ROW]
+    assert list(policy.SITUATIONS) == declared + [policy.DISTURBED_ROW, policy.UNKNOWN_CONDITIONS]
+    for tool in policy.TOOLS:
+        assert set(policy.POLICY[tool]) <= set(policy.SITUATIONS), tool
+        kinds = {a.kind for a in policy.POLICY[tool].values()}
+        assert kinds <= {policy.REFUSE, policy.FAIL, policy.USE, policy.LIST}, tool
 
 
 def test_the_table_declares_disturbance_and_unknown_conditions_for_every_tool() -> None:

@@ -1,7 +1,6 @@
 """The one reader of the Google Benchmark JSON that the `bench` binary writes.
 
-Every tool reads bench files here (`load_report`, or `read_file` for a verdict per file without an
-exception), and nowhere else; `table.load_table` and `table.file_rows` are its front for the tools
+Every tool reads bench files here (`load_report`), and nowhere else; `table.load_table` and `table.file_rows` are its front for the tools
 that work on pandas tables. A file is validated against one declared JSON Schema
 (`row_rules.json_schema()`, generated from the counter declaration in schema.py that `bench
 --schema` is tested against, with the row-validity limits) by the jsonschema library, and
@@ -16,9 +15,10 @@ classified:
   and its value shown as read: `time_unit is missing`, `flop is "12" (expected a number)`,
   `real_time is NaN (not a finite number)`). Nothing missing or mistyped is given a default.
 
-What each tool then does with each class is policy.py's table (docs/input-policy.md); what the
-tools say of it is wording.py's, and of a repetition's conditions conditions.py's. It reads JSON
-only and never touches the C++ code.
+What each tool then does with each class is policy.py's table (docs/input-policy.md). The reader
+holds no words: what the tools say of a file or row is wording.py's (`warnings`, `cut_off` and an
+Interruption's str() ask it), and of a repetition's conditions conditions.py's. It reads JSON only
+and never touches the C++ code.
 """
 
 from __future__ import annotations
@@ -26,37 +26,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 from .conditions import condition_of
 from .json_values import Pairs, ReadFloat, as_read, is_number, read_number, to_plain
 from .row_rules import TIME_UNIT_TO_S, first_problem, skip_reason
-from .wording import cut_off_lines, cut_off_words, describe_errors, interruption_words
-
-__all__ = [
-    "BenchJsonError",
-    "BenchRow",
-    "BenchReport",
-    "Interruption",
-    "INTERRUPT_SIGNALS",
-    "INTERRUPT_KEYS",
-    "COMPLETE",
-    "CUT_OFF",
-    "NOT_BENCH",
-    "VALID",
-    "SKIPPED",
-    "FAILED",
-    "INVALID",
-    "MAX_DEPTH",
-    "load_report",
-    "read_file",
-    "parse_label",
-    "iteration_rows",
-    "invalid_rows",
-    "GBENCH_KEYS",
-]
 
 # What a file is (read_file's verdict per file).
 COMPLETE, CUT_OFF, NOT_BENCH = "complete", "cut off", "not a bench file"
@@ -65,27 +40,10 @@ VALID, SKIPPED, FAILED, INVALID = "valid", "skipped", "failed", "invalid"
 
 # Keys Google Benchmark writes itself; every other numeric top-level key is a user counter.
 GBENCH_KEYS: frozenset[str] = frozenset(
-    {
-        "name",
-        "family_index",
-        "per_family_instance_index",
-        "run_name",
-        "run_type",
-        "repetitions",
-        "repetition_index",
-        "threads",
-        "iterations",
-        "real_time",
-        "cpu_time",
-        "time_unit",
-        "label",
-        "aggregate_name",
-        "aggregate_unit",
-        "error_occurred",
-        "error_message",
-    }
+    "name family_index per_family_instance_index run_name run_type repetitions repetition_index "
+    "threads iterations real_time cpu_time time_unit label aggregate_name aggregate_unit "
+    "error_occurred error_message".split()
 )
-
 
 # Deeper than any bench file (its deepest value is a cache entry of the context, 4 levels down):
 # a file nested beyond this is not ours, and reading it on would only recurse.
@@ -97,14 +55,7 @@ MAX_DEPTH = 32
 # A bench stopped by one of these signals writes the benchmarks it finished as one whole document
 # and says so in its context (docs/running-bench.md): the signal's name, the benchmarks whose
 # repetitions all finished and were written, and the benchmarks the filter selected.
-INTERRUPT_SIGNALS: tuple[str, ...] = (
-    "SIGINT",
-    "SIGTERM",
-    "SIGHUP",
-    "SIGXCPU",
-    "SIGUSR1",
-    "SIGUSR2",
-)
+INTERRUPT_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGXCPU", "SIGUSR1", "SIGUSR2")
 INTERRUPT_KEYS: tuple[str, ...] = ("interrupted", "benchmarks_finished", "benchmarks_selected")
 # More benchmarks than one run can select: a count above it is a corrupt value.
 MAX_BENCHMARKS = 1_000_000_000
@@ -124,6 +75,8 @@ class Interruption:
         return self.selected - self.finished
 
     def __str__(self) -> str:
+        from .wording import interruption_words
+
         return interruption_words(self)
 
 
@@ -131,47 +84,41 @@ def _interruption(path: str, context: Any) -> Interruption | None:
     """The interruption a file's context (its pairs as read) records, None where it has none of
     the keys; BenchJsonError naming the key and its value as written where a key is missing,
     repeated or of the wrong kind: a file that says it was interrupted must say how far."""
-    pairs = list(context) if isinstance(context, Pairs) else []
     found: dict[str, Any] = {}
-    for key, value in pairs:
+    for key, value in context if isinstance(context, Pairs) else []:
         if key in INTERRUPT_KEYS:
             if key in found:
                 raise BenchJsonError(path, f'context "{key}" appears more than once')
             found[key] = value
     if not found:
         return None
+    quoted = ", ".join(f'"{k}"' for k in INTERRUPT_KEYS)
     for key in INTERRUPT_KEYS:
         if key not in found:
             present = next(k for k in INTERRUPT_KEYS if k in found)
             raise BenchJsonError(
                 path,
                 f'context has "{present}" but no "{key}": an interrupted run names all of '
-                + ", ".join(f'"{k}"' for k in INTERRUPT_KEYS),
+                + quoted,
             )
-    signal = found["interrupted"]
+    signal, finished, selected = (found[k] for k in INTERRUPT_KEYS)
     if signal not in INTERRUPT_SIGNALS:
+        expected = ", ".join(f'"{s}"' for s in INTERRUPT_SIGNALS)
         raise BenchJsonError(
-            path,
-            f'context "interrupted" is {as_read(signal)} (expected one of '
-            + ", ".join(f'"{s}"' for s in INTERRUPT_SIGNALS)
-            + ")",
+            path, f'context "interrupted" is {as_read(signal)} (expected one of {expected})'
         )
-    counts: dict[str, int] = {}
     for key in INTERRUPT_KEYS[1:]:
-        value = found[key]
-        if type(value) is not int or not 0 <= value <= MAX_BENCHMARKS:
+        if type(found[key]) is not int or not 0 <= found[key] <= MAX_BENCHMARKS:
             raise BenchJsonError(
                 path,
-                f'context "{key}" is {as_read(value)} (expected an integer from 0 to '
+                f'context "{key}" is {as_read(found[key])} (expected an integer from 0 to '
                 f"{MAX_BENCHMARKS})",
             )
-        counts[key] = value
-    finished, selected = counts["benchmarks_finished"], counts["benchmarks_selected"]
     if finished > selected:
         raise BenchJsonError(
             path,
-            f'context "benchmarks_finished" is {as_read(found["benchmarks_finished"])}, more than '
-            f'"benchmarks_selected" {as_read(found["benchmarks_selected"])}',
+            f'context "benchmarks_finished" is {as_read(finished)}, more than '
+            f'"benchmarks_selected" {as_read(selected)}',
         )
     return Interruption(signal, finished, selected)
 
@@ -240,7 +187,6 @@ class BenchReport:
     context: dict[str, Any]
     rows: list[BenchRow]
     recovered_from_truncation: bool = False
-    warnings: list[str] = field(default_factory=list)
     # What the context says of a run stopped by a signal (a whole document, cut off all the same).
     interrupted: Interruption | None = None
 
@@ -253,8 +199,17 @@ class BenchReport:
 
     @property
     def cut_off(self) -> str | None:
-        """Why the file is cut off, in words (wording.cut_off_words), None for a complete file."""
+        """Why the file is cut off, in wording.py's words, None for a complete file."""
+        from .wording import cut_off_words
+
         return cut_off_words(self)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What every tool says of a file whose run did not finish (wording.cut_off_lines)."""
+        from .wording import cut_off_lines
+
+        return cut_off_lines(self)
 
 
 def parse_label(label: str) -> dict[str, str]:
@@ -270,14 +225,28 @@ def parse_label(label: str) -> dict[str, str]:
     return out
 
 
-def _make_row(path: str, index: int, obj: Any) -> BenchRow:
+def _make_row(index: int, obj: Any) -> BenchRow:
     """One row as read; a row that breaks the schema is an INVALID row (never an exception),
     named by its name where it has one, else by its position."""
+    nan = math.nan
     if not isinstance(obj, Pairs):
-        what = f"row {index}"
-        row = _invalid_row(what, f"row {index} is {as_read(obj)}, expected an object")
-        row.malformed = True
-        return row
+        problem = f"row {index} is {as_read(obj)}, expected an object"
+        return BenchRow(
+            f"row {index}",
+            f"row {index}",
+            "iteration",
+            None,
+            None,
+            0,
+            nan,
+            nan,
+            "",
+            {},
+            {},
+            None,
+            problem,
+            True,
+        )
     seen: dict[str, Any] = {}
     counters: dict[str, float] = {}
     for key, value in obj:
@@ -295,51 +264,52 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
             # floats, so a lone float "threads" (a file rewritten by a JSON library that kept
             # only the last duplicate key) is the counter.
             counters["threads"] = float(value)
-
     if "blas_threads" in counters:
         # The OpenBLAS thread count of a CPU row. Files written before it had this name carry it
         # as a second "threads" key (handled above); the tools read it as "threads".
         counters["threads"] = counters["blas_threads"]
 
-    name = seen.get("name")
-    name = name if isinstance(name, str) and name else f"row {index}"
+    def text(key: str, default: str) -> str:
+        value = seen.get(key)
+        return value if isinstance(value, str) and value else default
+
+    name = text("name", f"row {index}")
+    label = text("label", "")
+    run_type = seen.get("run_type")
+    run_type = run_type if run_type in ("iteration", "aggregate") else "iteration"
     found = first_problem(seen)
     if found is not None:
-        invalid, malformed = found
         # Never a time: a NaN, a missing unit or an absurd value must not reach a chart, a store
         # or an upload. Its counters go too: they were measured with the same broken run.
-        row = _invalid_row(name, invalid)
-        row.malformed = malformed
-        run_name = seen.get("run_name")
-        row.run_name = run_name if isinstance(run_name, str) and run_name else name
-        run_type = seen.get("run_type")
-        row.run_type = run_type if run_type in ("iteration", "aggregate") else "iteration"
-        label = seen.get("label")
-        row.label = label if isinstance(label, str) else ""
-        row.labels = parse_label(row.label)
-        return row
-    error: str | None = None
-    if seen.get("error_occurred"):
-        error = seen["error_message"]
-    unit = seen.get("time_unit")
+        return BenchRow(
+            name,
+            text("run_name", name),
+            run_type,
+            None,
+            None,
+            0,
+            nan,
+            nan,
+            label,
+            parse_label(label),
+            {},
+            None,
+            *found,
+        )
     # A "cv" aggregate is a ratio, not a time: Google Benchmark marks it aggregate_unit=percentage.
-    scale = (
-        1.0 if seen.get("aggregate_unit") == "percentage" else TIME_UNIT_TO_S.get(unit, math.nan)
-    )
+    percent = seen.get("aggregate_unit") == "percentage"
+    scale = 1.0 if percent else TIME_UNIT_TO_S.get(seen.get("time_unit"), nan)
 
     def seconds(key: str) -> float:
         value = seen.get(key)
-        return float(value) * scale if is_number(value) and math.isfinite(value) else math.nan
+        return float(value) * scale if is_number(value) and math.isfinite(value) else nan
 
-    label = seen.get("label", "")
-    rep = seen.get("repetition_index")
-    agg = seen.get("aggregate_name")
-    iterations = seen.get("iterations", 0)
+    rep, iterations = seen.get("repetition_index"), seen.get("iterations", 0)
     return BenchRow(
         name=name,
         run_name=seen.get("run_name", name),
-        run_type=seen.get("run_type", "iteration"),
-        aggregate_name=agg,
+        run_type=run_type,
+        aggregate_name=seen.get("aggregate_name"),
         repetition_index=int(rep) if is_number(rep) else None,
         iterations=int(iterations) if is_number(iterations) else 0,
         real_time_s=seconds("real_time"),
@@ -347,20 +317,8 @@ def _make_row(path: str, index: int, obj: Any) -> BenchRow:
         label=label,
         labels=parse_label(label),
         counters=counters,
-        error=error,
-        invalid=None,
+        error=seen["error_message"] if seen.get("error_occurred") else None,
     )
-
-
-def _invalid_row(name: str, reason: str) -> BenchRow:
-    nan = math.nan
-    return BenchRow(name, name, "iteration", None, None, 0, nan, nan, "", {}, {}, None, reason)
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
 
 
 # A value a writer was interrupted inside: the start of a literal or of a number.
@@ -381,6 +339,15 @@ def _cut_off_here(text: str, error: json.JSONDecodeError) -> bool:
     return _NUMBER_PREFIX.fullmatch(rest) is not None or rest in ("-",)
 
 
+# Every number and object of a file as read (json_values): the text of a number, keys in order.
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=Pairs, parse_float=read_number, parse_constant=read_number
+)
+_WS = "[ \t\r\n]*"  # JSON's whitespace
+_CONTEXT, _ROWS = re.compile(f'"context"{_WS}:{_WS}'), re.compile(f'"benchmarks"{_WS}:{_WS}\\[')
+_NEXT_ROW = re.compile(f"{_WS},?{_WS}")
+
+
 def _recover_truncated(text: str) -> tuple[Any, list[Any]] | None:
     """Parse the complete prefix of a file whose writer was interrupted.
 
@@ -389,43 +356,30 @@ def _recover_truncated(text: str) -> tuple[Any, list[Any]] | None:
     (context as read, complete row objects), or None when the text does not look like such a
     prefix.
     """
-    decoder = json.JSONDecoder(
-        object_pairs_hook=Pairs, parse_float=read_number, parse_constant=read_number
-    )
     context: Any = Pairs()
-    ctx_at = text.find('"context"')
-    bench_at = text.find('"benchmarks"')
+    ctx_at, bench_at = text.find('"context"'), text.find('"benchmarks"')
     if bench_at < 0:
-        if ctx_at >= 0:
-            return Pairs(), []  # cut off inside the context: a run that wrote no row at all
+        # cut off inside the context: a run that wrote no row at all
+        return (Pairs(), []) if ctx_at >= 0 else None
+    colon = _CONTEXT.match(text, ctx_at) if 0 <= ctx_at < bench_at else None
+    if colon:
+        try:
+            context, _ = _DECODER.raw_decode(text, colon.end())
+        except json.JSONDecodeError:
+            return None
+    opening = _ROWS.match(text, bench_at)
+    if opening is None:
         return None
-    if 0 <= ctx_at < bench_at:
-        colon = _skip_ws(text, ctx_at + len('"context"'))
-        if colon < len(text) and text[colon] == ":":
-            try:
-                context, _ = decoder.raw_decode(text, _skip_ws(text, colon + 1))
-            except json.JSONDecodeError:
-                return None
-    pos = _skip_ws(text, bench_at + len('"benchmarks"'))
-    if pos >= len(text) or text[pos] != ":":
-        return None
-    pos = _skip_ws(text, pos + 1)
-    if pos >= len(text) or text[pos] != "[":
-        return None
-    pos += 1
-    rows: list[Any] = []
+    pos, rows = opening.end(), []
     while True:
-        pos = _skip_ws(text, pos)
-        if pos < len(text) and text[pos] == ",":
-            pos = _skip_ws(text, pos + 1)
+        pos = _NEXT_ROW.match(text, pos).end()  # type: ignore[union-attr]  # matches ""
         if pos >= len(text) or text[pos] == "]":
             break
         try:
-            obj, end = decoder.raw_decode(text, pos)
+            obj, pos = _DECODER.raw_decode(text, pos)
         except json.JSONDecodeError:
             break  # the incomplete last row
         rows.append(obj)
-        pos = end
     return (context if isinstance(context, Pairs) else Pairs()), rows
 
 
@@ -446,25 +400,16 @@ def _depth(doc: Any) -> int:
     return deepest
 
 
-def read_file(path: str) -> BenchReport | BenchJsonError:
-    """One file, classified: a BenchReport (COMPLETE or CUT_OFF, every row classified) or, for
-    anything that is not a bench file, the BenchJsonError saying why. Never raises for what a
-    file holds: one bad file in a batch stops nothing else."""
+def load_report(path: str) -> BenchReport:
+    """Read one bench JSON file: a BenchReport (COMPLETE or CUT_OFF, every row classified), or
+    BenchJsonError saying why anything else is not a bench file (one bad file in a batch stops
+    nothing else: each tool decides, by the policy table, what follows)."""
     try:
         return _read(path)
-    except BenchJsonError as error:
-        return error
     except RecursionError:
-        return BenchJsonError(path, f"not a bench file: nested deeper than {MAX_DEPTH} levels")
-
-
-def load_report(path: str) -> BenchReport:
-    """Read one bench JSON file. Raises BenchJsonError for anything that is not a bench file
-    (read_file's verdict) and for a cut-off file without one complete row."""
-    read = read_file(path)
-    if isinstance(read, BenchJsonError):
-        raise read
-    return read
+        raise BenchJsonError(
+            path, f"not a bench file: nested deeper than {MAX_DEPTH} levels"
+        ) from None
 
 
 def _read(path: str) -> BenchReport:
@@ -484,17 +429,11 @@ def _read(path: str) -> BenchReport:
 
     recovered = False
     try:
-        doc = json.loads(
-            text, object_pairs_hook=Pairs, parse_float=read_number, parse_constant=read_number
-        )
+        doc = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             extra = len(raw) - len(text[: exc.pos].encode("utf-8"))
-            nul = (
-                " (NUL bytes: two writers, or a file written over)"
-                if "\0" in text[exc.pos :]
-                else ""
-            )
+            nul = " (NUL bytes: two writers, or a file written over)" * ("\0" in text[exc.pos :])
             raise BenchJsonError(
                 path,
                 f"a complete JSON document followed by {extra} more bytes at line {exc.lineno} "
@@ -518,8 +457,7 @@ def _read(path: str) -> BenchReport:
             raise RecursionError
         if not isinstance(doc, Pairs):
             kind = "a list" if isinstance(doc, list) else type(doc).__name__
-            if isinstance(doc, ReadFloat):
-                kind = "float"
+            kind = "float" if isinstance(doc, float) else kind
             raise BenchJsonError(path, f"top level is {kind}, expected a JSON object")
         top = dict(doc)
         raw_rows = top.get("benchmarks")
@@ -532,16 +470,8 @@ def _read(path: str) -> BenchReport:
             raise BenchJsonError(path, f"'context' is {as_read(context_obj)}, expected an object")
 
     interrupted = _interruption(path, context_obj)
-    rows = [_make_row(path, i, obj) for i, obj in enumerate(raw_rows)]
-    report = BenchReport(
-        path=path,
-        context=to_plain(context_obj),
-        rows=rows,
-        recovered_from_truncation=recovered,
-        interrupted=interrupted,
-    )
-    report.warnings = cut_off_lines(report)
-    return report
+    rows = [_make_row(i, obj) for i, obj in enumerate(raw_rows)]
+    return BenchReport(path, to_plain(context_obj), rows, recovered, interrupted)
 
 
 def iteration_rows(report: BenchReport) -> list[BenchRow]:
@@ -555,34 +485,11 @@ def invalid_rows(report: BenchReport) -> list[BenchRow]:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
-    """`python -m gpubench_tools.benchjson --errors FILE`: the failed/skipped count of one file,
-    one line on stdout (exit 0), or the reason the file is unusable on stderr (exit 2): not bench
-    JSON, or truncated (its last rows may be half-written). A run a signal stopped wrote its
-    finished benchmarks whole: they are counted, and the line says how far the run got (the
-    rows never written are not in the counts)."""
-    prog = program_name("gpubench_tools.benchjson")
+    """`python -m gpubench_tools.benchjson --errors FILE`: tools/gpu-check's count of a file's
+    error rows, worded and printed by wording.errors_main (the reader only reads)."""
+    from .wording import errors_main
 
-    def body(args_list: Sequence[str] | None) -> int:
-        parser = ArgumentParser(
-            prog=prog,
-            description="Count the failed, skipped and invalid rows of a bench JSON file.",
-        )
-        parser.add_argument("--errors", metavar="FILE", required=True, help="bench JSON file")
-        add_debug_flag(parser)
-        args = parser.parse_args(args_list)
-        try:
-            report = load_report(args.errors)
-        except BenchJsonError as exc:
-            raise UnusableInput(str(exc)) from None
-        if report.state == CUT_OFF and report.interrupted is None:
-            raise UnusableInput(
-                f"{args.errors}: the run did not finish ({report.cut_off}); rows not counted"
-            )
-        cut = f"; cut off: {report.interrupted}" if report.interrupted is not None else ""
-        print(describe_errors(report) + cut)
-        return EXIT_OK
-
-    return run_main(prog, body, argv)
+    return errors_main(argv)
 
 
 if __name__ == "__main__":

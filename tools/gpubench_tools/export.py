@@ -6,10 +6,11 @@
 docs/history.md ("Exports for CI dashboards") gives both formats and every rule. In short: the
 value is the median of a benchmark's repetition rows and the range their extremes (aggregate rows
 only for a benchmark that has nothing else), from its undisturbed repetitions where at least 3
-remain, else from all of them and the row says it was measured while disturbed; failed and skipped rows are dropped, told once per
-file and reason, because a failed row has real_time 0, which a dashboard would draw as infinitely
-fast; a file with invalid rows is not exported, because a dashboard must not draw a corrupt
-number; NaN and Infinity are never written. Exit status: 0 written, 2 unusable input.
+remain, else from all of them and the row says it was measured while disturbed; failed and skipped
+rows are dropped, told once per file and reason, because a failed row has real_time 0, which a
+dashboard would draw as infinitely fast; a file with invalid rows is not exported, because a
+dashboard must not draw a corrupt number (policy.POLICY["export"] says what is done with each
+class of input); NaN and Infinity are never written. Exit status: 0 written, 2 unusable input.
 """
 
 from __future__ import annotations
@@ -33,8 +34,7 @@ from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program
 from .timing import add_time_option, choose_time, compile_filter, read_rows
 from .units import fmt_time
 
-__all__ = ["FORMATS", "main", "summarise", "to_bencher", "to_github_action_benchmark"]
-
+MODULE = "gpubench_tools.export"
 FORMATS: tuple[str, ...] = ("github-action-benchmark", "bencher")
 UNIT_SCALE: dict[str, float] = {"ns": 1e9, "us": 1e6, "ms": 1e3, "s": 1.0}
 BENCHER_MEASURE = "latency"  # Bencher's built-in measure for a time, in nanoseconds
@@ -48,16 +48,17 @@ class ExportError(Exception):
     """Input that cannot be exported. str() is the one line printed on stderr."""
 
 
-def summarise(
-    path: str, rows: pd.DataFrame, time: str = "auto"
+def benchmark_values(
+    rows: pd.DataFrame, time: str = "auto"
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """The benchmarks of one file's rows (timing.read_rows), what was dropped, and warnings.
+    """The benchmarks of one file's rows (timing.read_rows), what was dropped, and the benchmarks
+    left without a usable time (silent: nothing was dropped for them either).
 
     Summaries, indexed by name in file order: `value_s` (the median of the usable repetitions),
     `min_s` and `max_s` (NaN with one repetition or an aggregate: no spread to claim),
     `repetitions` (0 for an aggregate) and `clock`. Dropped: one row per benchmark and reason,
     in file order, with `rows` dropped for it, `of_rows` of the benchmark, and `exported` (False:
-    nothing of the benchmark was left). Warnings name benchmarks without a usable time.
+    nothing of the benchmark was left).
     """
     rows = rows.assign(
         order=range(len(rows)),
@@ -88,16 +89,18 @@ def summarise(
     aggregates = rows[(rows["run_type"] == "aggregate") & ~rows["name"].isin(repetitions["name"])]
     aggregates = aggregates.drop_duplicates(["name", "aggregate_name"], keep="last")
     aggregates = aggregates[aggregates["error"].isna() & aggregates["usable"]]
-    chosen = [aggregates[aggregates["aggregate_name"] == kind] for kind in _AGGREGATE_VALUES]
-    chosen_rows = pd.concat(chosen).drop_duplicates("name").set_index("name")
+    aggregates = aggregates[aggregates["aggregate_name"].isin(_AGGREGATE_VALUES)]
+    aggregates = aggregates.sort_values(
+        "aggregate_name", key=lambda c: c.map(_AGGREGATE_VALUES.index), kind="stable"
+    ).drop_duplicates("name")
     found = pd.concat(
         [
             found,
-            chosen_rows[["value_s", "clock"]].assign(
+            aggregates.set_index("name")[["value_s", "clock"]].assign(
                 repetitions=0,
-                disturbed_in=chosen_rows["conditions"] == DISTURBED,
+                disturbed_in=aggregates["conditions"].eq(DISTURBED).to_numpy(),
                 disturbed_left_out=0,
-                unknown=chosen_rows["conditions"] == UNKNOWN,
+                unknown=aggregates["conditions"].eq(UNKNOWN).to_numpy(),
             ),
         ]
     )
@@ -111,25 +114,15 @@ def summarise(
         ["name", "first"], key=lambda c: c.map(names) if c.name == "name" else c
     )
     silent = [n for n in names.index if n not in found.index and n not in set(dropped["name"])]
-    warnings = [f"{path}: {name}: no usable time, not exported" for name in silent]
-    disturbed = found[found["disturbed_in"].astype(bool)]
-    if len(disturbed):
-        warnings.append(
-            f"{path}: {len(disturbed)} benchmark(s) exported from repetitions measured while "
-            f"disturbed (fewer than {MIN_UNDISTURBED} undisturbed ones), e.g. {disturbed.index[0]}"
-        )
-    left_out = int(found["disturbed_left_out"].sum())
-    if left_out:
-        warnings.append(
-            f"{path}: {left_out} repetition(s) measured while disturbed left out of the values"
-        )
-    if found["unknown"].astype(bool).any():
-        warnings.append(f"{path}: " + unknown_conditions_note("its repetitions"))
-    return found, dropped, warnings
+    return found, dropped, silent
 
 
-def describe_dropped(path: str, dropped: pd.DataFrame, verbose: bool = False) -> list[str]:
-    """One line per reason; with `verbose`, one more line per benchmark."""
+def describe_values(
+    path: str, found: pd.DataFrame, dropped: pd.DataFrame, silent: list[str], verbose: bool
+) -> list[str]:
+    """What export says of one file's values (benchmark_values): what was dropped, one line per
+    reason (with `verbose`, one more per benchmark), then what has no usable time and what was
+    measured while disturbed or in conditions unknown."""
     lines: list[str] = []
     for reason, items in dropped.groupby("reason", sort=False):
         rows, n, gone = int(items["rows"].sum()), len(items), int((~items["exported"]).sum())
@@ -148,7 +141,21 @@ def describe_dropped(path: str, dropped: pd.DataFrame, verbose: bool = False) ->
                 + ("" if d.exported else "; not exported")
                 for d in items.itertuples()
             ]
-    return lines
+    warnings = lines + [f"{path}: {name}: no usable time, not exported" for name in silent]
+    disturbed = found[found["disturbed_in"].astype(bool)]
+    if len(disturbed):
+        warnings.append(
+            f"{path}: {len(disturbed)} benchmark(s) exported from repetitions measured while "
+            f"disturbed (fewer than {MIN_UNDISTURBED} undisturbed ones), e.g. {disturbed.index[0]}"
+        )
+    left_out = int(found["disturbed_left_out"].sum())
+    if left_out:
+        warnings.append(
+            f"{path}: {left_out} repetition(s) measured while disturbed left out of the values"
+        )
+    if found["unknown"].astype(bool).any():
+        warnings.append(f"{path}: " + unknown_conditions_note("its repetitions"))
+    return warnings
 
 
 def _sig(x: float) -> float:
@@ -157,14 +164,12 @@ def _sig(x: float) -> float:
 
 
 def to_github_action_benchmark(summaries: pd.DataFrame, unit: str = "ns") -> list[dict[str, Any]]:
-    scale = UNIT_SCALE[unit]
-    entries: list[dict[str, Any]] = []
+    scale, entries = UNIT_SCALE[unit], []
     for s in summaries.itertuples():
         entry: dict[str, Any] = {"name": s.Index, "unit": unit, "value": _sig(s.value_s * scale)}
         n = int(s.repetitions)
         what = {0: "Google Benchmark aggregate", 1: "one repetition"}.get(n)
-        extra = f"{what or f'median of {n} repetitions'}, {s.clock}"
-        extra += _conditions_extra(s)
+        extra = f"{what or f'median of {n} repetitions'}, {s.clock}{_conditions_extra(s)}"
         if not math.isnan(s.min_s):
             # github-action-benchmark reads a range as "± <number>" (and rescales it when the
             # unit changes), so the range is the half-width that covers the slowest and the
@@ -179,38 +184,30 @@ def to_github_action_benchmark(summaries: pd.DataFrame, unit: str = "ns") -> lis
 def _conditions_extra(s: Any) -> str:
     """What the value says of its conditions, for the dashboard's row (policy: disturbed
     repetition, conditions unknown)."""
-    if getattr(s, "disturbed_in", False):
+    if s.disturbed_in:
         return (
             f"; MEASURED WHILE DISTURBED: fewer than {MIN_UNDISTURBED} undisturbed repetitions, "
             "so the value includes disturbed ones"
         )
-    left_out = int(getattr(s, "disturbed_left_out", 0) or 0)
-    if left_out:
-        return f"; undisturbed repetitions only ({left_out} disturbed left out)"
-    if getattr(s, "unknown", False):
-        return "; conditions unknown"
-    return ""
+    if s.disturbed_left_out:
+        return f"; undisturbed repetitions only ({int(s.disturbed_left_out)} disturbed left out)"
+    return "; conditions unknown" if s.unknown else ""
 
 
 def to_bencher(summaries: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
-    scale = UNIT_SCALE["ns"]
     out: dict[str, dict[str, dict[str, float]]] = {}
     for s in summaries.itertuples():
-        metric = {"value": _sig(s.value_s * scale)}
+        metric = {"value": _sig(s.value_s * 1e9)}
         if not math.isnan(s.min_s):
-            metric.update(lower_value=_sig(s.min_s * scale), upper_value=_sig(s.max_s * scale))
+            metric.update(lower_value=_sig(s.min_s * 1e9), upper_value=_sig(s.max_s * 1e9))
         out[s.Index] = {BENCHER_MEASURE: metric}
     return out
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    return _parser().parse_args(argv)
 
 
 def _parser() -> argparse.ArgumentParser:
     """The command line, as data (tests walk it)."""
     parser = ArgumentParser(
-        prog=_prog(),
+        prog=program_name(MODULE),
         description="Write bench JSON results as github-action-benchmark (customSmallerIsBetter) "
         "or Bencher Metric Format JSON: one value per benchmark.",
     )
@@ -233,10 +230,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _prog() -> str:
-    return program_name("gpubench_tools.export")
-
-
 def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
     if args.unit is not None and args.format == "bencher":
         raise ExportError("--unit applies to github-action-benchmark only (Bencher's is ns)")
@@ -246,15 +239,12 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
         raise ExportError(str(exc)) from None
     summaries: list[pd.DataFrame] = []
     warnings: list[str] = []
-    origin: dict[str, str] = {}
+    origin: dict[str, str] = {}  # benchmark -> the file it is exported from
     for path in args.runs:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
-        try:
-            _, rows = read_rows(path, "export", ExportError, "not exported")
-        except OSError as exc:  # named here: an OSError need not carry the file's name
-            raise ExportError(f"{path}: {exc.strerror or exc}") from None
-        found, dropped, unusable = summarise(path, rows, args.time)
-        warnings += describe_dropped(path, dropped, verbose=args.verbose) + unusable
+        _, rows = read_rows(path, "export", ExportError, "not exported")
+        found, dropped, silent = benchmark_values(rows, args.time)
+        warnings += describe_values(path, found, dropped, silent, args.verbose)
         found = found[[not pattern or bool(pattern.search(name)) for name in found.index]]
         for name in found.index:
             if name in origin:
@@ -265,20 +255,19 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
         summaries.append(found)
     if not origin:
         raise ExportError("no benchmark with a usable time in the input")
-    if args.format == "bencher":
-        doc: Any = to_bencher(pd.concat(summaries))
-    else:
-        doc = to_github_action_benchmark(pd.concat(summaries), args.unit or "ns")
+    found = pd.concat(summaries)
+    gab = args.format != "bencher"
+    doc = to_github_action_benchmark(found, args.unit or "ns") if gab else to_bencher(found)
     # allow_nan=False: a NaN or Infinity that got this far is a bug, never valid JSON to write.
     return json.dumps(doc, indent=2, allow_nan=False) + "\n", warnings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main(_prog(), _main, argv)
+    return run_main(program_name(MODULE), _main, argv)
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         text, warnings = _export(args)
     except (BenchJsonError, ExportError) as exc:
@@ -294,7 +283,9 @@ def _main(argv: Sequence[str] | None) -> int:
     else:
         output.say(*text.splitlines())
     if not args.quiet:
-        output.warn(*(f"{_prog()}: warning: {term_text(line, 600)}" for line in warnings))
+        output.warn(
+            *(f"{program_name(MODULE)}: warning: {term_text(line, 600)}" for line in warnings)
+        )
     return EXIT_OK
 
 

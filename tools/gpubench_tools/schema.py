@@ -1,8 +1,9 @@
 """The counters and label keys of bench's rows, with each counter's unit and direction.
 
 This is the one declaration the Python tools use for "which way is better" and "what unit is
-this": nothing guesses from a counter's name. `bench --schema` prints the C++ side's declaration
-in the same shape, and tests/tools/test_schema.py fails when the two disagree:
+this": nothing guesses from a counter's name. It is kept as data, schema.json beside this module
+(read with importlib.resources); `bench --schema` prints the C++ side's declaration in the same
+shape, and tests/tools/test_schema.py fails when the two disagree:
 
     {"schema_version": 1,
      "counters": {"<key>": {"unit": "<unit>", "direction": "smaller" | "bigger" | "none"}, ...},
@@ -20,7 +21,8 @@ neither better nor worse. Units: "s" seconds, "flop", "flop/s", "%", "B" bytes, 
 "1/s" (per second), "count", "1" (a dimensionless number), "cores" (CPU seconds per second),
 "Hz", "W", "J" (joules), "degC".
 
-The condition counters (cpu_other_cores ... disturbed_by) describe what else took the machine
+The condition counters (harness/conditions.hpp: cpu_other_cores ... disturbed_by, and the GPU's
+clocks, temperature, power and energy) describe what else took the machine
 while a repetition's timed loop ran and whether the rule (docs/timing-method.md, "Disturbed
 repetitions") calls it disturbed; a file without them was written by an older bench.
 """
@@ -30,30 +32,14 @@ from __future__ import annotations
 import json
 import math
 import sys
+from importlib import resources
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "SMALLER",
-    "BIGGER",
-    "NONE",
-    "DIRECTIONS",
-    "CounterSpec",
-    "COUNTERS",
-    "COUNTER_PREFIXES",
-    "LABEL_KEYS",
-    "counter",
-    "unit_of",
-    "direction_of",
-    "is_seconds",
-    "MAX_ABS_COUNTER",
-    "usable_counter",
-    "schema_document",
-    "differences",
-]
-
-SCHEMA_VERSION = 1
+_DOC: dict[str, Any] = json.loads(
+    resources.files(__package__).joinpath("schema.json").read_text("utf-8")
+)
+SCHEMA_VERSION: int = _DOC["schema_version"]
 
 SMALLER = "smaller"
 BIGGER = "bigger"
@@ -67,101 +53,15 @@ class CounterSpec:
     direction: str
 
 
-def _all(unit: str, direction: str, *keys: str) -> dict[str, CounterSpec]:
-    return {key: CounterSpec(unit, direction) for key in keys}
-
-
 # Keep in step with `bench --schema` (tests/tools/test_schema.py compares the two).
-COUNTERS: dict[str, CounterSpec] = {
-    **_all(
-        "s",
-        SMALLER,
-        "t_h2d",
-        "t_compute",
-        "t_d2h",
-        "t_wall",
-        "t_overhead",
-        "t_epoch",
-        "t_step",
-        "t_epoch_cifar",
-        "t_issue_per_launch",
-        "t_per_launch",
-        "t_per_node",
-        "t_event_record",
-        "t_sync",
-    ),
-    **_all("flop", NONE, "flop"),
-    **_all("flop/s", BIGGER, "FLOP/s"),
-    **_all("%", BIGGER, "pct_peak"),
-    **_all(
-        "B",
-        NONE,
-        "bytes_h2d",
-        "bytes_d2h",
-        "bytes",
-        "device_bytes",
-        "device_bytes_peak",
-        "device_bytes_model",
-        "device_bytes_free",
-        "shared_bytes",
-    ),
-    **_all("B/s", BIGGER, "bytes_per_s"),
-    **_all("1/s", BIGGER, "samples_per_s", "images_per_s"),
-    **_all(
-        "count",
-        NONE,
-        "kernels",
-        "kernels_per_step",
-        "copies_h2d",
-        "copies_d2h",
-        "readbacks",
-        "graph_steps",
-        "threads_per_block",
-        "m",
-        "n",
-        "k",
-        "batch",
-        "hidden",
-        "hidden_layers",
-        "readback",
-        "epochs",
-        "steps",
-        "blas_threads",
-        "torch_threads",
-        "pinned",
-        "loss_scale",
-        "batch_largest",
-    ),
-    **_all("count", SMALLER, "skipped_steps"),
-    **_all("1", SMALLER, "final_loss", "max_error_over_bound"),
-    **_all("1", BIGGER, "test_accuracy"),
-    # The conditions of each repetition (harness/conditions.hpp).
-    **_all("cores", NONE, "cpu_other_cores", "cpu_wait_cores", "cpu_steal_cores"),
-    **_all("Hz", NONE, "cpu_cur_clock_hz", "gpu_sm_clock_min_hz", "gpu_sm_clock_max_hz"),
-    **_all("1", NONE, "gpu_clock_event_reasons", "disturbed", "disturbed_by"),
-    **_all("degC", NONE, "gpu_temperature_max_c"),
-    **_all("W", NONE, "gpu_power_mean_w"),
-    **_all("J", SMALLER, "gpu_energy_j", "cpu_energy_j"),
-}
-
+COUNTERS: dict[str, CounterSpec] = {k: CounterSpec(**v) for k, v in _DOC["counters"].items()}
 # Families of counters named `<prefix><name>`: the per-operation times of a profiled step.
-COUNTER_PREFIXES: dict[str, CounterSpec] = {"t_op:": CounterSpec("s", SMALLER)}
-
+COUNTER_PREFIXES: dict[str, CounterSpec] = {
+    k: CounterSpec(**v) for k, v in _DOC["counter_prefixes"].items()
+}
 # The keys a row's label may hold ("workload=matmul backend=gpu dtype=fp32 ..."); bench writes
 # workload, backend and variant first, the others in the order of the row's parameters.
-LABEL_KEYS: tuple[str, ...] = (
-    "workload",
-    "backend",
-    "variant",
-    "data",
-    "dtype",
-    "shape",
-    "host",
-    "input",
-    "probe",
-    "precision",
-    "net",
-)
+LABEL_KEYS: tuple[str, ...] = tuple(_DOC["label_keys"])
 
 
 def counter(key: str) -> CounterSpec | None:
@@ -173,18 +73,14 @@ def counter(key: str) -> CounterSpec | None:
     return spec
 
 
-def unit_of(key: str) -> str | None:
-    spec = counter(key)
-    return spec.unit if spec else None
-
-
 def direction_of(key: str) -> str | None:
     spec = counter(key)
     return spec.direction if spec else None
 
 
 def is_seconds(key: str) -> bool:
-    return unit_of(key) == "s"
+    spec = counter(key)
+    return spec is not None and spec.unit == "s"
 
 
 # A counter value above this is corrupt, not a measurement: the largest real counters (FLOP/s of a
@@ -200,17 +96,7 @@ def usable_counter(value: float) -> bool:
 
 def schema_document() -> dict[str, Any]:
     """The declaration in the JSON shape `bench --schema` prints."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "counters": {
-            key: {"unit": spec.unit, "direction": spec.direction} for key, spec in COUNTERS.items()
-        },
-        "counter_prefixes": {
-            prefix: {"unit": spec.unit, "direction": spec.direction}
-            for prefix, spec in COUNTER_PREFIXES.items()
-        },
-        "label_keys": list(LABEL_KEYS),
-    }
+    return json.loads(json.dumps(_DOC))  # a copy: the caller may change it
 
 
 def differences(doc: Any, other: str = "the other side") -> list[str]:

@@ -13,10 +13,9 @@ import pandas as pd
 
 from .benchjson import BenchReport, invalid_rows, load_report
 from .wording import cut_off_lines, describe_invalid
-from .policy import REFUSE, UNSOUND_ROW, action, file_situation
+from .policy import FAILED_ROW, MALFORMED_ROW, SKIPPED_ROW, UNSOUND_ROW, file_situation, refused
+from .row_rules import skip_reason
 from .table import file_rows
-
-__all__ = ["TIME_CHOICES", "add_time_option", "choose_time", "compile_filter", "read_rows"]
 
 # "auto": the time that measures the code best for each kind of row (see choose_time);
 # "real" / "cpu": Google Benchmark's real_time / cpu_time for every row that is not manual time.
@@ -60,6 +59,12 @@ def compile_filter(text: str | None) -> re.Pattern[str] | None:
         raise ValueError(f"--filter {text!r} is not a regular expression: {exc}") from None
 
 
+def reason_situation(reason: str) -> str:
+    """The row class (policy.FAILED_ROW or SKIPPED_ROW) of a row's `reason` (read_rows)."""
+    skipped = reason.startswith("skipped: ") or skip_reason(reason.removeprefix("error: "))
+    return SKIPPED_ROW if skipped else FAILED_ROW
+
+
 def read_rows(
     path: str, tool: str, error: type[Exception], not_done: str
 ) -> tuple[BenchReport, pd.DataFrame]:
@@ -78,17 +83,21 @@ def read_rows(
     file that is an error, or no iterations run (how Google Benchmark 1.8 writes a row skipped
     with SkipWithMessage; a row that ran with a zero time is invalid).
     """
-    report = load_report(path)
-    situation = file_situation(report)
-    if situation is not None and action(tool, situation).kind == REFUSE:
+    report, refuses = load_report(path), refused(tool)
+    if file_situation(report) in refuses:
         raise error(f"{'; '.join(cut_off_lines(report))}; {not_done}")
     bad_rows = invalid_rows(report)
-    if bad_rows and action(tool, UNSOUND_ROW).kind == REFUSE:
+    if {MALFORMED_ROW if row.malformed else UNSOUND_ROW for row in bad_rows} & refuses:
         raise error(f"{path}: {describe_invalid(bad_rows)}; {not_done}")
     rows = file_rows(report)
     no_iterations = rows["error"].isna() & (rows["iterations"] <= 0)
     rows["reason"] = ("error: " + rows["error"]).where(rows["error"].notna())
     rows.loc[no_iterations, "reason"] = "skipped: ran no iterations"
+    # Rows without a measurement: stored as such (history add) or dropped with a warning
+    # (export), unless the tool's policy refuses them.
+    unmeasured = {reason_situation(reason) for reason in rows["reason"].dropna()} & refuses
+    if unmeasured:
+        raise error(f"{path}: {' and '.join(sorted(unmeasured))}s; {not_done}")
     columns = ["name", "run_type", "aggregate_name", "repetition", "iterations"]
     columns += ["real_time_s", "cpu_time_s", "threads", "error", "reason", "conditions"]
     return report, rows[columns]

@@ -1,12 +1,14 @@
 """What the tools say of what the reader read: a run that did not finish, invalid and error rows,
-grouped by reason. The reader (benchjson) classifies; these are the words every tool prints.
+grouped by reason. The reader (benchjson) classifies; these are the words every tool prints, and
+`python -m gpubench_tools.benchjson --errors FILE` (errors_main) prints a file's count of them.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Callable, Hashable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Sequence, TypeVar
 
+from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 from .row_rules import skip_reason
 from .units import plural
 
@@ -52,29 +54,21 @@ def cut_off_words(report: BenchReport) -> str | None:
 
 def cut_off_lines(report: BenchReport) -> list[str]:
     """What every tool says of a file whose run did not finish, one line per cause (none for a
-    complete file): the interruption its context records, and the truncation of its text."""
-    lines = []
-    if report.interrupted is not None:
-        lines.append(interruption_line(report.path, report.interrupted))
+    complete file): the interruption its context records (which signal, how far the run got, what
+    is missing), and the truncation of its text."""
+    lines, stopped = [], report.interrupted
+    if stopped is not None:
+        missing = stopped.missing
+        was = "was" if missing == 1 else "were"
+        what = f"{plural(missing, 'selected benchmark')} {was} not measured (no rows)"
+        what = what if missing else "every selected benchmark finished"
+        lines.append(f"{report.path}: the run was {interruption_words(stopped)}: {what}")
     if report.recovered_from_truncation:
         lines.append(
             f"recovered {len(report.rows)} complete benchmark rows from truncated file "
             f"{report.path}"
         )
     return lines
-
-
-def interruption_line(path: str, interrupted: Interruption) -> str:
-    """The one line every tool says of an interrupted run: which signal, how far it got, and
-    what is missing."""
-    missing = interrupted.missing
-    what = (
-        "every selected benchmark finished"
-        if not missing
-        else f"{plural(missing, 'selected benchmark')} {'was' if missing == 1 else 'were'} not "
-        "measured (no rows)"
-    )
-    return f"{path}: the run was {interruption_words(interrupted)}: {what}"
 
 
 def describe_invalid(rows: list[BenchRow], limit: int = 3) -> str:
@@ -102,3 +96,36 @@ def describe_errors(report: BenchReport) -> str:
     if invalid:
         text += f", {invalid} invalid"
     return text
+
+
+def errors_main(argv: Sequence[str] | None = None) -> int:
+    """`python -m gpubench_tools.benchjson --errors FILE`: the failed/skipped count of one file,
+    one line on stdout (exit 0), or the reason the file is unusable on stderr (exit 2): not bench
+    JSON, or truncated (its last rows may be half-written). A run a signal stopped wrote its
+    finished benchmarks whole: they are counted, and the line says how far the run got (the
+    rows never written are not in the counts)."""
+    from .benchjson import BenchJsonError, load_report
+
+    prog = program_name("gpubench_tools.benchjson")
+
+    def body(args_list: Sequence[str] | None) -> int:
+        parser = ArgumentParser(
+            prog=prog,
+            description="Count the failed, skipped and invalid rows of a bench JSON file.",
+        )
+        parser.add_argument("--errors", metavar="FILE", required=True, help="bench JSON file")
+        add_debug_flag(parser)
+        args = parser.parse_args(args_list)
+        try:
+            report = load_report(args.errors)
+        except BenchJsonError as exc:
+            raise UnusableInput(str(exc)) from None
+        if report.recovered_from_truncation and report.interrupted is None:
+            raise UnusableInput(
+                f"{args.errors}: the run did not finish ({cut_off_words(report)}); rows not counted"
+            )
+        cut = f"; cut off: {report.interrupted}" if report.interrupted is not None else ""
+        print(describe_errors(report) + cut)
+        return EXIT_OK
+
+    return run_main(prog, body, argv)

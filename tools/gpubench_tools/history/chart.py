@@ -34,13 +34,14 @@ from .check import FAILED, REGRESSION, SUSPECT, BenchVerdict, CheckRule  # noqa:
 from .check import check_history, rolling_regressions  # noqa: E402
 from .store import History  # noqa: E402
 
-__all__ = ["PANELS_PER_PAGE", "write_charts"]
-
 PANELS_PER_PAGE = 12
 _COLUMNS = 3
 _MAX_TICKS = 12
 _MACHINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f"]
 # The red ring around a flagged run, in the panels and in the legend.
+# A run's median and the range of its repetitions, in the panels and (the dot) in the legend.
+_DOT: dict[str, Any] = dict(marker="o", markersize=3)
+_BAR: dict[str, Any] = dict(_DOT, linewidth=1, elinewidth=0.8, capsize=2)
 _RING = dict(linestyle="none", marker="o", markerfacecolor="none", markeredgecolor="#d62728")
 
 
@@ -79,35 +80,19 @@ class _Charts:
 
     def panel(self, ax: Axes, benchmark: str, family: str, positions: dict[int, int]) -> None:
         for machine_id, runs in self.history.runs_by_machine.items():
-            # (x, median, fastest, slowest, flagged) of each run that measured the benchmark
+            # (x, repetitions, flagged) of each run that measured the benchmark
             points = [
-                (
-                    positions[r.id],
-                    statistics.median(v),
-                    min(v),
-                    max(v),
-                    (r.id, benchmark) in self.flagged,
-                )
+                (positions[r.id], v, (r.id, benchmark) in self.flagged)
                 for r in runs
                 if (v := self.history.values(r.id, benchmark, self.rule.time))
             ]
             if not points:
                 continue
-            xs, medians, lows, highs, marked = zip(*points)
-            ax.errorbar(
-                list(xs),
-                list(medians),
-                yerr=[
-                    [m - lo for m, lo in zip(medians, lows)],
-                    [hi - m for m, hi in zip(medians, highs)],
-                ],
-                color=self.colors[machine_id],
-                marker="o",
-                markersize=3,
-                linewidth=1,
-                elinewidth=0.8,
-                capsize=2,
-            )
+            xs, values, marked = zip(*points)
+            medians = [statistics.median(v) for v in values]
+            spread = [[m - min(v) for m, v in zip(medians, values)]]
+            spread += [[max(v) - m for m, v in zip(medians, values)]]
+            ax.errorbar(list(xs), medians, yerr=spread, color=self.colors[machine_id], **_BAR)
             rings = [(x, m) for x, m, mark in zip(xs, medians, marked) if mark]
             if rings:
                 ax.plot(*map(list, zip(*rings)), markersize=10, markeredgewidth=1.5, **_RING)
@@ -143,12 +128,7 @@ class _Charts:
             )
             handles = [
                 Line2D(
-                    [],
-                    [],
-                    color=self.colors[m.id],
-                    marker="o",
-                    markersize=3,
-                    label=_label(m.label, _LEGEND_CHARS),
+                    [], [], color=self.colors[m.id], label=_label(m.label, _LEGEND_CHARS), **_DOT
                 )
                 for m in self.history.machines.values()
             ]
@@ -162,30 +142,15 @@ class _Charts:
         return written
 
     def index(self, pages: dict[str, list[Path]]) -> str:
-        env = environment(
-            "gpubench_tools.history",
-            keep_trailing_newline=True,
-            # Names, notes and context values come from the input: every value is escaped.
-            finalize=html_text,
-        )
+        # Names, notes and context values come from the input: every value is escaped.
+        env = environment("gpubench_tools.history", keep_trailing_newline=True, finalize=html_text)
         shown = (REGRESSION, FAILED, SUSPECT)
         newest = [
-            (
-                check.machine.fingerprint,
-                sorted(
-                    (v for v in check.verdicts if v.verdict in shown),
-                    key=lambda v: (shown.index(v.verdict), v.benchmark),
-                ),
-            )
+            (check.machine.fingerprint, [v for v in check.verdicts if v.verdict in shown])
             for check in check_history(self.history, self.rule)
         ]
         order = {run.id: i for i, run in enumerate(self.runs)}
-        flagged = [
-            (self.runs[order[run_id]], name, v)
-            for (run_id, name), v in sorted(
-                self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1])
-            )
-        ]
+        flagged = sorted(self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1]))
         return env.get_template("index.html.j2").render(
             runs=self.runs,
             rule=self.rule,
@@ -193,10 +158,13 @@ class _Charts:
                 (m, self.history.runs_by_machine.get(i, []))
                 for i, m in self.history.machines.items()
             ],
-            newest=newest,
+            newest=[
+                (fingerprint, sorted(found, key=lambda v: (shown.index(v.verdict), v.benchmark)))
+                for fingerprint, found in newest
+            ],
             failing=(REGRESSION, FAILED),
             ratios=lambda v: ", ".join(f"{c.ratio:.2f}x" for c in v.newest),
-            flagged=flagged,
+            flagged=[(self.runs[order[run_id]], name, v) for (run_id, name), v in flagged],
             pages=[(family, _slug(family), paths) for family, paths in pages.items()],
         )
 

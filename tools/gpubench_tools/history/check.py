@@ -27,18 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cli import Number
+from ..policy import FAIL, action
+from ..timing import reason_situation
 from ..stats import min_p_value, ratio_of, u_test
 from ..units import fmt_time
 from .store import History, Machine
-
-__all__ = [
-    "BenchVerdict",
-    "CheckRule",
-    "MachineCheck",
-    "check_history",
-    "judge",
-    "rolling_regressions",
-]
 
 REGRESSION = "regression"
 FAILED = "failed"  # samples in the baseline, an error or a skip in the newest run
@@ -177,7 +170,8 @@ def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) ->
         reason = history.failure(newest[0].id, benchmark)
         if reason is None:
             return verdict(MISSING, [], "no samples in the run judged")
-        if base:
+        # Policy: a failed or skipped row where earlier runs measured the benchmark fails.
+        if base and action("history check", reason_situation(reason)).kind == FAIL:
             return verdict(FAILED, [], f"fails in the newest run ({reason})")
         return verdict(NOT_ENOUGH_HISTORY, [], f"no earlier samples; newest run: {reason}")
     if base_run_count < rule.min_history:

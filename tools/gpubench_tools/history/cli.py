@@ -14,23 +14,16 @@ from typing import Any, Sequence
 
 from .. import output
 from ..benchjson import BenchJsonError
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag
+from ..cli import ArgumentParser, program_name, run_main
 from ..escape import term_text
 from ..output import say
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag
-from ..cli import ArgumentParser, Number, program_name, run_main
+from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
 from ..units import fmt_time, plural
-from .check import (
-    DISTURBED,
-    FAILED,
-    MISSING,
-    NOT_ENOUGH_HISTORY,
-    NOT_ENOUGH_SAMPLES,
-    OK,
-    REGRESSION,
-    SUSPECT,
-)
-from .check import RULE_RANGES, BenchVerdict, CheckRule, MachineCheck, check_history
+from .check import DISTURBED, FAILED, MISSING, NOT_ENOUGH_HISTORY, NOT_ENOUGH_SAMPLES, OK
+from .check import REGRESSION, RULE_RANGES, SUSPECT, BenchVerdict, CheckRule, MachineCheck
+from .check import check_history
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
 
@@ -48,10 +41,6 @@ _RULE_HELP = {
 
 def _prog() -> str:
     return program_name("gpubench_tools.history")
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    return _parser().parse_args(argv)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,7 +67,11 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="exit 1 when the newest run of a machine has a confirmed regression",
     )
-    check.add_argument("db", help="history database")
+    chart = sub.add_parser(
+        "chart", parents=[common], help="trend charts per benchmark family and an HTML index"
+    )
+    for command, db_help in ((check, "history database"), (chart, "history database")):
+        command.add_argument("db", help=db_help)
     check.add_argument(
         "--verbose",
         action="store_true",
@@ -89,10 +82,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print only regressions and failures (and errors): nothing when the check passes",
     )
-    chart = sub.add_parser(
-        "chart", parents=[common], help="trend charts per benchmark family and an HTML index"
-    )
-    chart.add_argument("db", help="history database")
     chart.add_argument("--out", required=True, metavar="DIR", help="output folder")
     for command in (check, chart):
         defaults = CheckRule()
@@ -127,66 +116,69 @@ def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
 def _cmd_add(args: argparse.Namespace) -> int:
     status = EXIT_OK
     with HistoryStore.open(args.db, create=True) as store:
-        known = {m.fingerprint: m.label for m in store.machines()}
+        known = {m.fingerprint for m in store.machines()}
         for path in args.runs:
             try:
                 record = read_run(path, args.commit, args.date)
                 outcome = store.add_run(record)
-            except (BenchJsonError, HistoryError) as exc:
-                # This file only (policy: "history add" refuses it); every other file is added.
-                output.warn(f"{_prog()}: error: {term_text(exc, 600)}")
-                status = EXIT_UNUSABLE
-                continue
             except (sqlite3.Error, KeyboardInterrupt):
                 raise  # the database, not this file: nothing more can be added
             except Exception as exc:  # noqa: BLE001 - one bad file never stops the batch
-                if args.debug:
+                # This file only (read_run refuses what the policy table says "history add"
+                # does not store); every other file is added.
+                expected = isinstance(exc, (BenchJsonError, HistoryError))
+                if args.debug and not expected:
                     traceback.print_exc()
                 output.warn(
-                    f"{_prog()}: error: {term_text(path)}: unexpected {type(exc).__name__}: "
+                    f"{_prog()}: error: {term_text(exc, 600)}"
+                    if expected
+                    else f"{_prog()}: error: {term_text(path)}: unexpected {type(exc).__name__}: "
                     f"{term_text(exc)} (not stored; rerun with --debug for the traceback)"
                 )
                 status = EXIT_UNUSABLE
                 continue
-            fingerprint = record.machine_fingerprint
-            where = (
-                f"commit {term_text(record.git_commit)}, {term_text(record.date)}, "
-                f"machine {fingerprint}"
-            )
-            if args.quiet:
-                continue
-            name = term_text(path)
-            if not outcome.added:
-                output.say(
-                    f"already stored, nothing to do: {name} (run {outcome.run_id}, {where})"
-                    if outcome.same_content
-                    else f"already stored, nothing to do: {name}: run {outcome.run_id} has the "
-                    f"same {where} but came from a different file; the stored run is kept"
-                )
-                continue
-            if fingerprint not in known:
-                known = {m.fingerprint: m.label for m in store.machines()}
-                output.say(f"new machine {fingerprint}: {term_text(known[fingerprint])}")
-            # Said as each run is committed: a caller watching the output sees it at once.
-            output.say(
-                f"added run {outcome.run_id} from {name} ({where}): "
-                f"{plural(len(record.samples), 'repetition')} of "
-                f"{plural(len(record.benchmarks), 'benchmark')}, "
-                f"{plural(len(record.failures), 'failed or skipped row')}"
-                + _conditions_of(record.samples)
-            )
-            if record.interrupted is not None:
-                # Policy: an interrupted run is stored with what it finished, and said to be.
-                output.warn(f"{_prog()}: warning: {term_text(interrupted_note(path, record))}")
+            if not args.quiet:
+                known = _say_added(store, path, record, outcome, known)
     return status
 
 
-def interrupted_note(path: str, record: Any) -> str:
-    """The line `add` says of a run stored although a signal stopped it."""
-    return (
-        f"{path}: the run was {record.interrupted}: stored with the benchmarks it finished, "
-        "marked interrupted; the others are missing from this run"
+def _say_added(
+    store: HistoryStore, path: str, record: Any, outcome: Any, known: set[str]
+) -> set[str]:
+    """What `add` says of one file (the machines known after it)."""
+    fingerprint, name = record.machine_fingerprint, term_text(path)
+    where = (
+        f"commit {term_text(record.git_commit)}, {term_text(record.date)}, machine {fingerprint}"
     )
+    if not outcome.added:
+        say(
+            f"already stored, nothing to do: {name} (run {outcome.run_id}, {where})"
+            if outcome.same_content
+            else f"already stored, nothing to do: {name}: run {outcome.run_id} has the "
+            f"same {where} but came from a different file; the stored run is kept"
+        )
+        return known
+    if fingerprint not in known:
+        label = next(m.label for m in store.machines() if m.fingerprint == fingerprint)
+        say(f"new machine {fingerprint}: {term_text(label)}")
+        known = known | {fingerprint}
+    # Said as each run is committed: a caller watching the output sees it at once.
+    say(
+        f"added run {outcome.run_id} from {name} ({where}): "
+        f"{plural(len(record.samples), 'repetition')} of "
+        f"{plural(len(record.benchmarks), 'benchmark')}, "
+        f"{plural(len(record.failures), 'failed or skipped row')}" + _conditions_of(record.samples)
+    )
+    if record.interrupted is not None and action("history add", INTERRUPTED).kind == LIST:
+        # An interrupted run is stored with what it finished, and said to be.
+        output.warn(
+            f"{_prog()}: warning: "
+            + term_text(
+                f"{path}: the run was {record.interrupted}: stored with the benchmarks it "
+                "finished, marked interrupted; the others are missing from this run"
+            )
+        )
+    return known
 
 
 def _conditions_of(samples: Any) -> str:
@@ -309,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parse_args(argv)
+    args = _parser().parse_args(argv)
     commands = {"add": _cmd_add, "check": _cmd_check, "chart": _cmd_chart}
     try:
         return commands[args.command](args)

@@ -21,11 +21,9 @@ from ..schema import usable_counter
 from ..escape import term_text
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..units import plural
-from ..compare.engine import openblas_core as compare_core
+from ..compare.engine import openblas_core
 from ..timing import read_rows
 from .store import HistoryError, RunRecord
-
-__all__ = ["family_of", "machine_description", "machine_fingerprint", "read_run"]
 
 COMMIT_KEY = "gpubench_git_commit"
 DATE_KEY = "date"
@@ -35,16 +33,12 @@ UNKNOWN = "unknown"
 _MACHINE_KEYS: tuple[str, ...] = ("cpu_model", "cpu_logical_cpus", "gpu", "cuda_driver_version")
 
 
-def openblas_core(context: dict[str, Any]) -> str:
-    """The OpenBLAS kernel set of the run, read as gpubench-compare reads it, else the
-    OPENBLAS_CORETYPE the run was started with. It changes CPU GEMM times 2x on the same CPU."""
-    env = str(context.get("openblas_coretype_env", ""))
-    return compare_core(context) or (env if env and env != "unset" else UNKNOWN)
-
-
 def machine_description(context: dict[str, Any]) -> dict[str, str]:
     desc = {key: str(context.get(key, UNKNOWN)) for key in _MACHINE_KEYS}
-    desc["openblas_core"] = openblas_core(context)
+    # The OpenBLAS kernel set, read as gpubench-compare reads it, else the OPENBLAS_CORETYPE the
+    # run was started with: it changes CPU GEMM times 2x on the same CPU.
+    env = str(context.get("openblas_coretype_env", ""))
+    desc["openblas_core"] = openblas_core(context) or (env if env not in ("", "unset") else UNKNOWN)
     return desc
 
 

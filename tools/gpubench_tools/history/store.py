@@ -14,6 +14,7 @@ opened: the database only ever holds complete runs.
 from __future__ import annotations
 
 import contextlib
+from importlib import resources
 import json
 import os
 import re
@@ -24,9 +25,8 @@ from typing import Any, Iterator, NamedTuple
 
 import pandas as pd
 
+from ..policy import DISTURBED_ROW, LIST, action
 from ..timing import choose_time
-
-__all__ = ["SCHEMA_VERSION", "History", "HistoryError", "HistoryStore", "Machine", "RunRecord"]
 
 SCHEMA_VERSION = 3
 # Version 1 had no conditions: its samples get `disturbed` NULL (conditions unknown) when a newer
@@ -40,51 +40,8 @@ _MIGRATIONS = {
 # is refused instead of being read as an empty or broken history. 0x47504248 is "GPBH".
 APPLICATION_ID = 0x47504248
 
-# Statements are split at ";", so the comments in it must not contain one.
-_SCHEMA = """
-CREATE TABLE machines (
-    id INTEGER PRIMARY KEY,
-    fingerprint TEXT NOT NULL UNIQUE,
-    description TEXT NOT NULL  -- JSON object: the context fields the fingerprint is made of
-);
-CREATE TABLE runs (
-    id INTEGER PRIMARY KEY,
-    machine_id INTEGER NOT NULL REFERENCES machines (id),
-    git_commit TEXT NOT NULL,
-    date TEXT NOT NULL,           -- as bench wrote it: ISO 8601 with a UTC offset
-    time_utc_s REAL NOT NULL,     -- the same instant in seconds since the epoch: orders the runs
-    source_path TEXT NOT NULL,
-    source_sha256 TEXT NOT NULL,
-    context TEXT NOT NULL,        -- the whole JSON context of the file
-    added_utc TEXT NOT NULL,
-    interrupted TEXT,             -- NULL: a whole run, else "interrupted by SIGTERM after 3 of 4 ..."
-    UNIQUE (machine_id, git_commit, date)
-);
-CREATE INDEX runs_by_machine ON runs (machine_id, time_utc_s);
-CREATE TABLE benchmarks (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,    -- Google Benchmark's run_name
-    family TEXT NOT NULL,
-    manual_time INTEGER NOT NULL, -- 1: real_time is the CUDA-event time of a GPU benchmark
-    threads REAL                  -- BLAS thread count of a CPU benchmark, NULL when not known
-);
-CREATE TABLE samples (
-    run_id INTEGER NOT NULL REFERENCES runs (id),
-    benchmark_id INTEGER NOT NULL REFERENCES benchmarks (id),
-    repetition INTEGER NOT NULL,
-    real_time_s REAL NOT NULL,    -- per iteration, seconds
-    cpu_time_s REAL,              -- per iteration, seconds, NULL when the file had none
-    iterations INTEGER NOT NULL,
-    disturbed INTEGER,            -- 1 measured while disturbed, 0 quiet, NULL conditions unknown
-    PRIMARY KEY (run_id, benchmark_id, repetition)
-) WITHOUT ROWID;
-CREATE TABLE failures (
-    run_id INTEGER NOT NULL REFERENCES runs (id),
-    benchmark_id INTEGER NOT NULL REFERENCES benchmarks (id),
-    repetition INTEGER,
-    reason TEXT NOT NULL
-);
-"""
+# The tables, as SQL (statements split at ";": no comment in it holds one).
+_SCHEMA = resources.files(__package__).joinpath("store.sql").read_text("utf-8")
 
 
 class HistoryError(Exception):
@@ -152,6 +109,12 @@ _FAILURES = (
 # All runs, oldest first (by measurement date; ties in the order they were added).
 _RUNS = "SELECT id, machine_id, git_commit, date, time_utc_s, source_path, interrupted FROM runs "
 _RUNS += "ORDER BY time_utc_s, id"
+# Each run of a machine that measured a benchmark or recorded it failing, runs in _RUNS's order.
+_MEASURED = (
+    "SELECT DISTINCT r.machine_id, b.name AS benchmark, r.id FROM runs r JOIN (SELECT run_id, "
+    "benchmark_id FROM samples UNION SELECT run_id, benchmark_id FROM failures) m ON m.run_id = "
+    "r.id JOIN benchmarks b ON b.id = m.benchmark_id ORDER BY r.time_utc_s, r.id"
+)
 
 
 class HistoryStore:
@@ -360,8 +323,7 @@ class History:
         """Everything in the store, or only the benchmarks whose name matches `name_filter`."""
         pattern = re.compile(name_filter or "")  # the empty pattern matches every name
         machines = {m.id: m for m in store.machines()}
-        runs = store.frame(_RUNS)
-        run_list = list(runs.itertuples(index=False, name="Run"))
+        run_list = store.runs()
         by_machine = {m: [r for r in run_list if r.machine_id == m] for m in machines}
         every = store.frame("SELECT name, family, manual_time, threads FROM benchmarks")
         benchmarks = {
@@ -372,24 +334,24 @@ class History:
         samples, failures = store.frame(_SAMPLES), store.frame(_FAILURES)
         samples = samples[samples["benchmark"].isin(benchmarks)]
         failures = failures[failures["benchmark"].isin(benchmarks)]
-        times: dict[tuple[int, str], list[tuple[float, float]]] = {}
-        disturbed: dict[tuple[int, str], list[tuple[float, float]]] = {}
-        for run_id, name, real_s, cpu_s, was_disturbed in samples[
-            ["run_id", "benchmark", "real_time_s", "cpu_time_s", "disturbed"]
-        ].itertuples(index=False):
-            into = disturbed if was_disturbed == 1 else times
-            into.setdefault((run_id, name), []).append((real_s, cpu_s))
+        # Policy ("history check", disturbed repetition): listed, never judged from.
+        left_out = action("history check", DISTURBED_ROW).kind == LIST
+        split = samples["disturbed"].eq(1) & left_out
+        times, disturbed = (
+            {
+                key: list(zip(group["real_time_s"], group["cpu_time_s"]))
+                for key, group in part.groupby(["run_id", "benchmark"], sort=False)
+            }
+            for part in (samples[~split], samples[split])
+        )
         failed = failures.drop_duplicates(["run_id", "benchmark"])
         reasons = dict(zip(zip(failed["run_id"], failed["benchmark"]), failed["reason"]))
-        measured = pd.concat([samples, failures])[["run_id", "benchmark"]].drop_duplicates()
-        measured = measured.merge(
-            runs[["id", "machine_id"]].assign(position=range(len(runs))),
-            left_on="run_id",
-            right_on="id",
-        ).sort_values("position")
+        measured, by_id = store.frame(_MEASURED), {run.id: run for run in run_list}
         series = {
-            key: [run_list[i] for i in group["position"]]
-            for key, group in measured.groupby(["machine_id", "benchmark"])
+            key: [by_id[run_id] for run_id in group["id"]]
+            for key, group in measured[measured["benchmark"].isin(benchmarks)].groupby(
+                ["machine_id", "benchmark"]
+            )
         }
         return cls(machines, by_machine, benchmarks, times, reasons, series, disturbed)
 
@@ -401,18 +363,18 @@ class History:
         info = self.benchmarks.get(benchmark)
         return choose_time(benchmark, info.threads if info else None, time)
 
-    def values(self, run_id: int, benchmark: str, time: str) -> list[float]:
-        """Seconds per iteration of each repetition not measured while disturbed, on the clock
+    def values(
+        self, run_id: int, benchmark: str, time: str, disturbed: bool = False
+    ) -> list[float]:
+        """Seconds per iteration of each repetition not measured while disturbed (with
+        `disturbed`: of each one measured while disturbed, left out of the check), on the clock
         `time` selects for it."""
-        pairs = self.times.get((run_id, benchmark), [])
+        pairs = (self.disturbed if disturbed else self.times).get((run_id, benchmark), [])
         real = self.time_source(benchmark, time) == "real_time"
         return [t for t in (r if real else c for r, c in pairs) if t == t]  # not NaN
 
     def disturbed_values(self, run_id: int, benchmark: str, time: str) -> list[float]:
-        """Like values, for the repetitions measured while disturbed (left out of `values`)."""
-        pairs = self.disturbed.get((run_id, benchmark), [])
-        real = self.time_source(benchmark, time) == "real_time"
-        return [t for t in (r if real else c for r, c in pairs) if t == t]
+        return self.values(run_id, benchmark, time, disturbed=True)
 
     def failure(self, run_id: int, benchmark: str) -> str | None:
         """Why the benchmark has no samples in this run, when the run recorded it as failed."""

@@ -37,40 +37,36 @@ def combined_exit(timing: int, instructions: int | None) -> int:
     return timing
 
 
+# The gate's word for an exit status, and a lane's (any other status: cannot judge).
+_GATE = {EXIT_OK: "PASS", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "NOT RESOLVED"}
+_LANE = {EXIT_OK: "pass", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "not resolved", None: "not run"}
+
+
 def gate_line(timing: int, instructions: int | None) -> str:
     code = combined_exit(timing, instructions)
-    word = {EXIT_OK: "PASS", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "NOT RESOLVED"}.get(
-        code, "CANNOT JUDGE"
-    )
-    lanes = []
-    for lane, status in (("timing", timing), ("instructions", instructions)):
-        if status is None:
-            lanes.append(f"{lane} not run")
-        else:
-            lanes.append(
-                f"{lane} "
-                + {EXIT_OK: "pass", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "not resolved"}.get(
-                    status, "cannot judge or count"
-                )
-            )
-    return f"gate: {word} (exit {code}): {'; '.join(lanes)}"
+    lanes = [
+        f"{lane} {_LANE.get(status, 'cannot judge or count')}"
+        for lane, status in (("timing", timing), ("instructions", instructions))
+    ]
+    return f"gate: {_GATE.get(code, 'CANNOT JUDGE')} (exit {code}): {'; '.join(lanes)}"
+
+
+def _read(path: str | None) -> str:
+    """A lane's output file, "" where it was not given or cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8") if path else ""
+    except OSError:
+        return ""
 
 
 def _gate_of(path: str | None) -> str | None:
     """The 'gate' line a lane's --json wrote, if it can be read."""
-    if not path:
-        return None
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = json.loads(_read(path))
+    except ValueError:
         return None
     line = doc.get("gate") or doc.get("error") if isinstance(doc, dict) else None
     return str(line) if line else None
-
-
-def _read(path: str | None) -> str:
-    if not path:
-        return ""
     try:
         return Path(path).read_text(encoding="utf-8")
     except OSError:
@@ -79,10 +75,8 @@ def _read(path: str | None) -> str:
 
 def render_markdown(timing: int, instructions: int | None, timing_md: str, instr_md: str) -> str:
     parts = [f"**{md_text(gate_line(timing, instructions))}**", "", "### Timing lane", ""]
-    parts.append(timing_md.strip() or "(no report)")
-    parts += ["", "### Instruction lane", ""]
-    parts.append(instr_md.strip() or "(not run)")
-    return "\n".join(parts) + "\n"
+    parts += [timing_md.strip() or "(no report)", "", "### Instruction lane", ""]
+    return "\n".join(parts + [instr_md.strip() or "(not run)"]) + "\n"
 
 
 def _run(prog: str, argv: Sequence[str] | None) -> int:

@@ -20,16 +20,8 @@ import re
 
 import pandas as pd
 
-__all__ = ["single_threaded", "per_iteration", "COUNT_COLUMNS"]
-
 _THREADS = re.compile(r"(?:^|/)threads:(\d+)(?:/|$)")
-COUNT_COLUMNS = [
-    "name",
-    "regions",
-    "iterations",
-    "instructions_per_iteration",
-    "spread_pct",
-]
+COUNT_COLUMNS = ["name", "regions", "iterations", "instructions_per_iteration", "spread_pct"]
 
 
 def single_threaded(name: str) -> bool:

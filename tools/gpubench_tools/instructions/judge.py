@@ -19,37 +19,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, Number
-
-__all__ = [
-    "InstructionRules",
-    "judge_counts",
-    "lane_exit",
-    "MORE",
-    "FEWER",
-    "SAME",
-    "MISSING",
-    "NEW",
-    "FAILING",
-    "MAX_CHANGE",
-    "VERDICT_COLUMNS",
-]
+from ..policy import NOTHING_MEASURED, action
 
 MORE, FEWER, SAME, MISSING, NEW = "more", "fewer", "same", "missing", "new"
 FAILING = (MORE, MISSING)
 # The range of --max-change: a fraction, above 0, below 1 (100 %).
 MAX_CHANGE = Number(0.0, 1.0, low_open=True, high_open=True)
-VERDICT_COLUMNS = [
-    "name",
-    "verdict",
-    "base_per_iteration",
-    "contender_per_iteration",
-    "change",
-    "base_spread_pct",
-    "contender_spread_pct",
-]
+VERDICT_COLUMNS = (
+    "name verdict base_per_iteration contender_per_iteration change base_spread_pct "
+    "contender_spread_pct"
+).split()
 
 
 @dataclass(frozen=True)
@@ -58,14 +41,6 @@ class InstructionRules:
     verdict (0.01: 1 %)."""
 
     max_change: float = 0.01
-
-
-def _verdict(change: float, rules: InstructionRules) -> str:
-    if change >= rules.max_change:
-        return MORE
-    if change <= -rules.max_change:
-        return FEWER
-    return SAME
 
 
 def judge_counts(
@@ -78,26 +53,26 @@ def judge_counts(
     # better (m:64 before m:192), the contender's new ones after it.
     order = list(base["name"]) + [n for n in contender["name"] if n not in set(base["name"])]
     merged = merged.set_index("name").loc[order].reset_index()
-    rows = []
-    for row in merged.itertuples(index=False):
-        b, c = row.instructions_per_iteration_b, row.instructions_per_iteration_c
-        if pd.isna(c):
-            verdict, change = MISSING, float("nan")
-        elif pd.isna(b):
-            verdict, change = NEW, float("nan")
-        else:
-            change = c / b - 1 if b > 0 else (0.0 if c == 0 else float("inf"))
-            verdict = _verdict(change, rules)
-        rows.append([row.name, verdict, b, c, change, row.spread_pct_b, row.spread_pct_c])
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    b, c = merged["instructions_per_iteration_b"], merged["instructions_per_iteration_c"]
+    # A base of 0 instructions: the same when the contender has 0 too, else infinitely more.
+    change = (c / b - 1).where(b > 0, np.where(c == 0, 0.0, np.inf)).where(b.notna() & c.notna())
+    verdict = np.select(
+        [c.isna(), b.isna(), change >= rules.max_change, change <= -rules.max_change],
+        [MISSING, NEW, MORE, FEWER],
+        SAME,
+    )
+    frame = pd.DataFrame({"name": merged["name"], "verdict": verdict})
+    columns = {"base_per_iteration": b, "contender_per_iteration": c, "change": change}
+    columns.update(
+        base_spread_pct=merged["spread_pct_b"], contender_spread_pct=merged["spread_pct_c"]
+    )
+    return frame.assign(**columns)[VERDICT_COLUMNS]
 
 
 def lane_exit(verdicts: pd.DataFrame, base_regions: int, contender_regions: int) -> int:
-    """The lane's exit status: 2 when a side counted nothing (no region: a bench without the
-    instruction regions, or a filter with no single-threaded CPU row), else 1 when a benchmark
-    has MORE instructions or is MISSING, else 0."""
+    """The lane's exit status: a side that counted nothing (no region: a bench without the
+    instruction regions, or a filter with no single-threaded CPU row) is policy's "nothing
+    measured" (2), else 1 when a benchmark has MORE instructions or is MISSING, else 0."""
     if base_regions == 0 or contender_regions == 0:
-        return EXIT_UNUSABLE
-    if verdicts["verdict"].isin(FAILING).any():
-        return EXIT_REGRESSION
-    return EXIT_OK
+        return action("instructions", NOTHING_MEASURED).exit_code or EXIT_UNUSABLE
+    return EXIT_REGRESSION if verdicts["verdict"].isin(FAILING).any() else EXIT_OK

@@ -38,6 +38,7 @@ import pandas as pd
 from .. import output
 from ..cli import EXIT_UNUSABLE, ArgumentParser, Number, UnusableInput, add_debug_flag
 from ..cli import program_name, run_main
+from ..policy import CUT_OFF, NOT_BENCH, NOTHING_MEASURED, REFUSE, action
 from .counts import per_iteration
 from .dumps import DumpError, read_dumps
 from .judge import MAX_CHANGE, VERDICT_COLUMNS, InstructionRules, judge_counts, lane_exit
@@ -84,19 +85,20 @@ def valgrind_command(
 
 
 def side_environment(coretype: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["OPENBLAS_CORETYPE"] = coretype
-    env["CUDA_VISIBLE_DEVICES"] = ""
-    return env
+    return {**os.environ, "OPENBLAS_CORETYPE": coretype, "CUDA_VISIBLE_DEVICES": ""}
 
 
 def _openblas_core(side_dir: Path) -> str:
+    """The OpenBLAS kernels a side's bench ran (its JSON's context); a JSON that is not a bench
+    file leaves them unnamed (policy: the dumps are judged all the same)."""
     from ..benchjson import BenchJsonError, load_report
     from ..compare.engine import openblas_core
 
     try:
         return openblas_core(load_report(str(side_dir / "bench.json")).context) or ""
-    except (BenchJsonError, OSError):
+    except (BenchJsonError, OSError) as exc:
+        if action("instructions", NOT_BENCH).kind == REFUSE:
+            raise UnusableInput(str(exc)) from None
         return ""
 
 
@@ -111,10 +113,10 @@ def judge_dirs(base_dir: Path, contender_dir: Path, rules: InstructionRules) -> 
         frames[side] = per_iteration(dumped)
         regions[side] = len(dumped)
         cores[side] = _openblas_core(folder)
-    code = EXIT_UNUSABLE
     why = ""
     empty = [side for side in SIDES if frames[side].empty]
     if empty:
+        code = action("instructions", NOTHING_MEASURED).exit_code or EXIT_UNUSABLE
         verdicts = pd.DataFrame(columns=VERDICT_COLUMNS)
         why = (
             f"the {' and the '.join(empty)} dumped no single-threaded instruction region "
@@ -210,56 +212,60 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _emit(prog: str, result: LaneResult, markdown: str | None, json_path: str | None) -> int:
-    code = output.decide(result.exit_code)
-    output.say(*render_terminal(result).splitlines())
-    output.write_after_verdict(
-        prog, code, markdown, lambda: render_markdown(result), json_path, lambda: as_dict(result)
-    )
-    return code
+def _not_counted(why: str, rules: InstructionRules) -> LaneResult:
+    """Exit 2 with the reason: no valgrind, or a side that did not finish under it (policy: a
+    cut-off or interrupted run is not counted)."""
+    code = action("instructions", CUT_OFF).exit_code or EXIT_UNUSABLE
+    return LaneResult(code, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why)
 
 
-def _not_counted(prog: str, why: str, rules: InstructionRules, args: argparse.Namespace) -> int:
-    result = LaneResult(EXIT_UNUSABLE, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why)
-    return _emit(prog, result, args.markdown, args.json)
-
-
-def _run(prog: str, argv: Sequence[str] | None) -> int:
-    args = _parser(prog).parse_args(argv)
+def _judge(args: argparse.Namespace) -> LaneResult:
     rules = InstructionRules(args.max_change)
-    out_dir = Path(args.out_dir)
     if args.from_dir:
         if args.base_bench or args.contender_bench:
             raise UnusableInput(
                 "--from judges an earlier run: it takes no --base-bench/--contender-bench"
             )
-        folder = Path(args.from_dir)
-        result = judge_dirs(folder / BASE, folder / CONTENDER, rules)
-        return _emit(prog, result, args.markdown, args.json)
+        return judge_dirs(Path(args.from_dir) / BASE, Path(args.from_dir) / CONTENDER, rules)
     if not (args.base_bench and args.contender_bench):
         raise UnusableInput("give --base-bench and --contender-bench, or --from DIR")
-    commands_of = {
-        BASE: _executable(args.base_bench, "--base-bench"),
-        CONTENDER: _executable(args.contender_bench, "--contender-bench"),
+    benches = {
+        side: _executable(getattr(args, f"{side}_bench"), f"--{side}-bench") for side in SIDES
     }
     valgrind = shutil.which(args.valgrind)
     if valgrind is None:
-        why = (
+        return _not_counted(
             f"valgrind not found ('{args.valgrind}'; Debian and Ubuntu: apt-get install "
-            "valgrind, which scripts/install-deps.sh does)"
+            "valgrind, which scripts/install-deps.sh does)",
+            rules,
         )
-        return _not_counted(prog, why, rules, args)
+    out_dir, start = Path(args.out_dir), time.monotonic()
     commands = {
-        side: valgrind_command(valgrind, out_dir / side, commands_of[side], args.filter)
+        side: valgrind_command(valgrind, out_dir / side, benches[side], args.filter)
         for side in SIDES
     }
-    start = time.monotonic()
     problem = run_sides(commands, out_dir, side_environment(args.openblas_coretype), args.timeout)
     if problem is not None:
-        return _not_counted(prog, problem, rules, args)
+        return _not_counted(problem, rules)
     result = judge_dirs(out_dir / BASE, out_dir / CONTENDER, rules)
     result.wall_seconds = time.monotonic() - start
-    return _emit(prog, result, args.markdown, args.json)
+    return result
+
+
+def _run(prog: str, argv: Sequence[str] | None) -> int:
+    args = _parser(prog).parse_args(argv)
+    result = _judge(args)
+    code = output.decide(result.exit_code)
+    output.say(*render_terminal(result).splitlines())
+    output.write_after_verdict(
+        prog,
+        code,
+        args.markdown,
+        lambda: render_markdown(result),
+        args.json,
+        lambda: as_dict(result),
+    )
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

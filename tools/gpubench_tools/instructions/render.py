@@ -14,8 +14,6 @@ from ..cli import EXIT_OK, EXIT_REGRESSION
 from ..escape import md_code, md_text, term_text
 from .judge import FEWER, MISSING, MORE, NEW, SAME, InstructionRules
 
-__all__ = ["LaneResult", "gate_line", "render_terminal", "render_markdown", "as_dict"]
-
 _ORDER = (MORE, MISSING, FEWER, SAME, NEW)
 
 
@@ -33,23 +31,20 @@ class LaneResult:
 
 
 def _count(value: float) -> str:
-    return (
-        "-"
-        if value is None or (isinstance(value, float) and math.isnan(value))
-        else f"{value:,.0f}"
-    )
+    return "-" if pd.isna(value) else f"{value:,.0f}"
 
 
 def _change(value: float) -> str:
-    return "" if value is None or math.isnan(value) else f"{value * 100:+.2f}%"
+    return "" if pd.isna(value) else f"{value * 100:+.2f}%"
 
 
-def _counts(result: LaneResult) -> str:
-    v = result.verdicts["verdict"] if len(result.verdicts) else pd.Series(dtype=str)
-    return ", ".join(f"{int((v == k).sum())} {k}" for k in _ORDER if (v == k).any())
+def _counts(result: LaneResult) -> dict[str, int]:
+    """How many benchmarks have each verdict, in _ORDER."""
+    found = result.verdicts["verdict"].value_counts() if len(result.verdicts) else {}
+    return {k: int(found.get(k, 0)) for k in _ORDER}
 
 
-def gate_line(result: LaneResult) -> str:
+def lane_line(result: LaneResult) -> str:
     """'instructions: PASS|FAIL|NOT COUNTED: ...', the lane's one summary line."""
     threshold = f"{result.rules.max_change * 100:g}%"
     if result.exit_code == EXIT_REGRESSION:
@@ -58,7 +53,7 @@ def gate_line(result: LaneResult) -> str:
         head = f"instructions: PASS: no benchmark runs {threshold} more instructions per iteration"
     else:
         return f"instructions: NOT COUNTED: {result.why}"
-    return f"{head} ({_counts(result)})"
+    return f"{head} ({', '.join(f'{n} {k}' for k, n in _counts(result).items() if n)})"
 
 
 def describe(row: Any) -> str:
@@ -89,12 +84,12 @@ def render_terminal(result: LaneResult) -> str:
         lines.append(f"  {row.verdict.upper():<8} {term_text(row.name):<{width}}  {describe(row)}")
     if result.wall_seconds is not None:
         lines.append(f"instruction lane: {result.wall_seconds:.0f} s")
-    lines.append(term_text(gate_line(result)))
+    lines.append(term_text(lane_line(result)))
     return "\n".join(lines) + "\n"
 
 
 def render_markdown(result: LaneResult) -> str:
-    out = [f"**{md_text(gate_line(result))}**", "", md_text(_header(result)) + "."]
+    out = [f"**{md_text(lane_line(result))}**", "", md_text(_header(result)) + "."]
     if len(result.verdicts):
         out += ["", "| verdict | benchmark | instructions per iteration, base → contender |"]
         out.append("|---|---|---|")
@@ -112,18 +107,14 @@ def _number(value: Any) -> Any:
 def as_dict(result: LaneResult) -> dict[str, Any]:
     return {
         "exit_code": result.exit_code,
-        "gate": gate_line(result),
+        "gate": lane_line(result),
         "lane": "instructions",
         "max_change": result.rules.max_change,
         "why": result.why or None,
         "openblas_core_under_valgrind": result.openblas,
         "regions": result.regions,
         "wall_seconds": result.wall_seconds,
-        "summary": (
-            {k: int((result.verdicts["verdict"] == k).sum()) for k in _ORDER}
-            if len(result.verdicts)
-            else {}
-        ),
+        "summary": _counts(result) if len(result.verdicts) else {},
         "benchmarks": [
             {k: _number(v) for k, v in row._asdict().items()}
             for row in result.verdicts.itertuples(index=False)
