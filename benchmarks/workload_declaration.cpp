@@ -28,15 +28,62 @@ bool is_plain_value(const std::string& text) {
   });
 }
 
+bool is_label_key(const std::string& key) {
+  static const std::set<std::string> keys = {"data", "dtype", "shape", "input", "precision", "net"};
+  return keys.count(key) != 0;
+}
+
+// The axes of the given points: every point must set the same ones, in the same order.
+void check_points(const Workload::Declaration& declaration, std::vector<std::string>* problems) {
+  if (!declaration.axis_order.empty()) {
+    problems->push_back("both axes and points: declare one or the other");
+    return;
+  }
+  const Point& first = declaration.points.front();
+  for (std::size_t index = 0; index < declaration.points.size(); ++index) {
+    const Point& point = declaration.points[index];
+    bool same = point.values.size() == first.values.size();
+    for (std::size_t value = 0; same && value < point.values.size(); ++value) {
+      same = point.values[value].axis == first.values[value].axis &&
+             point.values[value].is_text == first.values[value].is_text;
+    }
+    if (!same) {
+      problems->push_back("point " + std::to_string(index) +
+                          " sets other axes than point 0 (or in another order)");
+      return;
+    }
+    for (const Point::Value& value : point.values) {
+      if (value.is_text && !is_plain_value(value.text)) {
+        problems->push_back("axis '" + value.axis + "': value '" + value.text +
+                            "' has a space, '/', ':' or '='");
+      }
+      if (!value.is_text && value.number < 0) {
+        problems->push_back("axis '" + value.axis + "': negative value " +
+                            std::to_string(value.number));
+      }
+    }
+    for (const auto& [key, text] : point.labels) {
+      if (!is_label_key(key)) problems->push_back("label '" + key + "' is not a label key");
+      if (!is_plain_value(text)) problems->push_back("label value '" + text + "' is not plain");
+    }
+  }
+}
+
 std::vector<std::string> declaration_problems(const Workload::Declaration& declaration) {
   std::vector<std::string> problems;
   const auto problem = [&](std::string text) { problems.push_back(std::move(text)); };
   if (!is_plain_name(declaration.name)) {
     problem("the name must be lower-case letters, digits and underscores");
   }
-  if (declaration.axis_order.empty()) problem("no axis: declare at least one with axis()");
+  std::vector<std::string> axes = declaration.axis_order;
+  if (!declaration.points.empty()) {
+    check_points(declaration, &problems);
+    axes.clear();
+    for (const Point::Value& value : declaration.points.front().values) axes.push_back(value.axis);
+  }
+  if (axes.empty()) problem("no axis: declare at least one with axis() or points()");
   std::set<std::string> names;
-  for (const std::string& axis : declaration.axis_order) {
+  for (const std::string& axis : axes) {
     if (!is_plain_name(axis)) problem("axis '" + axis + "': lower-case letters, digits, _");
     if (axis == "host" || axis == "threads") problem("axis '" + axis + "': a name the rows use");
     if (!names.insert(axis).second) problem("axis '" + axis + "' declared twice");
@@ -55,11 +102,15 @@ std::vector<std::string> declaration_problems(const Workload::Declaration& decla
       }
     }
   }
+  for (long long threads : declaration.cpu_threads) {
+    if (threads < 1) problem("cpu_threads: " + std::to_string(threads) + " is not a thread count");
+  }
   if (declaration.buffers.empty()) problem("no buffer: declare its inputs and outputs");
   bool has_output = false;
   for (const BufferDeclaration& buffer : declaration.buffers) {
     if (!names.insert(buffer.name).second) problem("buffer '" + buffer.name + "' named twice");
     if (!buffer.count) problem("buffer '" + buffer.name + "' has no element count");
+    if (!buffer.type) problem("buffer '" + buffer.name + "' has no element type");
     has_output = has_output || buffer.role != BufferRole::input;
   }
   if (!declaration.buffers.empty() && !has_output) {
@@ -88,17 +139,32 @@ std::vector<Workload>& workloads() {
 }  // namespace
 
 long long Point::operator[](std::string_view axis) const {
-  for (const auto& [name, value] : numbers) {
-    if (name == axis) return value;
+  for (const Value& value : values) {
+    if (value.axis == axis && !value.is_text) return value.number;
   }
   throw std::out_of_range("no numeric axis '" + std::string(axis) + "' at this point");
 }
 
 const std::string& Point::text(std::string_view axis) const {
-  for (const auto& [name, value] : texts) {
-    if (name == axis) return value;
+  for (const Value& value : values) {
+    if (value.axis == axis && value.is_text) return value.text;
   }
   throw std::out_of_range("no text axis '" + std::string(axis) + "' at this point");
+}
+
+Point& Point::set(std::string axis, long long value) {
+  values.push_back({std::move(axis), false, value, {}});
+  return *this;
+}
+
+Point& Point::set(std::string axis, std::string value) {
+  values.push_back({std::move(axis), true, 0, std::move(value)});
+  return *this;
+}
+
+Point& Point::label(std::string key, std::string value) {
+  labels.emplace_back(std::move(key), std::move(value));
+  return *this;
 }
 
 void* Buffers::find(std::string_view name, ElementType type) const {
@@ -127,9 +193,20 @@ Workload& Workload::text_axis(std::string name, std::vector<std::string> values)
   return *this;
 }
 
-Workload& Workload::buffer(std::string name, ElementType type, BufferRole role,
-                           std::function<std::size_t(const Point&)> count) {
-  declaration_.buffers.push_back({std::move(name), type, role, std::move(count)});
+Workload& Workload::points(std::vector<Point> points) {
+  declaration_.points = std::move(points);
+  return *this;
+}
+
+Workload& Workload::cpu_threads(std::vector<long long> thread_counts) {
+  declaration_.cpu_threads = std::move(thread_counts);
+  return *this;
+}
+
+Workload& Workload::buffer(std::string name, BufferRole role,
+                           std::function<std::size_t(const Point&)> count,
+                           std::function<ElementType(const Point&)> type) {
+  declaration_.buffers.push_back({std::move(name), role, std::move(count), std::move(type)});
   return *this;
 }
 
@@ -164,6 +241,11 @@ Workload& Workload::tolerance(double relative, double absolute) {
 
 Workload& Workload::kernels_per_call(int kernels) {
   declaration_.kernels_per_call = kernels;
+  return *this;
+}
+
+Workload& Workload::check(CheckFunction check) {
+  declaration_.check = std::move(check);
   return *this;
 }
 

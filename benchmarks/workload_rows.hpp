@@ -4,6 +4,7 @@
 // counters are the header's; docs/your-own-workload.md shows them.
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,25 +14,33 @@
 
 namespace gpubench {
 
-// Registers every added workload's CPU rows, and with `with_gpu` its GPU rows.
+// Registers the workload's CPU rows (at each of its thread counts, the outer loop), and with
+// `with_gpu` its GPU rows: the suite's own workloads declared through the public API (GEMM) and
+// every added one.
+void register_workload_rows(std::shared_ptr<const Workload> workload, bool with_gpu);
+// register_workload_rows for every workload added (add_workload, GPUBENCH_WORKLOAD).
 void register_added_workloads(bool with_gpu);
 
 // The errors of declarations made before main() (add_workload_at_start_up), for the runner to
 // report before anything runs.
 std::vector<std::string>& start_up_errors();
 
-// Every point of the declaration's axes, the first axis varying slowest.
+// The declaration's points: those it lists, or every combination of its axes, the first axis
+// varying slowest.
 std::vector<Point> points_of(const Workload::Declaration& declaration);
 
-// The row's name: W/<backend>/<variant>/<axes...>, with `host` (when not empty) before the first
-// numeric axis. Numeric axes named like one of the schema's size counters (m, n, k, batch, hidden,
-// bytes) are written as that counter too; text axes are label pairs where the schema has the key.
+// The row's name: W/<backend>/<variant>/<the point's values...>, with `host` (when not empty)
+// before the first numeric value and `threads` (when > 0) last. Numeric values named like one of
+// the schema's size counters (m, n, k, batch, hidden, bytes) are written as that counter too, and
+// threads as blas_threads; text values are label pairs where the schema has the key.
 RowId workload_row_id(const Workload::Declaration& declaration, const std::string& backend,
-                      const std::string& variant, const Point& point, const std::string& host = "");
+                      const std::string& variant, const Point& point, const std::string& host = "",
+                      long long threads = 0);
 
 std::size_t element_bytes(ElementType type);
-// Whether any buffer holds doubles: the rows' peak is then the fp64 peak.
-bool uses_double(const Workload::Declaration& declaration);
+
+// Writes the point's own label pairs (a shape's family); throws for a key the schema lacks.
+void label_row(ResultRow* row, const Point& point);
 
 // Host copies of a point's buffers: inputs (and inputs read in place) filled with fixed-seed values
 // in [-1, 1), outputs poisoned with NaN so an element the call does not write fails the comparison.
@@ -42,6 +51,9 @@ class HostArrays {
   Buffers buffers() const;
   std::size_t size() const { return arrays_.size(); }
   const BufferDeclaration& declaration(std::size_t index) const { return *declarations_[index]; }
+  ElementType type(std::size_t index) const { return types_[index]; }
+  // Whether any buffer holds doubles at this point: the row's peak is then the fp64 peak.
+  bool holds_double() const;
   std::size_t bytes(std::size_t index) const { return arrays_[index].size(); }
   std::byte* data(std::size_t index) { return arrays_[index].data(); }
   const std::byte* data(std::size_t index) const { return arrays_[index].data(); }
@@ -49,6 +61,7 @@ class HostArrays {
 
  private:
   std::vector<const BufferDeclaration*> declarations_;
+  std::vector<ElementType> types_;
   std::vector<std::vector<std::byte>> arrays_;
 };
 

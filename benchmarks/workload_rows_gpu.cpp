@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "benchmarks/gpu_support.hpp"
@@ -44,7 +45,7 @@ struct DeviceArrays {
     for (std::size_t index = 0; index < host.size(); ++index) {
       arrays.emplace_back(host.bytes(index));
       buffers.entries.push_back(
-          {host.declaration(index).name, host.declaration(index).type, arrays.back().data()});
+          {host.declaration(index).name, host.type(index), arrays.back().data()});
     }
   }
   std::vector<DeviceBuffer> arrays;
@@ -61,26 +62,56 @@ struct Reference {
       : inputs(declaration, point), outputs(declaration, point) {
     inputs.fill();
     outputs.fill();
-    declaration.cpu(point, outputs.buffers());
+    declaration.cpu(point, outputs.buffers())();
   }
 };
 
-double gpu_peak(const GpuInfo& gpu, const Workload::Declaration& declaration) {
-  return gpu_peak_flops(gpu, uses_double(declaration) ? "fp64" : "fp32");
+// The reference of the point whose rows run now. Google Benchmark calls a fixture several times
+// (once per iteration count it tries, once per repetition), and the CPU function can take seconds
+// at large sizes: the reference is computed once per point, and kept only until another point's
+// row runs (each point's kernel and e2e rows are registered one after the other), so the memory
+// of one point's reference is held, not the sweep's.
+const Reference& reference_for(const std::shared_ptr<const Workload>& workload,
+                               std::size_t point_index, const Point& point) {
+  static const Workload* cached_workload = nullptr;
+  static std::size_t cached_point = 0;
+  static std::unique_ptr<Reference> cached;
+  if (!cached || cached_workload != workload.get() || cached_point != point_index) {
+    cached.reset();  // the previous point's buffers go before the next point's are allocated
+    cached = std::make_unique<Reference>(workload->declaration(), point);
+    cached_workload = workload.get();
+    cached_point = point_index;
+  }
+  return *cached;
+}
+
+// The declared buffers' bytes at a point, before any is allocated (for the fit check).
+std::size_t buffer_bytes_at(const Workload::Declaration& declaration, const Point& point) {
+  std::size_t bytes = 0;
+  for (const BufferDeclaration& buffer : declaration.buffers) {
+    bytes += buffer.count(point) * element_bytes(buffer.type(point));
+  }
+  return bytes;
+}
+
+double gpu_peak(const GpuInfo& gpu, const HostArrays& arrays) {
+  return gpu_peak_flops(gpu, arrays.holds_double() ? "fp64" : "fp32");
 }
 
 void gpu_kernel_row(benchmark::State& state, const RowId& id,
-                    const Workload::Declaration* declaration, const Point& point) {
+                    const std::shared_ptr<const Workload>& workload, std::size_t point_index,
+                    const Point& point) {
+  const Workload::Declaration* declaration = &workload->declaration();
   const GpuInfo& gpu = require_gpu();
-  const Reference reference(*declaration, point);
-  const std::size_t buffer_bytes = reference.inputs.total_bytes();
+  const std::size_t buffer_bytes = buffer_bytes_at(*declaration, point);
   const std::size_t device_bytes = buffer_bytes + ColdL2Timer::device_bytes(gpu.l2_cache_bytes);
   if (!fits_on_device(state, device_bytes)) return;
+  const Reference& reference = reference_for(workload, point_index, point);
 
   DeviceMemoryMeter meter;
   Stream stream;
   DeviceArrays device(reference.inputs);
-  const auto call = [&] { declaration->gpu(point, device.buffers, stream.get()); };
+  const Call call = declaration->gpu(point, device.buffers, stream.get());
   CheckResult check;
   {
     std::vector<std::byte*> results;
@@ -118,23 +149,26 @@ void gpu_kernel_row(benchmark::State& state, const RowId& id,
   row.set(Counter::t_h2d, 0)
       .set(Counter::t_compute, seconds_per_call)
       .set(Counter::t_d2h, 0)
-      .work(work.flop, seconds_per_call, gpu_peak(gpu, *declaration))
-      .set(Counter::bytes_per_s, work.bytes / seconds_per_call)
+      .work(work.flop, seconds_per_call, gpu_peak(gpu, reference.inputs))
       .set(Counter::bytes_h2d, 0)
       .set(Counter::bytes_d2h, 0)
       .set(Counter::kernels, declaration->kernels_per_call)
       .set(Counter::device_bytes, static_cast<double>(device_bytes))
       .device_memory(buffer_bytes, meter.peak_bytes())
-      .set(Counter::max_error_over_bound, check.worst_error_over_bound)
-      .publish();
+      .set(Counter::max_error_over_bound, check.worst_error_over_bound);
+  if (work.bytes > 0) row.set(Counter::bytes_per_s, work.bytes / seconds_per_call);
+  label_row(&row, point);
+  row.publish();
 }
 
-void gpu_e2e_row(benchmark::State& state, const RowId& id, const Workload::Declaration* declaration,
+void gpu_e2e_row(benchmark::State& state, const RowId& id,
+                 const std::shared_ptr<const Workload>& workload, std::size_t point_index,
                  const Point& point) {
+  const Workload::Declaration* declaration = &workload->declaration();
   const GpuInfo& gpu = require_gpu();
-  const Reference reference(*declaration, point);
-  const std::size_t device_bytes = reference.inputs.total_bytes();
+  const std::size_t device_bytes = buffer_bytes_at(*declaration, point);
   if (!fits_on_device(state, device_bytes)) return;
+  const Reference& reference = reference_for(workload, point_index, point);
 
   DeviceMemoryMeter meter;
   Stream stream;
@@ -178,10 +212,11 @@ void gpu_e2e_row(benchmark::State& state, const RowId& id, const Workload::Decla
                           in ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream.get()));
     }
   };
+  const Call call = declaration->gpu(point, device.buffers, stream.get());
   const auto iteration = [&](PhasedWallTimer::Marks& marks) {
     copies(true);
     marks.end(Phase::h2d);
-    declaration->gpu(point, device.buffers, stream.get());
+    call();
     marks.end(Phase::compute);
     copies(false);
     marks.end(Phase::d2h);
@@ -195,14 +230,21 @@ void gpu_e2e_row(benchmark::State& state, const RowId& id, const Workload::Decla
     state.SkipWithError(check.message.c_str());
     return;
   }
-  const PhaseTimes phases = timer.run(state, iteration);
+  // Each iteration starts from the same inputs: a buffer read and written in place is restored on
+  // the host before it (outside the timed part), so its values do not drift over the iterations.
+  const auto restore = [&] {
+    for (std::size_t index = 0; index < reference.inputs.size(); ++index) {
+      if (reference.inputs.declaration(index).role != BufferRole::input_output) continue;
+      std::memcpy(host_data[index], reference.inputs.data(index), reference.inputs.bytes(index));
+    }
+  };
+  const PhaseTimes phases = timer.run(state, restore, iteration);
   GPUBENCH_CUDA_CHECK(cudaGetLastError());
 
   const Work work = declaration->work(point);
   ResultRow row(state, id);
   row.phases(phases)
-      .work(work.flop, phases.wall_s, gpu_peak(gpu, *declaration))
-      .set(Counter::bytes_per_s, work.bytes / phases.wall_s)
+      .work(work.flop, phases.wall_s, gpu_peak(gpu, reference.inputs))
       .set(Counter::bytes_h2d, bytes_h2d)
       .set(Counter::bytes_d2h, bytes_d2h)
       .set(Counter::copies_h2d, copies_h2d)
@@ -211,22 +253,25 @@ void gpu_e2e_row(benchmark::State& state, const RowId& id, const Workload::Decla
       .set(Counter::pinned, 1)
       .set(Counter::device_bytes, static_cast<double>(device_bytes))
       .device_memory(device_bytes, meter.peak_bytes())
-      .set(Counter::max_error_over_bound, check.worst_error_over_bound)
-      .publish();
+      .set(Counter::max_error_over_bound, check.worst_error_over_bound);
+  if (work.bytes > 0) row.set(Counter::bytes_per_s, work.bytes / phases.wall_s);
+  label_row(&row, point);
+  row.publish();
 }
 
 }  // namespace
 
-void register_workload_gpu_rows(const Workload::Declaration& declaration) {
+void register_workload_gpu_rows(const std::shared_ptr<const Workload>& workload) {
+  const Workload::Declaration& declaration = workload->declaration();
   const std::vector<Point> points = points_of(declaration);
-  for (const Point& point : points) {
-    register_row(workload_row_id(declaration, "gpu", declaration.gpu_variant + "_kernel", point),
-                 IterationTime::manual, gpu_kernel_row, &declaration, point);
-  }
-  for (const Point& point : points) {
+  // Each point's two rows one after the other: they share its CPU reference (reference_for).
+  for (std::size_t index = 0; index < points.size(); ++index) {
     register_row(
-        workload_row_id(declaration, "gpu", declaration.gpu_variant + "_e2e", point, "pinned"),
-        IterationTime::manual, gpu_e2e_row, &declaration, point);
+        workload_row_id(declaration, "gpu", declaration.gpu_variant + "_kernel", points[index]),
+        IterationTime::manual, gpu_kernel_row, workload, index, points[index]);
+    register_row(workload_row_id(declaration, "gpu", declaration.gpu_variant + "_e2e",
+                                 points[index], "pinned"),
+                 IterationTime::manual, gpu_e2e_row, workload, index, points[index]);
   }
 }
 

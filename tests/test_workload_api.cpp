@@ -32,7 +32,9 @@ Workload complete(const std::string& name) {
         return gpubench::Work{2.0 * p["n"], 8.0 * p["n"]};
       })
       .cpu("loop", [](const Point& p, const Buffers& b) {
-        for (long long i = 0; i < 2 * p["n"]; ++i) b.get<double>("y")[i] = b.get<float>("x")[0];
+        return [n = p["n"], x = b.get<float>("x"), y = b.get<double>("y")] {
+          for (long long i = 0; i < 2 * n; ++i) y[i] = x[0];
+        };
       });
 }
 
@@ -66,7 +68,7 @@ TEST(WorkloadApi, RefusesAnIncompleteOrMisnamedDeclarationNamingTheProblem) {
                              .axis("n", {1})
                              .input<float>("x", "n")
                              .work([](const Point&) { return gpubench::Work{}; })
-                             .cpu("loop", [](const Point&, const Buffers&) {});
+                             .cpu("loop", [](const Point&, const Buffers&) { return [] {}; });
   EXPECT_NE(refusal(inputs_only).find("no output buffer"), std::string::npos);
   EXPECT_EQ(refusal(complete("accepted_once")), "");
   EXPECT_NE(refusal(complete("accepted_once")).find("already added"), std::string::npos);
@@ -100,6 +102,48 @@ TEST(WorkloadApi, RowNamesFollowTheAxesWithHostBeforeTheFirstNumericOne) {
   EXPECT_EQ(e2e.parameters[2].value, 8);
 }
 
+TEST(WorkloadApi, ListedPointsKeepTheirOrderLabelsAndThreadsComeLast) {
+  using gpubench::BufferRole;
+  using gpubench::ElementType;
+  const auto type = [](const Point& p) {
+    return p.text("dtype") == "fp64" ? ElementType::float64 : ElementType::float32;
+  };
+  const Workload workload =
+      Workload("listed")
+          .points({Point().set("dtype", "fp32").set("m", 2).label("shape", "square"),
+                   Point().set("dtype", "fp64").set("m", 3).label("shape", "layer")})
+          .cpu_threads({1, 2})
+          .buffer(
+              "c", BufferRole::output, [](const Point& p) { return std::size_t(p["m"]); }, type)
+          .work([](const Point&) { return gpubench::Work{}; })
+          .cpu("loop", [](const Point&, const Buffers&) { return [] {}; });
+  EXPECT_EQ(refusal(workload), "");
+  const std::vector<Point> points = gpubench::points_of(workload.declaration());
+  ASSERT_EQ(points.size(), 2u);
+  const gpubench::RowId id =
+      gpubench::workload_row_id(workload.declaration(), "cpu", "loop", points[1], "", 2);
+  EXPECT_EQ(id.name(), "listed/cpu/loop/dtype:fp64/m:3/threads:2");
+  ASSERT_TRUE(id.parameters.back().counter.has_value());
+  EXPECT_EQ(*id.parameters.back().counter, gpubench::Counter::blas_threads);
+  ASSERT_TRUE(id.parameters.front().label.has_value());  // dtype is a label key
+  gpubench::HostArrays arrays(workload.declaration(), points[1]);
+  EXPECT_TRUE(arrays.holds_double());
+  EXPECT_EQ(arrays.bytes(0), 3 * sizeof(double));
+
+  Workload mixed = Workload("mixed_points")
+                       .points({Point().set("m", 1), Point().set("n", 1)})
+                       .output<float>("c", "m")
+                       .work([](const Point&) { return gpubench::Work{}; })
+                       .cpu("loop", [](const Point&, const Buffers&) { return [] {}; });
+  EXPECT_NE(refusal(mixed).find("point 1 sets other axes than point 0"), std::string::npos);
+  Workload unknown_label = Workload("unknown_label")
+                               .points({Point().set("m", 1).label("colour", "red")})
+                               .output<float>("c", "m")
+                               .work([](const Point&) { return gpubench::Work{}; })
+                               .cpu("loop", [](const Point&, const Buffers&) { return [] {}; });
+  EXPECT_NE(refusal(unknown_label).find("label 'colour' is not a label key"), std::string::npos);
+}
+
 TEST(WorkloadApi, HostArraysSeedInputsPoisonOutputsAndCheckElementTypes) {
   const Workload workload = complete("arrays");
   const Point point = gpubench::points_of(workload.declaration())[0];
@@ -128,7 +172,7 @@ TEST(WorkloadApi, OutputsMatchWithinTheToleranceAndAMismatchOrNanIsNamed) {
   const Point point = gpubench::points_of(workload.declaration())[0];
   gpubench::HostArrays reference(workload.declaration(), point);
   reference.fill();
-  workload.declaration().cpu(point, reference.buffers());
+  workload.declaration().cpu(point, reference.buffers())();
   gpubench::HostArrays actual(workload.declaration(), point);
   actual.fill();
   std::memcpy(actual.data(1), reference.data(1), reference.bytes(1));

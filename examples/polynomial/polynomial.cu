@@ -31,13 +31,16 @@ GPUBENCH_WORKLOAD(polynomial) {
            [](const Point& p, const Buffers& b) {
              const float* x = b.get<float>("x");
              float* y = b.get<float>("y");
-             for (long long i = 0, n = p["n"]; i < n; ++i) y[i] = polynomial(x[i]);
+             return [=, n = p["n"]] {
+               for (long long i = 0; i < n; ++i) y[i] = polynomial(x[i]);
+             };
            })
       .gpu("cuda",
            [](const Point& p, const Buffers& b, gpubench::GpuStream stream) {
-             const long long blocks = (p["n"] + 255) / 256;
-             polynomial_kernel<<<blocks, 256, 0, stream>>>(p["n"], b.get<float>("x"),
-                                                           b.get<float>("y"));
+             const long long n = p["n"], blocks = (n + 255) / 256;
+             const float* x = b.get<float>("x");
+             float* y = b.get<float>("y");
+             return [=] { polynomial_kernel<<<blocks, 256, 0, stream>>>(n, x, y); };
            })
       .tolerance(1e-4, 1e-5);
 }

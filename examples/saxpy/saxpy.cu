@@ -28,10 +28,15 @@ GPUBENCH_WORKLOAD(saxpy) {
            [](const Point& p, const Buffers& b) {
              const float* x = b.get<float>("x");
              float* y = b.get<float>("y");
-             for (long long i = 0, n = p["n"]; i < n; ++i) y[i] = kA * x[i] + y[i];
+             return [=, n = p["n"]] {
+               for (long long i = 0; i < n; ++i) y[i] = kA * x[i] + y[i];
+             };
            })
       .gpu("cuda", [](const Point& p, const Buffers& b, gpubench::GpuStream stream) {
-        const int blocks = static_cast<int>(std::min<long long>((p["n"] + 255) / 256, 8192));
-        saxpy_kernel<<<blocks, 256, 0, stream>>>(p["n"], kA, b.get<float>("x"), b.get<float>("y"));
+        const long long n = p["n"];
+        const int blocks = static_cast<int>(std::min<long long>((n + 255) / 256, 8192));
+        const float* x = b.get<float>("x");
+        float* y = b.get<float>("y");
+        return [=] { saxpy_kernel<<<blocks, 256, 0, stream>>>(n, kA, x, y); };
       });
 }
