@@ -93,13 +93,18 @@ void cpu_row(benchmark::State& state, const RowId& id,
       .set(Counter::bytes_d2h, 0);
   if (work.bytes > 0) row.set(Counter::bytes_per_s, work.bytes / seconds_per_call);
   if (check) row.set(Counter::max_error_over_bound, check->worst_error_over_bound);
-  label_row(&row, point);
+  describe_point(&row, point);
   row.publish();
 }
 
 }  // namespace
 
-void label_row(ResultRow* row, const Point& point) {
+void describe_point(ResultRow* row, const Point& point) {
+  for (const Point::Value& value : point.values) {
+    if (!value.is_text && !size_counter(value.axis)) {
+      row->axis(value.axis, static_cast<double>(value.number));
+    }
+  }
   for (const auto& [key, value] : point.labels) {
     const auto label = label_for(key);
     if (!label) throw std::invalid_argument("label '" + key + "' is not a label key");

@@ -31,16 +31,18 @@ std::vector<Point> points_of(const Workload::Declaration& declaration);
 
 // The row's name: W/<backend>/<variant>/<the point's values...>, with `host` (when not empty)
 // before the first numeric value and `threads` (when > 0) last. Numeric values named like one of
-// the schema's size counters (m, n, k, batch, hidden, bytes) are written as that counter too, and
-// threads as blas_threads; text values are label pairs where the schema has the key.
+// the schema's size counters (m, n, k, batch, hidden, bytes) are written as that counter too (the
+// others as axis:<name>, describe_point), and threads as blas_threads; text values are label pairs
+// where the schema has the key.
 RowId workload_row_id(const Workload::Declaration& declaration, const std::string& backend,
                       const std::string& variant, const Point& point, const std::string& host = "",
                       long long threads = 0);
 
 std::size_t element_bytes(ElementType type);
 
-// Writes the point's own label pairs (a shape's family); throws for a key the schema lacks.
-void label_row(ResultRow* row, const Point& point);
+// Writes what the name's size counters do not: axis:<name> for each numeric axis without a counter
+// of its own, and the point's label pairs (a shape's family; throws for a key the schema lacks).
+void describe_point(ResultRow* row, const Point& point);
 
 // Host copies of a point's buffers: inputs (and inputs read in place) filled with fixed-seed values
 // in [-1, 1), outputs poisoned with NaN so an element the call does not write fails the comparison.

@@ -157,7 +157,7 @@ void gpu_kernel_row(benchmark::State& state, const RowId& id,
       .device_memory(buffer_bytes, meter.peak_bytes())
       .set(Counter::max_error_over_bound, check.worst_error_over_bound);
   if (work.bytes > 0) row.set(Counter::bytes_per_s, work.bytes / seconds_per_call);
-  label_row(&row, point);
+  describe_point(&row, point);
   row.publish();
 }
 
@@ -255,7 +255,7 @@ void gpu_e2e_row(benchmark::State& state, const RowId& id,
       .device_memory(device_bytes, meter.peak_bytes())
       .set(Counter::max_error_over_bound, check.worst_error_over_bound);
   if (work.bytes > 0) row.set(Counter::bytes_per_s, work.bytes / phases.wall_s);
-  label_row(&row, point);
+  describe_point(&row, point);
   row.publish();
 }
 
