@@ -2,8 +2,8 @@
 # The public API as a user meets it (docs/your-own-workload.md): every example built against the
 # installed suite from a clean folder (scripts/build-examples.sh), each run (its CPU rows, and its
 # GPU rows where a GPU is visible) to a JSON file, every row measured without an error, and the
-# JSON read by the tools: the strict reader, a report, and compare of the file against itself. No
-# tool is told which example it reads. Uses the build in BUILD_DIR (built by scripts/test.sh).
+# JSON read by the tools: the strict reader, a report, history add, export, and compare of the file
+# against itself. No tool is told which example it reads. Uses the build in BUILD_DIR (built by scripts/test.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -34,6 +34,10 @@ for program in "$BUILD_DIR"/examples/*/; do
     echo "check-examples: $example: no report.html" >&2
     exit 1
   }
+  # Stored in a history database and exported for a dashboard, as any bench file.
+  "$PYTHON" -m gpubench_tools.history add "$work/history.db" "$work/$example.json" --quiet
+  "$PYTHON" -m gpubench_tools.export --format bencher "$work/$example.json" \
+    --out "$work/$example-bmf.json" --quiet
   # The file against itself: no regression (0), or not resolved (3) where a busy machine marked
   # its rows disturbed; anything else means compare could not read it.
   status=0
@@ -43,6 +47,6 @@ for program in "$BUILD_DIR"/examples/*/; do
     echo "check-examples: $example: compare of the file against itself exited $status" >&2
     exit 1
   fi
-  echo "check-examples: $example: $rows; report written; compare read it"
+  echo "check-examples: $example: $rows; report, history, export and compare read it"
 done
 echo "check-examples: every example built against the installed package, ran and was read"
