@@ -1,183 +1,22 @@
-// The `bench` binary: Google Benchmark's main with every --benchmark_* flag, plus
-//   --full            the full sweep (also GPUBENCH_FULL=1)
-//   --schema          print the output contract (counter keys, units, directions, label keys) as
-//                     JSON and exit (harness/schema.hpp)
-//   --list-all        list every benchmark name of the sweep, GPU families included even without
-//                     a GPU, and exit (the name contract's test uses it)
-//   --wait-idle=S     wait up to S seconds for other processes to leave the CPUs idle
-//                     (benchmarks/run_conditions.hpp)
-//   --all-counters    console rows with every counter and the label (progress_reporter.hpp)
-// and a default --benchmark_min_time of 0.05 s per benchmark unless one is given, which keeps the
-// default sweep inside its time budget. GPU benchmarks are registered only when a device is
-// visible; otherwise one line on stderr says why they were skipped and the CPU benchmarks run.
-// --help and the checks of run flags before anything runs are in benchmarks/command_line.hpp; the
-// --benchmark_out file (written whole or not at all, its folder created) and stdout in
-// benchmarks/output_file.hpp. SIGPIPE is ignored: a pipe closed by `| head` costs the console
-// table, never the --benchmark_out file. SIGINT, SIGTERM, SIGHUP and the other stop signals keep
-// the benchmarks that finished (benchmarks/interruption.hpp). Exit codes: 0 done, 1 output lost, 2
-// bad command line, unusable --benchmark_out or no run, 128 + N stopped by signal N.
+// The `bench` binary: the suite's sweep through the shared runner (benchmarks/runner.hpp says
+// what the command line, output and exit codes are). The rows: the GEMMs, every training
+// workload's, and on a GPU the probes and the largest-batch rows; then any workload added through
+// the public API (include/gpubench/workload.hpp).
 
-#include <benchmark/benchmark.h>
-
-#include <regex.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstddef>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
-#include <string>
-#include <variant>
-#include <vector>
-
-#include "benchmarks/command_line.hpp"
-#include "benchmarks/interruption.hpp"
-#include "benchmarks/output_file.hpp"
-#include "benchmarks/progress_reporter.hpp"
 #include "benchmarks/registration.hpp"
-#include "benchmarks/run_conditions.hpp"
-#include "benchmarks/sweep.hpp"
+#include "benchmarks/runner.hpp"
 #include "benchmarks/training_workload.hpp"
-#include "harness/context.hpp"
-#include "harness/gpu_info.hpp"
-#include "harness/openblas_core.hpp"
-#include "harness/result_row.hpp"
-#include "harness/schema.hpp"
+#include "benchmarks/workload_rows.hpp"
 
 namespace {
 
-// Removes `flag` from argv if present; true if it was there.
-bool take_flag(int* argc, char** argv, const char* flag) {
-  for (int index = 1; index < *argc; ++index) {
-    if (std::strcmp(argv[index], flag) != 0) continue;
-    for (int rest = index; rest + 1 < *argc; ++rest) argv[rest] = argv[rest + 1];
-    --*argc;
-    return true;
-  }
-  return false;
-}
-
-// Whether everything written to stdout (the console table, a listing) reached it; if not, says so
-// on stderr unless `already_said`.
-bool stdout_complete(bool already_said = false) {
-  const auto error = gpubench::stdout_write_error();
-  if (error && !already_said) {
-    std::cerr << "gpubench: " << *error << "; the console output is incomplete\n";
-  }
-  return !error;
-}
-
-// What a signal's stop keeps: the --benchmark_out file closed after the benchmarks that finished
-// (none without one), said on stderr. Runs on the watcher thread (benchmarks/interruption.hpp).
-void keep_finished_benchmarks(int signal_number, const std::string& out_path,
-                              gpubench::OutputFile* out_file,
-                              const gpubench::CheckedFileReporter& file_reporter,
-                              const std::string& format, std::size_t selected) {
-  const std::string signal = gpubench::signal_name(signal_number);
-  std::string said = "gpubench: interrupted by " + signal + "; ";
-  if (out_path.empty()) {
-    said += "the benchmarks that finished are above";
-  } else {
-    const auto kept = out_file->publish_interrupted(format, file_reporter, {signal, selected});
-    if (const auto* finished = std::get_if<std::size_t>(&kept)) {
-      said += "--benchmark_out=" + out_path + " holds the " + std::to_string(*finished) + " of " +
-              std::to_string(selected) + " benchmarks that finished, marked interrupted";
-    } else {
-      said += "--benchmark_out=" + out_path + " not written: " + std::get<std::string>(kept);
-    }
-  }
-  said +=
-      "; exit status " + std::to_string(gpubench::exit_status_after_signal(signal_number)) + "\n";
-  std::fputs(said.c_str(), stderr);
-}
-
-// Replaces every --benchmark_out=... in `arguments` by `replacement` (none when empty).
-void replace_out_flag(std::vector<std::string>* arguments, const std::string& replacement) {
-  std::vector<std::string> kept;
-  for (std::string& argument : *arguments) {
-    if (argument.rfind("--benchmark_out=", 0) != 0) kept.push_back(std::move(argument));
-  }
-  if (!replacement.empty()) kept.push_back("--benchmark_out=" + replacement);
-  *arguments = std::move(kept);
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  // A closed stdout (`bench ... | head`) must not kill the run before --benchmark_out is written:
-  // the failed write shows in the stream's state instead (benchmarks/output_file.hpp).
-  std::signal(SIGPIPE, SIG_IGN);
-  // A mis-detected CPU would make OpenBLAS run SSE3 kernels (harness/openblas_core.hpp). The kernel
-  // set is fixed when the library loads, so set OPENBLAS_CORETYPE and restart once.
-  if (const auto coretype = gpubench::better_openblas_coretype()) {
-    std::cerr << "gpubench: OpenBLAS chose its generic kernels for this CPU; restarting with "
-                 "OPENBLAS_CORETYPE="
-              << *coretype << " (set OPENBLAS_CORETYPE yourself to choose)\n";
-    setenv("OPENBLAS_CORETYPE", coretype->c_str(), 1);
-    execv("/proc/self/exe", argv);
-    std::cerr << "gpubench: restart failed; measuring with OpenBLAS's own choice\n";
-  }
-  if (take_flag(&argc, argv, "--schema")) {
-    errno = 0;
-    std::cout << gpubench::schema_json() << "\n";
-    return stdout_complete() ? 0 : gpubench::kExitOutputLost;
-  }
-  if (const auto stop = gpubench::prepare_run_conditions(&argc, argv)) return *stop;
-  const bool list_all = take_flag(&argc, argv, "--list-all");
-  const bool all_counters = take_flag(&argc, argv, "--all-counters");
-  const bool full = gpubench::take_full_sweep_flag(&argc, argv);
-
-  std::vector<std::string> arguments(argv, argv + argc);
-  if (const auto error = gpubench::check_run_flags(&arguments)) {
-    std::cerr << "gpubench: " << *error << "\n";
-    return gpubench::kExitUsage;
-  }
-  if (const auto error = gpubench::check_environment()) {
-    std::cerr << "gpubench: " << *error << "\n";
-    return gpubench::kExitUsage;
-  }
-  if (!gpubench::flag_value(arguments, "benchmark_min_time")) {
-    arguments.push_back(gpubench::default_min_time_argument());
-  }
-  const bool listing = list_all || gpubench::flag_is_set(arguments, "benchmark_list_tests");
-  if (list_all) arguments.emplace_back("--benchmark_list_tests=true");
-  // Google Benchmark writes --benchmark_out into the file it is given, truncating it first (a
-  // listing too, which leaves it empty): it gets a temporary file beside the target instead.
-  const std::string out_path = gpubench::flag_value(arguments, "benchmark_out").value_or("");
-  gpubench::OutputFile out_file;
-  if (listing) {
-    replace_out_flag(&arguments, "");  // a listing writes no results: the file stays as it is
-  } else if (!out_path.empty()) {
-    if (const auto cause = out_file.open(out_path)) {
-      std::cerr << "gpubench: --benchmark_out=" << out_path << ": " << *cause
-                << "; nothing was run\n";
-      return gpubench::kExitUsage;
-    }
-    replace_out_flag(&arguments, out_file.write_path());
-  }
-  std::vector<char*> pointers;
-  pointers.reserve(arguments.size() + 1);
-  for (std::string& argument : arguments) pointers.push_back(argument.data());
-  int argument_count = static_cast<int>(pointers.size());
-  pointers.push_back(nullptr);
-
-  benchmark::Initialize(&argument_count, pointers.data(), gpubench::print_help);
-  if (benchmark::ReportUnrecognizedArguments(argument_count, pointers.data())) {
-    return gpubench::kExitUsage;
-  }
-
-  gpubench::add_custom_context(full ? "full" : "default");
-  const gpubench::Sweep sweep = gpubench::make_sweep(full);
+void register_suite_rows(const gpubench::Sweep& sweep, bool with_gpu) {
   gpubench::register_matmul_cpu(sweep);
   for (const gpubench::TrainingWorkload* workload : gpubench::training_workloads()) {
     workload->register_cpu_rows(sweep);
   }
-  const bool has_gpu = gpubench::gpu_info().has_value();
 #if GPUBENCH_HAS_CUDA
-  if (has_gpu || list_all) {
+  if (with_gpu) {
     gpubench::register_matmul_gpu(sweep);
     gpubench::register_overhead_probes(sweep);
     gpubench::register_alloc_probes(sweep);
@@ -187,70 +26,11 @@ int main(int argc, char** argv) {
     gpubench::register_largest_batch(sweep);
   }
 #endif
-  if (!has_gpu && !list_all) {
-    std::cerr << "gpubench: GPU benchmarks skipped: " << gpubench::gpu_unavailable_reason() << "\n";
-  }
+  gpubench::register_added_workloads(with_gpu);
+}
 
-  // The console, progress on stderr and a closed stdout are the ProgressReporter's
-  // (benchmarks/progress_reporter.hpp); a listing has none of them.
-  const std::string filter = gpubench::flag_value(arguments, "benchmark_filter").value_or("");
-  const std::string out_format =
-      gpubench::flag_value(arguments, "benchmark_out_format").value_or("json");
-  gpubench::CheckedFileReporter file_reporter;
-  std::size_t ran = 0;
-  bool stdout_failure_said = false;
-  if (listing) {
-    errno = 0;
-    ran = benchmark::RunSpecifiedBenchmarks();
-  } else {
-    const std::size_t selected = gpubench::count_selected(gpubench::registered_names(), filter);
-    gpubench::ProgressReporter progress(
-        selected,
-        all_counters ? gpubench::ConsoleCounters::all : gpubench::ConsoleCounters::measured,
-        out_path);
-    if (!out_path.empty()) {
-      file_reporter = gpubench::make_checked_file_reporter(arguments);
-      progress.show_rows_before(file_reporter.state);
-    }
-    gpubench::stop_on_signal([&](int signal_number) {
-      keep_finished_benchmarks(signal_number, out_path, &out_file, file_reporter, out_format,
-                               selected);
-    });
-    ran = file_reporter.reporter
-              ? benchmark::RunSpecifiedBenchmarks(&progress, file_reporter.reporter.get())
-              : benchmark::RunSpecifiedBenchmarks(&progress);
-    stdout_failure_said = progress.stdout_failed();
-  }
-  // A signal from here on finds every benchmark finished: the file is published whole, and the
-  // exit status still says the run was told to stop.
-  const auto late_signal = gpubench::stop_handling_signals();
-  benchmark::Shutdown();
-  if (!listing) gpubench::print_disturbance_line();  // how many rows were disturbed, by what
-  if (ran == 0) {
-    // Google Benchmark compiles the filter as a POSIX extended regular expression.
-    regex_t compiled;
-    if (regcomp(&compiled, filter.c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
-      std::cerr << "gpubench: --benchmark_filter='" << filter
-                << "' is not a valid regular expression\n";
-      return gpubench::kExitUsage;
-    }
-    regfree(&compiled);
-    std::cerr << "gpubench: no benchmark matches --benchmark_filter='" << filter << "'"
-              << (has_gpu ? "" : " (GPU benchmarks are not available in this run)")
-              << "; list the names with --benchmark_list_tests\n";
-    return gpubench::kExitUsage;
-  }
-  // Google Benchmark writes --benchmark_out through an ofstream and never checks it.
-  if (file_reporter.reporter) {
-    if (const auto cause = out_file.publish(out_format, file_reporter.state->write_failed)) {
-      std::cerr << "gpubench: --benchmark_out=" << out_path << ": " << *cause
-                << (out_file.in_place() ? "; the results are lost or incomplete\n"
-                                        : "; the results are lost, a file already there is "
-                                          "left as it was\n");
-      return gpubench::kExitOutputLost;
-    }
-  }
-  if (!stdout_complete(stdout_failure_said)) return gpubench::kExitOutputLost;
-  if (late_signal) return gpubench::exit_status_after_signal(*late_signal);
-  return 0;
+}  // namespace
+
+int main(int argc, char** argv) {
+  return gpubench::run_benchmarks(argc, argv, register_suite_rows);
 }

@@ -138,6 +138,11 @@ ResultRow& ResultRow::operation_times(const std::map<std::string, double>& secon
   return *this;
 }
 
+ResultRow& ResultRow::axis(const std::string& name, double value) {
+  state_.counters[std::string(kAxisPrefix) + name] = value;
+  return *this;
+}
+
 void ResultRow::publish() {
   std::string text =
       "workload=" + id_.workload + " backend=" + id_.backend + " variant=" + id_.variant;

@@ -109,6 +109,8 @@ class ResultRow {
   ResultRow& device_memory(std::size_t model_bytes, std::size_t peak_bytes);
   // t_op:<operation> for each operation of a profiled step (seconds per step).
   ResultRow& operation_times(const std::map<std::string, double>& seconds_per_step);
+  // axis:<name> = value: a workload's numeric axis that has no counter of its own (kAxisPrefix).
+  ResultRow& axis(const std::string& name, double value);
   // Sets the label: workload, backend, variant, the string parameters, then label() pairs.
   void publish();
 

@@ -130,7 +130,8 @@ std::string schema_json() {
   nlohmann::ordered_json labels = nlohmann::ordered_json::array();
   for (std::string_view key : kLabelKeys) labels.push_back(std::string(key));
   const nlohmann::ordered_json prefixes = {
-      {std::string(kOperationTimePrefix), {{"unit", "s"}, {"direction", "smaller"}}}};
+      {std::string(kOperationTimePrefix), {{"unit", "s"}, {"direction", "smaller"}}},
+      {std::string(kAxisPrefix), {{"unit", "count"}, {"direction", "none"}}}};
   const nlohmann::ordered_json document = {{"schema_version", kSchemaVersion},
                                            {"counters", counters},
                                            {"counter_prefixes", prefixes},

@@ -103,6 +103,10 @@ const CounterSpec& counter_spec(Counter counter);
 // `t_op:<operation>` (e.g. t_op:conv1.gemm), seconds per step, smaller is better: one declared
 // family rather than one key per operation, since the operations are the trainer's to name.
 inline constexpr std::string_view kOperationTimePrefix = "t_op:";
+// A numeric axis of a workload declared through the public API (include/gpubench/workload.hpp)
+// that has no counter of its own in this table is the counter `axis:<name>` (e.g. axis:rows), so
+// the tools read every axis of a row from its counters, never from its name.
+inline constexpr std::string_view kAxisPrefix = "axis:";
 
 // The keys a row's label may hold as `key=value` pairs (workload, backend and variant first; the
 // others in the order the row's parameters and extra pairs come).

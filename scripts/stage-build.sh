@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Copies what running the tests and bench needs on a GPU machine that has the CUDA driver and
+# Copies what running the tests, bench and the public API's examples needs on a GPU machine that has the CUDA driver and
 # toolkit but not this project's build dependencies (Google Benchmark, OpenBLAS, GoogleTest):
 # the executables (stripped), CTest's files, and in lib/ the shared libraries they load from
 # outside the C runtime and the CUDA toolkit.
@@ -37,6 +37,19 @@ executables=("$BUILD_DIR/benchmarks/bench" "${tests[@]}")
 cp "$BUILD_DIR/benchmarks/bench" "$stage/benchmarks/"
 cp "${tests[@]}" "$stage/tests/"
 strip "$stage/benchmarks/bench" "$stage"/tests/test_*
+# The public API's examples where scripts/build-examples.sh built them (it installs the suite and
+# compiles each example: run it before staging for a GPU machine), for gpu-check's examples step;
+# libgpubench goes to lib/ with the other libraries.
+[[ -d $BUILD_DIR/examples ]] ||
+  echo "stage-build: no examples in $BUILD_DIR/examples (scripts/build-examples.sh builds them)"
+for program in "$BUILD_DIR"/examples/*/; do
+  example=$(basename "$program")
+  [[ -x $program/$example ]] || continue
+  mkdir -p "$stage/examples/$example"
+  cp "$program/$example" "$stage/examples/$example/"
+  strip "$stage/examples/$example/$example"
+  executables+=("$program/$example")
+done
 # The libraries to carry: everything the loader resolves except the C runtime (libc, libm, libstdc++,
 # libgcc_s, ...: the GPU machine's own, which are as new or newer) and CUDA's (the driver's and the
 # toolkit's there must match each other, not this machine).

@@ -2,8 +2,10 @@
 
 kernels/ holds the compute and may use OpenBLAS, CUDA and cuBLAS only; inside it each workload folder
 (gemm/, mlp/, cnn/, probes/) uses only itself and common/, so a workload can be read, moved or
-removed on its own. harness/ (measurement) may use kernels/; benchmarks/ may use both. The Python
-tools read JSON and never import or run the C++.
+removed on its own. harness/ (measurement) may use kernels/; benchmarks/ may use both, and
+implements the public API, include/gpubench/, which itself includes nothing of the project: a
+program built against the installed package sees only that header. The examples are such programs.
+The Python tools read JSON and never import or run the C++.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ PROJECT_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/', re.MULTILINE)
 ALLOWED = {
     "kernels": {"kernels"},
     "harness": {"harness", "kernels"},
-    "benchmarks": {"benchmarks", "harness", "kernels"},
+    "benchmarks": {"benchmarks", "harness", "kernels", "gpubench"},
 }
 
 
@@ -103,3 +105,26 @@ def test_python_tools_never_touch_the_cpp() -> None:
         if forbidden.search(runs_benches[path].sub("", line) if path in runs_benches else line)
     ]
     assert not wrong, "the tools must read JSON only:\n" + "\n".join(wrong)
+
+
+def test_public_api_and_examples_use_nothing_of_the_source_tree() -> None:
+    # The installed package holds include/gpubench/ and libraries only: a quoted include of the
+    # project (or an include of harness/, kernels/, benchmarks/ in any form) would not be there.
+    inside = re.compile(
+        r'^\s*#\s*include\s+(?:"[^"]*"|<(?:harness|kernels|benchmarks)/[^>]*>)', re.M
+    )
+    files = [
+        path
+        for folder in ("include", "examples")
+        for path in sorted((REPO / folder).rglob("*"))
+        if path.suffix in CPP_SUFFIXES
+    ]
+    assert len(files) >= 4, f"the scan found {files}"
+    wrong = [
+        f"{path.relative_to(REPO)}: {match.group(0).strip()}"
+        for path in files
+        for match in inside.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert not wrong, "the public API or an example reaches into the source tree:\n" + "\n".join(
+        wrong
+    )

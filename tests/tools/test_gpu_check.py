@@ -617,6 +617,6 @@ def test_only_names_the_derived_sweep_steps(tmp_path: Path) -> None:
     proc = _gpu_check(env, "tests,matmul", tmp_path / "out")
     assert proc.returncode == 2
     assert proc.stderr == (
-        "gpu-check: unknown step 'matmul' (steps: tests sanitizer smoke mlp scaling references "
-        "report)\n"
+        "gpu-check: unknown step 'matmul' (steps: tests sanitizer smoke examples mlp scaling "
+        "references report)\n"
     )
