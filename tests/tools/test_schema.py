@@ -132,7 +132,8 @@ def test_differences_name_every_kind_of_disagreement() -> None:
         "bench has no 'counter_prefixes' object"
     ]
     assert _changed(lambda d: d["counter_prefixes"].clear()) == [
-        "counter prefix 't_op:': in the Python schema, missing from bench"
+        "counter prefix 'axis:': in the Python schema, missing from bench",
+        "counter prefix 't_op:': in the Python schema, missing from bench",
     ]
     (line,) = _changed(lambda d: d["label_keys"].reverse())
     assert line.startswith("label_keys: bench says ['net', 'precision'")

@@ -11,7 +11,9 @@ shape, and tests/tools/test_schema.py fails when the two disagree:
      "label_keys": ["workload", "backend", ...]}
 
 A counter prefix declares a family of counters whose names the benchmark chooses: `t_op:<operation>`
-(seconds per training step spent in one operation of a profiled step, e.g. `t_op:conv1.gemm`).
+(seconds per training step spent in one operation of a profiled step, e.g. `t_op:conv1.gemm`), and
+`axis:<name>` (a numeric axis of a workload declared through the public API that has no counter of
+its own, e.g. `axis:rows`).
 
 `python -m gpubench_tools.schema` prints this module's declaration in that shape.
 
