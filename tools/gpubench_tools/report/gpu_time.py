@@ -17,7 +17,6 @@ import pandas as pd
 from ..overhead_model import OverheadModel, build_model
 from ..units import fmt_pct, fmt_size, fmt_time
 from . import analysis
-from .charts import Chart
 from .context import Context
 from .topics import PART_LABELS, TOPICS, TRAINING_WORKLOADS, PartsChart, StepProfile
 from .words import path_name, section, short_benchmark, table
@@ -120,18 +119,9 @@ def _parts_chart(
     parts = [(p, PART_LABELS[p]) for p in analysis.PARTS]
     if rows["unsplit"].notna().any():
         parts.append(("unsplit", PART_LABELS["compute"]))
-    chart = Chart(
-        kind="stacked",
-        stem=view.stem,
-        title=title,
-        x=x,
-        parts=tuple(parts),
-        normalize=True,
-        facet="pair" if ctx.several else None,
-        x_label=x_label,
-        y_label=view.y_label,
-    )
-    return ctx.chart(chart, rows, view.caption)
+    facet = "pair" if ctx.several else None
+    return ctx.chart("parts", rows, view=view, title=title, x=x, x_label=x_label,
+                     parts=tuple(parts), facet=facet)  # fmt: skip
 
 
 def _parts_table(parts: pd.DataFrame, x: str, x_head: str) -> dict[str, Any]:
@@ -192,19 +182,9 @@ def profile_sections(ctx: Context) -> list[dict[str, Any]]:
             continue
         batch, parts = profiled
         kinds = [c for c in parts.columns if c not in ("name", "machine", "path")]
-        chart = Chart(
-            kind="stacked",
-            stem=profile.stem,
-            title=profile.chart_title.format(batch=fmt_size(batch)),
-            x="path",
-            parts=tuple((kind, kind) for kind in kinds),
-            normalize=True,
-            y_label="share of the profiled step",
-        )
-        caption = "From the per-operation counters, by kind."
-        sections.append(
-            section(profile.id, profile.title, charts=[ctx.chart(chart, parts, caption)])
-        )
+        chart = ctx.chart("profile", parts, profile=profile, batch=fmt_size(batch),
+                          title=profile.chart_title, parts=tuple((k, k) for k in kinds))  # fmt: skip
+        sections.append(section(profile.id, profile.title, charts=[chart]))
     return sections
 
 
@@ -252,23 +232,7 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
     tables = [table("Fixed GPU costs measured by the probes", ["cost", "value"], costs)]
     charts = []
     if len(fixed.copies) and not ctx.several:
-        chart = Chart(
-            kind="lines",
-            stem="copies",
-            title="Host-device copies: bandwidth against size",
-            x="bytes",
-            y="bytes_per_s",
-            series="copy",
-            flag="few",
-            log_x=True,
-            log_y=True,
-            x_label="bytes per copy",
-            y_label="bandwidth",
-            x_unit="bytes",
-            y_unit="bytes/s",
-        )
-        caption = "Below alpha x beta bytes the fixed cost alpha dominates."
-        charts.append(ctx.chart(chart, fixed.copies, caption))
+        charts.append(ctx.chart("copies", fixed.copies))
     bias = fixed.bias
     paragraphs = [bias_sentence(bias)] if len(bias.before) else []
     tables += [_bias_table(bias)] if len(bias.before) else []

@@ -16,7 +16,6 @@ import pandas as pd
 from ..table import num
 from ..units import fmt_bytes, fmt_pct, fmt_ratio, fmt_size, fmt_time
 from . import analysis
-from .charts import Chart
 from .context import Context, Thin
 from .speedups import MachineTopic
 from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
@@ -53,23 +52,6 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
     if scaling.empty:
         return None
     shown, top = thread_cases(scaling)
-    chart = Chart(
-        kind="lines",
-        stem="cpu_threads",
-        title="CPU speedup with threads (the largest case of each workload)",
-        subtitle=ctx.subtitle(gpu=False),
-        x="threads",
-        y="speedup",
-        series="benchmark",
-        y_low="speedup_low",
-        y_high="speedup_high",
-        flag="flagged",
-        diagonal=True,
-        x_label="threads",
-        y_label="time with 1 thread / time",
-        y_unit="ratio",
-        x_ticks="data",
-    )
     rows = [
         [r["benchmark"], str(int(r["threads"])), fmt_ratio(r["speedup"]),
          fmt_pct(r["efficiency"]) + noise_mark(r)]  # fmt: skip
@@ -87,7 +69,7 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
         "threads",
         "The CPU on all its cores",
         [said],
-        [ctx.chart(chart, shown, "The dashed diagonal is ideal scaling.")],
+        [ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))],
         [table(caption, ["benchmark", "threads", "speedup", "efficiency"], rows)],
     )
 
@@ -159,24 +141,6 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
     # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
     distance = np.log(agreement["ratio"]).abs()
     by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
-    chart = Chart(
-        kind="lines",
-        stem="memory_model",
-        title="Peak device memory: measured against the model",
-        x="device_bytes_model",
-        y="device_bytes_peak",
-        series="family",
-        connect=False,
-        diagonal=True,
-        diagonal_label="measured = model",
-        log_x=True,
-        log_y=True,
-        x_unit="bytes",
-        y_unit="bytes",
-        x_label="model (bytes the shapes call for)",
-        y_label="measured peak",
-    )
-    caption = "One marker per benchmark; above the diagonal it held more than modelled."
     rows = [
         [short_benchmark(r["name"]), fmt_bytes(r["device_bytes_model"]),
          fmt_bytes(r["device_bytes_peak"]), fmt_ratio(r["ratio"]), r["measured_on"]]  # fmt: skip
@@ -188,7 +152,7 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
         "memory",
         "Device memory",
         _agreement_sentences(agreement, by_distance.iloc[0]) + largest,
-        [ctx.chart(chart, agreement, caption)],
+        [ctx.chart("memory", agreement)],
         [table(table_caption, headers, rows)],
     )
 
@@ -315,25 +279,6 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
     warm pool of cudaMallocAsync (what a caching allocator saves)."""
     if costs.empty:
         return None
-    chart = Chart(
-        kind="lines",
-        stem="allocation",
-        title="What an allocation costs the host, per call",
-        x="bytes",
-        y="time_s",
-        series="call",
-        y_low="time_s",
-        y_high="slowest_decile_s",
-        band_label="median to slowest decile",
-        flag="few_samples",
-        flag_label="hollow marker: fewer than 3 repetitions",
-        log_x=True,
-        log_y=True,
-        x_unit="bytes",
-        y_unit="s",
-        x_label="bytes per allocation",
-        y_label="host time per call",
-    )
     rows = [
         [r["call"], fmt_bytes(r["bytes"]), fmt_time(r["time_s"])
          + (FEW_MARK if r["few_samples"] else ""),
@@ -346,7 +291,7 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
         "allocation",
         "What allocation costs",
         _allocation_sentences(ctx, costs),
-        [ctx.chart(chart, costs, "The band runs up to the slowest decile.")],
+        [ctx.chart("allocation", costs)],
         [table("Host time per call", headers, rows)],
     )
 

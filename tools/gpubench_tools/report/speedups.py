@@ -13,7 +13,6 @@ import pandas as pd
 
 from ..units import fmt_ratio, fmt_size, fmt_time
 from . import analysis
-from .charts import Chart
 from .context import Context, Thin
 from .topics import PART_MEANINGS, GpuPath, Topic
 from .words import crossover_text, noise_mark, section, speedup_text, table, threads_text, wins_at
@@ -169,26 +168,6 @@ def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> lis
     return rows
 
 
-def _speedup_chart(ctx: Context, topic: Topic, series: bool) -> Chart:
-    return Chart(
-        kind="lines",
-        stem=f"speedup_{topic.id}",
-        title=f"{topic.title}: GPU speedup over the CPU",
-        x=topic.x,
-        y="speedup",
-        series="line" if ctx.several or series else None,
-        y_low="speedup_low",
-        y_high="speedup_high",
-        flag="flagged",
-        log_x=True,
-        log_y=True,
-        hline=(1.0, "same speed"),
-        x_label=topic.x_name,
-        y_label=f"CPU / GPU wall time per {topic.time_name}",
-        y_unit="ratio",
-    )
-
-
 def _with_other_paths(
     curve: pd.DataFrame, topic: Topic, others: list[tuple[GpuPath, pd.DataFrame]]
 ) -> pd.DataFrame:
@@ -255,12 +234,6 @@ def topic_section(
     if series is not None:
         named = curve[series].map(lambda v: f"{series} {fmt_size(v)}")
         curve = curve.assign(line=(curve["line"] + " · " + named) if ctx.several else named)
-    caption = (
-        f"Above 1 the GPU is faster: {topic.cpu_time_name} / {topic.gpu_time_name}. "
-        f"GPU: {topic.gpu_paths[-1].meaning}; CPU: the fastest thread count measured at each "
-        f"size. Bands: min..max over repetitions; hollow markers: fewer than 3 repetitions, "
-        f"a spread over 25%, or measured while disturbed."
-    )
     curve = _with_other_paths(curve, topic, others)
     paragraphs = [
         " ".join(
@@ -274,7 +247,8 @@ def topic_section(
         for a in answer
         if "cpu_config" in a
     ]
-    speedup = ctx.chart(_speedup_chart(ctx, topic, series is not None), curve, caption)
+    lines = "line" if ctx.several or series is not None else None
+    speedup = ctx.chart("speedup", curve, topic=topic, path=topic.gpu_paths[-1], series=lines)
     return section(
         topic.id,
         topic.title,
@@ -291,19 +265,7 @@ def _extra_charts(
     kernel utilisation chart where it declares one."""
     charts = [_time_chart(ctx, topic, curve, others)]
     if topic.series is not None and not ctx.several and curve[topic.series].nunique() > 1:
-        heat = Chart(
-            kind="heatmap",
-            stem=f"heatmap_{topic.id}",
-            title=f"{topic.title}: speedup by {topic.x_name} and {topic.series}",
-            x=topic.x,
-            y=topic.series,
-            value="speedup",
-            x_label=topic.x_name,
-            y_label=topic.series,
-            value_label=f"CPU / GPU wall time per {topic.time_name}",
-        )
-        caption = "Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."
-        charts.append(ctx.chart(heat, curve, caption))
+        charts.append(ctx.chart("heatmap", curve, topic=topic))
     utilisation = topic.utilisation
     if utilisation is None or ctx.several:
         return charts
@@ -311,22 +273,8 @@ def _extra_charts(
         subset=["pct_peak"] if "pct_peak" in ctx.summary else []
     )
     if len(kernel):
-        chart = Chart(
-            kind="lines",
-            stem=f"utilisation_{topic.id}",
-            title=utilisation.title,
-            x=utilisation.x,
-            y="pct_peak",
-            series=utilisation.series,
-            flag="few_samples",
-            log_x=True,
-            log_y=True,
-            x_label=utilisation.x,
-            y_label="% of the precision's peak",
-            y_unit="count",
-        )
         kernel = kernel.sort_values(utilisation.x).assign(few_samples=analysis.flagged(kernel))
-        charts.append(ctx.chart(chart, kernel, utilisation.caption))
+        charts.append(ctx.chart("utilisation", kernel, topic=topic, use=utilisation))
     return charts
 
 
@@ -355,20 +303,4 @@ def _time_chart(
     times = pd.concat(sides, ignore_index=True)
     if topic.series is None and not ctx.several:
         times["side"] = times["side"].str.split(" · ").str[-1]
-    chart = Chart(
-        kind="lines",
-        stem=f"time_{topic.id}",
-        title=f"{topic.title}: time per {topic.time_name}",
-        x=topic.x,
-        y="time",
-        series="side",
-        y_low="low",
-        y_high="high",
-        flag="few",
-        log_x=True,
-        log_y=True,
-        x_label=topic.x_name,
-        y_label=f"time per {topic.time_name}",
-        y_unit="s",
-    )
-    return ctx.chart(chart, times, "Medians; bands: min..max over repetitions.")
+    return ctx.chart("time", times, topic=topic)
