@@ -52,21 +52,6 @@ def num(frame: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(frame[column], errors="coerce").astype(float)
 
 
-__all__ = [
-    "Table",
-    "num",
-    "file_rows",
-    "load_table",
-    "summarize",
-    "undisturbed",
-    "headline_rows",
-    "same_machine",
-    "short_cpu_name",
-    "short_gpu_name",
-    "THIS_RUN",
-    "REFERENCE_RUN",
-]
-
 THIS_RUN, REFERENCE_RUN = "this run", "reference run"
 
 # The label keys every row is given, with the value a file that predates the key implies.

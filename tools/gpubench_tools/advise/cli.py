@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from typing import Any, Sequence
 
 from ..benchjson import BenchJsonError
 from .. import output
-from ..cli import EXIT_OK, EXIT_UNUSABLE, ArgumentParser, Number, UnusableInput, add_debug_flag
+from ..cli import EXIT_OK, ArgumentParser, Number, UnusableInput, add_debug_flag
 from ..cli import program_name, run_main
 from .curves import GemmShape
 from .loo import leave_one_out

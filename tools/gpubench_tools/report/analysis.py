@@ -20,11 +20,6 @@ from ..overhead_model import OverheadModel, gemm_rows, gpu_peak
 from ..table import num
 from .topics import TRAINING_WORKLOADS
 
-__all__ = ["NOISY_SPREAD", "FEW_REPETITIONS", "SIZE_BANDS", "LIBRARY_COST_MAX_SIZE", "PARTS"]
-__all__ += ["Crossover", "Dominant", "ModelBias", "select", "fastest", "speedup_curve", "crossover"]
-__all__ += ["breakdown", "dominant_by_range", "dominant_part", "model_bias", "thread_scaling"]
-__all__ += ["flagged", "memory_agreement", "ALLOC_NAME", "allocation_costs", "pool_savings"]
-
 # A median over fewer repetitions has no spread to speak of: 1 or 2 samples cannot tell a
 # typical run from an outlier (Google Benchmark's own aggregates start being useful at 3).
 FEW_REPETITIONS = 3

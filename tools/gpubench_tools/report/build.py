@@ -25,13 +25,11 @@ from ..conditions import unknown_conditions_note
 from ..policy import HEADLINE_RULE
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
 from . import analysis, resources
-from .context import Context, Thin, distinct_names
+from .context import Context, Thin
 from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
 from .speedups import MachineTopic, answer_rows, curve_thin, topic_pairs, topic_section
 from .topics import CONTEXT_NAMES, TOPICS, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text
-
-__all__ = ["build_document", "distinct_names", "reference_warning", "no_gpu_suggestion"]
 
 
 def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Thin]:

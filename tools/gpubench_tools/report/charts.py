@@ -45,8 +45,6 @@ from matplotlib.ticker import (  # noqa: E402
 
 from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
 
-__all__ = ["Chart", "check_chart", "render", "draw", "PART_COLORS", "UNITS"]
-
 Kind = Literal["lines", "stacked", "heatmap"]
 UNITS = ("s", "ratio", "flop/s", "bytes", "bytes/s", "count")
 TITLE_WIDTH = 70  # characters per title line; a title may take two

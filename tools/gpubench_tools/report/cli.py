@@ -27,8 +27,6 @@ from ..cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, progra
 from ..table import load_table
 from .topics import COMMITTED_GPU_REFERENCE
 
-__all__ = ["main", "build_report"]
-
 PROG = program_name("gpubench_tools.report")
 
 
@@ -57,7 +55,8 @@ def build_report(
             "no successful benchmark rows to report on" + (f" ({what})" if what else ""),
         )
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
-    from .build import build_document, distinct_names, reference_warning
+    from .build import build_document, reference_warning
+    from .context import distinct_names
     from .render import write_report
 
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -15,11 +15,12 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import OverheadModel, build_model
-from ..units import fmt_pct, fmt_size, fmt_time
+from ..units import fmt_size, fmt_time
 from . import analysis
 from .context import Context
-from .topics import PART_LABELS, TOPICS, TRAINING_WORKLOADS, PartsChart, StepProfile
-from .words import path_name, section, short_benchmark, table
+from .topics import MODEL_ERROR_SAID, PART_LABELS, TOPICS, TRAINING_WORKLOADS, PartsChart
+from .topics import StepProfile
+from .words import path_name, say, section, short_benchmark, table
 
 
 def breakdown_section(ctx: Context) -> dict[str, Any] | None:
@@ -33,7 +34,7 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
             rows = _size_rows(view, parts)
             if rows is None:
                 continue
-            paragraphs += _largest_part_sentences(view, rows)
+            paragraphs += _largest_parts(view, rows)
             size = str(view.size)
             rows = rows.assign(
                 size=rows[size].map(lambda v: f"{size}={fmt_size(v)}"), pair=ctx.pairs(rows)
@@ -55,12 +56,7 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
         paragraphs,
         charts,
         tables,
-        notes=[
-            "Four parts: transfer = t_h2d + t_d2h; overhead = t_overhead (launch, "
-            "synchronisation, API calls); under-utilisation = t_compute − flop / peak; "
-            "work at peak = flop / peak, with the GPU's peak for the row's precision. "
-            "Rows without a flop count or peak keep three parts (compute unsplit)."
-        ],
+        notes=say("breakdown_note"),
     )
 
 
@@ -87,26 +83,13 @@ def _path_rows(view: PartsChart, parts: pd.DataFrame) -> tuple[pd.DataFrame, str
     return rows.assign(path=path.str.strip()), title
 
 
-def _largest_part_sentences(view: PartsChart, rows: pd.DataFrame) -> list[str]:
+def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> list[str]:
     """Which part is the largest over which range of sizes, and which half of the compute."""
     size = str(view.size)
-    compute = rows.assign(
-        dominant=np.where(
-            rows["work_at_peak"] > rows["under_utilisation"], "work_at_peak", "under_utilisation"
-        )
-    )
-
-    def said(parts: pd.DataFrame, larger: str) -> str:
-        return "; ".join(
-            f"{PART_LABELS[r['dominant']]} is {larger} for {size} "
-            f"{fmt_size(r['x_from'])}–{fmt_size(r['x_to'])}"
-            for _, r in analysis.dominant_by_range(parts, size).iterrows()
-        )
-
-    return [
-        f"{view.lead}: {said(rows, 'the largest part')}.",
-        f"Within the compute time: {said(compute, 'larger')}.",
-    ]
+    larger = rows["work_at_peak"] > rows["under_utilisation"]
+    compute = rows.assign(dominant=np.where(larger, "work_at_peak", "under_utilisation"))
+    ranges = [analysis.dominant_by_range(r, size) for r in (rows, compute)]
+    return say("largest_parts", view.lead, size, *ranges)
 
 
 def _parts_chart(
@@ -234,7 +217,7 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
     if len(fixed.copies) and not ctx.several:
         charts.append(ctx.chart("copies", fixed.copies))
     bias = fixed.bias
-    paragraphs = [bias_sentence(bias)] if len(bias.before) else []
+    paragraphs = bias_sentence(bias) if len(bias.before) else []
     tables += [_bias_table(bias)] if len(bias.before) else []
     return section(
         "model",
@@ -242,37 +225,17 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
         paragraphs,
         charts,
         tables,
-        notes=[
-            "Predicted end-to-end GEMM time = copies (alpha + bytes / beta each way) + "
-            "flop / (utilisation × peak) + one launch + one synchronisation. Signed "
-            "error = (predicted − measured) / measured: negative means the model "
-            "under-predicts."
-        ],
+        notes=say("model_note"),
     )
 
 
-def bias_sentence(bias: analysis.ModelBias) -> str:
-    """Where the model under- or over-predicts, from its per-band signed error."""
-    # The sentence tells the fp32 pinned-memory GEMMs (the speedup curve's); the table has all.
-    before = bias.before[(bias.before["dtype"] == "fp32") & (bias.before["host"] == "pinned")]
-    after_rows = bias.after[(bias.after["dtype"] == "fp32") & (bias.after["host"] == "pinned")]
+def bias_sentence(bias: analysis.ModelBias) -> list[str]:
+    """Where the model under- or over-predicts, from its per-band signed error: of the GEMMs
+    topics.MODEL_ERROR_SAID names where the run has them (the table has all)."""
+    before, after = (analysis.select(b, MODEL_ERROR_SAID) for b in (bias.before, bias.after))
     if before.empty:
-        before, after_rows = bias.before, bias.after
-    words = [
-        f"{b['band']}: {b['direction']}-predicts by {fmt_pct(abs(b['median']))} "
-        f"(from {b['low']:+.0%} to {b['high']:+.0%})"
-        for _, b in before.iterrows()
-    ]
-    text = "Signed model error of the fp32 pinned GEMMs, per size band: " + "; ".join(words) + "."
-    if bias.library_cost_s:
-        after = "; ".join(f"{b['band']}: {b['median']:+.0%}" for _, b in after_rows.iterrows())
-        text += (
-            f" The model under-predicts most where the work is least: the likely missing term "
-            f"is a fixed cost per GEMM call beyond the launch ({fmt_time(bias.library_cost_s)}, "
-            f"the median kernel-only time less flop / peak at the smallest sizes). Added once "
-            f"per call, the median error becomes {after}."
-        )
-    return text
+        before, after = bias.before, bias.after
+    return say("bias", MODEL_ERROR_SAID, before, after, bias.library_cost_s)
 
 
 def _bias_table(bias: analysis.ModelBias) -> dict[str, Any]:

@@ -21,26 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "GpuPath",
-    "KernelUtilisation",
-    "PartsChart",
-    "StepProfile",
-    "Peer",
-    "PEERS",
-    "Topic",
-    "TOPICS",
-    "TRAINING_WORKLOADS",
-    "PART_LABELS",
-    "PART_MEANINGS",
-    "CONTEXT_NAMES",
-    "COMMITTED_GPU_REFERENCE",
-    "EnergyTopic",
-    "ENERGY",
-    "committed_gpu_reference",
-    "CHARTS",
-]
-
 # The committed GPU reference run (repository paths): what a run without GPU rows is offered as
 # its GPU side, by the report and by the advisor.
 COMMITTED_GPU_REFERENCE: tuple[str, ...] = (
@@ -506,6 +486,10 @@ CHARTS: dict[str, dict[str, Any]] = {
         y_label="host time per call", caption="The band runs up to the slowest decile."),
 }
 # fmt: on
+
+# The GEMMs whose model error the model section's sentence states (the fp32 speedup curve's): a
+# row filter over the error's bands.
+MODEL_ERROR_SAID: dict[str, Any] = {"dtype": "fp32", "host": "pinned"}
 
 # The four parts of a GPU time, in the order they are stacked: the short name every chart and
 # table uses (the charts colour a part by it), and what it means, for the answer table.

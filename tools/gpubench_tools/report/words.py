@@ -8,12 +8,15 @@ pairs rows. Nothing here formats markup: the templates escape every text for HTM
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Any, Iterable
 
 import pandas as pd
 
-from ..units import approx, fmt_bytes, fmt_flops, fmt_rate, fmt_ratio, fmt_size
+from ..templating import environment
+from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 from .analysis import Crossover
+from .topics import PART_LABELS
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
@@ -129,3 +132,19 @@ def path_name(name: str) -> str:
     parts = name.split("/")
     keep = [parts[2]] + [p for p in parts[3:] if p.startswith(("readback:", "input:"))]
     return " ".join(keep)
+
+
+@cache
+def _sentences() -> Any:
+    env = environment("gpubench_tools.report")
+    units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
+    env.filters.update(units, signed=lambda v: f"{v:+.0%}", part=PART_LABELS.get)
+    return env.get_template("words.j2").module
+
+
+def say(sentence: str, *values: Any) -> list[str]:
+    """The lines of a sentence macro of templates/words.j2, given the values it words (frames as
+    lists of records)."""
+    records = [v.to_dict("records") if isinstance(v, pd.DataFrame) else v for v in values]
+    text = str(getattr(_sentences(), sentence)(*records))
+    return [line for line in text.split("\n") if line]
