@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 
 from ..table import num
-from ..units import fmt_bytes, fmt_pct, fmt_ratio, fmt_size, fmt_time
+from ..units import fmt_bytes, fmt_pct, fmt_ratio, fmt_time
 from . import analysis
 from .context import Context, Thin
 from .speedups import MachineTopic
 from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
 from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
-from .words import FEW_MARK, cell_text, key_text, noise_mark, section, short_benchmark, table
+from .words import FEW_MARK, cell_text, key_text, noise_mark, say, section, short_benchmark, table
 
 # --- CPU thread scaling ----------------------------------------------------------------------
 
@@ -57,18 +57,11 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
          fmt_pct(r["efficiency"]) + noise_mark(r)]  # fmt: skip
         for _, r in top.sort_values("efficiency").iterrows()
     ]
-    worst, best = top["efficiency"].min(), top["efficiency"].max()
-    said = (
-        "Every speedup above compares the GPU with the fastest CPU thread count measured at "
-        "that size. With all its threads, each CPU benchmark measured at several thread counts "
-        f"reaches {fmt_pct(worst)} to {fmt_pct(best)} of ideal scaling (efficiency = speedup "
-        "over 1 thread / threads)."
-    )
     caption = "Every benchmark at its most threads, least efficient first"
     return section(
         "threads",
         "The CPU on all its cores",
-        [said],
+        say("threads", top["efficiency"].min(), top["efficiency"].max()),
         [ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))],
         [table(caption, ["benchmark", "threads", "speedup", "efficiency"], rows)],
     )
@@ -105,13 +98,9 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
         tables.append(table(peer.title, headers, rows))
     if not tables:
         return None
-    said = (
-        "The same work two ways, each ratio the second time over the first: PyTorch "
-        "(tools/reference/, measured in the same session as the suite's rows) over the suite, "
-        "above 1x the suite is faster; fp32 over bf16 or fp16 on the same path, above 1x mixed "
-        "precision pays."
+    return section(
+        "peers", "Against PyTorch, and mixed precision against fp32", say("peers"), [], tables
     )
-    return section("peers", "Against PyTorch, and mixed precision against fp32", [said], [], tables)
 
 
 # --- device memory ---------------------------------------------------------------------------
@@ -160,44 +149,17 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
 def _agreement_sentences(agreement: pd.DataFrame, worst: pd.Series) -> list[str]:
     """How far the measured peaks are from the model, by family, and the farthest."""
     ratios = agreement["ratio"]
-    within = ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT)
-    families = "; ".join(
-        f"{family} {fmt_ratio(r.median())}"
-        + (f" ({fmt_ratio(r.min())} to {fmt_ratio(r.max())}, {len(r)} rows)"
-           if len(r) > 1 else "")
-        for family, r in ratios.groupby(agreement["family"], sort=False)
-    )  # fmt: skip
-    return [
-        f"Over {len(agreement)} GPU benchmarks the measured peak (cudaMemGetInfo around "
-        f"the benchmark) is {fmt_ratio(ratios.median())} the bytes its shapes call for "
-        f"at the median, within {fmt_pct(MEMORY_AGREEMENT - 1)} of them in "
-        f"{int(within.sum())}. Measured over model, by workload: {families}.",
-        f"The largest disagreement is {short_benchmark(worst['name'])}: "
-        f"{fmt_bytes(worst['device_bytes_peak'])} measured against "
-        f"{fmt_bytes(worst['device_bytes_model'])} modelled "
-        f"({fmt_ratio(worst['ratio'])}).",
-    ]
+    within = int(ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT).sum())
+    families = agreement.groupby("family", sort=False)["ratio"]
+    families = families.agg(median="median", low="min", high="max", rows="size").reset_index()
+    return say("memory", len(agreement), ratios.median(), MEMORY_AGREEMENT, within, families, worst)
 
 
 def _largest_batch_lines(rows: pd.DataFrame, skipped: pd.DataFrame) -> list[str]:
     """Of each largest-batch row: the batch the model says fits, the batch that trained and its
     peak; and the ones that did not fit (`skipped`)."""
-    lines = []
-    for _, r in rows.iterrows():
-        text = f"{short_benchmark(r['name'])}: the model puts the largest batch at "
-        text += fmt_size(r.get("batch_largest", math.nan))
-        free, peak = r.get("device_bytes_free", math.nan), r.get("device_bytes_peak", math.nan)
-        if pd.notna(free):
-            text += f" in {fmt_bytes(free)} of free device memory"
-        text += f"; it trained at batch {fmt_size(r['batch'])}"
-        if pd.notna(peak):
-            text += f" with a measured peak of {fmt_bytes(peak)}"
-            if pd.notna(free) and free > 0:
-                text += f" ({fmt_pct(peak / free)} of the free memory)"
-        if pd.notna(r.get("t_step", math.nan)):
-            text += f", {fmt_time(r['t_step'])} per step"
-        lines.append(text + f" ({r['measured_on']}).")
-    return lines + [f"{p['name']} did not run: {p['reason']}." for _, p in skipped.iterrows()]
+    said = ("batch_largest", "device_bytes_free", "device_bytes_peak", "t_step")
+    return say("largest_batches", rows.assign(**{c: rows.get(c, math.nan) for c in said}), skipped)
 
 
 # --- allocation ------------------------------------------------------------------------------
@@ -233,45 +195,21 @@ def allocation_thin(ctx: Context, costs: pd.DataFrame) -> Thin:
     return rows
 
 
-def _alloc_cost(row: pd.Series) -> str:
-    tail = row["slowest_decile_s"]
-    decile = f", slowest decile {fmt_time(tail)}" if pd.notna(tail) else ""
-    return f"{fmt_time(row['time_s'])} at {fmt_bytes(row['bytes'])}{decile}"
-
-
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
     """Each call's cost at the smallest and largest size, what a pool saves, the worst tail."""
-    paragraphs = []
-    for machine, rows in costs.groupby("machine", sort=False):
-        ends = []
-        for call, c in rows.groupby("call", sort=False):
-            first, last = c.iloc[0], c.iloc[-1]
-            ends.append(f"{call} {_alloc_cost(first)}"
-                        + (f", {_alloc_cost(last)}" if len(c) > 1 else ""))  # fmt: skip
-        where = ctx.labels[int(machine)]["gpu_where"]
-        paragraphs.append(
-            f"Host time per call, median over repetitions ({where}): " + "; ".join(ends) + "."
-        )
-    savings = analysis.pool_savings(costs)
-    if not savings.empty:
-        text = ", ".join(
-            f"{fmt_ratio(r['saving'])} at {fmt_bytes(r['bytes'])}" for _, r in savings.iterrows()
-        )
-        paragraphs.append(
-            "A warm pool's allocate-and-free (cudaMallocAsync + cudaFreeAsync) against "
-            f"cudaMalloc + cudaFree, (cudaMalloc + cudaFree) / pool: {text}. Above 1x a "
-            "caching allocator saves that factor per buffer a step allocates."
-        )
+    machines = [
+        {"where": ctx.labels[int(machine)]["gpu_where"],
+         "calls": [{"call": call, "first": c.iloc[0].to_dict(),
+                    "last": c.iloc[-1].to_dict() if len(c) > 1 else None}
+                   for call, c in rows.groupby("call", sort=False)]}  # fmt: skip
+        for machine, rows in costs.groupby("machine", sort=False)
+    ]
     tails = costs.dropna(subset=["slowest_decile_s"])
+    tail = None
     if not tails.empty:
-        tail_ratio = tails["slowest_decile_s"] / tails["time_s"]
-        tail = tails.loc[tail_ratio.idxmax()]
-        paragraphs.append(
-            f"The slowest decile is at most {fmt_ratio(tail_ratio.max())} "
-            f"the median ({tail['call']} at {fmt_bytes(tail['bytes'])}: "
-            f"{fmt_time(tail['slowest_decile_s'])} against {fmt_time(tail['time_s'])})."
-        )
-    return paragraphs
+        ratio = tails["slowest_decile_s"] / tails["time_s"]
+        tail = {**tails.loc[ratio.idxmax()].to_dict(), "ratio": ratio.max()}
+    return say("allocation", machines, analysis.pool_savings(costs), tail)
 
 
 def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | None:
@@ -367,22 +305,13 @@ def energy_section(
             )
     if not rows:
         return None
-    cpu_said = (
-        f"CPU energy: {_cpu_energy_absent(ctx, energy)}."
-        if not compared
-        else f"CPU energy compared at {compared} of {len(rows)} sizes."
-    )
     unit = energy.unit_name
-    said = (
-        f"Joules per {unit}: the GPU's energy counter (NVML) over each repetition's timed "
-        f"loop, per {unit}, at the fastest GPU path of each size (as in the speedups). {cpu_said}"
-    )
     headers = ["workload", "size", "GPU path", f"GPU J/{unit}", f"CPU J/{unit}"]
     caption = f"Energy per {unit} (median over repetitions)"
     return section(
         energy.id,
         energy.title,
-        [said],
+        say("energy", unit, compared, len(rows), _cpu_energy_absent(ctx, energy)),
         [],
         [table(caption, headers + ["CPU / GPU energy"], rows)],
     )
@@ -402,11 +331,5 @@ def problems_section(ctx: Context) -> dict[str, Any] | None:
         }
         for (file, status, reason), group in problems.groupby(["file", "status", "reason"])
     ]
-    said = (
-        f"{len(problems)} benchmarks have no measurement: a failed row reported an error, a "
-        "skipped one did not fit or is not supported on this machine, an invalid one wrote "
-        "values that cannot be a time."
-    )
-    return section(
-        "problems", "Failed, skipped and invalid benchmarks", [said], [], [], details=details
-    )
+    said = say("problems", len(problems))
+    return section("problems", "Failed, skipped and invalid benchmarks", said, details=details)

@@ -139,12 +139,21 @@ def _sentences() -> Any:
     env = environment("gpubench_tools.report")
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
     env.filters.update(units, signed=lambda v: f"{v:+.0%}", part=PART_LABELS.get)
+    env.filters.update(short=short_benchmark)
+    env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
     return env.get_template("words.j2").module
 
 
 def say(sentence: str, *values: Any) -> list[str]:
     """The lines of a sentence macro of templates/words.j2, given the values it words (frames as
-    lists of records)."""
-    records = [v.to_dict("records") if isinstance(v, pd.DataFrame) else v for v in values]
+    lists of records, a row as a dict)."""
+    records = [
+        (
+            v.to_dict("records")
+            if isinstance(v, pd.DataFrame)
+            else v.to_dict() if isinstance(v, pd.Series) else v
+        )
+        for v in values
+    ]
     text = str(getattr(_sentences(), sentence)(*records))
     return [line for line in text.split("\n") if line]
