@@ -14,8 +14,8 @@ import pandas as pd
 from ..units import fmt_ratio, fmt_size, fmt_time
 from . import analysis
 from .context import Context, Thin
-from .topics import PART_MEANINGS, GpuPath, Topic
-from .words import crossover_text, noise_mark, section, speedup_text, table, threads_text, wins_at
+from .topics import GpuPath, Topic
+from .words import noise_mark, say, section, table, threads_text
 
 
 @dataclass(frozen=True)
@@ -106,27 +106,7 @@ def curve_thin(curve: pd.DataFrame) -> Thin:
     return thin
 
 
-def _ends(first: pd.Series, last: pd.Series, topic: Topic) -> str:
-    """The speedup at the smallest and the largest size, each with its noise mark."""
-
-    def at(row: pd.Series, name: str) -> str:
-        # Training topics take the fastest GPU path at each size: say which one it was.
-        path = f" ({row['gpu_variant']})" if topic.time_col == "t_step" else ""
-        return f"{speedup_text(row['speedup'], noise_mark(row))} at {name}{fmt_size(row[topic.x])}{path}"
-
-    text = at(first, f"{topic.x_name} ")
-    if last[topic.x] != first[topic.x]:
-        text += " → " + at(last, "")
-    return text
-
-
-def _dominant_text(dominant: analysis.Dominant) -> str:
-    if dominant.part is None:
-        if dominant.no_parts:
-            return "no breakdown (the GPU rows have no parts)"
-        return "no breakdown at these sizes"
-    text = PART_MEANINGS.get(dominant.part, dominant.part)
-    return text + (" (where it loses)" if dominant.where_it_loses else "")
+_ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 
 
 def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
@@ -136,19 +116,14 @@ def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
         no_pairs = "no size measured on both sides"
         why = no_pairs if pc.gpu is not None else f"no {pc.path.name} GPU rows"
         return {**line, "wins": "—", "crossover": "—", "ends": "—", "why": why}
-    main = pc.main
-    series = "" if pc.series_value is None else f" ({topic.series} {fmt_size(pc.series_value)})"
-    first = main.iloc[0]
-    return {
-        **line,
-        "wins": wins_at(main, topic.x, topic.x_name) + series,
-        "crossover": crossover_text(pc.cross, topic.x_name),
-        "ends": _ends(first, main.iloc[-1], topic),
-        "why": _dominant_text(pc.dominant),
-        "cpu_config": "best of "
-        + ", ".join(sorted({threads_text(t) for t in main["cpu_threads"]})),
-        "measured": f"CPU: {first['cpu_measured_on']} · GPU: {first['gpu_measured_on']}",
-    }
+    main, x = pc.main, topic.x
+    wins, losses = main.loc[main["speedup"] > 1, x], main.loc[main["speedup"] <= 1, x]
+    first, last = main.iloc[0], main.iloc[-1]
+    facts = dict(wins=list(wins), every=len(wins) == len(main), series=pc.series_value)
+    facts.update(beyond=len(wins) > 0 and wins.min() > losses.max(), cross=pc.cross)
+    facts.update(first=first.to_dict(), last=last.to_dict() if last[x] != first[x] else None)
+    facts.update(dominant=pc.dominant, threads=list(main["cpu_threads"]))
+    return {**line, **dict(zip(_ANSWER, say("answer_line", topic, facts)))}
 
 
 def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> list[dict[str, Any]]:
@@ -235,18 +210,7 @@ def topic_section(
         named = curve[series].map(lambda v: f"{series} {fmt_size(v)}")
         curve = curve.assign(line=(curve["line"] + " · " + named) if ctx.several else named)
     curve = _with_other_paths(curve, topic, others)
-    paragraphs = [
-        " ".join(
-            f"{a['workload']}, {line['path']} GPU path ({line['meaning']}): the GPU wins "
-            f"at {line['wins']}; crossover: {line['crossover']}; speedup {line['ends']}; "
-            f"most of the GPU time is {line['why']}."
-            for line in a["paths"]
-            if "cpu_config" in line
-        )
-        + f" CPU side: {a['cpu_config']}."
-        for a in answer
-        if "cpu_config" in a
-    ]
+    paragraphs = say("topic_paragraphs", answer)
     lines = "line" if ctx.several or series is not None else None
     speedup = ctx.chart("speedup", curve, topic=topic, path=topic.gpu_paths[-1], series=lines)
     return section(

@@ -15,8 +15,7 @@ import pandas as pd
 
 from ..templating import environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
-from .analysis import Crossover
-from .topics import PART_LABELS
+from .topics import PART_LABELS, PART_MEANINGS
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
@@ -54,35 +53,6 @@ def threads_text(threads: Any) -> str:
         return "CPU"
     n = int(threads)
     return f"{n} thread{'' if n == 1 else 's'}"
-
-
-def speedup_text(speedup: float, mark: str = "") -> str:
-    """A speedup as a ratio; below 1 also as how many times slower the GPU is, the way people
-    say it ("0.024x (42x slower)")."""
-    text = fmt_ratio(speedup) + mark
-    if 0 < speedup < 1:
-        text += f" ({fmt_ratio(1 / speedup).removesuffix('x')}x slower)"
-    return text
-
-
-def wins_at(curve: pd.DataFrame, x: str, x_name: str) -> str:
-    wins = curve.loc[curve["speedup"] > 1, x]
-    if wins.empty:
-        return "no size measured"
-    if len(wins) == len(curve):
-        return "every size measured"
-    if wins.min() > curve.loc[curve["speedup"] <= 1, x].max():
-        return f"{x_name} ≥ {fmt_size(wins.min())}"
-    return ", ".join(f"{x_name} {fmt_size(v)}" for v in wins)
-
-
-def crossover_text(cross: Crossover, x_name: str) -> str:
-    if cross.kind == "cross" and cross.x is not None:
-        return f"{x_name} ≈ {approx(cross.x)}"
-    return {
-        "always_faster": "none: GPU faster at every size",
-        "never_faster": "none: CPU faster at every size",
-    }.get(cross.kind, "—")
 
 
 def cell_text(value: Any) -> str:
@@ -139,7 +109,9 @@ def _sentences() -> Any:
     env = environment("gpubench_tools.report")
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
     env.filters.update(units, signed=lambda v: f"{v:+.0%}", part=PART_LABELS.get)
-    env.filters.update(short=short_benchmark)
+    env.filters.update(short=short_benchmark, approx=approx, threads=threads_text)
+    env.filters.update(meaning=lambda part: PART_MEANINGS.get(part, part))
+    env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK)
     env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
     return env.get_template("words.j2").module
 
