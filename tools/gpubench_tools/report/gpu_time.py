@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import OverheadModel, build_model
-from ..units import fmt_size, fmt_time
+from ..units import fmt_size
 from . import analysis
 from .context import Context
 from .topics import MODEL_ERROR_SAID, PART_LABELS, TOPICS, TRAINING_WORKLOADS, PartsChart
 from .topics import StepProfile
-from .words import path_name, say, section, short_benchmark, table
+from .words import path_name, say, section, short_benchmark, table_of
 
 
 def breakdown_section(ctx: Context) -> dict[str, Any] | None:
@@ -40,7 +40,7 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
                 size=rows[size].map(lambda v: f"{size}={fmt_size(v)}"), pair=ctx.pairs(rows)
             )
             charts.append(_parts_chart(ctx, view, view.title, "size", view.size_label, rows))
-            tables.append(_parts_table(rows, size, size))
+            tables.append(table_of("parts_table", rows, size, size))
         else:
             shown = _path_rows(view, parts)
             if shown is None:
@@ -49,7 +49,7 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
             # One bar per path: a net measured at several sizes shows its first.
             rows = rows.assign(pair=ctx.pairs(rows)).drop_duplicates(["pair", "path"])
             charts.append(_parts_chart(ctx, view, title, "path", "", rows))
-            tables.append(_parts_table(rows, "path", "GPU path"))
+            tables.append(table_of("parts_table", rows, "path", "GPU path"))
     return section(
         "breakdown",
         "Where the GPU time goes",
@@ -105,23 +105,6 @@ def _parts_chart(
     facet = "pair" if ctx.several else None
     return ctx.chart("parts", rows, view=view, title=title, x=x, x_label=x_label,
                      parts=tuple(parts), facet=facet)  # fmt: skip
-
-
-def _parts_table(parts: pd.DataFrame, x: str, x_head: str) -> dict[str, Any]:
-    rows = [
-        [str(r[x]) if not isinstance(r[x], float) else fmt_size(r[x])]
-        + [fmt_time(r["transfer"]), fmt_time(r["overhead"])]
-        + (
-            [fmt_time(r["under_utilisation"]), fmt_time(r["work_at_peak"])]
-            if r["parts"] == 4
-            # Three parts: the compute time stands unsplit, with the reason.
-            else [f"{fmt_time(r['compute'])} compute, not split: {r['why']}", "—"]
-        )
-        + [fmt_time(r["total"]), PART_LABELS.get(r["dominant"], r["dominant"])]
-        for _, r in parts.iterrows()
-    ]
-    headers = ["transfer", "overhead", "under-utilisation", "work at peak", "total", "largest"]
-    return table("The four parts of the GPU time (per call or per step)", [x_head] + headers, rows)
 
 
 # --- a training step, operation by operation ------------------------------------------------
@@ -206,19 +189,16 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
     """The fixed GPU costs the probes measured, the copies' bandwidth, and the model's error."""
     if fixed is None:
         return None
-    costs = [[name, fmt_time(v)] for name, v in fixed.model.launch.items()]
-    costs += [
-        [f"copy {d} ({host}): fixed cost alpha, bandwidth beta",
-         f"{fmt_time(fit.alpha_s)}, {fit.beta_bytes_per_s / 1e9:.3g} GB/s"]  # fmt: skip
-        for (d, host), fit in sorted(fixed.model.copies.items())
-    ]
-    tables = [table("Fixed GPU costs measured by the probes", ["cost", "value"], costs)]
+    copies = sorted(fixed.model.copies.items())
+    tables = [table_of("costs_table", fixed.model.launch.items(), copies)]
     charts = []
     if len(fixed.copies) and not ctx.several:
         charts.append(ctx.chart("copies", fixed.copies))
     bias = fixed.bias
     paragraphs = bias_sentence(bias) if len(bias.before) else []
-    tables += [_bias_table(bias)] if len(bias.before) else []
+    keys = ["dtype", "host", "band"]
+    bands = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
+    tables += [table_of("bias_table", bands)] if len(bias.before) else []
     return section(
         "model",
         "The overhead model and its error",
@@ -236,21 +216,3 @@ def bias_sentence(bias: analysis.ModelBias) -> list[str]:
     if before.empty:
         before, after = bias.before, bias.after
     return say("bias", MODEL_ERROR_SAID, before, after, bias.library_cost_s)
-
-
-def _bias_table(bias: analysis.ModelBias) -> dict[str, Any]:
-    keys = ["dtype", "host", "band"]
-    merged = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
-    rows = [
-        [f"{b['dtype']} {b['host']}, {b['band']}", str(int(b["rows"])), f"{b['median']:+.0%}",
-         f"{b['low']:+.0%} to {b['high']:+.0%}",
-         f"{b['median_after']:+.0%}" if pd.notna(b.get("median_after")) else "—",
-         f"{b['low_after']:+.0%} to {b['high_after']:+.0%}"
-         if pd.notna(b.get("low_after")) else "—"]  # fmt: skip
-        for _, b in merged.iterrows()
-    ]
-    return table(
-        "Signed error of the model, before and after the per-call library term",
-        ["GEMMs", "count", "median error", "range", "median after", "range after"],
-        rows,
-    )

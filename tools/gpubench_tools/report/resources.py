@@ -14,13 +14,12 @@ import numpy as np
 import pandas as pd
 
 from ..table import num
-from ..units import fmt_bytes, fmt_pct, fmt_ratio, fmt_time
 from . import analysis
 from .context import Context, Thin
 from .speedups import MachineTopic
 from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
 from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
-from .words import FEW_MARK, cell_text, key_text, noise_mark, say, section, short_benchmark, table
+from .words import say, section, short_benchmark, table_of
 
 # --- CPU thread scaling ----------------------------------------------------------------------
 
@@ -52,18 +51,12 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
     if scaling.empty:
         return None
     shown, top = thread_cases(scaling)
-    rows = [
-        [r["benchmark"], str(int(r["threads"])), fmt_ratio(r["speedup"]),
-         fmt_pct(r["efficiency"]) + noise_mark(r)]  # fmt: skip
-        for _, r in top.sort_values("efficiency").iterrows()
-    ]
-    caption = "Every benchmark at its most threads, least efficient first"
     return section(
         "threads",
         "The CPU on all its cores",
         say("threads", top["efficiency"].min(), top["efficiency"].max()),
         [ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))],
-        [table(caption, ["benchmark", "threads", "speedup", "efficiency"], rows)],
+        [table_of("threads_table", top.sort_values("efficiency"))],
     )
 
 
@@ -87,15 +80,7 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
         )
         if curve.empty:
             continue
-        rows = [
-            [" ".join(f"{k}={cell_text(r[k])}" for k in keys),
-             fmt_time(r["gpu_time"]), fmt_time(r["cpu_time"]),
-             f"{fmt_ratio(r['speedup'])}{noise_mark(r)}"]  # fmt: skip
-            for _, r in curve.iterrows()
-        ]
-        first, second = peer.names
-        headers = ["case", first, second, f"{second} / {first}"]
-        tables.append(table(peer.title, headers, rows))
+        tables.append(table_of("peer_table", peer, keys, curve))
     if not tables:
         return None
     return section(
@@ -130,19 +115,12 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
     # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
     distance = np.log(agreement["ratio"]).abs()
     by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
-    rows = [
-        [short_benchmark(r["name"]), fmt_bytes(r["device_bytes_model"]),
-         fmt_bytes(r["device_bytes_peak"]), fmt_ratio(r["ratio"]), r["measured_on"]]  # fmt: skip
-        for _, r in by_distance.iterrows()
-    ]
-    headers = ["benchmark", "model", "measured peak", "measured over model", "measured on"]
-    table_caption = "Device memory: model and measured peak, largest disagreement first"
     return section(
         "memory",
         "Device memory",
         _agreement_sentences(agreement, by_distance.iloc[0]) + largest,
         [ctx.chart("memory", agreement)],
-        [table(table_caption, headers, rows)],
+        [table_of("memory_table", by_distance)],
     )
 
 
@@ -217,20 +195,12 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
     warm pool of cudaMallocAsync (what a caching allocator saves)."""
     if costs.empty:
         return None
-    rows = [
-        [r["call"], fmt_bytes(r["bytes"]), fmt_time(r["time_s"])
-         + (FEW_MARK if r["few_samples"] else ""),
-         fmt_time(r["slowest_decile_s"]) if pd.notna(r["slowest_decile_s"]) else "—",
-         str(int(r["repetitions"]))]  # fmt: skip
-        for _, r in costs.iterrows()
-    ]
-    headers = ["call", "bytes", "median", "slowest decile", "repetitions"]
     return section(
         "allocation",
         "What allocation costs",
         _allocation_sentences(ctx, costs),
         [ctx.chart("allocation", costs)],
-        [table("Host time per call", headers, rows)],
+        [table_of("allocation_table", costs)],
     )
 
 
@@ -291,30 +261,19 @@ def energy_section(
 ) -> dict[str, Any] | None:
     """Joules per unit of work on each side of the energy pairs; the CPU side's energy where
     recorded, else why not."""
-    rows, compared = [], 0
-    for topic, frame in pairs:
-        for _, r in frame.iterrows():
-            cpu_j, gpu_j = r["cpu_j"], r["gpu_j"]
-            has_cpu = pd.notna(cpu_j)
-            compared += bool(has_cpu)
-            size = ", ".join(f"{k} {key_text(r[k])}" for k in topic.keys if pd.notna(r.get(k)))
-            rows.append(
-                [topic.title, size, str(r.get("variant") or "—"), f"{gpu_j:.3g} J",
-                 f"{cpu_j:.3g} J" if has_cpu else "not recorded",
-                 fmt_ratio(cpu_j / gpu_j) if has_cpu and gpu_j > 0 else "—"]  # fmt: skip
-            )
+    rows = [
+        {"title": topic.title, "variant": r.get("variant"), "gpu_j": r["gpu_j"],
+         "cpu_j": r["cpu_j"], "ratio": r["cpu_j"] / r["gpu_j"], "row": r,
+         "size_keys": [k for k in topic.keys if pd.notna(r.get(k))]}  # fmt: skip
+        for topic, frame in pairs
+        for _, r in frame.iterrows()
+    ]
     if not rows:
         return None
-    unit = energy.unit_name
-    headers = ["workload", "size", "GPU path", f"GPU J/{unit}", f"CPU J/{unit}"]
-    caption = f"Energy per {unit} (median over repetitions)"
-    return section(
-        energy.id,
-        energy.title,
-        say("energy", unit, compared, len(rows), _cpu_energy_absent(ctx, energy)),
-        [],
-        [table(caption, headers + ["CPU / GPU energy"], rows)],
-    )
+    compared = sum(pd.notna(r["cpu_j"]) for r in rows)
+    unit, absent = energy.unit_name, _cpu_energy_absent(ctx, energy)
+    said = say("energy", unit, compared, len(rows), absent)
+    return section(energy.id, energy.title, said, [], [table_of("energy_table", unit, rows)])
 
 
 # --- what did not run ------------------------------------------------------------------------

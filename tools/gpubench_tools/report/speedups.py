@@ -11,11 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..units import fmt_ratio, fmt_size, fmt_time
+from ..units import fmt_size
 from . import analysis
 from .context import Context, Thin
 from .topics import GpuPath, Topic
-from .words import noise_mark, say, section, table, threads_text
+from .words import say, section, table_of
 
 
 @dataclass(frozen=True)
@@ -161,35 +161,6 @@ def _with_other_paths(
     return curve
 
 
-def _curve_table(
-    topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]], lines: bool
-) -> dict[str, Any]:
-    rows = [
-        ([r["line"]] if lines else [])
-        + [
-            fmt_size(r[topic.x]),
-            f"{fmt_time(r['cpu_time'])} ({threads_text(r['cpu_threads'])})",
-            f"{fmt_time(r['gpu_time'])} ({r['gpu_variant']})",
-            f"{fmt_ratio(r['speedup'])} [{fmt_ratio(r['speedup_low'])}–"
-            f"{fmt_ratio(r['speedup_high'])}]",
-        ]
-        + [
-            f"{fmt_time(r[f'{p.name}_time'])}, {fmt_ratio(r[f'{p.name}_speedup'])}"
-            if pd.notna(r[f"{p.name}_time"]) else "—"
-            for p, _ in others
-        ]  # fmt: skip
-        + [f"{int(r['cpu_repetitions'])} / {int(r['gpu_repetitions'])}{noise_mark(r)}"]
-        for _, r in curve.iterrows()
-    ]
-    headers = (
-        (["line"] if lines else [])
-        + [topic.x_name, "CPU time", "GPU time (path)", "speedup [min–max]"]
-        + [f"{p.name} GPU time, speedup" for p, _ in others]
-        + ["repetitions CPU / GPU"]
-    )
-    return table(f"Time per {topic.time_name} (medians) and speedups", headers, rows)
-
-
 def topic_section(
     ctx: Context, topic: Topic, machines: list[MachineTopic], answer: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
@@ -211,14 +182,16 @@ def topic_section(
         curve = curve.assign(line=(curve["line"] + " · " + named) if ctx.several else named)
     curve = _with_other_paths(curve, topic, others)
     paragraphs = say("topic_paragraphs", answer)
-    lines = "line" if ctx.several or series is not None else None
-    speedup = ctx.chart("speedup", curve, topic=topic, path=topic.gpu_paths[-1], series=lines)
+    lines = ctx.several or series is not None
+    speedup = ctx.chart(
+        "speedup", curve, topic=topic, path=topic.gpu_paths[-1], series="line" if lines else None
+    )
     return section(
         topic.id,
         topic.title,
         paragraphs,
         [speedup] + _extra_charts(ctx, topic, curve, others),
-        [_curve_table(topic, curve, others, ctx.several or series is not None)],
+        [table_of("curve_table", topic, curve, [p.name for p, _ in others], lines)],
     )
 
 

@@ -108,7 +108,10 @@ def path_name(name: str) -> str:
 def _sentences() -> Any:
     env = environment("gpubench_tools.report")
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
-    env.filters.update(units, signed=lambda v: f"{v:+.0%}", part=PART_LABELS.get)
+    env.filters.update(units, signed=lambda v: f"{v:+.0%}", g3=lambda v: f"{v:.3g}")
+    env.filters.update(part=lambda p: PART_LABELS.get(p, p), format_=lambda v, f: f.format(v))
+    env.filters.update(cell=lambda key, row: f"{key}={cell_text(row[key])}", other=_other)
+    env.filters.update(keyed=lambda key, row: f"{key} {key_text(row[key])}")
     env.filters.update(short=short_benchmark, approx=approx, threads=threads_text)
     env.filters.update(meaning=lambda part: PART_MEANINGS.get(part, part))
     env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK)
@@ -129,3 +132,15 @@ def say(sentence: str, *values: Any) -> list[str]:
     ]
     text = str(getattr(_sentences(), sentence)(*records))
     return [line for line in text.split("\n") if line]
+
+
+def _other(path: str, row: dict[str, Any]) -> str:
+    """Another GPU path's time and speedup in a curve's table row, "—" where it has none."""
+    time = row[f"{path}_time"]
+    return f"{fmt_time(time)}, {fmt_ratio(row[f'{path}_speedup'])}" if pd.notna(time) else "—"
+
+
+def table_of(macro: str, *values: Any) -> dict[str, Any]:
+    """A table from a table macro of templates/words.j2: its caption, headers and rows."""
+    caption, headers, *rows = say(macro, *values)
+    return table(caption, headers.split("\t"), [row.split("\t") for row in rows])
