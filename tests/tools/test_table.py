@@ -154,7 +154,7 @@ def test_cpu_rows_come_from_the_run_and_gpu_rows_from_the_reference() -> None:
 
 def test_run_with_its_own_gpu_rows_does_not_use_the_reference() -> None:
     table = load_table([str(FIXTURES / "h100.json")], [str(FIXTURES / "a100_pcie.json")])
-    assert any("--gpu-reference a100_pcie.json not used" in w for w in table.warnings)
+    assert any("--gpu-reference a100_pcie.json not used" in w for w in table.said("report"))
     assert set(table.rows["measured_on"]) == {THIS_RUN}
 
 

@@ -15,6 +15,7 @@ from ..benchjson import BenchJsonError
 from .. import output
 from ..cli import EXIT_OK, ArgumentParser, Number, UnusableInput, add_debug_flag
 from ..cli import program_name, run_main
+from ..policy import NOTHING_MEASURED, REFUSE, action
 from .curves import GemmShape
 from .loo import leave_one_out
 from .model import DATASETS, DTYPES, HOSTS, MLP_INPUTS, REFERENCE_RUNS, AdviseError, Advisor
@@ -158,7 +159,7 @@ def _answers(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[str]
     runs, warnings = load_runs(args.inputs)
     answers = []
     for run in runs:
-        if run.rows.empty:
+        if run.rows.empty and action("advise", NOTHING_MEASURED).kind == REFUSE:
             raise AdviseError(f"{run.name}: no successful benchmark rows")
         advisor = Advisor(run)
         if args.leave_one_out:
@@ -181,11 +182,10 @@ def _main(argv: Sequence[str] | None) -> int:
         answers, warnings = _answers(args)
     except (AdviseError, BenchJsonError) as exc:
         raise UnusableInput(str(exc)) from None
+    # What the policy has the advisor warn about (load_runs: Table.said): a truncated file, an
+    # invalid row, a benchmark in two files; not the failed and skipped rows it leaves out.
     for w in [] if args.quiet else warnings:
-        # Failed and skipped rows are the report's business (it lists them); a truncated file
-        # or a benchmark in two files still bears on the answer.
-        if not w.endswith("(listed in the report)"):
-            output.warn(f"{PROG}: warning: {w}")
+        output.warn(f"{PROG}: warning: {w}")
     # Done is decided before the answer is printed: a reader that leaves early (`| head`) costs
     # the rest of the answer, never the exit status (the one writer, output.py).
     output.decide(EXIT_OK)

@@ -185,13 +185,13 @@ def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
                     reference,
                 )
             )
-            warnings += [w for w in paired.warnings if w not in warnings]
+            warnings += [w for w in paired.said("advise") if w not in warnings]
         return runs, warnings
     runs = [
         Run(rows[rows["machine"] == i], list(m["files"]), m["gpu"], m["cpu"], m["context"])
         for i, m in table.machines.iterrows()
     ]
-    return runs, table.warnings
+    return runs, table.said("advise")
 
 
 @dataclass(frozen=True)

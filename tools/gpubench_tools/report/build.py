@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..conditions import CONDITION_FIGURES, DISTURBED, UNKNOWN, describe_conditions
 from ..conditions import unknown_conditions_note
-from ..policy import HEADLINE_RULE
+from ..policy import DISTURBED_ROW, HEADLINE_RULE, LIST, UNKNOWN_CONDITIONS, USE, action
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
 from . import analysis, resources
 from .context import Context, Thin
@@ -151,12 +151,12 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     ]
     said = []
     line = describe_conditions(counters)
-    if line is not None:
+    if line is not None and action("report", DISTURBED_ROW).kind == USE:
         marked = int((summary["conditions"] == DISTURBED).sum()) if len(summary) else 0
         cleaned = int((summary["disturbed_left_out"] > 0).sum()) if len(summary) else 0
         said += say("disturbed", line, HEADLINE_RULE, cleaned, marked, DISTURBED_MARK)
     unknown = sorted(set(rows.loc[rows["conditions"] == UNKNOWN, "file"]))
-    if unknown:
+    if unknown and action("report", UNKNOWN_CONDITIONS).kind == LIST:
         what = f"{len(unknown)} file(s)" if len(unknown) > 1 else "the file"
         said.append(unknown_conditions_note(f"the repetitions of {what}").capitalize() + ".")
     return " ".join(said)
@@ -201,7 +201,8 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         "suggestion": "; ".join(no_gpu_suggestion(table)),
         # A run that did not finish is said first, before the answer it limits.
         "cut_off": table.cut_off,
-        "warnings": _made_by_hand(table) + [w for w in table.warnings if w not in table.cut_off],
+        "warnings": _made_by_hand(table)
+        + [w for w in table.said("report") if w not in table.cut_off],
         "answer": answer,
         "few_samples": bool(thin),
         "thin": _thin_text(ctx, thin),
