@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import lsq_linear
 
+from .report.topics import GEMM_WORKLOAD
 from .table import num
 
 
@@ -36,7 +37,7 @@ def gemm_rows(summary: pd.DataFrame, e2e: bool) -> pd.DataFrame:
     """GPU GEMM rows: end-to-end (a `host` label: copies in and out) or kernel-only (none)."""
     host = summary["host"] if "host" in summary else pd.Series(None, index=summary.index)
     probe = summary["probe"] if "probe" in summary else pd.Series(None, index=summary.index)
-    mask = (summary["workload"] == "matmul") & (summary["backend"] == "gpu") & probe.isna()
+    mask = (summary["workload"] == GEMM_WORKLOAD) & (summary["backend"] == "gpu") & probe.isna()
     return summary[mask & (host.notna() if e2e else host.isna())]
 
 

@@ -83,7 +83,7 @@ def parse_mlp(text: str) -> MlpConfig:
         if layers is not None and layers != given:
             raise AdviseError(f"--mlp: hidden={pairs['hidden']} and layers={given} disagree")
         layers = given
-    data, source = pairs.get("data", "synthetic"), pairs.get("input", "resident")
+    data, source = pairs.get("data", next(iter(DATASETS))), pairs.get("input", "resident")
     if data not in DATASETS:
         raise AdviseError(
             f"--mlp data={data}: unknown data set; choose one of {', '.join(DATASETS)}"

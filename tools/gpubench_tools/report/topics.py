@@ -491,6 +491,23 @@ CHARTS: dict[str, dict[str, Any]] = {
 # row filter over the error's bands.
 MODEL_ERROR_SAID: dict[str, Any] = {"dtype": "fp32", "host": "pinned"}
 
+# The rows the tools beside the report read by their labels: the GEMM rows' workload (the
+# overhead model's end-to-end and kernel-only GEMMs, the advisor's curves), and the tiny MLP the
+# advisor predicts: its workload, the paths its model is of (GPU: one launch per operation; CPU:
+# OpenBLAS), its data sets' (input features, classes) as benchmarks/mlp_*.cpp build the networks
+# (the first is the default), and how the advisor names the GEMM rows a run lacks.
+GEMM_WORKLOAD = "matmul"
+ADVISED_MLP: dict[str, str] = {"workload": "mlp", "gpu": "eager", "cpu": "openblas"}
+MLP_DATASETS: dict[str, tuple[int, int]] = {
+    "synthetic": (64, 10),
+    "digits": (64, 10),
+    "iris": (4, 3),
+}
+GEMM_ROW_NAMES: dict[str, str] = {
+    "gpu": "matmul/gpu/cublas_kernel/dtype:{dtype}/...",
+    "cpu": "matmul/cpu/openblas/dtype:{dtype}/...",
+}
+
 # The four parts of a GPU time, in the order they are stacked: the short name every chart and
 # table uses (the charts colour a part by it), and what it means, for the answer table.
 PART_LABELS: dict[str, str] = {
