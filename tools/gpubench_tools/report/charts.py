@@ -67,21 +67,9 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 # Six styles against seven markers: no two of the first 42 series share both in greyscale.
 _LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
 _REFERENCE: dict[str, Any] = {"color": "0.4", "linewidth": 1, "zorder": 1}  # hline, diagonal
-_STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 9,
-    "axes.labelsize": 9,
-    "legend.fontsize": 8,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "grid.linewidth": 0.6,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "svg.fonttype": "none",  # SVG text stays text: searchable and small
-    "svg.hashsalt": "gpubench",  # stable SVG ids, so reruns diff cleanly
-}
+# The charts' look (fonts, grid, spines, SVG text kept as text with stable ids, so reruns diff
+# cleanly), as a matplotlib style file beside this module.
+_STYLE = str(Path(__file__).with_name("charts.mplstyle"))
 
 
 @dataclass(frozen=True)
@@ -436,7 +424,7 @@ def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[An
 def render(chart: Chart, data: pd.DataFrame) -> Figure:
     """The chart as an open Figure (the caller closes it; `draw` does)."""
     title = check_chart(chart, data)
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(fname=_STYLE):
         n = 1 if chart.facet is None else max(1, data[chart.facet].nunique())
         cols = min(n, 3)
         fig, grid = _figure(chart, title, rows=math.ceil(n / cols), cols=cols)
@@ -459,7 +447,7 @@ def draw(chart: Chart, data: pd.DataFrame, out_dir: Path) -> str:
     """Write `<stem>.png` and `<stem>.svg` under out_dir; return the stem."""
     fig = render(chart, data)
     try:
-        with plt.rc_context(_STYLE):
+        with plt.rc_context(fname=_STYLE):
             out_dir.mkdir(parents=True, exist_ok=True)
             fig.savefig(out_dir / f"{chart.stem}.png", dpi=PNG_DPI, metadata={"Software": None})
             # The PNG pass solved the layout; freeze it so the SVG shows the same arrangement.
