@@ -101,21 +101,14 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
             return "skipped" if row.skipped else "failed"
         return "measured" if row.invalid is None else "invalid"
 
+    fields = {"name": "run_name", "label": "label", "run_type": "run_type"}
+    fields |= {"aggregate_name": "aggregate_name", "repetition": "repetition_index"}
+    fields |= {k: k for k in ("iterations", "real_time_s", "cpu_time_s", "threads", "error")}
+    fields |= {k: k for k in ("status", "invalid", "conditions", "counters")}
+    values = {"threads": lambda r: r.counters.get("threads", float("nan")), "status": status}
     columns = {
-        "name": [r.run_name for r in report.rows],
-        "label": [r.label for r in report.rows],
-        "run_type": [r.run_type for r in report.rows],
-        "aggregate_name": [r.aggregate_name for r in report.rows],
-        "repetition": [r.repetition_index for r in report.rows],
-        "iterations": [r.iterations for r in report.rows],
-        "real_time_s": [r.real_time_s for r in report.rows],
-        "cpu_time_s": [r.cpu_time_s for r in report.rows],
-        "threads": [r.counters.get("threads", float("nan")) for r in report.rows],
-        "error": [r.error for r in report.rows],
-        "status": [status(r) for r in report.rows],
-        "invalid": [r.invalid for r in report.rows],
-        "conditions": [r.conditions for r in report.rows],
-        "counters": [r.counters for r in report.rows],
+        column: [values.get(column, lambda r: getattr(r, attr))(r) for r in report.rows]
+        for column, attr in fields.items()
     }
     numbers = {"iterations": int, "real_time_s": float, "cpu_time_s": float, "threads": float}
     return pd.DataFrame(columns, dtype=object).astype(numbers)
@@ -309,13 +302,11 @@ def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, str]]:
         return []
     files = sorted({f for name in shared for f in names_in[name]})
     what = "benchmark appears" if len(shared) == 1 else "benchmarks appear"
-    return [
-        (
-            None,
-            f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their "
-            f"rows are treated as repetitions and reduced to medians (for example {shared[0]})",
-        )
-    ]
+    line = (
+        f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their rows "
+    )
+    line += f"are treated as repetitions and reduced to medians (for example {shared[0]})"
+    return [(None, line)]
 
 
 def _gpu_name(context: dict[str, Any]) -> str | None:
@@ -339,16 +330,9 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     file_contexts: dict[str, dict[str, Any]] = {}
     for index, group in enumerate(_machine_groups(paths)):
         context = group[0].context
-        machines.append(
-            {
-                "cpu": str(context.get("cpu_model", "unknown CPU")),
-                "gpu": _gpu_name(context),
-                "files": [r.path for r in group],
-                "context": context,
-                "gpu_context": context,
-                "gpu_reference": False,
-            }
-        )
+        cpu, files = str(context.get("cpu_model", "unknown CPU")), [r.path for r in group]
+        machines.append(dict(cpu=cpu, gpu=_gpu_name(context), files=files, context=context))
+        machines[-1].update(gpu_context=context, gpu_reference=False)
         measured = {report.path: _measured(report) for report in group}
         for report in group:
             file_contexts[report.path] = report.context
@@ -387,13 +371,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     problem_frame = pd.DataFrame.from_records(
         problems, columns=["file", "name", "backend", "status", "reason"]
     )
-    return Table(
-        rows=rows,
-        problems=problem_frame,
-        machines=machine_frame,
-        notes=notes,
-        cut_off=cut_off,
-    )
+    return Table(rows, problem_frame, machine_frame, notes, cut_off)
 
 
 def _add_reference(
