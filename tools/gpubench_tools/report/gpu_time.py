@@ -50,14 +50,7 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
             rows = rows.assign(pair=ctx.pairs(rows)).drop_duplicates(["pair", "path"])
             charts.append(_parts_chart(ctx, view, title, "path", "", rows))
             tables.append(table_of("parts_table", rows, "path", "GPU path"))
-    return section(
-        "breakdown",
-        "Where the GPU time goes",
-        paragraphs,
-        charts,
-        tables,
-        notes=say("breakdown_note"),
-    )
+    return section("breakdown", paragraphs, charts, tables, notes=say("breakdown_note"))
 
 
 def _size_rows(view: PartsChart, parts: pd.DataFrame) -> pd.DataFrame | None:
@@ -150,7 +143,7 @@ def profile_sections(ctx: Context) -> list[dict[str, Any]]:
         kinds = [c for c in parts.columns if c not in ("name", "machine", "path")]
         chart = ctx.chart("profile", parts, profile=profile, batch=fmt_size(batch),
                           title=profile.chart_title, parts=tuple((k, k) for k in kinds))  # fmt: skip
-        sections.append(section(profile.id, profile.title, charts=[chart]))
+        sections.append(section(profile.id, charts=[chart], title=profile.title))
     return sections
 
 
@@ -199,14 +192,7 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
     keys = ["dtype", "host", "band"]
     bands = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
     tables += [table_of("bias_table", bands)] if len(bias.before) else []
-    return section(
-        "model",
-        "The overhead model and its error",
-        paragraphs,
-        charts,
-        tables,
-        notes=say("model_note"),
-    )
+    return section("model", paragraphs, charts, tables, notes=say("model_note"))
 
 
 def bias_sentence(bias: analysis.ModelBias) -> list[str]:

@@ -51,12 +51,10 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
     if scaling.empty:
         return None
     shown, top = thread_cases(scaling)
+    said = say("threads", top["efficiency"].min(), top["efficiency"].max())
+    chart = ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))
     return section(
-        "threads",
-        "The CPU on all its cores",
-        say("threads", top["efficiency"].min(), top["efficiency"].max()),
-        [ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))],
-        [table_of("threads_table", top.sort_values("efficiency"))],
+        "threads", said, [chart], [table_of("threads_table", top.sort_values("efficiency"))]
     )
 
 
@@ -83,9 +81,7 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
         tables.append(table_of("peer_table", peer, keys, curve))
     if not tables:
         return None
-    return section(
-        "peers", "Against PyTorch, and mixed precision against fp32", say("peers"), [], tables
-    )
+    return section("peers", say("peers"), [], tables)
 
 
 # --- device memory ---------------------------------------------------------------------------
@@ -111,16 +107,13 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
     if agreement.empty and not largest:
         return None
     if agreement.empty:
-        return section("memory", "Device memory", largest)
+        return section("memory", largest)
     # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
     distance = np.log(agreement["ratio"]).abs()
     by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
+    said = _agreement_sentences(agreement, by_distance.iloc[0]) + largest
     return section(
-        "memory",
-        "Device memory",
-        _agreement_sentences(agreement, by_distance.iloc[0]) + largest,
-        [ctx.chart("memory", agreement)],
-        [table_of("memory_table", by_distance)],
+        "memory", said, [ctx.chart("memory", agreement)], [table_of("memory_table", by_distance)]
     )
 
 
@@ -195,13 +188,8 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
     warm pool of cudaMallocAsync (what a caching allocator saves)."""
     if costs.empty:
         return None
-    return section(
-        "allocation",
-        "What allocation costs",
-        _allocation_sentences(ctx, costs),
-        [ctx.chart("allocation", costs)],
-        [table_of("allocation_table", costs)],
-    )
+    said, table = _allocation_sentences(ctx, costs), table_of("allocation_table", costs)
+    return section("allocation", said, [ctx.chart("allocation", costs)], [table])
 
 
 # --- energy ----------------------------------------------------------------------------------
@@ -273,7 +261,7 @@ def energy_section(
     compared = sum(pd.notna(r["cpu_j"]) for r in rows)
     unit, absent = energy.unit_name, _cpu_energy_absent(ctx, energy)
     said = say("energy", unit, compared, len(rows), absent)
-    return section(energy.id, energy.title, said, [], [table_of("energy_table", unit, rows)])
+    return section(energy.id, said, [], [table_of("energy_table", unit, rows)], title=energy.title)
 
 
 # --- what did not run ------------------------------------------------------------------------
@@ -291,4 +279,4 @@ def problems_section(ctx: Context) -> dict[str, Any] | None:
         for (file, status, reason), group in problems.groupby(["file", "status", "reason"])
     ]
     said = say("problems", len(problems))
-    return section("problems", "Failed, skipped and invalid benchmarks", said, details=details)
+    return section("problems", said, details=details)

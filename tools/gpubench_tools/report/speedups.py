@@ -186,13 +186,9 @@ def topic_section(
     speedup = ctx.chart(
         "speedup", curve, topic=topic, path=topic.gpu_paths[-1], series="line" if lines else None
     )
-    return section(
-        topic.id,
-        topic.title,
-        paragraphs,
-        [speedup] + _extra_charts(ctx, topic, curve, others),
-        [table_of("curve_table", topic, curve, [p.name for p, _ in others], lines)],
-    )
+    charts = [speedup] + _extra_charts(ctx, topic, curve, others)
+    table = table_of("curve_table", topic, curve, [p.name for p, _ in others], lines)
+    return section(topic.id, paragraphs, charts, [table], title=topic.title)
 
 
 def _extra_charts(

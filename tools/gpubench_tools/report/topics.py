@@ -508,6 +508,17 @@ GEMM_ROW_NAMES: dict[str, str] = {
     "cpu": "matmul/cpu/openblas/dtype:{dtype}/...",
 }
 
+# The sections beside the topics' own, by id: their headings.
+SECTION_TITLES: dict[str, str] = {
+    "breakdown": "Where the GPU time goes",
+    "model": "The overhead model and its error",
+    "threads": "The CPU on all its cores",
+    "peers": "Against PyTorch, and mixed precision against fp32",
+    "memory": "Device memory",
+    "allocation": "What allocation costs",
+    "problems": "Failed, skipped and invalid benchmarks",
+}
+
 # The four parts of a GPU time, in the order they are stacked: the short name every chart and
 # table uses (the charts colour a part by it), and what it means, for the answer table.
 PART_LABELS: dict[str, str] = {

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..templating import environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
-from .topics import PART_LABELS, PART_MEANINGS
+from .topics import PART_LABELS, PART_MEANINGS, SECTION_TITLES
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
@@ -27,13 +27,14 @@ DISTURBED_MARK = "‡"
 
 def section(
     id: str,
-    title: str,
     paragraphs: Iterable[str] = (),
     charts: Iterable[dict[str, str]] = (),
     tables: Iterable[dict[str, Any]] = (),
     **extra: Any,
 ) -> dict[str, Any]:
-    """A section of the document: `extra` holds its `notes` and `details` where it has them."""
+    """A section of the document, titled `title` (in `extra`) or topics.SECTION_TITLES[id];
+    `extra` holds its `notes` and `details` where it has them."""
+    title = extra.pop("title", None) or SECTION_TITLES[id]
     page = {"id": id, "title": title, "paragraphs": list(paragraphs), "charts": list(charts)}
     return {**page, "tables": list(tables), **extra}
 
