@@ -53,6 +53,16 @@ def num(frame: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(frame[column], errors="coerce").astype(float)
 
 
+def per_step(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """`rows` with the phase counters `columns` per training step: the trainers write them as
+    totals over the run where t_wall / steps is t_step (within 10 %), and only there divide by
+    `steps`; a file whose counters are already per step keeps them."""
+    steps, t_step = num(rows, "steps"), num(rows, "t_step")
+    totals = (num(rows, "t_wall") / steps - t_step).abs() <= 0.1 * t_step
+    scale = steps.where(totals, 1.0).fillna(1.0)
+    return rows.assign(**{c: num(rows, c) / scale for c in columns})
+
+
 THIS_RUN, REFERENCE_RUN = "this run", "reference run"
 
 # The label keys every row is given, with the value a file that predates the key implies.

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..conditions import DISTURBED
 from ..overhead_model import OverheadModel, gemm_rows, gpu_peak
-from ..table import num
+from ..table import num, per_step
 from .topics import TRAINING_WORKLOADS
 
 # A median over fewer repetitions has no spread to speak of: 1 or 2 samples cannot tell a
@@ -185,12 +185,8 @@ def _training_rows(summary: pd.DataFrame, workloads: Iterable[str]) -> pd.DataFr
     (within 10 %), and only there: a file whose counters are already per step keeps them.
     """
     rows = summary[summary["workload"].isin(list(workloads)) & (summary["backend"] == "gpu")]
-    steps, t_step = num(rows, "steps"), num(rows, "t_step")
-    totals = (num(rows, "t_wall") / steps - t_step).abs() <= 0.1 * t_step
-    scale = steps.where(totals, 1.0).fillna(1.0)
     rows = rows.assign(dtype=rows.get("precision", "fp32"))
-    per = ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"]
-    return rows.assign(**{c: num(rows, c) / scale for c in per})
+    return per_step(rows, ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"])
 
 
 def breakdown(summary: pd.DataFrame, training: Iterable[str] = TRAINING_WORKLOADS) -> pd.DataFrame:
