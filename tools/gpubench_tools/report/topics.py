@@ -176,19 +176,12 @@ def _gemm_topic(dtype: str, gpu_path: str, **extra: Any) -> Topic:
     """The square GEMM in one precision: the CPU call against cuBLAS end to end from pinned host
     memory, time per call against n. `extra` holds its own charts."""
     square = {"workload": "matmul", "shape": "square", "dtype": dtype}
+    gpu = {**square, "backend": "gpu", "host": "pinned", "variant": "cublas_e2e"}
     return Topic(
-        id="gemm" if dtype == "fp32" else f"gemm-{dtype}",
-        title=f"Square GEMM, {dtype}",
-        cpu={**square, "backend": "cpu"},
-        gpu={**square, "backend": "gpu", "host": "pinned", "variant": "cublas_e2e"},
-        keys=("n",),
-        x="n",
-        x_name="n",
-        gpu_path=gpu_path,
-        paths=(_GEMM_PATH,),
-        gpu_time_name=_GEMM_GPU_TIME,
-        **extra,
-    )
+        "gemm" if dtype == "fp32" else f"gemm-{dtype}", f"Square GEMM, {dtype}",
+        {**square, "backend": "cpu"}, gpu, keys=("n",), x="n", x_name="n", gpu_path=gpu_path,
+        paths=(_GEMM_PATH,), gpu_time_name=_GEMM_GPU_TIME, **extra,
+    )  # fmt: skip
 
 
 def _training_topic(
@@ -204,128 +197,78 @@ def _training_topic(
     """A training workload's topic: steps in one precision (and one data set, where `data` names
     one), CPU against the GPU paths, step time against batch. `extra` holds what is its own:
     `series`, charts."""
-    data_row = {} if data is None else {"data": data}
+    rows = {"workload": workload, **({} if data is None else {"data": data})}
+    cpu = {**rows, "backend": "cpu", "variant": _CPU_TRAINING_VARIANTS, "precision": precision}
     return Topic(
-        id=id,
-        title=title,
-        cpu={
-            "workload": workload,
-            "backend": "cpu",
-            "variant": _CPU_TRAINING_VARIANTS,
-            **data_row,
-            "precision": precision,
-        },
-        gpu={"workload": workload, **data_row, "precision": precision, **_GPU_TRAINING},
-        keys=keys,
-        x="batch",
-        x_name="batch",
-        time_col="t_step",
-        time_name="step",
-        paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP,
-        gpu_time_name=_GPU_STEP,
-        gpu_path=gpu_path,
-        **extra,
-    )
+        id, title, cpu, {**rows, "precision": precision, **_GPU_TRAINING}, keys, x="batch",
+        x_name="batch", time_col="t_step", time_name="step", paths=_TRAINING_PATHS,
+        cpu_time_name=_CPU_STEP, gpu_time_name=_GPU_STEP, gpu_path=gpu_path, **extra,
+    )  # fmt: skip
 
 
+# fmt: off
 TOPICS: tuple[Topic, ...] = (
     _gemm_topic(
-        "fp32",
-        gpu_path="end to end: copies in and out of pinned host memory included",
+        "fp32", gpu_path="end to end: copies in and out of pinned host memory included",
         parts=PartsChart(
-            stem="breakdown_gemm",
-            title="Where the end-to-end GEMM time goes (fp32, pinned)",
+            stem="breakdown_gemm", title="Where the end-to-end GEMM time goes (fp32, pinned)",
             rows={"workload": "matmul", "host": "pinned", "dtype": "fp32", "shape": "square"},
             caption="Each bar is one GEMM's GPU time split four ways; its total is printed at "
             "its end. Under-utilisation is the compute time beyond what the same flop "
             "would take at the GPU's peak: a nearly idle GPU at small sizes.",
-            y_label="share of the GPU time",
-            size="n",
+            y_label="share of the GPU time", size="n", size_label="matrix size",
             # Powers of two only: a bar per size of a 20-size sweep would not read at a glance.
             sizes=tuple(2.0**e for e in range(4, 15)),
-            size_label="matrix size",
-            lead="End-to-end fp32 GEMM (pinned host memory)",
-        ),
+            lead="End-to-end fp32 GEMM (pinned host memory)"),
         utilisation=KernelUtilisation(
             title="GPU kernel-only GEMM: share of peak by precision",
             rows={"workload": "matmul", "backend": "gpu", "shape": "square", "host": None},
             caption="Operands already on the GPU (no copies): what is left below 100% at "
-            "small n is the under-utilisation of the breakdown.",
-        ),
+            "small n is the under-utilisation of the breakdown."),
     ),
     _gemm_topic("bf16", gpu_path="end to end, pinned host memory"),
     _training_topic(
-        id="mlp-iris",
-        title="MLP training on Iris",
-        workload="mlp",
-        data="iris",
+        id="mlp-iris", title="MLP training on Iris", workload="mlp", data="iris",
         keys=("hidden", "batch"),
         gpu_path="the fastest GPU path (eager, CUDA graph or fused kernel) at each size",
         # The Iris ladder: one small net, every GPU path and readback/input variant of it.
         parts=PartsChart(
-            stem="breakdown_training",
-            title="Where a GPU training step goes (MLP on Iris)",
+            stem="breakdown_training", title="Where a GPU training step goes (MLP on Iris)",
             rows={"workload": "mlp", "data": "iris"},
             caption="One bar per GPU path and variant (readback: the loss copied to the host "
             "every N steps, 0 never; input: the batch copied from pageable or pinned "
             "host memory each step). The launch overhead of the eager path is what "
             "CUDA graphs and the fused kernel remove.",
-            y_label="share of the step",
-            any_training_title="Where a GPU training step goes",
-        ),
+            y_label="share of the step", any_training_title="Where a GPU training step goes"),
     ),
     _training_topic(
-        id="mlp-digits",
-        title="MLP training on digits",
-        workload="mlp",
-        data="digits",
-        keys=("hidden", "batch"),
-        series="hidden",
+        id="mlp-digits", title="MLP training on digits", workload="mlp", data="digits",
+        keys=("hidden", "batch"), series="hidden", gpu_path="the fastest GPU path at each size",
+    ),
+    _training_topic(
+        id="mlp-sweep", title="MLP training sweep (synthetic data)", workload="mlp",
+        data="synthetic", keys=("hidden", "batch"), series="hidden",
         gpu_path="the fastest GPU path at each size",
     ),
     _training_topic(
-        id="mlp-sweep",
-        title="MLP training sweep (synthetic data)",
-        workload="mlp",
-        data="synthetic",
-        keys=("hidden", "batch"),
-        series="hidden",
-        gpu_path="the fastest GPU path at each size",
-    ),
-    _training_topic(
-        id="cnn",
-        title="CIFAR-10 CNN training",
-        workload="cnn",
-        keys=("batch",),
+        id="cnn", title="CIFAR-10 CNN training", workload="cnn", keys=("batch",),
         gpu_path="the GPU training step",
         profile=StepProfile(
-            id="profile",
-            title="The CNN step, operation by operation",
-            chart_title="Where a CNN training step goes, batch {batch}",
-            stem="profile_cnn",
+            id="profile", title="The CNN step, operation by operation",
+            chart_title="Where a CNN training step goes, batch {batch}", stem="profile_cnn",
             rows={"workload": "cnn"},
-            kinds=(
-                (r"\.im2col$", "im2col"),
-                (r"\.bias", "bias"),
-                (r"^pool", "pool"),
-                (r"\.(gemm|weight_gradient|input_gradient)$|^fc", "GEMM"),
-                (r"^loss(\.|$)", "loss"),
-                (r"^update(\.|$)", "update"),
-                (r"^launch_gaps(\.|$)", "launch gaps"),
-            ),
-        ),
+            kinds=((r"\.im2col$", "im2col"), (r"\.bias", "bias"), (r"^pool", "pool"),
+                   (r"\.(gemm|weight_gradient|input_gradient)$|^fc", "GEMM"),
+                   (r"^loss(\.|$)", "loss"), (r"^update(\.|$)", "update"),
+                   (r"^launch_gaps(\.|$)", "launch gaps"))),
     ),
     _training_topic(
-        id="mixed",
-        title="Mixed-precision MLP training (bf16)",
-        workload="mlp",
-        precision="bf16",
-        keys=("data", "hidden", "batch"),
-        series="hidden",
+        id="mixed", title="Mixed-precision MLP training (bf16)", workload="mlp",
+        precision="bf16", keys=("data", "hidden", "batch"), series="hidden",
         gpu_path="bf16 products with fp32 master weights and loss scaling",
     ),
 )
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -378,35 +321,26 @@ class Peer:
 
 
 _TORCH_TRAINING = ("torch_eager",)
+# fmt: off
 PEERS: tuple[Peer, ...] = (
-    Peer(
-        title="GEMM kernel: torch.mm against cuBLAS",
-        ours={"workload": "matmul", "backend": "gpu", "variant": "cublas_kernel"},
-        peer={"workload": "matmul", "backend": "gpu", "variant": "torch_mm"},
-        keys=("dtype", "m", "n", "k"),
-    ),
-    Peer(
-        title="MLP training step: PyTorch eager against the suite's eager path",
-        ours={"workload": "mlp", "variant": "eager", "input": (None, "resident")},
-        peer={"workload": "mlp", "variant": _TORCH_TRAINING},
-        keys=("backend", "data", "hidden", "batch", "readback", "precision"),
-        time_col="t_step",
-    ),
-    Peer(
-        title="MLP training step on the CPU: PyTorch against the suite's fastest CPU path",
-        ours={"workload": "mlp", "backend": "cpu", "variant": ("openblas", "small")},
-        peer={"workload": "mlp", "backend": "cpu", "variant": _TORCH_TRAINING},
-        keys=("data", "hidden", "batch", "precision"),
-        time_col="t_step",
-    ),
-    Peer(
-        title="CNN training step: PyTorch eager against the suite",
-        ours={"workload": "cnn", "variant": ("eager", "openblas")},
-        peer={"workload": "cnn", "variant": _TORCH_TRAINING},
-        keys=("backend", "batch", "precision"),
-        time_col="t_step",
-    ),
+    Peer("GEMM kernel: torch.mm against cuBLAS",
+         ours={"workload": "matmul", "backend": "gpu", "variant": "cublas_kernel"},
+         peer={"workload": "matmul", "backend": "gpu", "variant": "torch_mm"},
+         keys=("dtype", "m", "n", "k")),
+    Peer("MLP training step: PyTorch eager against the suite's eager path",
+         ours={"workload": "mlp", "variant": "eager", "input": (None, "resident")},
+         peer={"workload": "mlp", "variant": _TORCH_TRAINING},
+         keys=("backend", "data", "hidden", "batch", "readback", "precision"), time_col="t_step"),
+    Peer("MLP training step on the CPU: PyTorch against the suite's fastest CPU path",
+         ours={"workload": "mlp", "backend": "cpu", "variant": ("openblas", "small")},
+         peer={"workload": "mlp", "backend": "cpu", "variant": _TORCH_TRAINING},
+         keys=("data", "hidden", "batch", "precision"), time_col="t_step"),
+    Peer("CNN training step: PyTorch eager against the suite",
+         ours={"workload": "cnn", "variant": ("eager", "openblas")},
+         peer={"workload": "cnn", "variant": _TORCH_TRAINING},
+         keys=("backend", "batch", "precision"), time_col="t_step"),
 )
+# fmt: on
 
 # Mixed precision against fp32 on the same path, net and batch (the peer is fp32 here).
 PEERS += tuple(
