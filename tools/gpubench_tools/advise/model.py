@@ -85,14 +85,8 @@ class Run:
 
     @property
     def name(self) -> str:
-        own = " + ".join(Path(p).name for p in self.files)
-        if not self.gpu_files:
-            return own
-        return (
-            own
-            + ", GPU side from the reference run "
-            + " + ".join(Path(p).name for p in self.gpu_files)
-        )
+        own, gpu = (" + ".join(Path(p).name for p in f) for f in (self.files, self.gpu_files))
+        return own + (f", GPU side from the reference run {gpu}" if gpu else "")
 
     @property
     def passed(self) -> list[str]:

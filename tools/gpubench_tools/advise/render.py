@@ -139,10 +139,10 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
     parts["overhead"] = g["launch"] + g["sync"]
     if resident:
         del parts["copies"]
-    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["time_s"]))
+    mcpu, _ = _cpu_sides(adv)
     e2e = mg is not None and mg["kind"] == "gemm_e2e"
     measured = {k: _measured(mg, k) for k in GEMM_MEASURED}
-    headline = _gemm_headline(adv)
+    headline = _headline_of(adv)
     differs = None
     if e2e:
         differs = _differs_most(
@@ -172,26 +172,29 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
     )
 
 
-def _gemm_headline(adv: Advice) -> dict[str, Any]:
-    """A GEMM's headline: the end-to-end row is the predicted quantity; a kernel-only row (the
-    resident case) lacks the launch and sync, so the prediction leads there."""
+def _cpu_sides(adv: Advice) -> tuple[dict[int, float], dict[int, float]]:
+    """The run's CPU times at this very request by thread count (a GEMM's median call, an MLP's
+    step), and the predicted ones."""
+    column = "time_s" if isinstance(adv.request, GemmShape) else "t_step"
+    measured = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu[column]))
+    return measured, {e.threads: e.seconds for e in adv.cpu}
+
+
+def _headline_of(adv: Advice) -> dict[str, Any]:
+    """The headline of a GEMM or an MLP answer. A GEMM's end-to-end row is the predicted
+    quantity; a kernel-only row (the resident case) lacks the launch and sync, so the prediction
+    leads there. An MLP's is the eager step."""
     mg = adv.measured_gpu
-    e2e = mg is not None and mg["kind"] == "gemm_e2e"
-    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["time_s"]))
-    predicted = {e.threads: e.seconds for e in adv.cpu}
-    return _headline(adv, _measured(mg, "t_wall") if e2e else math.nan, mcpu, predicted)
-
-
-def _mlp_headline(adv: Advice) -> dict[str, Any]:
-    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["t_step"]))
-    predicted = {e.threads: e.seconds for e in adv.cpu}
-    return _headline(adv, _measured(adv.measured_gpu, "t_step"), mcpu, predicted)
+    if isinstance(adv.request, GemmShape):
+        gpu = _measured(mg, "t_wall") if mg is not None and mg["kind"] == "gemm_e2e" else math.nan
+    else:
+        gpu = _measured(mg, "t_step")
+    return _headline(adv, gpu, *_cpu_sides(adv))
 
 
 def _mlp_text(advisor: Advisor, adv: Advice) -> str:
     g, mg = adv.gpu, adv.measured_gpu
-    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["t_step"]))
-    predicted = {e.threads: e.seconds for e in adv.cpu}
+    mcpu, predicted = _cpu_sides(adv)
     differs = None
     if mg is not None:
         overhead = g["launch"] + g.get("loss readback", 0.0)
@@ -206,7 +209,7 @@ def _mlp_text(advisor: Advisor, adv: Advice) -> str:
 
     return _render(
         "mlp.txt.j2",
-        headline=_mlp_headline(adv),
+        headline=_headline_of(adv),
         differs=differs,
         run=advisor.run,
         a=adv,
@@ -291,11 +294,10 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
         | dict(extrapolated=e.extrapolated, products=_products_json(e.lookups))
         for e in adv.cpu
     ]
-    headline = _gemm_headline(adv) if isinstance(r, GemmShape) else _mlp_headline(adv)
     return {
         "machine": _machine_json(advisor),
         "request": request,
-        "headline": headline,
+        "headline": _headline_of(adv),
         "winner": adv.winner,
         "ratio": adv.ratio,
         "extrapolated": adv.extrapolated,
