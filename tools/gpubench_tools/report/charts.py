@@ -34,14 +34,7 @@ from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import (  # noqa: E402
-    FixedLocator,
-    FuncFormatter,
-    LogLocator,
-    NullFormatter,
-    NullLocator,
-    PercentFormatter,
-)
+from matplotlib import ticker  # noqa: E402
 
 from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
 
@@ -183,27 +176,27 @@ _TICK: dict[str | None, Callable[[float], str]] = {
 def _format_axis(ax: Axes, which: str, unit: str | None, log: bool, data_ticks: Any = None) -> None:
     axis = ax.xaxis if which == "x" else ax.yaxis
     fmt = _TICK[unit]
-    formatter = FuncFormatter(lambda v, _pos: fmt(v) if v > 0 or not log else "")
+    formatter = ticker.FuncFormatter(lambda v, _pos: fmt(v) if v > 0 or not log else "")
     if log:
         getattr(ax, f"set_{which}scale")("log", base=2 if unit == "bytes" else 10)
     if data_ticks is not None:
-        axis.set_major_locator(FixedLocator(_thin(sorted(set(data_ticks)), log)))
-        axis.set_major_formatter(FuncFormatter(lambda v, _p: _TICK[unit or "count"](v)))
-        axis.set_minor_locator(NullLocator())
+        axis.set_major_locator(ticker.FixedLocator(_thin(sorted(set(data_ticks)), log)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _p: _TICK[unit or "count"](v)))
+        axis.set_minor_locator(ticker.NullLocator())
         return
     axis.set_major_formatter(formatter)
     if not log:
         return
     if unit == "bytes":  # powers of two, not of ten, and few enough to read
-        axis.set_major_locator(LogLocator(base=2, numticks=8))
+        axis.set_major_locator(ticker.LogLocator(base=2, numticks=8))
     lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
     if unit != "bytes" and 0 < lo and hi / lo < 100:
         # Under two decades the axis would show one label or none: label 2x and 5x too.
-        axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+        axis.set_minor_locator(ticker.LogLocator(base=10, subs=(2.0, 5.0)))
         axis.set_minor_formatter(formatter)
     else:
-        axis.set_minor_locator(NullLocator())
-        axis.set_minor_formatter(NullFormatter())
+        axis.set_minor_locator(ticker.NullLocator())
+        axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def _thin(values: Sequence[float], log: bool, most: int = 10) -> list[float]:
@@ -353,7 +346,7 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
         ax.grid(False, axis="x")
     if chart.normalize:
         getattr(ax, f"set_{value_axis}lim")(0, 1)
-        getattr(ax, f"{value_axis}axis").set_major_formatter(PercentFormatter(1.0))
+        getattr(ax, f"{value_axis}axis").set_major_formatter(ticker.PercentFormatter(1.0))
         # Totals span decades, so the share hides them: write each one past the bar's end.
         align = {"ha": "left", "va": "center"} if chart.horizontal else {"ha": "center"}
         for p, t in zip(pos, total):
@@ -416,8 +409,8 @@ def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[An
     ax.set_ylabel(chart.y_label)
     bar = fig.colorbar(image, ax=ax, shrink=0.9, pad=0.02)
     bar.set_label(chart.value_label)
-    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}x"))
-    bar.ax.yaxis.set_minor_formatter(NullFormatter())
+    bar.ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _p: f"{v:g}x"))
+    bar.ax.yaxis.set_minor_formatter(ticker.NullFormatter())
     return []
 
 
