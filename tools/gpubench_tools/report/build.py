@@ -103,22 +103,12 @@ def reference_warning(table: Table) -> list[str]:
 
 def _made_by_hand(table: Table) -> list[str]:
     """Test data says so in its context (`generated_by`); the report says it first."""
-    said = []
-    for _, m in table.machines.iterrows():
-        for ctx in (m["context"], m["gpu_context"]):
-            note = ctx.get("generated_by")
-            if note and f"Not a measurement: {note}" not in said:
-                said.append(f"Not a measurement: {note}")
-    return said
-
-
-def _counts(table: Table) -> str:
-    """How many benchmarks were measured, and how many did not run or gave no measurement."""
-    measured = table.rows[["machine", "name", "label"]].drop_duplicates()
-    text = f"{len(measured)} benchmarks measured"
-    for status, n in table.problems["status"].value_counts().sort_index().items():
-        text += f", {n} {status}"
-    return text
+    notes = (
+        c.get("generated_by")
+        for m in table.machines.itertuples()
+        for c in (m.context, m.gpu_context)
+    )
+    return say("made_by_hand", list(dict.fromkeys(n for n in notes if n)))
 
 
 def _thin_text(ctx: Context, thin: Thin) -> str:
@@ -192,11 +182,13 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     files = _reference_files(m, ctx.file_names) if m["gpu_reference"] else ""
     reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"])) if files else ""
     files = list(dict.fromkeys(table.rows["file"])) if len(table.rows) else []
+    names = sorted(ctx.file_names[f] for f in files)
+    measured = table.rows[["machine", "name", "label"]].drop_duplicates()
+    statuses = table.problems["status"].value_counts().sort_index().items()
     return {
         "title": "gpubench report",
         "headline": "; ".join(n["pair"] for n in ctx.labels.values()),
-        "inputs": f"Inputs: {', '.join(sorted(ctx.file_names[f] for f in files))}; "
-        f"{_counts(table)}.",
+        "inputs": "".join(say("inputs", names, len(measured), statuses)),
         "reference": reference,
         "suggestion": "; ".join(no_gpu_suggestion(table)),
         # A run that did not finish is said first, before the answer it limits.

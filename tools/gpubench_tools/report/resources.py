@@ -241,7 +241,7 @@ def _cpu_energy_absent(ctx: Context, energy: EnergyTopic) -> str:
         if isinstance(m["context"], dict) and m["context"].get(energy.cpu_absent_context)
     }
     said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
-    return f"not recorded ({'; '.join(said)})" if said else energy.cpu_absent
+    return "".join(say("cpu_energy_absent", said, energy.cpu_absent))
 
 
 def energy_section(
@@ -271,12 +271,14 @@ def problems_section(ctx: Context) -> dict[str, Any] | None:
     problems = ctx.table.problems
     if problems.empty:
         return None
+    groups = problems.groupby(["file", "status", "reason"])
+    counts = [
+        dict(count=len(g), status=s, file=ctx.file_names[str(f)], reason=r)
+        for (f, s, r), g in groups
+    ]
     details = [
-        {
-            "summary": f"{len(group)} {status} in {ctx.file_names[str(file)]}: {reason}",
-            "items": sorted(group["name"]),
-        }
-        for (file, status, reason), group in problems.groupby(["file", "status", "reason"])
+        {"summary": summary, "items": sorted(group["name"])}
+        for summary, (_, group) in zip(say("problem_groups", counts), groups)
     ]
     said = say("problems", len(problems))
     return section("problems", said, details=details)

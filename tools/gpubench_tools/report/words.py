@@ -105,9 +105,33 @@ def path_name(name: str) -> str:
     return " ".join(keep)
 
 
+# A macro's lines are its template's lines, a table row's cells are joined by a tab: a newline
+# or a tab inside a value (a hostile benchmark name) is held apart until the lines and cells
+# are split, then given back.
+_NL, _TAB = "\ue000n", "\ue000t"
+
+
+class _Cells(str):
+    """A table row's cells, joined by tabs: written as they are."""
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(value, _Cells):
+        return value.replace("\n", _NL).replace("\t", _TAB)
+    return value
+
+
+def _restore(text: str) -> str:
+    return text.replace(_NL, "\n").replace(_TAB, "\t")
+
+
+def _row(*cells: Any) -> _Cells:
+    return _Cells("\t".join(_finalize(str(cell)) for cell in cells))
+
+
 @cache
 def _sentences() -> Any:
-    env = environment("gpubench_tools.report")
+    env = environment("gpubench_tools.report", finalize=_finalize)
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
     env.filters.update(units, signed=lambda v: f"{v:+.0%}", g3=lambda v: f"{v:.3g}")
     env.filters.update(part=lambda p: PART_LABELS.get(p, p), format_=lambda v, f: f.format(v))
@@ -116,13 +140,14 @@ def _sentences() -> Any:
     env.filters.update(short=short_benchmark, approx=approx, threads=threads_text)
     env.filters.update(meaning=lambda part: PART_MEANINGS.get(part, part))
     env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK)
+    env.globals["row"] = _row
     env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
     return env.get_template("words.j2").module
 
 
-def say(sentence: str, *values: Any) -> list[str]:
-    """The lines of a sentence macro of templates/words.j2, given the values it words (frames as
-    lists of records, a row as a dict)."""
+def _lines(macro: str, values: tuple[Any, ...]) -> list[str]:
+    """The lines a macro of templates/words.j2 writes, its values' own newlines and tabs held
+    apart (frames are passed as lists of records, a row as a dict)."""
     records = [
         (
             v.to_dict("records")
@@ -131,8 +156,12 @@ def say(sentence: str, *values: Any) -> list[str]:
         )
         for v in values
     ]
-    text = str(getattr(_sentences(), sentence)(*records))
-    return [line for line in text.split("\n") if line]
+    return [line for line in str(getattr(_sentences(), macro)(*records)).split("\n") if line]
+
+
+def say(sentence: str, *values: Any) -> list[str]:
+    """The lines of a sentence macro of templates/words.j2, given the values it words."""
+    return [_restore(line) for line in _lines(sentence, values)]
 
 
 def _other(path: str, row: dict[str, Any]) -> str:
@@ -143,5 +172,6 @@ def _other(path: str, row: dict[str, Any]) -> str:
 
 def table_of(macro: str, *values: Any) -> dict[str, Any]:
     """A table from a table macro of templates/words.j2: its caption, headers and rows."""
-    caption, headers, *rows = say(macro, *values)
-    return table(caption, headers.split("\t"), [row.split("\t") for row in rows])
+    caption, *rows = _lines(macro, values)
+    cells = [[_restore(cell) for cell in row.split("\t")] for row in rows]
+    return table(_restore(caption), cells[0], cells[1:])
