@@ -73,13 +73,18 @@ def parse_mlp(text: str) -> MlpConfig:
     missing = [k for k in ("batch", "hidden") if k not in pairs]
     if missing:
         raise AdviseError(f"--mlp '{text}': missing {' and '.join(missing)} (batch=B,hidden=H)")
+
+    def number(key: str, kind: Number = DIMENSION, value: str | None = None) -> int:
+        given = pairs.get(key, "0")  # only readback may be absent: never read back
+        return _integer("--mlp", f"{key}={given}", given if value is None else value, kind)
+
     hidden, layers = pairs["hidden"], None
     if re.fullmatch(r"\d+[xX]\d+", hidden):
         hidden, layer_text = re.split(r"[xX]", hidden)
-        layers = _integer("--mlp", f"hidden={pairs['hidden']}", layer_text, LAYERS)
-    width = _integer("--mlp", f"hidden={pairs['hidden']}", hidden)
+        layers = number("hidden", LAYERS, layer_text)
+    width = number("hidden", value=hidden)
     if "layers" in pairs:
-        given = _integer("--mlp", f"layers={pairs['layers']}", pairs["layers"], LAYERS)
+        given = number("layers", LAYERS)
         if layers is not None and layers != given:
             raise AdviseError(f"--mlp: hidden={pairs['hidden']} and layers={given} disagree")
         layers = given
@@ -90,16 +95,8 @@ def parse_mlp(text: str) -> MlpConfig:
         )
     if source not in MLP_INPUTS:
         raise AdviseError(f"--mlp input={source}: choose one of {', '.join(MLP_INPUTS)}")
-    return MlpConfig(
-        batch=_integer("--mlp", f"batch={pairs['batch']}", pairs["batch"]),
-        hidden=width,
-        layers=layers or 1,
-        data=data,
-        readback=_integer(
-            "--mlp", f"readback={pairs.get('readback', '0')}", pairs.get("readback", "0"), READBACK
-        ),
-        input=source,
-    )
+    batch = number("batch")  # before readback: the fields are checked in this order
+    return MlpConfig(batch, width, layers or 1, data, number("readback", READBACK), source)
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
