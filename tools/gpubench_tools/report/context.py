@@ -13,6 +13,7 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from . import analysis
 from .charts import Chart, draw
 from .topics import CHARTS
+from .words import say
 
 _FIELDS = {f.name for f in fields(Chart)}
 
@@ -23,22 +24,12 @@ Thin = set[tuple[str, str, str]]
 
 def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
     """Per machine: its CPU and GPU names and whose measurement each side is."""
-    labels = {}
-    for index, m in table.machines.iterrows():
-        tag = f" ({m['tag']})" if m.get("tag") else ""
-        gpu_where = (
-            f"{REFERENCE_RUN}, {m['gpu_date'] or 'undated'}" if m["gpu_reference"] else THIS_RUN
-        )
-        gpu = short_gpu_name(m["gpu"]) if m["gpu"] else "no GPU"
-        cpu = short_cpu_name(m["cpu"])
-        labels[int(index)] = {
-            "cpu": cpu + tag,
-            "gpu": gpu + tag,
-            "gpu_where": gpu_where,
-            "cpu_where": THIS_RUN,
-            "pair": f"{cpu} vs {gpu}{tag}",
-        }
-    return labels
+    keys = ("cpu", "gpu", "gpu_where", "cpu_where", "pair")
+    return {
+        int(i): dict(zip(keys, say("machine_labels", m, short_cpu_name(m["cpu"]),
+                                   m["gpu"] and short_gpu_name(m["gpu"]), THIS_RUN, REFERENCE_RUN)))
+        for i, m in table.machines.iterrows()
+    }  # fmt: skip
 
 
 def distinct_names(paths: list[str]) -> dict[str, str]:
@@ -61,10 +52,7 @@ def _file_names(table: Table) -> dict[str, str]:
     shortest distinct tail."""
     files = [f for m in table.machines.itertuples() for f in m.files]
     files += [f for m in table.machines.itertuples() if m.gpu_reference for f in m.gpu_files]
-    if len(table.rows):
-        files += list(table.rows["file"].unique())
-    if len(table.problems):
-        files += list(table.problems["file"].unique())
+    files += [*table.rows.get("file", []), *table.problems["file"]]
     return distinct_names([str(f) for f in files])
 
 
