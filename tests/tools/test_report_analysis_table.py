@@ -213,9 +213,8 @@ def test_h100_square_fp32_crossover(h100: pd.DataFrame) -> None:
         ["n"],
     )
     c = A.crossover(curve, "n")
-    assert c.kind == "cross" and (c.x_lo, c.x_hi) == (96, 128)
+    assert c.kind == "cross" and 96 < c.x < 128  # between the measured sizes either side
     assert c.x == pytest.approx(118.5, abs=0.5)
-    assert c.x_smallest == 16 and c.speedup_largest == pytest.approx(11.7, abs=0.1)
 
 
 @pytest.mark.parametrize(
@@ -230,17 +229,14 @@ def test_h100_square_fp32_crossover(h100: pd.DataFrame) -> None:
 def test_crossover_kinds(speedups: list[float], kind: str) -> None:
     curve = pd.DataFrame({"n": [16, 64, 256][: len(speedups)], "speedup": speedups})
     c = A.crossover(curve, "n")
-    assert c.kind == kind
-    if speedups:
-        assert (c.x_smallest, c.speedup_smallest) == (16, speedups[0])
-        assert c.ahead_somewhere == any(s >= 1 for s in speedups)
+    assert c.kind == kind and c.x is None
 
 
 def test_crossover_interpolates_the_last_upward_crossing_in_log_log() -> None:
     # Noise around 1 at small sizes (1.2 then 0.5): the crossing reported is the last one.
     curve = pd.DataFrame({"n": [10, 100, 1000, 10000], "speedup": [1.2, 0.5, 0.5, 2.0]})
     c = A.crossover(curve, "n")
-    assert c.kind == "cross" and (c.x_lo, c.x_hi) == (1000, 10000)
+    assert c.kind == "cross" and 1000 < c.x < 10000
     # log-log straight line from (1000, 0.5) to (10000, 2): 1 halfway, at sqrt(1e7).
     assert c.x == pytest.approx(10**3.5)
 
@@ -265,7 +261,6 @@ def test_h100_model_fits(h100: pd.DataFrame) -> None:
     terms = model.predict(row)
     assert model.utilisation(row) == pytest.approx(2.281e-5, rel=0.01)  # kernel-only pct_peak
     assert terms.total == pytest.approx(22.6 * US, abs=0.2 * US)  # measured: 33 us
-    assert len(model.errors()) == 84
 
 
 def test_h100_model_bias_bands(h100: pd.DataFrame) -> None:
@@ -320,8 +315,7 @@ def test_model_bias_sign_and_library_term_on_handmade_rows(tmp_path: Path) -> No
     path = write_bench_json(tmp_path / "m.json", _model_rows(5e-6), GPU_CONTEXT)
     s = summarize(load_table([str(path)]).rows)
     bias = A.model_bias(s, build_model(s[s["backend"] == "gpu"]))
-    assert bias.library_cost_s == pytest.approx(5e-6)
-    assert len(bias.library_rows) == 2
+    assert bias.library_cost_s == pytest.approx(5e-6)  # the median of the two kernel-only rows
     before = bias.before.set_index("band")
     assert before.index.tolist() == ["n < 256", "256 <= n < 1024", "n >= 1024"]
     assert (before["direction"] == "under").all()  # the model misses 5 us everywhere
@@ -337,7 +331,7 @@ def test_model_bias_without_kernel_rows(tmp_path: Path) -> None:
     path = write_bench_json(tmp_path / "m.json", rows, GPU_CONTEXT)
     s = summarize(load_table([str(path)]).rows)
     bias = A.model_bias(s, build_model(s[s["backend"] == "gpu"]))
-    assert bias.library_cost_s is None and bias.library_rows.empty
+    assert bias.library_cost_s is None
     assert np.allclose(bias.rows["error"], 0.0, atol=1e-9)
     assert (bias.rows["error"] == bias.rows["error_after"]).all()
 

@@ -16,7 +16,8 @@ import pytest
 from conftest import COMMITTED, CPU_RUN, REFERENCE, write_bench_json
 
 from gpubench_tools.report import main
-from gpubench_tools.report.build import build_document, distinct_names
+from gpubench_tools.report.build import build_document
+from gpubench_tools.report.context import distinct_names
 from gpubench_tools.report.topics import COMMITTED_GPU_REFERENCE
 from gpubench_tools.table import load_table
 

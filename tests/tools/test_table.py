@@ -154,7 +154,7 @@ def test_cpu_rows_come_from_the_run_and_gpu_rows_from_the_reference() -> None:
 
 def test_run_with_its_own_gpu_rows_does_not_use_the_reference() -> None:
     table = load_table([str(FIXTURES / "h100.json")], [str(FIXTURES / "a100_pcie.json")])
-    assert any("--gpu-reference a100_pcie.json not used" in w for w in table.warnings)
+    assert any("--gpu-reference a100_pcie.json not used" in w for w in table.said("report"))
     assert set(table.rows["measured_on"]) == {THIS_RUN}
 
 
@@ -203,3 +203,31 @@ def test_a_machine_without_a_gpu_has_none_beside_one_with_a_gpu() -> None:
     assert gpus["AMD EPYC"] is None
     assert gpus["Intel(R) Xeon(R) Platinum 8480+"] == "NVIDIA H100 80GB HBM3"
     assert list(table.machines["tag"]) == [None, None]
+
+
+def test_each_tool_says_what_its_policy_says_of_the_rows_left_out(tmp_path: Path) -> None:
+    """The table's notes carry their situation and each tool says those its policy action lists
+    or warns about: the report lists failed and skipped rows and warns of invalid ones; the
+    advisor leaves failed and skipped rows out without a word but warns of invalid ones; the
+    table's own notes (a benchmark in two files of one machine) are said by both."""
+    label = "workload=matmul backend=cpu"
+    rows = [
+        gb_row("matmul/cpu/openblas/n:16", 1e-6, label=label),
+        gb_row(
+            "matmul/cpu/openblas/n:32", 1e-6, label=label, error="does not fit in device memory"
+        ),
+        gb_row("matmul/cpu/openblas/n:64", 1e-6, label=label, error="wrong result"),
+        gb_row("matmul/cpu/openblas/n:128", -1e-6, label=label),
+    ]
+    first = write_bench_json(tmp_path / "a.json", rows)
+    second = write_bench_json(tmp_path / "b.json", rows[:1])
+    table = load_table([str(first), str(second)])
+    report, advise = table.said("report"), table.said("advise")
+    listed = [w for w in report if w.endswith("(listed in the report)")]
+    assert len(listed) == 2 and any("failed" in w for w in listed)
+    assert any("skipped" in w for w in listed)
+    assert not [w for w in advise if w.endswith("(listed in the report)")]
+    invalid = [w for w in report if w.endswith(": not used")]
+    assert len(invalid) == 1 and invalid == [w for w in advise if w.endswith(": not used")]
+    shared = [w for w in report if "more than one of" in w]
+    assert len(shared) == 1 and shared == [w for w in advise if "more than one of" in w]

@@ -18,20 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import lsq_linear
 
+from .report.topics import GEMM_WORKLOAD
 from .table import num
-
-__all__ = [
-    "CopyFit",
-    "LaunchCosts",
-    "ModelTerms",
-    "OverheadModel",
-    "build_model",
-    "copy_count",
-    "fit_copy",
-    "fit_line",
-    "gemm_rows",
-    "gpu_peak",
-]
 
 
 def gpu_peak(frame: pd.DataFrame, dtype: pd.Series | str) -> pd.Series:
@@ -49,7 +37,7 @@ def gemm_rows(summary: pd.DataFrame, e2e: bool) -> pd.DataFrame:
     """GPU GEMM rows: end-to-end (a `host` label: copies in and out) or kernel-only (none)."""
     host = summary["host"] if "host" in summary else pd.Series(None, index=summary.index)
     probe = summary["probe"] if "probe" in summary else pd.Series(None, index=summary.index)
-    mask = (summary["workload"] == "matmul") & (summary["backend"] == "gpu") & probe.isna()
+    mask = (summary["workload"] == GEMM_WORKLOAD) & (summary["backend"] == "gpu") & probe.isna()
     return summary[mask & (host.notna() if e2e else host.isna())]
 
 
@@ -78,20 +66,10 @@ class CopyFit:
     host: str  # "pinned" or "pageable"
     alpha_s: float
     beta_bytes_per_s: float
-    rms_rel_error: float
-    nbytes: list[float]
-    times: list[float]
-    times_lo: list[float]
-    times_hi: list[float]
 
     def predict(self, nbytes: float | np.ndarray, copies: float = 1.0) -> float | np.ndarray:
         """Time of `copies` copies moving `nbytes` in all: each copy pays alpha once."""
         return copies * self.alpha_s + nbytes / self.beta_bytes_per_s
-
-    @property
-    def half_bandwidth_bytes(self) -> float:
-        """The copy size that reaches half of beta: below it the fixed cost alpha dominates."""
-        return self.alpha_s * self.beta_bytes_per_s
 
 
 def _probes(summary: pd.DataFrame, probe: str, host: str | None = None) -> pd.DataFrame:
@@ -106,17 +84,12 @@ def fit_copy(direction: str, host: str, probes: pd.DataFrame) -> CopyFit | None:
     nbytes = num(probes, "bytes").fillna(num(probes, f"bytes_{direction}"))
     # The probe's own phase counter where it writes one, else its (manual, event) time.
     t = num(probes, f"t_{direction}").fillna(num(probes, "time_s"))
-    scale = t / num(probes, "time_s")  # the repetitions' band, scaled to the value used
-    lo, hi = num(probes, "time_min_s") * scale, num(probes, "time_max_s") * scale
-    frame = pd.DataFrame({"b": nbytes, "t": t, "lo": lo, "hi": hi})
+    frame = pd.DataFrame({"b": nbytes, "t": t})
     frame = frame[(frame["b"] > 0) & (frame["t"] > 0)].sort_values("b")
     if len(frame) < 2:
         return None
-    alpha, inv_beta, err = fit_line(frame["b"], frame["t"])
-    if inv_beta <= 0:
-        return None
-    lists = [frame[c].tolist() for c in ("b", "t", "lo", "hi")]
-    return CopyFit(direction, host, alpha, 1.0 / inv_beta, err, *lists)
+    alpha, inv_beta, _ = fit_line(frame["b"], frame["t"])
+    return CopyFit(direction, host, alpha, 1.0 / inv_beta) if inv_beta > 0 else None
 
 
 @dataclass
@@ -217,7 +190,6 @@ def _value(row: pd.Series, key: str, default: float = np.nan) -> float:
 
 @dataclass
 class OverheadModel:
-    summary: pd.DataFrame
     copies: dict[tuple[str, str], CopyFit] = field(default_factory=dict)
     launch: LaunchCosts = field(default_factory=LaunchCosts)
     # (m, n, k, dtype) -> utilisation of the kernel-only GEMM (pct_peak / 100)
@@ -261,14 +233,6 @@ class OverheadModel:
             sync=t_sync,
         )
 
-    def errors(self) -> list[float]:
-        """Relative error (model - measured) / measured over every e2e row it can predict."""
-        rows = gemm_rows(self.summary, e2e=True)
-        pred = np.array([getattr(self.predict(r), "total", np.nan) for _, r in rows.iterrows()])
-        measured = num(rows, "t_wall").fillna(num(rows, "time_s")).to_numpy()
-        ok = np.isfinite(pred) & (measured > 0)
-        return ((pred[ok] - measured[ok]) / measured[ok]).tolist()
-
 
 def build_model(gpu_summary: pd.DataFrame) -> OverheadModel:
     """The model of one machine's GPU (`summarize()` rows of that machine, backend gpu)."""
@@ -282,4 +246,4 @@ def build_model(gpu_summary: pd.DataFrame) -> OverheadModel:
         for h in ("pinned", "pageable")
     }
     copies = {key: fit for key, fit in fits.items() if fit is not None}
-    return OverheadModel(gpu_summary, copies, fit_launch(gpu_summary), util)
+    return OverheadModel(copies, fit_launch(gpu_summary), util)

@@ -40,7 +40,8 @@ from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import usable_counter
 from .wording import cut_off_lines, describe_invalid
-from .policy import MIN_UNDISTURBED
+from .policy import FAILED_ROW, LIST, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
+from .policy import action, file_situation
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
 
@@ -52,20 +53,15 @@ def num(frame: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(frame[column], errors="coerce").astype(float)
 
 
-__all__ = [
-    "Table",
-    "num",
-    "file_rows",
-    "load_table",
-    "summarize",
-    "undisturbed",
-    "headline_rows",
-    "same_machine",
-    "short_cpu_name",
-    "short_gpu_name",
-    "THIS_RUN",
-    "REFERENCE_RUN",
-]
+def per_step(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """`rows` with the phase counters `columns` per training step: the trainers write them as
+    totals over the run where t_wall / steps is t_step (within 10 %), and only there divide by
+    `steps`; a file whose counters are already per step keeps them."""
+    steps, t_step = num(rows, "steps"), num(rows, "t_step")
+    totals = (num(rows, "t_wall") / steps - t_step).abs() <= 0.1 * t_step
+    scale = steps.where(totals, 1.0).fillna(1.0)
+    return rows.assign(**{c: num(rows, c) / scale for c in columns})
+
 
 THIS_RUN, REFERENCE_RUN = "this run", "reference run"
 
@@ -78,16 +74,25 @@ class Table:
     rows: pd.DataFrame
     problems: pd.DataFrame
     machines: pd.DataFrame
-    warnings: list[str] = field(default_factory=list)
+    # What the reader found that a tool may say, as (policy situation, line): a cut-off file,
+    # invalid rows, failed and skipped ones; None for the table's own notes (a benchmark in two
+    # files, a reference not used).
+    notes: list[tuple[str | None, str]] = field(default_factory=list)
     # One line per file of a run that did not finish (interrupted by a signal, or truncated),
-    # also among `warnings`: what the report says at its top.
+    # also among `notes`: what the report says at its top.
     cut_off: list[str] = field(default_factory=list)
 
-    def context(self, machine: int, key: str, gpu: bool = False) -> Any:
-        """One context value of a machine; `gpu=True` reads the GPU reference's context when
-        the machine's GPU rows come from one."""
-        ctx = self.machines.at[machine, "gpu_context" if gpu else "context"]
-        return ctx.get(key)
+    def said(self, tool: str) -> list[str]:
+        """The notes `tool` says: those whose situation its policy action lists, or whose words
+        have it warn or list; the table's own notes always."""
+
+        def says(situation: str | None) -> bool:
+            if situation is None:
+                return True
+            act = action(tool, situation)
+            return act.kind == LIST or "warn" in act.does or "list" in act.does
+
+        return [line for situation, line in self.notes if says(situation)]
 
 
 def file_rows(report: BenchReport) -> pd.DataFrame:
@@ -106,21 +111,14 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
             return "skipped" if row.skipped else "failed"
         return "measured" if row.invalid is None else "invalid"
 
+    fields = {"name": "run_name", "label": "label", "run_type": "run_type"}
+    fields |= {"aggregate_name": "aggregate_name", "repetition": "repetition_index"}
+    fields |= {k: k for k in ("iterations", "real_time_s", "cpu_time_s", "threads", "error")}
+    fields |= {k: k for k in ("status", "invalid", "conditions", "counters")}
+    values = {"threads": lambda r: r.counters.get("threads", float("nan")), "status": status}
     columns = {
-        "name": [r.run_name for r in report.rows],
-        "label": [r.label for r in report.rows],
-        "run_type": [r.run_type for r in report.rows],
-        "aggregate_name": [r.aggregate_name for r in report.rows],
-        "repetition": [r.repetition_index for r in report.rows],
-        "iterations": [r.iterations for r in report.rows],
-        "real_time_s": [r.real_time_s for r in report.rows],
-        "cpu_time_s": [r.cpu_time_s for r in report.rows],
-        "threads": [r.counters.get("threads", float("nan")) for r in report.rows],
-        "error": [r.error for r in report.rows],
-        "status": [status(r) for r in report.rows],
-        "invalid": [r.invalid for r in report.rows],
-        "conditions": [r.conditions for r in report.rows],
-        "counters": [r.counters for r in report.rows],
+        column: [values.get(column, lambda r: getattr(r, attr))(r) for r in report.rows]
+        for column, attr in fields.items()
     }
     numbers = {"iterations": int, "real_time_s": float, "cpu_time_s": float, "threads": float}
     return pd.DataFrame(columns, dtype=object).astype(numbers)
@@ -267,11 +265,11 @@ def _problems(report: BenchReport) -> list[dict[str, Any]]:
     return out
 
 
-def _problem_warnings(path: str, problems: list[dict[str, Any]]) -> list[str]:
+def _problem_notes(path: str, problems: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """One line per status: how many benchmarks of a file failed, and how many were skipped
     and why (the reasons' common prefixes, not every message)."""
-    warnings = []
-    for status in ("failed", "skipped"):
+    notes = []
+    for situation, status in ((FAILED_ROW, "failed"), (SKIPPED_ROW, "skipped")):
         mine = [p for p in problems if p["status"] == status]
         if not mine:
             continue
@@ -282,8 +280,13 @@ def _problem_warnings(path: str, problems: list[dict[str, Any]]) -> list[str]:
             text += f"{'was' if n == 1 else 'were'} skipped, {', '.join(map(str, reasons))}"
         else:
             text += "failed"
-        warnings.append(text + " (listed in the report)")
-    return warnings
+        notes.append((situation, text + " (listed in the report)"))
+    return notes
+
+
+def _file_notes(report: BenchReport) -> list[tuple[str | None, str]]:
+    """What the reader said of a whole file (that it was cut off or interrupted)."""
+    return [(file_situation(report), line) for line in report.warnings]
 
 
 def _machine_groups(paths: Sequence[str]) -> list[list[BenchReport]]:
@@ -298,7 +301,7 @@ def _machine_groups(paths: Sequence[str]) -> list[list[BenchReport]]:
     return groups
 
 
-def _shared_warning(measured: dict[str, list[BenchRow]]) -> list[str]:
+def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, str]]:
     """A benchmark in two files of one machine: its rows are pooled as repetitions; say so."""
     names_in: dict[str, list[str]] = {}
     for path, rows in measured.items():
@@ -309,10 +312,11 @@ def _shared_warning(measured: dict[str, list[BenchRow]]) -> list[str]:
         return []
     files = sorted({f for name in shared for f in names_in[name]})
     what = "benchmark appears" if len(shared) == 1 else "benchmarks appear"
-    return [
-        f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their "
-        f"rows are treated as repetitions and reduced to medians (for example {shared[0]})"
-    ]
+    line = (
+        f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their rows "
+    )
+    line += f"are treated as repetitions and reduced to medians (for example {shared[0]})"
+    return [(None, line)]
 
 
 def _gpu_name(context: dict[str, Any]) -> str | None:
@@ -331,36 +335,30 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     records: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     machines: list[dict[str, Any]] = []
-    warnings: list[str] = []
+    notes: list[tuple[str | None, str]] = []
     cut_off: list[str] = []
     file_contexts: dict[str, dict[str, Any]] = {}
     for index, group in enumerate(_machine_groups(paths)):
         context = group[0].context
-        machines.append(
-            {
-                "cpu": str(context.get("cpu_model", "unknown CPU")),
-                "gpu": _gpu_name(context),
-                "files": [r.path for r in group],
-                "context": context,
-                "gpu_context": context,
-                "gpu_reference": False,
-            }
-        )
+        cpu, files = str(context.get("cpu_model", "unknown CPU")), [r.path for r in group]
+        machines.append(dict(cpu=cpu, gpu=_gpu_name(context), files=files, context=context))
+        machines[-1].update(gpu_context=context, gpu_reference=False)
         measured = {report.path: _measured(report) for report in group}
         for report in group:
             file_contexts[report.path] = report.context
-            warnings += report.warnings
+            notes += _file_notes(report)
             cut_off += cut_off_lines(report)
             invalid = [r for r in report.rows if r.invalid is not None]
             if invalid:
-                warnings.append(f"{report.path}: {describe_invalid(invalid)}: not used")
+                situation = MALFORMED_ROW if any(r.malformed for r in invalid) else UNSOUND_ROW
+                notes.append((situation, f"{report.path}: {describe_invalid(invalid)}: not used"))
             found = _problems(report)
             problems += found
-            warnings += _problem_warnings(report.path, found)
+            notes += _problem_notes(report.path, found)
             records += [_record(r, index, report.path, THIS_RUN) for r in measured[report.path]]
-        warnings += _shared_warning(measured)
+        notes += _shared_note(measured)
     if gpu_reference:
-        warnings += _add_reference(records, problems, machines, gpu_reference, file_contexts)
+        notes += _add_reference(records, problems, machines, gpu_reference, file_contexts)
     _tag_twins(machines)
     rows = pd.DataFrame.from_records(records)
     if rows.empty:
@@ -383,13 +381,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     problem_frame = pd.DataFrame.from_records(
         problems, columns=["file", "name", "backend", "status", "reason"]
     )
-    return Table(
-        rows=rows,
-        problems=problem_frame,
-        machines=machine_frame,
-        warnings=warnings,
-        cut_off=cut_off,
-    )
+    return Table(rows, problem_frame, machine_frame, notes, cut_off)
 
 
 def _add_reference(
@@ -398,7 +390,7 @@ def _add_reference(
     machines: list[dict[str, Any]],
     reference_paths: Sequence[str],
     file_contexts: dict[str, dict[str, Any]],
-) -> list[str]:
+) -> list[tuple[str | None, str]]:
     groups = _machine_groups(reference_paths)
     ref_rows = [
         [(report, r) for report in g for r in _measured(report) if _row_backend(r) == "gpu"]
@@ -418,7 +410,9 @@ def _add_reference(
     own = sorted({r["file"] for r in records if r["backend"] == "gpu"})
     if own:
         names = ", ".join(Path(p).name for p in reference_paths)
-        return [f"--gpu-reference {names} not used: {', '.join(own)} has GPU rows of its own"]
+        return [
+            (None, f"--gpu-reference {names} not used: {', '.join(own)} has GPU rows of its own")
+        ]
     if len(machines) > 1:
         raise BenchJsonError(
             ", ".join(p for m in machines for p in m["files"]),
@@ -439,16 +433,16 @@ def _add_reference(
         gpu_same_host=_same_host(context, run["context"]),
     )
     records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in ref_rows[with_gpu[0]]]
-    warnings: list[str] = []
+    notes: list[tuple[str | None, str]] = []
     for report in group:
         file_contexts[report.path] = report.context
-        warnings += report.warnings  # a reference recovered from truncation says so
+        notes += _file_notes(report)  # a reference recovered from truncation says so
         gpu_found = [
             p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != "invalid"
         ]
         problems += gpu_found
-        warnings += _problem_warnings(report.path, gpu_found)
-    return warnings
+        notes += _problem_notes(report.path, gpu_found)
+    return notes
 
 
 def _tag_twins(machines: list[dict[str, Any]]) -> None:

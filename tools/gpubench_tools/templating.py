@@ -17,8 +17,6 @@ import jinja2
 
 from .escape import md_code, md_text
 
-__all__ = ["environment"]
-
 
 def environment(package: str, **options: Any) -> jinja2.Environment:
     """An environment over `package`'s templates/ folder; `options` go to jinja2.Environment."""

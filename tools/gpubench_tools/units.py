@@ -4,18 +4,6 @@ from __future__ import annotations
 
 import math
 
-__all__ = [
-    "approx",
-    "fmt_time",
-    "fmt_bytes",
-    "fmt_flops",
-    "fmt_rate",
-    "fmt_ratio",
-    "fmt_size",
-    "fmt_pct",
-    "plural",
-]
-
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 run', '2 runs', '0 runs' ('1 repetition of', with `many` for an irregular plural)."""

@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from typing import Any, Sequence
 
 from ..benchjson import BenchJsonError
 from .. import output
-from ..cli import EXIT_OK, EXIT_UNUSABLE, ArgumentParser, Number, UnusableInput, add_debug_flag
+from ..cli import EXIT_OK, ArgumentParser, Number, UnusableInput, add_debug_flag
 from ..cli import program_name, run_main
+from ..policy import NOTHING_MEASURED, REFUSE, action
 from .curves import GemmShape
 from .loo import leave_one_out
 from .model import DATASETS, DTYPES, HOSTS, MLP_INPUTS, REFERENCE_RUNS, AdviseError, Advisor
@@ -73,33 +73,30 @@ def parse_mlp(text: str) -> MlpConfig:
     missing = [k for k in ("batch", "hidden") if k not in pairs]
     if missing:
         raise AdviseError(f"--mlp '{text}': missing {' and '.join(missing)} (batch=B,hidden=H)")
+
+    def number(key: str, kind: Number = DIMENSION, value: str | None = None) -> int:
+        given = pairs.get(key, "0")  # only readback may be absent: never read back
+        return _integer("--mlp", f"{key}={given}", given if value is None else value, kind)
+
     hidden, layers = pairs["hidden"], None
     if re.fullmatch(r"\d+[xX]\d+", hidden):
         hidden, layer_text = re.split(r"[xX]", hidden)
-        layers = _integer("--mlp", f"hidden={pairs['hidden']}", layer_text, LAYERS)
-    width = _integer("--mlp", f"hidden={pairs['hidden']}", hidden)
+        layers = number("hidden", LAYERS, layer_text)
+    width = number("hidden", value=hidden)
     if "layers" in pairs:
-        given = _integer("--mlp", f"layers={pairs['layers']}", pairs["layers"], LAYERS)
+        given = number("layers", LAYERS)
         if layers is not None and layers != given:
             raise AdviseError(f"--mlp: hidden={pairs['hidden']} and layers={given} disagree")
         layers = given
-    data, source = pairs.get("data", "synthetic"), pairs.get("input", "resident")
+    data, source = pairs.get("data", next(iter(DATASETS))), pairs.get("input", "resident")
     if data not in DATASETS:
         raise AdviseError(
             f"--mlp data={data}: unknown data set; choose one of {', '.join(DATASETS)}"
         )
     if source not in MLP_INPUTS:
         raise AdviseError(f"--mlp input={source}: choose one of {', '.join(MLP_INPUTS)}")
-    return MlpConfig(
-        batch=_integer("--mlp", f"batch={pairs['batch']}", pairs["batch"]),
-        hidden=width,
-        layers=layers or 1,
-        data=data,
-        readback=_integer(
-            "--mlp", f"readback={pairs.get('readback', '0')}", pairs.get("readback", "0"), READBACK
-        ),
-        input=source,
-    )
+    batch = number("batch")  # before readback: the fields are checked in this order
+    return MlpConfig(batch, width, layers or 1, data, number("readback", READBACK), source)
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -159,7 +156,7 @@ def _answers(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[str]
     runs, warnings = load_runs(args.inputs)
     answers = []
     for run in runs:
-        if run.rows.empty:
+        if run.rows.empty and action("advise", NOTHING_MEASURED).kind == REFUSE:
             raise AdviseError(f"{run.name}: no successful benchmark rows")
         advisor = Advisor(run)
         if args.leave_one_out:
@@ -182,11 +179,10 @@ def _main(argv: Sequence[str] | None) -> int:
         answers, warnings = _answers(args)
     except (AdviseError, BenchJsonError) as exc:
         raise UnusableInput(str(exc)) from None
+    # What the policy has the advisor warn about (load_runs: Table.said): a truncated file, an
+    # invalid row, a benchmark in two files; not the failed and skipped rows it leaves out.
     for w in [] if args.quiet else warnings:
-        # Failed and skipped rows are the report's business (it lists them); a truncated file
-        # or a benchmark in two files still bears on the answer.
-        if not w.endswith("(listed in the report)"):
-            output.warn(f"{PROG}: warning: {w}")
+        output.warn(f"{PROG}: warning: {w}")
     # Done is decided before the answer is printed: a reader that leaves early (`| head`) costs
     # the rest of the answer, never the exit status (the one writer, output.py).
     output.decide(EXIT_OK)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import OverheadModel, build_model
+from ..report.topics import ADVISED_MLP
 from .curves import GemmShape, lookup
 from .model import Advisor, Run, mlp_config_of
 
@@ -116,7 +117,7 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
     for _, p in rows[rows["kind"] == "mlp"].iterrows():
         config = mlp_config_of(p)
         gpu = p["backend"] == "gpu"
-        if config is None or p["variant"] != ("eager" if gpu else "openblas"):
+        if config is None or p["variant"] != ADVISED_MLP["gpu" if gpu else "cpu"]:
             continue
         shapes = [s.mnk for _, s in config.products()]
         advice = Advisor(run, gemm & rows["mnk"].isin(shapes), overhead).mlp(config)

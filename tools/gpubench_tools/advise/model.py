@@ -24,7 +24,8 @@ import pandas as pd
 
 from ..overhead_model import CopyFit, OverheadModel, build_model
 from ..table import num
-from ..report.topics import COMMITTED_GPU_REFERENCE, committed_gpu_reference
+from ..report.topics import ADVISED_MLP, COMMITTED_GPU_REFERENCE, GEMM_ROW_NAMES, GEMM_WORKLOAD
+from ..report.topics import MLP_DATASETS, committed_gpu_reference
 from ..table import load_table, summarize
 from ..units import fmt_bytes
 from .curves import GemmShape, Lookup, lookup
@@ -33,7 +34,7 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp64
 DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
 HOSTS: tuple[str, ...] = ("pinned", "pageable", "resident")
 # data set -> (input features, classes), as benchmarks/mlp_*.cpp build the networks.
-DATASETS: dict[str, tuple[int, int]] = {"synthetic": (64, 10), "digits": (64, 10), "iris": (4, 3)}
+DATASETS = MLP_DATASETS
 MLP_INPUTS: tuple[str, ...] = ("resident", "pinned", "pageable")
 REFERENCE_RUNS = COMMITTED_GPU_REFERENCE
 # The CPU's element-wise loops of an MLP step stream their arrays once per pass; no file records
@@ -84,14 +85,8 @@ class Run:
 
     @property
     def name(self) -> str:
-        own = " + ".join(Path(p).name for p in self.files)
-        if not self.gpu_files:
-            return own
-        return (
-            own
-            + ", GPU side from the reference run "
-            + " + ".join(Path(p).name for p in self.gpu_files)
-        )
+        own, gpu = (" + ".join(Path(p).name for p in f) for f in (self.files, self.gpu_files))
+        return own + (f", GPU side from the reference run {gpu}" if gpu else "")
 
     @property
     def passed(self) -> list[str]:
@@ -130,13 +125,14 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
             s[label] = None
     for counter in ("m", "n", "k", "flop", "t_compute", "t_wall", "t_step", "batch", "hidden"):
         s[counter] = num(s, counter)
-    gpu, matmul = s["backend"] == "gpu", (s["workload"] == "matmul") & s["probe"].isna()
+    gpu, matmul = s["backend"] == "gpu", (s["workload"] == GEMM_WORKLOAD) & s["probe"].isna()
     s["kind"] = np.select(
         [matmul & gpu & s["host"].isna(), matmul & gpu, matmul & (s["backend"] == "cpu")],
         ["gemm_kernel", "gemm_e2e", "gemm_cpu"],
         default=None,
     ).astype(object)
-    s.loc[(s["workload"] == "mlp") & (s["precision"].fillna("fp32") == "fp32"), "kind"] = "mlp"
+    mlp = (s["workload"] == ADVISED_MLP["workload"]) & (s["precision"].fillna("fp32") == "fp32")
+    s.loc[mlp, "kind"] = "mlp"
     is_gemm = s["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
     s["mnk"] = None
     s.loc[is_gemm, "mnk"] = pd.Series(
@@ -185,13 +181,13 @@ def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
                     reference,
                 )
             )
-            warnings += [w for w in paired.warnings if w not in warnings]
+            warnings += [w for w in paired.said("advise") if w not in warnings]
         return runs, warnings
     runs = [
         Run(rows[rows["machine"] == i], list(m["files"]), m["gpu"], m["cpu"], m["context"])
         for i, m in table.machines.iterrows()
     ]
-    return runs, table.warnings
+    return runs, table.said("advise")
 
 
 @dataclass(frozen=True)
@@ -199,7 +195,7 @@ class MlpConfig:
     batch: int
     hidden: int
     layers: int = 1  # hidden layers, each `hidden` wide
-    data: str = "synthetic"
+    data: str = next(iter(DATASETS))
     readback: int = 0  # the loss read back every `readback` steps; 0: never
     input: str = "resident"  # the batch copied from pinned/pageable host memory every step
 
@@ -346,7 +342,7 @@ class Advisor:
     def gpu_gemm(self, shape: GemmShape, dtype: str) -> Lookup:
         self.require_gpu()
         lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
-        rows = f"kernel-only GPU GEMM rows for {dtype} (matmul/gpu/cublas_kernel/dtype:{dtype}/..."
+        rows = f"kernel-only GPU GEMM rows for {dtype} ({GEMM_ROW_NAMES['gpu'].format(dtype=dtype)}"
         lk = self._need(lk, f"{rows}; it has: {self._dtypes('gpu')})")
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
@@ -360,7 +356,7 @@ class Advisor:
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
-        rows = f"CPU GEMM rows for {dtype} (matmul/cpu/openblas/dtype:{dtype}/..."
+        rows = f"CPU GEMM rows for {dtype} ({GEMM_ROW_NAMES['cpu'].format(dtype=dtype)}"
         threads = self._need(threads or None, f"{rows}; it has: {self._dtypes('cpu')})")
         ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
         estimates = []
@@ -440,8 +436,8 @@ class Advisor:
         same = (rows["kind"] == "mlp") & (rows["data"] == c.data) & (rows["batch"] == c.batch)
         rows = rows[same & (rows["hidden"] == c.hidden) & (rows["layers"] == c.layers)]
         gpu_row = rows["backend"] == "gpu"
-        eager = gpu_row & (rows["variant"] == "eager")
-        blas = ~gpu_row & (rows["variant"] == "openblas")
+        eager = gpu_row & (rows["variant"] == ADVISED_MLP["gpu"])
+        blas = ~gpu_row & (rows["variant"] == ADVISED_MLP["cpu"])
         match = rows[eager & (rows["readback"] == c.readback) & (rows["input"] == c.input)]
         other = rows[~eager & ~blas & rows["input"].isin(["resident", c.input])]
         path = other.groupby(["backend", "variant", "threads"], sort=False, dropna=False).ngroup()

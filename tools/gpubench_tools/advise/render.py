@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from ..table import short_cpu_name, short_gpu_name
+from ..table import per_step, short_cpu_name, short_gpu_name
 from ..templating import environment
 from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 from .curves import GemmShape, Lookup
@@ -82,23 +82,6 @@ def _measured(row: pd.Series | None, key: str, fallback: bool = True) -> float:
     return float(v) if pd.notna(v) else math.nan
 
 
-# Why a prediction and a measurement of the same part differ, by part: what the model leaves out
-# (docs/advisor.md, "Measured and predicted").
-_WHY_PARTS = {
-    "copies to the GPU": "the copy model is one straight line, alpha + bytes / beta, fitted "
-    "over every probe size",
-    "copy back": "the copy model is one straight line, alpha + bytes / beta, fitted over every "
-    "probe size",
-    "input copy": "the copy model is one straight line, alpha + bytes / beta, fitted over every "
-    "probe size",
-    "compute": "the model reads each product off the kernel-only GEMM curve, timed alone with a "
-    "cold L2, and adds the element-wise passes at the memory bandwidth",
-    "launch and sync": "the model counts an empty kernel's launch and one synchronisation; a "
-    "cuBLAS call costs the host more, and the measured overhead is all the wall time outside "
-    "the kernels",
-}
-
-
 def _headline(
     adv: Advice,
     gpu_measured: float,
@@ -126,25 +109,18 @@ def _headline(
 
 
 def _differs_most(pairs: list[tuple[str, float, float]]) -> dict[str, Any] | None:
-    """Of (part, predicted, measured) seconds, the part whose two differ most, and why."""
+    """Of (part, predicted, measured) seconds, the part whose two differ most (common.j2 says
+    why)."""
     pairs = [(p, a, b) for p, a, b in pairs if math.isfinite(a) and math.isfinite(b)]
     if not pairs:
         return None
     part, predicted, measured = max(pairs, key=lambda x: abs(x[1] - x[2]))
-    return {"part": part, "predicted": predicted, "measured": measured, "why": _WHY_PARTS[part]}
+    return {"part": part, "predicted": predicted, "measured": measured}
 
 
 def _per_step(row: pd.Series | None, key: str) -> float:
-    """A measured training row's phase time per step: the trainers write run totals where
-    t_wall / steps is t_step (within 10%), and per-step values otherwise."""
-    value = _measured(row, key, fallback=False)
-    if row is None or not math.isfinite(value):
-        return math.nan
-    steps = _measured(row, "steps", False)
-    steps = steps if math.isfinite(steps) else _measured(row, "epochs", False)
-    wall, step = _measured(row, "t_wall", False), _measured(row, "t_step", False)
-    totals = math.isfinite(steps) and steps > 0 and abs(wall / steps - step) <= 0.1 * step
-    return value / steps if totals else value
+    """A measured training row's phase time per step (table.per_step), NaN without one."""
+    return math.nan if row is None else float(per_step(row.to_frame().T, [key])[key].iloc[0])
 
 
 def _marked(adv: Advice) -> bool:
@@ -163,10 +139,10 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
     parts["overhead"] = g["launch"] + g["sync"]
     if resident:
         del parts["copies"]
-    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["time_s"]))
+    mcpu, _ = _cpu_sides(adv)
     e2e = mg is not None and mg["kind"] == "gemm_e2e"
     measured = {k: _measured(mg, k) for k in GEMM_MEASURED}
-    headline = _gemm_headline(adv)
+    headline = _headline_of(adv)
     differs = None
     if e2e:
         differs = _differs_most(
@@ -196,26 +172,29 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
     )
 
 
-def _gemm_headline(adv: Advice) -> dict[str, Any]:
-    """A GEMM's headline: the end-to-end row is the predicted quantity; a kernel-only row (the
-    resident case) lacks the launch and sync, so the prediction leads there."""
+def _cpu_sides(adv: Advice) -> tuple[dict[int, float], dict[int, float]]:
+    """The run's CPU times at this very request by thread count (a GEMM's median call, an MLP's
+    step), and the predicted ones."""
+    column = "time_s" if isinstance(adv.request, GemmShape) else "t_step"
+    measured = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu[column]))
+    return measured, {e.threads: e.seconds for e in adv.cpu}
+
+
+def _headline_of(adv: Advice) -> dict[str, Any]:
+    """The headline of a GEMM or an MLP answer. A GEMM's end-to-end row is the predicted
+    quantity; a kernel-only row (the resident case) lacks the launch and sync, so the prediction
+    leads there. An MLP's is the eager step."""
     mg = adv.measured_gpu
-    e2e = mg is not None and mg["kind"] == "gemm_e2e"
-    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["time_s"]))
-    predicted = {e.threads: e.seconds for e in adv.cpu}
-    return _headline(adv, _measured(mg, "t_wall") if e2e else math.nan, mcpu, predicted)
-
-
-def _mlp_headline(adv: Advice) -> dict[str, Any]:
-    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["t_step"]))
-    predicted = {e.threads: e.seconds for e in adv.cpu}
-    return _headline(adv, _measured(adv.measured_gpu, "t_step"), mcpu, predicted)
+    if isinstance(adv.request, GemmShape):
+        gpu = _measured(mg, "t_wall") if mg is not None and mg["kind"] == "gemm_e2e" else math.nan
+    else:
+        gpu = _measured(mg, "t_step")
+    return _headline(adv, gpu, *_cpu_sides(adv))
 
 
 def _mlp_text(advisor: Advisor, adv: Advice) -> str:
     g, mg = adv.gpu, adv.measured_gpu
-    mcpu = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu["t_step"]))
-    predicted = {e.threads: e.seconds for e in adv.cpu}
+    mcpu, predicted = _cpu_sides(adv)
     differs = None
     if mg is not None:
         overhead = g["launch"] + g.get("loss readback", 0.0)
@@ -230,7 +209,7 @@ def _mlp_text(advisor: Advisor, adv: Advice) -> str:
 
     return _render(
         "mlp.txt.j2",
-        headline=_mlp_headline(adv),
+        headline=_headline_of(adv),
         differs=differs,
         run=advisor.run,
         a=adv,
@@ -315,11 +294,10 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
         | dict(extrapolated=e.extrapolated, products=_products_json(e.lookups))
         for e in adv.cpu
     ]
-    headline = _gemm_headline(adv) if isinstance(r, GemmShape) else _mlp_headline(adv)
     return {
         "machine": _machine_json(advisor),
         "request": request,
-        "headline": headline,
+        "headline": _headline_of(adv),
         "winner": adv.winner,
         "ratio": adv.ratio,
         "extrapolated": adv.extrapolated,

@@ -5,8 +5,9 @@ declares the workloads compared, `analysis` computes speedups, crossovers, the f
 breakdown of the GPU time, the model's error and thread scaling, `charts` draws a few generic
 chart kinds. `build` runs the pipeline, each section's data first and its words after:
 `speedups` (the answer and a section per topic), `gpu_time` (the breakdown, the step profile,
-the model), `resources` (threads, peers, memory, allocation, energy, what did not run), with
-`words` saying each number; `render` fills the Jinja2 templates in `templates/`. Run it as
+the model), `resources` (threads, peers, memory, allocation, energy, what did not run); every
+sentence and table is a macro of `templates/words.j2` (`words.say`, `words.table_of`), every chart
+a `topics.CHARTS` entry drawn by `Context.chart`; `render` fills the page templates. Run it as
 `python -m gpubench_tools.report` or `gpubench-report`.
 """
 

@@ -17,13 +17,8 @@ import pandas as pd
 
 from ..conditions import DISTURBED
 from ..overhead_model import OverheadModel, gemm_rows, gpu_peak
-from ..table import num
+from ..table import num, per_step
 from .topics import TRAINING_WORKLOADS
-
-__all__ = ["NOISY_SPREAD", "FEW_REPETITIONS", "SIZE_BANDS", "LIBRARY_COST_MAX_SIZE", "PARTS"]
-__all__ += ["Crossover", "Dominant", "ModelBias", "select", "fastest", "speedup_curve", "crossover"]
-__all__ += ["breakdown", "dominant_by_range", "dominant_part", "model_bias", "thread_scaling"]
-__all__ += ["flagged", "memory_agreement", "ALLOC_NAME", "allocation_costs", "pool_savings"]
 
 # A median over fewer repetitions has no spread to speak of: 1 or 2 samples cannot tell a
 # typical run from an outlier (Google Benchmark's own aggregates start being useful at 3).
@@ -152,20 +147,12 @@ def flagged(summary: pd.DataFrame) -> pd.Series:
 
 @dataclass
 class Crossover:
-    """kind "cross": `x` is the size (interpolated) beyond which the GPU stays ahead, between
-    the measured `x_lo` and `x_hi`; "always_faster": ahead at every measured size;
-    "never_faster": behind at the largest measured size (`ahead_somewhere` says whether it led
-    at some smaller one); "no_data": no usable point."""
+    """kind "cross": `x` is the size (interpolated) beyond which the GPU stays ahead;
+    "always_faster": ahead at every measured size; "never_faster": behind at the largest
+    measured size; "no_data": no usable point."""
 
     kind: Literal["cross", "always_faster", "never_faster", "no_data"]
     x: float | None = None
-    x_lo: float | None = None
-    x_hi: float | None = None
-    x_smallest: float | None = None
-    speedup_smallest: float | None = None
-    x_largest: float | None = None
-    speedup_largest: float | None = None
-    ahead_somewhere: bool = False
 
 
 def crossover(curve: pd.DataFrame, x: str, speedup: str = "speedup") -> Crossover:
@@ -180,21 +167,14 @@ def crossover(curve: pd.DataFrame, x: str, speedup: str = "speedup") -> Crossove
     if pts.empty:
         return Crossover("no_data")
     xs, s = pts.index.to_numpy(float), pts.to_numpy(float)
-    ends = dict(
-        x_smallest=float(xs[0]),
-        speedup_smallest=float(s[0]),
-        x_largest=float(xs[-1]),
-        speedup_largest=float(s[-1]),
-    )
     if (s >= 1).all():
-        return Crossover("always_faster", x_hi=float(xs[0]), ahead_somewhere=True, **ends)
+        return Crossover("always_faster")
     if s[-1] < 1:
-        ahead = bool((s >= 1).any())
-        return Crossover("never_faster", x_lo=float(xs[-1]), ahead_somewhere=ahead, **ends)
+        return Crossover("never_faster")
     i = int(np.flatnonzero(s < 1)[-1])
     lx, ls = np.log(xs[i : i + 2]), np.log(s[i : i + 2])
     cross = float(np.exp(lx[0] - ls[0] * (lx[1] - lx[0]) / (ls[1] - ls[0])))
-    return Crossover("cross", cross, float(xs[i]), float(xs[i + 1]), ahead_somewhere=True, **ends)
+    return Crossover("cross", cross)
 
 
 def _training_rows(summary: pd.DataFrame, workloads: Iterable[str]) -> pd.DataFrame:
@@ -205,12 +185,8 @@ def _training_rows(summary: pd.DataFrame, workloads: Iterable[str]) -> pd.DataFr
     (within 10 %), and only there: a file whose counters are already per step keeps them.
     """
     rows = summary[summary["workload"].isin(list(workloads)) & (summary["backend"] == "gpu")]
-    steps, t_step = num(rows, "steps"), num(rows, "t_step")
-    totals = (num(rows, "t_wall") / steps - t_step).abs() <= 0.1 * t_step
-    scale = steps.where(totals, 1.0).fillna(1.0)
     rows = rows.assign(dtype=rows.get("precision", "fp32"))
-    per = ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"]
-    return rows.assign(**{c: num(rows, c) / scale for c in per})
+    return per_step(rows, ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"])
 
 
 def breakdown(summary: pd.DataFrame, training: Iterable[str] = TRAINING_WORKLOADS) -> pd.DataFrame:
@@ -303,14 +279,12 @@ class ModelBias:
     `rows`: one row per e2e GEMM (`size`, `measured`, `predicted`, `error`, `predicted_after`,
     `error_after`); `before` / `after`: per dtype, host and size band the median, min and max
     signed error and `direction` ("under" or "over"), without and with the library term;
-    `library_cost_s`: the per-call cost added; `library_rows`: the kernel-only rows it comes
-    from."""
+    `library_cost_s`: the per-call cost added."""
 
     rows: pd.DataFrame
     before: pd.DataFrame
     after: pd.DataFrame
     library_cost_s: float | None
-    library_rows: pd.DataFrame
 
 
 def _size(rows: pd.DataFrame) -> pd.Series:
@@ -360,13 +334,11 @@ def model_bias(summary: pd.DataFrame, model: OverheadModel) -> ModelBias:
     calls = num(e2e, "kernels").reindex(rows.index).fillna(1.0)
     rows["predicted_after"] = rows["predicted"] + calls * (cost or 0.0)
     rows["error_after"] = (rows["predicted_after"] - rows["measured"]) / rows["measured"]
-    library_rows = kernel[[c for c in _ID if c in kernel]].assign(fixed_cost=fixed)
     return ModelBias(
         rows.reset_index(drop=True),
         _bands(rows, "error"),
         _bands(rows, "error_after"),
         cost,
-        library_rows.reset_index(drop=True),
     )
 
 

@@ -22,16 +22,14 @@ import pandas as pd
 
 from ..conditions import CONDITION_FIGURES, DISTURBED, UNKNOWN, describe_conditions
 from ..conditions import unknown_conditions_note
-from ..policy import HEADLINE_RULE
+from ..policy import DISTURBED_ROW, HEADLINE_RULE, LIST, UNKNOWN_CONDITIONS, USE, action
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
 from . import analysis, resources
-from .context import Context, Thin, distinct_names
+from .context import Context, Thin
 from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
 from .speedups import MachineTopic, answer_rows, curve_thin, topic_pairs, topic_section
 from .topics import CONTEXT_NAMES, TOPICS, committed_gpu_reference
-from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text
-
-__all__ = ["build_document", "distinct_names", "reference_warning", "no_gpu_suggestion"]
+from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, say
 
 
 def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Thin]:
@@ -90,77 +88,40 @@ def _appendix(ctx: Context) -> dict[str, Any]:
     return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
 
 
-def _reference_files(machine: pd.Series) -> str:
-    return ", ".join(Path(f).name for f in machine["gpu_files"])
-
-
-def _reference_date(machine: pd.Series) -> str:
-    return machine["gpu_date"] or "on an unknown date"
-
-
-def _reference_where(machine: pd.Series) -> str:
-    return "on this host" if machine["gpu_same_host"] else "on another machine"
+def _reference_files(machine: pd.Series, names: dict[str, str] | None = None) -> str:
+    return ", ".join(names[f] if names else Path(f).name for f in machine["gpu_files"])
 
 
 def reference_warning(table: Table) -> list[str]:
     """Said first on the terminal: that every GPU number of the report is another run's, or
     that it has none and how to borrow the committed run's."""
-    machine = table.machines.iloc[0]
-    if not machine["gpu_reference"]:
+    m = table.machines.iloc[0]
+    if not m["gpu_reference"]:
         return no_gpu_suggestion(table)
-    return [
-        f"GPU numbers come from the reference run {_reference_files(machine)} "
-        f"({machine['gpu']}, recorded {_reference_date(machine)} {_reference_where(machine)})"
-    ]
+    return say("reference_warning", m, _reference_files(m))
 
 
 def _made_by_hand(table: Table) -> list[str]:
     """Test data says so in its context (`generated_by`); the report says it first."""
-    said = []
-    for _, m in table.machines.iterrows():
-        for ctx in (m["context"], m["gpu_context"]):
-            note = ctx.get("generated_by")
-            if note and f"Not a measurement: {note}" not in said:
-                said.append(f"Not a measurement: {note}")
-    return said
-
-
-def _counts(table: Table) -> str:
-    """How many benchmarks were measured, and how many did not run or gave no measurement."""
-    measured = table.rows[["machine", "name", "label"]].drop_duplicates()
-    text = f"{len(measured)} benchmarks measured"
-    for status, n in table.problems["status"].value_counts().sort_index().items():
-        text += f", {n} {status}"
-    return text
+    notes = (
+        c.get("generated_by")
+        for m in table.machines.itertuples()
+        for c in (m.context, m.gpu_context)
+    )
+    return say("made_by_hand", list(dict.fromkeys(n for n in notes if n)))
 
 
 def _thin_text(ctx: Context, thin: Thin) -> str:
     """Whose medians have too few repetitions (which run, which side, which files), and what
     can be done about it: this run's rows can be rerun; the reference run's cannot, from here."""
     said = []
-    machine = ctx.table.machines.iloc[0]
     for where in (THIS_RUN, REFERENCE_RUN):
-        mine = sorted(t for t in thin if t[0] == where)
-        if not mine:
-            continue
-        sides = " and ".join(sorted({side.upper() for _, side, _ in mine}))
-        files = ", ".join(sorted({ctx.file_names.get(f, Path(f).name) for *_, f in mine}))
-        if where == THIS_RUN:
-            said.append(
-                f"this run's {sides} rows ({files}): rerun bench with "
-                f"--benchmark_repetitions=5 before acting on them"
-            )
-        elif machine["gpu_same_host"]:
-            said.append(
-                f"the reference run's {sides} rows ({files}), recorded on this host: rerun its "
-                f"GPU sweep with --benchmark_repetitions=5 before acting on them"
-            )
-        else:
-            said.append(
-                f"the reference run's {sides} rows ({files}): another machine's single "
-                f"recording, which cannot be rerun from here; read those speedups as indicative"
-            )
-    return "Thin here: " + "; ".join(said) + "." if said else ""
+        mine = [t for t in thin if t[0] == where]
+        if mine:
+            sides = " and ".join(sorted({side.upper() for _, side, _ in mine}))
+            names = {ctx.file_names.get(f, Path(f).name) for *_, f in mine}
+            said.append({"where": where, "sides": sides, "files": ", ".join(sorted(names))})
+    return "".join(say("thin", said, ctx.table.machines.iloc[0].get("gpu_same_host")))
 
 
 def conditions_text(table: Table, summary: pd.DataFrame) -> str:
@@ -180,17 +141,12 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     ]
     said = []
     line = describe_conditions(counters)
-    if line is not None:
+    if line is not None and action("report", DISTURBED_ROW).kind == USE:
         marked = int((summary["conditions"] == DISTURBED).sum()) if len(summary) else 0
         cleaned = int((summary["disturbed_left_out"] > 0).sum()) if len(summary) else 0
-        said.append(
-            f"Measured while disturbed: {line}. {HEADLINE_RULE[0].upper()}{HEADLINE_RULE[1:]} "
-            f"({DISTURBED_MARK}): {cleaned} benchmark(s) from undisturbed repetitions only, "
-            f"{marked} marked {DISTURBED_MARK}. Stop what else runs and measure again, or start "
-            "bench with --wait-idle=SECONDS."
-        )
+        said += say("disturbed", line, HEADLINE_RULE, cleaned, marked, DISTURBED_MARK)
     unknown = sorted(set(rows.loc[rows["conditions"] == UNKNOWN, "file"]))
-    if unknown:
+    if unknown and action("report", UNKNOWN_CONDITIONS).kind == LIST:
         what = f"{len(unknown)} file(s)" if len(unknown) > 1 else "the file"
         said.append(unknown_conditions_note(f"the repetitions of {what}").capitalize() + ".")
     return " ".join(said)
@@ -210,11 +166,7 @@ def no_gpu_suggestion(table: Table) -> list[str]:
     if len(table.rows) and (table.rows["backend"] == "gpu").any():
         return []
     inputs = " ".join(str(f) for m in table.machines.itertuples() for f in m.files)
-    reference = " ".join(committed_gpu_reference())
-    return [
-        f"no GPU rows: to set this CPU against the committed H100 run, rerun as "
-        f"gpubench-report {inputs} --gpu-reference {reference}"
-    ]
+    return say("no_gpu", inputs, " ".join(committed_gpu_reference()))
 
 
 def build_document(table: Table, out: Path) -> dict[str, Any]:
@@ -226,28 +178,23 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     ids = {s["id"] for s in sections}
     for row in answer:
         row["link"] = row["anchor"] if row["anchor"] in ids else None
-    machine = table.machines.iloc[0]
-    reference = ""
-    if machine["gpu_reference"]:
-        commit = machine["gpu_commit"]
-        files = ", ".join(ctx.file_names[f] for f in machine["gpu_files"])
-        reference = (
-            f"The GPU side is the reference run of {ctx.labels[0]['gpu']} "
-            f"({files}, recorded {_reference_date(machine)}"
-            + (f" at commit {commit[:12]}" if commit else "")
-            + f", {_reference_where(machine)}): not measured by this run."
-        )
+    m = table.machines.iloc[0]
+    files = _reference_files(m, ctx.file_names) if m["gpu_reference"] else ""
+    reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"])) if files else ""
     files = list(dict.fromkeys(table.rows["file"])) if len(table.rows) else []
+    names = sorted(ctx.file_names[f] for f in files)
+    measured = table.rows[["machine", "name", "label"]].drop_duplicates()
+    statuses = table.problems["status"].value_counts().sort_index().items()
     return {
         "title": "gpubench report",
         "headline": "; ".join(n["pair"] for n in ctx.labels.values()),
-        "inputs": f"Inputs: {', '.join(sorted(ctx.file_names[f] for f in files))}; "
-        f"{_counts(table)}.",
+        "inputs": "".join(say("inputs", names, len(measured), statuses)),
         "reference": reference,
         "suggestion": "; ".join(no_gpu_suggestion(table)),
         # A run that did not finish is said first, before the answer it limits.
         "cut_off": table.cut_off,
-        "warnings": _made_by_hand(table) + [w for w in table.warnings if w not in table.cut_off],
+        "warnings": _made_by_hand(table)
+        + [w for w in table.said("report") if w not in table.cut_off],
         "answer": answer,
         "few_samples": bool(thin),
         "thin": _thin_text(ctx, thin),

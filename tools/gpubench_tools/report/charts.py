@@ -34,18 +34,9 @@ from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import (  # noqa: E402
-    FixedLocator,
-    FuncFormatter,
-    LogLocator,
-    NullFormatter,
-    NullLocator,
-    PercentFormatter,
-)
+from matplotlib import ticker  # noqa: E402
 
 from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
-
-__all__ = ["Chart", "check_chart", "render", "draw", "PART_COLORS", "UNITS"]
 
 Kind = Literal["lines", "stacked", "heatmap"]
 UNITS = ("s", "ratio", "flop/s", "bytes", "bytes/s", "count")
@@ -69,21 +60,9 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 # Six styles against seven markers: no two of the first 42 series share both in greyscale.
 _LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
 _REFERENCE: dict[str, Any] = {"color": "0.4", "linewidth": 1, "zorder": 1}  # hline, diagonal
-_STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 9,
-    "axes.labelsize": 9,
-    "legend.fontsize": 8,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "grid.linewidth": 0.6,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "svg.fonttype": "none",  # SVG text stays text: searchable and small
-    "svg.hashsalt": "gpubench",  # stable SVG ids, so reruns diff cleanly
-}
+# The charts' look (fonts, grid, spines, SVG text kept as text with stable ids, so reruns diff
+# cleanly), as a matplotlib style file beside this module.
+_STYLE = str(Path(__file__).with_name("charts.mplstyle"))
 
 
 @dataclass(frozen=True)
@@ -197,27 +176,27 @@ _TICK: dict[str | None, Callable[[float], str]] = {
 def _format_axis(ax: Axes, which: str, unit: str | None, log: bool, data_ticks: Any = None) -> None:
     axis = ax.xaxis if which == "x" else ax.yaxis
     fmt = _TICK[unit]
-    formatter = FuncFormatter(lambda v, _pos: fmt(v) if v > 0 or not log else "")
+    formatter = ticker.FuncFormatter(lambda v, _pos: fmt(v) if v > 0 or not log else "")
     if log:
         getattr(ax, f"set_{which}scale")("log", base=2 if unit == "bytes" else 10)
     if data_ticks is not None:
-        axis.set_major_locator(FixedLocator(_thin(sorted(set(data_ticks)), log)))
-        axis.set_major_formatter(FuncFormatter(lambda v, _p: _TICK[unit or "count"](v)))
-        axis.set_minor_locator(NullLocator())
+        axis.set_major_locator(ticker.FixedLocator(_thin(sorted(set(data_ticks)), log)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _p: _TICK[unit or "count"](v)))
+        axis.set_minor_locator(ticker.NullLocator())
         return
     axis.set_major_formatter(formatter)
     if not log:
         return
     if unit == "bytes":  # powers of two, not of ten, and few enough to read
-        axis.set_major_locator(LogLocator(base=2, numticks=8))
+        axis.set_major_locator(ticker.LogLocator(base=2, numticks=8))
     lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
     if unit != "bytes" and 0 < lo and hi / lo < 100:
         # Under two decades the axis would show one label or none: label 2x and 5x too.
-        axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+        axis.set_minor_locator(ticker.LogLocator(base=10, subs=(2.0, 5.0)))
         axis.set_minor_formatter(formatter)
     else:
-        axis.set_minor_locator(NullLocator())
-        axis.set_minor_formatter(NullFormatter())
+        axis.set_minor_locator(ticker.NullLocator())
+        axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def _thin(values: Sequence[float], log: bool, most: int = 10) -> list[float]:
@@ -367,7 +346,7 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
         ax.grid(False, axis="x")
     if chart.normalize:
         getattr(ax, f"set_{value_axis}lim")(0, 1)
-        getattr(ax, f"{value_axis}axis").set_major_formatter(PercentFormatter(1.0))
+        getattr(ax, f"{value_axis}axis").set_major_formatter(ticker.PercentFormatter(1.0))
         # Totals span decades, so the share hides them: write each one past the bar's end.
         align = {"ha": "left", "va": "center"} if chart.horizontal else {"ha": "center"}
         for p, t in zip(pos, total):
@@ -430,15 +409,15 @@ def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[An
     ax.set_ylabel(chart.y_label)
     bar = fig.colorbar(image, ax=ax, shrink=0.9, pad=0.02)
     bar.set_label(chart.value_label)
-    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}x"))
-    bar.ax.yaxis.set_minor_formatter(NullFormatter())
+    bar.ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _p: f"{v:g}x"))
+    bar.ax.yaxis.set_minor_formatter(ticker.NullFormatter())
     return []
 
 
 def render(chart: Chart, data: pd.DataFrame) -> Figure:
     """The chart as an open Figure (the caller closes it; `draw` does)."""
     title = check_chart(chart, data)
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(fname=_STYLE):
         n = 1 if chart.facet is None else max(1, data[chart.facet].nunique())
         cols = min(n, 3)
         fig, grid = _figure(chart, title, rows=math.ceil(n / cols), cols=cols)
@@ -461,7 +440,7 @@ def draw(chart: Chart, data: pd.DataFrame, out_dir: Path) -> str:
     """Write `<stem>.png` and `<stem>.svg` under out_dir; return the stem."""
     fig = render(chart, data)
     try:
-        with plt.rc_context(_STYLE):
+        with plt.rc_context(fname=_STYLE):
             out_dir.mkdir(parents=True, exist_ok=True)
             fig.savefig(out_dir / f"{chart.stem}.png", dpi=PNG_DPI, metadata={"Software": None})
             # The PNG pass solved the layout; freeze it so the SVG shows the same arrangement.

@@ -24,10 +24,9 @@ from typing import Sequence
 from .. import output
 from ..benchjson import BenchJsonError
 from ..cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
+from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..table import load_table
 from .topics import COMMITTED_GPU_REFERENCE
-
-__all__ = ["main", "build_report"]
 
 PROG = program_name("gpubench_tools.report")
 
@@ -46,7 +45,7 @@ def build_report(
     `verbose`: the warnings also name every failed, skipped and invalid benchmark.
     """
     table = load_table(inputs, gpu_reference)
-    if table.rows.empty:
+    if table.rows.empty and action("report", NOTHING_MEASURED).kind == REFUSE:
         # A run that measured nothing is refused (policy.POLICY["report"]); the line says what
         # its rows were.
         found = [f"{p.name}: {p.reason}" for p in table.problems.head(2).itertuples()]
@@ -57,7 +56,8 @@ def build_report(
             "no successful benchmark rows to report on" + (f" ({what})" if what else ""),
         )
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
-    from .build import build_document, distinct_names, reference_warning
+    from .build import build_document, reference_warning
+    from .context import distinct_names
     from .render import write_report
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -72,7 +72,7 @@ def build_report(
     conditions = [doc["conditions"]] if doc["conditions"] else []
     # The conditions next: whether the numbers were measured on a quiet machine.
     # A run that did not finish before anything: every number below is limited by it.
-    rest = [w for w in table.warnings if w not in table.cut_off]
+    rest = [w for w in table.said("report") if w not in table.cut_off]
     return (
         html_path,
         md_path,

@@ -3,14 +3,19 @@ device names, the input files by their short names, and the folder the charts go
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name, summarize
 from . import analysis
 from .charts import Chart, draw
+from .topics import CHARTS
+from .words import say
+
+_FIELDS = {f.name for f in fields(Chart)}
 
 # The medians of too few repetitions the report states, each as (whose: this run or the
 # reference run, side: "cpu" or "gpu", file).
@@ -19,22 +24,12 @@ Thin = set[tuple[str, str, str]]
 
 def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
     """Per machine: its CPU and GPU names and whose measurement each side is."""
-    labels = {}
-    for index, m in table.machines.iterrows():
-        tag = f" ({m['tag']})" if m.get("tag") else ""
-        gpu_where = (
-            f"{REFERENCE_RUN}, {m['gpu_date'] or 'undated'}" if m["gpu_reference"] else THIS_RUN
-        )
-        gpu = short_gpu_name(m["gpu"]) if m["gpu"] else "no GPU"
-        cpu = short_cpu_name(m["cpu"])
-        labels[int(index)] = {
-            "cpu": cpu + tag,
-            "gpu": gpu + tag,
-            "gpu_where": gpu_where,
-            "cpu_where": THIS_RUN,
-            "pair": f"{cpu} vs {gpu}{tag}",
-        }
-    return labels
+    keys = ("cpu", "gpu", "gpu_where", "cpu_where", "pair")
+    return {
+        int(i): dict(zip(keys, say("machine_labels", m, short_cpu_name(m["cpu"]),
+                                   m["gpu"] and short_gpu_name(m["gpu"]), THIS_RUN, REFERENCE_RUN)))
+        for i, m in table.machines.iterrows()
+    }  # fmt: skip
 
 
 def distinct_names(paths: list[str]) -> dict[str, str]:
@@ -57,10 +52,7 @@ def _file_names(table: Table) -> dict[str, str]:
     shortest distinct tail."""
     files = [f for m in table.machines.itertuples() for f in m.files]
     files += [f for m in table.machines.itertuples() if m.gpu_reference for f in m.gpu_files]
-    if len(table.rows):
-        files += list(table.rows["file"].unique())
-    if len(table.problems):
-        files += list(table.problems["file"].unique())
+    files += [*table.rows.get("file", []), *table.problems["file"]]
     return distinct_names([str(f) for f in files])
 
 
@@ -96,11 +88,18 @@ class Context:
         """Each row's machine, by its device names (the facet of charts of several machines)."""
         return rows["machine"].map(lambda m: self.labels[int(m)]["pair"])
 
-    def chart(self, chart: Chart, data: pd.DataFrame, caption: str) -> dict[str, str]:
-        """The chart drawn into `out`, as the document names it; without a subtitle of its own,
-        with the one that says whose numbers it shows."""
-        stem = draw(replace(chart, subtitle=chart.subtitle or self.subtitle()), data, self.out)
-        return {"png": f"{stem}.png", "svg": f"{stem}.svg", "alt": chart.title, "caption": caption}
+    def chart(self, name: str, data: pd.DataFrame, **given: Any) -> dict[str, str]:
+        """topics.CHARTS[name] drawn from `data` into `out`, as the document names it. `given`
+        holds what its "{...}" fields are filled from, and the fields a drawing sets itself (a
+        chart field's own name: its facets, its parts); without a subtitle of its own, the one
+        that says whose numbers it shows."""
+        spec = {**CHARTS[name], **{k: v for k, v in given.items() if k in _FIELDS}}
+        spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
+        caption = spec.pop("caption")
+        chart = Chart(**{"subtitle": self.subtitle(), **spec})
+        draw(chart, data, self.out)
+        return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
+                "caption": caption}  # fmt: skip
 
     def thin_rows(self, names: pd.Series, side: str) -> Thin:
         """Rows by benchmark name as (whose: this run or the reference run, side, file): the

@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import OverheadModel, build_model
-from ..units import fmt_pct, fmt_size, fmt_time
+from ..units import fmt_size
 from . import analysis
-from .charts import Chart
 from .context import Context
-from .topics import PART_LABELS, TOPICS, TRAINING_WORKLOADS, PartsChart, StepProfile
-from .words import path_name, section, short_benchmark, table
+from .topics import MODEL_ERROR_SAID, PART_LABELS, TOPICS, TRAINING_WORKLOADS, PartsChart
+from .topics import StepProfile
+from .words import path_name, say, section, short_benchmark, table_of
 
 
 def breakdown_section(ctx: Context) -> dict[str, Any] | None:
@@ -34,13 +34,13 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
             rows = _size_rows(view, parts)
             if rows is None:
                 continue
-            paragraphs += _largest_part_sentences(view, rows)
+            paragraphs += _largest_parts(view, rows)
             size = str(view.size)
             rows = rows.assign(
                 size=rows[size].map(lambda v: f"{size}={fmt_size(v)}"), pair=ctx.pairs(rows)
             )
             charts.append(_parts_chart(ctx, view, view.title, "size", view.size_label, rows))
-            tables.append(_parts_table(rows, size, size))
+            tables.append(table_of("parts_table", rows, size, size))
         else:
             shown = _path_rows(view, parts)
             if shown is None:
@@ -49,20 +49,8 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
             # One bar per path: a net measured at several sizes shows its first.
             rows = rows.assign(pair=ctx.pairs(rows)).drop_duplicates(["pair", "path"])
             charts.append(_parts_chart(ctx, view, title, "path", "", rows))
-            tables.append(_parts_table(rows, "path", "GPU path"))
-    return section(
-        "breakdown",
-        "Where the GPU time goes",
-        paragraphs,
-        charts,
-        tables,
-        notes=[
-            "Four parts: transfer = t_h2d + t_d2h; overhead = t_overhead (launch, "
-            "synchronisation, API calls); under-utilisation = t_compute − flop / peak; "
-            "work at peak = flop / peak, with the GPU's peak for the row's precision. "
-            "Rows without a flop count or peak keep three parts (compute unsplit)."
-        ],
-    )
+            tables.append(table_of("parts_table", rows, "path", "GPU path"))
+    return section("breakdown", paragraphs, charts, tables, notes=say("breakdown_note"))
 
 
 def _size_rows(view: PartsChart, parts: pd.DataFrame) -> pd.DataFrame | None:
@@ -88,26 +76,13 @@ def _path_rows(view: PartsChart, parts: pd.DataFrame) -> tuple[pd.DataFrame, str
     return rows.assign(path=path.str.strip()), title
 
 
-def _largest_part_sentences(view: PartsChart, rows: pd.DataFrame) -> list[str]:
+def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> list[str]:
     """Which part is the largest over which range of sizes, and which half of the compute."""
     size = str(view.size)
-    compute = rows.assign(
-        dominant=np.where(
-            rows["work_at_peak"] > rows["under_utilisation"], "work_at_peak", "under_utilisation"
-        )
-    )
-
-    def said(parts: pd.DataFrame, larger: str) -> str:
-        return "; ".join(
-            f"{PART_LABELS[r['dominant']]} is {larger} for {size} "
-            f"{fmt_size(r['x_from'])}–{fmt_size(r['x_to'])}"
-            for _, r in analysis.dominant_by_range(parts, size).iterrows()
-        )
-
-    return [
-        f"{view.lead}: {said(rows, 'the largest part')}.",
-        f"Within the compute time: {said(compute, 'larger')}.",
-    ]
+    larger = rows["work_at_peak"] > rows["under_utilisation"]
+    compute = rows.assign(dominant=np.where(larger, "work_at_peak", "under_utilisation"))
+    ranges = [analysis.dominant_by_range(r, size) for r in (rows, compute)]
+    return say("largest_parts", view.lead, size, *ranges)
 
 
 def _parts_chart(
@@ -120,35 +95,9 @@ def _parts_chart(
     parts = [(p, PART_LABELS[p]) for p in analysis.PARTS]
     if rows["unsplit"].notna().any():
         parts.append(("unsplit", PART_LABELS["compute"]))
-    chart = Chart(
-        kind="stacked",
-        stem=view.stem,
-        title=title,
-        x=x,
-        parts=tuple(parts),
-        normalize=True,
-        facet="pair" if ctx.several else None,
-        x_label=x_label,
-        y_label=view.y_label,
-    )
-    return ctx.chart(chart, rows, view.caption)
-
-
-def _parts_table(parts: pd.DataFrame, x: str, x_head: str) -> dict[str, Any]:
-    rows = [
-        [str(r[x]) if not isinstance(r[x], float) else fmt_size(r[x])]
-        + [fmt_time(r["transfer"]), fmt_time(r["overhead"])]
-        + (
-            [fmt_time(r["under_utilisation"]), fmt_time(r["work_at_peak"])]
-            if r["parts"] == 4
-            # Three parts: the compute time stands unsplit, with the reason.
-            else [f"{fmt_time(r['compute'])} compute, not split: {r['why']}", "—"]
-        )
-        + [fmt_time(r["total"]), PART_LABELS.get(r["dominant"], r["dominant"])]
-        for _, r in parts.iterrows()
-    ]
-    headers = ["transfer", "overhead", "under-utilisation", "work at peak", "total", "largest"]
-    return table("The four parts of the GPU time (per call or per step)", [x_head] + headers, rows)
+    facet = "pair" if ctx.several else None
+    return ctx.chart("parts", rows, view=view, title=title, x=x, x_label=x_label,
+                     parts=tuple(parts), facet=facet)  # fmt: skip
 
 
 # --- a training step, operation by operation ------------------------------------------------
@@ -192,19 +141,9 @@ def profile_sections(ctx: Context) -> list[dict[str, Any]]:
             continue
         batch, parts = profiled
         kinds = [c for c in parts.columns if c not in ("name", "machine", "path")]
-        chart = Chart(
-            kind="stacked",
-            stem=profile.stem,
-            title=profile.chart_title.format(batch=fmt_size(batch)),
-            x="path",
-            parts=tuple((kind, kind) for kind in kinds),
-            normalize=True,
-            y_label="share of the profiled step",
-        )
-        caption = "From the per-operation counters, by kind."
-        sections.append(
-            section(profile.id, profile.title, charts=[ctx.chart(chart, parts, caption)])
-        )
+        chart = ctx.chart("profile", parts, profile=profile, batch=fmt_size(batch),
+                          title=profile.chart_title, parts=tuple((k, k) for k in kinds))  # fmt: skip
+        sections.append(section(profile.id, charts=[chart], title=profile.title))
     return sections
 
 
@@ -243,87 +182,23 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
     """The fixed GPU costs the probes measured, the copies' bandwidth, and the model's error."""
     if fixed is None:
         return None
-    costs = [[name, fmt_time(v)] for name, v in fixed.model.launch.items()]
-    costs += [
-        [f"copy {d} ({host}): fixed cost alpha, bandwidth beta",
-         f"{fmt_time(fit.alpha_s)}, {fit.beta_bytes_per_s / 1e9:.3g} GB/s"]  # fmt: skip
-        for (d, host), fit in sorted(fixed.model.copies.items())
-    ]
-    tables = [table("Fixed GPU costs measured by the probes", ["cost", "value"], costs)]
+    copies = sorted(fixed.model.copies.items())
+    tables = [table_of("costs_table", fixed.model.launch.items(), copies)]
     charts = []
     if len(fixed.copies) and not ctx.several:
-        chart = Chart(
-            kind="lines",
-            stem="copies",
-            title="Host-device copies: bandwidth against size",
-            x="bytes",
-            y="bytes_per_s",
-            series="copy",
-            flag="few",
-            log_x=True,
-            log_y=True,
-            x_label="bytes per copy",
-            y_label="bandwidth",
-            x_unit="bytes",
-            y_unit="bytes/s",
-        )
-        caption = "Below alpha x beta bytes the fixed cost alpha dominates."
-        charts.append(ctx.chart(chart, fixed.copies, caption))
+        charts.append(ctx.chart("copies", fixed.copies))
     bias = fixed.bias
-    paragraphs = [bias_sentence(bias)] if len(bias.before) else []
-    tables += [_bias_table(bias)] if len(bias.before) else []
-    return section(
-        "model",
-        "The overhead model and its error",
-        paragraphs,
-        charts,
-        tables,
-        notes=[
-            "Predicted end-to-end GEMM time = copies (alpha + bytes / beta each way) + "
-            "flop / (utilisation × peak) + one launch + one synchronisation. Signed "
-            "error = (predicted − measured) / measured: negative means the model "
-            "under-predicts."
-        ],
-    )
-
-
-def bias_sentence(bias: analysis.ModelBias) -> str:
-    """Where the model under- or over-predicts, from its per-band signed error."""
-    # The sentence tells the fp32 pinned-memory GEMMs (the speedup curve's); the table has all.
-    before = bias.before[(bias.before["dtype"] == "fp32") & (bias.before["host"] == "pinned")]
-    after_rows = bias.after[(bias.after["dtype"] == "fp32") & (bias.after["host"] == "pinned")]
-    if before.empty:
-        before, after_rows = bias.before, bias.after
-    words = [
-        f"{b['band']}: {b['direction']}-predicts by {fmt_pct(abs(b['median']))} "
-        f"(from {b['low']:+.0%} to {b['high']:+.0%})"
-        for _, b in before.iterrows()
-    ]
-    text = "Signed model error of the fp32 pinned GEMMs, per size band: " + "; ".join(words) + "."
-    if bias.library_cost_s:
-        after = "; ".join(f"{b['band']}: {b['median']:+.0%}" for _, b in after_rows.iterrows())
-        text += (
-            f" The model under-predicts most where the work is least: the likely missing term "
-            f"is a fixed cost per GEMM call beyond the launch ({fmt_time(bias.library_cost_s)}, "
-            f"the median kernel-only time less flop / peak at the smallest sizes). Added once "
-            f"per call, the median error becomes {after}."
-        )
-    return text
-
-
-def _bias_table(bias: analysis.ModelBias) -> dict[str, Any]:
+    paragraphs = bias_sentence(bias) if len(bias.before) else []
     keys = ["dtype", "host", "band"]
-    merged = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
-    rows = [
-        [f"{b['dtype']} {b['host']}, {b['band']}", str(int(b["rows"])), f"{b['median']:+.0%}",
-         f"{b['low']:+.0%} to {b['high']:+.0%}",
-         f"{b['median_after']:+.0%}" if pd.notna(b.get("median_after")) else "—",
-         f"{b['low_after']:+.0%} to {b['high_after']:+.0%}"
-         if pd.notna(b.get("low_after")) else "—"]  # fmt: skip
-        for _, b in merged.iterrows()
-    ]
-    return table(
-        "Signed error of the model, before and after the per-call library term",
-        ["GEMMs", "count", "median error", "range", "median after", "range after"],
-        rows,
-    )
+    bands = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
+    tables += [table_of("bias_table", bands)] if len(bias.before) else []
+    return section("model", paragraphs, charts, tables, notes=say("model_note"))
+
+
+def bias_sentence(bias: analysis.ModelBias) -> list[str]:
+    """Where the model under- or over-predicts, from its per-band signed error: of the GEMMs
+    topics.MODEL_ERROR_SAID names where the run has them (the table has all)."""
+    before, after = (analysis.select(b, MODEL_ERROR_SAID) for b in (bias.before, bias.after))
+    if before.empty:
+        before, after = bias.before, bias.after
+    return say("bias", MODEL_ERROR_SAID, before, after, bias.library_cost_s)

@@ -16,8 +16,6 @@ import jinja2
 from ..escape import html_line
 from ..templating import environment
 
-__all__ = ["write_report"]
-
 
 def _environment(out: Path, autoescape: bool) -> jinja2.Environment:
     env = environment("gpubench_tools.report", autoescape=autoescape)

@@ -14,14 +14,12 @@ import numpy as np
 import pandas as pd
 
 from ..table import num
-from ..units import fmt_bytes, fmt_pct, fmt_ratio, fmt_size, fmt_time
 from . import analysis
-from .charts import Chart
 from .context import Context, Thin
 from .speedups import MachineTopic
 from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
 from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
-from .words import FEW_MARK, cell_text, key_text, noise_mark, section, short_benchmark, table
+from .words import say, section, short_benchmark, table_of
 
 # --- CPU thread scaling ----------------------------------------------------------------------
 
@@ -53,42 +51,10 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
     if scaling.empty:
         return None
     shown, top = thread_cases(scaling)
-    chart = Chart(
-        kind="lines",
-        stem="cpu_threads",
-        title="CPU speedup with threads (the largest case of each workload)",
-        subtitle=ctx.subtitle(gpu=False),
-        x="threads",
-        y="speedup",
-        series="benchmark",
-        y_low="speedup_low",
-        y_high="speedup_high",
-        flag="flagged",
-        diagonal=True,
-        x_label="threads",
-        y_label="time with 1 thread / time",
-        y_unit="ratio",
-        x_ticks="data",
-    )
-    rows = [
-        [r["benchmark"], str(int(r["threads"])), fmt_ratio(r["speedup"]),
-         fmt_pct(r["efficiency"]) + noise_mark(r)]  # fmt: skip
-        for _, r in top.sort_values("efficiency").iterrows()
-    ]
-    worst, best = top["efficiency"].min(), top["efficiency"].max()
-    said = (
-        "Every speedup above compares the GPU with the fastest CPU thread count measured at "
-        "that size. With all its threads, each CPU benchmark measured at several thread counts "
-        f"reaches {fmt_pct(worst)} to {fmt_pct(best)} of ideal scaling (efficiency = speedup "
-        "over 1 thread / threads)."
-    )
-    caption = "Every benchmark at its most threads, least efficient first"
+    said = say("threads", top["efficiency"].min(), top["efficiency"].max())
+    chart = ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))
     return section(
-        "threads",
-        "The CPU on all its cores",
-        [said],
-        [ctx.chart(chart, shown, "The dashed diagonal is ideal scaling.")],
-        [table(caption, ["benchmark", "threads", "speedup", "efficiency"], rows)],
+        "threads", said, [chart], [table_of("threads_table", top.sort_values("efficiency"))]
     )
 
 
@@ -112,24 +78,10 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
         )
         if curve.empty:
             continue
-        rows = [
-            [" ".join(f"{k}={cell_text(r[k])}" for k in keys),
-             fmt_time(r["gpu_time"]), fmt_time(r["cpu_time"]),
-             f"{fmt_ratio(r['speedup'])}{noise_mark(r)}"]  # fmt: skip
-            for _, r in curve.iterrows()
-        ]
-        first, second = peer.names
-        headers = ["case", first, second, f"{second} / {first}"]
-        tables.append(table(peer.title, headers, rows))
+        tables.append(table_of("peer_table", peer, keys, curve))
     if not tables:
         return None
-    said = (
-        "The same work two ways, each ratio the second time over the first: PyTorch "
-        "(tools/reference/, measured in the same session as the suite's rows) over the suite, "
-        "above 1x the suite is faster; fp32 over bf16 or fp16 on the same path, above 1x mixed "
-        "precision pays."
-    )
-    return section("peers", "Against PyTorch, and mixed precision against fp32", [said], [], tables)
+    return section("peers", say("peers"), [], tables)
 
 
 # --- device memory ---------------------------------------------------------------------------
@@ -155,85 +107,30 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
     if agreement.empty and not largest:
         return None
     if agreement.empty:
-        return section("memory", "Device memory", largest)
+        return section("memory", largest)
     # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
     distance = np.log(agreement["ratio"]).abs()
     by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
-    chart = Chart(
-        kind="lines",
-        stem="memory_model",
-        title="Peak device memory: measured against the model",
-        x="device_bytes_model",
-        y="device_bytes_peak",
-        series="family",
-        connect=False,
-        diagonal=True,
-        diagonal_label="measured = model",
-        log_x=True,
-        log_y=True,
-        x_unit="bytes",
-        y_unit="bytes",
-        x_label="model (bytes the shapes call for)",
-        y_label="measured peak",
-    )
-    caption = "One marker per benchmark; above the diagonal it held more than modelled."
-    rows = [
-        [short_benchmark(r["name"]), fmt_bytes(r["device_bytes_model"]),
-         fmt_bytes(r["device_bytes_peak"]), fmt_ratio(r["ratio"]), r["measured_on"]]  # fmt: skip
-        for _, r in by_distance.iterrows()
-    ]
-    headers = ["benchmark", "model", "measured peak", "measured over model", "measured on"]
-    table_caption = "Device memory: model and measured peak, largest disagreement first"
+    said = _agreement_sentences(agreement, by_distance.iloc[0]) + largest
     return section(
-        "memory",
-        "Device memory",
-        _agreement_sentences(agreement, by_distance.iloc[0]) + largest,
-        [ctx.chart(chart, agreement, caption)],
-        [table(table_caption, headers, rows)],
+        "memory", said, [ctx.chart("memory", agreement)], [table_of("memory_table", by_distance)]
     )
 
 
 def _agreement_sentences(agreement: pd.DataFrame, worst: pd.Series) -> list[str]:
     """How far the measured peaks are from the model, by family, and the farthest."""
     ratios = agreement["ratio"]
-    within = ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT)
-    families = "; ".join(
-        f"{family} {fmt_ratio(r.median())}"
-        + (f" ({fmt_ratio(r.min())} to {fmt_ratio(r.max())}, {len(r)} rows)"
-           if len(r) > 1 else "")
-        for family, r in ratios.groupby(agreement["family"], sort=False)
-    )  # fmt: skip
-    return [
-        f"Over {len(agreement)} GPU benchmarks the measured peak (cudaMemGetInfo around "
-        f"the benchmark) is {fmt_ratio(ratios.median())} the bytes its shapes call for "
-        f"at the median, within {fmt_pct(MEMORY_AGREEMENT - 1)} of them in "
-        f"{int(within.sum())}. Measured over model, by workload: {families}.",
-        f"The largest disagreement is {short_benchmark(worst['name'])}: "
-        f"{fmt_bytes(worst['device_bytes_peak'])} measured against "
-        f"{fmt_bytes(worst['device_bytes_model'])} modelled "
-        f"({fmt_ratio(worst['ratio'])}).",
-    ]
+    within = int(ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT).sum())
+    families = agreement.groupby("family", sort=False)["ratio"]
+    families = families.agg(median="median", low="min", high="max", rows="size").reset_index()
+    return say("memory", len(agreement), ratios.median(), MEMORY_AGREEMENT, within, families, worst)
 
 
 def _largest_batch_lines(rows: pd.DataFrame, skipped: pd.DataFrame) -> list[str]:
     """Of each largest-batch row: the batch the model says fits, the batch that trained and its
     peak; and the ones that did not fit (`skipped`)."""
-    lines = []
-    for _, r in rows.iterrows():
-        text = f"{short_benchmark(r['name'])}: the model puts the largest batch at "
-        text += fmt_size(r.get("batch_largest", math.nan))
-        free, peak = r.get("device_bytes_free", math.nan), r.get("device_bytes_peak", math.nan)
-        if pd.notna(free):
-            text += f" in {fmt_bytes(free)} of free device memory"
-        text += f"; it trained at batch {fmt_size(r['batch'])}"
-        if pd.notna(peak):
-            text += f" with a measured peak of {fmt_bytes(peak)}"
-            if pd.notna(free) and free > 0:
-                text += f" ({fmt_pct(peak / free)} of the free memory)"
-        if pd.notna(r.get("t_step", math.nan)):
-            text += f", {fmt_time(r['t_step'])} per step"
-        lines.append(text + f" ({r['measured_on']}).")
-    return lines + [f"{p['name']} did not run: {p['reason']}." for _, p in skipped.iterrows()]
+    said = ("batch_largest", "device_bytes_free", "device_bytes_peak", "t_step")
+    return say("largest_batches", rows.assign(**{c: rows.get(c, math.nan) for c in said}), skipped)
 
 
 # --- allocation ------------------------------------------------------------------------------
@@ -269,45 +166,21 @@ def allocation_thin(ctx: Context, costs: pd.DataFrame) -> Thin:
     return rows
 
 
-def _alloc_cost(row: pd.Series) -> str:
-    tail = row["slowest_decile_s"]
-    decile = f", slowest decile {fmt_time(tail)}" if pd.notna(tail) else ""
-    return f"{fmt_time(row['time_s'])} at {fmt_bytes(row['bytes'])}{decile}"
-
-
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
     """Each call's cost at the smallest and largest size, what a pool saves, the worst tail."""
-    paragraphs = []
-    for machine, rows in costs.groupby("machine", sort=False):
-        ends = []
-        for call, c in rows.groupby("call", sort=False):
-            first, last = c.iloc[0], c.iloc[-1]
-            ends.append(f"{call} {_alloc_cost(first)}"
-                        + (f", {_alloc_cost(last)}" if len(c) > 1 else ""))  # fmt: skip
-        where = ctx.labels[int(machine)]["gpu_where"]
-        paragraphs.append(
-            f"Host time per call, median over repetitions ({where}): " + "; ".join(ends) + "."
-        )
-    savings = analysis.pool_savings(costs)
-    if not savings.empty:
-        text = ", ".join(
-            f"{fmt_ratio(r['saving'])} at {fmt_bytes(r['bytes'])}" for _, r in savings.iterrows()
-        )
-        paragraphs.append(
-            "A warm pool's allocate-and-free (cudaMallocAsync + cudaFreeAsync) against "
-            f"cudaMalloc + cudaFree, (cudaMalloc + cudaFree) / pool: {text}. Above 1x a "
-            "caching allocator saves that factor per buffer a step allocates."
-        )
+    machines = [
+        {"where": ctx.labels[int(machine)]["gpu_where"],
+         "calls": [{"call": call, "first": c.iloc[0].to_dict(),
+                    "last": c.iloc[-1].to_dict() if len(c) > 1 else None}
+                   for call, c in rows.groupby("call", sort=False)]}  # fmt: skip
+        for machine, rows in costs.groupby("machine", sort=False)
+    ]
     tails = costs.dropna(subset=["slowest_decile_s"])
+    tail = None
     if not tails.empty:
-        tail_ratio = tails["slowest_decile_s"] / tails["time_s"]
-        tail = tails.loc[tail_ratio.idxmax()]
-        paragraphs.append(
-            f"The slowest decile is at most {fmt_ratio(tail_ratio.max())} "
-            f"the median ({tail['call']} at {fmt_bytes(tail['bytes'])}: "
-            f"{fmt_time(tail['slowest_decile_s'])} against {fmt_time(tail['time_s'])})."
-        )
-    return paragraphs
+        ratio = tails["slowest_decile_s"] / tails["time_s"]
+        tail = {**tails.loc[ratio.idxmax()].to_dict(), "ratio": ratio.max()}
+    return say("allocation", machines, analysis.pool_savings(costs), tail)
 
 
 def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | None:
@@ -315,40 +188,8 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
     warm pool of cudaMallocAsync (what a caching allocator saves)."""
     if costs.empty:
         return None
-    chart = Chart(
-        kind="lines",
-        stem="allocation",
-        title="What an allocation costs the host, per call",
-        x="bytes",
-        y="time_s",
-        series="call",
-        y_low="time_s",
-        y_high="slowest_decile_s",
-        band_label="median to slowest decile",
-        flag="few_samples",
-        flag_label="hollow marker: fewer than 3 repetitions",
-        log_x=True,
-        log_y=True,
-        x_unit="bytes",
-        y_unit="s",
-        x_label="bytes per allocation",
-        y_label="host time per call",
-    )
-    rows = [
-        [r["call"], fmt_bytes(r["bytes"]), fmt_time(r["time_s"])
-         + (FEW_MARK if r["few_samples"] else ""),
-         fmt_time(r["slowest_decile_s"]) if pd.notna(r["slowest_decile_s"]) else "—",
-         str(int(r["repetitions"]))]  # fmt: skip
-        for _, r in costs.iterrows()
-    ]
-    headers = ["call", "bytes", "median", "slowest decile", "repetitions"]
-    return section(
-        "allocation",
-        "What allocation costs",
-        _allocation_sentences(ctx, costs),
-        [ctx.chart(chart, costs, "The band runs up to the slowest decile.")],
-        [table("Host time per call", headers, rows)],
-    )
+    said, table = _allocation_sentences(ctx, costs), table_of("allocation_table", costs)
+    return section("allocation", said, [ctx.chart("allocation", costs)], [table])
 
 
 # --- energy ----------------------------------------------------------------------------------
@@ -400,7 +241,7 @@ def _cpu_energy_absent(ctx: Context, energy: EnergyTopic) -> str:
         if isinstance(m["context"], dict) and m["context"].get(energy.cpu_absent_context)
     }
     said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
-    return f"not recorded ({'; '.join(said)})" if said else energy.cpu_absent
+    return "".join(say("cpu_energy_absent", said, energy.cpu_absent))
 
 
 def energy_section(
@@ -408,39 +249,19 @@ def energy_section(
 ) -> dict[str, Any] | None:
     """Joules per unit of work on each side of the energy pairs; the CPU side's energy where
     recorded, else why not."""
-    rows, compared = [], 0
-    for topic, frame in pairs:
-        for _, r in frame.iterrows():
-            cpu_j, gpu_j = r["cpu_j"], r["gpu_j"]
-            has_cpu = pd.notna(cpu_j)
-            compared += bool(has_cpu)
-            size = ", ".join(f"{k} {key_text(r[k])}" for k in topic.keys if pd.notna(r.get(k)))
-            rows.append(
-                [topic.title, size, str(r.get("variant") or "—"), f"{gpu_j:.3g} J",
-                 f"{cpu_j:.3g} J" if has_cpu else "not recorded",
-                 fmt_ratio(cpu_j / gpu_j) if has_cpu and gpu_j > 0 else "—"]  # fmt: skip
-            )
+    rows = [
+        {"title": topic.title, "variant": r.get("variant"), "gpu_j": r["gpu_j"],
+         "cpu_j": r["cpu_j"], "ratio": r["cpu_j"] / r["gpu_j"], "row": r,
+         "size_keys": [k for k in topic.keys if pd.notna(r.get(k))]}  # fmt: skip
+        for topic, frame in pairs
+        for _, r in frame.iterrows()
+    ]
     if not rows:
         return None
-    cpu_said = (
-        f"CPU energy: {_cpu_energy_absent(ctx, energy)}."
-        if not compared
-        else f"CPU energy compared at {compared} of {len(rows)} sizes."
-    )
-    unit = energy.unit_name
-    said = (
-        f"Joules per {unit}: the GPU's energy counter (NVML) over each repetition's timed "
-        f"loop, per {unit}, at the fastest GPU path of each size (as in the speedups). {cpu_said}"
-    )
-    headers = ["workload", "size", "GPU path", f"GPU J/{unit}", f"CPU J/{unit}"]
-    caption = f"Energy per {unit} (median over repetitions)"
-    return section(
-        energy.id,
-        energy.title,
-        [said],
-        [],
-        [table(caption, headers + ["CPU / GPU energy"], rows)],
-    )
+    compared = sum(pd.notna(r["cpu_j"]) for r in rows)
+    unit, absent = energy.unit_name, _cpu_energy_absent(ctx, energy)
+    said = say("energy", unit, compared, len(rows), absent)
+    return section(energy.id, said, [], [table_of("energy_table", unit, rows)], title=energy.title)
 
 
 # --- what did not run ------------------------------------------------------------------------
@@ -450,18 +271,14 @@ def problems_section(ctx: Context) -> dict[str, Any] | None:
     problems = ctx.table.problems
     if problems.empty:
         return None
-    details = [
-        {
-            "summary": f"{len(group)} {status} in {ctx.file_names[str(file)]}: {reason}",
-            "items": sorted(group["name"]),
-        }
-        for (file, status, reason), group in problems.groupby(["file", "status", "reason"])
+    groups = problems.groupby(["file", "status", "reason"])
+    counts = [
+        dict(count=len(g), status=s, file=ctx.file_names[str(f)], reason=r)
+        for (f, s, r), g in groups
     ]
-    said = (
-        f"{len(problems)} benchmarks have no measurement: a failed row reported an error, a "
-        "skipped one did not fit or is not supported on this machine, an invalid one wrote "
-        "values that cannot be a time."
-    )
-    return section(
-        "problems", "Failed, skipped and invalid benchmarks", [said], [], [], details=details
-    )
+    details = [
+        {"summary": summary, "items": sorted(group["name"])}
+        for summary, (_, group) in zip(say("problem_groups", counts), groups)
+    ]
+    said = say("problems", len(problems))
+    return section("problems", said, details=details)

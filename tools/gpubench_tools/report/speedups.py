@@ -11,12 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..units import fmt_ratio, fmt_size, fmt_time
+from ..units import fmt_size
 from . import analysis
-from .charts import Chart
 from .context import Context, Thin
-from .topics import PART_MEANINGS, GpuPath, Topic
-from .words import crossover_text, noise_mark, section, speedup_text, table, threads_text, wins_at
+from .topics import GpuPath, Topic
+from .words import say, section, table_of
 
 
 @dataclass(frozen=True)
@@ -107,27 +106,7 @@ def curve_thin(curve: pd.DataFrame) -> Thin:
     return thin
 
 
-def _ends(first: pd.Series, last: pd.Series, topic: Topic) -> str:
-    """The speedup at the smallest and the largest size, each with its noise mark."""
-
-    def at(row: pd.Series, name: str) -> str:
-        # Training topics take the fastest GPU path at each size: say which one it was.
-        path = f" ({row['gpu_variant']})" if topic.time_col == "t_step" else ""
-        return f"{speedup_text(row['speedup'], noise_mark(row))} at {name}{fmt_size(row[topic.x])}{path}"
-
-    text = at(first, f"{topic.x_name} ")
-    if last[topic.x] != first[topic.x]:
-        text += " → " + at(last, "")
-    return text
-
-
-def _dominant_text(dominant: analysis.Dominant) -> str:
-    if dominant.part is None:
-        if dominant.no_parts:
-            return "no breakdown (the GPU rows have no parts)"
-        return "no breakdown at these sizes"
-    text = PART_MEANINGS.get(dominant.part, dominant.part)
-    return text + (" (where it loses)" if dominant.where_it_loses else "")
+_ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 
 
 def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
@@ -137,19 +116,14 @@ def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
         no_pairs = "no size measured on both sides"
         why = no_pairs if pc.gpu is not None else f"no {pc.path.name} GPU rows"
         return {**line, "wins": "—", "crossover": "—", "ends": "—", "why": why}
-    main = pc.main
-    series = "" if pc.series_value is None else f" ({topic.series} {fmt_size(pc.series_value)})"
-    first = main.iloc[0]
-    return {
-        **line,
-        "wins": wins_at(main, topic.x, topic.x_name) + series,
-        "crossover": crossover_text(pc.cross, topic.x_name),
-        "ends": _ends(first, main.iloc[-1], topic),
-        "why": _dominant_text(pc.dominant),
-        "cpu_config": "best of "
-        + ", ".join(sorted({threads_text(t) for t in main["cpu_threads"]})),
-        "measured": f"CPU: {first['cpu_measured_on']} · GPU: {first['gpu_measured_on']}",
-    }
+    main, x = pc.main, topic.x
+    wins, losses = main.loc[main["speedup"] > 1, x], main.loc[main["speedup"] <= 1, x]
+    first, last = main.iloc[0], main.iloc[-1]
+    facts = dict(wins=list(wins), every=len(wins) == len(main), series=pc.series_value)
+    facts.update(beyond=len(wins) > 0 and wins.min() > losses.max(), cross=pc.cross)
+    facts.update(first=first.to_dict(), last=last.to_dict() if last[x] != first[x] else None)
+    facts.update(dominant=pc.dominant, threads=list(main["cpu_threads"]))
+    return {**line, **dict(zip(_ANSWER, say("answer_line", topic, facts)))}
 
 
 def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> list[dict[str, Any]]:
@@ -169,26 +143,6 @@ def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> lis
     return rows
 
 
-def _speedup_chart(ctx: Context, topic: Topic, series: bool) -> Chart:
-    return Chart(
-        kind="lines",
-        stem=f"speedup_{topic.id}",
-        title=f"{topic.title}: GPU speedup over the CPU",
-        x=topic.x,
-        y="speedup",
-        series="line" if ctx.several or series else None,
-        y_low="speedup_low",
-        y_high="speedup_high",
-        flag="flagged",
-        log_x=True,
-        log_y=True,
-        hline=(1.0, "same speed"),
-        x_label=topic.x_name,
-        y_label=f"CPU / GPU wall time per {topic.time_name}",
-        y_unit="ratio",
-    )
-
-
 def _with_other_paths(
     curve: pd.DataFrame, topic: Topic, others: list[tuple[GpuPath, pd.DataFrame]]
 ) -> pd.DataFrame:
@@ -205,35 +159,6 @@ def _with_other_paths(
         columns = columns[on + list(named)].rename(columns=named)
         curve = curve.merge(columns, on=on, how="left")
     return curve
-
-
-def _curve_table(
-    topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]], lines: bool
-) -> dict[str, Any]:
-    rows = [
-        ([r["line"]] if lines else [])
-        + [
-            fmt_size(r[topic.x]),
-            f"{fmt_time(r['cpu_time'])} ({threads_text(r['cpu_threads'])})",
-            f"{fmt_time(r['gpu_time'])} ({r['gpu_variant']})",
-            f"{fmt_ratio(r['speedup'])} [{fmt_ratio(r['speedup_low'])}–"
-            f"{fmt_ratio(r['speedup_high'])}]",
-        ]
-        + [
-            f"{fmt_time(r[f'{p.name}_time'])}, {fmt_ratio(r[f'{p.name}_speedup'])}"
-            if pd.notna(r[f"{p.name}_time"]) else "—"
-            for p, _ in others
-        ]  # fmt: skip
-        + [f"{int(r['cpu_repetitions'])} / {int(r['gpu_repetitions'])}{noise_mark(r)}"]
-        for _, r in curve.iterrows()
-    ]
-    headers = (
-        (["line"] if lines else [])
-        + [topic.x_name, "CPU time", "GPU time (path)", "speedup [min–max]"]
-        + [f"{p.name} GPU time, speedup" for p, _ in others]
-        + ["repetitions CPU / GPU"]
-    )
-    return table(f"Time per {topic.time_name} (medians) and speedups", headers, rows)
 
 
 def topic_section(
@@ -255,33 +180,15 @@ def topic_section(
     if series is not None:
         named = curve[series].map(lambda v: f"{series} {fmt_size(v)}")
         curve = curve.assign(line=(curve["line"] + " · " + named) if ctx.several else named)
-    caption = (
-        f"Above 1 the GPU is faster: {topic.cpu_time_name} / {topic.gpu_time_name}. "
-        f"GPU: {topic.gpu_paths[-1].meaning}; CPU: the fastest thread count measured at each "
-        f"size. Bands: min..max over repetitions; hollow markers: fewer than 3 repetitions, "
-        f"a spread over 25%, or measured while disturbed."
-    )
     curve = _with_other_paths(curve, topic, others)
-    paragraphs = [
-        " ".join(
-            f"{a['workload']}, {line['path']} GPU path ({line['meaning']}): the GPU wins "
-            f"at {line['wins']}; crossover: {line['crossover']}; speedup {line['ends']}; "
-            f"most of the GPU time is {line['why']}."
-            for line in a["paths"]
-            if "cpu_config" in line
-        )
-        + f" CPU side: {a['cpu_config']}."
-        for a in answer
-        if "cpu_config" in a
-    ]
-    speedup = ctx.chart(_speedup_chart(ctx, topic, series is not None), curve, caption)
-    return section(
-        topic.id,
-        topic.title,
-        paragraphs,
-        [speedup] + _extra_charts(ctx, topic, curve, others),
-        [_curve_table(topic, curve, others, ctx.several or series is not None)],
+    paragraphs = say("topic_paragraphs", answer)
+    lines = ctx.several or series is not None
+    speedup = ctx.chart(
+        "speedup", curve, topic=topic, path=topic.gpu_paths[-1], series="line" if lines else None
     )
+    charts = [speedup] + _extra_charts(ctx, topic, curve, others)
+    table = table_of("curve_table", topic, curve, [p.name for p, _ in others], lines)
+    return section(topic.id, paragraphs, charts, [table], title=topic.title)
 
 
 def _extra_charts(
@@ -291,19 +198,7 @@ def _extra_charts(
     kernel utilisation chart where it declares one."""
     charts = [_time_chart(ctx, topic, curve, others)]
     if topic.series is not None and not ctx.several and curve[topic.series].nunique() > 1:
-        heat = Chart(
-            kind="heatmap",
-            stem=f"heatmap_{topic.id}",
-            title=f"{topic.title}: speedup by {topic.x_name} and {topic.series}",
-            x=topic.x,
-            y=topic.series,
-            value="speedup",
-            x_label=topic.x_name,
-            y_label=topic.series,
-            value_label=f"CPU / GPU wall time per {topic.time_name}",
-        )
-        caption = "Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."
-        charts.append(ctx.chart(heat, curve, caption))
+        charts.append(ctx.chart("heatmap", curve, topic=topic))
     utilisation = topic.utilisation
     if utilisation is None or ctx.several:
         return charts
@@ -311,22 +206,8 @@ def _extra_charts(
         subset=["pct_peak"] if "pct_peak" in ctx.summary else []
     )
     if len(kernel):
-        chart = Chart(
-            kind="lines",
-            stem=f"utilisation_{topic.id}",
-            title=utilisation.title,
-            x=utilisation.x,
-            y="pct_peak",
-            series=utilisation.series,
-            flag="few_samples",
-            log_x=True,
-            log_y=True,
-            x_label=utilisation.x,
-            y_label="% of the precision's peak",
-            y_unit="count",
-        )
         kernel = kernel.sort_values(utilisation.x).assign(few_samples=analysis.flagged(kernel))
-        charts.append(ctx.chart(chart, kernel, utilisation.caption))
+        charts.append(ctx.chart("utilisation", kernel, topic=topic, use=utilisation))
     return charts
 
 
@@ -355,20 +236,4 @@ def _time_chart(
     times = pd.concat(sides, ignore_index=True)
     if topic.series is None and not ctx.several:
         times["side"] = times["side"].str.split(" · ").str[-1]
-    chart = Chart(
-        kind="lines",
-        stem=f"time_{topic.id}",
-        title=f"{topic.title}: time per {topic.time_name}",
-        x=topic.x,
-        y="time",
-        series="side",
-        y_low="low",
-        y_high="high",
-        flag="few",
-        log_x=True,
-        log_y=True,
-        x_label=topic.x_name,
-        y_label=f"time per {topic.time_name}",
-        y_unit="s",
-    )
-    return ctx.chart(chart, times, "Medians; bands: min..max over repetitions.")
+    return ctx.chart("time", times, topic=topic)

@@ -21,25 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "GpuPath",
-    "KernelUtilisation",
-    "PartsChart",
-    "StepProfile",
-    "Peer",
-    "PEERS",
-    "Topic",
-    "TOPICS",
-    "TRAINING_WORKLOADS",
-    "PART_LABELS",
-    "PART_MEANINGS",
-    "CONTEXT_NAMES",
-    "COMMITTED_GPU_REFERENCE",
-    "EnergyTopic",
-    "ENERGY",
-    "committed_gpu_reference",
-]
-
 # The committed GPU reference run (repository paths): what a run without GPU rows is offered as
 # its GPU side, by the report and by the advisor.
 COMMITTED_GPU_REFERENCE: tuple[str, ...] = (
@@ -195,19 +176,12 @@ def _gemm_topic(dtype: str, gpu_path: str, **extra: Any) -> Topic:
     """The square GEMM in one precision: the CPU call against cuBLAS end to end from pinned host
     memory, time per call against n. `extra` holds its own charts."""
     square = {"workload": "matmul", "shape": "square", "dtype": dtype}
+    gpu = {**square, "backend": "gpu", "host": "pinned", "variant": "cublas_e2e"}
     return Topic(
-        id="gemm" if dtype == "fp32" else f"gemm-{dtype}",
-        title=f"Square GEMM, {dtype}",
-        cpu={**square, "backend": "cpu"},
-        gpu={**square, "backend": "gpu", "host": "pinned", "variant": "cublas_e2e"},
-        keys=("n",),
-        x="n",
-        x_name="n",
-        gpu_path=gpu_path,
-        paths=(_GEMM_PATH,),
-        gpu_time_name=_GEMM_GPU_TIME,
-        **extra,
-    )
+        "gemm" if dtype == "fp32" else f"gemm-{dtype}", f"Square GEMM, {dtype}",
+        {**square, "backend": "cpu"}, gpu, keys=("n",), x="n", x_name="n", gpu_path=gpu_path,
+        paths=(_GEMM_PATH,), gpu_time_name=_GEMM_GPU_TIME, **extra,
+    )  # fmt: skip
 
 
 def _training_topic(
@@ -223,128 +197,78 @@ def _training_topic(
     """A training workload's topic: steps in one precision (and one data set, where `data` names
     one), CPU against the GPU paths, step time against batch. `extra` holds what is its own:
     `series`, charts."""
-    data_row = {} if data is None else {"data": data}
+    rows = {"workload": workload, **({} if data is None else {"data": data})}
+    cpu = {**rows, "backend": "cpu", "variant": _CPU_TRAINING_VARIANTS, "precision": precision}
     return Topic(
-        id=id,
-        title=title,
-        cpu={
-            "workload": workload,
-            "backend": "cpu",
-            "variant": _CPU_TRAINING_VARIANTS,
-            **data_row,
-            "precision": precision,
-        },
-        gpu={"workload": workload, **data_row, "precision": precision, **_GPU_TRAINING},
-        keys=keys,
-        x="batch",
-        x_name="batch",
-        time_col="t_step",
-        time_name="step",
-        paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP,
-        gpu_time_name=_GPU_STEP,
-        gpu_path=gpu_path,
-        **extra,
-    )
+        id, title, cpu, {**rows, "precision": precision, **_GPU_TRAINING}, keys, x="batch",
+        x_name="batch", time_col="t_step", time_name="step", paths=_TRAINING_PATHS,
+        cpu_time_name=_CPU_STEP, gpu_time_name=_GPU_STEP, gpu_path=gpu_path, **extra,
+    )  # fmt: skip
 
 
+# fmt: off
 TOPICS: tuple[Topic, ...] = (
     _gemm_topic(
-        "fp32",
-        gpu_path="end to end: copies in and out of pinned host memory included",
+        "fp32", gpu_path="end to end: copies in and out of pinned host memory included",
         parts=PartsChart(
-            stem="breakdown_gemm",
-            title="Where the end-to-end GEMM time goes (fp32, pinned)",
+            stem="breakdown_gemm", title="Where the end-to-end GEMM time goes (fp32, pinned)",
             rows={"workload": "matmul", "host": "pinned", "dtype": "fp32", "shape": "square"},
             caption="Each bar is one GEMM's GPU time split four ways; its total is printed at "
             "its end. Under-utilisation is the compute time beyond what the same flop "
             "would take at the GPU's peak: a nearly idle GPU at small sizes.",
-            y_label="share of the GPU time",
-            size="n",
+            y_label="share of the GPU time", size="n", size_label="matrix size",
             # Powers of two only: a bar per size of a 20-size sweep would not read at a glance.
             sizes=tuple(2.0**e for e in range(4, 15)),
-            size_label="matrix size",
-            lead="End-to-end fp32 GEMM (pinned host memory)",
-        ),
+            lead="End-to-end fp32 GEMM (pinned host memory)"),
         utilisation=KernelUtilisation(
             title="GPU kernel-only GEMM: share of peak by precision",
             rows={"workload": "matmul", "backend": "gpu", "shape": "square", "host": None},
             caption="Operands already on the GPU (no copies): what is left below 100% at "
-            "small n is the under-utilisation of the breakdown.",
-        ),
+            "small n is the under-utilisation of the breakdown."),
     ),
     _gemm_topic("bf16", gpu_path="end to end, pinned host memory"),
     _training_topic(
-        id="mlp-iris",
-        title="MLP training on Iris",
-        workload="mlp",
-        data="iris",
+        id="mlp-iris", title="MLP training on Iris", workload="mlp", data="iris",
         keys=("hidden", "batch"),
         gpu_path="the fastest GPU path (eager, CUDA graph or fused kernel) at each size",
         # The Iris ladder: one small net, every GPU path and readback/input variant of it.
         parts=PartsChart(
-            stem="breakdown_training",
-            title="Where a GPU training step goes (MLP on Iris)",
+            stem="breakdown_training", title="Where a GPU training step goes (MLP on Iris)",
             rows={"workload": "mlp", "data": "iris"},
             caption="One bar per GPU path and variant (readback: the loss copied to the host "
             "every N steps, 0 never; input: the batch copied from pageable or pinned "
             "host memory each step). The launch overhead of the eager path is what "
             "CUDA graphs and the fused kernel remove.",
-            y_label="share of the step",
-            any_training_title="Where a GPU training step goes",
-        ),
+            y_label="share of the step", any_training_title="Where a GPU training step goes"),
     ),
     _training_topic(
-        id="mlp-digits",
-        title="MLP training on digits",
-        workload="mlp",
-        data="digits",
-        keys=("hidden", "batch"),
-        series="hidden",
+        id="mlp-digits", title="MLP training on digits", workload="mlp", data="digits",
+        keys=("hidden", "batch"), series="hidden", gpu_path="the fastest GPU path at each size",
+    ),
+    _training_topic(
+        id="mlp-sweep", title="MLP training sweep (synthetic data)", workload="mlp",
+        data="synthetic", keys=("hidden", "batch"), series="hidden",
         gpu_path="the fastest GPU path at each size",
     ),
     _training_topic(
-        id="mlp-sweep",
-        title="MLP training sweep (synthetic data)",
-        workload="mlp",
-        data="synthetic",
-        keys=("hidden", "batch"),
-        series="hidden",
-        gpu_path="the fastest GPU path at each size",
-    ),
-    _training_topic(
-        id="cnn",
-        title="CIFAR-10 CNN training",
-        workload="cnn",
-        keys=("batch",),
+        id="cnn", title="CIFAR-10 CNN training", workload="cnn", keys=("batch",),
         gpu_path="the GPU training step",
         profile=StepProfile(
-            id="profile",
-            title="The CNN step, operation by operation",
-            chart_title="Where a CNN training step goes, batch {batch}",
-            stem="profile_cnn",
+            id="profile", title="The CNN step, operation by operation",
+            chart_title="Where a CNN training step goes, batch {batch}", stem="profile_cnn",
             rows={"workload": "cnn"},
-            kinds=(
-                (r"\.im2col$", "im2col"),
-                (r"\.bias", "bias"),
-                (r"^pool", "pool"),
-                (r"\.(gemm|weight_gradient|input_gradient)$|^fc", "GEMM"),
-                (r"^loss(\.|$)", "loss"),
-                (r"^update(\.|$)", "update"),
-                (r"^launch_gaps(\.|$)", "launch gaps"),
-            ),
-        ),
+            kinds=((r"\.im2col$", "im2col"), (r"\.bias", "bias"), (r"^pool", "pool"),
+                   (r"\.(gemm|weight_gradient|input_gradient)$|^fc", "GEMM"),
+                   (r"^loss(\.|$)", "loss"), (r"^update(\.|$)", "update"),
+                   (r"^launch_gaps(\.|$)", "launch gaps"))),
     ),
     _training_topic(
-        id="mixed",
-        title="Mixed-precision MLP training (bf16)",
-        workload="mlp",
-        precision="bf16",
-        keys=("data", "hidden", "batch"),
-        series="hidden",
+        id="mixed", title="Mixed-precision MLP training (bf16)", workload="mlp",
+        precision="bf16", keys=("data", "hidden", "batch"), series="hidden",
         gpu_path="bf16 products with fp32 master weights and loss scaling",
     ),
 )
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -397,35 +321,26 @@ class Peer:
 
 
 _TORCH_TRAINING = ("torch_eager",)
+# fmt: off
 PEERS: tuple[Peer, ...] = (
-    Peer(
-        title="GEMM kernel: torch.mm against cuBLAS",
-        ours={"workload": "matmul", "backend": "gpu", "variant": "cublas_kernel"},
-        peer={"workload": "matmul", "backend": "gpu", "variant": "torch_mm"},
-        keys=("dtype", "m", "n", "k"),
-    ),
-    Peer(
-        title="MLP training step: PyTorch eager against the suite's eager path",
-        ours={"workload": "mlp", "variant": "eager", "input": (None, "resident")},
-        peer={"workload": "mlp", "variant": _TORCH_TRAINING},
-        keys=("backend", "data", "hidden", "batch", "readback", "precision"),
-        time_col="t_step",
-    ),
-    Peer(
-        title="MLP training step on the CPU: PyTorch against the suite's fastest CPU path",
-        ours={"workload": "mlp", "backend": "cpu", "variant": ("openblas", "small")},
-        peer={"workload": "mlp", "backend": "cpu", "variant": _TORCH_TRAINING},
-        keys=("data", "hidden", "batch", "precision"),
-        time_col="t_step",
-    ),
-    Peer(
-        title="CNN training step: PyTorch eager against the suite",
-        ours={"workload": "cnn", "variant": ("eager", "openblas")},
-        peer={"workload": "cnn", "variant": _TORCH_TRAINING},
-        keys=("backend", "batch", "precision"),
-        time_col="t_step",
-    ),
+    Peer("GEMM kernel: torch.mm against cuBLAS",
+         ours={"workload": "matmul", "backend": "gpu", "variant": "cublas_kernel"},
+         peer={"workload": "matmul", "backend": "gpu", "variant": "torch_mm"},
+         keys=("dtype", "m", "n", "k")),
+    Peer("MLP training step: PyTorch eager against the suite's eager path",
+         ours={"workload": "mlp", "variant": "eager", "input": (None, "resident")},
+         peer={"workload": "mlp", "variant": _TORCH_TRAINING},
+         keys=("backend", "data", "hidden", "batch", "readback", "precision"), time_col="t_step"),
+    Peer("MLP training step on the CPU: PyTorch against the suite's fastest CPU path",
+         ours={"workload": "mlp", "backend": "cpu", "variant": ("openblas", "small")},
+         peer={"workload": "mlp", "backend": "cpu", "variant": _TORCH_TRAINING},
+         keys=("data", "hidden", "batch", "precision"), time_col="t_step"),
+    Peer("CNN training step: PyTorch eager against the suite",
+         ours={"workload": "cnn", "variant": ("eager", "openblas")},
+         peer={"workload": "cnn", "variant": _TORCH_TRAINING},
+         keys=("backend", "batch", "precision"), time_col="t_step"),
 )
+# fmt: on
 
 # Mixed precision against fp32 on the same path, net and batch (the peer is fp32 here).
 PEERS += tuple(
@@ -439,6 +354,104 @@ PEERS += tuple(
     )
     for precision in ("bf16", "fp16")
 )
+
+
+# The report's charts, as data: the fields of a charts.Chart and the `caption` under it. One
+# builder (context.Context.chart) draws each from its frame; a "{...}" field is filled from what
+# the chart is drawn for (`topic`, its last GPU `path`, a PartsChart `view`, a StepProfile
+# `profile`, a KernelUtilisation `use`, the profiled `batch`).
+_LOG = {"log_x": True, "log_y": True}
+_HOLLOW = "hollow marker: fewer than 3 repetitions"
+# fmt: off
+CHARTS: dict[str, dict[str, Any]] = {
+    "speedup": dict(
+        kind="lines", stem="speedup_{topic.id}", title="{topic.title}: GPU speedup over the CPU",
+        x="{topic.x}", y="speedup", y_low="speedup_low", y_high="speedup_high", flag="flagged",
+        **_LOG, hline=(1.0, "same speed"), x_label="{topic.x_name}", y_unit="ratio",
+        y_label="CPU / GPU wall time per {topic.time_name}",
+        caption="Above 1 the GPU is faster: {topic.cpu_time_name} / {topic.gpu_time_name}. "
+        "GPU: {path.meaning}; CPU: the fastest thread count measured at each size. Bands: "
+        "min..max over repetitions; hollow markers: fewer than 3 repetitions, a spread over "
+        "25%, or measured while disturbed."),
+    "time": dict(
+        kind="lines", stem="time_{topic.id}", title="{topic.title}: time per {topic.time_name}",
+        x="{topic.x}", y="time", series="side", y_low="low", y_high="high", flag="few", **_LOG,
+        x_label="{topic.x_name}", y_label="time per {topic.time_name}", y_unit="s",
+        caption="Medians; bands: min..max over repetitions."),
+    "heatmap": dict(
+        kind="heatmap", stem="heatmap_{topic.id}", x="{topic.x}", y="{topic.series}",
+        title="{topic.title}: speedup by {topic.x_name} and {topic.series}", value="speedup",
+        x_label="{topic.x_name}", y_label="{topic.series}",
+        value_label="CPU / GPU wall time per {topic.time_name}",
+        caption="Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."),
+    "utilisation": dict(
+        kind="lines", stem="utilisation_{topic.id}", title="{use.title}", x="{use.x}",
+        y="pct_peak", series="{use.series}", flag="few_samples", **_LOG, x_label="{use.x}",
+        y_label="% of the precision's peak", y_unit="count", caption="{use.caption}"),
+    "parts": dict(
+        kind="stacked", stem="{view.stem}", title="{view.title}", x="size", normalize=True,
+        x_label="{view.size_label}", y_label="{view.y_label}", caption="{view.caption}"),
+    "profile": dict(
+        kind="stacked", stem="{profile.stem}", x="path",  # its title: the profile's, by batch
+        normalize=True, y_label="share of the profiled step",
+        caption="From the per-operation counters, by kind."),
+    "copies": dict(
+        kind="lines", stem="copies", title="Host-device copies: bandwidth against size",
+        x="bytes", y="bytes_per_s", series="copy", flag="few", **_LOG, x_unit="bytes",
+        y_unit="bytes/s", x_label="bytes per copy", y_label="bandwidth",
+        caption="Below alpha x beta bytes the fixed cost alpha dominates."),
+    "threads": dict(
+        kind="lines", stem="cpu_threads", x="threads", y="speedup", series="benchmark",
+        title="CPU speedup with threads (the largest case of each workload)",
+        y_low="speedup_low", y_high="speedup_high", flag="flagged", diagonal=True,
+        x_label="threads", y_label="time with 1 thread / time", y_unit="ratio", x_ticks="data",
+        caption="The dashed diagonal is ideal scaling."),
+    "memory": dict(
+        kind="lines", stem="memory_model", title="Peak device memory: measured against the model",
+        x="device_bytes_model", y="device_bytes_peak", series="family", connect=False,
+        diagonal=True, diagonal_label="measured = model", **_LOG, x_unit="bytes",
+        y_unit="bytes", x_label="model (bytes the shapes call for)", y_label="measured peak",
+        caption="One marker per benchmark; above the diagonal it held more than modelled."),
+    "allocation": dict(
+        kind="lines", stem="allocation", title="What an allocation costs the host, per call",
+        x="bytes", y="time_s", series="call", y_low="time_s", y_high="slowest_decile_s",
+        band_label="median to slowest decile", flag="few_samples", flag_label=_HOLLOW, **_LOG,
+        x_unit="bytes", y_unit="s", x_label="bytes per allocation",
+        y_label="host time per call", caption="The band runs up to the slowest decile."),
+}
+# fmt: on
+
+# The GEMMs whose model error the model section's sentence states (the fp32 speedup curve's): a
+# row filter over the error's bands.
+MODEL_ERROR_SAID: dict[str, Any] = {"dtype": "fp32", "host": "pinned"}
+
+# The rows the tools beside the report read by their labels: the GEMM rows' workload (the
+# overhead model's end-to-end and kernel-only GEMMs, the advisor's curves), and the tiny MLP the
+# advisor predicts: its workload, the paths its model is of (GPU: one launch per operation; CPU:
+# OpenBLAS), its data sets' (input features, classes) as benchmarks/mlp_*.cpp build the networks
+# (the first is the default), and how the advisor names the GEMM rows a run lacks.
+GEMM_WORKLOAD = "matmul"
+ADVISED_MLP: dict[str, str] = {"workload": "mlp", "gpu": "eager", "cpu": "openblas"}
+MLP_DATASETS: dict[str, tuple[int, int]] = {
+    "synthetic": (64, 10),
+    "digits": (64, 10),
+    "iris": (4, 3),
+}
+GEMM_ROW_NAMES: dict[str, str] = {
+    "gpu": "matmul/gpu/cublas_kernel/dtype:{dtype}/...",
+    "cpu": "matmul/cpu/openblas/dtype:{dtype}/...",
+}
+
+# The sections beside the topics' own, by id: their headings.
+SECTION_TITLES: dict[str, str] = {
+    "breakdown": "Where the GPU time goes",
+    "model": "The overhead model and its error",
+    "threads": "The CPU on all its cores",
+    "peers": "Against PyTorch, and mixed precision against fp32",
+    "memory": "Device memory",
+    "allocation": "What allocation costs",
+    "problems": "Failed, skipped and invalid benchmarks",
+}
 
 # The four parts of a GPU time, in the order they are stacked: the short name every chart and
 # table uses (the charts colour a part by it), and what it means, for the answer table.

@@ -8,12 +8,14 @@ pairs rows. Nothing here formats markup: the templates escape every text for HTM
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Any, Iterable
 
 import pandas as pd
 
-from ..units import approx, fmt_bytes, fmt_flops, fmt_rate, fmt_ratio, fmt_size
-from .analysis import Crossover
+from ..templating import environment
+from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
+from .topics import PART_LABELS, PART_MEANINGS, SECTION_TITLES
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
@@ -25,13 +27,14 @@ DISTURBED_MARK = "‡"
 
 def section(
     id: str,
-    title: str,
     paragraphs: Iterable[str] = (),
     charts: Iterable[dict[str, str]] = (),
     tables: Iterable[dict[str, Any]] = (),
     **extra: Any,
 ) -> dict[str, Any]:
-    """A section of the document: `extra` holds its `notes` and `details` where it has them."""
+    """A section of the document, titled `title` (in `extra`) or topics.SECTION_TITLES[id];
+    `extra` holds its `notes` and `details` where it has them."""
+    title = extra.pop("title", None) or SECTION_TITLES[id]
     page = {"id": id, "title": title, "paragraphs": list(paragraphs), "charts": list(charts)}
     return {**page, "tables": list(tables), **extra}
 
@@ -51,35 +54,6 @@ def threads_text(threads: Any) -> str:
         return "CPU"
     n = int(threads)
     return f"{n} thread{'' if n == 1 else 's'}"
-
-
-def speedup_text(speedup: float, mark: str = "") -> str:
-    """A speedup as a ratio; below 1 also as how many times slower the GPU is, the way people
-    say it ("0.024x (42x slower)")."""
-    text = fmt_ratio(speedup) + mark
-    if 0 < speedup < 1:
-        text += f" ({fmt_ratio(1 / speedup).removesuffix('x')}x slower)"
-    return text
-
-
-def wins_at(curve: pd.DataFrame, x: str, x_name: str) -> str:
-    wins = curve.loc[curve["speedup"] > 1, x]
-    if wins.empty:
-        return "no size measured"
-    if len(wins) == len(curve):
-        return "every size measured"
-    if wins.min() > curve.loc[curve["speedup"] <= 1, x].max():
-        return f"{x_name} ≥ {fmt_size(wins.min())}"
-    return ", ".join(f"{x_name} {fmt_size(v)}" for v in wins)
-
-
-def crossover_text(cross: Crossover, x_name: str) -> str:
-    if cross.kind == "cross" and cross.x is not None:
-        return f"{x_name} ≈ {approx(cross.x)}"
-    return {
-        "always_faster": "none: GPU faster at every size",
-        "never_faster": "none: CPU faster at every size",
-    }.get(cross.kind, "—")
 
 
 def cell_text(value: Any) -> str:
@@ -129,3 +103,75 @@ def path_name(name: str) -> str:
     parts = name.split("/")
     keep = [parts[2]] + [p for p in parts[3:] if p.startswith(("readback:", "input:"))]
     return " ".join(keep)
+
+
+# A macro's lines are its template's lines, a table row's cells are joined by a tab: a newline
+# or a tab inside a value (a hostile benchmark name) is held apart until the lines and cells
+# are split, then given back.
+_NL, _TAB = "\ue000n", "\ue000t"
+
+
+class _Cells(str):
+    """A table row's cells, joined by tabs: written as they are."""
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(value, _Cells):
+        return value.replace("\n", _NL).replace("\t", _TAB)
+    return value
+
+
+def _restore(text: str) -> str:
+    return text.replace(_NL, "\n").replace(_TAB, "\t")
+
+
+def _row(*cells: Any) -> _Cells:
+    return _Cells("\t".join(_finalize(str(cell)) for cell in cells))
+
+
+@cache
+def _sentences() -> Any:
+    env = environment("gpubench_tools.report", finalize=_finalize)
+    units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
+    env.filters.update(units, signed=lambda v: f"{v:+.0%}", g3=lambda v: f"{v:.3g}")
+    env.filters.update(part=lambda p: PART_LABELS.get(p, p), format_=lambda v, f: f.format(v))
+    env.filters.update(cell=lambda key, row: f"{key}={cell_text(row[key])}", other=_other)
+    env.filters.update(keyed=lambda key, row: f"{key} {key_text(row[key])}")
+    env.filters.update(short=short_benchmark, approx=approx, threads=threads_text)
+    env.filters.update(meaning=lambda part: PART_MEANINGS.get(part, part))
+    env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK)
+    env.globals["row"] = _row
+    env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
+    return env.get_template("words.j2").module
+
+
+def _lines(macro: str, values: tuple[Any, ...]) -> list[str]:
+    """The lines a macro of templates/words.j2 writes, its values' own newlines and tabs held
+    apart (frames are passed as lists of records, a row as a dict)."""
+    records = [
+        (
+            v.to_dict("records")
+            if isinstance(v, pd.DataFrame)
+            else v.to_dict() if isinstance(v, pd.Series) else v
+        )
+        for v in values
+    ]
+    return [line for line in str(getattr(_sentences(), macro)(*records)).split("\n") if line]
+
+
+def say(sentence: str, *values: Any) -> list[str]:
+    """The lines of a sentence macro of templates/words.j2, given the values it words."""
+    return [_restore(line) for line in _lines(sentence, values)]
+
+
+def _other(path: str, row: dict[str, Any]) -> str:
+    """Another GPU path's time and speedup in a curve's table row, "—" where it has none."""
+    time = row[f"{path}_time"]
+    return f"{fmt_time(time)}, {fmt_ratio(row[f'{path}_speedup'])}" if pd.notna(time) else "—"
+
+
+def table_of(macro: str, *values: Any) -> dict[str, Any]:
+    """A table from a table macro of templates/words.j2: its caption, headers and rows."""
+    caption, *rows = _lines(macro, values)
+    cells = [[_restore(cell) for cell in row.split("\t")] for row in rows]
+    return table(_restore(caption), cells[0], cells[1:])
