@@ -15,8 +15,9 @@ for program in "$BUILD_DIR"/examples/*/; do
   example=$(basename "$program")
   # Quickly: this proves the path, not the numbers. Its console and progress lines are shown only
   # if it fails.
-  if ! "$program/$example" --benchmark_min_time=0.01s --benchmark_out="$work/$example.json" \
-    >"$work/$example.log" 2>&1; then
+  # Four repetitions: what compare's U test needs to judge a benchmark at all.
+  if ! "$program/$example" --benchmark_min_time=0.01s --benchmark_repetitions=4 \
+    --benchmark_out="$work/$example.json" >"$work/$example.log" 2>&1; then
     cat "$work/$example.log" >&2
     echo "check-examples: $example failed" >&2
     exit 1
@@ -39,7 +40,7 @@ for program in "$BUILD_DIR"/examples/*/; do
   "$PYTHON" -m gpubench_tools.export --format bencher "$work/$example.json" \
     --out "$work/$example-bmf.json" --quiet
   # The file against itself: no regression (0), or not resolved (3) where a busy machine marked
-  # its rows disturbed; anything else means compare could not read it.
+  # its rows disturbed; anything else (2: it could not read or judge the file) fails.
   status=0
   "$PYTHON" -m gpubench_tools.compare "$work/$example.json" "$work/$example.json" --quiet ||
     status=$?
