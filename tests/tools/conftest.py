@@ -118,8 +118,14 @@ def reference_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def mixed_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The report document of the CPU-only fixture with the GPU reference."""
+def mixed_doc(
+    mixed_report: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The report document of the CPU-only fixture with the GPU reference: the one the report
+    command of `mixed_report` built from the same inputs (built again only where that command no
+    longer goes through build_document)."""
+    if mixed_report["doc"] is not None:
+        return mixed_report["doc"]
     return _document(tmp_path_factory, "mixed", [CPU_RUN], REFERENCE)
 
 
@@ -132,17 +138,39 @@ def committed_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def mixed_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The report command run once on the CPU-only fixture with the GPU reference: its exit
-    code, output folder, stdout and stderr."""
+    code, output folder, stdout and stderr, and the document it built before writing the pages
+    (a copy taken as build_document returned it; None if it built none), which mixed_doc reads
+    instead of drawing every chart a second time."""
     import contextlib
+    import copy
     import io
 
-    from gpubench_tools.report import main
+    from gpubench_tools.report import build, main
+
+    built: list[dict[str, Any]] = []
+    build_document = build.build_document
+
+    def keep(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        doc = build_document(*args, **kwargs)
+        built.append(copy.deepcopy(doc))
+        return doc
 
     out = tmp_path_factory.mktemp("mixed_report")
     stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+    ):
+        patch.setattr(build, "build_document", keep)
         code = main([CPU_RUN, "--gpu-reference", *REFERENCE, "--out", str(out)])
-    return {"code": code, "out": out, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+    return {
+        "code": code,
+        "out": out,
+        "stdout": stdout.getvalue(),
+        "stderr": stderr.getvalue(),
+        "doc": built[0] if len(built) == 1 else None,
+    }
 
 
 def bench_binary() -> Path:
