@@ -373,11 +373,12 @@ def default_stop_signals() -> None:
 
 
 def start_long(out: Path | None) -> subprocess.Popen:
-    """bench on SEVERAL_FILTER, 3 repetitions of 0.2 s or more each, so that a signal sent after a
-    benchmark's progress line lands inside the next one; writing `out` when given."""
+    """bench on SEVERAL_FILTER, 3 repetitions of 0.1 s or more each, so that a signal sent after a
+    benchmark's progress line lands inside the next one (0.3 s long, a long time for the test to
+    send one signal); writing `out` when given."""
     return start_bench(
         SEVERAL_FILTER,
-        "--benchmark_min_time=0.2",
+        "--benchmark_min_time=0.1",
         "--benchmark_repetitions=3",
         *([f"--benchmark_out={out}"] if out else []),
         preexec_fn=default_stop_signals,
@@ -476,9 +477,10 @@ def test_a_stopped_run_without_an_output_file_says_so_and_exits_128_plus_the_sig
 
 def test_a_signal_the_caller_ignores_stays_ignored(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
+    # Sent at once: bench's start alone (its context) outlasts sending it.
     process = start_bench(
         TINY_FILTER,
-        "--benchmark_min_time=0.5",
+        "--benchmark_min_time=0.1",
         f"--benchmark_out={out}",
         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # as nohup does
     )

@@ -76,19 +76,47 @@ GPU_CONTEXT: dict[str, Any] = {
 }
 
 
+def _report_run(factory: pytest.TempPathFactory, name: str, args: list[str]) -> dict[str, Any]:
+    """The report command run in-process on `args` (--out a new folder): its exit code, output
+    folder, stdout and stderr, and the document it built before writing the pages (a copy taken as
+    build_document returned it; None where it built none or several), so that a test of the
+    document reads the one the command drew the charts for instead of drawing them again."""
+    import contextlib
+    import copy
+    import io
+
+    from gpubench_tools.report import build, main
+
+    built: list[dict[str, Any]] = []
+    build_document = build.build_document
+
+    def keep(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        doc = build_document(*args, **kwargs)
+        built.append(copy.deepcopy(doc))
+        return doc
+
+    out = factory.mktemp(name)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+    ):
+        patch.setattr(build, "build_document", keep)
+        code = main([*args, "--out", str(out)])
+    return {
+        "code": code,
+        "out": out,
+        "stdout": stdout.getvalue(),
+        "stderr": stderr.getvalue(),
+        "doc": built[0] if len(built) == 1 else None,
+    }
+
+
 @pytest.fixture(scope="session")
 def h100_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Run the report once on the H100 fixture; tests inspect what it wrote."""
-    from gpubench_tools.report import main
-
-    out = tmp_path_factory.mktemp("h100_report")
-    import contextlib
-    import io
-
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main([str(FIXTURES / "h100.json"), "--out", str(out)])
-    return {"code": code, "out": out, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+    return _report_run(tmp_path_factory, "h100_report", [str(FIXTURES / "h100.json")])
 
 
 BASELINES = REPO / "reports" / "baselines"
@@ -118,31 +146,39 @@ def reference_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def mixed_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The report document of the CPU-only fixture with the GPU reference."""
+def mixed_doc(
+    mixed_report: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The report document of the CPU-only fixture with the GPU reference: the one the report
+    command of `mixed_report` built from the same inputs (built again only where that command no
+    longer goes through build_document)."""
+    if mixed_report["doc"] is not None:
+        return mixed_report["doc"]
     return _document(tmp_path_factory, "mixed", [CPU_RUN], REFERENCE)
 
 
 @pytest.fixture(scope="session")
-def committed_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The report document of every committed H100 file."""
+def committed_doc(
+    committed_report: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The report document of every committed H100 file: the one `committed_report` built (built
+    again only where the command no longer goes through build_document)."""
+    if committed_report["doc"] is not None:
+        return committed_report["doc"]
     return _document(tmp_path_factory, "committed", COMMITTED)
 
 
 @pytest.fixture(scope="session")
+def committed_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The report command run once on every committed H100 file (_report_run)."""
+    return _report_run(tmp_path_factory, "committed_report", COMMITTED)
+
+
+@pytest.fixture(scope="session")
 def mixed_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The report command run once on the CPU-only fixture with the GPU reference: its exit
-    code, output folder, stdout and stderr."""
-    import contextlib
-    import io
-
-    from gpubench_tools.report import main
-
-    out = tmp_path_factory.mktemp("mixed_report")
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main([CPU_RUN, "--gpu-reference", *REFERENCE, "--out", str(out)])
-    return {"code": code, "out": out, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+    """The report command run once on the CPU-only fixture with the GPU reference (_report_run);
+    mixed_doc reads its document."""
+    return _report_run(tmp_path_factory, "mixed_report", [CPU_RUN, "--gpu-reference", *REFERENCE])
 
 
 def bench_binary() -> Path:

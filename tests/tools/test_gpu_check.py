@@ -121,7 +121,9 @@ def test_gpu_check_counts_skipped_rows_apart_from_failed_ones(tmp_path: Path) ->
 @pytest.mark.slow
 def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path: Path) -> None:
     """--within: a sweep that outlasts the limit is stopped with SIGTERM (bench then keeps the
-    benchmarks that finished), and the steps after it are not started, each said in summary.txt."""
+    benchmarks that finished), and the steps after it are not started, each said in summary.txt.
+    The margins are shortened (WITHIN_MIN_LEFT 2 s, WITHIN_SPARE 1 s instead of 15 s and 5 s), so
+    a 4 s limit is reached in about 3 s."""
     rows = [gb_row("mlp/gpu/eager/data:synthetic/batch:1/hidden:8/readback:0/manual_time", 1e-3)]
     env = _stand_in_machine(
         tmp_path, rows, listed=[rows[0]["name"], "cnn/gpu/eager/data:synthetic/batch:1/manual_time"]
@@ -146,14 +148,14 @@ def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path:
             "bash",
             str(REPO / "tools" / "gpu-check"),
             "--within",
-            "25",
+            "4",
             "--only",
             "mlp,cnn",
             str(out),
         ],
         capture_output=True,
         text=True,
-        env=env,
+        env=dict(env, WITHIN_MIN_LEFT="2", WITHIN_SPARE="1"),
         timeout=120,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -163,7 +165,8 @@ def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path:
     assert mlp.endswith(
         "0 rows failed, 0 skipped; cut off: interrupted by SIGTERM after 1 of 3 benchmarks"
     ), mlp
-    assert re.search(r"bench cnn: not started, \d+ s left of --within 25", summary), summary
+    left = re.search(r"bench cnn: not started, (-?\d+) s left of --within 4", summary)
+    assert left and int(left.group(1)) < 2, summary
     assert json.loads((out / "test-gpu-mlp.json").read_text())["benchmarks"] == rows
 
 
@@ -178,6 +181,22 @@ def test_within_takes_a_whole_number_of_seconds(tmp_path: Path, value: str) -> N
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"gpu-check: --within needs a whole number of seconds from 1 to 86400, not '{value}'"
+    ]
+
+
+def test_within_margins_leave_every_command_some_time() -> None:
+    """WITHIN_SPARE must be less than WITHIN_MIN_LEFT: else a step that just starts would get no
+    time, or (at 0) no limit at all."""
+    proc = subprocess.run(
+        ["bash", str(REPO / "tools" / "gpu-check"), "--list-families"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, WITHIN_MIN_LEFT="5", WITHIN_SPARE="5"),
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "gpu-check: WITHIN_SPARE (5) must be less than WITHIN_MIN_LEFT (5)"
     ]
 
 

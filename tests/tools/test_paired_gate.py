@@ -282,9 +282,10 @@ def test_max_ratio_sets_the_margin(tmp_path: Path, capsys) -> None:
 # ---- the driver, with stand-in bench scripts ----------------------------------------------------
 
 STANDIN = textwrap.dedent("""\
-    #!{python}
+    #!{python} -S
     # A stand-in for bench: writes bench JSON for the --benchmark_out it is given. Configured by
     # its own arguments (after the path, in a wrapper) and a state file counting its invocations.
+    # -S: the standard library is all it needs, and a round starts two of it.
     import json, os, random, re, signal, sys
     conf = dict(a.split("=", 1) for a in {conf!r}.split() if "=" in a)
     args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
@@ -530,6 +531,24 @@ def test_exact_filter_matches_only_the_names() -> None:
 needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
 
+def standin_valgrind(tmp: Path) -> Path:
+    """A folder for PATH with a stand-in `valgrind` that logs its command line to `valgrind.log`
+    beside the folder and runs the program bare: the gate's instruction lane is started as it is
+    with the real one, and counts nothing, as the real one counts nothing of a stand-in bench
+    (test_instruction_lane.py runs the lane under the real valgrind on the real bench), without
+    callgrind's seconds per Python start."""
+    folder = tmp / "valgrind-bin"
+    folder.mkdir(exist_ok=True)
+    script = folder / "valgrind"
+    script.write_text(
+        "#!/usr/bin/env bash\n"
+        f'echo "$*" >> "{tmp / "valgrind.log"}"\n'
+        'while [[ $1 == --* ]]; do shift; done\nexec "$@"\n'
+    )
+    script.chmod(0o755)
+    return folder
+
+
 def gate(cwd_script: Path, tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     full = dict(
         os.environ,
@@ -538,11 +557,18 @@ def gate(cwd_script: Path, tmp: Path, *args: str, **env: str) -> subprocess.Comp
         PAIRS="10",
         MAX_PAIRS="20",
         PYTHONPATH=str(ROOT / "tools"),
+        PATH=f"{standin_valgrind(tmp)}{os.pathsep}{os.environ['PATH']}",
         **env,
     )
     return subprocess.run(
         ["bash", str(cwd_script), *args], capture_output=True, text=True, env=full, timeout=300
     )
+
+
+def valgrind_calls(tmp: Path) -> list[str]:
+    """The programs the stand-in valgrind ran, in the order it was called."""
+    lines = (tmp / "valgrind.log").read_text().splitlines()
+    return [next(w for w in line.split() if not w.startswith("--")) for line in lines]
 
 
 @pytest.mark.slow
@@ -553,15 +579,26 @@ def test_ci_gate_paired_mode(tmp_path: Path) -> None:
     same = gate(GATE, tmp_path, "--base-bench", a, "--contender-bench", b, "--benchmark_filter=bm/")
     assert same.returncode == 0, same.stderr
     assert (tmp_path / "out" / "paired-compare.md").read_text().startswith("**gate: PASS")
-    # Both lanes are reported; stand-ins have no instruction regions (or no valgrind is
-    # installed): the instruction lane says it counted nothing and the timing lane decides.
+    # Both lanes are reported; stand-ins have no instruction regions: the instruction lane ran
+    # both sides, says it counted nothing, and the timing lane decides.
+    assert sorted(valgrind_calls(tmp_path)) == [a, b]
     assert "instruction lane: instructions: NOT COUNTED" in same.stdout, same.stdout
     assert "gate: PASS (exit 0): timing pass; instructions cannot judge or count" in same.stdout
     assert "### Instruction lane" in (tmp_path / "out" / "gate.md").read_text()
+    # The timing lane alone fails a slower contender; INSTRUCTIONS=off leaves the other out.
     worse = gate(
-        GATE, tmp_path, "--base-bench", a, "--contender-bench", slow, "--benchmark_filter=bm/"
+        GATE,
+        tmp_path,
+        "--base-bench",
+        a,
+        "--contender-bench",
+        slow,
+        "--benchmark_filter=bm/",
+        INSTRUCTIONS="off",
     )
     assert worse.returncode == 1, worse.stderr
+    assert "instruction lane not run (INSTRUCTIONS=off)" in worse.stdout, worse.stdout
+    assert "gate: FAIL" in worse.stdout and len(valgrind_calls(tmp_path)) == 2
     half = gate(GATE, tmp_path, "--base-bench", a)
     assert half.returncode == 2 and "needs both" in half.stderr
 
@@ -610,6 +647,12 @@ def test_ci_gate_against_builds_and_reuses_the_ref(tmp_path: Path) -> None:
     )
     assert first.returncode == 0, first.stderr + first.stdout
     assert "building HEAD" in first.stderr
+    # The instruction lane runs the base through the build's wrapper (its data files), the
+    # contender bare.
+    calls = valgrind_calls(tmp_path)
+    assert len(calls) == 2 and contender in calls, calls
+    (wrapper,) = [call for call in calls if call != contender]
+    assert wrapper.endswith("/bench-gate"), calls
     second = gate(
         repo / "scripts" / "ci_gate.sh",
         tmp_path,
@@ -617,6 +660,7 @@ def test_ci_gate_against_builds_and_reuses_the_ref(tmp_path: Path) -> None:
         "HEAD",
         "--benchmark_filter=bm/",
         BENCH=contender,
+        INSTRUCTIONS="off",  # the reuse is the point here; the lane ran above
     )
     assert second.returncode == 0 and "reusing the build" in second.stderr
     # The temporary worktree is gone; only the build is kept.

@@ -1,15 +1,14 @@
 """The numbers the scripts read from the environment (JOBS, REPS, MIN_TIME, PAIRS, the sanitizer
-timeouts): each checked where it is read, by scripts/common.sh's require_number, with one line
-naming the variable, its value and the range, and exit 2, before anything runs. The variables are
-found in the scripts' text (a default of digits, `${NAME:-9}`, or a number handed on to a flag),
-so a new one without its check fails here."""
+timeouts, gpu-check's --within margins): each checked where it is read, by scripts/common.sh's
+require_number, with one line naming the variable, its value and the range, and exit 2, before
+anything runs. The variables are found in the scripts' text (a default of digits, `${NAME:-9}`,
+or a number handed on to a flag), so a new one without its check fails here."""
 
 from __future__ import annotations
 
 import os
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -56,7 +55,10 @@ CASES = [
             "scripts/ci_gate.sh",
             ["REPS", "MIN_TIME", "PAIRS", "MAX_PAIRS", "INSTRUCTIONS_MAX_CHANGE"],
         ),
-        ("tools/gpu-check", ["SANITIZER_TIMEOUT", "QUICK_SANITIZER_TIMEOUT"]),
+        (
+            "tools/gpu-check",
+            ["SANITIZER_TIMEOUT", "QUICK_SANITIZER_TIMEOUT", "WITHIN_MIN_LEFT", "WITHIN_SPARE"],
+        ),
     )
     for variable in variables
     for value in BAD
