@@ -189,9 +189,15 @@ def _training_rows(summary: pd.DataFrame, workloads: Iterable[str]) -> pd.DataFr
     return per_step(rows, ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"])
 
 
-def breakdown(summary: pd.DataFrame, training: Iterable[str] = TRAINING_WORKLOADS) -> pd.DataFrame:
+def breakdown(
+    summary: pd.DataFrame,
+    training: Iterable[str] = TRAINING_WORKLOADS,
+    own: Iterable[dict[str, Any]] = (),
+) -> pd.DataFrame:
     """Where each GPU row's time goes: end-to-end GEMM rows (a `host` label) per call, the GPU
-    rows of the `training` workloads (the topics' training workloads) per step.
+    rows of the `training` workloads (the topics' training workloads) per step, and the rows each
+    filter of `own` selects per call (the end-to-end rows of workloads only their rows describe,
+    discovered.py).
 
     Parts (seconds): `transfer` = t_h2d + t_d2h; `overhead` = t_overhead (launch, API,
     synchronisation: wall time no CUDA event covers; clipped at 0, since the events of a CUDA
@@ -201,13 +207,21 @@ def breakdown(summary: pd.DataFrame, training: Iterable[str] = TRAINING_WORKLOAD
     peak the last two are one `compute` part (`parts` 3, `why` says which is missing).
     """
     gemm = gemm_rows(summary, e2e=True)
-    rows = pd.concat([gemm, _training_rows(summary, training)])
+    rows = pd.concat([gemm, _training_rows(summary, training), *(select(summary, f) for f in own)])
     rows = rows[num(rows, "t_compute").notna()]
     if rows.empty:
         return pd.DataFrame(columns=[*PARTS, "compute", "total", "dominant", "parts", "why"])
-    flop, peak = num(rows, "flop"), gpu_peak(rows, rows["dtype"])
+    # A row without a dtype (a workload of the public API's) is measured against the peak bench
+    # used for its own pct_peak: flop / t_wall / (pct_peak / 100).
+    implied = num(rows, "flop") / num(rows, "t_wall") / (num(rows, "pct_peak") / 100)
+    dtype = rows["dtype"] if "dtype" in rows else pd.Series(None, index=rows.index)
+    flop = num(rows, "flop")
+    peak = gpu_peak(rows, dtype).fillna(implied.where(dtype.isna()))
     work = (flop / peak).where(flop > 0)
     out = rows[[c for c in _ID if c in rows]].copy()
+    # A public-API workload's own axes (`axis:<name>` counters), under their names.
+    for column in (c for c in rows if str(c).startswith("axis:")):
+        out[column.removeprefix("axis:")] = num(rows, column)
     out["transfer"] = num(rows, "t_h2d").fillna(0) + num(rows, "t_d2h").fillna(0)
     out["overhead"] = num(rows, "t_overhead").fillna(0).clip(lower=0)
     out["compute"] = num(rows, "t_compute")
@@ -219,7 +233,7 @@ def breakdown(summary: pd.DataFrame, training: Iterable[str] = TRAINING_WORKLOAD
     out["why"] = np.select(
         [four, flop.isna() | (flop <= 0)],
         [None, "no flop count"],
-        default="no GPU peak for " + rows["dtype"].astype(str),
+        default="no GPU peak for " + dtype.astype(str),
     )
     names = np.array(PARTS)
     full = out[list(PARTS)].to_numpy(float)

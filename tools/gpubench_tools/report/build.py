@@ -28,7 +28,7 @@ from . import analysis, resources
 from .context import Context, Thin
 from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
 from .speedups import MachineTopic, answer_rows, curve_thin, topic_pairs, topic_section
-from .topics import CONTEXT_NAMES, TOPICS, committed_gpu_reference
+from .topics import CONTEXT_NAMES, Topic, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, say
 
 
@@ -39,7 +39,7 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
     sections: list[dict[str, Any] | None] = []
     thin: Thin = set()
     pairs: dict[str, list[MachineTopic]] = {}  # each topic's, by its id
-    for topic in TOPICS:
+    for topic in ctx.topics:
         machines = pairs[topic.id] = topic_pairs(ctx, topic)
         rows = answer_rows(ctx, topic, machines)
         answer += rows
@@ -152,11 +152,11 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     return " ".join(said)
 
 
-def _speedup_definition(answer: list[dict[str, Any]]) -> str:
+def _speedup_definition(answer: list[dict[str, Any]], topics: tuple[Topic, ...]) -> str:
     """What each side of the answer's speedups is, once per kind of compared time."""
     shown = {a["anchor"] for a in answer}
     definitions = dict.fromkeys(
-        f"{t.cpu_time_name} / {t.gpu_time_name}" for t in TOPICS if t.id in shown
+        f"{t.cpu_time_name} / {t.gpu_time_name}" for t in topics if t.id in shown
     )
     return "Speedup = " + "; ".join(definitions) + " (above 1x the GPU is faster)"
 
@@ -198,7 +198,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         "answer": answer,
         "few_samples": bool(thin),
         "thin": _thin_text(ctx, thin),
-        "speedup_definition": _speedup_definition(answer),
+        "speedup_definition": _speedup_definition(answer, ctx.topics),
         "marks": {"few": FEW_MARK, "noisy": NOISY_MARK, "disturbed": DISTURBED_MARK},
         "conditions": conditions_text(table, ctx.summary),
         "sections": sections,

@@ -12,7 +12,8 @@ import pandas as pd
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name, summarize
 from . import analysis
 from .charts import Chart, draw
-from .topics import CHARTS
+from .discovered import discovered_topics
+from .topics import CHARTS, TOPICS, Topic
 from .words import say
 
 _FIELDS = {f.name for f in fields(Chart)}
@@ -64,12 +65,17 @@ class Context:
     labels: dict[int, dict[str, str]]  # per machine index: _machine_labels
     breakdown: pd.DataFrame  # analysis.breakdown of the summary: the four parts of GPU times
     file_names: dict[str, str]  # every file by its shortest distinct tail
+    # The declared topics, then one for each workload only its rows describe (discovered.py).
+    topics: tuple[Topic, ...] = TOPICS
 
     @classmethod
     def of(cls, table: Table, out: Path) -> Context:
         summary = summarize(table.rows)
-        parts = analysis.breakdown(summary) if len(summary) else pd.DataFrame()
-        return cls(table, out, summary, _machine_labels(table), parts, _file_names(table))
+        own = discovered_topics(summary, TOPICS)
+        views = [t.parts.rows for t in own if t.parts is not None]
+        parts = analysis.breakdown(summary, own=views) if len(summary) else pd.DataFrame()
+        topics = TOPICS + own
+        return cls(table, out, summary, _machine_labels(table), parts, _file_names(table), topics)
 
     @property
     def several(self) -> bool:

@@ -18,7 +18,7 @@ from ..overhead_model import OverheadModel, build_model
 from ..units import fmt_size
 from . import analysis
 from .context import Context
-from .topics import MODEL_ERROR_SAID, PART_LABELS, TOPICS, TRAINING_WORKLOADS, PartsChart
+from .topics import MODEL_ERROR_SAID, PART_LABELS, TRAINING_WORKLOADS, PartsChart
 from .topics import StepProfile
 from .words import path_name, say, section, short_benchmark, table_of
 
@@ -29,7 +29,7 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
     if parts.empty:
         return None
     charts, paragraphs, tables = [], [], []
-    for view in (t.parts for t in TOPICS if t.parts is not None):
+    for view in (t.parts for t in ctx.topics if t.parts is not None):
         if view.size is not None:
             rows = _size_rows(view, parts)
             if rows is None:
@@ -135,7 +135,7 @@ def step_parts(summary: pd.DataFrame, profile: StepProfile) -> tuple[float, pd.D
 def profile_sections(ctx: Context) -> list[dict[str, Any]]:
     """The step profile of every topic that declares one: where one step goes, by kind."""
     sections = []
-    for profile in (t.profile for t in TOPICS if t.profile is not None):
+    for profile in (t.profile for t in ctx.topics if t.profile is not None):
         profiled = step_parts(ctx.summary, profile)
         if profiled is None:
             continue

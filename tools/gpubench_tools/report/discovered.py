@@ -1,0 +1,113 @@
+"""Topics for workloads no declaration names: a workload declared through the public API
+(include/gpubench/workload.hpp, docs/your-own-workload.md) gets its speedup section, curve,
+crossover, breakdown and kernel chart from its rows alone, so a user's workload needs no change
+to the tools.
+
+The rows say what a topic needs by the API's conventions: the CPU side is the workload's
+`backend=cpu` rows; the GPU side its end-to-end rows (`variant` ending in `_e2e`, `host=pinned`),
+the kernel-only rows (`_kernel`, no host) its utilisation chart; the axes are the rows' size
+counters (`n`, `m`, ...) and `axis:<name>` counters, and the text axes their label pairs. The
+speedup runs along the axis with the most values, one line per value of a second axis that varies.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .topics import GpuPath, KernelUtilisation, PartsChart, Topic
+
+# The counters a numeric axis is written as (harness/schema.hpp: the size counters, then the
+# `axis:` family), and the label keys a text axis may be (workload_rows.cpp's label_for).
+SIZE_COUNTERS = ("m", "n", "k", "batch", "hidden", "bytes")
+AXIS_PREFIX = "axis:"
+TEXT_AXES = ("data", "dtype", "shape", "input", "precision", "net")
+E2E_SUFFIX = "_e2e"
+PINNED = "pinned"
+
+_GPU_TIME = "GPU wall time per call, copies to and from pinned host memory included"
+_PATH = GpuPath("end to end", "copies in and out of pinned host memory included")
+
+
+def discovered_topics(summary: pd.DataFrame, declared: tuple[Topic, ...]) -> tuple[Topic, ...]:
+    """A topic for each workload of `summary` with CPU rows and end-to-end GPU rows that no
+    declared topic covers, in the order the workloads first appear."""
+    if summary.empty or not {"workload", "backend", "variant"} <= set(summary.columns):
+        return ()
+    named = {t.cpu.get("workload") for t in declared} | {t.gpu.get("workload") for t in declared}
+    topics = []
+    for workload in dict.fromkeys(summary["workload"].dropna()):
+        rows = summary[summary["workload"] == workload]
+        cpu = rows[rows["backend"] == "cpu"]
+        e2e = rows[
+            (rows["backend"] == "gpu") & rows["variant"].astype(str).str.endswith(E2E_SUFFIX)
+        ]
+        if "host" in e2e:
+            e2e = e2e[e2e["host"] == PINNED]
+        if workload in named or cpu.empty or e2e.empty:
+            continue
+        topic = _topic(str(workload), cpu, e2e)
+        if topic is not None:
+            topics.append(topic)
+    return tuple(topics)
+
+
+def _axes(cpu: pd.DataFrame, gpu: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The numeric and the text axes both sides carry on every row."""
+
+    def on_both(column: str) -> bool:
+        return all(column in side and side[column].notna().all() for side in (cpu, gpu))
+
+    def labelled(key: str) -> bool:  # the table fills dtype and precision in where rows lack them
+        return all(side["label"].astype(str).str.contains(f" {key}=").all() for side in (cpu, gpu))
+
+    columns = list(dict.fromkeys([*cpu.columns, *gpu.columns]))
+    numeric = [c for c in columns if c in SIZE_COUNTERS or str(c).startswith(AXIS_PREFIX)]
+    text = [c for c in TEXT_AXES if on_both(c) and labelled(c)]
+    return [c for c in numeric if on_both(c)], text
+
+
+def _topic(workload: str, cpu: pd.DataFrame, e2e: pd.DataFrame) -> Topic | None:
+    numeric, text = _axes(cpu, e2e)
+    if not numeric:
+        return None
+    varying = sorted(numeric, key=lambda c: -e2e[c].nunique())
+    x, rest = varying[0], [c for c in varying[1:] if e2e[c].nunique() > 1]
+    x_name = x.removeprefix(AXIS_PREFIX)
+    return Topic(
+        id=workload,
+        title=workload,
+        cpu={"workload": workload, "backend": "cpu"},
+        gpu={
+            "workload": workload,
+            "backend": "gpu",
+            "variant": tuple(e2e["variant"].unique()),
+            "host": PINNED,
+        },
+        keys=(*numeric, *text),
+        x=x,
+        x_name=x_name,
+        series=rest[0] if rest else None,
+        gpu_path=f"{_PATH.name}: {_PATH.meaning}",
+        paths=(_PATH,),
+        gpu_time_name=_GPU_TIME,
+        parts=PartsChart(
+            stem=f"breakdown_{workload}",
+            title=f"Where the end-to-end {workload} time goes (pinned)",
+            rows={"workload": workload, "host": PINNED},
+            caption="Each bar is one call's GPU time split four ways; its total is printed at "
+            "its end. Under-utilisation is the compute time beyond what the same work would "
+            "take at the GPU's peak.",
+            y_label="share of the GPU time",
+            size=x_name,  # the breakdown names an `axis:` column by its axis (analysis.breakdown)
+            size_label=x_name,
+            lead=f"End-to-end {workload} (pinned host memory)",
+        ),
+        utilisation=KernelUtilisation(
+            title=f"GPU kernel-only {workload}: share of peak",
+            rows={"workload": workload, "backend": "gpu", "host": None},
+            caption="Buffers already on the GPU (no copies): what is left below 100% at small "
+            "sizes is the under-utilisation of the breakdown.",
+            x=x,
+            series="variant",
+        ),
+    )
