@@ -225,28 +225,21 @@ def parse_label(label: str) -> dict[str, str]:
     return out
 
 
+def _invalid_row(name: str, run_name: str, run_type: str, label: str, *found: Any) -> BenchRow:
+    """A row that breaks the schema: no time, no counters; `found` is first_problem's answer."""
+    nan = math.nan
+    labels = parse_label(label)
+    return BenchRow(
+        name, run_name, run_type, None, None, 0, nan, nan, label, labels, {}, None, *found
+    )
+
+
 def _make_row(index: int, obj: Any) -> BenchRow:
     """One row as read; a row that breaks the schema is an INVALID row (never an exception),
     named by its name where it has one, else by its position."""
-    nan = math.nan
     if not isinstance(obj, Pairs):
         problem = f"row {index} is {as_read(obj)}, expected an object"
-        return BenchRow(
-            f"row {index}",
-            f"row {index}",
-            "iteration",
-            None,
-            None,
-            0,
-            nan,
-            nan,
-            "",
-            {},
-            {},
-            None,
-            problem,
-            True,
-        )
+        return _invalid_row(f"row {index}", f"row {index}", "iteration", "", problem, True)
     seen: dict[str, Any] = {}
     counters: dict[str, float] = {}
     for key, value in obj:
@@ -281,28 +274,14 @@ def _make_row(index: int, obj: Any) -> BenchRow:
     if found is not None:
         # Never a time: a NaN, a missing unit or an absurd value must not reach a chart, a store
         # or an upload. Its counters go too: they were measured with the same broken run.
-        return BenchRow(
-            name,
-            text("run_name", name),
-            run_type,
-            None,
-            None,
-            0,
-            nan,
-            nan,
-            label,
-            parse_label(label),
-            {},
-            None,
-            *found,
-        )
+        return _invalid_row(name, text("run_name", name), run_type, label, *found)
     # A "cv" aggregate is a ratio, not a time: Google Benchmark marks it aggregate_unit=percentage.
     percent = seen.get("aggregate_unit") == "percentage"
-    scale = 1.0 if percent else TIME_UNIT_TO_S.get(seen.get("time_unit"), nan)
+    scale = 1.0 if percent else TIME_UNIT_TO_S.get(seen.get("time_unit"), math.nan)
 
     def seconds(key: str) -> float:
         value = seen.get(key)
-        return float(value) * scale if is_number(value) and math.isfinite(value) else nan
+        return float(value) * scale if is_number(value) and math.isfinite(value) else math.nan
 
     rep, iterations = seen.get("repetition_index"), seen.get("iterations", 0)
     return BenchRow(
