@@ -60,8 +60,10 @@ def _report(tmp_path: Path, inputs: list[str], reference: list[str]) -> tuple[st
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_in_page_link_has_its_target(tmp_path: Path, case: str, request) -> None:
-    if case == "cpu-with-reference":  # the session's report of these files
-        out = request.getfixturevalue("mixed_report")["out"]
+    # The session's reports of these files, made once for every test that reads them.
+    shared = {"cpu-with-reference": "mixed_report", "committed-h100": "committed_report"}
+    if case in shared:
+        out = request.getfixturevalue(shared[case])["out"]
         html, md = (out / "report.html").read_text(), (out / "report.md").read_text()
     else:
         html, md = _report(tmp_path, *CASES[case](tmp_path))
