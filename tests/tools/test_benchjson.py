@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import FIXTURES, gb_row, write_bench_json
@@ -13,6 +14,9 @@ from gpubench_tools.benchjson import BenchJsonError, iteration_rows, load_report
 from gpubench_tools.row_rules import SKIP_PREFIXES, skip_reason
 from gpubench_tools.wording import describe_errors
 from gpubench_tools.table import load_table, summarize
+from bad_inputs import CPU_ONLY, OK, UNUSABLE, call_tool, with_value
+
+from gpubench_tools import benchjson
 
 
 def test_real_cpu_file_loads_with_units_counters_and_labels() -> None:
@@ -288,3 +292,59 @@ def test_binary_and_missing_files(tmp_path: Path) -> None:
         load_report(str(tmp_path / "missing.json"))
     with pytest.raises(BenchJsonError, match="cannot read file"):
         load_report(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("real_time", math.nan),
+        ("real_time", math.inf),
+        ("real_time", 0),
+        ("real_time", -3.0),
+        ("real_time", 1e308),
+        ("real_time", "fast"),
+        ("cpu_time", math.nan),
+        ("cpu_time", -1.0),
+        ("iterations", 1e30),
+        ("iterations", math.nan),
+        ("iterations", -5),
+        ("repetition_index", math.inf),
+    ],
+)
+def test_unsound_values_make_the_row_invalid(tmp_path: Path, key: str, value: Any) -> None:
+    report = benchjson.load_report(str(with_value(tmp_path, 3, key, value)))
+    bad = benchjson.invalid_rows(report)
+    assert [r.name for r in bad] == [report.rows[3].name]
+    assert key in (bad[0].invalid or "")
+    row = bad[0]
+    assert math.isnan(row.real_time_s) and row.counters == {} and not row.usable
+    assert row not in benchjson.iteration_rows(report)
+    assert len(benchjson.iteration_rows(report)) == len(report.rows) - 1
+
+
+def test_sound_rows_failed_rows_and_aggregates_are_not_invalid(tmp_path: Path) -> None:
+    rows = [
+        gb_row("a", 2e-6),
+        gb_row("b", 0.0, error="result differs"),  # failed: real_time 0 is Google Benchmark's
+        gb_row("a", 0.05, aggregate_name="cv", run_type="aggregate", counters={"m": math.nan}),
+    ]
+    skip = gb_row("c", 0.0)
+    skip["iterations"] = 0  # Google Benchmark 1.8 SkipWithMessage: no iterations, time 0
+    report = benchjson.load_report(str(write_bench_json(tmp_path / "r.json", rows + [skip])))
+    assert benchjson.invalid_rows(report) == []
+    assert [r.name for r in benchjson.iteration_rows(report)] == ["a", "c"]
+
+
+def test_errors_names_a_truncated_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = CPU_ONLY.read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    code, out, err = call_tool(capsys, benchjson._main, "--errors", str(cut))
+    assert code == UNUSABLE and out == ""
+    assert len(err.strip().splitlines()) == 1 and str(cut) in err and "truncated" in err
+
+
+def test_errors_counts_invalid_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = with_value(tmp_path, 0, "real_time", math.nan)
+    code, out, _ = call_tool(capsys, benchjson._main, "--errors", str(path))
+    assert code == OK and out.strip().endswith(", 1 invalid")

@@ -13,6 +13,9 @@ import pytest
 from conftest import FIXTURES, gb_row, write_bench_json
 
 from gpubench_tools.export import main
+from bad_inputs import OK, UNUSABLE, bf16_run, call_tool, with_value
+
+from gpubench_tools.export import FORMATS
 
 CPU = "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1"
 GPU = "matmul/gpu/cublas_kernel/dtype:fp32/m:64/n:64/k:64/manual_time"
@@ -175,3 +178,35 @@ def test_truncated_file_is_refused(tmp_path: Path, run: Path) -> None:
 def test_the_same_benchmark_in_two_files_is_ambiguous(run: Path) -> None:
     code, _, err = export("--format", "bencher", str(run), str(run))
     assert code == 2 and "also in" in err
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_export_refuses_an_absurd_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    path = with_value(tmp_path, 2, "real_time", 1e308)
+    code, out, err = call_tool(capsys, main, "--format", fmt, str(path))
+    assert code == UNUSABLE and out == ""
+    assert len(err.strip().splitlines()) == 1 and str(path) in err and "1 row invalid" in err
+
+
+def test_export_groups_one_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = bf16_run(tmp_path)
+    out_file = str(tmp_path / "o.json")
+    code, _, err = call_tool(capsys, main, "--format", "bencher", str(path), "--out", out_file)
+    # The file has no condition counters: besides the dropped rows, one line says so, once.
+    lines = [line for line in err.strip().splitlines() if "conditions unknown" not in line]
+    assert code == OK and len(lines) == 1 and "18 rows dropped" in err
+    assert err.count("conditions unknown") == 1
+    code, _, err = call_tool(
+        capsys, main, "--format", "bencher", str(path), "--out", out_file, "--verbose"
+    )
+    lines = [line for line in err.strip().splitlines() if "conditions unknown" not in line]
+    assert code == OK and len(lines) == 19
+    code, out, err = call_tool(
+        capsys, main, "--format", "bencher", str(path), "--out", out_file, "--quiet"
+    )
+    assert (code, out, err) == (OK, "", "")
+    assert list(json.loads(Path(out_file).read_text())) == [
+        "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1"
+    ]

@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from bad_inputs import CPU_ONLY, call_tool
+from bad_inputs import OK as EXIT_OK
 from conftest import FIXTURES, REPO, gb_row, write_bench_json
 
 from gpubench_tools.history.check import (
@@ -334,3 +336,14 @@ def test_the_measuring_script_runs_on_stored_runs(tmp_path: Path) -> None:
     caught = [line for line in done.stdout.splitlines() if "planted 1.3x slowdowns" in line]
     assert len(caught) == 2  # one per clock rule
     assert "of 24 planted" in caught[0]
+
+
+def test_history_quiet_prints_nothing_but_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "h.db")
+    args = ["--commit", "c0", "--date", "2026-01-01T00:00:00", "--quiet"]
+    assert call_tool(capsys, main, "add", db, str(CPU_ONLY), *args) == (EXIT_OK, "", "")
+    assert call_tool(capsys, main, "check", db, "--quiet") == (EXIT_OK, "", "")
+    code, out, err = call_tool(capsys, main, "check", db)
+    assert code == EXIT_OK and out and err  # without --quiet: the verdicts and the unjudged count

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bad_inputs import CPU_ONLY, OK, UNUSABLE, call_tool, cpu_doc, write
 from conftest import REPO, gb_row, write_bench_json
 
 from gpubench_tools.history.cli import main
@@ -342,3 +344,40 @@ def test_killed_add_of_many_files_leaves_only_complete_runs(tmp_path: Path) -> N
     code, out, _ = run_cli("add", str(db), *map(str, paths))
     assert code == 0 and out.count("already stored") == stored
     assert _stored_runs_are_complete(db, rows) == files
+
+
+def _add(capsys: pytest.CaptureFixture[str], db: Path, path: Path, i: int) -> tuple[int, str]:
+    code, _, err = call_tool(
+        capsys,
+        main,
+        "add",
+        str(db),
+        str(path),
+        "--commit",
+        f"c{i}",
+        "--date",
+        f"2026-01-{i + 1:02d}T00:00:00",
+    )
+    return code, err
+
+
+@pytest.mark.parametrize(
+    "key, value", [("iterations", 1e30), ("real_time", math.nan), ("cpu_time", math.inf)]
+)
+def test_history_add_refuses_invalid_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, value: Any
+) -> None:
+    db = tmp_path / "h.db"
+    for i in range(3):
+        assert _add(capsys, db, CPU_ONLY, i)[0] == OK
+    doc = cpu_doc()
+    for index in range(5):
+        doc["benchmarks"][index][key] = value
+    bad = write(tmp_path / "bad.json", doc)
+    code, err = _add(capsys, db, bad, 3)
+    assert code == UNUSABLE and len(err.strip().splitlines()) == 1
+    assert str(bad) in err and "5 rows invalid" in err and "Traceback" not in err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 3
+        times = [r[0] for r in conn.execute("SELECT real_time_s FROM samples")]
+    assert all(math.isfinite(t) and t > 0 for t in times)

@@ -33,6 +33,8 @@ from gpubench_tools.advise import main as advise_main
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.history.cli import main as history_main
 from gpubench_tools.report import main as report_main
+from bad_inputs import CPU_ONLY as CPU_ONLY_PATH
+from bad_inputs import call_tool
 
 OK, REGRESSION, UNUSABLE, UNRESOLVED = 0, 1, 2, 3
 
@@ -381,3 +383,29 @@ def test_compare_self_with_a_zero_work_counter_is_no_regression(value, capsys, t
     doc["benchmarks"][0]["flop"] = value
     path = _file(tmp_path, json.dumps(doc))
     assert _run(capsys, compare_main, str(path), str(path))[0] == OK
+
+
+UNEXPECTED_ERROR_TOOLS: dict[str, tuple[Callable[[list[str]], int], list[str]]] = {
+    "report": (report_main, ["--out", "OUT"]),
+    "export": (export.main, ["--format", "bencher"]),
+    "history add": (history_main, ["add", "OUT/h.db"]),
+    "benchjson": (benchjson._main, ["--errors"]),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(UNEXPECTED_ERROR_TOOLS))
+def test_an_unexpected_error_is_one_line_and_exit_2(
+    tool: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(benchjson, "_make_row", broken)
+    main, args = UNEXPECTED_ERROR_TOOLS[tool]
+    args = [a.replace("OUT", str(tmp_path)) for a in args] + [str(CPU_ONLY_PATH)]
+    code, _, err = call_tool(capsys, main, *args)
+    assert code == UNUSABLE
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "ZeroDivisionError" in lines[0] and "Traceback" not in err
+    code, _, err = call_tool(capsys, main, *args, "--debug")
+    assert code == UNUSABLE and "Traceback" in err

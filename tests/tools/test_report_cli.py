@@ -15,6 +15,7 @@ from conftest import FIXTURES, REPO
 from md_plain import read_md
 
 from gpubench_tools.report import main
+from bad_inputs import OK, bf16_run, call_tool, cpu_doc, with_value
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -340,3 +341,36 @@ def test_verbose_tells_two_files_of_one_name_apart(
     assert code == 0, err
     assert "monday/bench.json: failed: matmul/cpu/openblas/monday" in err
     assert "tuesday/bench.json: failed: matmul/cpu/openblas/tuesday" in err
+
+
+def test_report_on_a_zero_time_lists_the_row_invalid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = with_value(tmp_path, 5, "real_time", 0)
+    code, _, err = call_tool(capsys, main, str(path), "--out", str(tmp_path / "r"))
+    assert code == OK, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    name = cpu_doc()["benchmarks"][5]["name"]
+    assert "1 invalid in run.json: real_time is 0" in md
+    assert f"- `{name}`" in md
+    assert "Traceback" not in err
+
+
+def test_report_says_one_reason_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = bf16_run(tmp_path)
+    code, _, err = call_tool(capsys, main, str(path), "--out", str(tmp_path / "r"))
+    assert code == OK, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    html = (tmp_path / "r" / "report.html").read_text()
+    failed_section = md.split("## Failed, skipped and invalid benchmarks")[1]
+    assert failed_section.count("<summary>") == 1  # one line for the 18 skipped benchmarks
+    assert "18 skipped in" in failed_section and failed_section.count("cblas_sbgemm") == 1
+    assert failed_section.count("<details>") == 1 and failed_section.count("\n- `mlp/cpu/") == 18
+    assert html.count("<details><summary>18 skipped") == 1
+    assert html.count("<li><code>mlp/cpu/") == 18
+    # The terminal: one warning line for the reason, the names only with --verbose.
+    assert sum("skipped" in line for line in err.splitlines()) == 1
+    code, _, err = call_tool(capsys, main, str(path), "--out", str(tmp_path / "v"), "--verbose")
+    assert code == OK and sum("/precision:bf16" in line for line in err.splitlines()) == 18
+    code, out, err = call_tool(capsys, main, str(path), "--out", str(tmp_path / "q"), "--quiet")
+    assert (code, out, err) == (OK, "", "")

@@ -4,10 +4,12 @@ which counters it has), a row per repetition, and a GPU reference's rows kept ap
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -15,6 +17,9 @@ from conftest import FIXTURES, GPU_CONTEXT, REPO, gb_row, write_bench_json
 
 from gpubench_tools.benchjson import BenchJsonError
 from gpubench_tools.table import REFERENCE_RUN, THIS_RUN, load_table, same_machine, summarize
+from bad_inputs import with_value
+
+from gpubench_tools import benchjson, schema
 
 BASELINES = REPO / "reports" / "baselines"
 REFERENCE = [
@@ -231,3 +236,24 @@ def test_each_tool_says_what_its_policy_says_of_the_rows_left_out(tmp_path: Path
     assert len(invalid) == 1 and invalid == [w for w in advise if w.endswith(": not used")]
     shared = [w for w in report if "more than one of" in w]
     assert len(shared) == 1 and shared == [w for w in advise if "more than one of" in w]
+
+
+@pytest.mark.parametrize("key, value", [("flop", math.inf), ("FLOP/s", 1e308), ("m", math.nan)])
+def test_a_bad_counter_keeps_the_time_and_is_left_out_of_the_point(
+    tmp_path: Path, key: str, value: Any
+) -> None:
+    # A diverged training run writes final_loss NaN next to a sound time: the row stays a
+    # measurement (compare judges the counter itself), and the report's point goes without it.
+    path = with_value(tmp_path, 3, key, value)
+    report = benchjson.load_report(str(path))
+    row = report.rows[3]
+    assert row.usable and row.real_time_s > 0
+    assert not schema.usable_counter(row.counters[key])
+    summary = summarize(load_table([str(path)]).rows)
+    (point,) = summary[summary["name"] == row.run_name].itertuples()
+    assert pd.isna(
+        getattr(point, key.replace("/", "_"), math.nan)
+        if key != "FLOP/s"
+        else summary.loc[summary["name"] == row.run_name, key].iloc[0]
+    )
+    assert point.time_s == row.real_time_s
