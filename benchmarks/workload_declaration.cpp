@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "benchmarks/workload_rows.hpp"
 #include "gpubench/workload.hpp"
 
 namespace gpubench {
@@ -28,9 +29,18 @@ bool is_plain_value(const std::string& text) {
   });
 }
 
-bool is_label_key(const std::string& key) {
-  static const std::set<std::string> keys = {"data", "dtype", "shape", "input", "precision", "net"};
-  return keys.count(key) != 0;
+// What is wrong with an axis's value, if anything: the same rule for listed points and for the
+// values of declared axes.
+void check_value(const std::string& axis, const std::string& text,
+                 std::vector<std::string>* problems) {
+  if (!is_plain_value(text)) {
+    problems->push_back("axis '" + axis + "': value '" + text + "' has a space, '/', ':' or '='");
+  }
+}
+void check_value(const std::string& axis, long long number, std::vector<std::string>* problems) {
+  if (number < 0) {
+    problems->push_back("axis '" + axis + "': negative value " + std::to_string(number));
+  }
 }
 
 // The axes of the given points: every point must set the same ones, in the same order.
@@ -53,17 +63,14 @@ void check_points(const Workload::Declaration& declaration, std::vector<std::str
       return;
     }
     for (const Point::Value& value : point.values) {
-      if (value.is_text && !is_plain_value(value.text)) {
-        problems->push_back("axis '" + value.axis + "': value '" + value.text +
-                            "' has a space, '/', ':' or '='");
-      }
-      if (!value.is_text && value.number < 0) {
-        problems->push_back("axis '" + value.axis + "': negative value " +
-                            std::to_string(value.number));
+      if (value.is_text) {
+        check_value(value.axis, value.text, problems);
+      } else {
+        check_value(value.axis, value.number, problems);
       }
     }
     for (const auto& [key, text] : point.labels) {
-      if (!is_label_key(key)) problems->push_back("label '" + key + "' is not a label key");
+      if (!point_label_key(key)) problems->push_back("label '" + key + "' is not a label key");
       if (!is_plain_value(text)) problems->push_back("label value '" + text + "' is not plain");
     }
   }
@@ -90,17 +97,11 @@ std::vector<std::string> declaration_problems(const Workload::Declaration& decla
   }
   for (const auto& [axis, values] : declaration.numeric_axes) {
     if (values.empty()) problem("axis '" + axis + "' has no values");
-    for (long long value : values) {
-      if (value < 0) problem("axis '" + axis + "': negative value " + std::to_string(value));
-    }
+    for (long long value : values) check_value(axis, value, &problems);
   }
   for (const auto& [axis, values] : declaration.text_axes) {
     if (values.empty()) problem("axis '" + axis + "' has no values");
-    for (const std::string& value : values) {
-      if (!is_plain_value(value)) {
-        problem("axis '" + axis + "': value '" + value + "' has a space, '/', ':' or '='");
-      }
-    }
+    for (const std::string& value : values) check_value(axis, value, &problems);
   }
   for (long long threads : declaration.cpu_threads) {
     if (threads < 1) problem("cpu_threads: " + std::to_string(threads) + " is not a thread count");

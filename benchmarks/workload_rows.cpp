@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <iostream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -41,18 +40,10 @@ std::optional<Counter> size_counter(const std::string& axis) {
   return std::nullopt;
 }
 
-std::optional<LabelKey> label_for(const std::string& axis) {
-  for (LabelKey key : {LabelKey::data, LabelKey::dtype, LabelKey::shape, LabelKey::input,
-                       LabelKey::precision, LabelKey::net}) {
-    if (label_key(key) == axis) return key;
-  }
-  return std::nullopt;
-}
-
 NameParameter value_parameter(const Point::Value& value) {
   if (!value.is_text)
     return number_parameter(value.axis.c_str(), value.number, size_counter(value.axis));
-  if (const auto key = label_for(value.axis)) {
+  if (const auto key = point_label_key(value.axis)) {
     return text_parameter(value.axis.c_str(), value.text, *key);
   }
   return NameParameter{value.axis, value.text, std::nullopt, 0, std::nullopt};
@@ -99,6 +90,14 @@ void cpu_row(benchmark::State& state, const RowId& id,
 
 }  // namespace
 
+std::optional<LabelKey> point_label_key(const std::string& key) {
+  for (LabelKey label : {LabelKey::data, LabelKey::dtype, LabelKey::shape, LabelKey::input,
+                         LabelKey::precision, LabelKey::net}) {
+    if (label_key(label) == key) return label;
+  }
+  return std::nullopt;
+}
+
 void describe_point(ResultRow* row, const Point& point) {
   for (const Point::Value& value : point.values) {
     if (!value.is_text && !size_counter(value.axis)) {
@@ -106,7 +105,7 @@ void describe_point(ResultRow* row, const Point& point) {
     }
   }
   for (const auto& [key, value] : point.labels) {
-    const auto label = label_for(key);
+    const auto label = point_label_key(key);
     if (!label) throw std::invalid_argument("label '" + key + "' is not a label key");
     row->label(*label, value);
   }

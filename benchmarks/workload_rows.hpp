@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ RowId workload_row_id(const Workload::Declaration& declaration, const std::strin
                       long long threads = 0);
 
 std::size_t element_bytes(ElementType type);
+
+// The schema's label key named `key` that a point's text axis or label may be (not workload,
+// backend, variant, host or probe, which the rows themselves write); none for another name.
+std::optional<LabelKey> point_label_key(const std::string& key);
 
 // Writes what the name's size counters do not: axis:<name> for each numeric axis without a counter
 // of its own, and the point's label pairs (a shape's family; throws for a key the schema lacks).

@@ -11,6 +11,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+# Cleared first, so a machine without a CUDA compiler leaves no earlier build's examples behind.
+rm -rf "$BUILD_DIR/package" "$BUILD_DIR/examples"
 if [[ -z ${CUDACXX:-} ]] && ! command -v nvcc >/dev/null 2>&1; then
   echo "build-examples: no CUDA compiler: the examples are not built" >&2
   exit 0
@@ -21,7 +23,6 @@ if [[ -z ${EXAMPLES_CUDA_ARCHITECTURES:-} ]]; then
   EXAMPLES_CUDA_ARCHITECTURES=90
   nvidia-smi -L >/dev/null 2>&1 && EXAMPLES_CUDA_ARCHITECTURES=native
 fi
-rm -rf "$BUILD_DIR/package" "$BUILD_DIR/examples"
 cmake --install "$BUILD_DIR" --prefix "$BUILD_DIR/package" >/dev/null
 for source in "$ROOT"/examples/*/CMakeLists.txt; do
   example=$(basename "$(dirname "$source")")

@@ -213,9 +213,9 @@ def breakdown(
         return pd.DataFrame(columns=[*PARTS, "compute", "total", "dominant", "parts", "why"])
     # A row without a dtype (a workload of the public API's) is measured against the peak bench
     # used for its own pct_peak: flop / t_wall / (pct_peak / 100).
-    implied = num(rows, "flop") / num(rows, "t_wall") / (num(rows, "pct_peak") / 100)
-    dtype = rows["dtype"] if "dtype" in rows else pd.Series(None, index=rows.index)
     flop = num(rows, "flop")
+    implied = flop / num(rows, "t_wall") / (num(rows, "pct_peak") / 100)
+    dtype = rows["dtype"] if "dtype" in rows else pd.Series(None, index=rows.index)
     peak = gpu_peak(rows, dtype).fillna(implied.where(dtype.isna()))
     work = (flop / peak).where(flop > 0)
     out = rows[[c for c in _ID if c in rows]].copy()
