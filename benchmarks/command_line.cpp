@@ -49,20 +49,20 @@ std::string google_benchmark_help() {
   return text;
 }
 
-// Its usage line names "benchmark"; the binary is `bench`, and the continuation lines are indented
-// to line up under the first "[".
-std::string renamed_usage(const std::string& help) {
+// Its usage line names "benchmark"; the program is `program_name` (`bench`, or a user's program),
+// and the continuation lines are indented to line up under the first "[".
+std::string renamed_usage(const std::string& help, const std::string& program_name) {
   const std::string library_name = "benchmark ";
   if (help.rfind(library_name, 0) != 0) return help;
   const std::string indent(library_name.size(), ' ');
-  const std::string bench_indent(std::strlen("bench "), ' ');
+  const std::string program_indent(program_name.size() + 1, ' ');
   std::istringstream lines(help.substr(library_name.size()));
-  std::string renamed = "bench ";
+  std::string renamed = program_name + " ";
   std::string line;
   bool first = true;
   while (std::getline(lines, line)) {
     if (!first && line.rfind(indent, 0) == 0) {
-      renamed += bench_indent;
+      renamed += program_indent;
       line.erase(0, indent.size());
     }
     renamed += line;
@@ -171,15 +171,25 @@ std::optional<std::string> check_value(const std::string& name, std::string* val
   return std::nullopt;
 }
 
+// Whose help print_help() prints (choose_help).
+Program help_program = Program::suite;
+std::string help_program_name = "bench";
+
 }  // namespace
 
+void choose_help(Program program, const std::string& program_name) {
+  help_program = program;
+  help_program_name = program_name;
+}
+
 void print_help() {
+  const bool suite = help_program == Program::suite;
   std::cout
-      << renamed_usage(google_benchmark_help())
-      << "\ngpubench flags:\n"
-         "  --full                     the full sweep: larger sizes, every shape (also "
-         "GPUBENCH_FULL=1)\n"
-         "  --schema                   print the counter keys, units, directions and label "
+      << renamed_usage(google_benchmark_help(), help_program_name) << "\ngpubench flags:\n"
+      << (suite ? "  --full                     the full sweep: larger sizes, every shape (also "
+                  "GPUBENCH_FULL=1)\n"
+                : "")
+      << "  --schema                   print the counter keys, units, directions and label "
          "keys as JSON\n"
          "  --list-all                 list every benchmark name, GPU ones included without "
          "a GPU\n"
@@ -194,17 +204,18 @@ void print_help() {
       << (kMinTimeTakesSuffixes ? "0.5, 0.5s (seconds) or 100x (iterations)"
                                 : "0.5 or 0.5s (seconds)")
       << "\nenvironment:\n"
-         "  GPUBENCH_FULL              1: the same as --full\n"
-         "  GPUBENCH_PROGRESS_SECONDS  seconds between progress lines on stderr (10; 0: "
+      << (suite ? "  GPUBENCH_FULL              1: the same as --full\n" : "")
+      << "  GPUBENCH_PROGRESS_SECONDS  seconds between progress lines on stderr (10; 0: "
          "each benchmark)\n"
-         "  GPUBENCH_CIFAR10_DIR       CIFAR-10's binary batches for the rows that train on "
-         "images (unset: synthetic)\n"
-         "  GPUBENCH_DATA_DIR          the folder with iris.csv and digits.csv (unset: the "
-         "source's data/)\n"
-         "  GPUBENCH_CONDITIONS        off: record no per-row conditions (unset or on: "
+      << (suite ? "  GPUBENCH_CIFAR10_DIR       CIFAR-10's binary batches for the rows that train "
+                  "on images (unset: synthetic)\n"
+                  "  GPUBENCH_DATA_DIR          the folder with iris.csv and digits.csv (unset: "
+                  "the source's data/)\n"
+                : "")
+      << "  GPUBENCH_CONDITIONS        off: record no per-row conditions (unset or on: "
          "record them)\n"
-         "  OPENBLAS_CORETYPE          OpenBLAS's kernels (unset: bench sets it if OpenBLAS "
-         "picks generic)\n"
+         "  OPENBLAS_CORETYPE          OpenBLAS's kernels (unset: the program sets it if "
+         "OpenBLAS picks generic)\n"
          "  CUDA_VISIBLE_DEVICES       the GPUs CUDA shows; empty hides them all, only CPU "
          "rows run\n"
          "exit codes: 0 done, "

@@ -32,5 +32,5 @@ void register_suite_rows(const gpubench::Sweep& sweep, bool with_gpu) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return gpubench::run_benchmarks(argc, argv, register_suite_rows);
+  return gpubench::run_benchmarks(argc, argv, gpubench::Program::suite, register_suite_rows);
 }

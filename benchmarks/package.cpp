@@ -8,7 +8,7 @@
 namespace gpubench {
 
 int run(int argc, char** argv) {
-  return run_benchmarks(argc, argv,
+  return run_benchmarks(argc, argv, Program::declared_workloads,
                         [](const Sweep&, bool with_gpu) { register_added_workloads(with_gpu); });
 }
 

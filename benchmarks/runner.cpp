@@ -75,6 +75,13 @@ void keep_finished_benchmarks(int signal_number, const std::string& out_path,
   std::fputs(said.c_str(), stderr);
 }
 
+// The name a user's program was started by, for its --help's usage line.
+std::string program_name(const char* argv0) {
+  const std::string path = argv0 != nullptr ? argv0 : "";
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 // Replaces every --benchmark_out=... in `arguments` by `replacement` (none when empty).
 void replace_out_flag(std::vector<std::string>* arguments, const std::string& replacement) {
   std::vector<std::string> kept;
@@ -89,7 +96,7 @@ void replace_out_flag(std::vector<std::string>* arguments, const std::string& re
 
 namespace gpubench {
 
-int run_benchmarks(int argc, char** argv, const RowRegistration& register_rows) {
+int run_benchmarks(int argc, char** argv, Program program, const RowRegistration& register_rows) {
   // A closed stdout (`bench ... | head`) must not kill the run before --benchmark_out is written:
   // the failed write shows in the stream's state instead (benchmarks/output_file.hpp).
   std::signal(SIGPIPE, SIG_IGN);
@@ -116,7 +123,10 @@ int run_benchmarks(int argc, char** argv, const RowRegistration& register_rows) 
   if (const auto stop = gpubench::prepare_run_conditions(&argc, argv)) return *stop;
   const bool list_all = take_flag(&argc, argv, "--list-all");
   const bool all_counters = take_flag(&argc, argv, "--all-counters");
-  const bool full = gpubench::take_full_sweep_flag(&argc, argv);
+  // A program's declared points are its whole sweep: --full is an unknown flag there, and
+  // GPUBENCH_FULL is not read.
+  const bool full = program == Program::suite && gpubench::take_full_sweep_flag(&argc, argv);
+  gpubench::choose_help(program, program == Program::suite ? "bench" : program_name(argv[0]));
 
   std::vector<std::string> arguments(argv, argv + argc);
   if (const auto error = gpubench::check_run_flags(&arguments)) {

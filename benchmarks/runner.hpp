@@ -2,7 +2,7 @@
 // The runner every gpubench program shares: `bench` (the suite's sweep) and a user's program built
 // against the installed package (include/gpubench/workload.hpp). It is Google Benchmark's main with
 // every --benchmark_* flag, plus
-//   --full            the full sweep (also GPUBENCH_FULL=1)
+//   --full            the full sweep (also GPUBENCH_FULL=1); bench only
 //   --schema          print the output contract (counter keys, units, directions, label keys) as
 //                     JSON and exit (harness/schema.hpp)
 //   --list-all        list every benchmark name of the sweep, GPU families included even without
@@ -22,6 +22,7 @@
 
 #include <functional>
 
+#include "benchmarks/command_line.hpp"
 #include "benchmarks/sweep.hpp"
 
 namespace gpubench {
@@ -30,6 +31,8 @@ namespace gpubench {
 // device is visible, or --list-all lists them all).
 using RowRegistration = std::function<void(const Sweep& sweep, bool with_gpu)>;
 
-int run_benchmarks(int argc, char** argv, const RowRegistration& register_rows);
+// `program`: bench (Program::suite), or a user's program (Program::declared_workloads), whose
+// --help names it and leaves out what only the suite's sweep has (benchmarks/command_line.hpp).
+int run_benchmarks(int argc, char** argv, Program program, const RowRegistration& register_rows);
 
 }  // namespace gpubench

@@ -46,6 +46,13 @@ std::optional<GpuInfo> query_gpu(std::string* why_not);
 const std::optional<GpuInfo>& gpu_info();
 const std::string& gpu_unavailable_reason();
 
+// The error a faulted kernel (an illegal address, a trap, a launch failure) left in the CUDA
+// context, as "name (text)", or nullopt when the context still works or there is no GPU. Such an
+// error is sticky: cudaDeviceSynchronize reports it, and again after cudaGetLastError, and every
+// later CUDA call of the process fails with it. An error that clears (a failed allocation, an
+// invalid argument) is not one.
+std::optional<std::string> sticky_cuda_error();
+
 // Peak of `precision_name` ("fp32", "tf32", "fp16", "bf16", "fp64") on this GPU, 0 if unknown.
 double gpu_peak_flops(const GpuInfo& gpu, const std::string& precision_name);
 

@@ -108,4 +108,14 @@ std::optional<GpuInfo> query_gpu(std::string* why_not) {
   }
 }
 
+std::optional<std::string> sticky_cuda_error() {
+  if (!gpu_info()) return std::nullopt;
+  static_cast<void>(cudaGetLastError());  // an earlier call's error that has cleared
+  const cudaError_t error = cudaDeviceSynchronize();
+  if (error == cudaSuccess) return std::nullopt;
+  static_cast<void>(cudaGetLastError());
+  if (cudaDeviceSynchronize() == cudaSuccess) return std::nullopt;  // it cleared: not sticky
+  return std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
+}
+
 }  // namespace gpubench

@@ -8,4 +8,6 @@ std::optional<GpuInfo> query_gpu(std::string* why_not) {
   return std::nullopt;
 }
 
+std::optional<std::string> sticky_cuda_error() { return std::nullopt; }
+
 }  // namespace gpubench

@@ -21,7 +21,21 @@ std::vector<std::string>& names() {
   static std::vector<std::string> registered;
   return registered;
 }
+
+std::optional<std::string>& lost_context_message() {
+  static std::optional<std::string> message;
+  return message;
+}
 }  // namespace
+
+const std::optional<std::string>& lost_gpu_context() { return lost_context_message(); }
+
+void mark_gpu_context_lost(const std::string& row_name, const std::string& error) {
+  if (lost_context_message()) return;  // the first row that lost it is the one to name
+  lost_context_message() = "not run: the CUDA context was lost in " + row_name + " (" + error +
+                           "), and no later GPU work of this process can run; run this row in a "
+                           "new process (--benchmark_filter)";
+}
 
 const std::vector<std::string>& registered_names() { return names(); }
 void add_registered_name(std::string name) { names().push_back(std::move(name)); }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "harness/conditions.hpp"
+#include "harness/gpu_info.hpp"
 #include "harness/instruction_region.hpp"
 #include "harness/phase_times.hpp"
 #include "harness/schema.hpp"
@@ -128,6 +129,16 @@ class ResultRow {
 // appends "/manual_time".
 enum class IterationTime { benchmark_clock, manual };
 
+// A GPU row (backend "gpu") whose fixture threw may have left a sticky error in the CUDA context
+// (sticky_cuda_error, harness/gpu_info.hpp): a faulted kernel. Every later CUDA call of the process
+// then fails with it, so every later GPU row would fail too, each naming whichever call it reached
+// first. Once that happens, register_row skips every later GPU row with one message naming the
+// row that lost the context and the error; the CPU rows still run.
+// The message the later GPU rows are skipped with, once the context is lost.
+const std::optional<std::string>& lost_gpu_context();
+// Records that `row_name` left the context unusable with `error` (a test may call it directly).
+void mark_gpu_context_lost(const std::string& row_name, const std::string& error);
+
 // Every name register_row registered, as Google Benchmark filters it (with "/repeats:N" and
 // "/manual_time"), in registration order: the progress line's total.
 const std::vector<std::string>& registered_names();
@@ -156,10 +167,17 @@ void register_row(const RowId& id, RowTiming timing, Fixture fixture, Arguments.
         // built under Valgrind, where it is read.
         const InstructionRegionLabel label(
             InstructionRegion::running_on_valgrind() ? id.name() : std::string());
+        const bool gpu_row = id.backend == "gpu";
+        if (gpu_row && lost_gpu_context()) {
+          state.SkipWithError(lost_gpu_context()->c_str());
+          return;
+        }
         try {
           fixture(state, id, arguments...);
         } catch (const std::exception& error) {
           state.SkipWithError(error.what());
+          if (!gpu_row) return;
+          if (const auto sticky = sticky_cuda_error()) mark_gpu_context_lost(id.name(), *sticky);
         }
       });
   benchmark->Unit(benchmark::kMicrosecond);

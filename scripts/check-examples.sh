@@ -13,6 +13,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for program in "$BUILD_DIR"/examples/*/; do
   example=$(basename "$program")
+  # Its own --help: usage under its own name, none of bench's sweep flags; --full is refused.
+  help=$("$program/$example" --help)
+  if [[ $help != "$example "* || $help == *--full* ]]; then
+    echo "check-examples: $example --help is not the program's own: $(head -1 <<<"$help")" >&2
+    exit 1
+  fi
+  if "$program/$example" --full >/dev/null 2>&1; then
+    echo "check-examples: $example accepted --full, a flag only bench has" >&2
+    exit 1
+  fi
   # Quickly: this proves the path, not the numbers. Its console and progress lines are shown only
   # if it fails.
   # Four repetitions: what compare's U test needs to judge a benchmark at all.
