@@ -40,7 +40,7 @@ from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import usable_counter
 from .wording import cut_off_lines, describe_invalid
-from .policy import FAILED_ROW, LIST, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
+from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import action, file_situation
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
@@ -83,16 +83,8 @@ class Table:
     cut_off: list[str] = field(default_factory=list)
 
     def said(self, tool: str) -> list[str]:
-        """The notes `tool` says: those whose situation its policy action lists, or whose words
-        have it warn or list; the table's own notes always."""
-
-        def says(situation: str | None) -> bool:
-            if situation is None:
-                return True
-            act = action(tool, situation)
-            return act.kind == LIST or "warn" in act.does or "list" in act.does
-
-        return [line for situation, line in self.notes if says(situation)]
+        """The notes `tool` says (policy Action.says); the table's own notes always."""
+        return [line for s, line in self.notes if s is None or action(tool, s).says]
 
 
 def file_rows(report: BenchReport) -> pd.DataFrame:
