@@ -116,10 +116,10 @@ class Number:
             if self.integer and not _INTEGER.fullmatch(stripped):
                 raise ValueError(text)
             value = int(stripped) if self.integer else float(stripped)
+            if not self.inside(value):
+                raise ValueError(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not {self.range}") from None
-        if not self.inside(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not {self.range}")
         return value
 
 

@@ -22,7 +22,6 @@ from .units import plural
 # same reading applies to the aggregate of the 0/1 counter: a mean above 0 or a median of 1 says
 # disturbed repetitions went into it.
 QUIET, DISTURBED, UNKNOWN = "quiet", "disturbed", "conditions unknown"
-CONDITION_STATES: tuple[str, ...] = (DISTURBED, QUIET, UNKNOWN)
 
 # The bits of `disturbed_by` (harness/conditions.hpp, DisturbanceRule): which part of the rule
 # fired, in the words the tools print, and the counters that say by how much (the first present).
@@ -41,15 +40,12 @@ CONDITION_FIGURES: tuple[str, ...] = tuple(
 
 
 def _by_how_much(counters: dict[str, float], keys: tuple[str, ...]) -> float | None:
-    for key in keys:
-        value = counters.get(key)
-        if value is not None and usable_counter(value):
-            return value
-    return None
+    values = (counters.get(key) for key in keys)
+    return next((v for v in values if v is not None and usable_counter(v)), None)
 
 
 def condition_of(counters: dict[str, float]) -> str:
-    """DISTURBED, QUIET or UNKNOWN for one row's counters (see CONDITION_STATES)."""
+    """DISTURBED, QUIET or UNKNOWN for one row's counters (see QUIET, DISTURBED, UNKNOWN)."""
     value = counters.get("disturbed")
     if value is None or not math.isfinite(value):
         return UNKNOWN

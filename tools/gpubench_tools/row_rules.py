@@ -71,6 +71,7 @@ def json_schema() -> dict[str, Any]:
     included: a diverged loss is a result); other keys are free.
     """
     number = {"type": "number"}
+    measured = {"finite": True, "minimum": 0}  # a count or time: finite, not negative
     counters = {key: number for key in schema.COUNTERS}
     counters["threads"] = number  # Google Benchmark's thread count, or the counter of that name
     row = {
@@ -84,19 +85,9 @@ def json_schema() -> dict[str, Any]:
             "family_index": {"type": "integer"},
             "per_family_instance_index": {"type": "integer"},
             "repetitions": {"type": "integer", "minimum": 0},
-            "repetition_index": {
-                "type": "integer",
-                "finite": True,
-                "minimum": 0,
-                "maximum": MAX_REPETITION_INDEX,
-            },
-            "iterations": {
-                "type": "number",
-                "finite": True,
-                "minimum": 0,
-                "maximum": MAX_ITERATIONS,
-            },
-            **{key: {"type": "number", "finite": True, "minimum": 0} for key in TIMES},
+            "repetition_index": {"type": "integer", **measured, "maximum": MAX_REPETITION_INDEX},
+            "iterations": {"type": "number", **measured, "maximum": MAX_ITERATIONS},
+            **{key: {"type": "number", **measured} for key in TIMES},
             "time_unit": {"enum": list(TIME_UNIT_TO_S)},
             "label": {"type": "string"},
             "aggregate_name": {"type": "string"},

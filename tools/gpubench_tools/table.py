@@ -28,17 +28,18 @@ run, which is how the quick start decides whether to add the reference.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
 
-from .benchjson import BenchJsonError, BenchReport, BenchRow, load_report
+from .benchjson import INVALID, VALID, BenchJsonError, BenchReport, BenchRow, invalid_rows
+from .benchjson import load_report
 from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import usable_counter
+from .units import plural
 from .wording import cut_off_lines, describe_invalid
 from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import action, file_situation
@@ -97,17 +98,14 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
     is, naming the field and its value as the file wrote it: benchjson's reason), `conditions` (disturbed, quiet
     or conditions unknown: conditions.condition_of) and `counters` (a dict of the values as read: a
     NaN counter is an invalid value, an absent one no value)."""
-
-    def status(row: BenchRow) -> str:
-        if row.error is not None:
-            return "skipped" if row.skipped else "failed"
-        return "measured" if row.invalid is None else "invalid"
-
     fields = {"name": "run_name", "label": "label", "run_type": "run_type"}
     fields |= {"aggregate_name": "aggregate_name", "repetition": "repetition_index"}
     fields |= {k: k for k in ("iterations", "real_time_s", "cpu_time_s", "threads", "error")}
     fields |= {k: k for k in ("status", "invalid", "conditions", "counters")}
-    values = {"threads": lambda r: r.counters.get("threads", float("nan")), "status": status}
+    values = {
+        "threads": lambda r: r.counters.get("threads", float("nan")),
+        "status": lambda r: "measured" if r.status == VALID else r.status,
+    }
     columns = {
         column: [values.get(column, lambda r: getattr(r, attr))(r) for r in report.rows]
         for column, attr in fields.items()
@@ -235,61 +233,57 @@ def _problems(report: BenchReport) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for row in report.rows:
-        if row.invalid is not None:
-            status, reason = "invalid", row.invalid
-        elif row.error is not None and row.run_type == "iteration":
-            status = "skipped" if row.skipped else "failed"
-            reason = row.error  # the whole message: the report shows it once per group
-        else:
-            continue
-        if (row.run_name, status) in seen:
+        status = row.status
+        # An error row counts once per benchmark, by its repetitions (not its aggregates).
+        counted = status == INVALID or (status != VALID and row.run_type == "iteration")
+        if not counted or (row.run_name, status) in seen:
             continue
         seen.add((row.run_name, status))
+        # an error row's whole message: the report shows it once per group
         out.append(
             {
                 "file": report.path,
                 "name": row.run_name,
                 "backend": _row_backend(row),
                 "status": status,
-                "reason": reason,
+                "reason": row.invalid if status == INVALID else row.error,
             }
         )
     return out
 
 
-def _problem_notes(path: str, problems: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """One line per status: how many benchmarks of a file failed, and how many were skipped
-    and why (the reasons' common prefixes, not every message)."""
-    notes = []
+def _file_notes(
+    report: BenchReport, problems: list[dict[str, Any]], invalid: list[BenchRow]
+) -> list[tuple[str | None, str]]:
+    """What the reader said of one file: that it was cut off or interrupted, its `invalid` rows
+    (not used), and one line per status of its `problems`: how many benchmarks failed, and how
+    many were skipped and why (the reasons' common prefixes, not every message)."""
+    notes = [(file_situation(report), line) for line in report.warnings]
+    if invalid:
+        situation = MALFORMED_ROW if any(r.malformed for r in invalid) else UNSOUND_ROW
+        notes.append((situation, f"{report.path}: {describe_invalid(invalid)}: not used"))
     for situation, status in ((FAILED_ROW, "failed"), (SKIPPED_ROW, "skipped")):
         mine = [p for p in problems if p["status"] == status]
         if not mine:
             continue
-        n = len(mine)
-        text = f"{n} benchmark{'' if n == 1 else 's'} in {path} "
+        text = f"{plural(len(mine), 'benchmark')} in {report.path} "
         if status == "skipped":
             reasons = dict.fromkeys(skip_reason(p["reason"]) for p in mine)
-            text += f"{'was' if n == 1 else 'were'} skipped, {', '.join(map(str, reasons))}"
+            text += f"{'was' if len(mine) == 1 else 'were'} skipped, {', '.join(map(str, reasons))}"
         else:
             text += "failed"
         notes.append((situation, text + " (listed in the report)"))
     return notes
 
 
-def _file_notes(report: BenchReport) -> list[tuple[str | None, str]]:
-    """What the reader said of a whole file (that it was cut off or interrupted)."""
-    return [(file_situation(report), line) for line in report.warnings]
-
-
 def _machine_groups(paths: Sequence[str]) -> list[list[BenchReport]]:
     """Load every file (BenchJsonError propagates) and group the files of one machine."""
     groups: list[list[BenchReport]] = []
     for report in (load_report(path) for path in paths):
-        home = next((g for g in groups if same_machine(g[0].context, report.context)), None)
-        if home is None:
-            groups.append([report])
-        else:
-            home.append(report)
+        home = next((g for g in groups if same_machine(g[0].context, report.context)), [])
+        if not home:  # the first file of its machine
+            groups.append(home)
+        home.append(report)
     return groups
 
 
@@ -338,15 +332,10 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
         measured = {report.path: _measured(report) for report in group}
         for report in group:
             file_contexts[report.path] = report.context
-            notes += _file_notes(report)
             cut_off += cut_off_lines(report)
-            invalid = [r for r in report.rows if r.invalid is not None]
-            if invalid:
-                situation = MALFORMED_ROW if any(r.malformed for r in invalid) else UNSOUND_ROW
-                notes.append((situation, f"{report.path}: {describe_invalid(invalid)}: not used"))
             found = _problems(report)
             problems += found
-            notes += _problem_notes(report.path, found)
+            notes += _file_notes(report, found, invalid_rows(report))
             records += [_record(r, index, report.path, THIS_RUN) for r in measured[report.path]]
         notes += _shared_note(measured)
     if gpu_reference:
@@ -428,25 +417,21 @@ def _add_reference(
     notes: list[tuple[str | None, str]] = []
     for report in group:
         file_contexts[report.path] = report.context
-        notes += _file_notes(report)  # a reference recovered from truncation says so
-        gpu_found = [
-            p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != "invalid"
-        ]
-        problems += gpu_found
-        notes += _problem_notes(report.path, gpu_found)
+        found = [p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != INVALID]
+        problems += found
+        # a reference recovered from truncation says so (its invalid rows go unmentioned)
+        notes += _file_notes(report, found, [])
     return notes
 
 
 def _tag_twins(machines: list[dict[str, Any]]) -> None:
     """Two machines with the same device names would get the same legend entry: tell them
     apart by host name where every such machine records a different one, else by file."""
+    named: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     for machine in machines:
         machine["tag"] = None
-    names = Counter((m["gpu"], m["cpu"]) for m in machines)
-    for key, count in names.items():
-        if count < 2:
-            continue
-        twins = [m for m in machines if (m["gpu"], m["cpu"]) == key]
+        named.setdefault((machine["gpu"], machine["cpu"]), []).append(machine)
+    for twins in (group for group in named.values() if len(group) > 1):
         hosts = [_ctx_str(m["context"], "host_name") for m in twins]
         by_host = None not in hosts and len(set(hosts)) == len(hosts)
         for machine, host in zip(twins, hosts):
@@ -503,15 +488,11 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     keys = ["machine", "name", "label"]
     rows = headline_rows(rows, keys)
     grouped = rows.groupby(keys, sort=False, dropna=False)
-    numeric = [
-        c
-        for c in rows.columns
-        if c not in keys
-        and c not in ("disturbed_in_number", "disturbed_left_out")
-        and pd.api.types.is_numeric_dtype(rows[c])
-    ]
-    other = [c for c in rows.columns if c not in keys and c not in numeric]
-    other = [c for c in other if c not in ("conditions", "disturbed_in_number")]
+    flags = ("conditions", "disturbed_in_number")
+    columns = [c for c in rows.columns if c not in keys and c not in flags]
+    is_numeric = pd.api.types.is_numeric_dtype
+    numeric = [c for c in columns if c != "disturbed_left_out" and is_numeric(rows[c])]
+    other = [c for c in columns if c not in numeric]
     out = grouped[numeric].median()
     out[other] = grouped[other].first()
     time = grouped["real_time_s"]

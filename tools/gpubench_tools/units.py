@@ -21,11 +21,9 @@ def _sig(x: float, digits: int = 3) -> str:
 def fmt_time(seconds: float, digits: int = 3) -> str:
     if not math.isfinite(seconds):
         return "n/a"
-    a = abs(seconds)
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
-        if a >= scale or unit == "ns":
-            return f"{_sig(seconds / scale, digits)} {unit}"
-    return f"{seconds:g} s"
+    units = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"))
+    scale, unit = next(((s, u) for s, u in units if abs(seconds) >= s), (1e-9, "ns"))
+    return f"{_sig(seconds / scale, digits)} {unit}"
 
 
 def fmt_bytes(nbytes: float) -> str:
