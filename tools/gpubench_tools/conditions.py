@@ -52,13 +52,10 @@ def condition_of(counters: dict[str, float]) -> str:
     return DISTURBED if value > 0 else QUIET
 
 
-def _bits(counters: dict[str, float]) -> list[int]:
-    """The set bits of `disturbed_by`, [] where it is absent, not finite or not above 0."""
+def _bits(counters: dict[str, float]) -> int:
+    """The bits of `disturbed_by`, 0 where it is absent, not finite or not above 0."""
     value = counters.get("disturbed_by")
-    if value is None or not usable_counter(value) or value <= 0:
-        return []
-    number = int(value)
-    return [1 << i for i in range(number.bit_length()) if number >> i & 1]
+    return int(value) if value is not None and usable_counter(value) and value > 0 else 0
 
 
 def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
@@ -68,7 +65,7 @@ def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
     disturbed = [c for c in rows if condition_of(c) == DISTURBED]
     parts = []
     for bit, (words, figures) in DISTURBED_BY.items():
-        hit = [c for c in disturbed if bit in _bits(c)]
+        hit = [c for c in disturbed if _bits(c) & bit]
         if not hit:
             continue
         values = [v for c in hit if (v := _by_how_much(c, figures)) is not None]

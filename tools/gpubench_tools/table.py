@@ -35,12 +35,12 @@ from typing import Any, Sequence
 import pandas as pd
 
 from .benchjson import INVALID, VALID, BenchJsonError, BenchReport, BenchRow, invalid_rows
-from .benchjson import load_report
+from .benchjson import iteration_rows, load_report
 from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import usable_counter
 from .units import plural
-from .wording import cut_off_lines, describe_invalid
+from .wording import describe_invalid
 from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import action, file_situation
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
@@ -215,7 +215,7 @@ def _name_variant(run_name: str) -> str | None:
 
 def _measured(report: BenchReport) -> list[BenchRow]:
     """Iteration rows; for a benchmark that has none, its median (else mean) aggregate."""
-    rows = [r for r in report.rows if r.run_type == "iteration" and r.usable]
+    rows = iteration_rows(report)
     have = {(r.run_name, r.label) for r in rows}
     for wanted in ("median", "mean"):
         for r in report.rows:
@@ -332,7 +332,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
         measured = {report.path: _measured(report) for report in group}
         for report in group:
             file_contexts[report.path] = report.context
-            cut_off += cut_off_lines(report)
+            cut_off += report.warnings
             found = _problems(report)
             problems += found
             notes += _file_notes(report, found, invalid_rows(report))
