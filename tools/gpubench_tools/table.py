@@ -497,11 +497,9 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     out[other] = grouped[other].first()
     time = grouped["real_time_s"]
     out["time_s"] = out["real_time_s"]
-    out["time_min_s"] = time.min()
-    out["time_max_s"] = time.max()
+    out[["time_min_s", "time_max_s"]] = time.agg(["min", "max"])
     if "t_step" in rows:
-        out["t_step_min"] = grouped["t_step"].min()
-        out["t_step_max"] = grouped["t_step"].max()
+        out[["t_step_min", "t_step_max"]] = grouped["t_step"].agg(["min", "max"])
     out["repetitions"] = time.size()
     out["spread"] = (out["time_max_s"] - out["time_min_s"]) / out["time_s"]
     if "conditions" in rows:
