@@ -85,10 +85,9 @@ def describe_conditions(rows: Iterable[dict[str, float]]) -> str | None:
     n = sum(1 for c in counters if condition_of(c) == DISTURBED)
     if not n:
         return None
-    total = len(counters)
     verb = "was" if n == 1 else "were"
     return (
-        f"{n} of {plural(total, 'repetition')} {verb} measured while disturbed "
+        f"{n} of {plural(len(counters), 'repetition')} {verb} measured while disturbed "
         f"({disturbance_causes_line(counters)})"
     )
 

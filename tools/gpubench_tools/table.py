@@ -298,10 +298,8 @@ def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, str]]:
         return []
     files = sorted({f for name in shared for f in names_in[name]})
     what = "benchmark appears" if len(shared) == 1 else "benchmarks appear"
-    line = (
-        f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their rows "
-    )
-    line += f"are treated as repetitions and reduced to medians (for example {shared[0]})"
+    line = f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their "
+    line += f"rows are treated as repetitions and reduced to medians (for example {shared[0]})"
     return [(None, line)]
 
 

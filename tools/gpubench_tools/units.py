@@ -61,12 +61,10 @@ def fmt_size(x: float) -> str:
     """A problem size or count: integers as integers, large ones with SI prefixes."""
     if not math.isfinite(x):
         return "n/a"
-    if abs(x) >= 1e9:
-        return f"{_sig(x / 1e9)}G"
-    if abs(x) >= 1e6:
-        return f"{_sig(x / 1e6)}M"
-    if abs(x) >= 1e4:
-        return f"{_sig(x / 1e3)}k"
+    # a prefix from its least magnitude on; thousands only from 10k (below it, the whole number)
+    for least, scale, prefix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if abs(x) >= least:
+            return f"{_sig(x / scale)}{prefix}"
     return f"{x:.0f}" if abs(x - round(x)) < 1e-9 or abs(x) >= 100 else f"{x:.3g}"
 
 
