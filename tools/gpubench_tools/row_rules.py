@@ -234,26 +234,26 @@ def first_problem(seen: dict[str, Any]) -> tuple[str, bool] | None:
     return (problems[0][2], problems[0][3]) if problems else None
 
 
+def _objects(node: Any) -> Iterator[dict[str, Any]]:
+    """Every object of a JSON document, the document's own first."""
+    if isinstance(node, dict):
+        yield node
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else []
+    for child in children:
+        yield from _objects(child)
+
+
 @functools.lru_cache(maxsize=1)
 def _limits() -> tuple[tuple[float, ...], frozenset[str]]:
     """Every number the schema compares a value with, and the keys whose string values it
     compares (enum, const): what a row's validity can depend on."""
-    numbers: set[float] = {0.0}
-    strings: set[str] = set()
-    stack: list[Any] = [json_schema()]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-                    numbers.add(float(value))
-                if key == "properties":
-                    for name, sub in value.items():
-                        if isinstance(sub, dict) and ({"enum", "const"} & set(sub)):
-                            strings.add(name)
-                stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
+    objects = list(_objects(json_schema()))
+    bounds = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    numbers = {0.0} | {float(node[key]) for node in objects for key in bounds if key in node}
+    properties = [item for node in objects for item in node.get("properties", {}).items()]
+    strings = {
+        key for key, sub in properties if isinstance(sub, dict) and {"enum", "const"} & set(sub)
+    }
     return tuple(sorted(numbers)), frozenset(strings)
 
 

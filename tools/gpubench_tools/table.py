@@ -65,6 +65,8 @@ def per_step(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 
 THIS_RUN, REFERENCE_RUN = "this run", "reference run"
+# A benchmark that failed, was skipped or is invalid: a row of Table.problems.
+_PROBLEM_COLUMNS = ("file", "name", "backend", "status", "reason")
 
 # The label keys every row is given, with the value a file that predates the key implies.
 _LABEL_DEFAULTS = {"dtype": "fp32", "precision": "fp32"}
@@ -240,15 +242,9 @@ def _problems(report: BenchReport) -> list[dict[str, Any]]:
             continue
         seen.add((row.run_name, status))
         # an error row's whole message: the report shows it once per group
-        out.append(
-            {
-                "file": report.path,
-                "name": row.run_name,
-                "backend": _row_backend(row),
-                "status": status,
-                "reason": row.invalid if status == INVALID else row.error,
-            }
-        )
+        reason = row.invalid if status == INVALID else row.error
+        values = (report.path, row.run_name, _row_backend(row), status, reason)
+        out.append(dict(zip(_PROBLEM_COLUMNS, values)))
     return out
 
 
@@ -357,9 +353,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     # string dtype, where a missing GPU reads as NaN (truthy, and not a string).
     for column in ("cpu", "gpu", "tag"):
         machine_frame[column] = pd.Series([m[column] for m in machines], dtype=object)
-    problem_frame = pd.DataFrame.from_records(
-        problems, columns=["file", "name", "backend", "status", "reason"]
-    )
+    problem_frame = pd.DataFrame.from_records(problems, columns=list(_PROBLEM_COLUMNS))
     return Table(rows, problem_frame, machine_frame, notes, cut_off)
 
 
@@ -370,17 +364,17 @@ def _add_reference(
     reference_paths: Sequence[str],
     file_contexts: dict[str, dict[str, Any]],
 ) -> list[tuple[str | None, str]]:
-    groups = _machine_groups(reference_paths)
-    ref_rows = [
-        [(report, r) for report in g for r in _measured(report) if _row_backend(r) == "gpu"]
-        for g in groups
+    # (files of one machine, their GPU rows) for each machine of the reference that has some
+    with_gpu = [
+        (g, [(report, r) for report in g for r in _measured(report) if _row_backend(r) == "gpu"])
+        for g in _machine_groups(reference_paths)
     ]
-    with_gpu = [i for i, rows in enumerate(ref_rows) if rows]
+    with_gpu = [(g, rows) for g, rows in with_gpu if rows]
     joined = ", ".join(reference_paths)
     if not with_gpu:
         raise BenchJsonError(joined, "--gpu-reference needs a run with GPU rows; this one has none")
     if len(with_gpu) > 1:
-        names = ", ".join(str(_gpu_name(groups[i][0].context)) for i in with_gpu)
+        names = ", ".join(str(_gpu_name(g[0].context)) for g, _ in with_gpu)
         raise BenchJsonError(
             joined,
             f"--gpu-reference files come from {len(with_gpu)} GPU machines ({names}); give the "
@@ -389,16 +383,15 @@ def _add_reference(
     own = sorted({r["file"] for r in records if r["backend"] == "gpu"})
     if own:
         names = ", ".join(Path(p).name for p in reference_paths)
-        return [
-            (None, f"--gpu-reference {names} not used: {', '.join(own)} has GPU rows of its own")
-        ]
+        note = f"--gpu-reference {names} not used: {', '.join(own)} has GPU rows of its own"
+        return [(None, note)]
     if len(machines) > 1:
         raise BenchJsonError(
             ", ".join(p for m in machines for p in m["files"]),
             f"--gpu-reference pairs the reference GPU with one machine's CPU; these files come "
             f"from {len(machines)} machines",
         )
-    group = groups[with_gpu[0]]
+    group, gpu_rows = with_gpu[0]
     context = group[0].context
     run = machines[0]
     commit = _ctx_str(context, "gpubench_git_commit")
@@ -411,7 +404,7 @@ def _add_reference(
         gpu_commit=None if commit == "unknown" else commit,
         gpu_same_host=_same_host(context, run["context"]),
     )
-    records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in ref_rows[with_gpu[0]]]
+    records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in gpu_rows]
     notes: list[tuple[str | None, str]] = []
     for report in group:
         file_contexts[report.path] = report.context
