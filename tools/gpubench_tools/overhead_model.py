@@ -11,6 +11,7 @@ Input is `table.summarize()` output restricted to one machine's GPU rows.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
@@ -237,10 +238,7 @@ def build_model(gpu_summary: pd.DataFrame) -> OverheadModel:
     kernel = kernel[num(kernel, "pct_peak") > 0]
     keys = zip(*(num(kernel, c) for c in "mnk"), kernel["dtype"])
     util = dict(zip(keys, num(kernel, "pct_peak") / 100.0))
-    fits = {
-        (d, h): fit_copy(d, h, _probes(gpu_summary, d, h))
-        for d in ("h2d", "d2h")
-        for h in ("pinned", "pageable")
-    }
+    sweeps = itertools.product(("h2d", "d2h"), ("pinned", "pageable"))
+    fits = {(d, h): fit_copy(d, h, _probes(gpu_summary, d, h)) for d, h in sweeps}
     copies = {key: fit for key, fit in fits.items() if fit is not None}
     return OverheadModel(copies, fit_launch(gpu_summary), util)
