@@ -111,8 +111,6 @@ def markdown_table() -> str:
     head = "| what the reader found | " + " | ".join(TOOLS) + " |"
     lines = [head, "|" + "---|" * (len(TOOLS) + 1)]
     for situation in SITUATIONS:
-        cells = [
-            POLICY[tool][situation].does if situation in POLICY[tool] else "—" for tool in TOOLS
-        ]
+        cells = [POLICY[t][situation].does if situation in POLICY[t] else "—" for t in TOOLS]
         lines.append(f"| **{situation}** | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -50,8 +50,7 @@ class SampleStats:
         of `statistics` cannot fail on NaN or infinity. An empty sample is all NaN."""
         vals = [float(v) for v in values]
         if not vals:
-            nan = math.nan
-            return cls(0, nan, nan, nan, nan, nan, nan, [])
+            return cls(0, *[math.nan] * 6, [])
         mean = statistics.fmean(vals)
         # A single repetition has no spread: NaN says "unknown", which is not the same as 0.
         stdev = statistics.stdev(vals) if len(vals) > 1 else math.nan
