@@ -119,33 +119,33 @@ def _measured_row() -> dict[str, Any]:
     """What a row that reports no error needs: its run name, run type, iterations, both times and
     their unit; times above 0 in an iteration row that ran, and at most MAX_TIME_S seconds in
     their unit (a "cv" aggregate, marked aggregate_unit=percentage, is a ratio, not a time)."""
+    not_a_ratio = {"not": {"const": "percentage"}}  # a "cv" aggregate's "times" are ratios
     unit_limits = [
-        {
-            "if": {
-                "required": ["time_unit"],
-                "properties": {
-                    "time_unit": {"const": unit},
-                    "aggregate_unit": {"not": {"const": "percentage"}},
-                },
-            },
-            "then": {"properties": {key: {"maximum": MAX_TIME_S / scale} for key in TIMES}},
-        }
+        _when(
+            {"time_unit": {"const": unit}, "aggregate_unit": not_a_ratio},
+            {key: {"maximum": MAX_TIME_S / scale} for key in TIMES},
+            required=["time_unit"],
+        )
         for unit, scale in TIME_UNIT_TO_S.items()
     ]
-    ran = {
-        "if": {
-            "required": ["run_type", "iterations"],
-            "properties": {
-                "run_type": {"const": "iteration"},
-                "iterations": {"type": "number", "exclusiveMinimum": 0},
-            },
-        },
-        "then": {"properties": {key: {"exclusiveMinimum": 0} for key in TIMES}},
-    }
+    ran_iterations = {"type": "number", "exclusiveMinimum": 0}
+    ran = _when(
+        {"run_type": {"const": "iteration"}, "iterations": ran_iterations},
+        {key: {"exclusiveMinimum": 0} for key in TIMES},
+    )
     return {
         "required": ["run_name", "run_type", "iterations", *TIMES, "time_unit"],
         "allOf": [ran, *unit_limits],
     }
+
+
+def _when(
+    properties: dict[str, Any], then: dict[str, Any], required: list[str] | None = None
+) -> dict[str, Any]:
+    """A rule of a row: where it has the keys `required` (all of `properties` unless given) and
+    they meet `properties`, its properties meet `then`."""
+    required = list(properties) if required is None else required
+    return {"if": {"required": required, "properties": properties}, "then": {"properties": then}}
 
 
 def _finite(validator: Any, wanted: Any, instance: Any, subschema: Any) -> Iterator[Any]:
