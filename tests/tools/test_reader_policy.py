@@ -344,6 +344,10 @@ def test_the_table_names_only_declared_situations_and_kinds() -> None:
         assert set(policy.POLICY[tool]) <= set(policy.SITUATIONS), tool
         kinds = {a.kind for a in policy.POLICY[tool].values()}
         assert kinds <= {policy.REFUSE, policy.FAIL, policy.USE, policy.LIST}, tool
+        for situation, act in policy.POLICY[tool].items():
+            # Whether a tool says what it found is a field of the table, and what it lists it says.
+            assert isinstance(act.says, bool), (tool, situation)
+            assert act.says or act.kind != policy.LIST, (tool, situation)
 
 
 def test_the_table_declares_disturbance_and_unknown_conditions_for_every_tool() -> None:

@@ -309,13 +309,11 @@ def _cut_off_here(text: str, error: json.JSONDecodeError) -> bool:
     """Whether a parse error is the end of the text arriving, not a mistake: what is left
     from the error on is empty, a string still open, or the start of a literal or number."""
     rest = text[error.pos :].rstrip(" \t\r\n")
-    if not rest:
-        return True
-    if error.msg.startswith("Unterminated string"):
+    if rest and error.msg.startswith("Unterminated string"):
         return re.fullmatch(r'"(?:[^"\\]|\\.)*\\?', rest, re.DOTALL) is not None
-    if any(lit.startswith(rest) for lit in _LITERALS):
-        return True
-    return _NUMBER_PREFIX.fullmatch(rest) is not None or rest in ("-",)
+    # An empty rest starts every literal; "-" alone is a number's start.
+    literal = any(lit.startswith(rest) for lit in _LITERALS)
+    return literal or _NUMBER_PREFIX.fullmatch(rest) is not None
 
 
 # Every number and object of a file as read (json_values): the text of a number, keys in order.
@@ -365,17 +363,15 @@ def _recover_truncated(text: str) -> tuple[Any, list[Any]] | None:
 def _depth(doc: Any) -> int:
     """How deeply lists and objects nest in a parsed document (iteratively: a deep one must not
     exhaust the stack while it is measured)."""
-    deepest, stack = 0, [(doc, 1)]
+    # Lists only: Pairs, an object as read, is one too (its items are (key, value) tuples).
+    deepest, stack = 0, [(doc, 1)] if isinstance(doc, list) else []
     while stack:
         value, depth = stack.pop()
-        if isinstance(value, list):  # Pairs too: its items are (key, value) tuples
-            deepest = max(deepest, depth)
-            if depth > MAX_DEPTH:
-                return depth
-            for item in value:
-                child = item[1] if isinstance(value, Pairs) else item
-                if isinstance(child, list):
-                    stack.append((child, depth + 1))
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            return depth
+        children = (item[1] if isinstance(value, Pairs) else item for item in value)
+        stack += [(child, depth + 1) for child in children if isinstance(child, list)]
     return deepest
 
 

@@ -116,10 +116,10 @@ class Number:
             if self.integer and not _INTEGER.fullmatch(stripped):
                 raise ValueError(text)
             value = int(stripped) if self.integer else float(stripped)
+            if not self.inside(value):
+                raise ValueError(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not {self.range}") from None
-        if not self.inside(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not {self.range}")
         return value
 
 
@@ -145,7 +145,8 @@ def run_main(
 ) -> int:
     """Runs ``body(argv)`` under the exit-code contract: its return value is the exit status;
     ``UnusableInput`` and any exception it did not expect become one line on stderr and exit 2
-    (the traceback only with ``--debug``); ``SystemExit`` from argparse passes through."""
+    (the traceback only with ``--debug``); ``SystemExit`` from argparse and ``KeyboardInterrupt``
+    pass through (neither is an Exception)."""
     from . import output  # the writer: it imports escape, which must not import this module
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -155,14 +156,11 @@ def run_main(
     except UnusableInput as error:
         output.warn(f"{prog}: error: {error}")
         return EXIT_UNUSABLE
-    except (KeyboardInterrupt, SystemExit):
-        raise
     except BrokenPipeError:
         # `tool | head`: the reader left. Not a failure of the input, and no reason to change a
         # verdict the command had decided before it printed (output.decide).
         output._drop_stdout()
-        code = output.decided()
-        return EXIT_OK if code is None else code
+        return output.decided() or EXIT_OK
     except Exception as error:  # noqa: BLE001 - the contract: never a bare traceback, never 1
         if "--debug" in args:
             traceback.print_exc()

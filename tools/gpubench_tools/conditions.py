@@ -22,7 +22,6 @@ from .units import plural
 # same reading applies to the aggregate of the 0/1 counter: a mean above 0 or a median of 1 says
 # disturbed repetitions went into it.
 QUIET, DISTURBED, UNKNOWN = "quiet", "disturbed", "conditions unknown"
-CONDITION_STATES: tuple[str, ...] = (DISTURBED, QUIET, UNKNOWN)
 
 # The bits of `disturbed_by` (harness/conditions.hpp, DisturbanceRule): which part of the rule
 # fired, in the words the tools print, and the counters that say by how much (the first present).
@@ -41,28 +40,22 @@ CONDITION_FIGURES: tuple[str, ...] = tuple(
 
 
 def _by_how_much(counters: dict[str, float], keys: tuple[str, ...]) -> float | None:
-    for key in keys:
-        value = counters.get(key)
-        if value is not None and usable_counter(value):
-            return value
-    return None
+    values = (counters.get(key) for key in keys)
+    return next((v for v in values if v is not None and usable_counter(v)), None)
 
 
 def condition_of(counters: dict[str, float]) -> str:
-    """DISTURBED, QUIET or UNKNOWN for one row's counters (see CONDITION_STATES)."""
+    """DISTURBED, QUIET or UNKNOWN for one row's counters (see QUIET, DISTURBED, UNKNOWN)."""
     value = counters.get("disturbed")
     if value is None or not math.isfinite(value):
         return UNKNOWN
     return DISTURBED if value > 0 else QUIET
 
 
-def _bits(counters: dict[str, float]) -> list[int]:
-    """The set bits of `disturbed_by`, [] where it is absent, not finite or not above 0."""
+def _bits(counters: dict[str, float]) -> int:
+    """The bits of `disturbed_by`, 0 where it is absent, not finite or not above 0."""
     value = counters.get("disturbed_by")
-    if value is None or not usable_counter(value) or value <= 0:
-        return []
-    number = int(value)
-    return [1 << i for i in range(number.bit_length()) if number >> i & 1]
+    return int(value) if value is not None and usable_counter(value) and value > 0 else 0
 
 
 def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
@@ -72,7 +65,7 @@ def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
     disturbed = [c for c in rows if condition_of(c) == DISTURBED]
     parts = []
     for bit, (words, figures) in DISTURBED_BY.items():
-        hit = [c for c in disturbed if bit in _bits(c)]
+        hit = [c for c in disturbed if _bits(c) & bit]
         if not hit:
             continue
         values = [v for c in hit if (v := _by_how_much(c, figures)) is not None]
@@ -92,10 +85,9 @@ def describe_conditions(rows: Iterable[dict[str, float]]) -> str | None:
     n = sum(1 for c in counters if condition_of(c) == DISTURBED)
     if not n:
         return None
-    total = len(counters)
     verb = "was" if n == 1 else "were"
     return (
-        f"{n} of {plural(total, 'repetition')} {verb} measured while disturbed "
+        f"{n} of {plural(len(counters), 'repetition')} {verb} measured while disturbed "
         f"({disturbance_causes_line(counters)})"
     )
 

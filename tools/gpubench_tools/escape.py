@@ -82,13 +82,7 @@ def one_line(text: object) -> str:
 
 def md_text(text: object, limit: int = MAX_TEXT) -> str:
     """Text for a Markdown paragraph, list item or table cell: one line, no markup, no HTML."""
-    line = (
-        bounded(one_line(text), limit)
-        .replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-    )
-    line = _MD_INLINE.sub(r"\\\1", line)
+    line = _MD_INLINE.sub(r"\\\1", html.escape(bounded(one_line(text), limit), quote=False))
     return _MD_LINE_START.sub(
         lambda m: m.group(1) + (f"\\{m.group(2)}" if m.group(2) else f"{m.group(3)}\\{m.group(4)}"),
         line,

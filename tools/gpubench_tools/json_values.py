@@ -40,13 +40,10 @@ def loads_as_read(text: str) -> Any:
 def as_read(value: Any, limit: int = 40) -> str:
     """A value of a file as the file wrote it, in JSON (`"12"` for a string, `NaN`, `null`,
     `1e30`), cut to `limit` characters: for one line that names a field and its value."""
-    if isinstance(value, ReadFloat):
-        text = value.text
-    elif isinstance(value, (list, Pairs)) or isinstance(value, dict):
+    if isinstance(value, (list, dict)):  # Pairs, an object as read, is a list
         kind = "an object" if isinstance(value, (Pairs, dict)) else "a list"
         return f"{kind} of {plural(len(value), 'item')}"
-    else:
-        text = json.dumps(value)
+    text = value.text if isinstance(value, ReadFloat) else json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -11,7 +11,8 @@ Input is `table.summarize()` output restricted to one machine's GPU rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import itertools
+from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
 import numpy as np
@@ -92,19 +93,25 @@ def fit_copy(direction: str, host: str, probes: pd.DataFrame) -> CopyFit | None:
     return CopyFit(direction, host, alpha, 1.0 / inv_beta) if inv_beta > 0 else None
 
 
+def _cost(words: str | None = None) -> Any:
+    """A cost in seconds, None while its probe is missing; `words` name it in tables and charts."""
+    return field(default=None, metadata={"words": words})
+
+
 @dataclass
 class LaunchCosts:
     """Seconds. Any value is None when its probe is missing from the file."""
 
-    t_launch: float | None = None  # per kernel in a burst (slope of t_wall over kernels)
-    t_issue: float | None = None  # host-side issue cost per launch
-    t_burst_fixed: float | None = None  # intercept of the burst: one sync plus set-up
-    t_roundtrip: float | None = None  # one empty kernel + synchronise
-    t_node: float | None = None  # per node of a CUDA graph
-    t_graph_fixed: float | None = None  # graph launch itself
-    t_event_record: float | None = None
-    t_sync_stream: float | None = None
-    t_sync_device: float | None = None
+    # per kernel in a burst (slope of t_wall over kernels)
+    t_launch: float | None = _cost("kernel launch (burst, per kernel)")
+    t_issue: float | None = _cost("launch issue, host side (per kernel)")
+    t_burst_fixed: float | None = _cost()  # intercept of the burst: one sync plus set-up
+    t_roundtrip: float | None = _cost("launch + synchronise round trip")  # empty kernel + sync
+    t_node: float | None = _cost("CUDA graph, per node")
+    t_graph_fixed: float | None = _cost("CUDA graph launch, fixed")  # graph launch itself
+    t_event_record: float | None = _cost("event record")
+    t_sync_stream: float | None = _cost("stream synchronise")
+    t_sync_device: float | None = _cost("device synchronise")
 
     @property
     def t_sync(self) -> float | None:
@@ -117,17 +124,8 @@ class LaunchCosts:
 
     def items(self) -> list[tuple[str, float]]:
         """(description, seconds) for the values that were measured, for tables and charts."""
-        names = [
-            ("kernel launch (burst, per kernel)", self.t_launch),
-            ("launch issue, host side (per kernel)", self.t_issue),
-            ("launch + synchronise round trip", self.t_roundtrip),
-            ("CUDA graph, per node", self.t_node),
-            ("CUDA graph launch, fixed", self.t_graph_fixed),
-            ("event record", self.t_event_record),
-            ("stream synchronise", self.t_sync_stream),
-            ("device synchronise", self.t_sync_device),
-        ]
-        return [(n, v) for n, v in names if v is not None]
+        costs = ((f.metadata["words"], getattr(self, f.name)) for f in fields(self))
+        return [(words, value) for words, value in costs if words and value is not None]
 
 
 def _median(rows: pd.DataFrame, column: str) -> float | None:
@@ -240,10 +238,7 @@ def build_model(gpu_summary: pd.DataFrame) -> OverheadModel:
     kernel = kernel[num(kernel, "pct_peak") > 0]
     keys = zip(*(num(kernel, c) for c in "mnk"), kernel["dtype"])
     util = dict(zip(keys, num(kernel, "pct_peak") / 100.0))
-    fits = {
-        (d, h): fit_copy(d, h, _probes(gpu_summary, d, h))
-        for d in ("h2d", "d2h")
-        for h in ("pinned", "pageable")
-    }
+    sweeps = itertools.product(("h2d", "d2h"), ("pinned", "pageable"))
+    fits = {(d, h): fit_copy(d, h, _probes(gpu_summary, d, h)) for d, h in sweeps}
     copies = {key: fit for key, fit in fits.items() if fit is not None}
     return OverheadModel(copies, fit_launch(gpu_summary), util)

@@ -60,6 +60,9 @@ HEADLINE_RULE = (
 @dataclass(frozen=True)
 class Action:
     kind: str  # REFUSE, FAIL, USE or LIST
+    # Whether the tool names what it found in its output (a warning, a listed line): always for
+    # LIST; for USE where the sound rest is used with a warning, not where it is left out silently.
+    says: bool
     does: str  # what the tool does, in the words of the table
 
     @property
@@ -69,7 +72,8 @@ class Action:
 
 
 # The table, as data (policy.json beside this module): a description per situation, and per tool
-# the (kind, words) of what it does in each situation it meets, tools in the docs' column order.
+# the (kind, says, words) of what it does in each situation it meets, tools in the docs' column
+# order.
 _TABLE = json.loads(resources.files(__package__).joinpath("policy.json").read_text("utf-8"))
 SITUATIONS: dict[str, str] = _TABLE["situations"]
 POLICY: dict[str, dict[str, Action]] = {
@@ -107,8 +111,6 @@ def markdown_table() -> str:
     head = "| what the reader found | " + " | ".join(TOOLS) + " |"
     lines = [head, "|" + "---|" * (len(TOOLS) + 1)]
     for situation in SITUATIONS:
-        cells = [
-            POLICY[tool][situation].does if situation in POLICY[tool] else "—" for tool in TOOLS
-        ]
+        cells = [POLICY[t][situation].does if situation in POLICY[t] else "—" for t in TOOLS]
         lines.append(f"| **{situation}** | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -71,6 +71,7 @@ def json_schema() -> dict[str, Any]:
     included: a diverged loss is a result); other keys are free.
     """
     number = {"type": "number"}
+    measured = {"finite": True, "minimum": 0}  # a count or time: finite, not negative
     counters = {key: number for key in schema.COUNTERS}
     counters["threads"] = number  # Google Benchmark's thread count, or the counter of that name
     row = {
@@ -84,19 +85,9 @@ def json_schema() -> dict[str, Any]:
             "family_index": {"type": "integer"},
             "per_family_instance_index": {"type": "integer"},
             "repetitions": {"type": "integer", "minimum": 0},
-            "repetition_index": {
-                "type": "integer",
-                "finite": True,
-                "minimum": 0,
-                "maximum": MAX_REPETITION_INDEX,
-            },
-            "iterations": {
-                "type": "number",
-                "finite": True,
-                "minimum": 0,
-                "maximum": MAX_ITERATIONS,
-            },
-            **{key: {"type": "number", "finite": True, "minimum": 0} for key in TIMES},
+            "repetition_index": {"type": "integer", **measured, "maximum": MAX_REPETITION_INDEX},
+            "iterations": {"type": "number", **measured, "maximum": MAX_ITERATIONS},
+            **{key: {"type": "number", **measured} for key in TIMES},
             "time_unit": {"enum": list(TIME_UNIT_TO_S)},
             "label": {"type": "string"},
             "aggregate_name": {"type": "string"},
@@ -128,33 +119,33 @@ def _measured_row() -> dict[str, Any]:
     """What a row that reports no error needs: its run name, run type, iterations, both times and
     their unit; times above 0 in an iteration row that ran, and at most MAX_TIME_S seconds in
     their unit (a "cv" aggregate, marked aggregate_unit=percentage, is a ratio, not a time)."""
+    not_a_ratio = {"not": {"const": "percentage"}}  # a "cv" aggregate's "times" are ratios
     unit_limits = [
-        {
-            "if": {
-                "required": ["time_unit"],
-                "properties": {
-                    "time_unit": {"const": unit},
-                    "aggregate_unit": {"not": {"const": "percentage"}},
-                },
-            },
-            "then": {"properties": {key: {"maximum": MAX_TIME_S / scale} for key in TIMES}},
-        }
+        _when(
+            {"time_unit": {"const": unit}, "aggregate_unit": not_a_ratio},
+            {key: {"maximum": MAX_TIME_S / scale} for key in TIMES},
+            required=["time_unit"],
+        )
         for unit, scale in TIME_UNIT_TO_S.items()
     ]
-    ran = {
-        "if": {
-            "required": ["run_type", "iterations"],
-            "properties": {
-                "run_type": {"const": "iteration"},
-                "iterations": {"type": "number", "exclusiveMinimum": 0},
-            },
-        },
-        "then": {"properties": {key: {"exclusiveMinimum": 0} for key in TIMES}},
-    }
+    ran_iterations = {"type": "number", "exclusiveMinimum": 0}
+    ran = _when(
+        {"run_type": {"const": "iteration"}, "iterations": ran_iterations},
+        {key: {"exclusiveMinimum": 0} for key in TIMES},
+    )
     return {
         "required": ["run_name", "run_type", "iterations", *TIMES, "time_unit"],
         "allOf": [ran, *unit_limits],
     }
+
+
+def _when(
+    properties: dict[str, Any], then: dict[str, Any], required: list[str] | None = None
+) -> dict[str, Any]:
+    """A rule of a row: where it has the keys `required` (all of `properties` unless given) and
+    they meet `properties`, its properties meet `then`."""
+    required = list(properties) if required is None else required
+    return {"if": {"required": required, "properties": properties}, "then": {"properties": then}}
 
 
 def _finite(validator: Any, wanted: Any, instance: Any, subschema: Any) -> Iterator[Any]:
@@ -243,26 +234,26 @@ def first_problem(seen: dict[str, Any]) -> tuple[str, bool] | None:
     return (problems[0][2], problems[0][3]) if problems else None
 
 
+def _objects(node: Any) -> Iterator[dict[str, Any]]:
+    """Every object of a JSON document, the document's own first."""
+    if isinstance(node, dict):
+        yield node
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else []
+    for child in children:
+        yield from _objects(child)
+
+
 @functools.lru_cache(maxsize=1)
 def _limits() -> tuple[tuple[float, ...], frozenset[str]]:
     """Every number the schema compares a value with, and the keys whose string values it
     compares (enum, const): what a row's validity can depend on."""
-    numbers: set[float] = {0.0}
-    strings: set[str] = set()
-    stack: list[Any] = [json_schema()]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-                    numbers.add(float(value))
-                if key == "properties":
-                    for name, sub in value.items():
-                        if isinstance(sub, dict) and ({"enum", "const"} & set(sub)):
-                            strings.add(name)
-                stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
+    objects = list(_objects(json_schema()))
+    bounds = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    numbers = {0.0} | {float(node[key]) for node in objects for key in bounds if key in node}
+    properties = [item for node in objects for item in node.get("properties", {}).items()]
+    strings = {
+        key for key, sub in properties if isinstance(sub, dict) and {"enum", "const"} & set(sub)
+    }
     return tuple(sorted(numbers)), frozenset(strings)
 
 

@@ -69,10 +69,8 @@ LABEL_KEYS: tuple[str, ...] = tuple(_DOC["label_keys"])
 def counter(key: str) -> CounterSpec | None:
     """The declaration of one counter (its own, else its prefix family's), None for a key the
     schema does not know."""
-    spec = COUNTERS.get(key)
-    if spec is None:
-        spec = next((s for p, s in COUNTER_PREFIXES.items() if key.startswith(p)), None)
-    return spec
+    family = (s for prefix, s in COUNTER_PREFIXES.items() if key.startswith(prefix))
+    return COUNTERS.get(key) or next(family, None)
 
 
 def direction_of(key: str) -> str | None:

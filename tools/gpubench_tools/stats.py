@@ -8,6 +8,7 @@ works on plain lists of values; what counts as a valid value is row_rules' rule.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
@@ -34,7 +35,6 @@ MIN_REPETITIONS = 3
 class SampleStats:
     """Summary of the repetitions of one metric on one side."""
 
-    values: list[float]
     n: int
     median: float
     mean: float
@@ -42,6 +42,7 @@ class SampleStats:
     cv: float  # relative spread: stdev / |mean|
     min: float
     max: float
+    values: list[float]
 
     @classmethod
     def of(cls, values: Sequence[float]) -> "SampleStats":
@@ -49,25 +50,15 @@ class SampleStats:
         of `statistics` cannot fail on NaN or infinity. An empty sample is all NaN."""
         vals = [float(v) for v in values]
         if not vals:
-            nan = math.nan
-            return cls([], 0, nan, nan, nan, nan, nan, nan)
+            return cls(0, *[math.nan] * 6, [])
         mean = statistics.fmean(vals)
         # A single repetition has no spread: NaN says "unknown", which is not the same as 0.
         stdev = statistics.stdev(vals) if len(vals) > 1 else math.nan
         cv = stdev / abs(mean) if len(vals) > 1 and mean != 0 else math.nan
-        return cls(vals, len(vals), statistics.median(vals), mean, stdev, cv, min(vals), max(vals))
+        return cls(len(vals), statistics.median(vals), mean, stdev, cv, min(vals), max(vals), vals)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "median": self.median,
-            "mean": self.mean,
-            "stdev": self.stdev,
-            "cv": self.cv,
-            "min": self.min,
-            "max": self.max,
-            "values": self.values,
-        }
+        return dataclasses.asdict(self)
 
 
 def ratio_of(new: float, base: float) -> float:

@@ -28,19 +28,20 @@ run, which is how the quick start decides whether to add the reference.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
 
-from .benchjson import BenchJsonError, BenchReport, BenchRow, load_report
+from .benchjson import INVALID, VALID, BenchJsonError, BenchReport, BenchRow, invalid_rows
+from .benchjson import iteration_rows, load_report
 from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import usable_counter
-from .wording import cut_off_lines, describe_invalid
-from .policy import FAILED_ROW, LIST, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
+from .units import plural
+from .wording import describe_invalid
+from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import action, file_situation
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
@@ -64,6 +65,8 @@ def per_step(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 
 THIS_RUN, REFERENCE_RUN = "this run", "reference run"
+# A benchmark that failed, was skipped or is invalid: a row of Table.problems.
+_PROBLEM_COLUMNS = ("file", "name", "backend", "status", "reason")
 
 # The label keys every row is given, with the value a file that predates the key implies.
 _LABEL_DEFAULTS = {"dtype": "fp32", "precision": "fp32"}
@@ -83,16 +86,8 @@ class Table:
     cut_off: list[str] = field(default_factory=list)
 
     def said(self, tool: str) -> list[str]:
-        """The notes `tool` says: those whose situation its policy action lists, or whose words
-        have it warn or list; the table's own notes always."""
-
-        def says(situation: str | None) -> bool:
-            if situation is None:
-                return True
-            act = action(tool, situation)
-            return act.kind == LIST or "warn" in act.does or "list" in act.does
-
-        return [line for situation, line in self.notes if says(situation)]
+        """The notes `tool` says (policy Action.says); the table's own notes always."""
+        return [line for s, line in self.notes if s is None or action(tool, s).says]
 
 
 def file_rows(report: BenchReport) -> pd.DataFrame:
@@ -105,17 +100,14 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
     is, naming the field and its value as the file wrote it: benchjson's reason), `conditions` (disturbed, quiet
     or conditions unknown: conditions.condition_of) and `counters` (a dict of the values as read: a
     NaN counter is an invalid value, an absent one no value)."""
-
-    def status(row: BenchRow) -> str:
-        if row.error is not None:
-            return "skipped" if row.skipped else "failed"
-        return "measured" if row.invalid is None else "invalid"
-
     fields = {"name": "run_name", "label": "label", "run_type": "run_type"}
     fields |= {"aggregate_name": "aggregate_name", "repetition": "repetition_index"}
     fields |= {k: k for k in ("iterations", "real_time_s", "cpu_time_s", "threads", "error")}
     fields |= {k: k for k in ("status", "invalid", "conditions", "counters")}
-    values = {"threads": lambda r: r.counters.get("threads", float("nan")), "status": status}
+    values = {
+        "threads": lambda r: r.counters.get("threads", float("nan")),
+        "status": lambda r: "measured" if r.status == VALID else r.status,
+    }
     columns = {
         column: [values.get(column, lambda r: getattr(r, attr))(r) for r in report.rows]
         for column, attr in fields.items()
@@ -225,7 +217,7 @@ def _name_variant(run_name: str) -> str | None:
 
 def _measured(report: BenchReport) -> list[BenchRow]:
     """Iteration rows; for a benchmark that has none, its median (else mean) aggregate."""
-    rows = [r for r in report.rows if r.run_type == "iteration" and r.usable]
+    rows = iteration_rows(report)
     have = {(r.run_name, r.label) for r in rows}
     for wanted in ("median", "mean"):
         for r in report.rows:
@@ -243,61 +235,51 @@ def _problems(report: BenchReport) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for row in report.rows:
-        if row.invalid is not None:
-            status, reason = "invalid", row.invalid
-        elif row.error is not None and row.run_type == "iteration":
-            status = "skipped" if row.skipped else "failed"
-            reason = row.error  # the whole message: the report shows it once per group
-        else:
-            continue
-        if (row.run_name, status) in seen:
+        status = row.status
+        # An error row counts once per benchmark, by its repetitions (not its aggregates).
+        counted = status == INVALID or (status != VALID and row.run_type == "iteration")
+        if not counted or (row.run_name, status) in seen:
             continue
         seen.add((row.run_name, status))
-        out.append(
-            {
-                "file": report.path,
-                "name": row.run_name,
-                "backend": _row_backend(row),
-                "status": status,
-                "reason": reason,
-            }
-        )
+        # an error row's whole message: the report shows it once per group
+        reason = row.invalid if status == INVALID else row.error
+        values = (report.path, row.run_name, _row_backend(row), status, reason)
+        out.append(dict(zip(_PROBLEM_COLUMNS, values)))
     return out
 
 
-def _problem_notes(path: str, problems: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """One line per status: how many benchmarks of a file failed, and how many were skipped
-    and why (the reasons' common prefixes, not every message)."""
-    notes = []
+def _file_notes(
+    report: BenchReport, problems: list[dict[str, Any]], invalid: list[BenchRow]
+) -> list[tuple[str | None, str]]:
+    """What the reader said of one file: that it was cut off or interrupted, its `invalid` rows
+    (not used), and one line per status of its `problems`: how many benchmarks failed, and how
+    many were skipped and why (the reasons' common prefixes, not every message)."""
+    notes = [(file_situation(report), line) for line in report.warnings]
+    if invalid:
+        situation = MALFORMED_ROW if any(r.malformed for r in invalid) else UNSOUND_ROW
+        notes.append((situation, f"{report.path}: {describe_invalid(invalid)}: not used"))
     for situation, status in ((FAILED_ROW, "failed"), (SKIPPED_ROW, "skipped")):
         mine = [p for p in problems if p["status"] == status]
         if not mine:
             continue
-        n = len(mine)
-        text = f"{n} benchmark{'' if n == 1 else 's'} in {path} "
+        text = f"{plural(len(mine), 'benchmark')} in {report.path} "
         if status == "skipped":
             reasons = dict.fromkeys(skip_reason(p["reason"]) for p in mine)
-            text += f"{'was' if n == 1 else 'were'} skipped, {', '.join(map(str, reasons))}"
+            text += f"{'was' if len(mine) == 1 else 'were'} skipped, {', '.join(map(str, reasons))}"
         else:
             text += "failed"
         notes.append((situation, text + " (listed in the report)"))
     return notes
 
 
-def _file_notes(report: BenchReport) -> list[tuple[str | None, str]]:
-    """What the reader said of a whole file (that it was cut off or interrupted)."""
-    return [(file_situation(report), line) for line in report.warnings]
-
-
 def _machine_groups(paths: Sequence[str]) -> list[list[BenchReport]]:
     """Load every file (BenchJsonError propagates) and group the files of one machine."""
     groups: list[list[BenchReport]] = []
     for report in (load_report(path) for path in paths):
-        home = next((g for g in groups if same_machine(g[0].context, report.context)), None)
-        if home is None:
-            groups.append([report])
-        else:
-            home.append(report)
+        home = next((g for g in groups if same_machine(g[0].context, report.context)), [])
+        if not home:  # the first file of its machine
+            groups.append(home)
+        home.append(report)
     return groups
 
 
@@ -312,10 +294,8 @@ def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, str]]:
         return []
     files = sorted({f for name in shared for f in names_in[name]})
     what = "benchmark appears" if len(shared) == 1 else "benchmarks appear"
-    line = (
-        f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their rows "
-    )
-    line += f"are treated as repetitions and reduced to medians (for example {shared[0]})"
+    line = f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their "
+    line += f"rows are treated as repetitions and reduced to medians (for example {shared[0]})"
     return [(None, line)]
 
 
@@ -346,15 +326,10 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
         measured = {report.path: _measured(report) for report in group}
         for report in group:
             file_contexts[report.path] = report.context
-            notes += _file_notes(report)
-            cut_off += cut_off_lines(report)
-            invalid = [r for r in report.rows if r.invalid is not None]
-            if invalid:
-                situation = MALFORMED_ROW if any(r.malformed for r in invalid) else UNSOUND_ROW
-                notes.append((situation, f"{report.path}: {describe_invalid(invalid)}: not used"))
+            cut_off += report.warnings
             found = _problems(report)
             problems += found
-            notes += _problem_notes(report.path, found)
+            notes += _file_notes(report, found, invalid_rows(report))
             records += [_record(r, index, report.path, THIS_RUN) for r in measured[report.path]]
         notes += _shared_note(measured)
     if gpu_reference:
@@ -378,9 +353,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     # string dtype, where a missing GPU reads as NaN (truthy, and not a string).
     for column in ("cpu", "gpu", "tag"):
         machine_frame[column] = pd.Series([m[column] for m in machines], dtype=object)
-    problem_frame = pd.DataFrame.from_records(
-        problems, columns=["file", "name", "backend", "status", "reason"]
-    )
+    problem_frame = pd.DataFrame.from_records(problems, columns=list(_PROBLEM_COLUMNS))
     return Table(rows, problem_frame, machine_frame, notes, cut_off)
 
 
@@ -391,17 +364,17 @@ def _add_reference(
     reference_paths: Sequence[str],
     file_contexts: dict[str, dict[str, Any]],
 ) -> list[tuple[str | None, str]]:
-    groups = _machine_groups(reference_paths)
-    ref_rows = [
-        [(report, r) for report in g for r in _measured(report) if _row_backend(r) == "gpu"]
-        for g in groups
+    # (files of one machine, their GPU rows) for each machine of the reference that has some
+    with_gpu = [
+        (g, [(report, r) for report in g for r in _measured(report) if _row_backend(r) == "gpu"])
+        for g in _machine_groups(reference_paths)
     ]
-    with_gpu = [i for i, rows in enumerate(ref_rows) if rows]
+    with_gpu = [(g, rows) for g, rows in with_gpu if rows]
     joined = ", ".join(reference_paths)
     if not with_gpu:
         raise BenchJsonError(joined, "--gpu-reference needs a run with GPU rows; this one has none")
     if len(with_gpu) > 1:
-        names = ", ".join(str(_gpu_name(groups[i][0].context)) for i in with_gpu)
+        names = ", ".join(str(_gpu_name(g[0].context)) for g, _ in with_gpu)
         raise BenchJsonError(
             joined,
             f"--gpu-reference files come from {len(with_gpu)} GPU machines ({names}); give the "
@@ -410,16 +383,15 @@ def _add_reference(
     own = sorted({r["file"] for r in records if r["backend"] == "gpu"})
     if own:
         names = ", ".join(Path(p).name for p in reference_paths)
-        return [
-            (None, f"--gpu-reference {names} not used: {', '.join(own)} has GPU rows of its own")
-        ]
+        note = f"--gpu-reference {names} not used: {', '.join(own)} has GPU rows of its own"
+        return [(None, note)]
     if len(machines) > 1:
         raise BenchJsonError(
             ", ".join(p for m in machines for p in m["files"]),
             f"--gpu-reference pairs the reference GPU with one machine's CPU; these files come "
             f"from {len(machines)} machines",
         )
-    group = groups[with_gpu[0]]
+    group, gpu_rows = with_gpu[0]
     context = group[0].context
     run = machines[0]
     commit = _ctx_str(context, "gpubench_git_commit")
@@ -432,29 +404,25 @@ def _add_reference(
         gpu_commit=None if commit == "unknown" else commit,
         gpu_same_host=_same_host(context, run["context"]),
     )
-    records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in ref_rows[with_gpu[0]]]
+    records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in gpu_rows]
     notes: list[tuple[str | None, str]] = []
     for report in group:
         file_contexts[report.path] = report.context
-        notes += _file_notes(report)  # a reference recovered from truncation says so
-        gpu_found = [
-            p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != "invalid"
-        ]
-        problems += gpu_found
-        notes += _problem_notes(report.path, gpu_found)
+        found = [p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != INVALID]
+        problems += found
+        # a reference recovered from truncation says so (its invalid rows go unmentioned)
+        notes += _file_notes(report, found, [])
     return notes
 
 
 def _tag_twins(machines: list[dict[str, Any]]) -> None:
     """Two machines with the same device names would get the same legend entry: tell them
     apart by host name where every such machine records a different one, else by file."""
+    named: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     for machine in machines:
         machine["tag"] = None
-    names = Counter((m["gpu"], m["cpu"]) for m in machines)
-    for key, count in names.items():
-        if count < 2:
-            continue
-        twins = [m for m in machines if (m["gpu"], m["cpu"]) == key]
+        named.setdefault((machine["gpu"], machine["cpu"]), []).append(machine)
+    for twins in (group for group in named.values() if len(group) > 1):
         hosts = [_ctx_str(m["context"], "host_name") for m in twins]
         by_host = None not in hosts and len(set(hosts)) == len(hosts)
         for machine, host in zip(twins, hosts):
@@ -511,24 +479,18 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     keys = ["machine", "name", "label"]
     rows = headline_rows(rows, keys)
     grouped = rows.groupby(keys, sort=False, dropna=False)
-    numeric = [
-        c
-        for c in rows.columns
-        if c not in keys
-        and c not in ("disturbed_in_number", "disturbed_left_out")
-        and pd.api.types.is_numeric_dtype(rows[c])
-    ]
-    other = [c for c in rows.columns if c not in keys and c not in numeric]
-    other = [c for c in other if c not in ("conditions", "disturbed_in_number")]
+    flags = ("conditions", "disturbed_in_number")
+    columns = [c for c in rows.columns if c not in keys and c not in flags]
+    is_numeric = pd.api.types.is_numeric_dtype
+    numeric = [c for c in columns if c != "disturbed_left_out" and is_numeric(rows[c])]
+    other = [c for c in columns if c not in numeric]
     out = grouped[numeric].median()
     out[other] = grouped[other].first()
     time = grouped["real_time_s"]
     out["time_s"] = out["real_time_s"]
-    out["time_min_s"] = time.min()
-    out["time_max_s"] = time.max()
+    out[["time_min_s", "time_max_s"]] = time.agg(["min", "max"])
     if "t_step" in rows:
-        out["t_step_min"] = grouped["t_step"].min()
-        out["t_step_max"] = grouped["t_step"].max()
+        out[["t_step_min", "t_step_max"]] = grouped["t_step"].agg(["min", "max"])
     out["repetitions"] = time.size()
     out["spread"] = (out["time_max_s"] - out["time_min_s"]) / out["time_s"]
     if "conditions" in rows:

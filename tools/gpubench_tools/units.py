@@ -21,11 +21,9 @@ def _sig(x: float, digits: int = 3) -> str:
 def fmt_time(seconds: float, digits: int = 3) -> str:
     if not math.isfinite(seconds):
         return "n/a"
-    a = abs(seconds)
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
-        if a >= scale or unit == "ns":
-            return f"{_sig(seconds / scale, digits)} {unit}"
-    return f"{seconds:g} s"
+    units = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"))
+    scale, unit = next(((s, u) for s, u in units if abs(seconds) >= s), (1e-9, "ns"))
+    return f"{_sig(seconds / scale, digits)} {unit}"
 
 
 def fmt_bytes(nbytes: float) -> str:
@@ -63,12 +61,10 @@ def fmt_size(x: float) -> str:
     """A problem size or count: integers as integers, large ones with SI prefixes."""
     if not math.isfinite(x):
         return "n/a"
-    if abs(x) >= 1e9:
-        return f"{_sig(x / 1e9)}G"
-    if abs(x) >= 1e6:
-        return f"{_sig(x / 1e6)}M"
-    if abs(x) >= 1e4:
-        return f"{_sig(x / 1e3)}k"
+    # a prefix from its least magnitude on; thousands only from 10k (below it, the whole number)
+    for least, scale, prefix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if abs(x) >= least:
+            return f"{_sig(x / scale)}{prefix}"
     return f"{x:.0f}" if abs(x - round(x)) < 1e-9 or abs(x) >= 100 else f"{x:.3g}"
 
 
