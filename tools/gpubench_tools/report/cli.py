@@ -31,10 +31,6 @@ from .topics import COMMITTED_GPU_REFERENCE
 PROG = program_name("gpubench_tools.report")
 
 
-def _prog() -> str:
-    return program_name("gpubench_tools.report")
-
-
 def build_report(
     inputs: list[str], out_dir: Path, gpu_reference: Sequence[str] = (), verbose: bool = False
 ) -> tuple[Path, Path, list[str]]:
@@ -81,7 +77,7 @@ def build_report(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    prog = _prog()
+    prog = program_name("gpubench_tools.report")  # at the call: the name the user typed
     return run_main(prog, lambda a: _main(prog, a), argv)
 
 

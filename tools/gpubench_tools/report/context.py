@@ -13,7 +13,7 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from . import analysis
 from .charts import Chart, draw
 from .discovered import discovered_topics
-from .topics import CHARTS, TOPICS, Topic
+from .topics import CHART_NAMES, CHARTS, TOPICS, Topic
 from .words import say
 
 _FIELDS = {f.name for f in fields(Chart)}
@@ -85,10 +85,10 @@ class Context:
     def subtitle(self, gpu: bool = True) -> str:
         """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
         if self.several:
-            return "Machines: " + "; ".join(n["pair"] for n in self.labels.values())
+            pairs = "; ".join(n["pair"] for n in self.labels.values())
+            return CHART_NAMES["machines"].format(pairs=pairs)
         (n,) = self.labels.values()
-        cpu = f"CPU: {n['cpu']} ({n['cpu_where']})"
-        return f"{cpu} · GPU: {n['gpu']} ({n['gpu_where']})" if gpu else cpu
+        return CHART_NAMES["cpu_side"].format(**n) + (CHART_NAMES["gpu_side"].format(**n) * gpu)
 
     def pairs(self, rows: pd.DataFrame) -> pd.Series:
         """Each row's machine, by its device names (the facet of charts of several machines)."""

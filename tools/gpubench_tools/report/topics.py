@@ -167,7 +167,7 @@ class Topic:
 # What each side of a speedup divides: the CPU GEMM's time per call (the wall clock of
 # Google Benchmark's iteration, operands in host memory), the end-to-end GPU GEMM's host wall
 # clock around its synchronised iteration (docs/timing-method.md); a training row's t_step.
-_GEMM_GPU_TIME = "GPU wall time per call, copies to and from pinned host memory included"
+E2E_GPU_TIME = "GPU wall time per call, copies to and from pinned host memory included"
 _CPU_STEP = "CPU wall time per training step"
 _GPU_STEP = "GPU wall time per training step (batch on the device, loss not read back)"
 
@@ -180,7 +180,7 @@ def _gemm_topic(dtype: str, gpu_path: str, **extra: Any) -> Topic:
     return Topic(
         "gemm" if dtype == "fp32" else f"gemm-{dtype}", f"Square GEMM, {dtype}",
         {**square, "backend": "cpu"}, gpu, keys=("n",), x="n", x_name="n", gpu_path=gpu_path,
-        paths=(_GEMM_PATH,), gpu_time_name=_GEMM_GPU_TIME, **extra,
+        paths=(_GEMM_PATH,), gpu_time_name=E2E_GPU_TIME, **extra,
     )  # fmt: skip
 
 
@@ -269,6 +269,31 @@ TOPICS: tuple[Topic, ...] = (
     ),
 )
 # fmt: on
+
+
+# A workload only its rows describe (discovered.py): its GPU path, and its charts of the GPU time
+# ("{workload}": its name, "{x}": its size axis's column, "{x_name}": the axis's name).
+DISCOVERED_PATH = GpuPath("end to end", "copies in and out of pinned host memory included")
+DISCOVERED_PARTS = PartsChart(
+    stem="breakdown_{workload}",
+    title="Where the end-to-end {workload} time goes (pinned)",
+    rows={},
+    caption="Each bar is one call's GPU time split four ways; its total is printed at its end. "
+    "Under-utilisation is the compute time beyond what the same work would take at the GPU's "
+    "peak.",
+    y_label="share of the GPU time",
+    size="{x_name}",  # the breakdown names an `axis:` column by its axis (analysis.breakdown)
+    size_label="{x_name}",
+    lead="End-to-end {workload} (pinned host memory)",
+)
+DISCOVERED_UTILISATION = KernelUtilisation(
+    title="GPU kernel-only {workload}: share of peak",
+    rows={},
+    caption="Buffers already on the GPU (no copies): what is left below 100% at small sizes is "
+    "the under-utilisation of the breakdown.",
+    x="{x}",
+    series="variant",
+)
 
 
 @dataclass(frozen=True)
@@ -420,6 +445,23 @@ CHARTS: dict[str, dict[str, Any]] = {
         y_label="host time per call", caption="The band runs up to the slowest decile."),
 }
 # fmt: on
+
+# The names a chart gives what it draws, beyond its CHARTS entry ("{...}": filled in where it is
+# drawn): a sweep's line per width, a line of one machine among several, both sides of a time
+# chart, a breakdown's bar per size, a copy probe, and the subtitle that says whose numbers a
+# chart shows (one machine's sides, or the machines overlaid).
+CHART_NAMES: dict[str, str] = {
+    "series": "{key} {value}",
+    "between": " · ",  # between a line's machine and the rest of its name
+    "cpu": "CPU (fastest threads)",
+    "gpu": "GPU",
+    "gpu_path": "GPU, {path}",
+    "size": "{key}={value}",
+    "copy": "{probe} {host}",
+    "machines": "Machines: {pairs}",
+    "cpu_side": "CPU: {cpu} ({cpu_where})",
+    "gpu_side": " · GPU: {gpu} ({gpu_where})",
+}
 
 # The GEMMs whose model error the model section's sentence states (the fp32 speedup curve's): a
 # row filter over the error's bands.

@@ -39,16 +39,6 @@ def section(
     return {**page, "tables": list(tables), **extra}
 
 
-def table(caption: str, headers: list[str], rows: list[list[str]]) -> dict[str, Any]:
-    return {"caption": caption, "headers": headers, "rows": rows}
-
-
-def noise_mark(row: pd.Series) -> str:
-    """The marks of a row's flags: too few repetitions, a wide spread, measured while disturbed."""
-    marks = ((FEW_MARK, "few_samples"), (NOISY_MARK, "noisy"), (DISTURBED_MARK, "disturbed"))
-    return "".join(mark for mark, flag in marks if bool(row.get(flag, False)))
-
-
 def threads_text(threads: Any) -> str:
     if threads is None or (isinstance(threads, float) and math.isnan(threads)):
         return "CPU"
@@ -174,4 +164,4 @@ def table_of(macro: str, *values: Any) -> dict[str, Any]:
     """A table from a table macro of templates/words.j2: its caption, headers and rows."""
     caption, *rows = _lines(macro, values)
     cells = [[_restore(cell) for cell in row.split("\t")] for row in rows]
-    return table(_restore(caption), cells[0], cells[1:])
+    return {"caption": _restore(caption), "headers": cells[0], "rows": cells[1:]}
