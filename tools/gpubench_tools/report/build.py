@@ -131,14 +131,8 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     rows = table.rows
     if rows.empty or "conditions" not in rows:
         return ""
-    counters = [
-        {
-            k: r[k]
-            for k in ("disturbed", "disturbed_by", *CONDITION_FIGURES)
-            if k in r and pd.notna(r[k])
-        }
-        for _, r in rows.iterrows()
-    ]
+    said_by = [k for k in ("disturbed", "disturbed_by", *CONDITION_FIGURES) if k in rows]
+    counters = [{k: v for k, v in r.items() if pd.notna(v)} for _, r in rows[said_by].iterrows()]
     said = []
     line = describe_conditions(counters)
     if line is not None and action("report", DISTURBED_ROW).kind == USE:

@@ -88,7 +88,6 @@ def _topic(workload: str, cpu: pd.DataFrame, e2e: pd.DataFrame) -> Topic | None:
         x=x,
         x_name=x_name,
         series=rest[0] if rest else None,
-        gpu_path=f"{DISCOVERED_PATH.name}: {DISCOVERED_PATH.meaning}",
         paths=(DISCOVERED_PATH,),
         gpu_time_name=E2E_GPU_TIME,
         parts=_filled(DISCOVERED_PARTS, names, rows={"workload": workload, "host": PINNED}),

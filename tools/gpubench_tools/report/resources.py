@@ -156,14 +156,10 @@ def allocation_thin(ctx: Context, costs: pd.DataFrame) -> Thin:
     """The allocation probes whose costs are medians of too few repetitions."""
     if costs.empty:
         return set()
-    thin = costs.loc[costs["few_samples"].astype(bool)]
+    thin = costs.loc[costs["few_samples"].astype(bool), ["machine", "probe", "bytes"]]
     probes = ctx.summary["name"].str.extract(analysis.ALLOC_NAME)
-    rows: Thin = set()
-    for machine, probe, size in zip(thin["machine"], thin["probe"], thin["bytes"]):
-        at = (probes["probe"] == probe) & (pd.to_numeric(probes["bytes"]) == size)
-        at &= ctx.summary["machine"] == machine
-        rows |= ctx.thin_rows(ctx.summary.loc[at, "name"], "gpu")
-    return rows
+    named = ctx.summary.assign(probe=probes["probe"], bytes=pd.to_numeric(probes["bytes"]))
+    return ctx.thin_rows(named.merge(thin, on=["machine", "probe", "bytes"])["name"], "gpu")
 
 
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:

@@ -90,7 +90,7 @@ def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
             continue
         paths = tuple(
             _path_curve(ctx.breakdown, topic, p, int(machine), cpu, analysis.select(gpu, p.gpu))
-            for p in topic.gpu_paths
+            for p in topic.paths
         )
         machines.append(MachineTopic(int(machine), "CPU" if cpu.empty else "", paths))
     return machines
@@ -182,7 +182,7 @@ def topic_section(
     paragraphs = say("topic_paragraphs", answer)
     lines = ctx.several or series is not None
     speedup = ctx.chart(
-        "speedup", curve, topic=topic, path=topic.gpu_paths[-1], series="line" if lines else None
+        "speedup", curve, topic=topic, path=topic.paths[-1], series="line" if lines else None
     )
     charts = [speedup] + _extra_charts(ctx, topic, curve, others)
     table = table_of("curve_table", topic, curve, [p.name for p, _ in others], lines)
@@ -213,8 +213,8 @@ def _time_chart(
     ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]]
 ) -> dict[str, str]:
     """Both sides' times against size: what the speedup is a ratio of."""
-    several_paths = topic.series is None and len(topic.gpu_paths) > 1
-    gpu = CHART_NAMES["gpu_path" if several_paths else "gpu"].format(path=topic.gpu_paths[-1].name)
+    several_paths = topic.series is None and len(topic.paths) > 1
+    gpu = CHART_NAMES["gpu_path" if several_paths else "gpu"].format(path=topic.paths[-1].name)
     # A line's machine (and width) go before its side where they tell the lines apart.
     several = topic.series is not None or ctx.several
     before = curve["line"] + CHART_NAMES["between"] if several else ""

@@ -144,13 +144,11 @@ class Topic:
     keys: tuple[str, ...]  # columns that pair a CPU row with a GPU row
     x: str  # the size axis of the chart and of "wins at" (a column, one of keys)
     x_name: str  # how a sentence names the size: "n", "batch"
+    # The GPU paths the answer states, one line each, in order; the last is the section's curve.
+    paths: tuple[GpuPath, ...]
     series: str | None = None  # one speedup line per value of this key (e.g. hidden)
     time_col: str = "time_s"  # compared time: a training step for training rows
     time_name: str = "call"  # what one compared time is: a "call", a training "step"
-    gpu_path: str = ""  # what the GPU side is, for captions ("end to end, pinned host memory")
-    # The GPU paths the answer states, one line each, in order; the last is the section's
-    # curve. None: one path, all of the topic's GPU rows, named by `gpu_path`.
-    paths: tuple[GpuPath, ...] | None = None
     # What one compared time is on each side, for the definition of the speedup.
     cpu_time_name: str = "CPU wall time per call"
     gpu_time_name: str = "GPU time per call"
@@ -158,10 +156,6 @@ class Topic:
     parts: PartsChart | None = None  # its chart in "Where the GPU time goes"
     profile: StepProfile | None = None
     utilisation: KernelUtilisation | None = None
-
-    @property
-    def gpu_paths(self) -> tuple[GpuPath, ...]:
-        return self.paths or (GpuPath("GPU", self.gpu_path),)
 
 
 # What each side of a speedup divides: the CPU GEMM's time per call (the wall clock of
@@ -172,15 +166,15 @@ _CPU_STEP = "CPU wall time per training step"
 _GPU_STEP = "GPU wall time per training step (batch on the device, loss not read back)"
 
 
-def _gemm_topic(dtype: str, gpu_path: str, **extra: Any) -> Topic:
+def _gemm_topic(dtype: str, **extra: Any) -> Topic:
     """The square GEMM in one precision: the CPU call against cuBLAS end to end from pinned host
     memory, time per call against n. `extra` holds its own charts."""
     square = {"workload": "matmul", "shape": "square", "dtype": dtype}
     gpu = {**square, "backend": "gpu", "host": "pinned", "variant": "cublas_e2e"}
     return Topic(
         "gemm" if dtype == "fp32" else f"gemm-{dtype}", f"Square GEMM, {dtype}",
-        {**square, "backend": "cpu"}, gpu, keys=("n",), x="n", x_name="n", gpu_path=gpu_path,
-        paths=(_GEMM_PATH,), gpu_time_name=E2E_GPU_TIME, **extra,
+        {**square, "backend": "cpu"}, gpu, keys=("n",), x="n", x_name="n", paths=(_GEMM_PATH,),
+        gpu_time_name=E2E_GPU_TIME, **extra,
     )  # fmt: skip
 
 
@@ -188,7 +182,6 @@ def _training_topic(
     id: str,
     title: str,
     workload: str,
-    gpu_path: str,
     keys: tuple[str, ...],
     precision: str = "fp32",
     data: str | None = None,
@@ -202,14 +195,14 @@ def _training_topic(
     return Topic(
         id, title, cpu, {**rows, "precision": precision, **_GPU_TRAINING}, keys, x="batch",
         x_name="batch", time_col="t_step", time_name="step", paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP, gpu_time_name=_GPU_STEP, gpu_path=gpu_path, **extra,
+        cpu_time_name=_CPU_STEP, gpu_time_name=_GPU_STEP, **extra,
     )  # fmt: skip
 
 
 # fmt: off
 TOPICS: tuple[Topic, ...] = (
     _gemm_topic(
-        "fp32", gpu_path="end to end: copies in and out of pinned host memory included",
+        "fp32",
         parts=PartsChart(
             stem="breakdown_gemm", title="Where the end-to-end GEMM time goes (fp32, pinned)",
             rows={"workload": "matmul", "host": "pinned", "dtype": "fp32", "shape": "square"},
@@ -226,11 +219,10 @@ TOPICS: tuple[Topic, ...] = (
             caption="Operands already on the GPU (no copies): what is left below 100% at "
             "small n is the under-utilisation of the breakdown."),
     ),
-    _gemm_topic("bf16", gpu_path="end to end, pinned host memory"),
+    _gemm_topic("bf16"),
     _training_topic(
         id="mlp-iris", title="MLP training on Iris", workload="mlp", data="iris",
         keys=("hidden", "batch"),
-        gpu_path="the fastest GPU path (eager, CUDA graph or fused kernel) at each size",
         # The Iris ladder: one small net, every GPU path and readback/input variant of it.
         parts=PartsChart(
             stem="breakdown_training", title="Where a GPU training step goes (MLP on Iris)",
@@ -243,16 +235,14 @@ TOPICS: tuple[Topic, ...] = (
     ),
     _training_topic(
         id="mlp-digits", title="MLP training on digits", workload="mlp", data="digits",
-        keys=("hidden", "batch"), series="hidden", gpu_path="the fastest GPU path at each size",
+        keys=("hidden", "batch"), series="hidden",
     ),
     _training_topic(
         id="mlp-sweep", title="MLP training sweep (synthetic data)", workload="mlp",
         data="synthetic", keys=("hidden", "batch"), series="hidden",
-        gpu_path="the fastest GPU path at each size",
     ),
     _training_topic(
         id="cnn", title="CIFAR-10 CNN training", workload="cnn", keys=("batch",),
-        gpu_path="the GPU training step",
         profile=StepProfile(
             id="profile", title="The CNN step, operation by operation",
             chart_title="Where a CNN training step goes, batch {batch}", stem="profile_cnn",
@@ -265,7 +255,6 @@ TOPICS: tuple[Topic, ...] = (
     _training_topic(
         id="mixed", title="Mixed-precision MLP training (bf16)", workload="mlp",
         precision="bf16", keys=("data", "hidden", "batch"), series="hidden",
-        gpu_path="bf16 products with fp32 master weights and loss scaling",
     ),
 )
 # fmt: on
@@ -315,7 +304,6 @@ class EnergyTopic:
     # <why>"), else `cpu_absent` (a bench older than its RAPL reading).
     cpu_absent_context: str = "cpu_energy_counter"
     cpu_absent: str = "not recorded: the bench that wrote the CPU run reads no CPU energy counter"
-    gpu_absent: str = "not recorded: NVML or the GPU's energy counter (Volta and newer) unavailable"
 
 
 # The workloads of the topics that compare a training step, in declaration order: their GPU
