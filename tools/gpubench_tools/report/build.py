@@ -70,8 +70,8 @@ def _appendix(ctx: Context) -> dict[str, Any]:
         files = ", ".join(names[f] for f in m["files"])
         columns.append((f"{short_cpu_name(m['cpu'])} ({files})", m["context"]))
         if m["gpu_reference"]:
-            gpu_files = ", ".join(names[f] for f in m["gpu_files"])
-            header = f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {gpu_files})"
+            files = _reference_files(m, names)
+            header = f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {files})"
             columns.append((header, m["gpu_context"]))
     rows = []
     for name, key, unit in CONTEXT_NAMES:
@@ -79,11 +79,8 @@ def _appendix(ctx: Context) -> dict[str, Any]:
         if any(values):
             rows.append([name] + [v or "—" for v in values])
     raw = [
-        {
-            "summary": f"All context keys: {header}",
-            "text": json.dumps(context, indent=1, sort_keys=True),
-        }
-        for header, context in columns
+        {"summary": f"All context keys: {h}", "text": json.dumps(c, indent=1, sort_keys=True)}
+        for h, c in columns
     ]
     return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
 

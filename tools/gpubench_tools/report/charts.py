@@ -240,14 +240,6 @@ def _legend(fig: Figure, handles: list[Any]) -> None:
         fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False)
 
 
-def _series_style(i: int) -> dict[str, Any]:
-    return {
-        "color": _PALETTE[i % len(_PALETTE)],
-        "marker": _MARKERS[i % len(_MARKERS)],
-        "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
-    }
-
-
 def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
     assert chart.y is not None
     data = data.dropna(subset=[chart.x, chart.y])
@@ -258,9 +250,8 @@ def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
     banded = flagged = False
     for i, (key, rows) in enumerate(groups):
         rows = rows.sort_values(chart.x)
-        style = _series_style(i)
-        if not chart.connect:
-            style["linestyle"] = "none"
+        style = {"color": _PALETTE[i % len(_PALETTE)], "marker": _MARKERS[i % len(_MARKERS)]}
+        style["linestyle"] = _LINESTYLES[i % len(_LINESTYLES)] if chart.connect else "none"
         label = "_" if key is None else _plain(key[0] if isinstance(key, tuple) else key)
         (line,) = ax.plot(
             rows[chart.x], rows[chart.y], label=label, markersize=4.5, linewidth=1.4, **style

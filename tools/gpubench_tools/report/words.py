@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..templating import environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
+from ..units import plural
 from .topics import PART_LABELS, PART_MEANINGS, SECTION_TITLES
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
@@ -40,10 +41,7 @@ def section(
 
 
 def threads_text(threads: Any) -> str:
-    if threads is None or (isinstance(threads, float) and math.isnan(threads)):
-        return "CPU"
-    n = int(threads)
-    return f"{n} thread{'' if n == 1 else 's'}"
+    return "CPU" if pd.isna(threads) else plural(int(threads), "thread")
 
 
 def cell_text(value: Any) -> str:
@@ -138,14 +136,8 @@ def _sentences() -> Any:
 def _lines(macro: str, values: tuple[Any, ...]) -> list[str]:
     """The lines a macro of templates/words.j2 writes, its values' own newlines and tabs held
     apart (frames are passed as lists of records, a row as a dict)."""
-    records = [
-        (
-            v.to_dict("records")
-            if isinstance(v, pd.DataFrame)
-            else v.to_dict() if isinstance(v, pd.Series) else v
-        )
-        for v in values
-    ]
+    records = [v.to_dict("records") if isinstance(v, pd.DataFrame) else v for v in values]
+    records = [v.to_dict() if isinstance(v, pd.Series) else v for v in records]
     return [line for line in str(getattr(_sentences(), macro)(*records)).split("\n") if line]
 
 
