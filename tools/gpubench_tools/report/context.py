@@ -95,14 +95,16 @@ class Context:
         return rows["machine"].map(lambda m: self.labels[int(m)]["pair"])
 
     def chart(self, name: str, data: pd.DataFrame, **given: Any) -> dict[str, str]:
-        """topics.CHARTS[name] drawn from `data` into `out`, as the document names it. `given`
-        holds what its "{...}" fields are filled from, and the fields a drawing sets itself (a
-        chart field's own name: its facets, its parts); without a subtitle of its own, the one
-        that says whose numbers it shows."""
+        """topics.CHARTS[name] drawn from `data` into `out` in the words of its macro
+        (templates/words.j2), as the document names it. `given` holds what its "{...}" fields and
+        its words are filled from, and the fields a drawing sets itself (a chart field's own
+        name: its title, facets, parts); without a subtitle of its own, the one that says whose
+        numbers it shows."""
         spec = {**CHARTS[name], **{k: v for k, v in given.items() if k in _FIELDS}}
         spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
-        caption = spec.pop("caption")
-        chart = Chart(**{"subtitle": self.subtitle(), **spec})
+        words = dict(line.split(": ", 1) for line in say(f"chart_{name}", given))
+        caption = words.pop("caption")
+        chart = Chart(**{"subtitle": self.subtitle(), **words, **spec})
         draw(chart, data, self.out)
         return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
                 "caption": caption}  # fmt: skip

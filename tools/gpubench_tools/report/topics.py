@@ -369,68 +369,41 @@ PEERS += tuple(
 )
 
 
-# The report's charts, as data: the fields of a charts.Chart and the `caption` under it. One
-# builder (context.Context.chart) draws each from its frame; a "{...}" field is filled from what
-# the chart is drawn for (`topic`, its last GPU `path`, a PartsChart `view`, a StepProfile
-# `profile`, a KernelUtilisation `use`, the profiled `batch`).
+# The report's charts, as data: the fields of a charts.Chart but its words (its title, axis
+# labels, legend entries and the caption under it: the macro `chart_<name>` of
+# templates/words.j2). One builder (context.Context.chart) draws each from its frame; a "{...}"
+# field is filled from what the chart is drawn for (`topic`, its last GPU `path`, a PartsChart
+# `view`, a StepProfile `profile`, a KernelUtilisation `use`, the profiled `batch`).
 _LOG = {"log_x": True, "log_y": True}
-_HOLLOW = "hollow marker: fewer than 3 repetitions"
 # fmt: off
 CHARTS: dict[str, dict[str, Any]] = {
     "speedup": dict(
-        kind="lines", stem="speedup_{topic.id}", title="{topic.title}: GPU speedup over the CPU",
-        x="{topic.x}", y="speedup", y_low="speedup_low", y_high="speedup_high", flag="flagged",
-        **_LOG, hline=(1.0, "same speed"), x_label="{topic.x_name}", y_unit="ratio",
-        y_label="CPU / GPU wall time per {topic.time_name}",
-        caption="Above 1 the GPU is faster: {topic.cpu_time_name} / {topic.gpu_time_name}. "
-        "GPU: {path.meaning}; CPU: the fastest thread count measured at each size. Bands: "
-        "min..max over repetitions; hollow markers: fewer than 3 repetitions, a spread over "
-        "25%, or measured while disturbed."),
+        kind="lines", stem="speedup_{topic.id}", x="{topic.x}", y="speedup", y_low="speedup_low",
+        y_high="speedup_high", flag="flagged", **_LOG, hline=(1.0, "same speed"), y_unit="ratio"),
     "time": dict(
-        kind="lines", stem="time_{topic.id}", title="{topic.title}: time per {topic.time_name}",
-        x="{topic.x}", y="time", series="side", y_low="low", y_high="high", flag="few", **_LOG,
-        x_label="{topic.x_name}", y_label="time per {topic.time_name}", y_unit="s",
-        caption="Medians; bands: min..max over repetitions."),
+        kind="lines", stem="time_{topic.id}", x="{topic.x}", y="time", series="side", y_low="low",
+        y_high="high", flag="few", **_LOG, y_unit="s"),
     "heatmap": dict(
         kind="heatmap", stem="heatmap_{topic.id}", x="{topic.x}", y="{topic.series}",
-        title="{topic.title}: speedup by {topic.x_name} and {topic.series}", value="speedup",
-        x_label="{topic.x_name}", y_label="{topic.series}",
-        value_label="CPU / GPU wall time per {topic.time_name}",
-        caption="Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."),
+        value="speedup"),
     "utilisation": dict(
-        kind="lines", stem="utilisation_{topic.id}", title="{use.title}", x="{use.x}",
-        y="pct_peak", series="{use.series}", flag="few_samples", **_LOG, x_label="{use.x}",
-        y_label="% of the precision's peak", y_unit="count", caption="{use.caption}"),
-    "parts": dict(
-        kind="stacked", stem="{view.stem}", title="{view.title}", x="size", normalize=True,
-        x_label="{view.size_label}", y_label="{view.y_label}", caption="{view.caption}"),
-    "profile": dict(
-        kind="stacked", stem="{profile.stem}", x="path",  # its title: the profile's, by batch
-        normalize=True, y_label="share of the profiled step",
-        caption="From the per-operation counters, by kind."),
+        kind="lines", stem="utilisation_{topic.id}", x="{use.x}", y="pct_peak",
+        series="{use.series}", flag="few_samples", **_LOG, y_unit="count"),
+    "parts": dict(kind="stacked", stem="{view.stem}", x="size", normalize=True),
+    "profile": dict(kind="stacked", stem="{profile.stem}", x="path", normalize=True),
     "copies": dict(
-        kind="lines", stem="copies", title="Host-device copies: bandwidth against size",
-        x="bytes", y="bytes_per_s", series="copy", flag="few", **_LOG, x_unit="bytes",
-        y_unit="bytes/s", x_label="bytes per copy", y_label="bandwidth",
-        caption="Below alpha x beta bytes the fixed cost alpha dominates."),
+        kind="lines", stem="copies", x="bytes", y="bytes_per_s", series="copy", flag="few", **_LOG,
+        x_unit="bytes", y_unit="bytes/s"),
     "threads": dict(
         kind="lines", stem="cpu_threads", x="threads", y="speedup", series="benchmark",
-        title="CPU speedup with threads (the largest case of each workload)",
-        y_low="speedup_low", y_high="speedup_high", flag="flagged", diagonal=True,
-        x_label="threads", y_label="time with 1 thread / time", y_unit="ratio", x_ticks="data",
-        caption="The dashed diagonal is ideal scaling."),
+        y_low="speedup_low", y_high="speedup_high", flag="flagged", diagonal=True, y_unit="ratio",
+        x_ticks="data"),
     "memory": dict(
-        kind="lines", stem="memory_model", title="Peak device memory: measured against the model",
-        x="device_bytes_model", y="device_bytes_peak", series="family", connect=False,
-        diagonal=True, diagonal_label="measured = model", **_LOG, x_unit="bytes",
-        y_unit="bytes", x_label="model (bytes the shapes call for)", y_label="measured peak",
-        caption="One marker per benchmark; above the diagonal it held more than modelled."),
+        kind="lines", stem="memory_model", x="device_bytes_model", y="device_bytes_peak",
+        series="family", connect=False, diagonal=True, **_LOG, x_unit="bytes", y_unit="bytes"),
     "allocation": dict(
-        kind="lines", stem="allocation", title="What an allocation costs the host, per call",
-        x="bytes", y="time_s", series="call", y_low="time_s", y_high="slowest_decile_s",
-        band_label="median to slowest decile", flag="few_samples", flag_label=_HOLLOW, **_LOG,
-        x_unit="bytes", y_unit="s", x_label="bytes per allocation",
-        y_label="host time per call", caption="The band runs up to the slowest decile."),
+        kind="lines", stem="allocation", x="bytes", y="time_s", series="call", y_low="time_s",
+        y_high="slowest_decile_s", flag="few_samples", **_LOG, x_unit="bytes", y_unit="s"),
 }
 # fmt: on
 
