@@ -28,8 +28,8 @@ from . import analysis, resources
 from .context import Context, Thin
 from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
 from .speedups import MachineTopic, answer_rows, curve_thin, topic_pairs, topic_section
-from .topics import CONTEXT_NAMES, Topic, committed_gpu_reference
-from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, say
+from .topics import Topic, committed_gpu_reference
+from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, named, say
 
 
 def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Thin]:
@@ -74,7 +74,7 @@ def _appendix(ctx: Context) -> dict[str, Any]:
             header = f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {files})"
             columns.append((header, m["gpu_context"]))
     rows = []
-    for name, key, unit in CONTEXT_NAMES:
+    for name, key, unit in named("context_names"):
         values = [context_text(context.get(key), unit) for _, context in columns]
         if any(values):
             rows.append([name] + [v or "—" for v in values])

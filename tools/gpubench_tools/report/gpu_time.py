@@ -18,9 +18,9 @@ from ..overhead_model import OverheadModel, build_model
 from ..units import fmt_size
 from . import analysis
 from .context import Context
-from .topics import CHART_NAMES, MODEL_ERROR_SAID, PART_LABELS, TRAINING_WORKLOADS, PartsChart
+from .topics import CHART_NAMES, MODEL_ERROR_SAID, TRAINING_WORKLOADS, PartsChart
 from .topics import StepProfile
-from .words import path_name, say, section, short_benchmark, table_of
+from .words import named, path_name, say, section, short_benchmark, table_of
 
 
 def breakdown_section(ctx: Context) -> dict[str, Any] | None:
@@ -91,9 +91,10 @@ def _parts_chart(
     A row without a flop count or a peak stacks its compute time unsplit, so that no bar
     leaves part of its time out of its 100%."""
     rows = rows.assign(unsplit=rows["compute"].where(rows["parts"] == 3))
-    parts = [(p, PART_LABELS[p]) for p in analysis.PARTS]
+    labels = named("part_labels")
+    parts = [(p, labels[p]) for p in analysis.PARTS]
     if rows["unsplit"].notna().any():
-        parts.append(("unsplit", PART_LABELS["compute"]))
+        parts.append(("unsplit", labels["compute"]))
     facet = "pair" if ctx.several else None
     return ctx.chart("parts", rows, view=view, title=title, x=x, x_label=x_label,
                      parts=tuple(parts), facet=facet)  # fmt: skip

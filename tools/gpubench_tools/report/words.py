@@ -16,7 +16,6 @@ import pandas as pd
 from ..templating import environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 from ..units import plural
-from .topics import PART_LABELS, PART_MEANINGS, SECTION_TITLES
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
@@ -33,9 +32,9 @@ def section(
     tables: Iterable[dict[str, Any]] = (),
     **extra: Any,
 ) -> dict[str, Any]:
-    """A section of the document, titled `title` (in `extra`) or topics.SECTION_TITLES[id];
+    """A section of the document, titled `title` (in `extra`) or by its id (`section_titles`);
     `extra` holds its `notes` and `details` where it has them."""
-    title = extra.pop("title", None) or SECTION_TITLES[id]
+    title = extra.pop("title", None) or named("section_titles")[id]
     page = {"id": id, "title": title, "paragraphs": list(paragraphs), "charts": list(charts)}
     return {**page, "tables": list(tables), **extra}
 
@@ -122,15 +121,23 @@ def _sentences() -> Any:
     env = environment("gpubench_tools.report", finalize=_finalize)
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
     env.filters.update(units, signed=lambda v: f"{v:+.0%}", g3=lambda v: f"{v:.3g}")
-    env.filters.update(part=lambda p: PART_LABELS.get(p, p), format_=lambda v, f: f.format(v))
+    env.filters.update(
+        part=lambda p: named("part_labels").get(p, p), format_=lambda v, f: f.format(v)
+    )
     env.filters.update(cell=lambda key, row: f"{key}={cell_text(row[key])}", other=_other)
     env.filters.update(keyed=lambda key, row: f"{key} {key_text(row[key])}")
     env.filters.update(short=short_benchmark, approx=approx, threads=threads_text)
-    env.filters.update(meaning=lambda part: PART_MEANINGS.get(part, part))
+    env.filters.update(meaning=lambda part: named("part_meanings").get(part, part))
     env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK)
     env.globals["row"] = _row
     env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
     return env.get_template("words.j2").module
+
+
+def named(table: str) -> Any:
+    """A table of the names a reader sees, as templates/words.j2 sets it: `section_titles`,
+    `part_labels`, `part_meanings` or `context_names`."""
+    return getattr(_sentences(), table)
 
 
 def _lines(macro: str, values: tuple[Any, ...]) -> list[str]:
