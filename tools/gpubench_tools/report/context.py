@@ -13,8 +13,8 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from . import analysis
 from .charts import Chart, draw
 from .discovered import discovered_topics
-from .topics import CHART_NAMES, CHARTS, TOPICS, Topic
-from .words import say
+from .topics import CHARTS, TOPICS, Topic
+from .words import named, say
 
 _FIELDS = {f.name for f in fields(Chart)}
 
@@ -84,11 +84,13 @@ class Context:
 
     def subtitle(self, gpu: bool = True) -> str:
         """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
+        names = named("chart_names")
         if self.several:
-            pairs = "; ".join(n["pair"] for n in self.labels.values())
-            return CHART_NAMES["machines"].format(pairs=pairs)
+            return names["machines"].format(
+                pairs="; ".join(n["pair"] for n in self.labels.values())
+            )
         (n,) = self.labels.values()
-        return CHART_NAMES["cpu_side"].format(**n) + (CHART_NAMES["gpu_side"].format(**n) * gpu)
+        return names["cpu_side"].format(**n) + names["gpu_side"].format(**n) * gpu
 
     def pairs(self, rows: pd.DataFrame) -> pd.Series:
         """Each row's machine, by its device names (the facet of charts of several machines)."""

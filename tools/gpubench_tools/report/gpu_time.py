@@ -18,8 +18,7 @@ from ..overhead_model import OverheadModel, build_model
 from ..units import fmt_size
 from . import analysis
 from .context import Context
-from .topics import CHART_NAMES, MODEL_ERROR_SAID, TRAINING_WORKLOADS, PartsChart
-from .topics import StepProfile
+from .topics import MODEL_ERROR_SAID, TRAINING_WORKLOADS, PartsChart, StepProfile
 from .words import named, path_name, say, section, short_benchmark, table_of
 
 
@@ -35,8 +34,8 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
             if rows is None:
                 continue
             paragraphs += _largest_parts(view, rows)
-            size, named = str(view.size), CHART_NAMES["size"]
-            bars = rows[size].map(lambda v: named.format(key=size, value=fmt_size(v)))
+            size, bar = str(view.size), named("chart_names")["size"]
+            bars = rows[size].map(lambda v: bar.format(key=size, value=fmt_size(v)))
             rows = rows.assign(size=bars, pair=ctx.pairs(rows))
             charts.append(_parts_chart(ctx, view, view.title, "size", view.size_label, rows))
             tables.append(table_of("parts_table", rows, size, size))
@@ -184,8 +183,9 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
     charts = []
     if len(fixed.copies) and not ctx.several:
         probes, hosts = fixed.copies["probe"].str.upper(), fixed.copies["host"].fillna("")
-        named = [CHART_NAMES["copy"].format(probe=p, host=h) for p, h in zip(probes, hosts)]
-        charts.append(ctx.chart("copies", fixed.copies.assign(copy=named)))
+        copy = named("chart_names")["copy"]
+        names = [copy.format(probe=p, host=h) for p, h in zip(probes, hosts)]
+        charts.append(ctx.chart("copies", fixed.copies.assign(copy=names)))
     bias = fixed.bias
     paragraphs = bias_sentence(bias) if len(bias.before) else []
     keys = ["dtype", "host", "band"]

@@ -14,8 +14,8 @@ import pandas as pd
 from ..units import fmt_size
 from . import analysis
 from .context import Context, Thin
-from .topics import CHART_NAMES, GpuPath, Topic
-from .words import say, section, table_of
+from .topics import GpuPath, Topic
+from .words import named, say, section, table_of
 
 
 @dataclass(frozen=True)
@@ -175,9 +175,9 @@ def topic_section(
     line = curve["machine"].map(lambda m: ctx.labels[m]["pair"])
     series = topic.series
     if series is not None:
-        width = CHART_NAMES["series"]
-        named = curve[series].map(lambda v: width.format(key=series, value=fmt_size(v)))
-        line = line + CHART_NAMES["between"] + named if ctx.several else named
+        names = named("chart_names")
+        width = curve[series].map(lambda v: names["series"].format(key=series, value=fmt_size(v)))
+        line = line + names["between"] + width if ctx.several else width
     curve = _with_other_paths(curve.assign(line=line), topic, others)
     paragraphs = say("topic_paragraphs", answer)
     lines = ctx.several or series is not None
@@ -214,10 +214,11 @@ def _time_chart(
 ) -> dict[str, str]:
     """Both sides' times against size: what the speedup is a ratio of."""
     several_paths = topic.series is None and len(topic.paths) > 1
-    gpu = CHART_NAMES["gpu_path" if several_paths else "gpu"].format(path=topic.paths[-1].name)
+    names = named("chart_names")
+    gpu = names["gpu_path" if several_paths else "gpu"].format(path=topic.paths[-1].name)
     # A line's machine (and width) go before its side where they tell the lines apart.
     several = topic.series is not None or ctx.several
-    before = curve["line"] + CHART_NAMES["between"] if several else ""
+    before = curve["line"] + names["between"] if several else ""
 
     def line(name: str, time: str, low: str, high: str, few: pd.Series) -> pd.DataFrame:
         """The curve as one line of the chart: `time`, `low` and `high` name its columns."""
@@ -226,14 +227,14 @@ def _time_chart(
 
     sides = [
         line(name, f"{side}_time", f"{side}_low", f"{side}_high", _few(curve, side))
-        for side, name in (("cpu", CHART_NAMES["cpu"]), ("gpu", gpu))
+        for side, name in (("cpu", names["cpu"]), ("gpu", gpu))
     ]
     # The other paths the answer states (eager), as lines of their own: their medians,
     # without bands. A sweep with series already has a line per width and side; its
     # table carries the other paths instead.
     for path, _ in others if topic.series is None else []:
         time, few = f"{path.name}_time", curve[f"{path.name}_few"].fillna(False).astype(bool)
-        name = CHART_NAMES["gpu_path"].format(path=path.name)
+        name = names["gpu_path"].format(path=path.name)
         sides.append(line(name, time, time, time, few).dropna(subset=["time"]))
     return ctx.chart("time", pd.concat(sides, ignore_index=True), topic=topic)
 

@@ -407,23 +407,6 @@ CHARTS: dict[str, dict[str, Any]] = {
 }
 # fmt: on
 
-# The names a chart gives what it draws, beyond its CHARTS entry ("{...}": filled in where it is
-# drawn): a sweep's line per width, a line of one machine among several, both sides of a time
-# chart, a breakdown's bar per size, a copy probe, and the subtitle that says whose numbers a
-# chart shows (one machine's sides, or the machines overlaid).
-CHART_NAMES: dict[str, str] = {
-    "series": "{key} {value}",
-    "between": " · ",  # between a line's machine and the rest of its name
-    "cpu": "CPU (fastest threads)",
-    "gpu": "GPU",
-    "gpu_path": "GPU, {path}",
-    "size": "{key}={value}",
-    "copy": "{probe} {host}",
-    "machines": "Machines: {pairs}",
-    "cpu_side": "CPU: {cpu} ({cpu_where})",
-    "gpu_side": " · GPU: {gpu} ({gpu_where})",
-}
-
 # The GEMMs whose model error the model section's sentence states (the fp32 speedup curve's): a
 # row filter over the error's bands.
 MODEL_ERROR_SAID: dict[str, Any] = {"dtype": "fp32", "host": "pinned"}

@@ -136,7 +136,7 @@ def _sentences() -> Any:
 
 def named(table: str) -> Any:
     """A table of the names a reader sees, as templates/words.j2 sets it: `section_titles`,
-    `part_labels`, `part_meanings` or `context_names`."""
+    `part_labels`, `part_meanings`, `context_names` or `chart_names`."""
     return getattr(_sentences(), table)
 
 
