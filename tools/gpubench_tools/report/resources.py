@@ -104,10 +104,8 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
     """Measured peak device memory against the model's bytes, and the largest batches."""
     agreement, batches, skipped = memory_rows(ctx)
     largest = _largest_batch_lines(batches, skipped)
-    if agreement.empty and not largest:
-        return None
     if agreement.empty:
-        return section("memory", largest)
+        return section("memory", largest) if largest else None
     # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
     distance = np.log(agreement["ratio"]).abs()
     by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
