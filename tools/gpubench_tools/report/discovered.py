@@ -12,10 +12,10 @@ speedup runs along the axis with the most values, one line per value of a second
 
 from __future__ import annotations
 
-import pandas as pd
-
 from dataclasses import fields, replace
 from typing import Any
+
+import pandas as pd
 
 from .topics import E2E_GPU_TIME, DISCOVERED_PARTS, DISCOVERED_PATH, DISCOVERED_UTILISATION, Topic
 

@@ -1,4 +1,6 @@
-"""What the report says, declared as data: the workloads it compares, and the names a reader sees.
+"""What the report says, declared as data: the workloads it compares, the names of their rows the
+tools beside the report read, and the charts it draws (their words, and the other names a reader
+sees, are templates/words.j2's).
 
 This module is the tools' one declaration of the suite's workloads: no other module of the
 report names one. A workload is one `Topic`: which rows are its CPU side and which its GPU side
