@@ -54,7 +54,6 @@ CONV1D_TOPIC = """
         title="1-D convolution training",
         workload="conv1d",
         keys=("batch",),
-        gpu_path="the GPU training step",
     ),"""
 
 CONTEXT: dict[str, Any] = {

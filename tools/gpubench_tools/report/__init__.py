@@ -7,8 +7,9 @@ chart kinds. `build` runs the pipeline, each section's data first and its words 
 `speedups` (the answer and a section per topic), `gpu_time` (the breakdown, the step profile,
 the model), `resources` (threads, peers, memory, allocation, energy, what did not run); every
 sentence and table is a macro of `templates/words.j2` (`words.say`, `words.table_of`), every chart
-a `topics.CHARTS` entry drawn by `Context.chart`; `render` fills the page templates. Run it as
-`python -m gpubench_tools.report` or `gpubench-report`.
+a `topics.CHARTS` entry drawn by `Context.chart` in the words of its `chart_<name>` macro there;
+`render` fills the page templates. Run it as `python -m gpubench_tools.report` or
+`gpubench-report`.
 """
 
 from .cli import PROG, build_report, main

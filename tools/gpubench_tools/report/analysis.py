@@ -47,10 +47,8 @@ def select(summary: pd.DataFrame, filt: dict[str, Any]) -> pd.DataFrame:
     for column, wanted in filt.items():
         values = summary[column] if column in summary else pd.Series(None, index=summary.index)
         options = wanted if isinstance(wanted, (list, tuple, set)) else (wanted,)
-        match = pd.Series(False, index=summary.index)
-        for option in options:
-            match |= values.isna() if option is None else (values == option).fillna(False)
-        keep &= match.astype(bool)
+        match = values.isin([o for o in options if o is not None])
+        keep &= match | (values.isna() & (None in options))
     return summary[keep]
 
 
@@ -235,14 +233,8 @@ def breakdown(
         [None, "no flop count"],
         default="no GPU peak for " + dtype.astype(str),
     )
-    names = np.array(PARTS)
-    full = out[list(PARTS)].to_numpy(float)
-    short = out[["transfer", "overhead", "compute"]].fillna(0).to_numpy(float)
-    out["dominant"] = np.where(
-        four,
-        names[np.nan_to_num(full, nan=-1).argmax(axis=1)],
-        np.array(["transfer", "overhead", "compute"])[short.argmax(axis=1)],
-    )
+    three = out[["transfer", "overhead", "compute"]].fillna(0).idxmax(axis=1)
+    out["dominant"] = out[list(PARTS)].fillna(-1).idxmax(axis=1).where(four, three)
     return out.reset_index(drop=True)
 
 

@@ -28,8 +28,8 @@ from . import analysis, resources
 from .context import Context, Thin
 from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
 from .speedups import MachineTopic, answer_rows, curve_thin, topic_pairs, topic_section
-from .topics import CONTEXT_NAMES, Topic, committed_gpu_reference
-from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, say
+from .topics import Topic, committed_gpu_reference
+from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, named, say
 
 
 def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Thin]:
@@ -70,20 +70,17 @@ def _appendix(ctx: Context) -> dict[str, Any]:
         files = ", ".join(names[f] for f in m["files"])
         columns.append((f"{short_cpu_name(m['cpu'])} ({files})", m["context"]))
         if m["gpu_reference"]:
-            gpu_files = ", ".join(names[f] for f in m["gpu_files"])
-            header = f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {gpu_files})"
+            files = _reference_files(m, names)
+            header = f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {files})"
             columns.append((header, m["gpu_context"]))
     rows = []
-    for name, key, unit in CONTEXT_NAMES:
+    for name, key, unit in named("context_names"):
         values = [context_text(context.get(key), unit) for _, context in columns]
         if any(values):
             rows.append([name] + [v or "—" for v in values])
     raw = [
-        {
-            "summary": f"All context keys: {header}",
-            "text": json.dumps(context, indent=1, sort_keys=True),
-        }
-        for header, context in columns
+        {"summary": f"All context keys: {h}", "text": json.dumps(c, indent=1, sort_keys=True)}
+        for h, c in columns
     ]
     return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
 
@@ -131,14 +128,8 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     rows = table.rows
     if rows.empty or "conditions" not in rows:
         return ""
-    counters = [
-        {
-            k: r[k]
-            for k in ("disturbed", "disturbed_by", *CONDITION_FIGURES)
-            if k in r and pd.notna(r[k])
-        }
-        for _, r in rows.iterrows()
-    ]
+    said_by = [k for k in ("disturbed", "disturbed_by", *CONDITION_FIGURES) if k in rows]
+    counters = [{k: v for k, v in r.items() if pd.notna(v)} for _, r in rows[said_by].iterrows()]
     said = []
     line = describe_conditions(counters)
     if line is not None and action("report", DISTURBED_ROW).kind == USE:

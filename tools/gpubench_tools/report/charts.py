@@ -9,7 +9,7 @@
   scale centred at 1, every cell annotated.
 
 Axis convention: `x` is the column along the horizontal axis of `lines` and the category column
-of `stacked` (whichever way its bars run); `y_label` and `y_unit` describe the value axis.
+of `stacked` (its bars run across, one per row); `y_label` and `y_unit` describe the value axis.
 `render` builds the figure (tests read it back); `draw` writes `<stem>.png` and `<stem>.svg`.
 """
 
@@ -51,9 +51,6 @@ PART_COLORS: dict[str, str] = {
     "under-utilisation": "#9ecae1",
     "transfer": "#f28e2b",
     "overhead": "#6f6f6f",
-    "compute": "#1f4e79",
-    "host to device": "#f28e2b",
-    "device to host": "#e15759",
 }
 _PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000"]
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
@@ -94,7 +91,6 @@ class Chart:
     y_unit: str | None = None
     parts: tuple[tuple[str, str], ...] = ()  # stacked: (column, label), bottom to top
     normalize: bool = False
-    horizontal: bool = True
     facet: str | None = None
 
 
@@ -244,14 +240,6 @@ def _legend(fig: Figure, handles: list[Any]) -> None:
         fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False)
 
 
-def _series_style(i: int) -> dict[str, Any]:
-    return {
-        "color": _PALETTE[i % len(_PALETTE)],
-        "marker": _MARKERS[i % len(_MARKERS)],
-        "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
-    }
-
-
 def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
     assert chart.y is not None
     data = data.dropna(subset=[chart.x, chart.y])
@@ -262,9 +250,8 @@ def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
     banded = flagged = False
     for i, (key, rows) in enumerate(groups):
         rows = rows.sort_values(chart.x)
-        style = _series_style(i)
-        if not chart.connect:
-            style["linestyle"] = "none"
+        style = {"color": _PALETTE[i % len(_PALETTE)], "marker": _MARKERS[i % len(_MARKERS)]}
+        style["linestyle"] = _LINESTYLES[i % len(_LINESTYLES)] if chart.connect else "none"
         label = "_" if key is None else _plain(key[0] if isinstance(key, tuple) else key)
         (line,) = ax.plot(
             rows[chart.x], rows[chart.y], label=label, markersize=4.5, linewidth=1.4, **style
@@ -329,34 +316,32 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
     shares = parts.div(total.where(total > 0), axis=0).fillna(0) if chart.normalize else parts
     pos = np.arange(len(cats))
     ax.set_axisbelow(True)  # grid lines behind the bars, not across them
-    bar = ax.barh if chart.horizontal else ax.bar
     base = np.zeros(len(cats))
     for i, (column, label) in enumerate(chart.parts):
         values = shares[column].to_numpy()
-        bar(pos, values, 0.7, base, color=_part_color(label, i), label=label, edgecolor="white")
+        ax.barh(pos, values, 0.7, base, color=_part_color(label, i), label=label, edgecolor="white")
         base = base + values
-    names = [_plain(c) for c in cats]
-    value_axis = "x" if chart.horizontal else "y"
-    if chart.horizontal:
-        ax.set_yticks(pos, names)
-        ax.invert_yaxis()  # the first category on top, as it reads
-        ax.grid(False, axis="y")
-    else:
-        ax.set_xticks(pos, names)
-        ax.grid(False, axis="x")
+    ax.set_yticks(pos, [_plain(c) for c in cats])
+    ax.invert_yaxis()  # the first category on top, as it reads
+    ax.grid(False, axis="y")
     if chart.normalize:
-        getattr(ax, f"set_{value_axis}lim")(0, 1)
-        getattr(ax, f"{value_axis}axis").set_major_formatter(ticker.PercentFormatter(1.0))
+        ax.set_xlim(0, 1)
+        ax.xaxis.set_major_formatter(ticker.PercentFormatter(1.0))
         # Totals span decades, so the share hides them: write each one past the bar's end.
-        align = {"ha": "left", "va": "center"} if chart.horizontal else {"ha": "center"}
         for p, t in zip(pos, total):
             if t > 0:
-                xy = (1.01, p) if chart.horizontal else (p, 1.01)
-                ax.annotate(fmt_time(t), xy, fontsize=7, annotation_clip=False, **align)
+                ax.annotate(
+                    fmt_time(t),
+                    (1.01, p),
+                    fontsize=7,
+                    annotation_clip=False,
+                    ha="left",
+                    va="center",
+                )
     else:
-        _format_axis(ax, value_axis, chart.y_unit, False)
-    getattr(ax, f"set_{value_axis}label")(chart.y_label)
-    getattr(ax, f"set_{'y' if value_axis == 'x' else 'x'}label")(chart.x_label)
+        _format_axis(ax, "x", chart.y_unit, False)
+    ax.set_xlabel(chart.y_label)
+    ax.set_ylabel(chart.x_label)
 
 
 def _stacked(chart: Chart, data: pd.DataFrame, axes: list[Axes]) -> list[Any]:
@@ -365,13 +350,11 @@ def _stacked(chart: Chart, data: pd.DataFrame, axes: list[Axes]) -> list[Any]:
     cols = min(len(panels), 3)
     for i, (ax, (key, rows)) in enumerate(zip(axes, panels)):
         _stacked_panel(chart, rows, ax, cats)
-        if key is not None:  # upright bars' totals sit above 100%: lift the title over them
-            pad = 14 if chart.normalize and not chart.horizontal else 6
-            ax.set_title(_plain(key[0] if isinstance(key, tuple) else key), pad=pad)
+        if key is not None:
+            ax.set_title(_plain(key[0] if isinstance(key, tuple) else key), pad=6)
         if i % cols:  # panels in a row share the vertical axis's meaning: say it once, at left
             ax.set_ylabel("")
-            if chart.horizontal:
-                ax.tick_params(labelleft=False)
+            ax.tick_params(labelleft=False)
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
     # Every part gets its entry, even one too thin to see in any bar.

@@ -31,10 +31,6 @@ from .topics import COMMITTED_GPU_REFERENCE
 PROG = program_name("gpubench_tools.report")
 
 
-def _prog() -> str:
-    return program_name("gpubench_tools.report")
-
-
 def build_report(
     inputs: list[str], out_dir: Path, gpu_reference: Sequence[str] = (), verbose: bool = False
 ) -> tuple[Path, Path, list[str]]:
@@ -67,21 +63,15 @@ def build_report(
     # called bench.json stay apart).
     names = distinct_names([str(f) for f in table.problems["file"].unique()])
     listed = [f"{names[str(p.file)]}: {p.status}: {p.name}" for p in table.problems.itertuples()]
-    # Said first: every GPU number of this report is another run's.
-    whose = reference_warning(table)
-    conditions = [doc["conditions"]] if doc["conditions"] else []
-    # The conditions next: whether the numbers were measured on a quiet machine.
-    # A run that did not finish before anything: every number below is limited by it.
-    rest = [w for w in table.said("report") if w not in table.cut_off]
-    return (
-        html_path,
-        md_path,
-        table.cut_off + whose + conditions + rest + (listed if verbose else []),
-    )
+    # A run that did not finish before anything: every number below is limited by it. Then whose
+    # GPU numbers these are, then whether they were measured on a quiet machine.
+    said = table.cut_off + reference_warning(table) + [c for c in [doc["conditions"]] if c]
+    said += [w for w in table.said("report") if w not in table.cut_off]
+    return html_path, md_path, said + (listed if verbose else [])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    prog = _prog()
+    prog = program_name("gpubench_tools.report")  # at the call: the name the user typed
     return run_main(prog, lambda a: _main(prog, a), argv)
 
 

@@ -14,7 +14,7 @@ from . import analysis
 from .charts import Chart, draw
 from .discovered import discovered_topics
 from .topics import CHARTS, TOPICS, Topic
-from .words import say
+from .words import named, say
 
 _FIELDS = {f.name for f in fields(Chart)}
 
@@ -84,25 +84,29 @@ class Context:
 
     def subtitle(self, gpu: bool = True) -> str:
         """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
+        names = named("chart_names")
         if self.several:
-            return "Machines: " + "; ".join(n["pair"] for n in self.labels.values())
+            return names["machines"].format(
+                pairs="; ".join(n["pair"] for n in self.labels.values())
+            )
         (n,) = self.labels.values()
-        cpu = f"CPU: {n['cpu']} ({n['cpu_where']})"
-        return f"{cpu} · GPU: {n['gpu']} ({n['gpu_where']})" if gpu else cpu
+        return names["cpu_side"].format(**n) + names["gpu_side"].format(**n) * gpu
 
     def pairs(self, rows: pd.DataFrame) -> pd.Series:
         """Each row's machine, by its device names (the facet of charts of several machines)."""
         return rows["machine"].map(lambda m: self.labels[int(m)]["pair"])
 
     def chart(self, name: str, data: pd.DataFrame, **given: Any) -> dict[str, str]:
-        """topics.CHARTS[name] drawn from `data` into `out`, as the document names it. `given`
-        holds what its "{...}" fields are filled from, and the fields a drawing sets itself (a
-        chart field's own name: its facets, its parts); without a subtitle of its own, the one
-        that says whose numbers it shows."""
+        """topics.CHARTS[name] drawn from `data` into `out` in the words of its macro
+        (templates/words.j2), as the document names it. `given` holds what its "{...}" fields and
+        its words are filled from, and the fields a drawing sets itself (a chart field's own
+        name: its title, facets, parts); without a subtitle of its own, the one that says whose
+        numbers it shows."""
         spec = {**CHARTS[name], **{k: v for k, v in given.items() if k in _FIELDS}}
         spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
-        caption = spec.pop("caption")
-        chart = Chart(**{"subtitle": self.subtitle(), **spec})
+        words = dict(line.split(": ", 1) for line in say(f"chart_{name}", given))
+        caption = words.pop("caption")
+        chart = Chart(**{"subtitle": self.subtitle(), **words, **spec})
         draw(chart, data, self.out)
         return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
                 "caption": caption}  # fmt: skip

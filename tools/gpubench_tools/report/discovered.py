@@ -12,9 +12,12 @@ speedup runs along the axis with the most values, one line per value of a second
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+from typing import Any
+
 import pandas as pd
 
-from .topics import GpuPath, KernelUtilisation, PartsChart, Topic
+from .topics import E2E_GPU_TIME, DISCOVERED_PARTS, DISCOVERED_PATH, DISCOVERED_UTILISATION, Topic
 
 # The counters a numeric axis is written as (harness/schema.hpp: the size counters, then the
 # `axis:` family), and the label keys a text axis may be (workload_rows.cpp's label_for).
@@ -23,9 +26,6 @@ AXIS_PREFIX = "axis:"
 TEXT_AXES = ("data", "dtype", "shape", "input", "precision", "net")
 E2E_SUFFIX = "_e2e"
 PINNED = "pinned"
-
-_GPU_TIME = "GPU wall time per call, copies to and from pinned host memory included"
-_PATH = GpuPath("end to end", "copies in and out of pinned host memory included")
 
 
 def discovered_topics(summary: pd.DataFrame, declared: tuple[Topic, ...]) -> tuple[Topic, ...]:
@@ -73,6 +73,7 @@ def _topic(workload: str, cpu: pd.DataFrame, e2e: pd.DataFrame) -> Topic | None:
     varying = sorted(numeric, key=lambda c: -e2e[c].nunique())
     x, rest = varying[0], [c for c in varying[1:] if e2e[c].nunique() > 1]
     x_name = x.removeprefix(AXIS_PREFIX)
+    names = {"workload": workload, "x": x, "x_name": x_name}
     return Topic(
         id=workload,
         title=workload,
@@ -87,27 +88,21 @@ def _topic(workload: str, cpu: pd.DataFrame, e2e: pd.DataFrame) -> Topic | None:
         x=x,
         x_name=x_name,
         series=rest[0] if rest else None,
-        gpu_path=f"{_PATH.name}: {_PATH.meaning}",
-        paths=(_PATH,),
-        gpu_time_name=_GPU_TIME,
-        parts=PartsChart(
-            stem=f"breakdown_{workload}",
-            title=f"Where the end-to-end {workload} time goes (pinned)",
-            rows={"workload": workload, "host": PINNED},
-            caption="Each bar is one call's GPU time split four ways; its total is printed at "
-            "its end. Under-utilisation is the compute time beyond what the same work would "
-            "take at the GPU's peak.",
-            y_label="share of the GPU time",
-            size=x_name,  # the breakdown names an `axis:` column by its axis (analysis.breakdown)
-            size_label=x_name,
-            lead=f"End-to-end {workload} (pinned host memory)",
-        ),
-        utilisation=KernelUtilisation(
-            title=f"GPU kernel-only {workload}: share of peak",
+        paths=(DISCOVERED_PATH,),
+        gpu_time_name=E2E_GPU_TIME,
+        parts=_filled(DISCOVERED_PARTS, names, rows={"workload": workload, "host": PINNED}),
+        utilisation=_filled(
+            DISCOVERED_UTILISATION,
+            names,
             rows={"workload": workload, "backend": "gpu", "host": None},
-            caption="Buffers already on the GPU (no copies): what is left below 100% at small "
-            "sizes is the under-utilisation of the breakdown.",
-            x=x,
-            series="variant",
         ),
     )
+
+
+def _filled(declared: Any, names: dict[str, str], **given: Any) -> Any:
+    """A declaration of topics.py with its text fields' "{...}" filled from `names`."""
+    for field in fields(declared):
+        value = getattr(declared, field.name)
+        if isinstance(value, str):
+            given.setdefault(field.name, value.format(**names))
+    return replace(declared, **given)

@@ -18,9 +18,8 @@ from ..overhead_model import OverheadModel, build_model
 from ..units import fmt_size
 from . import analysis
 from .context import Context
-from .topics import MODEL_ERROR_SAID, PART_LABELS, TRAINING_WORKLOADS, PartsChart
-from .topics import StepProfile
-from .words import path_name, say, section, short_benchmark, table_of
+from .topics import MODEL_ERROR_SAID, TRAINING_WORKLOADS, PartsChart, StepProfile
+from .words import named, path_name, say, section, short_benchmark, table_of
 
 
 def breakdown_section(ctx: Context) -> dict[str, Any] | None:
@@ -35,10 +34,9 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
             if rows is None:
                 continue
             paragraphs += _largest_parts(view, rows)
-            size = str(view.size)
-            rows = rows.assign(
-                size=rows[size].map(lambda v: f"{size}={fmt_size(v)}"), pair=ctx.pairs(rows)
-            )
+            size, bar = str(view.size), named("chart_names")["size"]
+            bars = rows[size].map(lambda v: bar.format(key=size, value=fmt_size(v)))
+            rows = rows.assign(size=bars, pair=ctx.pairs(rows))
             charts.append(_parts_chart(ctx, view, view.title, "size", view.size_label, rows))
             tables.append(table_of("parts_table", rows, size, size))
         else:
@@ -92,9 +90,10 @@ def _parts_chart(
     A row without a flop count or a peak stacks its compute time unsplit, so that no bar
     leaves part of its time out of its 100%."""
     rows = rows.assign(unsplit=rows["compute"].where(rows["parts"] == 3))
-    parts = [(p, PART_LABELS[p]) for p in analysis.PARTS]
+    labels = named("part_labels")
+    parts = [(p, labels[p]) for p in analysis.PARTS]
     if rows["unsplit"].notna().any():
-        parts.append(("unsplit", PART_LABELS["compute"]))
+        parts.append(("unsplit", labels["compute"]))
     facet = "pair" if ctx.several else None
     return ctx.chart("parts", rows, view=view, title=title, x=x, x_label=x_label,
                      parts=tuple(parts), facet=facet)  # fmt: skip
@@ -153,8 +152,8 @@ def profile_sections(ctx: Context) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class FixedCosts:
     """The model of the GPU's fixed costs (overhead_model) built from the probes, the copy
-    probes that measured a bandwidth (`copy`: direction and host memory, `few`: flagged, by
-    size), and the model's error against the end-to-end GEMMs."""
+    probes that measured a bandwidth (`few`: flagged, by size), and the model's error against
+    the end-to-end GEMMs."""
 
     model: OverheadModel
     copies: pd.DataFrame
@@ -171,10 +170,7 @@ def fixed_costs(summary: pd.DataFrame) -> FixedCosts | None:
         return None
     copies = analysis.select(gpu, {"probe": ("h2d", "d2h")}).dropna(subset=["bytes_per_s"])
     if len(copies):
-        copies = copies.assign(
-            copy=copies["probe"].str.upper() + " " + copies["host"].fillna(""),
-            few=analysis.flagged(copies),
-        ).sort_values("bytes")
+        copies = copies.assign(few=analysis.flagged(copies)).sort_values("bytes")
     return FixedCosts(model, copies, analysis.model_bias(summary, model))
 
 
@@ -186,7 +182,10 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
     tables = [table_of("costs_table", fixed.model.launch.items(), copies)]
     charts = []
     if len(fixed.copies) and not ctx.several:
-        charts.append(ctx.chart("copies", fixed.copies))
+        probes, hosts = fixed.copies["probe"].str.upper(), fixed.copies["host"].fillna("")
+        copy = named("chart_names")["copy"]
+        names = [copy.format(probe=p, host=h) for p, h in zip(probes, hosts)]
+        charts.append(ctx.chart("copies", fixed.copies.assign(copy=names)))
     bias = fixed.bias
     paragraphs = bias_sentence(bias) if len(bias.before) else []
     keys = ["dtype", "host", "band"]

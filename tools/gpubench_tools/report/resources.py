@@ -104,10 +104,8 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
     """Measured peak device memory against the model's bytes, and the largest batches."""
     agreement, batches, skipped = memory_rows(ctx)
     largest = _largest_batch_lines(batches, skipped)
-    if agreement.empty and not largest:
-        return None
     if agreement.empty:
-        return section("memory", largest)
+        return section("memory", largest) if largest else None
     # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
     distance = np.log(agreement["ratio"]).abs()
     by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
@@ -156,14 +154,10 @@ def allocation_thin(ctx: Context, costs: pd.DataFrame) -> Thin:
     """The allocation probes whose costs are medians of too few repetitions."""
     if costs.empty:
         return set()
-    thin = costs.loc[costs["few_samples"].astype(bool)]
+    thin = costs.loc[costs["few_samples"].astype(bool), ["machine", "probe", "bytes"]]
     probes = ctx.summary["name"].str.extract(analysis.ALLOC_NAME)
-    rows: Thin = set()
-    for machine, probe, size in zip(thin["machine"], thin["probe"], thin["bytes"]):
-        at = (probes["probe"] == probe) & (pd.to_numeric(probes["bytes"]) == size)
-        at &= ctx.summary["machine"] == machine
-        rows |= ctx.thin_rows(ctx.summary.loc[at, "name"], "gpu")
-    return rows
+    named = ctx.summary.assign(probe=probes["probe"], bytes=pd.to_numeric(probes["bytes"]))
+    return ctx.thin_rows(named.merge(thin, on=["machine", "probe", "bytes"])["name"], "gpu")
 
 
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:

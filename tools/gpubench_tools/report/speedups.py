@@ -15,7 +15,7 @@ from ..units import fmt_size
 from . import analysis
 from .context import Context, Thin
 from .topics import GpuPath, Topic
-from .words import say, section, table_of
+from .words import named, say, section, table_of
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
             continue
         paths = tuple(
             _path_curve(ctx.breakdown, topic, p, int(machine), cpu, analysis.select(gpu, p.gpu))
-            for p in topic.gpu_paths
+            for p in topic.paths
         )
         machines.append(MachineTopic(int(machine), "CPU" if cpu.empty else "", paths))
     return machines
@@ -150,10 +150,7 @@ def _with_other_paths(
     curve: `<path>_time`, `<path>_speedup`, `<path>_few`."""
     on = ["machine", *topic.keys]
     for path, other in others:
-        columns = other[on + ["gpu_time", "speedup", "gpu_repetitions", "gpu_noisy"]]
-        columns = columns.assign(
-            few=(columns["gpu_repetitions"] < analysis.FEW_REPETITIONS) | columns["gpu_noisy"]
-        )
+        columns = other[on + ["gpu_time", "speedup"]].assign(few=_few(other, "gpu"))
         named = {"gpu_time": f"{path.name}_time", "speedup": f"{path.name}_speedup"}
         named["few"] = f"{path.name}_few"
         columns = columns[on + list(named)].rename(columns=named)
@@ -175,16 +172,17 @@ def topic_section(
         (pc.path, pc.curve) for mt in machines for pc in mt.paths[:-1] if pc.curve is not None
     ]
     curve = pd.concat(curves, ignore_index=True)
-    curve = curve.assign(line=curve["machine"].map(lambda m: ctx.labels[m]["pair"]))
+    line = curve["machine"].map(lambda m: ctx.labels[m]["pair"])
     series = topic.series
     if series is not None:
-        named = curve[series].map(lambda v: f"{series} {fmt_size(v)}")
-        curve = curve.assign(line=(curve["line"] + " · " + named) if ctx.several else named)
-    curve = _with_other_paths(curve, topic, others)
+        names = named("chart_names")
+        width = curve[series].map(lambda v: names["series"].format(key=series, value=fmt_size(v)))
+        line = line + names["between"] + width if ctx.several else width
+    curve = _with_other_paths(curve.assign(line=line), topic, others)
     paragraphs = say("topic_paragraphs", answer)
     lines = ctx.several or series is not None
     speedup = ctx.chart(
-        "speedup", curve, topic=topic, path=topic.gpu_paths[-1], series="line" if lines else None
+        "speedup", curve, topic=topic, path=topic.paths[-1], series="line" if lines else None
     )
     charts = [speedup] + _extra_charts(ctx, topic, curve, others)
     table = table_of("curve_table", topic, curve, [p.name for p, _ in others], lines)
@@ -215,25 +213,32 @@ def _time_chart(
     ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]]
 ) -> dict[str, str]:
     """Both sides' times against size: what the speedup is a ratio of."""
-    several_paths = topic.series is None and len(topic.gpu_paths) > 1
-    last = f"GPU, {topic.gpu_paths[-1].name}" if several_paths else "GPU"
+    several_paths = topic.series is None and len(topic.paths) > 1
+    names = named("chart_names")
+    gpu = names["gpu_path" if several_paths else "gpu"].format(path=topic.paths[-1].name)
+    # A line's machine (and width) go before its side where they tell the lines apart.
+    several = topic.series is not None or ctx.several
+    before = curve["line"] + names["between"] if several else ""
 
     def line(name: str, time: str, low: str, high: str, few: pd.Series) -> pd.DataFrame:
         """The curve as one line of the chart: `time`, `low` and `high` name its columns."""
-        side = curve["line"] + " · " + name
+        side = before + name
         return curve.assign(side=side, time=curve[time], low=curve[low], high=curve[high], few=few)
 
-    sides = []
-    for side, name in (("cpu", "CPU (fastest threads)"), ("gpu", last)):
-        few = (curve[f"{side}_repetitions"] < analysis.FEW_REPETITIONS) | curve[f"{side}_noisy"]
-        sides.append(line(name, f"{side}_time", f"{side}_low", f"{side}_high", few))
+    sides = [
+        line(name, f"{side}_time", f"{side}_low", f"{side}_high", _few(curve, side))
+        for side, name in (("cpu", names["cpu"]), ("gpu", gpu))
+    ]
     # The other paths the answer states (eager), as lines of their own: their medians,
     # without bands. A sweep with series already has a line per width and side; its
     # table carries the other paths instead.
     for path, _ in others if topic.series is None else []:
         time, few = f"{path.name}_time", curve[f"{path.name}_few"].fillna(False).astype(bool)
-        sides.append(line(f"GPU, {path.name}", time, time, time, few).dropna(subset=["time"]))
-    times = pd.concat(sides, ignore_index=True)
-    if topic.series is None and not ctx.several:
-        times["side"] = times["side"].str.split(" · ").str[-1]
-    return ctx.chart("time", times, topic=topic)
+        name = names["gpu_path"].format(path=path.name)
+        sides.append(line(name, time, time, time, few).dropna(subset=["time"]))
+    return ctx.chart("time", pd.concat(sides, ignore_index=True), topic=topic)
+
+
+def _few(curve: pd.DataFrame, side: str) -> pd.Series:
+    """A side's medians a chart draws hollow: too few repetitions, or a wide spread."""
+    return (curve[f"{side}_repetitions"] < analysis.FEW_REPETITIONS) | curve[f"{side}_noisy"]

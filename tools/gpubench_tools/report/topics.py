@@ -1,4 +1,6 @@
-"""What the report says, declared as data: the workloads it compares, and the names a reader sees.
+"""What the report says, declared as data: the workloads it compares, the names of their rows the
+tools beside the report read, and the charts it draws (their words, and the other names a reader
+sees, are templates/words.j2's).
 
 This module is the tools' one declaration of the suite's workloads: no other module of the
 report names one. A workload is one `Topic`: which rows are its CPU side and which its GPU side
@@ -144,13 +146,11 @@ class Topic:
     keys: tuple[str, ...]  # columns that pair a CPU row with a GPU row
     x: str  # the size axis of the chart and of "wins at" (a column, one of keys)
     x_name: str  # how a sentence names the size: "n", "batch"
+    # The GPU paths the answer states, one line each, in order; the last is the section's curve.
+    paths: tuple[GpuPath, ...]
     series: str | None = None  # one speedup line per value of this key (e.g. hidden)
     time_col: str = "time_s"  # compared time: a training step for training rows
     time_name: str = "call"  # what one compared time is: a "call", a training "step"
-    gpu_path: str = ""  # what the GPU side is, for captions ("end to end, pinned host memory")
-    # The GPU paths the answer states, one line each, in order; the last is the section's
-    # curve. None: one path, all of the topic's GPU rows, named by `gpu_path`.
-    paths: tuple[GpuPath, ...] | None = None
     # What one compared time is on each side, for the definition of the speedup.
     cpu_time_name: str = "CPU wall time per call"
     gpu_time_name: str = "GPU time per call"
@@ -159,28 +159,24 @@ class Topic:
     profile: StepProfile | None = None
     utilisation: KernelUtilisation | None = None
 
-    @property
-    def gpu_paths(self) -> tuple[GpuPath, ...]:
-        return self.paths or (GpuPath("GPU", self.gpu_path),)
-
 
 # What each side of a speedup divides: the CPU GEMM's time per call (the wall clock of
 # Google Benchmark's iteration, operands in host memory), the end-to-end GPU GEMM's host wall
 # clock around its synchronised iteration (docs/timing-method.md); a training row's t_step.
-_GEMM_GPU_TIME = "GPU wall time per call, copies to and from pinned host memory included"
+E2E_GPU_TIME = "GPU wall time per call, copies to and from pinned host memory included"
 _CPU_STEP = "CPU wall time per training step"
 _GPU_STEP = "GPU wall time per training step (batch on the device, loss not read back)"
 
 
-def _gemm_topic(dtype: str, gpu_path: str, **extra: Any) -> Topic:
+def _gemm_topic(dtype: str, **extra: Any) -> Topic:
     """The square GEMM in one precision: the CPU call against cuBLAS end to end from pinned host
     memory, time per call against n. `extra` holds its own charts."""
     square = {"workload": "matmul", "shape": "square", "dtype": dtype}
     gpu = {**square, "backend": "gpu", "host": "pinned", "variant": "cublas_e2e"}
     return Topic(
         "gemm" if dtype == "fp32" else f"gemm-{dtype}", f"Square GEMM, {dtype}",
-        {**square, "backend": "cpu"}, gpu, keys=("n",), x="n", x_name="n", gpu_path=gpu_path,
-        paths=(_GEMM_PATH,), gpu_time_name=_GEMM_GPU_TIME, **extra,
+        {**square, "backend": "cpu"}, gpu, keys=("n",), x="n", x_name="n", paths=(_GEMM_PATH,),
+        gpu_time_name=E2E_GPU_TIME, **extra,
     )  # fmt: skip
 
 
@@ -188,7 +184,6 @@ def _training_topic(
     id: str,
     title: str,
     workload: str,
-    gpu_path: str,
     keys: tuple[str, ...],
     precision: str = "fp32",
     data: str | None = None,
@@ -202,14 +197,14 @@ def _training_topic(
     return Topic(
         id, title, cpu, {**rows, "precision": precision, **_GPU_TRAINING}, keys, x="batch",
         x_name="batch", time_col="t_step", time_name="step", paths=_TRAINING_PATHS,
-        cpu_time_name=_CPU_STEP, gpu_time_name=_GPU_STEP, gpu_path=gpu_path, **extra,
+        cpu_time_name=_CPU_STEP, gpu_time_name=_GPU_STEP, **extra,
     )  # fmt: skip
 
 
 # fmt: off
 TOPICS: tuple[Topic, ...] = (
     _gemm_topic(
-        "fp32", gpu_path="end to end: copies in and out of pinned host memory included",
+        "fp32",
         parts=PartsChart(
             stem="breakdown_gemm", title="Where the end-to-end GEMM time goes (fp32, pinned)",
             rows={"workload": "matmul", "host": "pinned", "dtype": "fp32", "shape": "square"},
@@ -226,11 +221,10 @@ TOPICS: tuple[Topic, ...] = (
             caption="Operands already on the GPU (no copies): what is left below 100% at "
             "small n is the under-utilisation of the breakdown."),
     ),
-    _gemm_topic("bf16", gpu_path="end to end, pinned host memory"),
+    _gemm_topic("bf16"),
     _training_topic(
         id="mlp-iris", title="MLP training on Iris", workload="mlp", data="iris",
         keys=("hidden", "batch"),
-        gpu_path="the fastest GPU path (eager, CUDA graph or fused kernel) at each size",
         # The Iris ladder: one small net, every GPU path and readback/input variant of it.
         parts=PartsChart(
             stem="breakdown_training", title="Where a GPU training step goes (MLP on Iris)",
@@ -243,16 +237,14 @@ TOPICS: tuple[Topic, ...] = (
     ),
     _training_topic(
         id="mlp-digits", title="MLP training on digits", workload="mlp", data="digits",
-        keys=("hidden", "batch"), series="hidden", gpu_path="the fastest GPU path at each size",
+        keys=("hidden", "batch"), series="hidden",
     ),
     _training_topic(
         id="mlp-sweep", title="MLP training sweep (synthetic data)", workload="mlp",
         data="synthetic", keys=("hidden", "batch"), series="hidden",
-        gpu_path="the fastest GPU path at each size",
     ),
     _training_topic(
         id="cnn", title="CIFAR-10 CNN training", workload="cnn", keys=("batch",),
-        gpu_path="the GPU training step",
         profile=StepProfile(
             id="profile", title="The CNN step, operation by operation",
             chart_title="Where a CNN training step goes, batch {batch}", stem="profile_cnn",
@@ -265,10 +257,34 @@ TOPICS: tuple[Topic, ...] = (
     _training_topic(
         id="mixed", title="Mixed-precision MLP training (bf16)", workload="mlp",
         precision="bf16", keys=("data", "hidden", "batch"), series="hidden",
-        gpu_path="bf16 products with fp32 master weights and loss scaling",
     ),
 )
 # fmt: on
+
+
+# A workload only its rows describe (discovered.py): its GPU path, and its charts of the GPU time
+# ("{workload}": its name, "{x}": its size axis's column, "{x_name}": the axis's name).
+DISCOVERED_PATH = GpuPath("end to end", "copies in and out of pinned host memory included")
+DISCOVERED_PARTS = PartsChart(
+    stem="breakdown_{workload}",
+    title="Where the end-to-end {workload} time goes (pinned)",
+    rows={},
+    caption="Each bar is one call's GPU time split four ways; its total is printed at its end. "
+    "Under-utilisation is the compute time beyond what the same work would take at the GPU's "
+    "peak.",
+    y_label="share of the GPU time",
+    size="{x_name}",  # the breakdown names an `axis:` column by its axis (analysis.breakdown)
+    size_label="{x_name}",
+    lead="End-to-end {workload} (pinned host memory)",
+)
+DISCOVERED_UTILISATION = KernelUtilisation(
+    title="GPU kernel-only {workload}: share of peak",
+    rows={},
+    caption="Buffers already on the GPU (no copies): what is left below 100% at small sizes is "
+    "the under-utilisation of the breakdown.",
+    x="{x}",
+    series="variant",
+)
 
 
 @dataclass(frozen=True)
@@ -290,7 +306,6 @@ class EnergyTopic:
     # <why>"), else `cpu_absent` (a bench older than its RAPL reading).
     cpu_absent_context: str = "cpu_energy_counter"
     cpu_absent: str = "not recorded: the bench that wrote the CPU run reads no CPU energy counter"
-    gpu_absent: str = "not recorded: NVML or the GPU's energy counter (Volta and newer) unavailable"
 
 
 # The workloads of the topics that compare a training step, in declaration order: their GPU
@@ -356,68 +371,41 @@ PEERS += tuple(
 )
 
 
-# The report's charts, as data: the fields of a charts.Chart and the `caption` under it. One
-# builder (context.Context.chart) draws each from its frame; a "{...}" field is filled from what
-# the chart is drawn for (`topic`, its last GPU `path`, a PartsChart `view`, a StepProfile
-# `profile`, a KernelUtilisation `use`, the profiled `batch`).
+# The report's charts, as data: the fields of a charts.Chart but its words (its title, axis
+# labels, legend entries and the caption under it: the macro `chart_<name>` of
+# templates/words.j2). One builder (context.Context.chart) draws each from its frame; a "{...}"
+# field is filled from what the chart is drawn for (`topic`, its last GPU `path`, a PartsChart
+# `view`, a StepProfile `profile`, a KernelUtilisation `use`, the profiled `batch`).
 _LOG = {"log_x": True, "log_y": True}
-_HOLLOW = "hollow marker: fewer than 3 repetitions"
 # fmt: off
 CHARTS: dict[str, dict[str, Any]] = {
     "speedup": dict(
-        kind="lines", stem="speedup_{topic.id}", title="{topic.title}: GPU speedup over the CPU",
-        x="{topic.x}", y="speedup", y_low="speedup_low", y_high="speedup_high", flag="flagged",
-        **_LOG, hline=(1.0, "same speed"), x_label="{topic.x_name}", y_unit="ratio",
-        y_label="CPU / GPU wall time per {topic.time_name}",
-        caption="Above 1 the GPU is faster: {topic.cpu_time_name} / {topic.gpu_time_name}. "
-        "GPU: {path.meaning}; CPU: the fastest thread count measured at each size. Bands: "
-        "min..max over repetitions; hollow markers: fewer than 3 repetitions, a spread over "
-        "25%, or measured while disturbed."),
+        kind="lines", stem="speedup_{topic.id}", x="{topic.x}", y="speedup", y_low="speedup_low",
+        y_high="speedup_high", flag="flagged", **_LOG, hline=(1.0, "same speed"), y_unit="ratio"),
     "time": dict(
-        kind="lines", stem="time_{topic.id}", title="{topic.title}: time per {topic.time_name}",
-        x="{topic.x}", y="time", series="side", y_low="low", y_high="high", flag="few", **_LOG,
-        x_label="{topic.x_name}", y_label="time per {topic.time_name}", y_unit="s",
-        caption="Medians; bands: min..max over repetitions."),
+        kind="lines", stem="time_{topic.id}", x="{topic.x}", y="time", series="side", y_low="low",
+        y_high="high", flag="few", **_LOG, y_unit="s"),
     "heatmap": dict(
         kind="heatmap", stem="heatmap_{topic.id}", x="{topic.x}", y="{topic.series}",
-        title="{topic.title}: speedup by {topic.x_name} and {topic.series}", value="speedup",
-        x_label="{topic.x_name}", y_label="{topic.series}",
-        value_label="CPU / GPU wall time per {topic.time_name}",
-        caption="Blue: the GPU is faster; red: the CPU is. Each cell is one size pair."),
+        value="speedup"),
     "utilisation": dict(
-        kind="lines", stem="utilisation_{topic.id}", title="{use.title}", x="{use.x}",
-        y="pct_peak", series="{use.series}", flag="few_samples", **_LOG, x_label="{use.x}",
-        y_label="% of the precision's peak", y_unit="count", caption="{use.caption}"),
-    "parts": dict(
-        kind="stacked", stem="{view.stem}", title="{view.title}", x="size", normalize=True,
-        x_label="{view.size_label}", y_label="{view.y_label}", caption="{view.caption}"),
-    "profile": dict(
-        kind="stacked", stem="{profile.stem}", x="path",  # its title: the profile's, by batch
-        normalize=True, y_label="share of the profiled step",
-        caption="From the per-operation counters, by kind."),
+        kind="lines", stem="utilisation_{topic.id}", x="{use.x}", y="pct_peak",
+        series="{use.series}", flag="few_samples", **_LOG, y_unit="count"),
+    "parts": dict(kind="stacked", stem="{view.stem}", x="size", normalize=True),
+    "profile": dict(kind="stacked", stem="{profile.stem}", x="path", normalize=True),
     "copies": dict(
-        kind="lines", stem="copies", title="Host-device copies: bandwidth against size",
-        x="bytes", y="bytes_per_s", series="copy", flag="few", **_LOG, x_unit="bytes",
-        y_unit="bytes/s", x_label="bytes per copy", y_label="bandwidth",
-        caption="Below alpha x beta bytes the fixed cost alpha dominates."),
+        kind="lines", stem="copies", x="bytes", y="bytes_per_s", series="copy", flag="few", **_LOG,
+        x_unit="bytes", y_unit="bytes/s"),
     "threads": dict(
         kind="lines", stem="cpu_threads", x="threads", y="speedup", series="benchmark",
-        title="CPU speedup with threads (the largest case of each workload)",
-        y_low="speedup_low", y_high="speedup_high", flag="flagged", diagonal=True,
-        x_label="threads", y_label="time with 1 thread / time", y_unit="ratio", x_ticks="data",
-        caption="The dashed diagonal is ideal scaling."),
+        y_low="speedup_low", y_high="speedup_high", flag="flagged", diagonal=True, y_unit="ratio",
+        x_ticks="data"),
     "memory": dict(
-        kind="lines", stem="memory_model", title="Peak device memory: measured against the model",
-        x="device_bytes_model", y="device_bytes_peak", series="family", connect=False,
-        diagonal=True, diagonal_label="measured = model", **_LOG, x_unit="bytes",
-        y_unit="bytes", x_label="model (bytes the shapes call for)", y_label="measured peak",
-        caption="One marker per benchmark; above the diagonal it held more than modelled."),
+        kind="lines", stem="memory_model", x="device_bytes_model", y="device_bytes_peak",
+        series="family", connect=False, diagonal=True, **_LOG, x_unit="bytes", y_unit="bytes"),
     "allocation": dict(
-        kind="lines", stem="allocation", title="What an allocation costs the host, per call",
-        x="bytes", y="time_s", series="call", y_low="time_s", y_high="slowest_decile_s",
-        band_label="median to slowest decile", flag="few_samples", flag_label=_HOLLOW, **_LOG,
-        x_unit="bytes", y_unit="s", x_label="bytes per allocation",
-        y_label="host time per call", caption="The band runs up to the slowest decile."),
+        kind="lines", stem="allocation", x="bytes", y="time_s", series="call", y_low="time_s",
+        y_high="slowest_decile_s", flag="few_samples", **_LOG, x_unit="bytes", y_unit="s"),
 }
 # fmt: on
 
@@ -440,34 +428,6 @@ MLP_DATASETS: dict[str, tuple[int, int]] = {
 GEMM_ROW_NAMES: dict[str, str] = {
     "gpu": "matmul/gpu/cublas_kernel/dtype:{dtype}/...",
     "cpu": "matmul/cpu/openblas/dtype:{dtype}/...",
-}
-
-# The sections beside the topics' own, by id: their headings.
-SECTION_TITLES: dict[str, str] = {
-    "breakdown": "Where the GPU time goes",
-    "model": "The overhead model and its error",
-    "threads": "The CPU on all its cores",
-    "peers": "Against PyTorch, and mixed precision against fp32",
-    "memory": "Device memory",
-    "allocation": "What allocation costs",
-    "problems": "Failed, skipped and invalid benchmarks",
-}
-
-# The four parts of a GPU time, in the order they are stacked: the short name every chart and
-# table uses (the charts colour a part by it), and what it means, for the answer table.
-PART_LABELS: dict[str, str] = {
-    "transfer": "transfer",
-    "overhead": "overhead",
-    "under_utilisation": "under-utilisation",
-    "work_at_peak": "work at peak",
-    "compute": "compute (not split)",
-}
-PART_MEANINGS: dict[str, str] = {
-    "transfer": "transfer: copies to and from the host",
-    "overhead": "overhead: launches, synchronisation, API calls",
-    "under_utilisation": "under-utilisation: too little work to fill the GPU",
-    "work_at_peak": "work at peak: the flop themselves",
-    "compute": "compute (no flop count or peak to split it)",
 }
 
 # The allocation probes (benchmarks/alloc_probes.cpp), by the probe part of their names: what
@@ -494,44 +454,3 @@ MEMORY_FAMILIES: dict[str, str] = {
 # names, which also names those that did not run (a batch that did not fit is skipped).
 LARGEST_BATCH: dict[str, Any] = {"variant": "largest_batch"}
 LARGEST_BATCH_NAMES = "memory/"
-
-# The hardware appendix: (name a person reads, context key, unit), in the order one scans a machine.
-# A value with a unit is printed in it (bytes as GiB, rates as GB/s, clocks as GHz).
-CONTEXT_NAMES: tuple[tuple[str, str, str], ...] = (
-    ("Generated by (not a measurement)", "generated_by", ""),
-    ("GPU", "gpu", ""),
-    ("GPU unavailable because", "gpu_unavailable_reason", ""),
-    ("Compute capability", "gpu_compute_capability", ""),
-    ("Streaming multiprocessors", "gpu_sm_count", ""),
-    ("SM clock", "gpu_sm_clock_hz", "Hz"),
-    ("GPU memory", "gpu_memory_bytes", "bytes"),
-    ("GPU memory bandwidth", "gpu_memory_bandwidth_bytes_per_s", "bytes/s"),
-    ("L2 cache", "gpu_l2_bytes", "bytes"),
-    ("PCIe link", "gpu_pcie_link", ""),
-    ("PCIe bandwidth", "gpu_pcie_bandwidth_bytes_per_s", "bytes/s"),
-    ("GPU peak fp32", "gpu_peak_fp32_flops", "flop/s"),
-    ("GPU peak tf32", "gpu_peak_tf32_flops", "flop/s"),
-    ("GPU peak bf16", "gpu_peak_bf16_flops", "flop/s"),
-    ("GPU peak fp16", "gpu_peak_fp16_flops", "flop/s"),
-    ("GPU peak fp64", "gpu_peak_fp64_flops", "flop/s"),
-    ("Where the peaks come from", "gpu_peak_source", ""),
-    ("CUDA driver", "cuda_driver_version", ""),
-    ("CUDA runtime", "cuda_runtime_version", ""),
-    ("cuBLAS", "cublas_version", ""),
-    ("CPU", "cpu_model", ""),
-    ("Physical cores", "cpu_physical_cores", ""),
-    ("Logical CPUs", "cpu_logical_cpus", ""),
-    ("Instruction sets", "cpu_isa", ""),
-    ("CPU clock", "cpu_clock_hz", "Hz"),
-    ("How the clock was found", "cpu_clock_source", ""),
-    ("CPU peak fp32", "cpu_peak_fp32_flops", "flop/s"),
-    ("CPU peak fp64", "cpu_peak_fp64_flops", "flop/s"),
-    ("OpenBLAS", "openblas_config", ""),
-    ("OpenBLAS default threads", "openblas_default_threads", ""),
-    ("Host", "host_name", ""),
-    ("Date", "date", ""),
-    ("Suite commit", "gpubench_git_commit", ""),
-    ("Sweep", "gpubench_sweep", ""),
-    ("Built with CUDA", "gpubench_cuda_build", ""),
-    ("Google Benchmark build", "library_build_type", ""),
-)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..templating import environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
-from .topics import PART_LABELS, PART_MEANINGS, SECTION_TITLES
+from ..units import plural
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
@@ -32,28 +32,15 @@ def section(
     tables: Iterable[dict[str, Any]] = (),
     **extra: Any,
 ) -> dict[str, Any]:
-    """A section of the document, titled `title` (in `extra`) or topics.SECTION_TITLES[id];
+    """A section of the document, titled `title` (in `extra`) or by its id (`section_titles`);
     `extra` holds its `notes` and `details` where it has them."""
-    title = extra.pop("title", None) or SECTION_TITLES[id]
+    title = extra.pop("title", None) or named("section_titles")[id]
     page = {"id": id, "title": title, "paragraphs": list(paragraphs), "charts": list(charts)}
     return {**page, "tables": list(tables), **extra}
 
 
-def table(caption: str, headers: list[str], rows: list[list[str]]) -> dict[str, Any]:
-    return {"caption": caption, "headers": headers, "rows": rows}
-
-
-def noise_mark(row: pd.Series) -> str:
-    """The marks of a row's flags: too few repetitions, a wide spread, measured while disturbed."""
-    marks = ((FEW_MARK, "few_samples"), (NOISY_MARK, "noisy"), (DISTURBED_MARK, "disturbed"))
-    return "".join(mark for mark, flag in marks if bool(row.get(flag, False)))
-
-
 def threads_text(threads: Any) -> str:
-    if threads is None or (isinstance(threads, float) and math.isnan(threads)):
-        return "CPU"
-    n = int(threads)
-    return f"{n} thread{'' if n == 1 else 's'}"
+    return "CPU" if pd.isna(threads) else plural(int(threads), "thread")
 
 
 def cell_text(value: Any) -> str:
@@ -134,28 +121,30 @@ def _sentences() -> Any:
     env = environment("gpubench_tools.report", finalize=_finalize)
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
     env.filters.update(units, signed=lambda v: f"{v:+.0%}", g3=lambda v: f"{v:.3g}")
-    env.filters.update(part=lambda p: PART_LABELS.get(p, p), format_=lambda v, f: f.format(v))
+    env.filters.update(
+        part=lambda p: named("part_labels").get(p, p), format_=lambda v, f: f.format(v)
+    )
     env.filters.update(cell=lambda key, row: f"{key}={cell_text(row[key])}", other=_other)
     env.filters.update(keyed=lambda key, row: f"{key} {key_text(row[key])}")
     env.filters.update(short=short_benchmark, approx=approx, threads=threads_text)
-    env.filters.update(meaning=lambda part: PART_MEANINGS.get(part, part))
+    env.filters.update(meaning=lambda part: named("part_meanings").get(part, part))
     env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK)
     env.globals["row"] = _row
     env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
     return env.get_template("words.j2").module
 
 
+def named(table: str) -> Any:
+    """A table of the names a reader sees, as templates/words.j2 sets it: `section_titles`,
+    `part_labels`, `part_meanings`, `context_names` or `chart_names`."""
+    return getattr(_sentences(), table)
+
+
 def _lines(macro: str, values: tuple[Any, ...]) -> list[str]:
     """The lines a macro of templates/words.j2 writes, its values' own newlines and tabs held
     apart (frames are passed as lists of records, a row as a dict)."""
-    records = [
-        (
-            v.to_dict("records")
-            if isinstance(v, pd.DataFrame)
-            else v.to_dict() if isinstance(v, pd.Series) else v
-        )
-        for v in values
-    ]
+    records = [v.to_dict("records") if isinstance(v, pd.DataFrame) else v for v in values]
+    records = [v.to_dict() if isinstance(v, pd.Series) else v for v in records]
     return [line for line in str(getattr(_sentences(), macro)(*records)).split("\n") if line]
 
 
@@ -174,4 +163,4 @@ def table_of(macro: str, *values: Any) -> dict[str, Any]:
     """A table from a table macro of templates/words.j2: its caption, headers and rows."""
     caption, *rows = _lines(macro, values)
     cells = [[_restore(cell) for cell in row.split("\t")] for row in rows]
-    return table(_restore(caption), cells[0], cells[1:])
+    return {"caption": _restore(caption), "headers": cells[0], "rows": cells[1:]}
