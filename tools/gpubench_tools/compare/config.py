@@ -38,7 +38,6 @@ THRESHOLD_RANGES: dict[str, Number] = {
     "max_cv": Number(0.0, 100.0, low_open=True, unit="0.10 = a spread of 10 %"),
 }
 
-
 _TEXT_KEYS = ("why", "comment", "note")
 _TOP_KEYS = tuple(
     "time thresholds counters counter_direction exact_counters gate_counters overrides "

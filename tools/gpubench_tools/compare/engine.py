@@ -217,15 +217,16 @@ def _compare_benchmark(
             why = f"without a valid time ({_why_invalid(frame)}): left out"
             notes.append(f"{len(invalid)} repetition(s) in the {side} {why}")
     verdict, why, d = _overall(metrics), None, disturbance
-    for side in ("baseline", "contender") if d is not None else ():
-        n, of = getattr(d, f"{side}_disturbed"), getattr(d, f"{side}_measured")
-        if n:
-            notes.append(
-                f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
-            )
-    # Enough repetitions were run and the machine took them: not a sample-size problem.
-    if d is not None and verdict == FEW:
-        if judgeable(d.baseline_measured, d.contender_measured, thresholds.alpha):
+    if d is not None:
+        for side in ("baseline", "contender"):
+            n, of = getattr(d, f"{side}_disturbed"), getattr(d, f"{side}_measured")
+            if n:
+                notes.append(
+                    f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
+                )
+        enough = judgeable(d.baseline_measured, d.contender_measured, thresholds.alpha)
+        if verdict == FEW and enough:
+            # Enough repetitions were run; the machine took them. Not a sample-size problem.
             verdict, why = NOT_JUDGED_DISTURBED, d.why
     return Verdict(key, verdict, why, label, metrics, matched, d)
 

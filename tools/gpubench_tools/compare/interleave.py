@@ -254,7 +254,8 @@ class PairedRun:
             context = list(self.contexts.get(side, []))
             pair = [(PAIR_ID, self.pair_id), (PAIR_ROLE, side), (PAIRED_WITH, FILE_NAMES[other])]
             pair += [(PAIR_ORDER, " ".join(self.order)), (PAIR_TIME, self.time_field)]
-            for key, value in pair + [(PAIR_REPS_PER_RUN, self.inner_repetitions)]:
+            pair.append((PAIR_REPS_PER_RUN, self.inner_repetitions))
+            for key, value in pair:
                 context = _set(context, key, value)
             totals = Counter(str(_get(row, "name")) for row in self.rows[side])
             rows = [
