@@ -152,7 +152,6 @@ class PairedRun:
     inner_repetitions: int = DEFAULT_INNER_REPETITIONS
     time_field: str = "cpu_time"
     timeout_s: float = DEFAULT_INVOCATION_TIMEOUT_S
-    env: dict[str, str] | None = None
     data_dirs: dict[str, str] | None = None
     rounds_done: int = 0
     bench_seconds: float = 0.0
@@ -190,7 +189,7 @@ class PairedRun:
         """Runs one invocation; returns its rows or raises BenchRunError."""
         stem = self.out_dir / "logs" / f"round-{r + 1:03d}-{LAUNCH_NAMES[side]}"
         out, log = stem.with_suffix(".json"), stem.with_suffix(".log")
-        env = dict(self.env if self.env is not None else os.environ)
+        env = dict(os.environ)
         if self.data_dirs and side in self.data_dirs:
             env["GPUBENCH_DATA_DIR"] = str(self.out_dir / "launch" / LAUNCH_NAMES[side] / "data")
         code = EXIT_UNUSABLE if side == BASE else EXIT_REGRESSION
