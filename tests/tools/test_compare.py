@@ -380,8 +380,8 @@ def test_benchmark_that_now_fails_is_a_regression(pair, capsys, no_default_confi
     assert "beyond tolerance" in line and f"  {name}" in out.splitlines()
     doc = json.loads(Path(js).read_text())
     (entry,) = [b for b in doc["benchmarks"] if b["name"] == name]
-    assert entry["verdict"] == "error" and entry["fails"]
-    assert doc["summary"]["error"] == 1 and doc["summary"]["failing"] == 1
+    assert entry["verdict"] == "failed" and entry["fails"]
+    assert doc["summary"]["failed"] == 1 and doc["summary"]["failing"] == 1
 
 
 NO_ROOM = "does not fit in device memory: needs 103079215104 bytes, 8 of 85045231616 bytes free"
@@ -411,7 +411,7 @@ def test_benchmark_that_no_longer_fits_is_skipped_not_failed(
     code, verbose, _ = run_cli(capsys, base, cont, "--config", no_default_config, "--verbose")
     assert code == 0 and f"  {name}" in verbose.splitlines()
     doc = json.loads(Path(js).read_text())
-    assert doc["summary"]["skipped"] == 1 and doc["summary"]["error"] == 0
+    assert doc["summary"]["skipped"] == 1 and doc["summary"]["failed"] == 0
     assert doc["summary"]["compared"] == len(doc["benchmarks"]) - 1
     (entry,) = [b for b in doc["benchmarks"] if b["name"] == name]
     assert entry["verdict"] == "skipped" and not entry["fails"] and entry["error"] == NO_ROOM

@@ -236,7 +236,7 @@ def test_all_errored_contender_is_a_failure_with_one_grouped_reason(tmp_path, ca
         capsys, tmp_path, str(BASELINE), cont, "--config", str(CI_CONFIG)
     )
     assert (code, err) == (1, "")
-    assert result["summary"]["error"] == 5 and result["summary"]["failing"] == 5
+    assert result["summary"]["failed"] == 5 and result["summary"]["failing"] == 5
     assert sum(message in line for line in out.splitlines()) == 2  # the failure and the gate
     (gate,) = [line for line in out.splitlines() if line.startswith("gate:")]
     assert message in gate and "5" in gate

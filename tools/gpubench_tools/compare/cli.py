@@ -80,12 +80,9 @@ def _judge(args: argparse.Namespace) -> Judgement:
     config = load_config(args.config)
     # Each checked by its argparse type: the range a --config file's value meets too.
     cli = {k: v for k in THRESHOLD_RANGES if (v := getattr(args, k)) is not None}
-    if cli:
-        config.thresholds = replace(config.thresholds, **cli)
-    config.time = args.time or config.time
-    counters = None
-    if args.counters is not None:
-        counters = [c.strip() for c in args.counters.split(",") if c.strip()]
+    config.thresholds = replace(config.thresholds, **cli)
+    config.time, given = args.time or config.time, args.counters
+    counters = None if given is None else [c.strip() for c in given.split(",") if c.strip()]
     baseline, contender = reports or (load_report(args.baseline), load_report(args.contender))
     return compare_reports(baseline, contender, config, counters, args.allow_missing)
 

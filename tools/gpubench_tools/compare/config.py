@@ -15,7 +15,7 @@ import copy
 import functools
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from typing import Any
 
@@ -37,13 +37,6 @@ THRESHOLD_RANGES: dict[str, Number] = {
     "alpha": Number(1e-6, 1.0, high_open=True),
     "max_cv": Number(0.0, 100.0, low_open=True, unit="0.10 = a spread of 10 %"),
 }
-
-
-def threshold_problem(key: str, value: Any) -> str | None:
-    """What is wrong with a value of a numeric threshold read from a file, quoted as the file
-    has it ("NaN is not a number ..."), None when it is usable."""
-    return THRESHOLD_RANGES[key].problem(value, as_read(value))
-
 
 _TEXT_KEYS = ("why", "comment", "note")
 _TOP_KEYS = tuple(
@@ -117,11 +110,11 @@ class CompareConfig:
         return _SCHEMA_TO_BETTER.get(schema.direction_of(counter) or "", "info")
 
     def as_dict(self) -> dict[str, Any]:
-        norm, overrides = self.normalize, []
-        for o in self.overrides:
-            overrides.append(
-                {"pattern": o.pattern.pattern, **o.values} | ({"why": o.why} if o.why else {})
-            )
+        norm = self.normalize
+        overrides = [
+            {"pattern": o.pattern.pattern, **o.values} | ({"why": o.why} if o.why else {})
+            for o in self.overrides
+        ]
         doc = {"source": self.source, "time": self.time, "thresholds": self.thresholds.as_dict()}
         doc |= {"counters": list(self.counters), "exact_counters": list(self.exact_counters)}
         doc["counter_direction"] = {c: self.direction(c) for c in self.counters}
@@ -158,7 +151,8 @@ class _Checks:
                 bad = f"{where}.{key} must be true or false, got {as_read(value)}"
                 self.check(isinstance(value, bool), bad)
             else:
-                problem = threshold_problem(key, value)
+                # Quoted as the file has it ("NaN is not a number ...").
+                problem = THRESHOLD_RANGES[key].problem(value, as_read(value))
                 self.check(problem is None, f"{where}.{key}: {problem}")
                 values[key] = float(value)
         return values
@@ -193,13 +187,12 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
         bad = f"'time' must be one of {fields}, got {as_read(doc['time'])}"
         check(doc["time"] in TIME_FIELDS, bad)
     if "thresholds" in doc:
-        obj = known(
-            "thresholds", doc["thresholds"], _THRESHOLD_KEYS, "'thresholds' must be an object"
+        bad = "'thresholds' must be an object"
+        values = thresholds(
+            "thresholds", known("thresholds", doc["thresholds"], _THRESHOLD_KEYS, bad)
         )
-        values = thresholds("thresholds", obj)
-        start["thresholds"] = (
-            replace(start["thresholds"], **values) if base else Thresholds(**values)
-        )
+        old = asdict(start["thresholds"]) if base else {}
+        start["thresholds"] = Thresholds(**old | values)
     for key in ("counters", "exact_counters"):
         if key in doc:
             strings = isinstance(doc[key], list) and all(isinstance(v, str) for v in doc[key])

@@ -31,14 +31,14 @@ from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
 from ..table import file_rows, undisturbed
 from .config import CompareConfig
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
-from .stats import Thresholds, compare_metric, judgeable, plausible_time
-from .verdict import ERROR, NOT_JUDGED_DISTURBED, SKIPPED, Disturbance, Judgement, Verdict
+from .stats import Thresholds, compare_metric, first_few, judgeable, plausible_time
+from .verdict import FAILED, NOT_JUDGED_DISTURBED, SKIPPED, Disturbance, Judgement, Verdict
 from .verdict import check_files, lists, natural_key, openblas_core
 
 __all__ = ["compare_reports", "natural_key", "openblas_core", "undisturbed"]
 
-# Status of one repetition in the DataFrame of a file.
-MEASURED, FAILED = "measured", "failed"
+# Status of one repetition in the DataFrame of a file (besides FAILED, SKIPPED and INVALID).
+MEASURED = "measured"
 # Context keys that name the hardware: if they differ, ratios compare machines, not code.
 HARDWARE_KEYS = tuple(
     "cpu_model cpu_logical_cpus gpu gpu_compute_capability gpu_sm_count gpu_memory_bytes".split()
@@ -60,15 +60,13 @@ def _repetitions(report: BenchReport, clock: str) -> pd.DataFrame:
     implausible = (rows["status"] == MEASURED) & ~rows["time"].map(plausible_time).astype(bool)
     rows.loc[implausible, "status"] = INVALID
     rows.loc[implausible, "invalid"] = f"{clock} of a row that measured no time"
-    columns = ["name", "label", "time", "status", "invalid", "conditions", "error", "counters"]
-    return rows[columns]
+    return rows
 
 
 def _why_invalid(frame: pd.DataFrame) -> str:
     """The reasons of a frame's invalid repetitions, each naming the field and its value as the
     file wrote it ("real_time is -1.5 (below 0)"), never the number the reader made of it."""
-    reasons = list(dict.fromkeys(frame.invalid[frame.status == INVALID].dropna()))
-    return "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
+    return first_few(frame.invalid[frame.status == INVALID].dropna(), "; ")
 
 
 def _key(frames: list[pd.DataFrame]) -> set[str]:
@@ -189,7 +187,7 @@ def _compare_benchmark(
         return Verdict(key, verdict, why, label, [], matched, disturbance)
 
     if errors and not ctimes:
-        return unmeasured(ERROR, errors[0])
+        return unmeasured(FAILED, errors[0])
     if cinvalid and (not binvalid or not ctimes):
         # The time itself is not a measurement where the baseline's was: the benchmark broke,
         # whatever its valid repetitions say.
@@ -218,22 +216,19 @@ def _compare_benchmark(
         if invalid:
             why = f"without a valid time ({_why_invalid(frame)}): left out"
             notes.append(f"{len(invalid)} repetition(s) in the {side} {why}")
-    verdict = _overall(metrics)
-    why = None
-    if disturbance is not None:
-        d = disturbance
+    verdict, why, d = _overall(metrics), None, disturbance
+    if d is not None:
         for side in ("baseline", "contender"):
             n, of = getattr(d, f"{side}_disturbed"), getattr(d, f"{side}_measured")
             if n:
                 notes.append(
                     f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
                 )
-        if verdict == FEW and judgeable(
-            d.baseline_measured, d.contender_measured, thresholds.alpha
-        ):
+        enough = judgeable(d.baseline_measured, d.contender_measured, thresholds.alpha)
+        if verdict == FEW and enough:
             # Enough repetitions were run; the machine took them. Not a sample-size problem.
             verdict, why = NOT_JUDGED_DISTURBED, d.why
-    return Verdict(key, verdict, why, label, metrics, matched, disturbance)
+    return Verdict(key, verdict, why, label, metrics, matched, d)
 
 
 def _why_not_measured(group: pd.DataFrame) -> tuple[str, str]:
@@ -269,16 +264,9 @@ def _divisors(
             "files: times are not normalised (time / reference is not compared)"
         )
         return [], {}, [warning]
-    medians = [
-        frame[frame.status == MEASURED].groupby("key").time.median().reindex(refs)
-        for frame in (base, cont)
-    ]
-    mean = statistics.geometric_mean
+    medians = [f[f.status == MEASURED].groupby("key").time.median()[refs] for f in (base, cont)]
     divisors = {
-        key: (
-            mean(medians[0].drop(key, errors="ignore")),
-            mean(medians[1].drop(key, errors="ignore")),
-        )
+        key: tuple(statistics.geometric_mean(m.drop(key, errors="ignore")) for m in medians)
         for key in common
         if len(refs) > (key in refs)
     }

@@ -21,11 +21,11 @@ sides: each side runs through a symbolic link of the same length (``launch/a/ben
 length (``logs/round-001-a.json``).
 
 The kept row of round r gets ``repetition_index`` r, the same on both sides, so the two files
-are paired by index. Each file's context says so (paired.PAIR_KEYS): ``pair_id`` (the same in
-both files of one run), ``pair_role`` (base or contender), ``paired_with`` (the other file's
-name), ``pair_order`` (which side ran first in each round), ``pair_time`` (the clock judged),
-``pair_repetitions_per_run`` (the inner repetitions of each process). gpubench-compare recognises
-such a pair and judges it with the paired rules (paired.py).
+are paired by index. Each file's context says so (the PAIR_ keys of paired.py): ``pair_id``
+(the same in both files of one run), ``pair_role`` (base or contender), ``paired_with`` (the
+other file's name), ``pair_order`` (which side ran first in each round), ``pair_time`` (the clock
+judged), ``pair_repetitions_per_run`` (the inner repetitions of each process). gpubench-compare
+recognises such a pair and judges it with the paired rules (paired.py).
 
 ``python -m gpubench_tools.compare.interleave --base-bench A --contender-bench B`` runs the rounds,
 judges them (paired.py), runs more rounds of the benchmarks still unsettled up to a bound, and
@@ -55,6 +55,7 @@ from typing import Any, Sequence
 from ..cli import EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name
 from ..cli import ArgumentParser, Number, run_main
 from .. import output
+from ..wording import group_reasons
 from . import paired
 from .cli import emit, emit_error
 from .paired import PAIR_ID, PAIR_ORDER, PAIR_REPS_PER_RUN, PAIR_ROLE, PAIR_TIME, PAIRED_WITH
@@ -151,7 +152,6 @@ class PairedRun:
     inner_repetitions: int = DEFAULT_INNER_REPETITIONS
     time_field: str = "cpu_time"
     timeout_s: float = DEFAULT_INVOCATION_TIMEOUT_S
-    env: dict[str, str] | None = None
     data_dirs: dict[str, str] | None = None
     rounds_done: int = 0
     bench_seconds: float = 0.0
@@ -171,11 +171,9 @@ class PairedRun:
         folder.mkdir(parents=True, exist_ok=True)
         links = {"bench": shutil.which(cmd[0]) or cmd[0], "data": (self.data_dirs or {}).get(side)}
         for name, target in links.items():
-            link = folder / name
-            if target and (link.is_symlink() or link.exists()):
-                link.unlink()
             if target:
-                link.symlink_to(os.path.abspath(target))
+                (folder / name).unlink(missing_ok=True)
+                (folder / name).symlink_to(os.path.abspath(target))
         flags = [f"--benchmark_filter={benchmark_filter}"] if benchmark_filter else []
         flags += [
             f"--benchmark_min_time={self.min_time:g}",
@@ -191,7 +189,7 @@ class PairedRun:
         """Runs one invocation; returns its rows or raises BenchRunError."""
         stem = self.out_dir / "logs" / f"round-{r + 1:03d}-{LAUNCH_NAMES[side]}"
         out, log = stem.with_suffix(".json"), stem.with_suffix(".log")
-        env = dict(self.env if self.env is not None else os.environ)
+        env = dict(os.environ)
         if self.data_dirs and side in self.data_dirs:
             env["GPUBENCH_DATA_DIR"] = str(self.out_dir / "launch" / LAUNCH_NAMES[side] / "data")
         code = EXIT_UNUSABLE if side == BASE else EXIT_REGRESSION
@@ -212,9 +210,8 @@ class PairedRun:
             text = log.read_text(encoding="utf-8", errors="replace").splitlines()
             lines = [" ".join(line.split()) for line in text if line.strip()] or ["(no output)"]
             last = re.sub(r"[\x00-\x1f\x7f]", " ", lines[-1])[:300]
-            raise BenchRunError(
-                code, f"{where} {_describe_exit(proc.returncode)}: {last} (log {log})"
-            )
+            exited = _describe_exit(proc.returncode)
+            raise BenchRunError(code, f"{where} {exited}: {last} (log {log})")
         try:
             doc = json.loads(out.read_text(encoding="utf-8"), object_pairs_hook=lambda p: p)
             context, rows = _get(doc, "context", []), _get(doc, "benchmarks")
@@ -229,12 +226,8 @@ class PairedRun:
     def keep(self, rows: list[Pairs], r: int) -> list[Pairs]:
         """The rows round r keeps of one process: per benchmark, the row of its fastest
         repetition (its conditions, ``disturbed`` included, are what that repetition saw)."""
-        by_name: dict[str, list[Pairs]] = {}
-        for row in rows:
-            by_name.setdefault(str(_get(row, "name")), []).append(row)
-        kept = [
-            min(group, key=lambda row: _fastest(row, self.time_field)) for group in by_name.values()
-        ]
+        by_name = group_reasons(rows, lambda row: str(_get(row, "name")))
+        kept = [min(group, key=lambda row: _fastest(row, self.time_field)) for _, group in by_name]
         return [_set(row, "repetition_index", r) for row in kept]
 
     def run_rounds(self, count: int, benchmark_filter: str | None = None) -> None:
@@ -258,14 +251,10 @@ class PairedRun:
         paths = self.paths
         for side, other in (SIDES, SIDES[::-1]):
             context = list(self.contexts.get(side, []))
-            for key, value in (
-                (PAIR_ID, self.pair_id),
-                (PAIR_ROLE, side),
-                (PAIRED_WITH, FILE_NAMES[other]),
-                (PAIR_ORDER, " ".join(self.order)),
-                (PAIR_TIME, self.time_field),
-                (PAIR_REPS_PER_RUN, self.inner_repetitions),
-            ):
+            pair = [(PAIR_ID, self.pair_id), (PAIR_ROLE, side), (PAIRED_WITH, FILE_NAMES[other])]
+            pair += [(PAIR_ORDER, " ".join(self.order)), (PAIR_TIME, self.time_field)]
+            pair.append((PAIR_REPS_PER_RUN, self.inner_repetitions))
+            for key, value in pair:
                 context = _set(context, key, value)
             totals = Counter(str(_get(row, "name")) for row in self.rows[side])
             rows = [

@@ -49,6 +49,7 @@ from ..conditions import DISTURBED, UNKNOWN, unknown_conditions_note
 from ..json_values import as_read
 from ..cli import UnusableInput
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
+from ..wording import group_reasons
 from .stats import ALPHA, AMBIGUOUS, DEFAULT_RULES, FASTER, FEW, INVALID, MARGIN, SAME, SLOWER
 from .stats import Estimate, PairedRules, estimate, interval_rank, judge_values, min_pairs_for
 from .stats import needs_confirmation, possibly_slower, rules_from, verdict_of
@@ -58,7 +59,7 @@ from .verdict import check_files, lists, natural_key
 # The statistics and verdicts of the pairs, for the callers of this module (the gate's scripts).
 # fmt: off
 __all__ = ["ALPHA", "AMBIGUOUS", "BASE_FAILED", "DEFAULT_RULES", "Estimate", "FAILED", "FASTER",
-           "FEW", "INCOMPLETE", "INVALID", "MARGIN", "MISSING", "NEW", "PAIR_KEYS", "PairedRules",
+           "FEW", "INCOMPLETE", "INVALID", "MARGIN", "MISSING", "NEW", "PairedRules",
            "SAME", "SKIPPED", "SLOWER", "UnusableInput", "estimate", "interval_rank", "is_pair",
            "judge_files", "judge_reports", "judge_values", "min_pairs_for", "needs_confirmation",
            "possibly_slower", "rules_from", "verdict_of"]
@@ -68,7 +69,6 @@ __all__ = ["ALPHA", "AMBIGUOUS", "BASE_FAILED", "DEFAULT_RULES", "Estimate", "FA
 # run, is what gpubench-compare looks for.
 PAIR_ID, PAIR_ROLE, PAIRED_WITH, PAIR_ORDER = "pair_id", "pair_role", "paired_with", "pair_order"
 PAIR_TIME, PAIR_REPS_PER_RUN = "pair_time", "pair_repetitions_per_run"
-PAIR_KEYS = (PAIR_ID, PAIR_ROLE, PAIRED_WITH, PAIR_ORDER, PAIR_TIME, PAIR_REPS_PER_RUN)
 
 
 def is_pair(base: BenchReport, contender: BenchReport) -> bool:
@@ -98,11 +98,8 @@ def _indices(ixs: Sequence[int]) -> str:
 
 def _rows_by_name(report: BenchReport) -> dict[str, list[Any]]:
     """A file's repetition rows by benchmark name, in file order."""
-    out: dict[str, list[Any]] = {}
-    for row in report.rows:
-        if row.run_type == "iteration":
-            out.setdefault(row.run_name, []).append(row)
-    return out
+    rows = (row for row in report.rows if row.run_type == "iteration")
+    return dict(group_reasons(rows, lambda row: row.run_name))
 
 
 def _without_pairs(name: str, b_rows: list[Any], c_rows: list[Any]) -> Verdict | None:
@@ -200,13 +197,13 @@ def judge_reports(
         raise UnusableInput(
             f"{base.path} and {contender.path} have no benchmark in common: nothing to compare"
         )
-    results: list[Verdict] = []
-    for name in sorted(set(base_rows) | set(cont_rows), key=natural_key):
+
+    def judge(name: str) -> Verdict:
         b_rows, c_rows = base_rows.get(name, []), cont_rows.get(name, [])
         bench = _without_pairs(name, b_rows, c_rows)
-        if bench is None:
-            bench = _judge_pairs(name, b_rows, c_rows, clock, rules, leave_out_disturbed)
-        results.append(bench)
+        return bench or _judge_pairs(name, b_rows, c_rows, clock, rules, leave_out_disturbed)
+
+    results = [judge(name) for name in sorted(set(base_rows) | set(cont_rows), key=natural_key)]
     return Judgement(
         base, contender, results, clock, True, rules=rules, warnings=notes, cut_off=cut_off
     )

@@ -26,18 +26,15 @@ from ..escape import one_line
 from ..templating import environment
 from ..units import plural
 from ..wording import group_reasons
-from .stats import CHANGED, FASTER, FEW, INFO, INVALID, NOISY, SAME, SLOWER, MetricResult
+from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
 from .stats import repetition_rule
-from .verdict import ERROR, NOT_JUDGED_DISTURBED, SKIPPED, Judgement, Verdict
+from .verdict import FAILED, SKIPPED, Judgement, Verdict
 
-_VERDICT_TEXT = {
-    **{v: v for v in (FASTER, SAME, INFO, SKIPPED)},
-    **{SLOWER: "SLOWER", NOISY: "too noisy to judge", FEW: "not enough samples"},
-    **{CHANGED: "CHANGED WORK", INVALID: "INVALID VALUES", ERROR: "NOW FAILS"},
-    NOT_JUDGED_DISTURBED: "not judged: measured while disturbed",
-}
+# A metric's verdict in the tables, where it is not the verdict's own word.
+_VERDICT_TEXT = {SLOWER: "SLOWER", NOISY: "too noisy to judge", FEW: "not enough samples"}
+_VERDICT_TEXT |= {CHANGED: "CHANGED WORK", INVALID: "INVALID VALUES"}
 _ANSI = {
-    **dict.fromkeys((SLOWER, CHANGED, ERROR, INVALID), "31;1"),
+    **dict.fromkeys((SLOWER, CHANGED, INVALID), "31;1"),
     **dict.fromkeys((NOISY, FEW), "33"),
     FASTER: "32",
 }
@@ -119,8 +116,8 @@ def _table(benches: Sequence[Verdict]) -> list[tuple[str, str]]:
     return head + [(fmt(cells), verdict) for cells, verdict in rows] + [("", "")]
 
 
-def _by_error(j: Judgement, verdict: str) -> list[tuple[str, list[str]]]:
-    """Names of the benchmarks with this verdict (ERROR, SKIPPED), one group per message."""
+def _by_message(j: Judgement, verdict: str) -> list[tuple[str, list[str]]]:
+    """Names of the benchmarks with this verdict (FAILED, SKIPPED), one group per message."""
     groups = group_reasons(j.of(verdict), lambda bench: bench.why or "")
     return [(message, [bench.name for bench in group]) for message, group in groups]
 
@@ -128,8 +125,8 @@ def _by_error(j: Judgement, verdict: str) -> list[tuple[str, list[str]]]:
 def _failures(j: Judgement) -> list[tuple[str, list[str]]]:
     """(line, names listed under it) for every failure, in the order a reader needs them."""
     words = _words()
-    lines = [(words.regression(b, metric_name), []) for b in j.failing if b.verdict != ERROR]
-    errors = _by_error(j, ERROR)
+    lines = [(words.regression(b, metric_name), []) for b in j.failing if b.verdict != FAILED]
+    errors = _by_message(j, FAILED)
     lines += [(words.now_fail(j, errors, m, names), names) for m, names in errors]
     if j.cut_off:
         lines.append((f"FAIL: {j.cut_off}", []))
@@ -142,7 +139,7 @@ def _info(j: Judgement) -> list[tuple[str, list[str], list[Verdict]]]:
     """(one line, its names, the benchmarks when they were compared but not judged) for every
     group that is information, not a failure."""
     words = _words()
-    out = [(words.skipped(why, names), names, []) for why, names in _by_error(j, SKIPPED)]
+    out = [(words.skipped(why, names), names, []) for why, names in _by_message(j, SKIPPED)]
     out += [(words.not_compared(g), g["names"], []) for g in j.not_compared]
     by_needed = group_reasons(j.unjudged, lambda bench: bench.needed or 0)
     for needed, benches in sorted(by_needed, key=lambda group: group[0]):
@@ -165,7 +162,7 @@ def _environment(terminal: bool) -> jinja2.Environment:
     finalize = (lambda v: v if isinstance(v, _Painted) else one_line(v)) if terminal else None
     env = environment(__package__, finalize=finalize, keep_trailing_newline=True)
     env.filters["one"] = one_line
-    env.globals.update(plural=plural, NOT_COMPARED_WORDS=NOT_COMPARED_WORDS, by_error=_by_error)
+    env.globals.update(plural=plural, NOT_COMPARED_WORDS=NOT_COMPARED_WORDS, by_message=_by_message)
     env.globals.update(repetition_rule=repetition_rule)
     return env
 
@@ -247,22 +244,23 @@ def as_doc(j: Judgement) -> dict[str, Any]:
         doc |= {"baseline": j.baseline.path, "contender": j.contender.path, "clock": j.clock}
         doc |= {"rules": j.rules.as_dict(), "summary": j.summary(), "notes": j.warnings}
         doc |= {"wall_seconds": j.wall_seconds, "bench_seconds": j.bench_seconds}
-        return {**doc, "benchmarks": benchmarks}
-    hardware, environment = (
-        [{"key": k, "baseline": b, "contender": c} for k, b, c in rows]
-        for rows in (j.hardware_differences, j.environment_differences)
-    )
-    doc = {"schema": "gpubench-compare/1", "exit_code": j.exit_code}
-    doc["cannot_judge"] = words("cannot_judge", j) if j.cannot_judge else None
-    doc["repetitions_needed"] = j.repetitions_needed
-    doc |= {"baseline": _side(j.baseline), "contender": _side(j.contender)}
-    doc |= {"hardware_differs": bool(hardware), "hardware_differences": hardware}
-    doc |= {"environment_differences": environment, "time": j.clock}
-    doc |= {"normalize_reference": j.reference, "config": j.config.as_dict()}
-    # Before --allow-missing, failing on missing benchmarks was opt-in.
-    doc |= {"allow_missing": j.allow_missing, "fail_on_missing": not j.allow_missing}
-    doc |= {"cut_off": j.cut_off, "summary": j.summary(), "benchmarks": benchmarks}
-    doc |= {"only_in_baseline": j.only_in_baseline, "only_in_contender": j.only_in_contender}
-    doc |= {"not_compared": j.not_compared, "warnings": j.warnings}
+        doc |= {"benchmarks": benchmarks}
+    else:
+        hardware, environment = (
+            [{"key": k, "baseline": b, "contender": c} for k, b, c in rows]
+            for rows in (j.hardware_differences, j.environment_differences)
+        )
+        doc = {"schema": "gpubench-compare/1", "exit_code": j.exit_code}
+        doc["cannot_judge"] = words("cannot_judge", j) if j.cannot_judge else None
+        doc["repetitions_needed"] = j.repetitions_needed
+        doc |= {"baseline": _side(j.baseline), "contender": _side(j.contender)}
+        doc |= {"hardware_differs": bool(hardware), "hardware_differences": hardware}
+        doc |= {"environment_differences": environment, "time": j.clock}
+        doc |= {"normalize_reference": j.reference, "config": j.config.as_dict()}
+        # Before --allow-missing, failing on missing benchmarks was opt-in.
+        doc |= {"allow_missing": j.allow_missing, "fail_on_missing": not j.allow_missing}
+        doc |= {"cut_off": j.cut_off, "summary": j.summary(), "benchmarks": benchmarks}
+        doc |= {"only_in_baseline": j.only_in_baseline, "only_in_contender": j.only_in_contender}
+        doc |= {"not_compared": j.not_compared, "warnings": j.warnings}
     # NaN and infinity are not JSON: null, so every JSON parser can read the output.
     return json.loads(json.dumps(doc), parse_constant=lambda _: None)

@@ -14,7 +14,7 @@ import functools
 import itertools
 import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 from scipy.stats import wilcoxon
@@ -125,31 +125,32 @@ def plausible_time(seconds: float) -> bool:
     return math.isfinite(seconds) and 0.0 < seconds <= MAX_TIME_S
 
 
+def first_few(texts: Iterable[str], sep: str) -> str:
+    """The first three distinct texts joined by `sep`, and "..." after them where there are more:
+    the reasons or values of a one-line note."""
+    seen = list(dict.fromkeys(texts))
+    return sep.join(seen[:3]) + (sep + "..." if len(seen) > 3 else "")
+
+
 def quote_invalid_values(values: list[float]) -> str:
     """'NaN, Infinity' or '0, -1.5e-06': the distinct implausible values, each as the file wrote
     it where it came from one (a counter as read: json_values.as_read), for a one-line reason."""
-    seen = list(dict.fromkeys(as_read(value) for value in values))
-    return ", ".join(seen[:3]) + (", ..." if len(seen) > 3 else "")
+    return first_few((as_read(value) for value in values), ", ")
 
 
 def _note_invalid(m: MetricResult, judged: bool) -> bool:
     """Note the values left out as not plausible; True where they make a judged metric INVALID:
     the contender has them and the baseline had none (or the contender has nothing else)."""
-    base, cont, base_invalid, cont_invalid = m.base, m.cont, m.base_invalid, m.cont_invalid
-    if judged and cont_invalid and base.n and (not base_invalid or not cont.n):
-        total = cont.n + len(cont_invalid)
-        m.notes.append(
-            f"{len(cont_invalid)} of {plural(total, 'value')} not valid in the contender "
-            f"({quote_invalid_values(cont_invalid)})"
-            + ("" if base_invalid else ", none in the baseline")
-        )
+    sides = (("baseline", m.base_invalid, m.base), ("contender", m.cont_invalid, m.cont))
+    said = {
+        side: f"{len(bad)} of {plural(stats.n + len(bad), 'value')} not valid in the {side} "
+        f"({quote_invalid_values(bad)})"
+        for side, bad, stats in sides
+    }
+    if judged and m.cont_invalid and m.base.n and (not m.base_invalid or not m.cont.n):
+        m.notes.append(said["contender"] + ("" if m.base_invalid else ", none in the baseline"))
         return True
-    for side, bad, stats in (("baseline", base_invalid, base), ("contender", cont_invalid, cont)):
-        if bad:
-            m.notes.append(
-                f"{len(bad)} of {plural(stats.n + len(bad), 'value')} not valid in the {side} "
-                f"({quote_invalid_values(bad)}): left out"
-            )
+    m.notes += [said[side] + ": left out" for side, bad, _ in sides if bad]
     return False
 
 
@@ -357,10 +358,7 @@ def interval_rank(n: int, alpha: float) -> int:
 
 def min_pairs_for(alpha: float) -> int:
     """Fewest pairs for which a (1 - alpha) signed-rank interval exists (8 for alpha 0.01)."""
-    n = 1
-    while interval_rank(n, alpha) == 0:
-        n += 1
-    return n
+    return next(n for n in itertools.count(1) if interval_rank(n, alpha))
 
 
 @dataclass

@@ -24,18 +24,18 @@ from .config import CompareConfig
 from .stats import AMBIGUOUS, CHANGED, FEW, INVALID, SLOWER, Estimate, MetricResult, PairedRules
 from .stats import needs_confirmation, possibly_slower
 
-# Verdicts of a whole benchmark besides those of its metrics (stats.py). ERROR / FAILED: it ran
-# in the baseline and now fails (the repetitions' and the pairs' word). SKIPPED: it now does not
+# Verdicts of a whole benchmark besides those of its metrics (stats.py). FAILED: it ran in the
+# baseline and now fails (a failed row of the contender). SKIPPED: it now does not
 # run on this machine. NOT_JUDGED_DISTURBED: with its disturbed repetitions left out, too few
 # remain on a side ("not judged: measured while disturbed"; disturbance is the machine, not the
 # code). Pairs only: INCOMPLETE, repetitions without their partner; MISSING from the contender
 # (the repetitions list those apart); NEW in the contender; BASE_FAILED, failed in the base.
-ERROR, SKIPPED, NOT_JUDGED_DISTURBED = "error", "skipped", "disturbed"
-INCOMPLETE, MISSING, FAILED = "incomplete", "missing", "failed"
+FAILED, SKIPPED, NOT_JUDGED_DISTURBED = "failed", "skipped", "disturbed"
+INCOMPLETE, MISSING = "incomplete", "missing"
 NEW, BASE_FAILED = "new", "failed in the base"
 # The side and input class behind a verdict: the policy table says whether it fails the gate.
 _SITUATION = {
-    **dict.fromkeys((ERROR, FAILED), ("contender", FAILED_ROW)),
+    FAILED: ("contender", FAILED_ROW),
     INVALID: ("contender", UNSOUND_ROW),
     SKIPPED: ("contender", SKIPPED_ROW),
     BASE_FAILED: ("baseline", FAILED_ROW),
@@ -95,10 +95,6 @@ def check_files(baseline: BenchReport, contender: BenchReport) -> str | None:
         f"the contender {contender.path} is cut off ({contender.cut_off}): the run did not "
         f"finish, so {missing}"
     )
-
-
-def _number(value: float) -> float | None:
-    return None if math.isnan(value) else value
 
 
 @dataclass
@@ -162,9 +158,8 @@ class Verdict:
             doc |= {"ratio": None, "interval": None, "p_value": None}
             if est is not None:
                 doc |= {"ratio": est.ratio, "interval": [est.low, est.high], "p_value": est.p_value}
-            doc["base_median_s"] = _number(self.base_median_s)
-            doc["contender_median_s"] = _number(self.contender_median_s)
-            return {**doc, "why": self.why or ""}
+            doc |= {"base_median_s": self.base_median_s}
+            return doc | {"contender_median_s": self.contender_median_s, "why": self.why or ""}
         return {
             **{key: getattr(self, key) for key in ("name", "label", "verdict", "fails")},
             "error": self.why,
@@ -249,7 +244,7 @@ class Judgement:
     @property
     def all_failed(self) -> bool:
         """Every compared benchmark now fails with an error (a run that broke as a whole)."""
-        return bool(self.benchmarks) and all(b.verdict == ERROR for b in self.benchmarks)
+        return bool(self.benchmarks) and all(b.verdict == FAILED for b in self.benchmarks)
 
     @property
     def cannot_judge(self) -> bool:
@@ -325,7 +320,7 @@ class Judgement:
             "not_judged_disturbed": count[NOT_JUDGED_DISTURBED],
             "disturbed_repetitions_baseline": base,
             "disturbed_repetitions_contender": cont,
-            **{verdict: count[verdict] for verdict in (CHANGED, INVALID, ERROR, SKIPPED)},
+            **{verdict: count[verdict] for verdict in (CHANGED, INVALID, FAILED, SKIPPED)},
             "only_in_baseline": len(self.only_in_baseline),
             "only_in_contender": len(self.only_in_contender),
             "not_compared": sum(len(g["names"]) for g in self.not_compared),
