@@ -20,10 +20,9 @@ from ..escape import term_text
 from ..output import say
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
-from ..units import fmt_time, plural
-from .check import DISTURBED, FAILED, MISSING, NOT_ENOUGH_HISTORY, NOT_ENOUGH_SAMPLES, OK
-from .check import REGRESSION, RULE_RANGES, SUSPECT, BenchVerdict, CheckRule, MachineCheck
-from .check import check_history
+from ..units import plural
+from .check import FAILED, REGRESSION, RULE_RANGES, SUMMED, CheckRule, MachineCheck
+from .check import check_history, words
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
 
@@ -193,58 +192,6 @@ def _conditions_of(samples: Any) -> str:
     return ""
 
 
-def _describe(v: BenchVerdict, rule: CheckRule) -> str:
-    clock = v.time_source
-    parts = [f"{c.ratio:.2f}x (p={c.p_value:.2g}, commit {c.run.git_commit})" for c in v.newest]
-    if v.verdict == REGRESSION:
-        return (
-            f"{', '.join(parts)} in the {len(v.newest)} newest runs; {clock} median "
-            f"{fmt_time(v.baseline_median_s)} over {v.baseline_runs} earlier runs -> "
-            f"{fmt_time(v.newest[0].median_s)}"
-        )
-    if v.verdict == SUSPECT:
-        return f"{parts[0]} in the newest run: {v.note}"
-    if v.verdict == OK and v.newest:
-        latest = v.newest[0]
-        text = f"{latest.ratio:.2f}x ({clock}, baseline {v.baseline_runs} runs)"
-        if latest.ratio >= rule.min_ratio:
-            text += f", not significant (p={latest.p_value:.2g})"
-        return text
-    return v.note
-
-
-# Verdicts that need a look are listed; the ones that only say "not judged (yet)" are summed up
-# unless asked for, because a new history says so for every benchmark of a sweep.
-_LISTED = [REGRESSION, FAILED, SUSPECT]
-_SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY, DISTURBED]
-
-
-def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
-    newest = check.newest_run
-    say(f"machine {check.machine.fingerprint}: {term_text(check.machine.label)}")
-    stopped = f", {newest.interrupted}" if isinstance(newest.interrupted, str) else ""
-    say(
-        f"  newest run: commit {term_text(newest.git_commit)} ({term_text(newest.date)}"
-        f"{term_text(stopped)}), {plural(len(check.runs), 'run')} stored; baseline: up to "
-        f"{plural(rule.window, 'run')} before the {rule.confirm} newest"
-    )
-    for kind in _LISTED + (_SUMMED + [OK, MISSING] if verbose else []):
-        label = kind.upper() if kind in (REGRESSION, FAILED) else kind
-        for v in check.with_verdict(kind):
-            say(f"  {label}: {term_text(v.benchmark)}: {term_text(_describe(v, rule), 600)}")
-    for kind in [] if verbose else _SUMMED:
-        found = check.with_verdict(kind)
-        if found:
-            say(
-                f"  {kind}: {plural(len(found), 'benchmark')}, e.g. "
-                f"{term_text(found[0].benchmark)}: {term_text(found[0].note)} "
-                "(--verbose lists them)"
-            )
-    kinds = [OK] + _LISTED + _SUMMED + [MISSING]
-    counts = ", ".join(f"{len(check.with_verdict(kind))} {kind}" for kind in kinds)
-    say(f"  {plural(len(check.verdicts), 'benchmark')}: {counts}")
-
-
 def _count(checks: list[MachineCheck], kinds: list[str]) -> int:
     return sum(len(check.with_verdict(kind)) for check in checks for kind in kinds)
 
@@ -256,34 +203,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     failing_machines = [check for check in checks if check.fails]
     code = output.decide(EXIT_REGRESSION if failing_machines else EXIT_OK)
     if args.quiet:
-        failing = [(c, v) for c in checks for k in (REGRESSION, FAILED) for v in c.with_verdict(k)]
-        for check, v in failing:
-            label = f"{v.verdict.upper()}: {check.machine.fingerprint}"
-            say(f"{label}: {term_text(v.benchmark)}: {term_text(_describe(v, rule), 600)}")
+        say(*words().failing(checks, rule).splitlines())
         return code
-    for check in checks:
-        _print_machine(check, rule, args.verbose)
-    unjudged = _count(checks, _SUMMED)
-    if unjudged:
-        output.warn(
-            f"warning: {plural(unjudged, 'benchmark')} not judged (not enough samples or "
-            "history, or measured while disturbed); they neither pass nor fail"
-        )
+    say(*words().machines(checks, rule, args.verbose).splitlines())
     left_out = sum(len(pairs) for pairs in history.disturbed.values())
-    if left_out:
-        output.warn(
-            f"warning: conditions: {plural(left_out, 'stored repetition')} measured while "
-            "disturbed, left out of the check (not judged from, in the baseline or the newest "
-            "runs)"
-        )
-    if failing_machines:
-        count = _count(failing_machines, [REGRESSION, FAILED])
-        say(
-            f"result: REGRESSION: {plural(count, 'benchmark')} on "
-            f"{plural(len(failing_machines), 'machine')}"
-        )
-    else:
-        say("result: no confirmed regression")
+    output.warn(*words().warnings(_count(checks, SUMMED), left_out).splitlines())
+    failing = _count(failing_machines, [REGRESSION, FAILED])
+    say(words().result(failing, len(failing_machines)))
     return code
 
 

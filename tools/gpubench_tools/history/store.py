@@ -373,9 +373,6 @@ class History:
         real = self.time_source(benchmark, time) == "real_time"
         return [t for t in (r if real else c for r, c in pairs) if t == t]  # not NaN
 
-    def disturbed_values(self, run_id: int, benchmark: str, time: str) -> list[float]:
-        return self.values(run_id, benchmark, time, disturbed=True)
-
     def failure(self, run_id: int, benchmark: str) -> str | None:
         """Why the benchmark has no samples in this run, when the run recorded it as failed."""
         return self.failures.get((run_id, benchmark))
