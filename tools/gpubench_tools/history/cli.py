@@ -20,7 +20,6 @@ from ..escape import term_text
 from ..output import say
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
-from ..units import plural
 from .check import FAILED, REGRESSION, RULE_RANGES, SUMMED, CheckRule, MachineCheck
 from .check import check_history, words
 from .ingest import read_run
@@ -145,51 +144,17 @@ def _say_added(
     store: HistoryStore, path: str, record: Any, outcome: Any, known: set[str]
 ) -> set[str]:
     """What `add` says of one file (the machines known after it)."""
-    fingerprint, name = record.machine_fingerprint, term_text(path)
-    where = (
-        f"commit {term_text(record.git_commit)}, {term_text(record.date)}, machine {fingerprint}"
-    )
-    if not outcome.added:
-        say(
-            f"already stored, nothing to do: {name} (run {outcome.run_id}, {where})"
-            if outcome.same_content
-            else f"already stored, nothing to do: {name}: run {outcome.run_id} has the "
-            f"same {where} but came from a different file; the stored run is kept"
-        )
-        return known
-    if fingerprint not in known:
-        label = next(m.label for m in store.machines() if m.fingerprint == fingerprint)
-        say(f"new machine {fingerprint}: {term_text(label)}")
-        known = known | {fingerprint}
+    fingerprint, marks = record.machine_fingerprint, record.samples["disturbed"]
+    new = outcome.added and fingerprint not in known
+    label = next(m.label for m in store.machines() if m.fingerprint == fingerprint) if new else None
     # Said as each run is committed: a caller watching the output sees it at once.
-    say(
-        f"added run {outcome.run_id} from {name} ({where}): "
-        f"{plural(len(record.samples), 'repetition')} of "
-        f"{plural(len(record.benchmarks), 'benchmark')}, "
-        f"{plural(len(record.failures), 'failed or skipped row')}" + _conditions_of(record.samples)
-    )
-    if record.interrupted is not None and action("history add", INTERRUPTED).kind == LIST:
-        # An interrupted run is stored with what it finished, and said to be.
-        output.warn(
-            f"{_prog()}: warning: "
-            + term_text(
-                f"{path}: the run was {record.interrupted}: stored with the benchmarks it "
-                "finished, marked interrupted; the others are missing from this run"
-            )
-        )
-    return known
-
-
-def _conditions_of(samples: Any) -> str:
-    """'; 3 measured while disturbed (stored, marked, not judged from)', '; conditions unknown'
-    or '' for a stored run's repetitions."""
-    marks = samples["disturbed"]
-    n = int((marks == 1).sum())
-    if n:
-        return f"; {n} measured while disturbed (stored, marked, not judged from)"
-    if marks.isna().any():
-        return "; conditions unknown (no condition counters)"
-    return ""
+    conditions = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
+    say(*words().added(path, record, outcome, label, conditions).splitlines())
+    if outcome.added and record.interrupted is not None:
+        if action("history add", INTERRUPTED).kind == LIST:
+            # An interrupted run is stored with what it finished, and said to be.
+            output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
+    return known | {fingerprint} if new else known
 
 
 def _count(checks: list[MachineCheck], kinds: list[str]) -> int:
