@@ -30,7 +30,7 @@ from ..compare.engine import natural_key  # noqa: E402
 from ..escape import file_name, html_text, term_text  # noqa: E402
 from ..templating import environment  # noqa: E402
 from ..units import fmt_time  # noqa: E402
-from .check import FAILED, REGRESSION, SUSPECT, BenchVerdict, CheckRule  # noqa: E402
+from .check import FAILING, LISTED, BenchVerdict, CheckRule  # noqa: E402
 from .check import check_history, rolling_regressions  # noqa: E402
 from .store import History  # noqa: E402
 
@@ -144,11 +144,6 @@ class _Charts:
     def index(self, pages: dict[str, list[Path]]) -> str:
         # Names, notes and context values come from the input: every value is escaped.
         env = environment("gpubench_tools.history", keep_trailing_newline=True, finalize=html_text)
-        shown = (REGRESSION, FAILED, SUSPECT)
-        newest = [
-            (check.machine.fingerprint, [v for v in check.verdicts if v.verdict in shown])
-            for check in check_history(self.history, self.rule)
-        ]
         order = {run.id: i for i, run in enumerate(self.runs)}
         flagged = sorted(self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1]))
         return env.get_template("index.html.j2").render(
@@ -158,11 +153,15 @@ class _Charts:
                 (m, self.history.runs_by_machine.get(i, []))
                 for i, m in self.history.machines.items()
             ],
+            # The verdicts that need a look, by kind, then by name (as History.series holds them).
             newest=[
-                (fingerprint, sorted(found, key=lambda v: (shown.index(v.verdict), v.benchmark)))
-                for fingerprint, found in newest
+                (
+                    check.machine.fingerprint,
+                    [v for kind in LISTED for v in check.with_verdict(kind)],
+                )
+                for check in check_history(self.history, self.rule)
             ],
-            failing=(REGRESSION, FAILED),
+            failing=FAILING,
             ratios=lambda v: ", ".join(f"{c.ratio:.2f}x" for c in v.newest),
             flagged=[(self.runs[order[run_id]], name, v) for (run_id, name), v in flagged],
             pages=[(family, _slug(family), paths) for family, paths in pages.items()],
@@ -173,13 +172,8 @@ def write_charts(history: History, rule: CheckRule, out_dir: str) -> Path:
     """Write the PNGs and index.html into out_dir; returns the path of index.html."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    # The runs of all machines by date (ties in the order they were added): the x axis.
-    runs = sorted(
-        (r for rs in history.runs_by_machine.values() for r in rs),
-        key=lambda r: (r.time_utc_s, r.id),
-    )
     colors = {m: _MACHINE_COLORS[i % len(_MACHINE_COLORS)] for i, m in enumerate(history.machines)}
-    charts = _Charts(history, rule, runs, colors, rolling_regressions(history, rule))
+    charts = _Charts(history, rule, history.runs, colors, rolling_regressions(history, rule))
     pages = {
         family: charts.pages(family, names, out) for family, names in charts.families().items()
     }

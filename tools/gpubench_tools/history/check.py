@@ -45,10 +45,10 @@ NOT_ENOUGH_HISTORY = "not enough history"
 MISSING = "missing"  # not measured at the machine's newest commit (e.g. another filter)
 DISTURBED = "measured while disturbed"  # the newest run's repetitions were all disturbed
 
-FAILING_VERDICTS: frozenset[str] = frozenset({REGRESSION, FAILED})
+FAILING = [REGRESSION, FAILED]  # the verdicts that fail the check
 # Verdicts that need a look are listed; the ones that only say "not judged (yet)" are summed up
 # unless asked for, because a new history says so for every benchmark of a sweep.
-LISTED = [REGRESSION, FAILED, SUSPECT]
+LISTED = [*FAILING, SUSPECT]
 SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY, DISTURBED]
 
 
@@ -58,7 +58,7 @@ def words() -> Any:
     env = environment("gpubench_tools.history")
     env.filters["term"] = term_text
     env.globals.update(fmt_time=fmt_time, plural=plural, LISTED=LISTED, SUMMED=SUMMED)
-    env.globals.update(FAILING=[REGRESSION, FAILED], KINDS=[OK, *LISTED, *SUMMED, MISSING])
+    env.globals.update(FAILING=FAILING, KINDS=[OK, *LISTED, *SUMMED, MISSING])
     env.globals.update(REGRESSION=REGRESSION, SUSPECT=SUSPECT, OK=OK, MISSING=MISSING)
     return env.get_template("words.j2").make_module()
 
@@ -150,7 +150,7 @@ class MachineCheck:
 
     @property
     def fails(self) -> bool:
-        return any(v.verdict in FAILING_VERDICTS for v in self.verdicts)
+        return any(v.verdict in FAILING for v in self.verdicts)
 
 
 def _compare(

@@ -20,7 +20,7 @@ from ..escape import term_text
 from ..output import say
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
-from .check import FAILED, REGRESSION, RULE_RANGES, SUMMED, CheckRule, MachineCheck
+from .check import FAILING, RULE_RANGES, SUMMED, CheckRule, MachineCheck
 from .check import check_history, words
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
@@ -35,6 +35,15 @@ _RULE_HELP = {
     "confirm": "newest runs that must all be slower",
     "min_history": "fewest baseline runs before a benchmark is judged",
 }
+# The commands that judge the stored runs, with their help, and the options of check alone.
+_JUDGING = (
+    ("check", "exit 1 when the newest run of a machine has a confirmed regression"),
+    ("chart", "trend charts per benchmark family and an HTML index"),
+)
+_CHECK_FLAGS = (
+    ("--verbose", "list every benchmark, not only regressions, failures and suspects"),
+    ("--quiet", "print only regressions and failures (and errors): nothing when the check passes"),
+)
 
 
 def _prog() -> str:
@@ -60,35 +69,19 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--commit", help="suite commit of the runs (default: from the context)")
     add.add_argument("--date", help="ISO 8601 date of the runs (default: from the context)")
     add.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    check = sub.add_parser(
-        "check",
-        parents=[common],
-        help="exit 1 when the newest run of a machine has a confirmed regression",
-    )
-    chart = sub.add_parser(
-        "chart", parents=[common], help="trend charts per benchmark family and an HTML index"
-    )
-    for command, db_help in ((check, "history database"), (chart, "history database")):
-        command.add_argument("db", help=db_help)
-    check.add_argument(
-        "--verbose",
-        action="store_true",
-        help="list every benchmark, not only regressions, failures and suspects",
-    )
-    check.add_argument(
-        "--quiet",
-        action="store_true",
-        help="print only regressions and failures (and errors): nothing when the check passes",
-    )
-    chart.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    check, chart = (sub.add_parser(name, parents=[common], help=text) for name, text in _JUDGING)
     for command in (check, chart):
-        defaults = CheckRule()
+        command.add_argument("db", help="history database")
+    for flag, text in _CHECK_FLAGS:
+        check.add_argument(flag, action="store_true", help=text)
+    chart.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    defaults = CheckRule()
+    for command in (check, chart):
         for name, text in _RULE_HELP.items():
-            default = getattr(defaults, name)
-            flag = "--" + name.replace("_", "-")
             kind = RULE_RANGES[name]
-            help_text = text + f" ({kind.range.replace('%', '%%')}; default %(default)s)"
-            command.add_argument(flag, type=kind, default=default, help=help_text)
+            text += f" ({kind.range.replace('%', '%%')}; default %(default)s)"
+            flag = "--" + name.replace("_", "-")
+            command.add_argument(flag, type=kind, default=getattr(defaults, name), help=text)
         add_time_option(command, defaults.time)
         command.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches")
     return parser
@@ -104,7 +97,7 @@ def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
         raise HistoryError(str(exc)) from None
     with HistoryStore.open(args.db) as store:
         history = History.load(store, args.filter)
-    if history.run_count == 0:
+    if not history.runs:
         raise HistoryError(f"{args.db}: no run stored (add some with 'add')")
     if not history.benchmarks:
         raise HistoryError(f"--filter {args.filter!r} matches no stored benchmark")
@@ -173,7 +166,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     say(*words().machines(checks, rule, args.verbose).splitlines())
     left_out = sum(len(pairs) for pairs in history.disturbed.values())
     output.warn(*words().warnings(_count(checks, SUMMED), left_out).splitlines())
-    failing = _count(failing_machines, [REGRESSION, FAILED])
+    failing = _count(failing_machines, FAILING)
     say(words().result(failing, len(failing_machines)))
     return code
 

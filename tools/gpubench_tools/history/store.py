@@ -303,6 +303,7 @@ class History:
     """
 
     machines: dict[int, Machine]
+    runs: list[Any]  # of all machines, by date (ties in the order they were added)
     runs_by_machine: dict[int, list[Any]]  # oldest first
     benchmarks: dict[str, Any]  # name -> .family, .manual_time, .threads (NaN when not known)
     # (run id, benchmark) -> [(real_time_s, cpu_time_s or NaN)], one pair per repetition that was
@@ -323,8 +324,8 @@ class History:
         """Everything in the store, or only the benchmarks whose name matches `name_filter`."""
         pattern = re.compile(name_filter or "")  # the empty pattern matches every name
         machines = {m.id: m for m in store.machines()}
-        run_list = store.runs()
-        by_machine = {m: [r for r in run_list if r.machine_id == m] for m in machines}
+        runs = store.runs()
+        by_machine = {m: [r for r in runs if r.machine_id == m] for m in machines}
         every = store.frame("SELECT name, family, manual_time, threads FROM benchmarks")
         benchmarks = {
             b.name: b
@@ -346,18 +347,14 @@ class History:
         )
         failed = failures.drop_duplicates(["run_id", "benchmark"])
         reasons = dict(zip(zip(failed["run_id"], failed["benchmark"]), failed["reason"]))
-        measured, by_id = store.frame(_MEASURED), {run.id: run for run in run_list}
+        measured, by_id = store.frame(_MEASURED), {run.id: run for run in runs}
         series = {
             key: [by_id[run_id] for run_id in group["id"]]
             for key, group in measured[measured["benchmark"].isin(benchmarks)].groupby(
                 ["machine_id", "benchmark"]
             )
         }
-        return cls(machines, by_machine, benchmarks, times, reasons, series, disturbed)
-
-    @property
-    def run_count(self) -> int:
-        return sum(len(runs) for runs in self.runs_by_machine.values())
+        return cls(machines, runs, by_machine, benchmarks, times, reasons, series, disturbed)
 
     def time_source(self, benchmark: str, time: str) -> str:
         info = self.benchmarks.get(benchmark)
