@@ -68,7 +68,7 @@ class _Charts:
 
     history: History
     rule: CheckRule
-    runs: list[Any]  # of all machines, by date: the x axis
+    positions: dict[int, int]  # run id -> its place on the x axis (History.runs: by date)
     colors: dict[int, str]  # machine id -> line colour
     flagged: dict[tuple[int, str], BenchVerdict]  # where the check would have failed
 
@@ -78,12 +78,12 @@ class _Charts:
             families.setdefault(info.family, []).append(name)
         return {f: sorted(names, key=natural_key) for f, names in sorted(families.items())}
 
-    def panel(self, ax: Axes, benchmark: str, family: str, positions: dict[int, int]) -> None:
-        for machine_id, runs in self.history.runs_by_machine.items():
+    def panel(self, ax: Axes, benchmark: str, family: str) -> None:
+        for machine_id, machine_runs in self.history.runs_by_machine.items():
             # (x, repetitions, flagged) of each run that measured the benchmark
             points = [
-                (positions[r.id], v, (r.id, benchmark) in self.flagged)
-                for r in runs
+                (self.positions[r.id], v, (r.id, benchmark) in self.flagged)
+                for r in machine_runs
                 if (v := self.history.values(r.id, benchmark, self.rule.time))
             ]
             if not points:
@@ -101,14 +101,14 @@ class _Charts:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: fmt_time(y, 2)))
         ax.tick_params(labelsize=6)
         ax.grid(True, alpha=0.3)
-        ticks = list(range(0, len(self.runs), max(1, math.ceil(len(self.runs) / _MAX_TICKS))))
+        runs = self.history.runs
+        ticks = list(range(0, len(runs), max(1, math.ceil(len(runs) / _MAX_TICKS))))
         ax.set_xticks(ticks)
-        labels = [_label(self.runs[i].git_commit[:10], 10) for i in ticks]  # short commits
+        labels = [_label(runs[i].git_commit[:10], 10) for i in ticks]  # short commits
         ax.set_xticklabels(labels, rotation=45, ha="right")
-        ax.set_xlim(-0.5, len(self.runs) - 0.5)
+        ax.set_xlim(-0.5, len(runs) - 0.5)
 
     def pages(self, family: str, names: list[str], out_dir: Path) -> list[Path]:
-        positions = {run.id: i for i, run in enumerate(self.runs)}
         pages = [names[i : i + PANELS_PER_PAGE] for i in range(0, len(names), PANELS_PER_PAGE)]
         written: list[Path] = []
         for page_no, page in enumerate(pages, start=1):
@@ -117,7 +117,7 @@ class _Charts:
                 rows, columns, figsize=(4.2 * columns, 2.7 * rows + 0.9), squeeze=False
             )
             for ax, name in zip(axes.flat, page):
-                self.panel(ax, name, family, positions)
+                self.panel(ax, name, family)
             for ax in list(axes.flat)[len(page) :]:
                 ax.set_visible(False)
             suffix = f" ({page_no}/{len(pages)})" if len(pages) > 1 else ""
@@ -144,10 +144,10 @@ class _Charts:
     def index(self, pages: dict[str, list[Path]]) -> str:
         # Names, notes and context values come from the input: every value is escaped.
         env = environment("gpubench_tools.history", keep_trailing_newline=True, finalize=html_text)
-        order = {run.id: i for i, run in enumerate(self.runs)}
+        runs, order = self.history.runs, self.positions
         flagged = sorted(self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1]))
         return env.get_template("index.html.j2").render(
-            runs=self.runs,
+            runs=runs,
             rule=self.rule,
             machines=[
                 (m, self.history.runs_by_machine.get(i, []))
@@ -163,7 +163,7 @@ class _Charts:
             ],
             failing=FAILING,
             ratios=lambda v: ", ".join(f"{c.ratio:.2f}x" for c in v.newest),
-            flagged=[(self.runs[order[run_id]], name, v) for (run_id, name), v in flagged],
+            flagged=[(runs[order[run_id]], name, v) for (run_id, name), v in flagged],
             pages=[(family, _slug(family), paths) for family, paths in pages.items()],
         )
 
@@ -173,7 +173,8 @@ def write_charts(history: History, rule: CheckRule, out_dir: str) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     colors = {m: _MACHINE_COLORS[i % len(_MACHINE_COLORS)] for i, m in enumerate(history.machines)}
-    charts = _Charts(history, rule, history.runs, colors, rolling_regressions(history, rule))
+    positions = {run.id: i for i, run in enumerate(history.runs)}
+    charts = _Charts(history, rule, positions, colors, rolling_regressions(history, rule))
     pages = {
         family: charts.pages(family, names, out) for family, names in charts.families().items()
     }

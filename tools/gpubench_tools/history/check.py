@@ -189,7 +189,7 @@ def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) ->
             return verdict(
                 DISTURBED, [], "disturbed", n=len(left_out), median_s=statistics.median(left_out)
             )
-        reason = history.failure(newest[0].id, benchmark)
+        reason = history.failures.get((newest[0].id, benchmark))
         if reason is None:
             return verdict(MISSING, [], "not in the run")
         # Policy: a failed or skipped row where earlier runs measured the benchmark fails.

@@ -117,7 +117,7 @@ _MEASURED = (
 )
 
 
-class HistoryStore:
+class HistoryStore(contextlib.AbstractContextManager):
     """An open history database. Use `HistoryStore.open(path)` as a context manager."""
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
@@ -148,9 +148,6 @@ class HistoryStore:
 
     def close(self) -> None:
         self._conn.close()
-
-    def __enter__(self) -> "HistoryStore":
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -332,9 +329,10 @@ class History:
             for b in every.itertuples(index=False, name="Benchmark")
             if pattern.search(b.name)
         }
-        samples, failures = store.frame(_SAMPLES), store.frame(_FAILURES)
-        samples = samples[samples["benchmark"].isin(benchmarks)]
-        failures = failures[failures["benchmark"].isin(benchmarks)]
+        samples, failures, measured = (
+            frame[frame["benchmark"].isin(benchmarks)]
+            for frame in map(store.frame, (_SAMPLES, _FAILURES, _MEASURED))
+        )
         # Policy ("history check", disturbed repetition): listed, never judged from.
         left_out = action("history check", DISTURBED_ROW).kind == LIST
         split = samples["disturbed"].eq(1) & left_out
@@ -347,12 +345,10 @@ class History:
         )
         failed = failures.drop_duplicates(["run_id", "benchmark"])
         reasons = dict(zip(zip(failed["run_id"], failed["benchmark"]), failed["reason"]))
-        measured, by_id = store.frame(_MEASURED), {run.id: run for run in runs}
+        by_id = {run.id: run for run in runs}
         series = {
             key: [by_id[run_id] for run_id in group["id"]]
-            for key, group in measured[measured["benchmark"].isin(benchmarks)].groupby(
-                ["machine_id", "benchmark"]
-            )
+            for key, group in measured.groupby(["machine_id", "benchmark"])
         }
         return cls(machines, runs, by_machine, benchmarks, times, reasons, series, disturbed)
 
@@ -369,7 +365,3 @@ class History:
         pairs = (self.disturbed if disturbed else self.times).get((run_id, benchmark), [])
         real = self.time_source(benchmark, time) == "real_time"
         return [t for t in (r if real else c for r, c in pairs) if t == t]  # not NaN
-
-    def failure(self, run_id: int, benchmark: str) -> str | None:
-        """Why the benchmark has no samples in this run, when the run recorded it as failed."""
-        return self.failures.get((run_id, benchmark))
