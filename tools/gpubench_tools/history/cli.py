@@ -107,7 +107,6 @@ def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
 def _cmd_add(args: argparse.Namespace) -> int:
     status = EXIT_OK
     with HistoryStore.open(args.db, create=True) as store:
-        known = {m.fingerprint for m in store.machines()}
         for path in args.runs:
             try:
                 record = read_run(path, args.commit, args.date)
@@ -129,25 +128,20 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 status = EXIT_UNUSABLE
                 continue
             if not args.quiet:
-                known = _say_added(store, path, record, outcome, known)
+                _say_added(path, record, outcome)
     return status
 
 
-def _say_added(
-    store: HistoryStore, path: str, record: Any, outcome: Any, known: set[str]
-) -> set[str]:
-    """What `add` says of one file (the machines known after it)."""
-    fingerprint, marks = record.machine_fingerprint, record.samples["disturbed"]
-    new = outcome.added and fingerprint not in known
-    label = next(m.label for m in store.machines() if m.fingerprint == fingerprint) if new else None
+def _say_added(path: str, record: Any, outcome: Any) -> None:
+    """What `add` says of one file."""
+    marks = record.samples["disturbed"]
     # Said as each run is committed: a caller watching the output sees it at once.
     conditions = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
-    say(*words().added(path, record, outcome, label, conditions).splitlines())
+    say(*words().added(path, record, outcome, conditions).splitlines())
     if outcome.added and record.interrupted is not None:
         if action("history add", INTERRUPTED).kind == LIST:
             # An interrupted run is stored with what it finished, and said to be.
             output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
-    return known | {fingerprint} if new else known
 
 
 def _count(checks: list[MachineCheck], kinds: list[str]) -> int:

@@ -94,6 +94,7 @@ class AddOutcome(NamedTuple):
     run_id: int
     added: bool  # False: this run (machine, commit, date) was already stored; nothing changed
     same_content: bool  # when not added: whether the stored run came from an identical file
+    new_machine: Machine | None = None  # the machine of the run, when this run stored it
 
 
 # Every repetition and every failed or skipped row, by the benchmark's name.
@@ -218,7 +219,7 @@ class HistoryStore(contextlib.AbstractContextManager):
 
     def _insert_run(self, r: RunRecord) -> AddOutcome:
         conn = self._conn
-        conn.execute(
+        inserted = conn.execute(
             "INSERT OR IGNORE INTO machines (fingerprint, description) VALUES (?, ?)",
             (r.machine_fingerprint, json.dumps(r.machine_description, sort_keys=True)),
         )
@@ -251,7 +252,8 @@ class HistoryStore(contextlib.AbstractContextManager):
                 f"VALUES (?, ?{', ?' * (len(frame.columns) - 1)})",
                 [(run_id, ids[name], *rest) for name, *rest in rows],
             )
-        return AddOutcome(run_id, True, True)
+        machine = Machine(machine_id, r.machine_fingerprint, r.machine_description)
+        return AddOutcome(run_id, True, True, machine if inserted.rowcount else None)
 
     def _benchmark_id(self, info: Any) -> int:
         """The id of the benchmark (name, family, manual_time, threads), stored if new."""
