@@ -16,7 +16,6 @@ class of input); NaN and Infinity are never written. Exit status: 0 written, 2 u
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import sys
@@ -27,14 +26,12 @@ import pandas as pd
 
 from . import output
 from .benchjson import BenchJsonError
-from .conditions import DISTURBED, UNKNOWN, unknown_conditions_note
-from .policy import MIN_UNDISTURBED
-from .templating import environment
+from .conditions import DISTURBED, UNKNOWN
+from .history.words import words
 from .table import headline_rows
-from .escape import one_line, term_text
+from .escape import term_text
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 from .timing import add_time_option, choose_time, compile_filter, read_rows
-from .units import fmt_time
 
 MODULE = "gpubench_tools.export"
 FORMATS: tuple[str, ...] = ("github-action-benchmark", "bencher")
@@ -128,18 +125,8 @@ def describe_values(
     reasons = [(r, list(items.itertuples())) for r, items in dropped.groupby("reason", sort=False)]
     disturbed = list(found.index[found["disturbed_in"].astype(bool)])
     left_out, unknown = int(found["disturbed_left_out"].sum()), found["unknown"].astype(bool).any()
-    text = _words().warnings(path, reasons, silent, disturbed, left_out, unknown, verbose)
+    text = words("export.j2").warnings(path, reasons, silent, disturbed, left_out, unknown, verbose)
     return text.splitlines()
-
-
-@functools.cache
-def _words() -> Any:
-    """export's sentences (templates/export.j2 of the history package, which ships them)."""
-    env = environment("gpubench_tools.history")
-    env.filters["one_line"] = one_line
-    env.globals.update(fmt_time=fmt_time, MIN_UNDISTURBED=MIN_UNDISTURBED)
-    env.globals["unknown_conditions_note"] = unknown_conditions_note
-    return env.get_template("export.j2").make_module()
 
 
 def _sig(x: float) -> float:
@@ -157,7 +144,7 @@ def to_github_action_benchmark(summaries: pd.DataFrame, unit: str = "ns") -> lis
             # fastest repetition; the exact extremes go into `extra`.
             half_width = max(s.max_s - s.value_s, s.value_s - s.min_s)
             entry["range"] = f"± {_sig(half_width * scale)!r}"
-        entries.append({**entry, "extra": _words().extra(s)})
+        entries.append({**entry, "extra": words("export.j2").extra(s)})
     return entries
 
 

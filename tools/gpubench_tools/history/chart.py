@@ -33,6 +33,7 @@ from ..units import fmt_time  # noqa: E402
 from .check import FAILING, LISTED, BenchVerdict, CheckRule  # noqa: E402
 from .check import check_history, rolling_regressions  # noqa: E402
 from .store import History  # noqa: E402
+from .words import words  # noqa: E402
 
 PANELS_PER_PAGE = 12
 _COLUMNS = 3
@@ -162,6 +163,7 @@ class _Charts:
                 for check in check_history(self.history, self.rule)
             ],
             failing=FAILING,
+            note=words().note,
             ratios=lambda v: ", ".join(f"{c.ratio:.2f}x" for c in v.newest),
             flagged=[(runs[order[run_id]], name, v) for (run_id, name), v in flagged],
             pages=[(family, _slug(family), paths) for family, paths in pages.items()],

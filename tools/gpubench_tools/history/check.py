@@ -21,19 +21,15 @@ a failure, and the check counts what it left out.
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..cli import Number
-from ..escape import term_text
 from ..policy import FAIL, action
-from ..templating import environment
 from ..timing import reason_situation
 from ..stats import min_p_value, ratio_of, u_test
-from ..units import fmt_time, plural
 from .store import History, Machine
 
 REGRESSION = "regression"
@@ -50,17 +46,6 @@ FAILING = [REGRESSION, FAILED]  # the verdicts that fail the check
 # unless asked for, because a new history says so for every benchmark of a sweep.
 LISTED = [*FAILING, SUSPECT]
 SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY, DISTURBED]
-
-
-@functools.cache
-def words() -> Any:
-    """The check's sentences (templates/words.j2), callable from Python."""
-    env = environment("gpubench_tools.history")
-    env.filters["term"] = term_text
-    env.globals.update(fmt_time=fmt_time, plural=plural, LISTED=LISTED, SUMMED=SUMMED)
-    env.globals.update(FAILING=FAILING, KINDS=[OK, *LISTED, *SUMMED, MISSING])
-    env.globals.update(REGRESSION=REGRESSION, SUSPECT=SUSPECT, OK=OK, MISSING=MISSING)
-    return env.get_template("words.j2").make_module()
 
 
 # The range of each number of the rule: the argparse type of its option (check and chart) and the
@@ -128,11 +113,6 @@ class BenchVerdict:
     # decided from: data for the words (templates/words.j2, `note`), never a sentence.
     why: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def note(self) -> str:
-        """Why the verdict, in words ('' for a pass or a regression)."""
-        return str(words().note(self))
 
 
 @dataclass

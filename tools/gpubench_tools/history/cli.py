@@ -21,9 +21,10 @@ from ..output import say
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
 from .check import FAILING, RULE_RANGES, SUMMED, CheckRule, MachineCheck
-from .check import check_history, words
+from .check import check_history
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
+from .words import words
 
 __all__ = ["main"]
 
