@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..policy import DISTURBED_ROW, LIST, action
 from ..timing import choose_time
+from .words import words
 
 SCHEMA_VERSION = 3
 # Version 1 had no conditions: its samples get `disturbed` NULL (conditions unknown) when a newer
@@ -56,17 +57,8 @@ class Machine:
 
     @property
     def label(self) -> str:
-        """One line for humans: 'AMD EPYC x2, no GPU, OpenBLAS Haswell'."""
-        d = self.description
-        cpu = d.get("cpu_model", "unknown CPU")
-        if d.get("cpu_logical_cpus", "unknown") != "unknown":
-            cpu += f" x{d['cpu_logical_cpus']}"
-        gpu = d.get("gpu", "unknown")
-        gpu = "no GPU" if gpu in ("none", "unknown", "") else gpu
-        if d.get("cuda_driver_version", "unknown") != "unknown":
-            gpu += f" (driver {d['cuda_driver_version']})"
-        blas = d.get("openblas_core", "unknown")
-        return f"{cpu}, {gpu}, OpenBLAS {blas}"
+        """One line for humans: 'AMD EPYC x2, no GPU, OpenBLAS Haswell' (templates/words.j2)."""
+        return str(words().machine_label(self.description))
 
 
 @dataclass
