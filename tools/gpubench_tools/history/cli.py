@@ -120,12 +120,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 expected = isinstance(exc, (BenchJsonError, HistoryError))
                 if args.debug and not expected:
                     traceback.print_exc()
-                output.warn(
-                    f"{_prog()}: error: {term_text(exc, 600)}"
-                    if expected
-                    else f"{_prog()}: error: {term_text(path)}: unexpected {type(exc).__name__}: "
-                    f"{term_text(exc)} (not stored; rerun with --debug for the traceback)"
-                )
+                unexpected = None if expected else type(exc).__name__
+                output.warn(f"{_prog()}: error: " + words().not_added(path, exc, unexpected))
                 status = EXIT_UNUSABLE
                 continue
             if not args.quiet:
