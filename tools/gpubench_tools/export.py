@@ -26,13 +26,12 @@ import pandas as pd
 
 from . import output
 from .benchjson import BenchJsonError
-from .conditions import DISTURBED, UNKNOWN, unknown_conditions_note
-from .policy import MIN_UNDISTURBED
+from .conditions import DISTURBED, UNKNOWN
+from .history.words import words
 from .table import headline_rows
 from .escape import term_text
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 from .timing import add_time_option, choose_time, compile_filter, read_rows
-from .units import fmt_time
 
 MODULE = "gpubench_tools.export"
 FORMATS: tuple[str, ...] = ("github-action-benchmark", "bencher")
@@ -123,39 +122,11 @@ def describe_values(
     """What export says of one file's values (benchmark_values): what was dropped, one line per
     reason (with `verbose`, one more per benchmark), then what has no usable time and what was
     measured while disturbed or in conditions unknown."""
-    lines: list[str] = []
-    for reason, items in dropped.groupby("reason", sort=False):
-        rows, n, gone = int(items["rows"].sum()), len(items), int((~items["exported"]).sum())
-        text = f"{path}: {rows} row{'' if rows == 1 else 's'} dropped ({reason})"
-        if n == 1:
-            lines.append(text + f": {items['name'].iloc[0]}" + ("; not exported" if gone else ""))
-            continue
-        if gone == n:
-            text += f"; {n} benchmarks not exported"
-        else:
-            text += f" of {n} benchmarks, {gone} of them left with nothing to export"
-        lines.append(text + ("" if verbose else " (--verbose lists them)"))
-        if verbose:
-            lines += [
-                f"  {d.name}: {d.rows} of {d.of_rows} rows"
-                + ("" if d.exported else "; not exported")
-                for d in items.itertuples()
-            ]
-    warnings = lines + [f"{path}: {name}: no usable time, not exported" for name in silent]
-    disturbed = found[found["disturbed_in"].astype(bool)]
-    if len(disturbed):
-        warnings.append(
-            f"{path}: {len(disturbed)} benchmark(s) exported from repetitions measured while "
-            f"disturbed (fewer than {MIN_UNDISTURBED} undisturbed ones), e.g. {disturbed.index[0]}"
-        )
-    left_out = int(found["disturbed_left_out"].sum())
-    if left_out:
-        warnings.append(
-            f"{path}: {left_out} repetition(s) measured while disturbed left out of the values"
-        )
-    if found["unknown"].astype(bool).any():
-        warnings.append(f"{path}: " + unknown_conditions_note("its repetitions"))
-    return warnings
+    reasons = [(r, list(items.itertuples())) for r, items in dropped.groupby("reason", sort=False)]
+    disturbed = list(found.index[found["disturbed_in"].astype(bool)])
+    left_out, unknown = int(found["disturbed_left_out"].sum()), found["unknown"].astype(bool).any()
+    text = words("export.j2").warnings(path, reasons, silent, disturbed, left_out, unknown, verbose)
+    return text.splitlines()
 
 
 def _sig(x: float) -> float:
@@ -167,31 +138,14 @@ def to_github_action_benchmark(summaries: pd.DataFrame, unit: str = "ns") -> lis
     scale, entries = UNIT_SCALE[unit], []
     for s in summaries.itertuples():
         entry: dict[str, Any] = {"name": s.Index, "unit": unit, "value": _sig(s.value_s * scale)}
-        n = int(s.repetitions)
-        what = {0: "Google Benchmark aggregate", 1: "one repetition"}.get(n)
-        extra = f"{what or f'median of {n} repetitions'}, {s.clock}{_conditions_extra(s)}"
         if not math.isnan(s.min_s):
             # github-action-benchmark reads a range as "± <number>" (and rescales it when the
             # unit changes), so the range is the half-width that covers the slowest and the
             # fastest repetition; the exact extremes go into `extra`.
             half_width = max(s.max_s - s.value_s, s.value_s - s.min_s)
             entry["range"] = f"± {_sig(half_width * scale)!r}"
-            extra += f"; min {fmt_time(s.min_s, 4)}, max {fmt_time(s.max_s, 4)}"
-        entries.append({**entry, "extra": extra})
+        entries.append({**entry, "extra": words("export.j2").extra(s)})
     return entries
-
-
-def _conditions_extra(s: Any) -> str:
-    """What the value says of its conditions, for the dashboard's row (policy: disturbed
-    repetition, conditions unknown)."""
-    if s.disturbed_in:
-        return (
-            f"; MEASURED WHILE DISTURBED: fewer than {MIN_UNDISTURBED} undisturbed repetitions, "
-            "so the value includes disturbed ones"
-        )
-    if s.disturbed_left_out:
-        return f"; undisturbed repetitions only ({int(s.disturbed_left_out)} disturbed left out)"
-    return "; conditions unknown" if s.unknown else ""
 
 
 def to_bencher(summaries: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:

@@ -30,9 +30,10 @@ from ..compare.engine import natural_key  # noqa: E402
 from ..escape import file_name, html_text, term_text  # noqa: E402
 from ..templating import environment  # noqa: E402
 from ..units import fmt_time  # noqa: E402
-from .check import FAILED, REGRESSION, SUSPECT, BenchVerdict, CheckRule  # noqa: E402
+from .check import FAILING, LISTED, BenchVerdict, CheckRule  # noqa: E402
 from .check import check_history, rolling_regressions  # noqa: E402
 from .store import History  # noqa: E402
+from .words import words  # noqa: E402
 
 PANELS_PER_PAGE = 12
 _COLUMNS = 3
@@ -68,7 +69,7 @@ class _Charts:
 
     history: History
     rule: CheckRule
-    runs: list[Any]  # of all machines, by date: the x axis
+    positions: dict[int, int]  # run id -> its place on the x axis (History.runs: by date)
     colors: dict[int, str]  # machine id -> line colour
     flagged: dict[tuple[int, str], BenchVerdict]  # where the check would have failed
 
@@ -78,12 +79,12 @@ class _Charts:
             families.setdefault(info.family, []).append(name)
         return {f: sorted(names, key=natural_key) for f, names in sorted(families.items())}
 
-    def panel(self, ax: Axes, benchmark: str, family: str, positions: dict[int, int]) -> None:
-        for machine_id, runs in self.history.runs_by_machine.items():
+    def panel(self, ax: Axes, benchmark: str, family: str) -> None:
+        for machine_id, machine_runs in self.history.runs_by_machine.items():
             # (x, repetitions, flagged) of each run that measured the benchmark
             points = [
-                (positions[r.id], v, (r.id, benchmark) in self.flagged)
-                for r in runs
+                (self.positions[r.id], v, (r.id, benchmark) in self.flagged)
+                for r in machine_runs
                 if (v := self.history.values(r.id, benchmark, self.rule.time))
             ]
             if not points:
@@ -101,14 +102,14 @@ class _Charts:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: fmt_time(y, 2)))
         ax.tick_params(labelsize=6)
         ax.grid(True, alpha=0.3)
-        ticks = list(range(0, len(self.runs), max(1, math.ceil(len(self.runs) / _MAX_TICKS))))
+        runs = self.history.runs
+        ticks = list(range(0, len(runs), max(1, math.ceil(len(runs) / _MAX_TICKS))))
         ax.set_xticks(ticks)
-        labels = [_label(self.runs[i].git_commit[:10], 10) for i in ticks]  # short commits
+        labels = [_label(runs[i].git_commit[:10], 10) for i in ticks]  # short commits
         ax.set_xticklabels(labels, rotation=45, ha="right")
-        ax.set_xlim(-0.5, len(self.runs) - 0.5)
+        ax.set_xlim(-0.5, len(runs) - 0.5)
 
     def pages(self, family: str, names: list[str], out_dir: Path) -> list[Path]:
-        positions = {run.id: i for i, run in enumerate(self.runs)}
         pages = [names[i : i + PANELS_PER_PAGE] for i in range(0, len(names), PANELS_PER_PAGE)]
         written: list[Path] = []
         for page_no, page in enumerate(pages, start=1):
@@ -117,7 +118,7 @@ class _Charts:
                 rows, columns, figsize=(4.2 * columns, 2.7 * rows + 0.9), squeeze=False
             )
             for ax, name in zip(axes.flat, page):
-                self.panel(ax, name, family, positions)
+                self.panel(ax, name, family)
             for ax in list(axes.flat)[len(page) :]:
                 ax.set_visible(False)
             suffix = f" ({page_no}/{len(pages)})" if len(pages) > 1 else ""
@@ -144,27 +145,27 @@ class _Charts:
     def index(self, pages: dict[str, list[Path]]) -> str:
         # Names, notes and context values come from the input: every value is escaped.
         env = environment("gpubench_tools.history", keep_trailing_newline=True, finalize=html_text)
-        shown = (REGRESSION, FAILED, SUSPECT)
-        newest = [
-            (check.machine.fingerprint, [v for v in check.verdicts if v.verdict in shown])
-            for check in check_history(self.history, self.rule)
-        ]
-        order = {run.id: i for i, run in enumerate(self.runs)}
+        runs, order = self.history.runs, self.positions
         flagged = sorted(self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1]))
         return env.get_template("index.html.j2").render(
-            runs=self.runs,
+            runs=runs,
             rule=self.rule,
             machines=[
                 (m, self.history.runs_by_machine.get(i, []))
                 for i, m in self.history.machines.items()
             ],
+            # The verdicts that need a look, by kind, then by name (as History.series holds them).
             newest=[
-                (fingerprint, sorted(found, key=lambda v: (shown.index(v.verdict), v.benchmark)))
-                for fingerprint, found in newest
+                (
+                    check.machine.fingerprint,
+                    [v for kind in LISTED for v in check.with_verdict(kind)],
+                )
+                for check in check_history(self.history, self.rule)
             ],
-            failing=(REGRESSION, FAILED),
+            failing=FAILING,
+            note=words().note,
             ratios=lambda v: ", ".join(f"{c.ratio:.2f}x" for c in v.newest),
-            flagged=[(self.runs[order[run_id]], name, v) for (run_id, name), v in flagged],
+            flagged=[(runs[order[run_id]], name, v) for (run_id, name), v in flagged],
             pages=[(family, _slug(family), paths) for family, paths in pages.items()],
         )
 
@@ -173,13 +174,9 @@ def write_charts(history: History, rule: CheckRule, out_dir: str) -> Path:
     """Write the PNGs and index.html into out_dir; returns the path of index.html."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    # The runs of all machines by date (ties in the order they were added): the x axis.
-    runs = sorted(
-        (r for rs in history.runs_by_machine.values() for r in rs),
-        key=lambda r: (r.time_utc_s, r.id),
-    )
     colors = {m: _MACHINE_COLORS[i % len(_MACHINE_COLORS)] for i, m in enumerate(history.machines)}
-    charts = _Charts(history, rule, runs, colors, rolling_regressions(history, rule))
+    positions = {run.id: i for i, run in enumerate(history.runs)}
+    charts = _Charts(history, rule, positions, colors, rolling_regressions(history, rule))
     pages = {
         family: charts.pages(family, names, out) for family, names in charts.families().items()
     }

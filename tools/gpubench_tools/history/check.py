@@ -30,7 +30,6 @@ from ..cli import Number
 from ..policy import FAIL, action
 from ..timing import reason_situation
 from ..stats import min_p_value, ratio_of, u_test
-from ..units import fmt_time
 from .store import History, Machine
 
 REGRESSION = "regression"
@@ -42,7 +41,11 @@ NOT_ENOUGH_HISTORY = "not enough history"
 MISSING = "missing"  # not measured at the machine's newest commit (e.g. another filter)
 DISTURBED = "measured while disturbed"  # the newest run's repetitions were all disturbed
 
-FAILING_VERDICTS: frozenset[str] = frozenset({REGRESSION, FAILED})
+FAILING = [REGRESSION, FAILED]  # the verdicts that fail the check
+# Verdicts that need a look are listed; the ones that only say "not judged (yet)" are summed up
+# unless asked for, because a new history says so for every benchmark of a sweep.
+LISTED = [*FAILING, SUSPECT]
+SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY, DISTURBED]
 
 
 # The range of each number of the rule: the argparse type of its option (check and chart) and the
@@ -106,7 +109,10 @@ class BenchVerdict:
     baseline_n: int
     baseline_median_s: float
     newest: list[RunComparison] = field(default_factory=list)  # newest first
-    note: str = ""
+    # Which case of the rule decided, when more than one gives this verdict, and the values it
+    # decided from: data for the words (templates/words.j2, `note`), never a sentence.
+    why: str = ""
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -124,7 +130,7 @@ class MachineCheck:
 
     @property
     def fails(self) -> bool:
-        return any(v.verdict in FAILING_VERDICTS for v in self.verdicts)
+        return any(v.verdict in FAILING for v in self.verdicts)
 
 
 def _compare(
@@ -146,49 +152,35 @@ def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) ->
     baseline = runs[max(0, first_newest - rule.window) : first_newest]
     base_runs = [v for v in (history.values(r.id, benchmark, rule.time) for r in baseline) if v]
     base = [value for values in base_runs for value in values]
-    base_run_count = len(base_runs)
     base_median = statistics.median(base) if base else math.nan
 
-    def verdict(kind: str, comparisons: list[RunComparison], note: str = "") -> BenchVerdict:
+    def verdict(
+        kind: str, comparisons: list[RunComparison], why: str = "", **facts: Any
+    ) -> BenchVerdict:
         source = history.time_source(benchmark, rule.time)
         return BenchVerdict(
-            benchmark, kind, source, base_run_count, len(base), base_median, comparisons, note
+            benchmark, kind, source, len(base_runs), len(base), base_median, comparisons, why, facts
         )
 
     latest_values = history.values(newest[0].id, benchmark, rule.time)
     if not latest_values:
-        left_out = history.disturbed_values(newest[0].id, benchmark, rule.time)
+        left_out = history.values(newest[0].id, benchmark, rule.time, disturbed=True)
         if left_out:
-            against = f" against {fmt_time(base_median)} before" if base else ""
             return verdict(
-                DISTURBED,
-                [],
-                f"all {len(left_out)} repetitions of the newest run were measured while disturbed "
-                f"(median {fmt_time(statistics.median(left_out))}{against}): not judged; measure "
-                "again on a quiet machine",
+                DISTURBED, [], "disturbed", n=len(left_out), median_s=statistics.median(left_out)
             )
-        reason = history.failure(newest[0].id, benchmark)
+        reason = history.failures.get((newest[0].id, benchmark))
         if reason is None:
-            return verdict(MISSING, [], "no samples in the run judged")
+            return verdict(MISSING, [], "not in the run")
         # Policy: a failed or skipped row where earlier runs measured the benchmark fails.
         if base and action("history check", reason_situation(reason)).kind == FAIL:
-            return verdict(FAILED, [], f"fails in the newest run ({reason})")
-        return verdict(NOT_ENOUGH_HISTORY, [], f"no earlier samples; newest run: {reason}")
-    if base_run_count < rule.min_history:
-        return verdict(
-            NOT_ENOUGH_HISTORY,
-            [],
-            f"{base_run_count} earlier runs before the {rule.confirm} newest; "
-            f"the check needs {rule.min_history}",
-        )
+            return verdict(FAILED, [], "fails", reason=reason)
+        return verdict(NOT_ENOUGH_HISTORY, [], "no history", reason=reason)
+    if len(base_runs) < rule.min_history:
+        return verdict(NOT_ENOUGH_HISTORY, [], "few runs", rule=rule)
     latest = _compare(newest[0], latest_values, base, base_median, rule)
     if not latest.can_decide(rule):
-        return verdict(
-            NOT_ENOUGH_SAMPLES,
-            [latest],
-            f"{latest.n} vs {len(base)} repetitions: the U test cannot reach alpha={rule.alpha:g} "
-            f"(smallest p {latest.p_floor:.3g}); run more repetitions or keep more history",
-        )
+        return verdict(NOT_ENOUGH_SAMPLES, [latest], "few samples", alpha=rule.alpha)
     if not latest.slower(rule):
         return verdict(OK, [latest])
 
@@ -196,16 +188,11 @@ def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) ->
     for run in newest[1:]:
         values = history.values(run.id, benchmark, rule.time)
         if not values:
-            return verdict(SUSPECT, comparisons, f"no samples in run {run.git_commit} to confirm")
+            return verdict(SUSPECT, comparisons, "not confirmable", commit=run.git_commit)
         earlier = _compare(run, values, base, base_median, rule)
         comparisons.append(earlier)
         if not (earlier.can_decide(rule) and earlier.slower(rule)):
-            return verdict(
-                SUSPECT,
-                comparisons,
-                f"the run before ({run.git_commit}) is {earlier.ratio:.2f}x "
-                f"(p={earlier.p_value:.2g}): a re-run confirms or clears it",
-            )
+            return verdict(SUSPECT, comparisons, "not confirmed", commit=run.git_commit)
     return verdict(REGRESSION, comparisons)
 
 
@@ -225,7 +212,7 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
         # A benchmark a run at that commit did not reach because a signal stopped it is missing,
         # and the note says why (policy: interrupted run).
         stopped = [
-            f"; a run at that commit was {r.interrupted}"
+            r.interrupted
             for r in runs
             if r.git_commit == newest_commit and isinstance(r.interrupted, str)
         ]
@@ -236,10 +223,11 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
             if series[-1].git_commit == newest_commit:
                 verdicts.append(judge(history, series, name, rule))
             else:
-                note = f"not measured at commit {newest_commit}; last at {series[-1].git_commit}"
-                note += "".join(stopped[:1])
                 source = history.time_source(name, rule.time)
-                verdicts.append(BenchVerdict(name, MISSING, source, 0, 0, math.nan, [], note))
+                facts = dict(commit=newest_commit, last=series[-1].git_commit, stopped=stopped[:1])
+                verdicts.append(
+                    BenchVerdict(name, MISSING, source, 0, 0, math.nan, [], "not measured", facts)
+                )
         checks.append(MachineCheck(machine, runs, verdicts))
     return checks
 

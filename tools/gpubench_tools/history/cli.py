@@ -20,12 +20,11 @@ from ..escape import term_text
 from ..output import say
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
-from ..units import fmt_time, plural
-from .check import DISTURBED, FAILED, MISSING, NOT_ENOUGH_HISTORY, NOT_ENOUGH_SAMPLES, OK
-from .check import REGRESSION, RULE_RANGES, SUSPECT, BenchVerdict, CheckRule, MachineCheck
+from .check import FAILING, RULE_RANGES, SUMMED, CheckRule, MachineCheck
 from .check import check_history
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
+from .words import words
 
 __all__ = ["main"]
 
@@ -37,6 +36,15 @@ _RULE_HELP = {
     "confirm": "newest runs that must all be slower",
     "min_history": "fewest baseline runs before a benchmark is judged",
 }
+# The commands that judge the stored runs, with their help, and the options of check alone.
+_JUDGING = (
+    ("check", "exit 1 when the newest run of a machine has a confirmed regression"),
+    ("chart", "trend charts per benchmark family and an HTML index"),
+)
+_CHECK_FLAGS = (
+    ("--verbose", "list every benchmark, not only regressions, failures and suspects"),
+    ("--quiet", "print only regressions and failures (and errors): nothing when the check passes"),
+)
 
 
 def _prog() -> str:
@@ -62,35 +70,19 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--commit", help="suite commit of the runs (default: from the context)")
     add.add_argument("--date", help="ISO 8601 date of the runs (default: from the context)")
     add.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    check = sub.add_parser(
-        "check",
-        parents=[common],
-        help="exit 1 when the newest run of a machine has a confirmed regression",
-    )
-    chart = sub.add_parser(
-        "chart", parents=[common], help="trend charts per benchmark family and an HTML index"
-    )
-    for command, db_help in ((check, "history database"), (chart, "history database")):
-        command.add_argument("db", help=db_help)
-    check.add_argument(
-        "--verbose",
-        action="store_true",
-        help="list every benchmark, not only regressions, failures and suspects",
-    )
-    check.add_argument(
-        "--quiet",
-        action="store_true",
-        help="print only regressions and failures (and errors): nothing when the check passes",
-    )
-    chart.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    check, chart = (sub.add_parser(name, parents=[common], help=text) for name, text in _JUDGING)
     for command in (check, chart):
-        defaults = CheckRule()
+        command.add_argument("db", help="history database")
+    for flag, text in _CHECK_FLAGS:
+        check.add_argument(flag, action="store_true", help=text)
+    chart.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    defaults = CheckRule()
+    for command in (check, chart):
         for name, text in _RULE_HELP.items():
-            default = getattr(defaults, name)
-            flag = "--" + name.replace("_", "-")
             kind = RULE_RANGES[name]
-            help_text = text + f" ({kind.range.replace('%', '%%')}; default %(default)s)"
-            command.add_argument(flag, type=kind, default=default, help=help_text)
+            text += f" ({kind.range.replace('%', '%%')}; default %(default)s)"
+            flag = "--" + name.replace("_", "-")
+            command.add_argument(flag, type=kind, default=getattr(defaults, name), help=text)
         add_time_option(command, defaults.time)
         command.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches")
     return parser
@@ -106,7 +98,7 @@ def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
         raise HistoryError(str(exc)) from None
     with HistoryStore.open(args.db) as store:
         history = History.load(store, args.filter)
-    if history.run_count == 0:
+    if not history.runs:
         raise HistoryError(f"{args.db}: no run stored (add some with 'add')")
     if not history.benchmarks:
         raise HistoryError(f"--filter {args.filter!r} matches no stored benchmark")
@@ -116,7 +108,6 @@ def _load(args: argparse.Namespace) -> tuple[CheckRule, History]:
 def _cmd_add(args: argparse.Namespace) -> int:
     status = EXIT_OK
     with HistoryStore.open(args.db, create=True) as store:
-        known = {m.fingerprint for m in store.machines()}
         for path in args.runs:
             try:
                 record = read_run(path, args.commit, args.date)
@@ -129,120 +120,25 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 expected = isinstance(exc, (BenchJsonError, HistoryError))
                 if args.debug and not expected:
                     traceback.print_exc()
-                output.warn(
-                    f"{_prog()}: error: {term_text(exc, 600)}"
-                    if expected
-                    else f"{_prog()}: error: {term_text(path)}: unexpected {type(exc).__name__}: "
-                    f"{term_text(exc)} (not stored; rerun with --debug for the traceback)"
-                )
+                unexpected = None if expected else type(exc).__name__
+                output.warn(f"{_prog()}: error: " + words().not_added(path, exc, unexpected))
                 status = EXIT_UNUSABLE
                 continue
             if not args.quiet:
-                known = _say_added(store, path, record, outcome, known)
+                _say_added(path, record, outcome)
     return status
 
 
-def _say_added(
-    store: HistoryStore, path: str, record: Any, outcome: Any, known: set[str]
-) -> set[str]:
-    """What `add` says of one file (the machines known after it)."""
-    fingerprint, name = record.machine_fingerprint, term_text(path)
-    where = (
-        f"commit {term_text(record.git_commit)}, {term_text(record.date)}, machine {fingerprint}"
-    )
-    if not outcome.added:
-        say(
-            f"already stored, nothing to do: {name} (run {outcome.run_id}, {where})"
-            if outcome.same_content
-            else f"already stored, nothing to do: {name}: run {outcome.run_id} has the "
-            f"same {where} but came from a different file; the stored run is kept"
-        )
-        return known
-    if fingerprint not in known:
-        label = next(m.label for m in store.machines() if m.fingerprint == fingerprint)
-        say(f"new machine {fingerprint}: {term_text(label)}")
-        known = known | {fingerprint}
+def _say_added(path: str, record: Any, outcome: Any) -> None:
+    """What `add` says of one file."""
+    marks = record.samples["disturbed"]
     # Said as each run is committed: a caller watching the output sees it at once.
-    say(
-        f"added run {outcome.run_id} from {name} ({where}): "
-        f"{plural(len(record.samples), 'repetition')} of "
-        f"{plural(len(record.benchmarks), 'benchmark')}, "
-        f"{plural(len(record.failures), 'failed or skipped row')}" + _conditions_of(record.samples)
-    )
-    if record.interrupted is not None and action("history add", INTERRUPTED).kind == LIST:
-        # An interrupted run is stored with what it finished, and said to be.
-        output.warn(
-            f"{_prog()}: warning: "
-            + term_text(
-                f"{path}: the run was {record.interrupted}: stored with the benchmarks it "
-                "finished, marked interrupted; the others are missing from this run"
-            )
-        )
-    return known
-
-
-def _conditions_of(samples: Any) -> str:
-    """'; 3 measured while disturbed (stored, marked, not judged from)', '; conditions unknown'
-    or '' for a stored run's repetitions."""
-    marks = samples["disturbed"]
-    n = int((marks == 1).sum())
-    if n:
-        return f"; {n} measured while disturbed (stored, marked, not judged from)"
-    if marks.isna().any():
-        return "; conditions unknown (no condition counters)"
-    return ""
-
-
-def _describe(v: BenchVerdict, rule: CheckRule) -> str:
-    clock = v.time_source
-    parts = [f"{c.ratio:.2f}x (p={c.p_value:.2g}, commit {c.run.git_commit})" for c in v.newest]
-    if v.verdict == REGRESSION:
-        return (
-            f"{', '.join(parts)} in the {len(v.newest)} newest runs; {clock} median "
-            f"{fmt_time(v.baseline_median_s)} over {v.baseline_runs} earlier runs -> "
-            f"{fmt_time(v.newest[0].median_s)}"
-        )
-    if v.verdict == SUSPECT:
-        return f"{parts[0]} in the newest run: {v.note}"
-    if v.verdict == OK and v.newest:
-        latest = v.newest[0]
-        text = f"{latest.ratio:.2f}x ({clock}, baseline {v.baseline_runs} runs)"
-        if latest.ratio >= rule.min_ratio:
-            text += f", not significant (p={latest.p_value:.2g})"
-        return text
-    return v.note
-
-
-# Verdicts that need a look are listed; the ones that only say "not judged (yet)" are summed up
-# unless asked for, because a new history says so for every benchmark of a sweep.
-_LISTED = [REGRESSION, FAILED, SUSPECT]
-_SUMMED = [NOT_ENOUGH_SAMPLES, NOT_ENOUGH_HISTORY, DISTURBED]
-
-
-def _print_machine(check: MachineCheck, rule: CheckRule, verbose: bool) -> None:
-    newest = check.newest_run
-    say(f"machine {check.machine.fingerprint}: {term_text(check.machine.label)}")
-    stopped = f", {newest.interrupted}" if isinstance(newest.interrupted, str) else ""
-    say(
-        f"  newest run: commit {term_text(newest.git_commit)} ({term_text(newest.date)}"
-        f"{term_text(stopped)}), {plural(len(check.runs), 'run')} stored; baseline: up to "
-        f"{plural(rule.window, 'run')} before the {rule.confirm} newest"
-    )
-    for kind in _LISTED + (_SUMMED + [OK, MISSING] if verbose else []):
-        label = kind.upper() if kind in (REGRESSION, FAILED) else kind
-        for v in check.with_verdict(kind):
-            say(f"  {label}: {term_text(v.benchmark)}: {term_text(_describe(v, rule), 600)}")
-    for kind in [] if verbose else _SUMMED:
-        found = check.with_verdict(kind)
-        if found:
-            say(
-                f"  {kind}: {plural(len(found), 'benchmark')}, e.g. "
-                f"{term_text(found[0].benchmark)}: {term_text(found[0].note)} "
-                "(--verbose lists them)"
-            )
-    kinds = [OK] + _LISTED + _SUMMED + [MISSING]
-    counts = ", ".join(f"{len(check.with_verdict(kind))} {kind}" for kind in kinds)
-    say(f"  {plural(len(check.verdicts), 'benchmark')}: {counts}")
+    conditions = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
+    say(*words().added(path, record, outcome, conditions).splitlines())
+    if outcome.added and record.interrupted is not None:
+        if action("history add", INTERRUPTED).kind == LIST:
+            # An interrupted run is stored with what it finished, and said to be.
+            output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
 
 
 def _count(checks: list[MachineCheck], kinds: list[str]) -> int:
@@ -256,34 +152,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     failing_machines = [check for check in checks if check.fails]
     code = output.decide(EXIT_REGRESSION if failing_machines else EXIT_OK)
     if args.quiet:
-        failing = [(c, v) for c in checks for k in (REGRESSION, FAILED) for v in c.with_verdict(k)]
-        for check, v in failing:
-            label = f"{v.verdict.upper()}: {check.machine.fingerprint}"
-            say(f"{label}: {term_text(v.benchmark)}: {term_text(_describe(v, rule), 600)}")
+        say(*words().failing(checks, rule).splitlines())
         return code
-    for check in checks:
-        _print_machine(check, rule, args.verbose)
-    unjudged = _count(checks, _SUMMED)
-    if unjudged:
-        output.warn(
-            f"warning: {plural(unjudged, 'benchmark')} not judged (not enough samples or "
-            "history, or measured while disturbed); they neither pass nor fail"
-        )
+    say(*words().machines(checks, rule, args.verbose).splitlines())
     left_out = sum(len(pairs) for pairs in history.disturbed.values())
-    if left_out:
-        output.warn(
-            f"warning: conditions: {plural(left_out, 'stored repetition')} measured while "
-            "disturbed, left out of the check (not judged from, in the baseline or the newest "
-            "runs)"
-        )
-    if failing_machines:
-        count = _count(failing_machines, [REGRESSION, FAILED])
-        say(
-            f"result: REGRESSION: {plural(count, 'benchmark')} on "
-            f"{plural(len(failing_machines), 'machine')}"
-        )
-    else:
-        say("result: no confirmed regression")
+    output.warn(*words().warnings(_count(checks, SUMMED), left_out).splitlines())
+    failing = _count(failing_machines, FAILING)
+    say(words().result(failing, len(failing_machines)))
     return code
 
 

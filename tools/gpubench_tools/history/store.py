@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..policy import DISTURBED_ROW, LIST, action
 from ..timing import choose_time
+from .words import words
 
 SCHEMA_VERSION = 3
 # Version 1 had no conditions: its samples get `disturbed` NULL (conditions unknown) when a newer
@@ -56,17 +57,8 @@ class Machine:
 
     @property
     def label(self) -> str:
-        """One line for humans: 'AMD EPYC x2, no GPU, OpenBLAS Haswell'."""
-        d = self.description
-        cpu = d.get("cpu_model", "unknown CPU")
-        if d.get("cpu_logical_cpus", "unknown") != "unknown":
-            cpu += f" x{d['cpu_logical_cpus']}"
-        gpu = d.get("gpu", "unknown")
-        gpu = "no GPU" if gpu in ("none", "unknown", "") else gpu
-        if d.get("cuda_driver_version", "unknown") != "unknown":
-            gpu += f" (driver {d['cuda_driver_version']})"
-        blas = d.get("openblas_core", "unknown")
-        return f"{cpu}, {gpu}, OpenBLAS {blas}"
+        """One line for humans: 'AMD EPYC x2, no GPU, OpenBLAS Haswell' (templates/words.j2)."""
+        return str(words().machine_label(self.description))
 
 
 @dataclass
@@ -94,6 +86,7 @@ class AddOutcome(NamedTuple):
     run_id: int
     added: bool  # False: this run (machine, commit, date) was already stored; nothing changed
     same_content: bool  # when not added: whether the stored run came from an identical file
+    new_machine: Machine | None = None  # the machine of the run, when this run stored it
 
 
 # Every repetition and every failed or skipped row, by the benchmark's name.
@@ -117,7 +110,7 @@ _MEASURED = (
 )
 
 
-class HistoryStore:
+class HistoryStore(contextlib.AbstractContextManager):
     """An open history database. Use `HistoryStore.open(path)` as a context manager."""
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
@@ -148,9 +141,6 @@ class HistoryStore:
 
     def close(self) -> None:
         self._conn.close()
-
-    def __enter__(self) -> "HistoryStore":
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -221,7 +211,7 @@ class HistoryStore:
 
     def _insert_run(self, r: RunRecord) -> AddOutcome:
         conn = self._conn
-        conn.execute(
+        inserted = conn.execute(
             "INSERT OR IGNORE INTO machines (fingerprint, description) VALUES (?, ?)",
             (r.machine_fingerprint, json.dumps(r.machine_description, sort_keys=True)),
         )
@@ -254,7 +244,8 @@ class HistoryStore:
                 f"VALUES (?, ?{', ?' * (len(frame.columns) - 1)})",
                 [(run_id, ids[name], *rest) for name, *rest in rows],
             )
-        return AddOutcome(run_id, True, True)
+        machine = Machine(machine_id, r.machine_fingerprint, r.machine_description)
+        return AddOutcome(run_id, True, True, machine if inserted.rowcount else None)
 
     def _benchmark_id(self, info: Any) -> int:
         """The id of the benchmark (name, family, manual_time, threads), stored if new."""
@@ -303,6 +294,7 @@ class History:
     """
 
     machines: dict[int, Machine]
+    runs: list[Any]  # of all machines, by date (ties in the order they were added)
     runs_by_machine: dict[int, list[Any]]  # oldest first
     benchmarks: dict[str, Any]  # name -> .family, .manual_time, .threads (NaN when not known)
     # (run id, benchmark) -> [(real_time_s, cpu_time_s or NaN)], one pair per repetition that was
@@ -323,17 +315,18 @@ class History:
         """Everything in the store, or only the benchmarks whose name matches `name_filter`."""
         pattern = re.compile(name_filter or "")  # the empty pattern matches every name
         machines = {m.id: m for m in store.machines()}
-        run_list = store.runs()
-        by_machine = {m: [r for r in run_list if r.machine_id == m] for m in machines}
+        runs = store.runs()
+        by_machine = {m: [r for r in runs if r.machine_id == m] for m in machines}
         every = store.frame("SELECT name, family, manual_time, threads FROM benchmarks")
         benchmarks = {
             b.name: b
             for b in every.itertuples(index=False, name="Benchmark")
             if pattern.search(b.name)
         }
-        samples, failures = store.frame(_SAMPLES), store.frame(_FAILURES)
-        samples = samples[samples["benchmark"].isin(benchmarks)]
-        failures = failures[failures["benchmark"].isin(benchmarks)]
+        samples, failures, measured = (
+            frame[frame["benchmark"].isin(benchmarks)]
+            for frame in map(store.frame, (_SAMPLES, _FAILURES, _MEASURED))
+        )
         # Policy ("history check", disturbed repetition): listed, never judged from.
         left_out = action("history check", DISTURBED_ROW).kind == LIST
         split = samples["disturbed"].eq(1) & left_out
@@ -346,18 +339,12 @@ class History:
         )
         failed = failures.drop_duplicates(["run_id", "benchmark"])
         reasons = dict(zip(zip(failed["run_id"], failed["benchmark"]), failed["reason"]))
-        measured, by_id = store.frame(_MEASURED), {run.id: run for run in run_list}
+        by_id = {run.id: run for run in runs}
         series = {
             key: [by_id[run_id] for run_id in group["id"]]
-            for key, group in measured[measured["benchmark"].isin(benchmarks)].groupby(
-                ["machine_id", "benchmark"]
-            )
+            for key, group in measured.groupby(["machine_id", "benchmark"])
         }
-        return cls(machines, by_machine, benchmarks, times, reasons, series, disturbed)
-
-    @property
-    def run_count(self) -> int:
-        return sum(len(runs) for runs in self.runs_by_machine.values())
+        return cls(machines, runs, by_machine, benchmarks, times, reasons, series, disturbed)
 
     def time_source(self, benchmark: str, time: str) -> str:
         info = self.benchmarks.get(benchmark)
@@ -372,10 +359,3 @@ class History:
         pairs = (self.disturbed if disturbed else self.times).get((run_id, benchmark), [])
         real = self.time_source(benchmark, time) == "real_time"
         return [t for t in (r if real else c for r, c in pairs) if t == t]  # not NaN
-
-    def disturbed_values(self, run_id: int, benchmark: str, time: str) -> list[float]:
-        return self.values(run_id, benchmark, time, disturbed=True)
-
-    def failure(self, run_id: int, benchmark: str) -> str | None:
-        """Why the benchmark has no samples in this run, when the run recorded it as failed."""
-        return self.failures.get((run_id, benchmark))
