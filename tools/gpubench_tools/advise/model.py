@@ -59,12 +59,12 @@ T = TypeVar("T")
 def reference_hint(passed: Sequence[str]) -> str:
     """What to try when a run lacks rows: the committed reference run's files that were not
     passed already (a file counts as passed by its path or its name), or nothing."""
-    given = {Path(p).name for p in passed} | {str(Path(p).resolve()) for p in passed}
-    missing = [
-        path
-        for path in committed_gpu_reference()
-        if Path(path).name not in given and str(Path(path).resolve()) not in given
-    ]
+
+    def names(path: str) -> set[str]:
+        return {Path(path).name, str(Path(path).resolve())}
+
+    given = set().union(*map(names, passed))
+    missing = [path for path in committed_gpu_reference() if names(path).isdisjoint(given)]
     if not missing:
         return "the committed reference run, passed already, has none either"
     return "try the committed reference run: " + " ".join(missing)
@@ -171,16 +171,8 @@ def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
             m = paired.machines.iloc[0]
             # The GPU's own facts (memory, bandwidth, peaks) come from the reference's context.
             gpu_keys = {k: v for k, v in m["gpu_context"].items() if k.startswith("gpu")}
-            runs.append(
-                Run(
-                    _derive(summarize(paired.rows)),
-                    list(m["files"]),
-                    m["gpu"],
-                    m["cpu"],
-                    {**m["context"], **gpu_keys},
-                    reference,
-                )
-            )
+            context, own = {**m["context"], **gpu_keys}, _derive(summarize(paired.rows))
+            runs.append(Run(own, list(m["files"]), m["gpu"], m["cpu"], context, reference))
             warnings += [w for w in paired.said("advise") if w not in warnings]
         return runs, warnings
     runs = [
@@ -248,6 +240,11 @@ def mlp_config_of(row: pd.Series) -> MlpConfig | None:
     return MlpConfig(*numbers, str(row["data"]), int(row["readback"]), str(row["input"]))
 
 
+def verdict(gpu_s: float, cpu_s: float) -> tuple[str, float]:
+    """The faster side, and how many times faster it is."""
+    return ("gpu" if gpu_s < cpu_s else "cpu"), max(gpu_s, cpu_s) / min(gpu_s, cpu_s)
+
+
 @dataclass
 class CpuEstimate:
     threads: int
@@ -280,9 +277,7 @@ class Advice:
         self.compute = self.gpu_lookups[0][2]
         self.gpu_total = sum(self.gpu.values())
         self.cpu_best = min(self.cpu, key=lambda e: e.seconds)
-        cpu_s = self.cpu_best.seconds
-        self.winner = "gpu" if self.gpu_total < cpu_s else "cpu"
-        self.ratio = max(self.gpu_total, cpu_s) / min(self.gpu_total, cpu_s)  # the winner's
+        self.winner, self.ratio = verdict(self.gpu_total, self.cpu_best.seconds)
         self.gpu_extrapolated = any(lk.extrapolated for _, _, lk in self.gpu_lookups)
         self.extrapolated = self.gpu_extrapolated or self.cpu_best.extrapolated
 
@@ -380,10 +375,9 @@ class Advisor:
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
         """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
         self.require_gpu()
-        operands = sum(shape.elements()) * DTYPE_BYTES[dtype]
-        self.require_memory(f"GEMM {shape} ({dtype})", "A, B and C", operands)
-        compute = self.gpu_gemm(shape, dtype)
         a, b, c = (n * DTYPE_BYTES[dtype] for n in shape.elements())
+        self.require_memory(f"GEMM {shape} ({dtype})", "A, B and C", a + b + c)
+        compute = self.gpu_gemm(shape, dtype)
         h2d = d2h = 0.0
         if host != "resident":
             # Two copies in (A and B), one out (C): each pays alpha (timing-method, copies_h2d).
