@@ -119,10 +119,8 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     gemm_cpu, or mlp for an fp32 training row), `mnk` (a tuple on GEMM rows), `threads`,
     `seconds` (one GEMM: the GPU kernel's event time, the CPU's iteration) and the MLP
     configuration columns with the defaults of files that predate them."""
-    s = s.copy()
-    for label in ("host", "probe", "data", "variant", "input", "shape", "precision", "dtype"):
-        if label not in s:
-            s[label] = None
+    labels = ("host", "probe", "data", "variant", "input", "shape", "precision", "dtype")
+    s = s.assign(**{label: None for label in labels if label not in s})
     for counter in ("m", "n", "k", "flop", "t_compute", "t_wall", "t_step", "batch", "hidden"):
         s[counter] = num(s, counter)
     gpu, matmul = s["backend"] == "gpu", (s["workload"] == GEMM_WORKLOAD) & s["probe"].isna()
@@ -134,10 +132,8 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     mlp = (s["workload"] == ADVISED_MLP["workload"]) & (s["precision"].fillna("fp32") == "fp32")
     s.loc[mlp, "kind"] = "mlp"
     is_gemm = s["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
-    s["mnk"] = None
-    s.loc[is_gemm, "mnk"] = pd.Series(
-        list(zip(*(s.loc[is_gemm, c].astype(int) for c in "mnk"))), index=s.index[is_gemm]
-    )
+    mnk = zip(is_gemm, s["m"], s["n"], s["k"])
+    s["mnk"] = [tuple(int(x) for x in v) if gemm else None for gemm, *v in mnk]
     s["shape"] = s["shape"].fillna("square")
     s["dtype"] = s["dtype"].fillna("fp32")
     # OpenBLAS threads of a CPU row (`blas_threads`; older files named it `threads`).

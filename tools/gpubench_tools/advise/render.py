@@ -4,6 +4,7 @@ templates/ (the numbers computed here and passed in), or JSON built from the sam
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from functools import cache
 from typing import Any
 
@@ -244,8 +245,8 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
     measured and the typical error of such answers."""
     r, mg, best = adv.request, adv.measured_gpu, adv.cpu_best
     if isinstance(r, GemmShape):
-        request = dict(kind="gemm", m=r.m, n=r.n, k=r.k, flop=r.flop, dtype=adv.dtype)
-        request.update(host=adv.host, cpu_dtype=adv.cpu_dtype)
+        request = dict(kind="gemm", **asdict(r), flop=r.flop, dtype=adv.dtype, host=adv.host)
+        request.update(cpu_dtype=adv.cpu_dtype)
         gpu = {"compute": _lookup_json(adv.compute, r)}
         measured: dict[str, Any] = {"gpu": None, "cpu": _rows_json(adv.measured_cpu, "seconds")}
         if mg is not None:
@@ -254,8 +255,7 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
             measured["gpu"].update({k: float(mg[k]) for k in finite})
         accuracy = REPORTED_ACCURACY["gemm_e2e"]
     else:
-        request = dict(kind="mlp", batch=r.batch, hidden=r.hidden, layers=r.layers, data=r.data)
-        request.update(readback=r.readback, input=r.input, widths=r.widths, flop_per_step=r.flop)
+        request = dict(kind="mlp", **asdict(r), widths=r.widths, flop_per_step=r.flop)
         request.update(kernels_per_step=r.kernels_per_step)
         gpu = {"products": _products_json(adv.gpu_lookups)}
         measured = {"gpu_eager": None, "cpu": _rows_json(adv.measured_cpu, "seconds_per_step")}
