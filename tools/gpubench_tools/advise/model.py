@@ -300,8 +300,11 @@ class Advisor:
             raise AdviseError(f"{self.run.name} has no {what}; {reference_hint(self.run.passed)}")
         return value
 
-    def _dtypes(self, backend: str) -> str:
-        return ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
+    def _gemm_rows(self, backend: str, what: str, dtype: str) -> str:
+        """The GEMM rows of `dtype` a curve needs, by name, and the dtypes the run has."""
+        has = ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
+        names = GEMM_ROW_NAMES[backend].format(dtype=dtype)
+        return f"{what} GEMM rows for {dtype} ({names}; it has: {has})"
 
     def require_gpu(self) -> None:
         if not self.run.has_gpu:
@@ -333,8 +336,7 @@ class Advisor:
     def gpu_gemm(self, shape: GemmShape, dtype: str) -> Lookup:
         self.require_gpu()
         lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
-        rows = f"kernel-only GPU GEMM rows for {dtype} ({GEMM_ROW_NAMES['gpu'].format(dtype=dtype)}"
-        lk = self._need(lk, f"{rows}; it has: {self._dtypes('gpu')})")
+        lk = self._need(lk, self._gemm_rows("gpu", "kernel-only GPU", dtype))
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
@@ -347,8 +349,7 @@ class Advisor:
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
-        rows = f"CPU GEMM rows for {dtype} ({GEMM_ROW_NAMES['cpu'].format(dtype=dtype)}"
-        threads = self._need(threads or None, f"{rows}; it has: {self._dtypes('cpu')})")
+        threads = self._need(threads or None, self._gemm_rows("cpu", "CPU", dtype))
         ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
         estimates = []
         for t in threads:
