@@ -99,10 +99,6 @@ def parse_mlp(text: str) -> MlpConfig:
     return MlpConfig(batch, width, layers or 1, data, number("readback", READBACK), source)
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    return _parser().parse_args(argv)
-
-
 def _parser() -> argparse.ArgumentParser:
     """The command line, as data (tests walk it)."""
     parser = ArgumentParser(
@@ -147,10 +143,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _answers(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[str]]:
     """(text, JSON object) for every machine in the input, and the warnings."""
-    if args.dtype not in DTYPES:
-        raise AdviseError(f"unknown dtype '{args.dtype}': choose one of {', '.join(DTYPES)}")
-    if args.host not in HOSTS:
-        raise AdviseError(f"unknown --host '{args.host}': choose one of {', '.join(HOSTS)}")
+    for option, value, known in (("dtype", args.dtype, DTYPES), ("--host", args.host, HOSTS)):
+        if value not in known:
+            raise AdviseError(f"unknown {option} '{value}': choose one of {', '.join(known)}")
     shape = parse_gemm(args.gemm) if args.gemm is not None else None
     config = parse_mlp(args.mlp) if args.mlp is not None else None
     runs, warnings = load_runs(args.inputs)
@@ -174,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         answers, warnings = _answers(args)
     except (AdviseError, BenchJsonError) as exc:

@@ -126,13 +126,12 @@ def lookup(rows: pd.DataFrame | None, shape: GemmShape) -> Lookup | None:
     best = np.lexsort((family, dist, ~spans))[0]
     curve = family == family[best]
     seconds_at, where = _read(mnk[curve], flop[curve], seconds[curve], shape)
-    threads = int(rows["threads"].iat[0])
     return Lookup(
         seconds=seconds_at,
         backend=str(rows["backend"].iat[0]),
         dtype=str(rows["dtype"].iat[0]),
         family=str(families[family[best]]),
-        threads=threads or None,
+        threads=int(rows["threads"].iat[0]) or None,
         where=where,
         flop_range=(float(flop[curve].min()), float(flop[curve].max())),
         nearest=GemmShape(*(int(x) for x in mnk[best])),

@@ -57,8 +57,7 @@ class LooClass:
         self.bias = _percentile(error, 50)  # the median signed error: > 0 predicts too slow
         both = self.cases.dropna(subset=["predicted_winner", "measured_winner"])
         right = both["predicted_winner"] == both["measured_winner"]
-        self.winner_rows = len(both)
-        self.winner_agreement = float(right.mean()) if len(both) else math.nan
+        self.winner_rows, self.winner_agreement = len(both), float(right.mean())
 
     def summary(self) -> dict[str, float | int | None]:
         """The numbers, None where there is none (JSON has no NaN)."""

@@ -59,12 +59,12 @@ T = TypeVar("T")
 def reference_hint(passed: Sequence[str]) -> str:
     """What to try when a run lacks rows: the committed reference run's files that were not
     passed already (a file counts as passed by its path or its name), or nothing."""
-    given = {Path(p).name for p in passed} | {str(Path(p).resolve()) for p in passed}
-    missing = [
-        path
-        for path in committed_gpu_reference()
-        if Path(path).name not in given and str(Path(path).resolve()) not in given
-    ]
+
+    def names(path: str) -> set[str]:
+        return {Path(path).name, str(Path(path).resolve())}
+
+    given = set().union(*map(names, passed))
+    missing = [path for path in committed_gpu_reference() if names(path).isdisjoint(given)]
     if not missing:
         return "the committed reference run, passed already, has none either"
     return "try the committed reference run: " + " ".join(missing)
@@ -119,10 +119,8 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     gemm_cpu, or mlp for an fp32 training row), `mnk` (a tuple on GEMM rows), `threads`,
     `seconds` (one GEMM: the GPU kernel's event time, the CPU's iteration) and the MLP
     configuration columns with the defaults of files that predate them."""
-    s = s.copy()
-    for label in ("host", "probe", "data", "variant", "input", "shape", "precision", "dtype"):
-        if label not in s:
-            s[label] = None
+    labels = ("host", "probe", "data", "variant", "input", "shape", "precision", "dtype")
+    s = s.assign(**{label: None for label in labels if label not in s})
     for counter in ("m", "n", "k", "flop", "t_compute", "t_wall", "t_step", "batch", "hidden"):
         s[counter] = num(s, counter)
     gpu, matmul = s["backend"] == "gpu", (s["workload"] == GEMM_WORKLOAD) & s["probe"].isna()
@@ -134,10 +132,8 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     mlp = (s["workload"] == ADVISED_MLP["workload"]) & (s["precision"].fillna("fp32") == "fp32")
     s.loc[mlp, "kind"] = "mlp"
     is_gemm = s["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
-    s["mnk"] = None
-    s.loc[is_gemm, "mnk"] = pd.Series(
-        list(zip(*(s.loc[is_gemm, c].astype(int) for c in "mnk"))), index=s.index[is_gemm]
-    )
+    mnk = zip(is_gemm, s["m"], s["n"], s["k"])
+    s["mnk"] = [tuple(int(x) for x in v) if gemm else None for gemm, *v in mnk]
     s["shape"] = s["shape"].fillna("square")
     s["dtype"] = s["dtype"].fillna("fp32")
     # OpenBLAS threads of a CPU row (`blas_threads`; older files named it `threads`).
@@ -171,16 +167,8 @@ def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
             m = paired.machines.iloc[0]
             # The GPU's own facts (memory, bandwidth, peaks) come from the reference's context.
             gpu_keys = {k: v for k, v in m["gpu_context"].items() if k.startswith("gpu")}
-            runs.append(
-                Run(
-                    _derive(summarize(paired.rows)),
-                    list(m["files"]),
-                    m["gpu"],
-                    m["cpu"],
-                    {**m["context"], **gpu_keys},
-                    reference,
-                )
-            )
+            context, own = {**m["context"], **gpu_keys}, _derive(summarize(paired.rows))
+            runs.append(Run(own, list(m["files"]), m["gpu"], m["cpu"], context, reference))
             warnings += [w for w in paired.said("advise") if w not in warnings]
         return runs, warnings
     runs = [
@@ -248,6 +236,11 @@ def mlp_config_of(row: pd.Series) -> MlpConfig | None:
     return MlpConfig(*numbers, str(row["data"]), int(row["readback"]), str(row["input"]))
 
 
+def verdict(gpu_s: float, cpu_s: float) -> tuple[str, float]:
+    """The faster side, and how many times faster it is."""
+    return ("gpu" if gpu_s < cpu_s else "cpu"), max(gpu_s, cpu_s) / min(gpu_s, cpu_s)
+
+
 @dataclass
 class CpuEstimate:
     threads: int
@@ -280,9 +273,7 @@ class Advice:
         self.compute = self.gpu_lookups[0][2]
         self.gpu_total = sum(self.gpu.values())
         self.cpu_best = min(self.cpu, key=lambda e: e.seconds)
-        cpu_s = self.cpu_best.seconds
-        self.winner = "gpu" if self.gpu_total < cpu_s else "cpu"
-        self.ratio = max(self.gpu_total, cpu_s) / min(self.gpu_total, cpu_s)  # the winner's
+        self.winner, self.ratio = verdict(self.gpu_total, self.cpu_best.seconds)
         self.gpu_extrapolated = any(lk.extrapolated for _, _, lk in self.gpu_lookups)
         self.extrapolated = self.gpu_extrapolated or self.cpu_best.extrapolated
 
@@ -309,8 +300,11 @@ class Advisor:
             raise AdviseError(f"{self.run.name} has no {what}; {reference_hint(self.run.passed)}")
         return value
 
-    def _dtypes(self, backend: str) -> str:
-        return ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
+    def _gemm_rows(self, backend: str, what: str, dtype: str) -> str:
+        """The GEMM rows of `dtype` a curve needs, by name, and the dtypes the run has."""
+        has = ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
+        names = GEMM_ROW_NAMES[backend].format(dtype=dtype)
+        return f"{what} GEMM rows for {dtype} ({names}; it has: {has})"
 
     def require_gpu(self) -> None:
         if not self.run.has_gpu:
@@ -342,8 +336,7 @@ class Advisor:
     def gpu_gemm(self, shape: GemmShape, dtype: str) -> Lookup:
         self.require_gpu()
         lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
-        rows = f"kernel-only GPU GEMM rows for {dtype} ({GEMM_ROW_NAMES['gpu'].format(dtype=dtype)}"
-        lk = self._need(lk, f"{rows}; it has: {self._dtypes('gpu')})")
+        lk = self._need(lk, self._gemm_rows("gpu", "kernel-only GPU", dtype))
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
@@ -356,8 +349,7 @@ class Advisor:
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
-        rows = f"CPU GEMM rows for {dtype} ({GEMM_ROW_NAMES['cpu'].format(dtype=dtype)}"
-        threads = self._need(threads or None, f"{rows}; it has: {self._dtypes('cpu')})")
+        threads = self._need(threads or None, self._gemm_rows("cpu", "CPU", dtype))
         ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
         estimates = []
         for t in threads:
@@ -380,10 +372,9 @@ class Advisor:
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
         """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
         self.require_gpu()
-        operands = sum(shape.elements()) * DTYPE_BYTES[dtype]
-        self.require_memory(f"GEMM {shape} ({dtype})", "A, B and C", operands)
-        compute = self.gpu_gemm(shape, dtype)
         a, b, c = (n * DTYPE_BYTES[dtype] for n in shape.elements())
+        self.require_memory(f"GEMM {shape} ({dtype})", "A, B and C", a + b + c)
+        compute = self.gpu_gemm(shape, dtype)
         h2d = d2h = 0.0
         if host != "resident":
             # Two copies in (A and B), one out (C): each pays alpha (timing-method, copies_h2d).

@@ -4,6 +4,7 @@ templates/ (the numbers computed here and passed in), or JSON built from the sam
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from functools import cache
 from typing import Any
 
@@ -15,7 +16,7 @@ from ..templating import environment
 from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 from .curves import GemmShape, Lookup
 from .loo import REPORTED_ACCURACY, LooReport
-from .model import DTYPE_BYTES, Advice, Advisor
+from .model import DTYPE_BYTES, Advice, Advisor, verdict
 
 MARK = " *"  # a predicted time that was extrapolated
 GEMM_MEASURED = ("t_wall", "t_h2d", "t_compute", "t_d2h", "t_overhead")
@@ -82,29 +83,28 @@ def _measured(row: pd.Series | None, key: str, fallback: bool = True) -> float:
     return float(v) if pd.notna(v) else math.nan
 
 
-def _headline(
-    adv: Advice,
-    gpu_measured: float,
-    cpu_measured: dict[int, float],
-    predicted_cpu: dict[int, float],
-) -> dict[str, Any]:
+def _headline(adv: Advice) -> dict[str, Any]:
     """What the answer leads with: each side measured where the run measured this very request
     (the same quantity: end to end for a GEMM with copies, the eager step for an MLP), else
-    predicted; the winner and ratio of those two times."""
-    if math.isfinite(gpu_measured):
-        gpu = {"seconds": gpu_measured, "source": "measured", "predicted": adv.gpu_total}
-    else:
-        gpu = {"seconds": adv.gpu_total, "source": "predicted", "predicted": adv.gpu_total}
+    predicted; the winner and ratio of those two times. A GEMM's kernel-only row (the resident
+    case) lacks the launch and sync, so the prediction leads there."""
+    mg, (cpu_measured, cpu_predicted) = adv.measured_gpu, _cpu_sides(adv)
+    gemm = isinstance(adv.request, GemmShape)
+    gpu_s = _measured(mg, "t_wall" if gemm else "t_step")
+    if gemm and (mg is None or mg["kind"] != "gemm_e2e"):
+        gpu_s = math.nan
+    gpu = {"seconds": gpu_s, "source": "measured", "predicted": adv.gpu_total}
+    if not math.isfinite(gpu_s):
+        gpu.update(seconds=adv.gpu_total, source="predicted")
     if cpu_measured:
         seconds, threads = min((v, k) for k, v in cpu_measured.items())
         cpu = {"seconds": seconds, "threads": threads, "source": "measured"}
-        cpu["predicted"] = predicted_cpu.get(threads)  # None: no curve at that thread count
+        cpu["predicted"] = cpu_predicted.get(threads)  # None: no curve at that thread count
     else:
         best = adv.cpu_best
         cpu = {"seconds": best.seconds, "threads": best.threads, "source": "predicted"}
         cpu["predicted"] = best.seconds
-    winner = "gpu" if gpu["seconds"] < cpu["seconds"] else "cpu"
-    ratio = max(gpu["seconds"], cpu["seconds"]) / min(gpu["seconds"], cpu["seconds"])
+    winner, ratio = verdict(gpu["seconds"], cpu["seconds"])
     return {"gpu": gpu, "cpu": cpu, "winner": winner, "ratio": ratio}
 
 
@@ -133,32 +133,25 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
     if not isinstance(adv.request, GemmShape):
         return _mlp_text(advisor, adv)
     s, g, mg = adv.request, adv.gpu, adv.measured_gpu
-    resident = adv.host == "resident"
-    total = adv.gpu_total
-    parts = {"copies": g["h2d"] + g["d2h"], "compute": g["compute"]}
-    parts["overhead"] = g["launch"] + g["sync"]
+    resident, overhead = adv.host == "resident", g["launch"] + g["sync"]
+    parts = {"copies": g["h2d"] + g["d2h"], "compute": g["compute"], "overhead": overhead}
     if resident:
         del parts["copies"]
     mcpu, _ = _cpu_sides(adv)
     e2e = mg is not None and mg["kind"] == "gemm_e2e"
     measured = {k: _measured(mg, k) for k in GEMM_MEASURED}
-    headline = _headline_of(adv)
-    differs = None
-    if e2e:
-        differs = _differs_most(
-            [("copies to the GPU", g["h2d"], measured["t_h2d"]),
+    pairs = [("copies to the GPU", g["h2d"], measured["t_h2d"]),
              ("compute", g["compute"], measured["t_compute"]),
              ("copy back", g["d2h"], measured["t_d2h"]),
-             ("launch and sync", g["launch"] + g["sync"], measured["t_overhead"])]
-        )  # fmt: skip
+             ("launch and sync", overhead, measured["t_overhead"])]  # fmt: skip
     return _render(
         "gemm.txt.j2",
-        headline=headline,
-        differs=differs,
+        headline=_headline(adv),
+        differs=_differs_most(pairs) if e2e else None,
         run=advisor.run,
         a=adv,
         resident=resident,
-        share={k: v / total for k, v in parts.items()},
+        share={k: v / adv.gpu_total for k, v in parts.items()},
         top=max(parts, key=lambda k: parts[k]),
         achieved_flops=s.flop / g["compute"] if g["compute"] > 0 else None,
         h2d=None if resident else advisor.overhead.copies[("h2d", adv.host)],
@@ -180,37 +173,23 @@ def _cpu_sides(adv: Advice) -> tuple[dict[int, float], dict[int, float]]:
     return measured, {e.threads: e.seconds for e in adv.cpu}
 
 
-def _headline_of(adv: Advice) -> dict[str, Any]:
-    """The headline of a GEMM or an MLP answer. A GEMM's end-to-end row is the predicted
-    quantity; a kernel-only row (the resident case) lacks the launch and sync, so the prediction
-    leads there. An MLP's is the eager step."""
-    mg = adv.measured_gpu
-    if isinstance(adv.request, GemmShape):
-        gpu = _measured(mg, "t_wall") if mg is not None and mg["kind"] == "gemm_e2e" else math.nan
-    else:
-        gpu = _measured(mg, "t_step")
-    return _headline(adv, gpu, *_cpu_sides(adv))
-
-
 def _mlp_text(advisor: Advisor, adv: Advice) -> str:
     g, mg = adv.gpu, adv.measured_gpu
     mcpu, predicted = _cpu_sides(adv)
-    differs = None
-    if mg is not None:
-        overhead = g["launch"] + g.get("loss readback", 0.0)
-        pairs = [("compute", g["layer products"] + g["element-wise"], _per_step(mg, "t_compute")),
-                 ("launch and sync", overhead, _per_step(mg, "t_overhead"))]  # fmt: skip
-        if "input copy" in g:
-            pairs.append(("input copy", g["input copy"], _per_step(mg, "t_h2d")))
-        differs = _differs_most(pairs)
+    # Without a measured row every measured part is NaN, and no part differs.
+    overhead = g["launch"] + g.get("loss readback", 0.0)
+    pairs = [("compute", g["layer products"] + g["element-wise"], _per_step(mg, "t_compute")),
+             ("launch and sync", overhead, _per_step(mg, "t_overhead"))]  # fmt: skip
+    if "input copy" in g:
+        pairs.append(("input copy", g["input copy"], _per_step(mg, "t_h2d")))
 
     def extrapolated(lookups: list[tuple[str, GemmShape, Lookup]]) -> list[str]:
         return [f"{what} ({s})" for what, s, lk in lookups if lk.extrapolated]
 
     return _render(
         "mlp.txt.j2",
-        headline=_headline_of(adv),
-        differs=differs,
+        headline=_headline(adv),
+        differs=_differs_most(pairs),
         run=advisor.run,
         a=adv,
         share={k: v / adv.gpu_total for k, v in g.items()},
@@ -239,9 +218,8 @@ def _lookup_json(lk: Lookup, shape: GemmShape) -> dict[str, Any]:
     curve.update(flop_range=list(lk.flop_range), nearest_measured_shape=list(lk.nearest.mnk))
     doc = dict(shape=list(shape.mnk), flop=shape.flop, seconds=lk.seconds)
     doc.update(flop_per_s=shape.flop / lk.seconds, curve=curve, where=lk.where)
-    return dict(
-        doc, extrapolated=lk.extrapolated, unlike_measured=lk.unlike_measured, floor=lk.floor
-    )
+    doc.update(extrapolated=lk.extrapolated, unlike_measured=lk.unlike_measured, floor=lk.floor)
+    return doc
 
 
 def _products_json(lookups: list[tuple[str, GemmShape, Lookup]]) -> list[dict[str, Any]]:
@@ -267,8 +245,8 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
     measured and the typical error of such answers."""
     r, mg, best = adv.request, adv.measured_gpu, adv.cpu_best
     if isinstance(r, GemmShape):
-        request = dict(kind="gemm", m=r.m, n=r.n, k=r.k, flop=r.flop, dtype=adv.dtype)
-        request.update(host=adv.host, cpu_dtype=adv.cpu_dtype)
+        request = dict(kind="gemm", **asdict(r), flop=r.flop, dtype=adv.dtype, host=adv.host)
+        request.update(cpu_dtype=adv.cpu_dtype)
         gpu = {"compute": _lookup_json(adv.compute, r)}
         measured: dict[str, Any] = {"gpu": None, "cpu": _rows_json(adv.measured_cpu, "seconds")}
         if mg is not None:
@@ -277,16 +255,15 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
             measured["gpu"].update({k: float(mg[k]) for k in finite})
         accuracy = REPORTED_ACCURACY["gemm_e2e"]
     else:
-        request = dict(kind="mlp", batch=r.batch, hidden=r.hidden, layers=r.layers, data=r.data)
-        request.update(readback=r.readback, input=r.input, widths=r.widths, flop_per_step=r.flop)
+        request = dict(kind="mlp", **asdict(r), widths=r.widths, flop_per_step=r.flop)
         request.update(kernels_per_step=r.kernels_per_step)
         gpu = {"products": _products_json(adv.gpu_lookups)}
-        eager = (
-            None
-            if mg is None
-            else {"run_name": mg["name"], "seconds_per_step": float(mg["t_step"])}
-        )
-        measured = {"gpu_eager": eager, "cpu": _rows_json(adv.measured_cpu, "seconds_per_step")}
+        measured = {"gpu_eager": None, "cpu": _rows_json(adv.measured_cpu, "seconds_per_step")}
+        if mg is not None:
+            measured["gpu_eager"] = {
+                "run_name": mg["name"],
+                "seconds_per_step": float(mg["t_step"]),
+            }
         measured["other"] = _rows_json(adv.measured_other, "seconds_per_step", threads=False)
         accuracy = REPORTED_ACCURACY["mlp_eager"]
     by_threads = [
@@ -297,7 +274,7 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
     return {
         "machine": _machine_json(advisor),
         "request": request,
-        "headline": _headline_of(adv),
+        "headline": _headline(adv),
         "winner": adv.winner,
         "ratio": adv.ratio,
         "extrapolated": adv.extrapolated,

@@ -67,10 +67,6 @@ def _gate_of(path: str | None) -> str | None:
         return None
     line = doc.get("gate") or doc.get("error") if isinstance(doc, dict) else None
     return str(line) if line else None
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError:
-        return ""
 
 
 def render_markdown(timing: int, instructions: int | None, timing_md: str, instr_md: str) -> str:
@@ -93,10 +89,8 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     timing, instructions = args.timing_exit, args.instructions_exit
     code = output.decide(combined_exit(timing, instructions))
-    for lane, path in (
-        ("timing lane", args.timing_json),
-        ("instruction lane", args.instructions_json),
-    ):
+    lanes = (("timing lane", args.timing_json), ("instruction lane", args.instructions_json))
+    for lane, path in lanes:
         line = _gate_of(path)
         if line:
             output.say(f"{lane}: {line}")

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -84,10 +84,6 @@ def valgrind_command(
     ]
 
 
-def side_environment(coretype: str) -> dict[str, str]:
-    return {**os.environ, "OPENBLAS_CORETYPE": coretype, "CUDA_VISIBLE_DEVICES": ""}
-
-
 def _openblas_core(side_dir: Path) -> str:
     """The OpenBLAS kernels a side's bench ran (its JSON's context); a JSON that is not a bench
     file leaves them unnamed (policy: the dumps are judged all the same)."""
@@ -113,20 +109,17 @@ def judge_dirs(base_dir: Path, contender_dir: Path, rules: InstructionRules) -> 
         frames[side] = per_iteration(dumped)
         regions[side] = len(dumped)
         cores[side] = _openblas_core(folder)
-    why = ""
     empty = [side for side in SIDES if frames[side].empty]
     if empty:
-        code = action("instructions", NOTHING_MEASURED).exit_code or EXIT_UNUSABLE
-        verdicts = pd.DataFrame(columns=VERDICT_COLUMNS)
         why = (
             f"the {' and the '.join(empty)} dumped no single-threaded instruction region "
             "(a bench built without valgrind/callgrind.h or before the regions existed, or a "
             "filter with no single-threaded CPU row)"
         )
-    else:
-        verdicts = judge_counts(frames[BASE], frames[CONTENDER], rules)
-        code = lane_exit(verdicts, len(frames[BASE]), len(frames[CONTENDER]))
-    return LaneResult(code, rules, verdicts, why, cores, regions)
+        return _not_counted(why, rules, NOTHING_MEASURED, openblas=cores, regions=regions)
+    verdicts = judge_counts(frames[BASE], frames[CONTENDER], rules)
+    code = lane_exit(verdicts, len(frames[BASE]), len(frames[CONTENDER]))
+    return LaneResult(code, rules, verdicts, "", cores, regions)
 
 
 def _executable(path: str, what: str) -> list[str]:
@@ -158,10 +151,8 @@ def run_sides(
             shutil.rmtree(side_dir)
         side_dir.mkdir(parents=True)
         log = open(side_dir / "valgrind.log", "w", encoding="utf-8")
-        procs[side] = (
-            subprocess.Popen(commands[side], stdout=log, stderr=subprocess.STDOUT, env=env),
-            log,
-        )
+        proc = subprocess.Popen(commands[side], stdout=log, stderr=subprocess.STDOUT, env=env)
+        procs[side] = proc, log
     deadline = time.monotonic() + timeout_s
     problems = []
     for side, (proc, log) in procs.items():
@@ -177,7 +168,7 @@ def run_sides(
         elif code != 0:
             problems.append(
                 f"the {side} exited with status {code} under Valgrind: "
-                f"{_last_line(out_dir / side / 'valgrind.log')} (log {out_dir / side / 'valgrind.log'})"
+                f"{_last_line(Path(log.name))} (log {log.name})"
             )
     return "; ".join(problems) or None
 
@@ -212,11 +203,14 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _not_counted(why: str, rules: InstructionRules) -> LaneResult:
-    """Exit 2 with the reason: no valgrind, or a side that did not finish under it (policy: a
-    cut-off or interrupted run is not counted)."""
-    code = action("instructions", CUT_OFF).exit_code or EXIT_UNUSABLE
-    return LaneResult(code, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why)
+def _not_counted(
+    why: str, rules: InstructionRules, situation: str = CUT_OFF, **measured: dict[str, Any]
+) -> LaneResult:
+    """Exit 2 with the reason: no valgrind, a side that did not finish under it (policy: a
+    cut-off or interrupted run is not counted), or a side that dumped no region (policy:
+    nothing measured)."""
+    code = action("instructions", situation).exit_code or EXIT_UNUSABLE
+    return LaneResult(code, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why, **measured)
 
 
 def _judge(args: argparse.Namespace) -> LaneResult:
@@ -244,7 +238,8 @@ def _judge(args: argparse.Namespace) -> LaneResult:
         side: valgrind_command(valgrind, out_dir / side, benches[side], args.filter)
         for side in SIDES
     }
-    problem = run_sides(commands, out_dir, side_environment(args.openblas_coretype), args.timeout)
+    env = {**os.environ, "OPENBLAS_CORETYPE": args.openblas_coretype, "CUDA_VISIBLE_DEVICES": ""}
+    problem = run_sides(commands, out_dir, env, args.timeout)
     if problem is not None:
         return _not_counted(problem, rules)
     result = judge_dirs(out_dir / BASE, out_dir / CONTENDER, rules)
@@ -257,14 +252,8 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     result = _judge(args)
     code = output.decide(result.exit_code)
     output.say(*render_terminal(result).splitlines())
-    output.write_after_verdict(
-        prog,
-        code,
-        args.markdown,
-        lambda: render_markdown(result),
-        args.json,
-        lambda: as_dict(result),
-    )
+    markdown, doc = (lambda: render_markdown(result)), (lambda: as_dict(result))
+    output.write_after_verdict(prog, code, args.markdown, markdown, args.json, doc)
     return code
 
 

@@ -92,11 +92,10 @@ def render_markdown(result: LaneResult) -> str:
     out = [f"**{md_text(lane_line(result))}**", "", md_text(_header(result)) + "."]
     if len(result.verdicts):
         out += ["", "| verdict | benchmark | instructions per iteration, base → contender |"]
-        out.append("|---|---|---|")
-        for row in result.verdicts.itertuples(index=False):
-            out.append(
-                f"| {md_text(row.verdict.upper())} | {md_code(row.name)} | {md_text(describe(row))} |"
-            )
+        out += ["|---|---|---|"] + [
+            f"| {md_text(r.verdict.upper())} | {md_code(r.name)} | {md_text(describe(r))} |"
+            for r in result.verdicts.itertuples(index=False)
+        ]
     return "\n".join(out) + "\n"
 
 
