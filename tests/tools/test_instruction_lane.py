@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from conftest import REPO, bench_binary
 from gpubench_tools.instructions import combine
 from gpubench_tools.instructions.counts import per_iteration, single_threaded
 from gpubench_tools.instructions.dumps import DumpError, parse_dump, read_dumps
@@ -35,7 +35,7 @@ from gpubench_tools.instructions.lane import valgrind_command
 DUMPS = Path(__file__).resolve().parent / "fixtures" / "callgrind"
 GEMM64 = "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1"
 IRIS = "mlp/cpu/small/data:iris/batch:120/hidden:10/readback:1/threads:1"
-BENCH = REPO / "build" / "benchmarks" / "bench"
+BENCH = bench_binary()  # GPUBENCH_BENCH, as scripts/test.sh sets it, else build/
 
 
 # ---- the dump reader, on dumps callgrind 3.19 wrote for bench -----------------------------------
