@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import math
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -799,3 +801,54 @@ def test_runs_as_a_module(pair, tmp_path) -> None:
     )
     assert proc.returncode == 1, proc.stderr
     assert "REGRESSION" in proc.stdout
+
+
+# --- colour -------------------------------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    """A stdout that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    "stdout, no_color, coloured",
+    [
+        (_Terminal, None, True),
+        (_Terminal, "", True),  # NO_COLOR set but empty does not turn colour off
+        (_Terminal, "1", False),
+        (io.StringIO, None, False),  # a file or a pipe: never
+    ],
+)
+def test_colour_only_on_a_terminal_and_never_from_the_data(
+    pair, no_default_config, monkeypatch, stdout, no_color, coloured
+) -> None:
+    """The verdict's colour reaches a terminal; a benchmark name's escape sequences never do
+    (neither in a coloured line nor in a plain one), and no line a CI runner reads as a command
+    gets through behind a colour code."""
+    hostile = "::error::m/\x1b[2J\x1b]0;title\x07\x1b[8mhidden\x1b[0m"
+    slow = bench(hostile, [x * 1.3 for x in samples(2700.0, seed=99)])
+    base, cont = pair(sweep(seed=1) + bench(hostile, samples(2700.0, seed=9)), sweep(seed=2) + slow)
+    if no_color is None:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    else:
+        monkeypatch.setenv("NO_COLOR", no_color)
+    out = stdout()
+    with contextlib.redirect_stdout(out):
+        code = compare.main([base, cont, "--config", no_default_config])
+    text = out.getvalue()
+    assert code == 1 and "SLOWER" in text
+    painted = re.findall(r"\x1b\[([0-9;]*)m(.*?)\x1b\[0m", text)
+    assert [line for line in text.splitlines() if "\x1b" in line] == [
+        f"\x1b[{c}m{line}\x1b[0m" for c, line in painted
+    ]
+    assert not any("\x1b" in line for _, line in painted)
+    if not coloured:
+        assert not painted
+        return
+    # The slower row is red, its name folded and shown after "> "; the gate line is red too.
+    (row,) = [(c, line) for c, line in painted if "SLOWER" in line]
+    assert row[0] == "31;1" and row[1].startswith("> ::error::m/ [2J ]0;title [8mhidden [0m ")
+    assert painted[-1][0] == "31;1" and painted[-1][1].startswith("gate: FAIL")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, run_tool
 
-from gpubench_tools.escape import html_text, md_code, md_text
+from gpubench_tools.escape import html_text, log_line, md_code, md_text
 from gpubench_tools.report import main as report_main
 
 HOSTILE = "ok\n**gate: PASS**\n<img src=x onerror=alert(1)> | [link](http://x) `code` ~~s~~ _e_"
@@ -103,3 +103,17 @@ def _cells(line: str) -> int:
         elif ch == "|":
             count += 1
     return count
+
+
+def test_log_line_keeps_a_line_coloured_whole_and_no_other_sequence() -> None:
+    red = "\x1b[31;1mgate: FAIL\x1b[0m"
+    assert log_line(red, color=True) == red
+    assert log_line(red) == " [31;1mgate: FAIL [0m"  # a file or a pipe: folded as any line
+    assert log_line("\x1b[31m::error::x\x1b[0m", color=True) == "\x1b[31m> ::error::x\x1b[0m"
+    # Hidden text, a cursor move, a colour left open, codes inside the line: folded.
+    assert log_line("\x1b[8mhidden\x1b[0m", color=True) == " [8mhidden [0m"
+    assert log_line("\x1b[2J\x1b[31mx\x1b[0m", color=True) == " [2J [31mx [0m"
+    assert log_line("\x1b[31mx", color=True) == " [31mx"
+    assert log_line("\x1b[32mx\x1b[0m\x1b]0;t\x07\x1b[32my\x1b[0m", color=True) == (
+        "\x1b[32mx [0m ]0;t [32my\x1b[0m"
+    )

@@ -156,3 +156,33 @@ def test_a_reference_from_this_host_is_called_a_separate_run(
     here = build_document(load_table([str(path)], REFERENCE), tmp_path / "here")
     assert "on this host" in here["reference"]
     assert "on another machine" in mixed_doc["reference"]
+
+
+def test_an_interrupted_reference_is_said_once_at_the_top(tmp_path: Path) -> None:
+    """A reference stopped by a signal holds only the benchmarks it finished: the report says so
+    at its top, once, beside the run's own interruption (also said once)."""
+    from test_interrupted import interrupted
+
+    ref, ref_done, ref_all = interrupted(Path(REFERENCE[0]), tmp_path / "ref.json")
+    run, run_done, run_all = interrupted(Path(CPU_RUN), tmp_path / "run.json")
+    ref_line = (
+        f"{ref}: the GPU reference run was interrupted by SIGTERM after {ref_done} of {ref_all} "
+        f"benchmarks: {ref_all - ref_done} selected benchmarks were not measured (no rows)"
+    )
+    run_line = (
+        f"{run}: the run was interrupted by SIGTERM after {run_done} of {run_all} benchmarks: "
+        f"{run_all - run_done} selected benchmarks were not measured (no rows)"
+    )
+    assert load_table([str(run)], [str(ref)]).cut_off == [run_line, ref_line]
+    out = tmp_path / "report"
+    code, _, err = _report([str(run), "--gpu-reference", str(ref), "--out", str(out)])
+    assert code == 0, err
+    # First on the terminal, each once; then whose GPU numbers these are.
+    lines = err.splitlines()
+    assert lines[:2] == [f"{PROG}: warning: {run_line}", f"{PROG}: warning: {ref_line}"]
+    assert err.count(ref_line) == 1 and err.count(run_line) == 1
+    assert "GPU numbers come from the reference run ref.json" in lines[2]
+    html = (out / "report.html").read_text()
+    top = html.split("<h2", 1)[0]
+    assert top.count(f"<strong>{ref_line}</strong>") == 1 and html.count(ref_line) == 1
+    assert top.count(f"<strong>{run_line}</strong>") == 1 and html.count(run_line) == 1

@@ -5,7 +5,9 @@ markup and never a line of their own. Every writer escapes through these functio
 - terminal and CI log: `term_text` (a piece of data) and `log_line` (a whole line, which
   output.say applies to everything a tool prints): one line, no control character (newline, CR,
   ESC, C1 controls, bidirectional overrides), bounded length, and no line that a CI runner reads
-  as a command (`::error::...` for GitHub Actions, `##vso[` / `##[` for Azure Pipelines);
+  as a command (`::error::...` for GitHub Actions, `##vso[` / `##[` for Azure Pipelines); on a
+  terminal that takes colour, a whole line the renderer coloured keeps its colour code and
+  nothing else;
 - a cell of a terminal table laid out by its caller: `one_line` (one line, not bounded);
 - Markdown: `md_text`, `md_code`; HTML: `html_text`, `html_line`;
 - file names: `file_name`.
@@ -33,6 +35,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u206
 # A line a CI runner executes as a command: GitHub Actions reads `::name ...::` after leading
 # whitespace, Azure Pipelines `##vso[` and `##[`.
 _CI_COMMAND = re.compile(r"^\s*(::|##\[|##vso\[)")
+# A whole line in one foreground colour (SGR 30-37, bold or not) and reset at its end: the only
+# escape sequence a coloured line keeps. Nothing else (cursor moves, titles, hidden text) passes.
+_COLOURED = re.compile(r"\x1b\[(3[0-7](?:;1)?)m(.*)\x1b\[0m")
 
 
 def bounded(text: object, limit: int = MAX_TEXT) -> str:
@@ -49,9 +54,14 @@ def term_text(text: object, limit: int = MAX_TERM_TEXT) -> str:
     return bounded(one_line(text), limit)
 
 
-def log_line(line: object) -> str:
+def log_line(line: object, color: bool = False) -> str:
     """A whole line for a terminal or CI log: control characters folded, and a line that would
-    start with a CI workflow command (data at the start of a line) shown after "> " instead."""
+    start with a CI workflow command (data at the start of a line) shown after "> " instead.
+    With `color` (a terminal that takes it), a line wrapped whole in one colour code keeps the
+    code; the text inside is sanitised as any line."""
+    coloured = _COLOURED.fullmatch(str(line)) if color else None
+    if coloured:
+        return f"\x1b[{coloured[1]}m{log_line(coloured[2])}\x1b[0m"
     text = one_line(line)
     return "> " + text if _CI_COMMAND.match(text) else text
 

@@ -4,7 +4,8 @@ output afterwards changes it.
 - `decide(code)` records the exit status a command has decided (a gate's verdict) before it
   prints anything; cli.run_main returns it whatever happens to the output afterwards.
 - `say(line)` / `warn(line)` print one line on stdout / stderr, sanitised for a terminal or CI
-  log (escape.log_line: no control characters, no line a CI runner takes for a command). A closed
+  log (escape.log_line: no control characters, no line a CI runner takes for a command; a line
+  coloured whole keeps its colour only where the caller says the terminal takes it). A closed
   stdout (`tool | head`, `tool | true` under pipefail: EPIPE) is noted once and the rest of stdout
   is dropped: the command goes on, and its exit status stays the decided one. stderr keeps
   working, so the reason for an exit status is never lost with stdout.
@@ -61,10 +62,10 @@ def _drop_stdout() -> None:
         pass  # not a real file (a test's capture): nothing will be flushed to a pipe
 
 
-def _write(stream: Any, lines: tuple[str, ...]) -> bool:
+def _write(stream: Any, lines: tuple[str, ...], color: bool = False) -> bool:
     """Each of `lines` one line on `stream`, sanitised; False where the reader closed it."""
     try:
-        stream.write("".join(log_line(line) + "\n" for line in lines))
+        stream.write("".join(log_line(line, color) + "\n" for line in lines))
         stream.flush()
     except OSError as exc:  # BrokenPipeError is one
         if not _closed_pipe(exc):
@@ -73,10 +74,11 @@ def _write(stream: Any, lines: tuple[str, ...]) -> bool:
     return True
 
 
-def say(*lines: str) -> None:
+def say(*lines: str, color: bool = False) -> None:
     """Each argument one line on stdout, sanitised (a newline inside one is data: folded). A
-    block the command built line by line is passed as block.splitlines()."""
-    if not _state["stdout_closed"] and not _write(sys.stdout, lines):
+    block the command built line by line is passed as block.splitlines(). `color`: stdout is a
+    terminal that takes colour (a line coloured whole keeps its colour code)."""
+    if not _state["stdout_closed"] and not _write(sys.stdout, lines, color):
         _drop_stdout()
 
 

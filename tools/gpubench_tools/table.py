@@ -40,9 +40,9 @@ from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import usable_counter
 from .units import plural
-from .wording import describe_invalid
+from .wording import cut_off_lines, describe_invalid
 from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
-from .policy import action, file_situation
+from .policy import CUT_OFF, INTERRUPTED, action, file_situation
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 
 
@@ -81,9 +81,13 @@ class Table:
     # invalid rows, failed and skipped ones; None for the table's own notes (a benchmark in two
     # files, a reference not used).
     notes: list[tuple[str | None, str]] = field(default_factory=list)
-    # One line per file of a run that did not finish (interrupted by a signal, or truncated),
-    # also among `notes`: what the report says at its top.
-    cut_off: list[str] = field(default_factory=list)
+
+    @property
+    def cut_off(self) -> list[str]:
+        """The notes of the files whose run did not finish (interrupted by a signal, or
+        truncated), the GPU reference's included, one line per cause: what the report says at
+        its top, before the numbers they limit."""
+        return [line for s, line in self.notes if s in (CUT_OFF, INTERRUPTED)]
 
     def said(self, tool: str) -> list[str]:
         """The notes `tool` says (policy Action.says); the table's own notes always."""
@@ -249,12 +253,16 @@ def _problems(report: BenchReport) -> list[dict[str, Any]]:
 
 
 def _file_notes(
-    report: BenchReport, problems: list[dict[str, Any]], invalid: list[BenchRow]
+    report: BenchReport,
+    problems: list[dict[str, Any]],
+    invalid: list[BenchRow],
+    run: str = "the run",
 ) -> list[tuple[str | None, str]]:
-    """What the reader said of one file: that it was cut off or interrupted, its `invalid` rows
-    (not used), and one line per status of its `problems`: how many benchmarks failed, and how
-    many were skipped and why (the reasons' common prefixes, not every message)."""
-    notes = [(file_situation(report), line) for line in report.warnings]
+    """What the reader said of one file: that `run` (whose rows these are) was cut off or
+    interrupted, its `invalid` rows (not used), and one line per status of its `problems`: how
+    many benchmarks failed, and how many were skipped and why (the reasons' common prefixes, not
+    every message)."""
+    notes = [(file_situation(report), line) for line in cut_off_lines(report, run)]
     if invalid:
         situation = MALFORMED_ROW if any(r.malformed for r in invalid) else UNSOUND_ROW
         notes.append((situation, f"{report.path}: {describe_invalid(invalid)}: not used"))
@@ -316,7 +324,6 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     problems: list[dict[str, Any]] = []
     machines: list[dict[str, Any]] = []
     notes: list[tuple[str | None, str]] = []
-    cut_off: list[str] = []
     file_contexts: dict[str, dict[str, Any]] = {}
     for index, group in enumerate(_machine_groups(paths)):
         context = group[0].context
@@ -326,7 +333,6 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
         measured = {report.path: _measured(report) for report in group}
         for report in group:
             file_contexts[report.path] = report.context
-            cut_off += report.warnings
             found = _problems(report)
             problems += found
             notes += _file_notes(report, found, invalid_rows(report))
@@ -354,7 +360,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     for column in ("cpu", "gpu", "tag"):
         machine_frame[column] = pd.Series([m[column] for m in machines], dtype=object)
     problem_frame = pd.DataFrame.from_records(problems, columns=list(_PROBLEM_COLUMNS))
-    return Table(rows, problem_frame, machine_frame, notes, cut_off)
+    return Table(rows, problem_frame, machine_frame, notes)
 
 
 def _add_reference(
@@ -410,8 +416,9 @@ def _add_reference(
         file_contexts[report.path] = report.context
         found = [p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != INVALID]
         problems += found
-        # a reference recovered from truncation says so (its invalid rows go unmentioned)
-        notes += _file_notes(report, found, [])
+        # A reference that did not finish says so, as the run's own files do: its GPU rows are
+        # only the benchmarks it got to (its invalid rows go unmentioned).
+        notes += _file_notes(report, found, [], "the GPU reference run")
     return notes
 
 

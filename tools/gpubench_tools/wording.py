@@ -52,9 +52,9 @@ def cut_off_words(report: BenchReport) -> str | None:
     return ", then ".join(parts) or None
 
 
-def cut_off_lines(report: BenchReport) -> list[str]:
+def cut_off_lines(report: BenchReport, run: str = "the run") -> list[str]:
     """What every tool says of a file whose run did not finish, one line per cause (none for a
-    complete file): the interruption its context records (which signal, how far the run got, what
+    complete file): the interruption its context records (which signal, how far `run` got, what
     is missing), and the truncation of its text."""
     lines, stopped = [], report.interrupted
     if stopped is not None:
@@ -62,7 +62,7 @@ def cut_off_lines(report: BenchReport) -> list[str]:
         was = "was" if missing == 1 else "were"
         what = f"{plural(missing, 'selected benchmark')} {was} not measured (no rows)"
         what = what if missing else "every selected benchmark finished"
-        lines.append(f"{report.path}: the run was {interruption_words(stopped)}: {what}")
+        lines.append(f"{report.path}: {run} was {interruption_words(stopped)}: {what}")
     if report.recovered_from_truncation:
         lines.append(
             f"recovered {len(report.rows)} complete benchmark rows from truncated file "

@@ -109,8 +109,10 @@ def emit(
     """The verdict is decided before anything is written; no output can change it (output.py):
     the terminal text, the line on stderr for what was not judged, then --markdown and --json."""
     code = output.decide(j.exit_code)
-    color = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
-    output.say(*render_terminal(j, color=color, quiet=quiet, verbose=verbose).splitlines())
+    # Colour only on a terminal, never in a file or pipe; NO_COLOR (set, not empty) turns it off.
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    text = render_terminal(j, color=color, quiet=quiet, verbose=verbose)
+    output.say(*text.splitlines(), color=color)
     if code in (EXIT_UNUSABLE, EXIT_UNRESOLVED):
         output.warn(f"{prog}: {words('warning', j)}")
     output.write_after_verdict(
