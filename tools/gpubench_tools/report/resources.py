@@ -28,7 +28,7 @@ def scaling_thin(ctx: Context, scaling: pd.DataFrame) -> Thin:
     """The thread-scaling rows that are medians of too few repetitions."""
     if scaling.empty:
         return set()
-    return ctx.thin_rows(scaling.loc[scaling["few_samples"].astype(bool), "name"], "cpu")
+    return ctx.thin_rows(scaling[scaling["few_samples"].astype(bool)], "cpu")
 
 
 def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -167,7 +167,7 @@ def allocation_thin(ctx: Context, costs: pd.DataFrame) -> Thin:
     thin = costs.loc[costs["few_samples"].astype(bool), ["machine", "probe", "bytes"]]
     probes = ctx.summary["name"].str.extract(analysis.ALLOC_NAME)
     named = ctx.summary.assign(probe=probes["probe"], bytes=pd.to_numeric(probes["bytes"]))
-    return ctx.thin_rows(named.merge(thin, on=["machine", "probe", "bytes"])["name"], "gpu")
+    return ctx.thin_rows(named.merge(thin, on=["machine", "probe", "bytes"]), "gpu")
 
 
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
