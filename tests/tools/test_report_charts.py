@@ -166,7 +166,8 @@ def test_hline_diagonal_and_single_series() -> None:
         x="threads",
         y="speedup",
         diagonal=True,
-        hline=(1.0, "same speed"),
+        hline=1.0,
+        hline_label="same speed",
         y_unit="ratio",
         x_ticks="data",
     )

@@ -182,3 +182,58 @@ def test_the_speedup_definition_names_each_side(committed_doc: dict[str, Any]) -
     definition = committed_doc["speedup_definition"]
     assert "CPU wall time per call / GPU wall time per call" in definition
     assert "CPU wall time per training step / GPU wall time per training step" in definition
+
+
+def test_the_thin_note_names_only_the_machine_whose_medians_are_thin(tmp_path: Path) -> None:
+    """Two machines measure the same CPU benchmarks at 1 and 2 threads: one with 5 repetitions,
+    the other with 1. The thread scaling's thin medians are the second machine's file only,
+    though the first has benchmarks of the same names."""
+    from conftest import gb_row
+
+    from gpubench_tools.report import analysis, resources
+    from gpubench_tools.report.context import Context
+
+    files = []
+    for name, cpu, repetitions in (("steady", "AMD EPYC", 5), ("single", "Intel Xeon", 1)):
+        rows = [
+            gb_row(f"matmul/cpu/openblas/dtype:fp32/m:{n}/n:{n}/k:{n}/threads:{t}", 1e-6 * n / t,
+                   {"m": n, "n": n, "k": n, "threads": t, "flop": 2.0 * n**3},
+                   "dtype=fp32 shape=square", repetition_index=i, repetitions=repetitions)
+            for n in (256, 1024) for t in (1, 2) for i in range(repetitions)
+        ]  # fmt: skip
+        context = {"cpu_model": cpu, "gpu": "none"}
+        files.append(str(write_bench_json(tmp_path / f"{name}.json", rows, context)))
+    ctx = Context.of(load_table(files), tmp_path / "out")
+    assert ctx.several
+    scaling = analysis.thread_scaling(ctx.summary)
+    assert set(scaling["machine"]) == {0, 1}
+    thin = resources.scaling_thin(ctx, scaling)
+    assert {Path(f).name for *_, f in thin} == {"single.json"}
+    note = build_document(load_table(files), tmp_path / "doc")["thin"]
+    assert "single.json" in note and "steady.json" not in note
+
+
+def test_thin_allocation_probes_name_only_their_own_machine(tmp_path: Path) -> None:
+    """The allocation probes of two GPUs: ten repetitions on one, a single one on the other.
+    Only the second GPU's file holds thin medians."""
+    from conftest import GPU_CONTEXT
+    from handmade_rows import alloc_rows
+
+    from gpubench_tools.report import resources
+    from gpubench_tools.report.context import Context
+
+    steady = alloc_rows()
+    single = [
+        dict(r, repetitions=1)
+        for r in steady
+        if r["run_type"] == "iteration" and r["repetition_index"] == 0
+    ]
+    files = [
+        str(write_bench_json(tmp_path / f"{name}.json", rows, dict(GPU_CONTEXT, gpu=gpu)))
+        for name, rows, gpu in (("steady", steady, "NVIDIA A"), ("single", single, "NVIDIA B"))
+    ]
+    ctx = Context.of(load_table(files), tmp_path / "out")
+    costs = resources.allocation_costs(ctx)
+    assert ctx.several and set(costs["machine"]) == {0, 1}
+    thin = resources.allocation_thin(ctx, costs)
+    assert {Path(f).name for *_, f in thin} == {"single.json"}

@@ -78,9 +78,10 @@ def _appendix(ctx: Context) -> dict[str, Any]:
         values = [context_text(context.get(key), unit) for _, context in columns]
         if any(values):
             rows.append([name] + [v or "—" for v in values])
+    summaries = say("all_context_keys", [h for h, _ in columns])
     raw = [
-        {"summary": f"All context keys: {h}", "text": json.dumps(c, indent=1, sort_keys=True)}
-        for h, c in columns
+        {"summary": s, "text": json.dumps(c, indent=1, sort_keys=True)}
+        for s, (_, c) in zip(summaries, columns)
     ]
     return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
 
@@ -146,10 +147,8 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
 def _speedup_definition(answer: list[dict[str, Any]], topics: tuple[Topic, ...]) -> str:
     """What each side of the answer's speedups is, once per kind of compared time."""
     shown = {a["anchor"] for a in answer}
-    definitions = dict.fromkeys(
-        f"{t.cpu_time_name} / {t.gpu_time_name}" for t in topics if t.id in shown
-    )
-    return "Speedup = " + "; ".join(definitions) + " (above 1x the GPU is faster)"
+    sides = dict.fromkeys((t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown)
+    return "".join(say("speedup_definition", list(sides)))
 
 
 def no_gpu_suggestion(table: Table) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
@@ -37,6 +37,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
+from .words import named  # noqa: E402
 
 Kind = Literal["lines", "stacked", "heatmap"]
 UNITS = ("s", "ratio", "flop/s", "bytes", "bytes/s", "count")
@@ -62,6 +63,12 @@ _REFERENCE: dict[str, Any] = {"color": "0.4", "linewidth": 1, "zorder": 1}  # hl
 _STYLE = str(Path(__file__).with_name("charts.mplstyle"))
 
 
+def _said(label: str) -> Any:
+    """A legend entry's words where a chart gives none of its own: `chart_defaults` of
+    templates/words.j2."""
+    return field(default_factory=lambda: named("chart_defaults")[label])
+
+
 @dataclass(frozen=True)
 class Chart:
     kind: Kind
@@ -77,14 +84,15 @@ class Chart:
     series: str | None = None
     y_low: str | None = None
     y_high: str | None = None
-    band_label: str = "min to max over repetitions"
+    band_label: str = _said("band_label")
     flag: str | None = None
-    flag_label: str = "hollow marker: few repetitions or noisy"
+    flag_label: str = _said("flag_label")
     log_x: bool = False
     log_y: bool = False
-    hline: tuple[float, str] | None = None  # (y, label), e.g. (1.0, "same speed")
+    hline: float | None = None  # y of a reference line, e.g. 1.0 for the same speed
+    hline_label: str = ""
     diagonal: bool = False  # y = x
-    diagonal_label: str = "ideal"
+    diagonal_label: str = _said("diagonal_label")
     connect: bool = True  # lines: False draws markers only (a scatter of unrelated rows)
     x_ticks: Literal["auto", "data"] = "auto"  # "data": one tick per distinct x
     x_unit: str | None = None
@@ -279,8 +287,10 @@ def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
             [lo, hi], [lo, hi], label=chart.diagonal_label, linestyle="--", **_REFERENCE
         )
     if chart.hline is not None:
-        y, label = chart.hline
-        handles.append(ax.axhline(y, label=label, linestyle=(0, (4, 2)), **_REFERENCE))
+        dashes = (0, (4, 2))
+        handles.append(
+            ax.axhline(chart.hline, label=chart.hline_label, linestyle=dashes, **_REFERENCE)
+        )
     if banded:
         handles.append(Patch(facecolor="0.5", alpha=0.3, label=chart.band_label))
     if flagged:

@@ -47,7 +47,7 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
             # One bar per path: a net measured at several sizes shows its first.
             rows = rows.assign(pair=ctx.pairs(rows)).drop_duplicates(["pair", "path"])
             charts.append(_parts_chart(ctx, view, title, "path", "", rows))
-            tables.append(table_of("parts_table", rows, "path", "GPU path"))
+            tables.append(table_of("parts_table", rows, "path"))
     return section("breakdown", paragraphs, charts, tables, notes=say("breakdown_note"))
 
 

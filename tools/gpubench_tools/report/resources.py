@@ -28,7 +28,7 @@ def scaling_thin(ctx: Context, scaling: pd.DataFrame) -> Thin:
     """The thread-scaling rows that are medians of too few repetitions."""
     if scaling.empty:
         return set()
-    return ctx.thin_rows(scaling.loc[scaling["few_samples"].astype(bool), "name"], "cpu")
+    return ctx.thin_rows(scaling[scaling["few_samples"].astype(bool)], "cpu")
 
 
 def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -106,22 +106,32 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
     largest = _largest_batch_lines(batches, skipped)
     if agreement.empty:
         return section("memory", largest) if largest else None
-    # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
-    distance = np.log(agreement["ratio"]).abs()
-    by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
-    said = _agreement_sentences(agreement, by_distance.iloc[0]) + largest
+    by_distance, figures = agreement_figures(agreement)
+    said = say("memory", figures) + largest
     return section(
         "memory", said, [ctx.chart("memory", agreement)], [table_of("memory_table", by_distance)]
     )
 
 
-def _agreement_sentences(agreement: pd.DataFrame, worst: pd.Series) -> list[str]:
-    """How far the measured peaks are from the model, by family, and the farthest."""
+def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The agreement rows farthest from the model first, and what the memory section states of
+    them: how many (`count`), their `median` ratio, how many agree within MEMORY_AGREEMENT
+    (`within`), each family's median, range and rows (`families`), and the farthest (`worst`)."""
     ratios = agreement["ratio"]
-    within = int(ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT).sum())
+    # Largest disagreement first, either way: 2x over and 2x under are as far from 1.
+    distance = np.log(ratios).abs()
+    by_distance = agreement.loc[distance.sort_values(ascending=False, kind="stable").index]
     families = agreement.groupby("family", sort=False)["ratio"]
     families = families.agg(median="median", low="min", high="max", rows="size").reset_index()
-    return say("memory", len(agreement), ratios.median(), MEMORY_AGREEMENT, within, families, worst)
+    figures = {
+        "count": len(agreement),
+        "median": ratios.median(),
+        "agreement": MEMORY_AGREEMENT,
+        "within": int(ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT).sum()),
+        "families": families.to_dict("records"),
+        "worst": by_distance.iloc[0].to_dict(),
+    }
+    return by_distance, figures
 
 
 def _largest_batch_lines(rows: pd.DataFrame, skipped: pd.DataFrame) -> list[str]:
@@ -157,7 +167,7 @@ def allocation_thin(ctx: Context, costs: pd.DataFrame) -> Thin:
     thin = costs.loc[costs["few_samples"].astype(bool), ["machine", "probe", "bytes"]]
     probes = ctx.summary["name"].str.extract(analysis.ALLOC_NAME)
     named = ctx.summary.assign(probe=probes["probe"], bytes=pd.to_numeric(probes["bytes"]))
-    return ctx.thin_rows(named.merge(thin, on=["machine", "probe", "bytes"])["name"], "gpu")
+    return ctx.thin_rows(named.merge(thin, on=["machine", "probe", "bytes"]), "gpu")
 
 
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:

@@ -113,9 +113,8 @@ def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
     """One GPU path of a topic against the CPU: its line of the answer."""
     line: dict[str, Any] = {"path": pc.path.name, "meaning": pc.path.meaning}
     if pc.curve is None or pc.main is None or pc.cross is None or pc.dominant is None:
-        no_pairs = "no size measured on both sides"
-        why = no_pairs if pc.gpu is not None else f"no {pc.path.name} GPU rows"
-        return {**line, "wins": "—", "crossover": "—", "ends": "—", "why": why}
+        gap = say("answer_gap", "", pc.path.name if pc.gpu is None else "")
+        return {**line, **dict(zip(_ANSWER, gap))}
     main, x = pc.main, topic.x
     wins, losses = main.loc[main["speedup"] > 1, x], main.loc[main["speedup"] <= 1, x]
     first, last = main.iloc[0], main.iloc[-1]
@@ -134,8 +133,7 @@ def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> lis
         title = topic.title + (f" ({ctx.labels[mt.machine]['pair']})" if ctx.several else "")
         row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": []}
         if mt.missing_side:
-            why = f"no {mt.missing_side} rows to compare"
-            row.update(wins="—", crossover="—", ends="—", why=why)
+            row.update(zip(_ANSWER, say("answer_gap", mt.missing_side, "")))
         else:
             row["paths"] = [_path_line(topic, pc) for pc in mt.paths]
             row.update({k: v for k, v in row["paths"][-1].items() if k not in ("path", "meaning")})
@@ -172,7 +170,7 @@ def topic_section(
         (pc.path, pc.curve) for mt in machines for pc in mt.paths[:-1] if pc.curve is not None
     ]
     curve = pd.concat(curves, ignore_index=True)
-    line = curve["machine"].map(lambda m: ctx.labels[m]["pair"])
+    line = ctx.pairs(curve)
     series = topic.series
     if series is not None:
         names = named("chart_names")

@@ -381,7 +381,7 @@ _LOG = {"log_x": True, "log_y": True}
 CHARTS: dict[str, dict[str, Any]] = {
     "speedup": dict(
         kind="lines", stem="speedup_{topic.id}", x="{topic.x}", y="speedup", y_low="speedup_low",
-        y_high="speedup_high", flag="flagged", **_LOG, hline=(1.0, "same speed"), y_unit="ratio"),
+        y_high="speedup_high", flag="flagged", **_LOG, hline=1.0, y_unit="ratio"),
     "time": dict(
         kind="lines", stem="time_{topic.id}", x="{topic.x}", y="time", series="side", y_low="low",
         y_high="high", flag="few", **_LOG, y_unit="s"),
