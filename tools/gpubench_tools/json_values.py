@@ -1,4 +1,5 @@
-"""Values of a JSON file as the file wrote them, for the reader and for the messages about them.
+"""Values of a JSON file as the file wrote them, for the reader and for the messages about them;
+and the one rule for a number a tool writes into JSON (`finite_or_none`).
 
 A number with a fraction or an exponent keeps its text (`1e30`, `NaN`, `-Infinity`), and an
 object keeps its (key, value) pairs in order, so that a message can quote a value as written
@@ -8,6 +9,7 @@ object keeps its (key, value) pairs in order, so that a message can quote a valu
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from .units import plural
@@ -68,3 +70,9 @@ def to_plain(value: Any) -> Any:
 
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def finite_or_none(value: Any) -> Any:
+    """`value` for a JSON document a tool writes: None for a NaN or an infinite float (JSON has
+    neither), anything else as it is."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value

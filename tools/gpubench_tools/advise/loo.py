@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..json_values import finite_or_none
 from ..overhead_model import OverheadModel, build_model
 from ..report.topics import ADVISED_MLP
 from .curves import GemmShape, lookup
@@ -61,17 +62,13 @@ class LooClass:
 
     def summary(self) -> dict[str, float | int | None]:
         """The numbers, None where there is none (JSON has no NaN)."""
-
-        def finite(x: float) -> float | None:
-            return x if math.isfinite(x) else None
-
         return {
             "rows": len(self.cases),
-            "median_abs_rel_error": finite(self.median),
-            "p90_abs_rel_error": finite(self.p90),
-            "median_rel_error": finite(self.bias),
+            "median_abs_rel_error": finite_or_none(self.median),
+            "p90_abs_rel_error": finite_or_none(self.p90),
+            "median_rel_error": finite_or_none(self.bias),
             "winner_rows": self.winner_rows,
-            "winner_agreement": finite(self.winner_agreement),
+            "winner_agreement": finite_or_none(self.winner_agreement),
         }
 
 

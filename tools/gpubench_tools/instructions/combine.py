@@ -24,7 +24,7 @@ from typing import Sequence
 from .. import output
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, ArgumentParser, Number
 from ..cli import add_debug_flag, program_name, run_main
-from ..escape import md_text
+from ..templating import environment
 
 MODULE = "gpubench_tools.instructions.combine"
 EXIT = Number(0, 255, integer=True)
@@ -70,9 +70,10 @@ def _gate_of(path: str | None) -> str | None:
 
 
 def render_markdown(timing: int, instructions: int | None, timing_md: str, instr_md: str) -> str:
-    parts = [f"**{md_text(gate_line(timing, instructions))}**", "", "### Timing lane", ""]
-    parts += [timing_md.strip() or "(no report)", "", "### Instruction lane", ""]
-    return "\n".join(parts + [instr_md.strip() or "(not run)"]) + "\n"
+    """Both lanes' Markdown under the gate's line (templates/gate.md.j2)."""
+    page = environment(__package__, keep_trailing_newline=True).get_template("gate.md.j2")
+    gate = gate_line(timing, instructions)
+    return page.render(gate=gate, timing=timing_md.strip(), instructions=instr_md.strip())
 
 
 def _run(prog: str, argv: Sequence[str] | None) -> int:

@@ -42,7 +42,7 @@ from ..policy import CUT_OFF, NOT_BENCH, NOTHING_MEASURED, REFUSE, action
 from .counts import per_iteration
 from .dumps import DumpError, read_dumps
 from .judge import MAX_CHANGE, VERDICT_COLUMNS, InstructionRules, judge_counts, lane_exit
-from .render import LaneResult, as_dict, render_markdown, render_terminal
+from .render import LaneResult, as_dict, render
 
 MODULE = "gpubench_tools.instructions"
 BASE, CONTENDER = "base", "contender"
@@ -251,8 +251,8 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     result = _judge(args)
     code = output.decide(result.exit_code)
-    output.say(*render_terminal(result).splitlines())
-    markdown, doc = (lambda: render_markdown(result)), (lambda: as_dict(result))
+    output.say(*render("terminal.txt.j2", result).splitlines())
+    markdown, doc = (lambda: render("lane.md.j2", result)), (lambda: as_dict(result))
     output.write_after_verdict(prog, code, args.markdown, markdown, args.json, doc)
     return code
 

@@ -1,17 +1,21 @@
-"""The instruction lane's words: the gate line, the terminal table, the Markdown and the JSON.
+"""The instruction lane's outputs: the gate line, the terminal table, the Markdown and the JSON.
+The words are templates/ (words.j2: the sentences; terminal.txt.j2, lane.md.j2: the pages).
 
 One verdict frame (judge.judge_counts) in; nothing here computes a verdict."""
 
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+import jinja2
 import pandas as pd
 
 from ..cli import EXIT_OK, EXIT_REGRESSION
-from ..escape import md_code, md_text, term_text
+from ..escape import term_text
+from ..json_values import finite_or_none
+from ..templating import environment
 from .judge import FEWER, MISSING, MORE, NEW, SAME, InstructionRules
 
 _ORDER = (MORE, MISSING, FEWER, SAME, NEW)
@@ -30,12 +34,13 @@ class LaneResult:
     wall_seconds: float | None = None
 
 
-def _count(value: float) -> str:
-    return "-" if pd.isna(value) else f"{value:,.0f}"
-
-
-def _change(value: float) -> str:
-    return "" if pd.isna(value) else f"{value * 100:+.2f}%"
+@functools.cache
+def _environment() -> jinja2.Environment:
+    env = environment(__package__, keep_trailing_newline=True)
+    env.filters.update(term=term_text)
+    env.tests.update(na=pd.isna)
+    env.globals.update(EXIT_OK=EXIT_OK, EXIT_REGRESSION=EXIT_REGRESSION, MISSING=MISSING, NEW=NEW)
+    return env
 
 
 def _counts(result: LaneResult) -> dict[str, int]:
@@ -46,61 +51,14 @@ def _counts(result: LaneResult) -> dict[str, int]:
 
 def lane_line(result: LaneResult) -> str:
     """'instructions: PASS|FAIL|NOT COUNTED: ...', the lane's one summary line."""
-    threshold = f"{result.rules.max_change * 100:g}%"
-    if result.exit_code == EXIT_REGRESSION:
-        head = f"instructions: FAIL: more instructions per iteration by {threshold} or more, or missing"
-    elif result.exit_code == EXIT_OK:
-        head = f"instructions: PASS: no benchmark runs {threshold} more instructions per iteration"
-    else:
-        return f"instructions: NOT COUNTED: {result.why}"
-    return f"{head} ({', '.join(f'{n} {k}' for k, n in _counts(result).items() if n)})"
+    return _environment().get_template("words.j2").module.lane_line(result, _counts(result))
 
 
-def describe(row: Any) -> str:
-    if row.verdict == MISSING:
-        return f"{_count(row.base_per_iteration)} in the base; no count in the contender"
-    if row.verdict == NEW:
-        return f"{_count(row.contender_per_iteration)}; only in the contender"
-    return (
-        f"{_count(row.base_per_iteration)} → {_count(row.contender_per_iteration)} "
-        f"({_change(row.change)})"
-    )
-
-
-def _header(result: LaneResult) -> str:
-    cores = ", ".join(f"{side} {core}" for side, core in result.openblas.items() if core)
-    return (
-        "instruction lane: instructions per iteration of each timed loop under callgrind, "
-        f"contender against base, threshold {result.rules.max_change * 100:g}%; single-threaded "
-        "CPU rows only" + (f"; OpenBLAS kernels under Valgrind: {cores}" if cores else "")
-    )
-
-
-def render_terminal(result: LaneResult) -> str:
-    lines = [term_text(_header(result))]
+def render(template: str, result: LaneResult) -> str:
+    """The lane's terminal text (terminal.txt.j2) or Markdown (lane.md.j2)."""
     rows = list(result.verdicts.itertuples(index=False))
-    width = max((len(r.name) for r in rows), default=0)
-    for row in rows:
-        lines.append(f"  {row.verdict.upper():<8} {term_text(row.name):<{width}}  {describe(row)}")
-    if result.wall_seconds is not None:
-        lines.append(f"instruction lane: {result.wall_seconds:.0f} s")
-    lines.append(term_text(lane_line(result)))
-    return "\n".join(lines) + "\n"
-
-
-def render_markdown(result: LaneResult) -> str:
-    out = [f"**{md_text(lane_line(result))}**", "", md_text(_header(result)) + "."]
-    if len(result.verdicts):
-        out += ["", "| verdict | benchmark | instructions per iteration, base → contender |"]
-        out += ["|---|---|---|"] + [
-            f"| {md_text(r.verdict.upper())} | {md_code(r.name)} | {md_text(describe(r))} |"
-            for r in result.verdicts.itertuples(index=False)
-        ]
-    return "\n".join(out) + "\n"
-
-
-def _number(value: Any) -> Any:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+    page = _environment().get_template(template)
+    return page.render(result=result, rows=rows, counts=_counts(result))
 
 
 def as_dict(result: LaneResult) -> dict[str, Any]:
@@ -115,7 +73,7 @@ def as_dict(result: LaneResult) -> dict[str, Any]:
         "wall_seconds": result.wall_seconds,
         "summary": _counts(result) if len(result.verdicts) else {},
         "benchmarks": [
-            {k: _number(v) for k, v in row._asdict().items()}
+            {k: finite_or_none(v) for k, v in row._asdict().items()}
             for row in result.verdicts.itertuples(index=False)
         ],
     }
