@@ -1,7 +1,7 @@
 """A workload no tool names (one declared through the public API, docs/your-own-workload.md) gets
 its report section from its rows alone: the answer's row, the speedup curve and crossover, the
 breakdown with its sentences by the workload's own axis, and the kernel-only utilisation chart.
-The rows are tests/tools/fixtures/own_workload_synthetic.json (hand-made, not a measurement): a
+The rows are tests/tools/own_workload_rows.py's (hand-made, not a measurement): a
 SAXPY-like workload whose axis is the counter `n`, and one whose axes are `axis:rows` and
 `axis:cols` counters."""
 
@@ -10,21 +10,28 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+from own_workload_rows import write_own_workload_json
+
 from gpubench_tools.report.build import build_document
 from gpubench_tools.report.discovered import discovered_topics
 from gpubench_tools.report.topics import TOPICS
 from gpubench_tools.table import load_table, summarize
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "tests" / "tools" / "fixtures" / "own_workload_synthetic.json"
+
+
+@pytest.fixture(scope="module")
+def own_workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_own_workload_json(tmp_path_factory.mktemp("own_workload") / "own.json")
 
 
 def _summary(*paths: Path):
     return summarize(load_table([str(p) for p in paths]).rows)
 
 
-def test_each_undeclared_workload_is_a_topic_by_its_rows() -> None:
-    saxpy, stencil = discovered_topics(_summary(FIXTURE), TOPICS)
+def test_each_undeclared_workload_is_a_topic_by_its_rows(own_workload: Path) -> None:
+    saxpy, stencil = discovered_topics(_summary(own_workload), TOPICS)
     assert (saxpy.id, saxpy.x, saxpy.keys, saxpy.series) == ("saxpy", "n", ("n",), None)
     assert saxpy.gpu == {
         "workload": "saxpy",
@@ -44,8 +51,10 @@ def test_declared_workloads_are_not_discovered_again() -> None:
     assert discovered_topics(_summary(*committed), TOPICS) == ()
 
 
-def test_the_report_answers_for_the_undeclared_workloads(tmp_path: Path) -> None:
-    document = build_document(load_table([str(FIXTURE)]), tmp_path)
+def test_the_report_answers_for_the_undeclared_workloads(
+    own_workload: Path, tmp_path: Path
+) -> None:
+    document = build_document(load_table([str(own_workload)]), tmp_path)
     answer = {row["anchor"]: row for row in document["answer"]}
     assert set(answer) == {"saxpy", "stencil"}
     text = " ".join(str(v) for v in answer["saxpy"].values())
