@@ -229,11 +229,13 @@ instruction_lane() { # $1 base command, $2 contender command
 }
 
 # --against REF: the base is REF built from a temporary git worktree. A commit never changes, so
-# its build is kept in $GATE_BUILD_DIR/<commit> and reused: a second gate against the same parent
+# its bench is kept in $GATE_BUILD_DIR/<commit> and reused: a second gate against the same parent
 # (a CI rerun, the next push) builds nothing.
-# The worktree goes, so the build keeps a copy of REF's data/ (the training rows read their data
-# files, iris.csv and digits.csv, from the source tree) and a wrapper, bench-gate, that points
-# bench at it.
+# The worktree is built in its own build/ folder, laid out as the working tree's build, so that
+# ccache (scripts/common.sh) finds the compiles the two commits share. The worktree goes, so
+# $GATE_BUILD_DIR/<commit> keeps bench (linked to nothing of the build folder), a copy of REF's
+# data/ (the training rows read their data files, iris.csv and digits.csv, from the source tree)
+# and a wrapper, bench-gate, that points bench at it.
 build_ref() { # $1 ref; prints the path of the wrapper that runs its bench
   local ref=$1 commit src build log
   commit=$(git rev-parse --verify -q "$ref^{commit}") || die "--against: '$ref' is not a commit of this repository"
@@ -255,8 +257,10 @@ build_ref() { # $1 ref; prints the path of the wrapper that runs its bench
   # nvcc found the same way: common.sh, sourced above, exports CUDACXX), so the two binaries differ
   # only in their code.
   # shellcheck disable=SC2086 # GATE_CMAKE_ARGS is a list of arguments
-  { cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release ${GATE_CMAKE_ARGS-${CMAKE_ARGS:-}} &&
-    cmake --build "$build" --target bench -j "${JOBS:-$(nproc)}"; } >>"$log" 2>&1 || ok=0
+  { cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release ${GATE_CMAKE_ARGS-${CMAKE_ARGS:-}} &&
+    cmake --build "$src/build" --target bench -j "${JOBS:-$(nproc)}" &&
+    mkdir -p "$build/benchmarks" && cp "$src/build/benchmarks/bench" "$build/benchmarks/bench"; } \
+    >>"$log" 2>&1 || ok=0
   if [[ $ok == 1 && -x $build/benchmarks/bench ]]; then
     local abs
     abs=$(cd "$build" && pwd)

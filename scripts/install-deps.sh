@@ -8,8 +8,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # valgrind: the regression gate's instruction lane runs bench under its callgrind, and bench's
 # timers use its client-request headers (valgrind/callgrind.h, in the same package).
+# ccache: a second build of the same sources (another clone, the paired gate's parent) reuses the
+# compiles (scripts/common.sh).
 packages=(cmake g++ make git pkg-config libopenblas-dev nlohmann-json3-dev libbenchmark-dev
-          libgtest-dev python3-venv valgrind)
+          libgtest-dev python3-venv valgrind ccache)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
