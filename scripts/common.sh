@@ -8,17 +8,6 @@ VENV=$ROOT/.venv
 if [[ -z ${CUDACXX:-} ]] && ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export CUDACXX=/usr/local/cuda/bin/nvcc
 fi
-# ccache, where installed (install-deps.sh installs it), keeps every compile: CI builds the same
-# sources again in the fresh-clone check and in the paired gate's build of the parent, and a local
-# rebuild after a branch switch recompiles only what changed. CMake reads these variables when it
-# first configures a build folder. CCACHE_BASEDIR is this checkout, so that a compile is cached with
-# paths relative to it and another clone of the same sources hits. GPUBENCH_CCACHE=0 builds
-# without it.
-if [[ ${GPUBENCH_CCACHE:-1} != 0 ]] && command -v ccache >/dev/null 2>&1; then
-  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
-  export CMAKE_CUDA_COMPILER_LAUNCHER=${CMAKE_CUDA_COMPILER_LAUNCHER:-ccache}
-  export CCACHE_BASEDIR=$ROOT
-fi
 # The interpreter of the tools: PYTHON from the caller's environment when it names one (a Python
 # with PyTorch for the references, or a test's stand-in), else the project's virtual environment.
 # What the caller chose is remembered on the first source, so sourcing this file again after
@@ -49,6 +38,19 @@ require_number() {  # name low high [integer]
 }
 require_number JOBS 1 1024 integer
 JOBS=${JOBS:-$(nproc)}
+
+# ccache, where installed (install-deps.sh installs it), keeps every compile: CI builds the same
+# sources again in the fresh-clone check and in the paired gate's build of the parent, and a local
+# rebuild after a branch switch recompiles only what changed. CMake reads these variables when it
+# first configures a build folder. CCACHE_BASEDIR is this checkout, so that a compile is cached with
+# paths relative to it and another clone of the same sources hits. GPUBENCH_CCACHE=0 builds
+# without it.
+require_number GPUBENCH_CCACHE 0 1 integer
+if [[ ${GPUBENCH_CCACHE:-1} != 0 ]] && command -v ccache >/dev/null 2>&1; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CMAKE_CUDA_COMPILER_LAUNCHER=${CMAKE_CUDA_COMPILER_LAUNCHER:-ccache}
+  export CCACHE_BASEDIR=$ROOT
+fi
 
 # The tests of the build in BUILD_DIR that carry CTest label `$1` (as label:N, in the order N, or
 # plain, by name), one per line; nothing when none does (tools/gpu-check, stage-build.sh).
