@@ -300,13 +300,10 @@ def rules_from(
     rules = replace(DEFAULT_RULES, **{k: v for k, v in given.items() if v is not None})
     start, most = rules.start_pairs, rules.max_pairs
     if start < 1 or most < start:
-        raise UnusableInput(
-            f"--pairs ({start}) must be at least 1 and at most --max-pairs ({most})"
-        )
+        raise UnusableInput(say().pairs_range(start, most))
     rules = replace(rules, min_pairs=min_pairs_for(rules.alpha))
     if start < rules.min_pairs:
-        interval = f"a {1 - rules.alpha:.3g} interval needs at least {rules.min_pairs} pairs"
-        raise UnusableInput(f"--pairs {start} can never judge: {interval}")
+        raise UnusableInput(say().pairs_too_few(start, rules))
     return rules
 
 

@@ -19,7 +19,6 @@ from ..benchjson import BenchReport
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, UnusableInput
 from ..policy import FAIL, FAILED_ROW, INTERRUPTED, LIST, MALFORMED_ROW, NOTHING_MEASURED, REFUSE
 from ..policy import SKIPPED_ROW, UNSOUND_ROW, action, file_situation
-
 from .config import CompareConfig
 from .stats import AMBIGUOUS, CHANGED, FEW, INVALID, SLOWER, Estimate, MetricResult, PairedRules
 from .stats import needs_confirmation, possibly_slower
