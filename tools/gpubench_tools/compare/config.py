@@ -17,6 +17,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .. import schema
@@ -94,9 +95,7 @@ class CompareConfig:
     def thresholds_for(self, name: str) -> tuple[Thresholds, list[str]]:
         """Thresholds of one benchmark and the override patterns that produced them."""
         matched = [o for o in self.overrides if o.pattern.search(name)]
-        current = self.thresholds
-        for override in matched:
-            current = replace(current, **override.values)
+        current = functools.reduce(lambda t, o: replace(t, **o.values), matched, self.thresholds)
         return current, [o.pattern.pattern for o in matched]
 
     def direction(self, counter: str) -> str:
@@ -262,8 +261,7 @@ def load_config(path: str | None) -> CompareConfig:
     if path is None:
         return default_config()
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         problem = getattr(exc, "strerror", None) or exc
         raise ConfigError(f"{path}: cannot read config: {problem}") from None

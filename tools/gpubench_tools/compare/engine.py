@@ -76,10 +76,8 @@ def _key(frames: list[pd.DataFrame]) -> set[str]:
     [label]" for a run name that one file uses with different labels (two registrations that
     print the same name, e.g. a square GEMM and a training layer's GEMM of equal size, would
     otherwise mix into one sample). Returns those run names."""
-    ambiguous = set()
-    for frame in frames:
-        labels = frame.groupby("name").label.nunique()
-        ambiguous |= set(labels.index[labels > 1])
+    counts = [frame.groupby("name").label.nunique() for frame in frames]
+    ambiguous = {name for labels in counts for name in labels.index[labels > 1]}
     for frame in frames:
         pairs = zip(frame.name, frame.label)
         frame["key"] = [f"{n} [{label}]" if n in ambiguous else n for n, label in pairs]
@@ -260,11 +258,8 @@ def _reading_warnings(
     """What the reader must know before trusting the table (one line each)."""
     base, cont = frames
     warnings = []
-    unknown = [
-        side
-        for side, frame in (("the baseline's", base), ("the contender's", cont))
-        if (frame.conditions[frame.status == MEASURED] == UNKNOWN).any()
-    ]
+    sides = (("the baseline's", base), ("the contender's", cont))
+    unknown = [side for side, f in sides if (f.conditions[f.status == MEASURED] == UNKNOWN).any()]
     if unknown and lists("contender", UNKNOWN_CONDITIONS):
         warnings.append(unknown_conditions_note(" and ".join(unknown) + " repetitions"))
     if ambiguous:

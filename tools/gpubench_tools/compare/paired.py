@@ -50,20 +50,17 @@ from ..json_values import as_read
 from ..cli import UnusableInput
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
 from ..wording import group_reasons
-from .stats import ALPHA, AMBIGUOUS, DEFAULT_RULES, FASTER, FEW, INVALID, MARGIN, SAME, SLOWER
-from .stats import Estimate, PairedRules, estimate, interval_rank, judge_values, min_pairs_for
-from .stats import needs_confirmation, possibly_slower, rules_from, verdict_of
+from .stats import AMBIGUOUS, DEFAULT_RULES, FEW, INVALID, SLOWER, PairedRules, judge_values
+from .stats import needs_confirmation, possibly_slower
 from .verdict import BASE_FAILED, FAILED, INCOMPLETE, MISSING, NEW, SKIPPED, Judgement, Verdict
 from .verdict import check_files, lists, natural_key
 from .words import say
 
-# The statistics and verdicts of the pairs, for the callers of this module (the gate's scripts).
+# The judgement, and the statistics of the pairs the gate's scripts read from here (the others:
+# stats.py).
 # fmt: off
-__all__ = ["ALPHA", "AMBIGUOUS", "BASE_FAILED", "DEFAULT_RULES", "Estimate", "FAILED", "FASTER",
-           "FEW", "INCOMPLETE", "INVALID", "MARGIN", "MISSING", "NEW", "PairedRules",
-           "SAME", "SKIPPED", "SLOWER", "UnusableInput", "estimate", "interval_rank", "is_pair",
-           "judge_files", "judge_reports", "judge_values", "min_pairs_for", "needs_confirmation",
-           "possibly_slower", "rules_from", "verdict_of"]
+__all__ = ["AMBIGUOUS", "DEFAULT_RULES", "FEW", "PairedRules", "SLOWER", "is_pair", "judge_files",
+           "judge_reports", "judge_values", "needs_confirmation", "possibly_slower"]
 # fmt: on
 
 # Context keys of a paired file (written by interleave.py). PAIR_ID, the same in both files of one

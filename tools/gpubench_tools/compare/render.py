@@ -164,16 +164,12 @@ def render_terminal(
 
 def render_markdown(j: Judgement) -> str:
     """A PR comment: verdict first, then what needs attention, the unchanged rest folded away."""
-
-    def rows_of(benches: Sequence[Verdict]) -> list[tuple[str | None, Any, bool]]:
-        return [(name, cells, m.fails) for name, m, cells in _rows(benches)]
-
     with_numbers = [b for b in j.benchmarks if b.metrics]
     attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
     unchanged = [b for b in with_numbers if b.verdict == SAME]
     notes = [(b.name, m.metric, "; ".join(m.notes)) for b in attention for m in b.metrics]
     notes = [note for note in notes if note[2]]
-    context = _context(j, rows_of=rows_of, attention=attention, unchanged=unchanged, notes=notes)
+    context = _context(j, rows=_rows, attention=attention, unchanged=unchanged, notes=notes)
     return templates().get_template("compare.md.j2").render(context).rstrip() + "\n"
 
 

@@ -103,12 +103,11 @@ class MetricResult:
 
     def as_dict(self) -> dict[str, Any]:
         keys = "metric better verdict gating fails ratio slowdown best_slowdown p_value".split()
+        invalid = {"baseline": len(self.base_invalid), "contender": len(self.cont_invalid)}
         doc = {key: getattr(self, key) for key in keys} | {"repetitions_needed": self.needed}
-        doc["invalid_values"] = dict(
-            baseline=len(self.base_invalid), contender=len(self.cont_invalid)
-        )
-        doc |= {"thresholds": asdict(self.thresholds), "baseline": self.base.as_dict()}
-        return doc | {"contender": self.cont.as_dict(), "notes": list(self.notes)}
+        doc |= {"invalid_values": invalid, "thresholds": asdict(self.thresholds)}
+        doc |= {"baseline": self.base.as_dict(), "contender": self.cont.as_dict()}
+        return doc | {"notes": list(self.notes)}
 
 
 def plausible_time(seconds: float) -> bool:
