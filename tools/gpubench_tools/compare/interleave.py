@@ -175,13 +175,10 @@ class PairedRun:
                 (folder / name).unlink(missing_ok=True)
                 (folder / name).symlink_to(os.path.abspath(target))
         flags = [f"--benchmark_filter={benchmark_filter}"] if benchmark_filter else []
-        flags += [
-            f"--benchmark_min_time={self.min_time:g}",
-            f"--benchmark_repetitions={self.inner_repetitions}",
-            f"--benchmark_out={out}",
-            "--benchmark_out_format=json",
-        ]
-        if self.inner_repetitions > 1:
+        reps = self.inner_repetitions
+        flags += [f"--benchmark_min_time={self.min_time:g}", f"--benchmark_repetitions={reps}"]
+        flags += [f"--benchmark_out={out}", "--benchmark_out_format=json"]
+        if reps > 1:
             flags.append("--benchmark_enable_random_interleaving=true")
         return [str(folder / "bench"), *cmd[1:], *flags]
 

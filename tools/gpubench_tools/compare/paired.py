@@ -77,9 +77,8 @@ def is_pair(base: BenchReport, contender: BenchReport) -> bool:
 
 def _inner_repetitions(report: BenchReport) -> int:
     """The repetitions each process of a paired file ran (PAIR_REPS_PER_RUN; 1 when absent)."""
-    value = report.context.get(PAIR_REPS_PER_RUN)
     try:
-        return int(value) if value is not None else 1
+        return int(report.context.get(PAIR_REPS_PER_RUN))  # None: an older file's
     except (TypeError, ValueError):
         return 1
 
@@ -151,8 +150,7 @@ def judge_reports(
     notes: list[str] = []
     if base.context.get(PAIR_ROLE) == "contender" and contender.context.get(PAIR_ROLE) == "base":
         notes.append("the files are given in reverse order: ratios are base / contender")
-    for report in (base, contender):
-        notes += report.warnings
+    notes += base.warnings + contender.warnings
     base_rows, cont_rows = _rows_by_name(base), _rows_by_name(contender)
     # A file of several inner repetitions per process holds each process's fastest (interleave.py):
     # the minimum stands for its process, disturbed or not. Measured on real runs beside a bursty

@@ -20,10 +20,9 @@ from typing import Any, Iterator, Sequence
 
 from .. import schema
 from ..escape import one_line
-from ..wording import group_reasons
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
-from .verdict import FAILED, SKIPPED, Judgement, Verdict
-from .words import Painted, by_message, say, templates
+from .verdict import Judgement, Verdict
+from .words import Painted, say, templates
 
 # A metric's verdict in the tables, where it is not the verdict's own word.
 _VERDICT_TEXT = {SLOWER: "SLOWER", NOISY: "too noisy to judge", FEW: "not enough samples"}
@@ -101,39 +100,6 @@ def _table(benches: Sequence[Verdict]) -> list[tuple[str, str]]:
     return head + [(fmt(cells), verdict) for cells, verdict in rows] + [("", "")]
 
 
-def _failures(j: Judgement) -> list[tuple[str, list[str]]]:
-    """(line, names listed under it) for every failure, in the order a reader needs them."""
-    words = say("words.j2")
-    lines = [(words.regression(b, metric_name), []) for b in j.failing if b.verdict != FAILED]
-    errors = by_message(j, FAILED)
-    lines += [(words.now_fail(j, errors, m, names), names) for m, names in errors]
-    if j.cut_off:
-        lines.append((f"FAIL: {j.cut_off}", []))
-    if j.missing_fails:
-        lines.append((words.missing(j), j.only_in_baseline))
-    return lines
-
-
-def _info(j: Judgement) -> list[tuple[str, list[str], list[Verdict]]]:
-    """(one line, its names, the benchmarks when they were compared but not judged) for every
-    group that is information, not a failure."""
-    words = say("words.j2")
-    out = [(words.skipped(why, names), names, []) for why, names in by_message(j, SKIPPED)]
-    out += [(words.not_compared(g), g["names"], []) for g in j.not_compared]
-    by_needed = group_reasons(j.unjudged, lambda bench: bench.needed or 0)
-    for needed, benches in sorted(by_needed, key=lambda group: group[0]):
-        fewest = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in benches)
-        out.append((words.few(benches, fewest, needed), [b.name for b in benches], benches))
-    if j.disturbed:
-        figures = [words.disturbed_figures(b, format_value) for b in j.disturbed]
-        out.append((words.disturbed(j), figures, []))
-    if j.only_in_baseline and not j.missing_fails:
-        out.append((words.missing_allowed(j), j.only_in_baseline, []))
-    if j.only_in_contender:
-        out.append((words.new(j), j.only_in_contender, []))
-    return out
-
-
 def words(sentence: str, j: Judgement) -> str:
     """One sentence of words.j2 about `j`: "warning" (the line on stderr of a judgement that is
     not a verdict), "cannot_judge" (why nothing was judged), "gate_line" (the pairs' summary)."""
@@ -141,10 +107,9 @@ def words(sentence: str, j: Judgement) -> str:
 
 
 def _context(j: Judgement, **options: Any) -> dict[str, Any]:
-    if j.paired:
-        return dict(j=j, word=None, reason=None, failures=[], info=[], **options)
-    word, reason = _GATE_WORDS[j.exit_code], words("reason", j)
-    return dict(j=j, word=word, reason=reason, failures=_failures(j), info=_info(j), **options)
+    word, reason = (None, None) if j.paired else (_GATE_WORDS[j.exit_code], words("reason", j))
+    names = dict(metric_name=metric_name, format_value=format_value)
+    return dict(j=j, word=word, reason=reason, **names, **options)
 
 
 def render_terminal(

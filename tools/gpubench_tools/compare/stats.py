@@ -124,18 +124,14 @@ def first_few(texts: Iterable[str], sep: str) -> str:
     return sep.join(seen[:3]) + (sep + "..." if len(seen) > 3 else "")
 
 
-def quote_invalid_values(values: list[float]) -> str:
-    """'NaN, Infinity' or '0, -1.5e-06': the distinct implausible values, each as the file wrote
-    it where it came from one (a counter as read: json_values.as_read), for a one-line reason."""
-    return first_few((as_read(value) for value in values), ", ")
-
-
 def _note_invalid(m: MetricResult, judged: bool) -> bool:
     """Note the values left out as not plausible; True where they make a judged metric INVALID:
     the contender has them and the baseline had none (or the contender has nothing else)."""
     sides = (("baseline", m.base_invalid, m.base), ("contender", m.cont_invalid, m.cont))
+    # The distinct values, each as the file wrote it ('NaN, Infinity', '0, -1.5e-06').
+    quoted = {side: first_few((as_read(value) for value in bad), ", ") for side, bad, _ in sides}
     said = {
-        side: say().invalid_values(len(bad), stats.n + len(bad), side, quote_invalid_values(bad))
+        side: say().invalid_values(len(bad), stats.n + len(bad), side, quoted[side])
         for side, bad, stats in sides
     }
     if judged and m.cont_invalid and m.base.n and (not m.base_invalid or not m.cont.n):

@@ -145,14 +145,13 @@ class Verdict:
             doc |= {"ratio": est and est.ratio, "interval": est and [est.low, est.high]}
             doc |= {"p_value": est and est.p_value, "base_median_s": self.base_median_s}
             return doc | {"contender_median_s": self.contender_median_s, "why": self.why or ""}
-        return {
-            **{key: getattr(self, key) for key in ("name", "label", "verdict", "fails")},
+        doc = {key: getattr(self, key) for key in ("name", "label", "verdict", "fails")}
+        doc |= {
             "error": self.why,
             "repetitions_needed": self.needed if self.verdict == FEW else None,
-            "overrides": list(self.overrides),
-            "metrics": [m.as_dict() for m in self.metrics],
-            "disturbance": None if self.disturbance is None else self.disturbance.as_dict(),
         }
+        doc |= {"overrides": list(self.overrides), "metrics": [m.as_dict() for m in self.metrics]}
+        return doc | {"disturbance": self.disturbance and self.disturbance.as_dict()}
 
 
 @dataclass

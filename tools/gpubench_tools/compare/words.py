@@ -34,7 +34,9 @@ def templates(terminal: bool = False) -> jinja2.Environment:
     """The environment; `terminal`: every {{ }} is folded to one line but a Painted line."""
     finalize = (lambda v: v if isinstance(v, Painted) else one_line(v)) if terminal else None
     env = environment(__package__, finalize=finalize, keep_trailing_newline=True)
-    env.filters["one"] = one_line
+    # laid_out: a caller's lines, each already escaped; each: a macro applied to every item.
+    env.filters.update(one=one_line, laid_out=Painted)
+    env.filters["each"] = lambda items, macro, *args: [macro(item, *args) for item in items]
     env.globals.update(plural=plural, repr=repr, by_message=by_message)
     env.globals.update(repetitions_needed=repetitions_needed)
     return env
