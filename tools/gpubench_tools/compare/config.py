@@ -102,11 +102,9 @@ class CompareConfig:
         """How a counter is judged: the config's counter_direction, else "exact" for the exact
         counters, else its direction in the schema ("info", shown and never judged, for one the
         schema does not know or calls neither better nor worse)."""
-        if counter in self.counter_direction:
-            return self.counter_direction[counter]
-        if counter in self.exact_counters:
-            return "exact"
-        return _SCHEMA_TO_BETTER.get(schema.direction_of(counter) or "", "info")
+        exact = "exact" if counter in self.exact_counters else None
+        better = exact or _SCHEMA_TO_BETTER.get(schema.direction_of(counter) or "", "info")
+        return self.counter_direction.get(counter, better)
 
     def as_dict(self) -> dict[str, Any]:
         norm = self.normalize
@@ -118,9 +116,8 @@ class CompareConfig:
         doc |= {"counters": list(self.counters), "exact_counters": list(self.exact_counters)}
         doc["counter_direction"] = {c: self.direction(c) for c in self.counters}
         doc |= {"gate_counters": self.gate_counters, "overrides": overrides}
-        return doc | {
-            "normalize": norm and {"reference": norm.reference.pattern, **asdict(norm.thresholds)}
-        }
+        doc["normalize"] = norm and {"reference": norm.reference.pattern, **asdict(norm.thresholds)}
+        return doc
 
 
 @dataclass(frozen=True)

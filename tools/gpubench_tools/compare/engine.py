@@ -142,9 +142,8 @@ class _Judge:
         reference time of each side) and the counters both sides have."""
         config, divisor = self.config, self.divisors.get(key)
         btimes, ctimes = _values(base, MEASURED), _values(cont, MEASURED)
-        metrics = [
-            compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)
-        ]
+        time = compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)
+        metrics = [time]
         if divisor is not None and config.normalize is not None:
             bnorm, cnorm = [t / divisor[0] for t in btimes], [t / divisor[1] for t in ctimes]
             norm = config.normalize.thresholds
@@ -177,9 +176,8 @@ class _Judge:
         if cinvalid and (not binvalid or not ctimes):
             # The time itself is not a measurement where the baseline's was: the benchmark broke,
             # whatever its valid repetitions say.
-            n, total, why = len(cinvalid), len(cinvalid) + len(ctimes), _why_invalid(cont)
-            why = say().invalid_times(self.config.time, n, total, why, not binvalid)
-            return unmeasured(INVALID, why)
+            why, clock = _why_invalid(cont), self.config.time
+            return unmeasured(INVALID, say().invalid_times(clock, cinvalid, ctimes, why, binvalid))
         if not ctimes:
             return unmeasured(SKIPPED, skipped[0])
         # Disturbed repetitions are listed and left out of the judgement where the policy says
@@ -317,6 +315,7 @@ def compare_reports(
     unmeasured = sorted(set(by_key[0]) - set(measured), key=natural_key)
     by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(by_key[0][key]))
     contexts = baseline.context, contender.context
+    not_compared = [{"kind": kind, "reason": why, "names": keys} for (kind, why), keys in by_reason]
     return Judgement(
         baseline=baseline,
         contender=contender,
@@ -330,8 +329,6 @@ def compare_reports(
         warnings=warnings,
         allow_missing=allow_missing,
         reference=reference,
-        not_compared=[
-            {"kind": kind, "reason": why, "names": keys} for (kind, why), keys in by_reason
-        ],
+        not_compared=not_compared,
         cut_off=cut_off,
     )

@@ -253,11 +253,10 @@ class PairedRun:
             pair.append((PAIR_REPS_PER_RUN, self.inner_repetitions))
             for key, value in pair:
                 context = _set(context, key, value)
-            totals = Counter(str(_get(row, "name")) for row in self.rows[side])
-            rows = [
-                _set(row, "repetitions", totals[str(_get(row, "name"))]) for row in self.rows[side]
-            ]
-            rows_text = ",\n    ".join(_dumps_pairs(row) for row in rows)
+            rows = self.rows[side]
+            totals = Counter(str(_get(row, "name")) for row in rows)
+            counted = (_set(row, "repetitions", totals[str(_get(row, "name"))]) for row in rows)
+            rows_text = ",\n    ".join(_dumps_pairs(row) for row in counted)
             text = f'{{\n  "context": {_dumps_pairs(context)},\n  "benchmarks": [\n    '
             text += rows_text + "\n  ]\n}\n"
             tmp = paths[side].with_suffix(".json.tmp")

@@ -1,6 +1,7 @@
 """The one renderer of a verdict.Judgement, whichever way its samples were drawn: the terminal
 text (templates/terminal.txt.j2), the Markdown of a pull-request comment (templates/compare.md.j2)
-and the --json document; every sentence they share is a macro of templates/words.j2.
+and the --json document; every sentence they share is a macro of templates/words.j2, and so are
+the lists of failures and of information lines that both texts lay out.
 
 A repeated reason is said once: benchmarks that share a reason (one skip message, "not enough
 samples", "only in the contender", one error message) are one line with a count; their names are
@@ -129,13 +130,8 @@ def render_terminal(
 
 def render_markdown(j: Judgement) -> str:
     """A PR comment: verdict first, then what needs attention, the unchanged rest folded away."""
-    with_numbers = [b for b in j.benchmarks if b.metrics]
-    attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
-    unchanged = [b for b in with_numbers if b.verdict == SAME]
-    notes = [(b.name, m.metric, "; ".join(m.notes)) for b in attention for m in b.metrics]
-    notes = [note for note in notes if note[2]]
-    context = _context(j, rows=_rows, attention=attention, unchanged=unchanged, notes=notes)
-    return templates().get_template("compare.md.j2").render(context).rstrip() + "\n"
+    text = templates().get_template("compare.md.j2").render(_context(j, rows=_rows))
+    return text.rstrip() + "\n"
 
 
 def render_error(line: str, code: int, paired: bool) -> tuple[str, dict[str, Any]]:

@@ -129,9 +129,8 @@ def _note_invalid(m: MetricResult, judged: bool) -> bool:
     the contender has them and the baseline had none (or the contender has nothing else)."""
     sides = (("baseline", m.base_invalid, m.base), ("contender", m.cont_invalid, m.cont))
     # The distinct values, each as the file wrote it ('NaN, Infinity', '0, -1.5e-06').
-    quoted = {side: first_few((as_read(value) for value in bad), ", ") for side, bad, _ in sides}
     said = {
-        side: say().invalid_values(len(bad), stats.n + len(bad), side, quoted[side])
+        side: say().invalid_values(bad, stats.n, side, first_few(map(as_read, bad), ", "))
         for side, bad, stats in sides
     }
     if judged and m.cont_invalid and m.base.n and (not m.base_invalid or not m.cont.n):
@@ -342,8 +341,7 @@ def estimate(log_ratios: Sequence[float], alpha: float, with_p: bool = True) -> 
     ratios. Needs at least min_pairs_for(alpha) values. with_p=False skips the p-value (NaN),
     which the verdict does not use (the power study judges thousands of resampled runs)."""
     d = np.asarray(log_ratios, dtype=float)
-    n = d.size
-    k = interval_rank(n, alpha)
+    n, k = d.size, interval_rank(d.size, alpha)
     if k == 0:
         raise ValueError(f"{n} pairs cannot give a {1 - alpha:g} interval")
     i, j = np.triu_indices(n)

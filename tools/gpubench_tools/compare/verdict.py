@@ -77,11 +77,10 @@ def check_files(baseline: BenchReport, contender: BenchReport) -> str | None:
     situation = file_situation(baseline)
     if situation is not None and action("compare baseline", situation).kind == REFUSE:
         raise UnusableInput(say().baseline_cut_off(baseline))
-    situation, stop = file_situation(contender), contender.interrupted
+    situation = file_situation(contender)
     if situation is None or action("compare contender", situation).kind != FAIL:
         return None
-    unmeasured = stop.missing if situation == INTERRUPTED and stop is not None else None
-    return say().contender_cut_off(contender, unmeasured)
+    return say().contender_cut_off(contender, situation == INTERRUPTED)
 
 
 @dataclass

@@ -19,7 +19,8 @@ from ..wording import group_reasons
 
 
 class Painted(str):
-    """A terminal line already folded to one line, with its colour codes (finalize keeps it)."""
+    """Terminal text already laid out, which finalize keeps: a line folded to one line with its
+    colour codes, or the lines a macro's caller wrote (each of their pieces already folded)."""
 
 
 def by_message(j: Any, verdict: str) -> list[tuple[str, list[str]]]:
