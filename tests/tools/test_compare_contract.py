@@ -305,7 +305,7 @@ def test_the_defaults_are_the_packaged_file_and_nothing_else(monkeypatch) -> Non
     assert not (TOOLS / "compare-thresholds.json").exists()
     loaded = compare.load_config(None)
     doc = json.loads(packaged.read_text())
-    assert loaded.thresholds.as_dict() == doc["thresholds"]
+    assert dataclasses.asdict(loaded.thresholds) == doc["thresholds"]
     assert loaded.counters == doc["counters"] and loaded.exact_counters == doc["exact_counters"]
     assert [o.pattern.pattern for o in loaded.overrides] == [o["pattern"] for o in doc["overrides"]]
     # No second copy: a bare CompareConfig is the packaged one, Thresholds has no defaults.

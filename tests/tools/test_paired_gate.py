@@ -20,14 +20,15 @@ import pytest
 from scipy.stats import wilcoxon
 
 from gpubench_tools.benchjson import load_report
+from gpubench_tools.cli import UnusableInput
 from gpubench_tools.compare import main as compare_main
-from gpubench_tools.compare import paired
+from gpubench_tools.compare import paired, stats
 from gpubench_tools.compare.interleave import exact_filter
 from gpubench_tools.compare.interleave import main as interleave_main
 
 ROOT = Path(__file__).resolve().parents[2]
 GATE = ROOT / "scripts" / "ci_gate.sh"
-RULES = paired.DEFAULT_RULES
+RULES = stats.DEFAULT_RULES
 
 
 def noisy_pairs(n: int, shift: float, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +49,7 @@ def test_interval_inverts_the_signed_rank_test() -> None:
     # just inside is not rejected, just outside is.
     for seed in range(5):
         d = np.random.default_rng(seed).normal(0.01, 0.02, 15)
-        est = paired.estimate(d, 0.01)
+        est = stats.estimate(d, 0.01)
         for end, sign in ((math.log(est.low), -1), (math.log(est.high), 1)):
             inside = wilcoxon(d - (end - sign * 1e-9)).pvalue
             outside = wilcoxon(d - (end + sign * 1e-9)).pvalue
@@ -57,16 +58,16 @@ def test_interval_inverts_the_signed_rank_test() -> None:
 
 
 def test_fewest_pairs_for_an_interval() -> None:
-    assert paired.min_pairs_for(0.01) == 8  # 2 / 2**8 < 0.01 <= 2 / 2**7
-    assert paired.min_pairs_for(0.002) == 10  # the default: 2 / 2**10 < 0.002
-    assert paired.interval_rank(7, 0.01) == 0
-    assert paired.judge_values([1.0] * 9, [1.0] * 9, RULES)[0] == paired.FEW
+    assert stats.min_pairs_for(0.01) == 8  # 2 / 2**8 < 0.01 <= 2 / 2**7
+    assert stats.min_pairs_for(0.002) == 10  # the default: 2 / 2**10 < 0.002
+    assert stats.interval_rank(7, 0.01) == 0
+    assert stats.judge_values([1.0] * 9, [1.0] * 9, RULES)[0] == stats.FEW
 
 
 @pytest.mark.parametrize("shift", [0.05, 0.10, 0.20])
 def test_planted_slowdown_is_caught(shift: float) -> None:
     caught = sum(
-        paired.judge_values(*noisy_pairs(24, shift, 0.015, seed), RULES)[0] == paired.SLOWER
+        stats.judge_values(*noisy_pairs(24, shift, 0.015, seed), RULES)[0] == stats.SLOWER
         for seed in range(50)
     )
     assert caught >= 48, caught
@@ -74,21 +75,21 @@ def test_planted_slowdown_is_caught(shift: float) -> None:
 
 def test_unchanged_code_is_not_flagged() -> None:
     verdicts = [
-        paired.judge_values(*noisy_pairs(24, 0.0, 0.02, seed), RULES)[0] for seed in range(300)
+        stats.judge_values(*noisy_pairs(24, 0.0, 0.02, seed), RULES)[0] for seed in range(300)
     ]
-    assert verdicts.count(paired.SLOWER) <= 1
-    assert verdicts.count(paired.SAME) >= 250
+    assert verdicts.count(stats.SLOWER) <= 1
+    assert verdicts.count(stats.SAME) >= 250
 
 
 def test_faster_is_not_slower() -> None:
-    assert paired.judge_values(*noisy_pairs(24, -0.1, 0.01, 1), RULES)[0] == paired.FASTER
+    assert stats.judge_values(*noisy_pairs(24, -0.1, 0.01, 1), RULES)[0] == stats.FASTER
 
 
 def test_significant_but_within_the_margin_is_same() -> None:
     # 1 % slower, measured precisely: real, significant, and below the 3 % that matters.
-    verdict, est = paired.judge_values(*noisy_pairs(30, 0.01, 0.002, 3), RULES)
+    verdict, est = stats.judge_values(*noisy_pairs(30, 0.01, 0.002, 3), RULES)
     assert est is not None and est.low > 1.0
-    assert verdict == paired.SAME
+    assert verdict == stats.SAME
 
 
 def test_straddling_the_margin_is_ambiguous() -> None:
@@ -96,17 +97,17 @@ def test_straddling_the_margin_is_ambiguous() -> None:
     # it whose interval reaches beyond: neither is called slower or the same.
     base = np.full(10, 1e-3)
     noisy = base * np.exp(np.array([0.12, -0.08, 0.10, -0.05, 0.09, 0.07, -0.06, 0.11, 0.0, 0.08]))
-    verdict, est = paired.judge_values(base, noisy, RULES)
-    assert verdict == paired.AMBIGUOUS and est.ratio > 1.03 and est.low < 1.0
+    verdict, est = stats.judge_values(base, noisy, RULES)
+    assert verdict == stats.AMBIGUOUS and est.ratio > 1.03 and est.low < 1.0
     near = base * np.exp(np.array([0.01, 0.03, 0.0, 0.05, 0.02, 0.04, -0.01, 0.06, 0.02, 0.01]))
-    verdict, est = paired.judge_values(base, near, RULES)
-    assert verdict == paired.AMBIGUOUS and est.low < 1.03 < est.high
+    verdict, est = stats.judge_values(base, near, RULES)
+    assert verdict == stats.AMBIGUOUS and est.low < 1.03 < est.high
 
 
 def test_rules_refuse_what_cannot_work() -> None:
     for kwargs in ({"margin": 0.0}, {"margin": float("nan")}, {"alpha": 0.7}, {"start_pairs": 5}):
-        with pytest.raises(paired.UnusableInput):
-            paired.rules_from(**kwargs)
+        with pytest.raises(UnusableInput):
+            stats.rules_from(**kwargs)
 
 
 # ---- paired files and gpubench-compare ----------------------------------------------------------
@@ -257,7 +258,7 @@ def test_an_interval_reaching_a_10_percent_slowdown_is_never_a_pass(tmp_path: Pa
         tmp_path, {"a": same_b, "w": wide_b}, {"a": same_c, "w": wide_c}, capsys
     )
     (wide,) = [b for b in doc["benchmarks"] if b["name"] == "w"]
-    assert wide["verdict"] == paired.AMBIGUOUS and wide["interval"][1] >= 1.10, wide
+    assert wide["verdict"] == stats.AMBIGUOUS and wide["interval"][1] >= 1.10, wide
     assert code == 3 and "interval still reaches +10%" in out, out
 
 
@@ -378,14 +379,14 @@ def test_a_slower_verdict_is_confirmed_on_more_pairs_before_it_fails(
     # Withdrawn: AMBIGUOUS and possibly slower, named loudly; with nothing else resolved that is
     # "not resolved" (3), never a regression (1).
     assert code == 3, capsys.readouterr()
-    assert {(b["verdict"], b["pairs"]) for b in verdicts} == {(paired.AMBIGUOUS, 20)}
+    assert {(b["verdict"], b["pairs"]) for b in verdicts} == {(stats.AMBIGUOUS, 20)}
     steady = standin(tmp_path, "steady-bench", seed="c", noise="0.002", slow="1.06")
     code, out = drive(tmp_path / "steady", base, steady)
     verdicts = json.loads((out / "verdict.json").read_text())["benchmarks"]
     assert code == 1
-    assert {(b["verdict"], b["pairs"]) for b in verdicts} == {(paired.SLOWER, 20)}
-    assert paired.needs_confirmation(12, paired.DEFAULT_RULES)
-    assert not paired.needs_confirmation(24, paired.DEFAULT_RULES)
+    assert {(b["verdict"], b["pairs"]) for b in verdicts} == {(stats.SLOWER, 20)}
+    assert stats.needs_confirmation(12, stats.DEFAULT_RULES)
+    assert not stats.needs_confirmation(24, stats.DEFAULT_RULES)
 
 
 def test_driver_writes_two_paired_bench_files(tmp_path: Path, capsys) -> None:

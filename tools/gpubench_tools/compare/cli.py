@@ -22,7 +22,8 @@ from ..cli import add_debug_flag, program_name, run_main
 from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RANGES, TIME_FIELDS, ConfigError
 from .config import load_config
 from .engine import compare_reports
-from .paired import is_pair, judge_reports, rules_from
+from .paired import is_pair, judge_reports
+from .stats import rules_from
 from .render import as_doc, render_error, render_markdown, render_terminal, words
 from .verdict import Judgement
 
@@ -95,45 +96,39 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         expected = isinstance(exc, (BenchJsonError, ConfigError, UnusableInput))
         what = f"comparing {args.baseline} with {args.contender}: unexpected {type(exc).__name__}: "
         line = " ".join(f"{'' if expected else what}{exc}".split())
-        emit_error(prog, line, EXIT_UNUSABLE, args.markdown, args.json)
+        emit_error(prog, line, EXIT_UNUSABLE, args)
         if not expected and args.debug:
             traceback.print_exc()
         hint = "" if expected or args.debug else " (rerun with --debug for the traceback)"
         raise UnusableInput(line + hint) from None
-    return emit(prog, judgement, args.markdown, args.json, args.quiet, args.verbose)
+    return emit(prog, judgement, args)
 
 
-def emit(
-    prog: str, j: Judgement, markdown: str | None, json_path: str | None, quiet: bool, verbose: bool
-) -> int:
+def emit(prog: str, j: Judgement, args: argparse.Namespace) -> int:
     """The verdict is decided before anything is written; no output can change it (output.py):
-    the terminal text, the line on stderr for what was not judged, then --markdown and --json."""
+    the terminal text (args.quiet, args.verbose where the command has it), the line on stderr for
+    what was not judged, then args.markdown and args.json."""
     code = output.decide(j.exit_code)
     # Colour only on a terminal, never in a file or pipe; NO_COLOR (set, not empty) turns it off.
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    text = render_terminal(j, color=color, quiet=quiet, verbose=verbose)
+    verbose = getattr(args, "verbose", False)
+    text = render_terminal(j, color=color, quiet=args.quiet, verbose=verbose)
     output.say(*text.splitlines(), color=color)
     if code in (EXIT_UNUSABLE, EXIT_UNRESOLVED):
         output.warn(f"{prog}: {words('warning', j)}")
-    output.write_after_verdict(
-        prog, code, markdown, lambda: render_markdown(j), json_path, lambda: as_doc(j)
-    )
+    markdown, doc = lambda: render_markdown(j), lambda: as_doc(j)
+    output.write_after_verdict(prog, code, args.markdown, markdown, args.json, doc)
     return code
 
 
 def emit_error(
-    prog: str,
-    line: str,
-    code: int,
-    markdown: str | None,
-    json_path: str | None,
-    paired: bool = False,
+    prog: str, line: str, code: int, args: argparse.Namespace, paired: bool = False
 ) -> None:
-    """The --markdown and --json outputs when no judgement could be made (best effort: the
-    caller says `line` itself on stderr)."""
+    """The args.markdown and args.json outputs when no judgement could be made (best effort:
+    the caller says `line` itself on stderr)."""
     output.decide(code)
     text, doc = render_error(line, code, paired)
-    for problem in output.write_reports(markdown, lambda: text, json_path, lambda: doc):
+    for problem in output.write_reports(args.markdown, lambda: text, args.json, lambda: doc):
         output.warn(f"{prog}: {problem}")
 
 

@@ -17,6 +17,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .. import schema
@@ -94,20 +95,16 @@ class CompareConfig:
     def thresholds_for(self, name: str) -> tuple[Thresholds, list[str]]:
         """Thresholds of one benchmark and the override patterns that produced them."""
         matched = [o for o in self.overrides if o.pattern.search(name)]
-        current = self.thresholds
-        for override in matched:
-            current = replace(current, **override.values)
+        current = functools.reduce(lambda t, o: replace(t, **o.values), matched, self.thresholds)
         return current, [o.pattern.pattern for o in matched]
 
     def direction(self, counter: str) -> str:
         """How a counter is judged: the config's counter_direction, else "exact" for the exact
         counters, else its direction in the schema ("info", shown and never judged, for one the
         schema does not know or calls neither better nor worse)."""
-        if counter in self.counter_direction:
-            return self.counter_direction[counter]
-        if counter in self.exact_counters:
-            return "exact"
-        return _SCHEMA_TO_BETTER.get(schema.direction_of(counter) or "", "info")
+        exact = "exact" if counter in self.exact_counters else None
+        better = exact or _SCHEMA_TO_BETTER.get(schema.direction_of(counter) or "", "info")
+        return self.counter_direction.get(counter, better)
 
     def as_dict(self) -> dict[str, Any]:
         norm = self.normalize
@@ -115,13 +112,12 @@ class CompareConfig:
             {"pattern": o.pattern.pattern, **o.values} | ({"why": o.why} if o.why else {})
             for o in self.overrides
         ]
-        doc = {"source": self.source, "time": self.time, "thresholds": self.thresholds.as_dict()}
+        doc = {"source": self.source, "time": self.time, "thresholds": asdict(self.thresholds)}
         doc |= {"counters": list(self.counters), "exact_counters": list(self.exact_counters)}
         doc["counter_direction"] = {c: self.direction(c) for c in self.counters}
         doc |= {"gate_counters": self.gate_counters, "overrides": overrides}
-        return doc | {
-            "normalize": norm and {"reference": norm.reference.pattern, **norm.thresholds.as_dict()}
-        }
+        doc["normalize"] = norm and {"reference": norm.reference.pattern, **asdict(norm.thresholds)}
+        return doc
 
 
 @dataclass(frozen=True)
@@ -157,14 +153,21 @@ class _Checks:
                 values[key] = float(value)
         return values
 
-    def regex(self, where: str, text: Any) -> re.Pattern[str]:
-        bad = f"{where} must be a non-empty regular expression string"
+    def matching(
+        self, where: str, obj: Any, key: str, what: str
+    ) -> tuple[re.Pattern[str], dict[str, Any]]:
+        """An object of a regular expression `key` and thresholds (an override, "normalize"): the
+        pattern and the threshold keys it sets."""
+        self.known(where, obj, (key,) + _THRESHOLD_KEYS, what)
+        text, named = obj.get(key), f"{where}.{key}"
+        bad = f"{named} must be a non-empty regular expression string"
         self.check(isinstance(text, str) and bool(text), bad)
         try:
-            return re.compile(text)
+            pattern = re.compile(text)
         except re.error as exc:
             bad = f"{as_read(text, 200)} is not a valid regular expression ({exc})"
-            raise ConfigError(f"{self.path}: {where} {bad}") from None
+            raise ConfigError(f"{self.path}: {named} {bad}") from None
+        return pattern, self.thresholds(where, obj)
 
 
 def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
@@ -187,10 +190,8 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
         bad = f"'time' must be one of {fields}, got {as_read(doc['time'])}"
         check(doc["time"] in TIME_FIELDS, bad)
     if "thresholds" in doc:
-        bad = "'thresholds' must be an object"
-        values = thresholds(
-            "thresholds", known("thresholds", doc["thresholds"], _THRESHOLD_KEYS, bad)
-        )
+        known("thresholds", doc["thresholds"], _THRESHOLD_KEYS, "'thresholds' must be an object")
+        values = thresholds("thresholds", doc["thresholds"])
         old = asdict(start["thresholds"]) if base else {}
         start["thresholds"] = Thresholds(**old | values)
     for key in ("counters", "exact_counters"):
@@ -211,22 +212,16 @@ def _parse(doc: Any, path: str, base: CompareConfig | None) -> CompareConfig:
         start["gate_counters"] = doc["gate_counters"]
     overrides = doc.get("overrides", [])
     check(isinstance(overrides, list), "'overrides' must be a list of objects")
-    start["overrides"] = [_override(checks, f"overrides[{i}]", o) for i, o in enumerate(overrides)]
+    start["overrides"] = []
+    for where, entry in ((f"overrides[{i}]", o) for i, o in enumerate(overrides)):
+        pattern, values = checks.matching(where, entry, "pattern", f"{where} must be an object")
+        start["overrides"].append(Override(pattern, values, str(entry.get("why", ""))))
     start["normalize"] = norm = doc.get("normalize")
     if norm is not None:
         what = "'normalize' must be an object with a 'reference' regex"
-        known("normalize", norm, ("reference",) + _THRESHOLD_KEYS, what)
-        reference = checks.regex("normalize.reference", norm.get("reference"))
-        values = thresholds("normalize", norm)
+        reference, values = checks.matching("normalize", norm, "reference", what)
         start["normalize"] = NormalizeSpec(reference, replace(start["thresholds"], **values))
     return CompareConfig(source=path, **start)
-
-
-def _override(checks: _Checks, where: str, entry: Any) -> Override:
-    """One entry of the "overrides" list of a config document."""
-    checks.known(where, entry, ("pattern",) + _THRESHOLD_KEYS, f"{where} must be an object")
-    pattern = checks.regex(f"{where}.pattern", entry.get("pattern"))
-    return Override(pattern, checks.thresholds(where, entry), str(entry.get("why", "")))
 
 
 def default_config_text() -> str:
@@ -263,8 +258,7 @@ def load_config(path: str | None) -> CompareConfig:
     if path is None:
         return default_config()
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         problem = getattr(exc, "strerror", None) or exc
         raise ConfigError(f"{path}: cannot read config: {problem}") from None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -34,6 +35,7 @@ from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricRes
 from .stats import Thresholds, compare_metric, first_few, judgeable, plausible_time
 from .verdict import FAILED, NOT_JUDGED_DISTURBED, SKIPPED, Disturbance, Judgement, Verdict
 from .verdict import check_files, lists, natural_key, openblas_core
+from .words import say
 
 __all__ = ["compare_reports", "natural_key", "openblas_core", "undisturbed"]
 
@@ -74,10 +76,8 @@ def _key(frames: list[pd.DataFrame]) -> set[str]:
     [label]" for a run name that one file uses with different labels (two registrations that
     print the same name, e.g. a square GEMM and a training layer's GEMM of equal size, would
     otherwise mix into one sample). Returns those run names."""
-    ambiguous = set()
-    for frame in frames:
-        labels = frame.groupby("name").label.nunique()
-        ambiguous |= set(labels.index[labels > 1])
+    counts = [frame.groupby("name").label.nunique() for frame in frames]
+    ambiguous = {name for labels in counts for name in labels.index[labels > 1]}
     for frame in frames:
         pairs = zip(frame.name, frame.label)
         frame["key"] = [f"{n} [{label}]" if n in ambiguous else n for n, label in pairs]
@@ -96,19 +96,9 @@ def _context_differences(
 
 def _nothing_measured(report: BenchReport, frame: pd.DataFrame) -> str:
     """Why a file has no benchmark to compare: the one line for UnusableInput."""
-    if report.rows and all(row.run_type == "aggregate" for row in report.rows):
-        return (
-            f"{report.path}: only aggregate rows (written with "
-            "--benchmark_report_aggregates_only); rerun without it so the repetitions can be "
-            "compared"
-        )
-    invalid = frame.time[frame.status == INVALID].tolist()
-    if invalid:
-        return (
-            f"{report.path}: no benchmark with a valid time to compare ({len(invalid)} "
-            f"repetitions with times that are not measurements: {_why_invalid(frame)})"
-        )
-    return f"{report.path}: no successfully measured benchmark to compare"
+    aggregates = bool(report.rows) and all(row.run_type == "aggregate" for row in report.rows)
+    invalid = int((frame.status == INVALID).sum())
+    return say().nothing_measured(report.path, aggregates, invalid, _why_invalid(frame))
 
 
 def _overall(metrics: list[MetricResult]) -> str:
@@ -135,100 +125,89 @@ def _values(frame: pd.DataFrame, status: str, column: str = "time") -> list[Any]
     return frame.loc[frame.status == status, column].tolist()
 
 
-def _metrics(
-    base: pd.DataFrame,
-    cont: pd.DataFrame,
-    config: CompareConfig,
-    thresholds: Thresholds,
-    counters: list[str],
-    divisor: tuple[float, float] | None,
-) -> list[MetricResult]:
-    """The metrics of one benchmark's measured repetitions: time, time/ref (divided by the
-    reference time of each side, see _divisors) and the counters both sides have."""
-    btimes, ctimes = _values(base, MEASURED), _values(cont, MEASURED)
-    metrics = [compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)]
-    if divisor is not None and config.normalize is not None:
-        bnorm, cnorm = [t / divisor[0] for t in btimes], [t / divisor[1] for t in ctimes]
-        metrics.append(
-            compare_metric("time/ref", "lower", bnorm, cnorm, config.normalize.thresholds)
-        )
-    bcounters, ccounters = _values(base, MEASURED, "counters"), _values(cont, MEASURED, "counters")
-    for counter in counters:
-        bvals = [c[counter] for c in bcounters if counter in c]
-        cvals = [c[counter] for c in ccounters if counter in c]
-        if not bvals or not cvals:
-            continue  # a counter this benchmark does not have (e.g. t_epoch on a GEMM)
-        better = config.direction(counter)
-        # Exact counters cannot be noisy, so they always gate; timing-derived ones only
-        # when the config says so (they carry the same noise as the time itself).
-        gating = better == "exact" or config.gate_counters
-        metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
-    return metrics
+@dataclass
+class _Judge:
+    """What every benchmark of one comparison is judged by: the config, the counters compared
+    and the normalisation (_divisors: the reference benchmarks, each benchmark's divisors)."""
 
+    config: CompareConfig
+    counters: list[str]
+    divisors: dict[str, tuple[float, float]]
+    reference: list[str]
 
-def _compare_benchmark(
-    key: str,
-    base: pd.DataFrame,
-    cont: pd.DataFrame,
-    config: CompareConfig,
-    counters: list[str],
-    divisors: dict[str, tuple[float, float]],
-    reference: list[str],
-) -> Verdict:
-    """One benchmark measured in the baseline (the repetitions of each side): time, time/ref
-    (divided by the reference time of each side, see _divisors) and counters."""
-    thresholds, matched = config.thresholds_for(key)
-    label = base.label.iloc[0]
-    errors, skipped = _values(cont, FAILED, "error"), _values(cont, SKIPPED, "error")
-    ctimes = _values(cont, MEASURED)
-    binvalid, cinvalid = _values(base, INVALID), _values(cont, INVALID)
+    def metrics(
+        self, base: pd.DataFrame, cont: pd.DataFrame, thresholds: Thresholds, key: str
+    ) -> list[MetricResult]:
+        """The metrics of one benchmark's measured repetitions: time, time/ref (divided by the
+        reference time of each side) and the counters both sides have."""
+        config, divisor = self.config, self.divisors.get(key)
+        btimes, ctimes = _values(base, MEASURED), _values(cont, MEASURED)
+        time = compare_metric("time", "lower", btimes, ctimes, thresholds, True, plausible_time)
+        metrics = [time]
+        if divisor is not None and config.normalize is not None:
+            bnorm, cnorm = [t / divisor[0] for t in btimes], [t / divisor[1] for t in ctimes]
+            norm = config.normalize.thresholds
+            metrics.append(compare_metric("time/ref", "lower", bnorm, cnorm, norm))
+        sides = [_values(frame, MEASURED, "counters") for frame in (base, cont)]
+        for counter in self.counters:
+            bvals, cvals = ([c[counter] for c in side if counter in c] for side in sides)
+            if not bvals or not cvals:
+                continue  # a counter this benchmark does not have (e.g. t_epoch on a GEMM)
+            better = config.direction(counter)
+            # Exact counters cannot be noisy, so they always gate; timing-derived ones only
+            # when the config says so (they carry the same noise as the time itself).
+            gating = better == "exact" or config.gate_counters
+            metrics.append(compare_metric(counter, better, bvals, cvals, thresholds, gating))
+        return metrics
 
-    def unmeasured(verdict: str, why: str, disturbance: Disturbance | None = None) -> Verdict:
-        return Verdict(key, verdict, why, label, [], matched, disturbance)
+    def benchmark(self, key: str, base: pd.DataFrame, cont: pd.DataFrame) -> Verdict:
+        """One benchmark measured in the baseline (the repetitions of each side)."""
+        thresholds, matched = self.config.thresholds_for(key)
+        label = base.label.iloc[0]
+        errors, skipped = _values(cont, FAILED, "error"), _values(cont, SKIPPED, "error")
+        ctimes = _values(cont, MEASURED)
+        binvalid, cinvalid = _values(base, INVALID), _values(cont, INVALID)
 
-    if errors and not ctimes:
-        return unmeasured(FAILED, errors[0])
-    if cinvalid and (not binvalid or not ctimes):
-        # The time itself is not a measurement where the baseline's was: the benchmark broke,
-        # whatever its valid repetitions say.
-        total = len(cinvalid) + len(ctimes)
-        why = f"{config.time}: {len(cinvalid)} of {total} repetitions are not a valid time"
-        fine = "" if binvalid else "; the baseline's times were all valid"
-        return unmeasured(INVALID, f"{why} ({_why_invalid(cont)}){fine}")
-    if not ctimes:
-        return unmeasured(SKIPPED, skipped[0])
-    # Disturbed repetitions are listed and left out of the judgement where the policy says so;
-    # what remains is judged as any sample is.
-    disturbance = _disturbance(base, cont) if lists("contender", DISTURBED_ROW) else None
-    if disturbance is not None:
-        base, cont = undisturbed(base), undisturbed(cont)
-        if MEASURED not in base.status.values or MEASURED not in cont.status.values:
-            return unmeasured(NOT_JUDGED_DISTURBED, disturbance.why, disturbance)
-    divisor = divisors.get(key)
-    metrics = _metrics(base, cont, config, thresholds, counters, divisor)
-    notes = metrics[0].notes
-    if reference and divisor is None:
-        notes.append("the only normalisation reference: no time/ref of its own")
-    for what, messages in (("failed", errors), ("skipped", skipped)):
-        if messages:
-            notes.append(f"{len(messages)} repetition(s) {what} in the contender: {messages[0]}")
-    for side, invalid, frame in (("baseline", binvalid, base), ("contender", cinvalid, cont)):
-        if invalid:
-            why = f"without a valid time ({_why_invalid(frame)}): left out"
-            notes.append(f"{len(invalid)} repetition(s) in the {side} {why}")
-    verdict, why, d = _overall(metrics), None, disturbance
-    if d is not None:
-        for side in ("baseline", "contender"):
-            n, of = getattr(d, f"{side}_disturbed"), getattr(d, f"{side}_measured")
-            if n:
-                notes.append(
-                    f"{n} of {of} repetitions of the {side} measured while disturbed: left out"
-                )
-        enough = judgeable(d.baseline_measured, d.contender_measured, thresholds.alpha)
-        if verdict == FEW and enough:
-            # Enough repetitions were run; the machine took them. Not a sample-size problem.
-            verdict, why = NOT_JUDGED_DISTURBED, d.why
-    return Verdict(key, verdict, why, label, metrics, matched, d)
+        def unmeasured(verdict: str, why: str, disturbance: Disturbance | None = None) -> Verdict:
+            return Verdict(key, verdict, why, label, [], matched, disturbance)
+
+        if errors and not ctimes:
+            return unmeasured(FAILED, errors[0])
+        if cinvalid and (not binvalid or not ctimes):
+            # The time itself is not a measurement where the baseline's was: the benchmark broke,
+            # whatever its valid repetitions say.
+            why, clock = _why_invalid(cont), self.config.time
+            return unmeasured(INVALID, say().invalid_times(clock, cinvalid, ctimes, why, binvalid))
+        if not ctimes:
+            return unmeasured(SKIPPED, skipped[0])
+        # Disturbed repetitions are listed and left out of the judgement where the policy says
+        # so; what remains is judged as any sample is.
+        d = _disturbance(base, cont) if lists("contender", DISTURBED_ROW) else None
+        if d is not None:
+            base, cont = undisturbed(base), undisturbed(cont)
+            if MEASURED not in base.status.values or MEASURED not in cont.status.values:
+                return unmeasured(NOT_JUDGED_DISTURBED, d.why, d)
+        metrics = self.metrics(base, cont, thresholds, key)
+        notes = metrics[0].notes
+        if self.reference and key not in self.divisors:
+            notes.append("the only normalisation reference: no time/ref of its own")
+        for what, messages in (("failed", errors), ("skipped", skipped)):
+            if messages:
+                notes.append(say().not_measured(len(messages), what, messages[0]))
+        for side, invalid, frame in (("baseline", binvalid, base), ("contender", cinvalid, cont)):
+            if invalid:
+                notes.append(say().invalid_left_out(len(invalid), side, _why_invalid(frame)))
+        verdict, why = _overall(metrics), None
+        if d is not None:
+            for side in ("baseline", "contender"):
+                n, of = getattr(d, f"{side}_disturbed"), getattr(d, f"{side}_measured")
+                if n:
+                    notes.append(say().disturbed_left_out(n, of, side))
+            enough = judgeable(d.baseline_measured, d.contender_measured, thresholds.alpha)
+            if verdict == FEW and enough:
+                # Enough repetitions were run; the machine took them. Not a sample-size problem.
+                verdict, why = NOT_JUDGED_DISTURBED, d.why
+        return Verdict(key, verdict, why, label, metrics, matched, d)
 
 
 def _why_not_measured(group: pd.DataFrame) -> tuple[str, str]:
@@ -251,19 +230,13 @@ def _divisors(
         return [], {}, []
     pattern = config.normalize.reference
     if not any(pattern.search(k) for k in base.key[base.status == MEASURED]):
-        raise UnusableInput(
-            f"normalize.reference {pattern.pattern!r} matches no benchmark measured in {path}"
-        )
+        raise UnusableInput(say().reference_unmatched(pattern.pattern, path))
     # A pattern whose benchmarks all fail, are missing or have no valid time in the contender
     # leaves the run without normalisation (a warning): those benchmarks fail or are listed on
     # their own, and the absolute comparison of every time still holds.
     refs = [k for k in common if pattern.search(k)]
     if not refs:
-        warning = (
-            f"normalize.reference {pattern.pattern!r} matches no benchmark measured in both "
-            "files: times are not normalised (time / reference is not compared)"
-        )
-        return [], {}, [warning]
+        return [], {}, [say().reference_not_common(pattern.pattern)]
     medians = [f[f.status == MEASURED].groupby("key").time.median()[refs] for f in (base, cont)]
     divisors = {
         key: tuple(statistics.geometric_mean(m.drop(key, errors="ignore")) for m in medians)
@@ -283,27 +256,17 @@ def _reading_warnings(
     """What the reader must know before trusting the table (one line each)."""
     base, cont = frames
     warnings = []
-    unknown = [
-        side
-        for side, frame in (("the baseline's", base), ("the contender's", cont))
-        if (frame.conditions[frame.status == MEASURED] == UNKNOWN).any()
-    ]
+    sides = (("the baseline's", base), ("the contender's", cont))
+    unknown = [side for side, f in sides if (f.conditions[f.status == MEASURED] == UNKNOWN).any()]
     if unknown and lists("contender", UNKNOWN_CONDITIONS):
         warnings.append(unknown_conditions_note(" and ".join(unknown) + " repetitions"))
     if ambiguous:
-        warnings.append(
-            f"{len(ambiguous)} benchmark name(s) are used by benchmarks with different "
-            "labels; they are compared as 'name [label]'"
-        )
+        warnings.append(say().ambiguous_names(len(ambiguous)))
     # Different OpenBLAS kernels (OPENBLAS_CORETYPE, or another CPU): every CPU ratio then
     # compares two kernel sets, and can hide or fake a regression.
     bcore, ccore = openblas_core(baseline.context), openblas_core(contender.context)
     if bcore is not None and ccore is not None and bcore != ccore:
-        warnings.append(
-            f"OpenBLAS ran different kernels: core={bcore} in the baseline, core={ccore} in the "
-            "contender; CPU ratios compare the two kernel sets, not the code (set "
-            f"OPENBLAS_CORETYPE={bcore} to measure like the baseline)"
-        )
+        warnings.append(say().openblas_cores(bcore, ccore))
     with_invalid = set(base.key[base.status == INVALID]) | set(cont.key[cont.status == INVALID])
 
     def left_out(b: Verdict) -> bool:
@@ -311,11 +274,7 @@ def _reading_warnings(
 
     dropped = [b for b in results if b.metrics and (b.name in with_invalid or left_out(b))]
     if dropped:
-        warnings.append(
-            f"{len(dropped)} benchmark(s) have values that are not measurements (NaN, infinity, "
-            "a time <= 0, an absurd magnitude) that were left out of the comparison (see the "
-            "notes)"
-        )
+        warnings.append(say().values_left_out(len(dropped)))
     return warnings
 
 
@@ -342,24 +301,21 @@ def compare_reports(
             raise UnusableInput(_nothing_measured(baseline, base))
         if MEASURED not in cont.status.values:
             raise UnusableInput(_nothing_measured(contender, cont))
-        raise UnusableInput(
-            f"no common benchmarks: {baseline.path} and {contender.path} share no benchmark name"
-        )
+        raise UnusableInput(say().no_common(baseline.path, contender.path))
     common = [k for k in in_cont if MEASURED in by_key[1][k].status.values]  # they get ratios
     reference, divisors, warnings = _divisors(config, base, cont, common, baseline.path)
 
     # Exact counters (the work of an iteration) are checked whenever both sides carry them.
     chosen = list(config.counters if counters is None else counters)
     checked = chosen + [c for c in config.exact_counters if c not in chosen]
-    results = [
-        _compare_benchmark(k, by_key[0][k], by_key[1][k], config, checked, divisors, reference)
-        for k in in_cont
-    ]
+    judge = _Judge(config, checked, divisors, reference)
+    results = [judge.benchmark(k, by_key[0][k], by_key[1][k]) for k in in_cont]
     warnings = baseline.warnings + contender.warnings + warnings
     warnings += _reading_warnings(baseline, contender, (base, cont), ambiguous, results)
     unmeasured = sorted(set(by_key[0]) - set(measured), key=natural_key)
     by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(by_key[0][key]))
     contexts = baseline.context, contender.context
+    not_compared = [{"kind": kind, "reason": why, "names": keys} for (kind, why), keys in by_reason]
     return Judgement(
         baseline=baseline,
         contender=contender,
@@ -373,8 +329,6 @@ def compare_reports(
         warnings=warnings,
         allow_missing=allow_missing,
         reference=reference,
-        not_compared=[
-            {"kind": kind, "reason": why, "names": keys} for (kind, why), keys in by_reason
-        ],
+        not_compared=not_compared,
         cut_off=cut_off,
     )

@@ -56,7 +56,7 @@ from ..cli import EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag,
 from ..cli import ArgumentParser, Number, run_main
 from .. import output
 from ..wording import group_reasons
-from . import paired
+from . import paired, stats
 from .cli import emit, emit_error
 from .paired import PAIR_ID, PAIR_ORDER, PAIR_REPS_PER_RUN, PAIR_ROLE, PAIR_TIME, PAIRED_WITH
 from .verdict import Judgement
@@ -175,13 +175,10 @@ class PairedRun:
                 (folder / name).unlink(missing_ok=True)
                 (folder / name).symlink_to(os.path.abspath(target))
         flags = [f"--benchmark_filter={benchmark_filter}"] if benchmark_filter else []
-        flags += [
-            f"--benchmark_min_time={self.min_time:g}",
-            f"--benchmark_repetitions={self.inner_repetitions}",
-            f"--benchmark_out={out}",
-            "--benchmark_out_format=json",
-        ]
-        if self.inner_repetitions > 1:
+        reps = self.inner_repetitions
+        flags += [f"--benchmark_min_time={self.min_time:g}", f"--benchmark_repetitions={reps}"]
+        flags += [f"--benchmark_out={out}", "--benchmark_out_format=json"]
+        if reps > 1:
             flags.append("--benchmark_enable_random_interleaving=true")
         return [str(folder / "bench"), *cmd[1:], *flags]
 
@@ -256,11 +253,10 @@ class PairedRun:
             pair.append((PAIR_REPS_PER_RUN, self.inner_repetitions))
             for key, value in pair:
                 context = _set(context, key, value)
-            totals = Counter(str(_get(row, "name")) for row in self.rows[side])
-            rows = [
-                _set(row, "repetitions", totals[str(_get(row, "name"))]) for row in self.rows[side]
-            ]
-            rows_text = ",\n    ".join(_dumps_pairs(row) for row in rows)
+            rows = self.rows[side]
+            totals = Counter(str(_get(row, "name")) for row in rows)
+            counted = (_set(row, "repetitions", totals[str(_get(row, "name"))]) for row in rows)
+            rows_text = ",\n    ".join(_dumps_pairs(row) for row in counted)
             text = f'{{\n  "context": {_dumps_pairs(context)},\n  "benchmarks": [\n    '
             text += rows_text + "\n  ]\n}\n"
             tmp = paths[side].with_suffix(".json.tmp")
@@ -302,7 +298,7 @@ TIMEOUT = Number(0.0, 7 * 86_400.0, low_open=True, unit="seconds")
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    rules = paired.DEFAULT_RULES
+    rules = stats.DEFAULT_RULES
     parser = ArgumentParser(
         prog=prog,
         description=(
@@ -328,8 +324,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     add("--base-data-dir", metavar="DIR", help="the base's data folder (GPUBENCH_DATA_DIR)")
     add("--contender-data-dir", metavar="DIR", help="the contender's data folder")
     add("--time", choices=("cpu_time", "real_time"), default="cpu_time", help="clock to judge")
-    add("--margin", type=paired.MARGIN, help=f"equivalence margin ({rules.margin:g})")
-    add("--alpha", type=paired.ALPHA, help=f"1 - confidence of the interval ({rules.alpha:g})")
+    add("--margin", type=stats.MARGIN, help=f"equivalence margin ({rules.margin:g})")
+    add("--alpha", type=stats.ALPHA, help=f"1 - confidence of the interval ({rules.alpha:g})")
     add("--out-dir", default="reports/ci/paired", help="where the paired files and logs go")
     add("--markdown", metavar="OUT.md", help="also write the verdict as Markdown")
     add("--json", metavar="OUT.json", help="also write the verdict as JSON")
@@ -339,7 +335,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _judge(run: PairedRun, rules: paired.PairedRules) -> Judgement:
+def _judge(run: PairedRun, rules: stats.PairedRules) -> Judgement:
     """Runs the rounds and judges them; then more rounds, in steps of half the start, of the
     benchmarks AMBIGUOUS and possibly slower, or whose interval still reaches the slowdown the
     gate cannot pass (an interval narrows as pairs accumulate), or short of pairs because some
@@ -362,7 +358,7 @@ def _judge(run: PairedRun, rules: paired.PairedRules) -> Judgement:
 
 def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
-    rules = paired.rules_from(args.margin, args.alpha, args.pairs, args.max_pairs)
+    rules = stats.rules_from(args.margin, args.alpha, args.pairs, args.max_pairs)
     base, contender = _command(args.base_bench, "--base-bench"), args.contender_bench
     run = PairedRun(base, _command(contender, "--contender-bench"), Path(args.out_dir))
     run.benchmark_filter, run.min_time, run.time_field = args.filter, args.min_time, args.time
@@ -375,12 +371,12 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         if run.rounds_done:
             run.write()  # what was measured before the failure stays on disk
         line = f"{exc} ({run.rounds_done} complete rounds kept in {run.out_dir})"
-        emit_error(prog, line, exc.exit_code, args.markdown, args.json, paired=True)
+        emit_error(prog, line, exc.exit_code, args, paired=True)
         output.warn(f"{prog}: {'error' if exc.exit_code == EXIT_UNUSABLE else 'FAIL'}: {line}")
         return exc.exit_code
     judgement.wall_seconds = time.monotonic() - start
     judgement.bench_seconds = run.bench_seconds
-    return emit(prog, judgement, args.markdown, args.json, args.quiet, False)
+    return emit(prog, judgement, args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -40,7 +40,7 @@ shown. A repetition of an older run, whose conditions are unknown, is kept.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,19 +50,17 @@ from ..json_values import as_read
 from ..cli import UnusableInput
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
 from ..wording import group_reasons
-from .stats import ALPHA, AMBIGUOUS, DEFAULT_RULES, FASTER, FEW, INVALID, MARGIN, SAME, SLOWER
-from .stats import Estimate, PairedRules, estimate, interval_rank, judge_values, min_pairs_for
-from .stats import needs_confirmation, possibly_slower, rules_from, verdict_of
+from .stats import AMBIGUOUS, DEFAULT_RULES, FEW, INVALID, SLOWER, PairedRules, judge_values
+from .stats import needs_confirmation, possibly_slower
 from .verdict import BASE_FAILED, FAILED, INCOMPLETE, MISSING, NEW, SKIPPED, Judgement, Verdict
 from .verdict import check_files, lists, natural_key
+from .words import say
 
-# The statistics and verdicts of the pairs, for the callers of this module (the gate's scripts).
+# The judgement, and the statistics of the pairs the gate's scripts read from here (the others:
+# stats.py).
 # fmt: off
-__all__ = ["ALPHA", "AMBIGUOUS", "BASE_FAILED", "DEFAULT_RULES", "Estimate", "FAILED", "FASTER",
-           "FEW", "INCOMPLETE", "INVALID", "MARGIN", "MISSING", "NEW", "PairedRules",
-           "SAME", "SKIPPED", "SLOWER", "UnusableInput", "estimate", "interval_rank", "is_pair",
-           "judge_files", "judge_reports", "judge_values", "min_pairs_for", "needs_confirmation",
-           "possibly_slower", "rules_from", "verdict_of"]
+__all__ = ["AMBIGUOUS", "DEFAULT_RULES", "FEW", "PairedRules", "SLOWER", "is_pair", "judge_files",
+           "judge_reports", "judge_values", "needs_confirmation", "possibly_slower"]
 # fmt: on
 
 # Context keys of a paired file (written by interleave.py). PAIR_ID, the same in both files of one
@@ -79,9 +77,8 @@ def is_pair(base: BenchReport, contender: BenchReport) -> bool:
 
 def _inner_repetitions(report: BenchReport) -> int:
     """The repetitions each process of a paired file ran (PAIR_REPS_PER_RUN; 1 when absent)."""
-    value = report.context.get(PAIR_REPS_PER_RUN)
     try:
-        return int(value) if value is not None else 1
+        return int(report.context.get(PAIR_REPS_PER_RUN))  # None: an older file's
     except (TypeError, ValueError):
         return 1
 
@@ -89,11 +86,6 @@ def _inner_repetitions(report: BenchReport) -> int:
 def _time(row: Any, clock: str) -> float:
     value = row.cpu_time_s if clock == "cpu_time" else row.real_time_s
     return value if math.isfinite(value) and value > 0 else math.nan
-
-
-def _indices(ixs: Sequence[int]) -> str:
-    shown = ", ".join(str(i) for i in ixs[:5])
-    return shown + (f" and {len(ixs) - 5} more" if len(ixs) > 5 else "")
 
 
 def _rows_by_name(report: BenchReport) -> dict[str, list[Any]]:
@@ -109,61 +101,41 @@ def _without_pairs(name: str, b_rows: list[Any], c_rows: list[Any]) -> Verdict |
         return Verdict(name, MISSING, why="measured in the base, missing from the contender")
     if not b_rows:
         return Verdict(name, NEW, why="only in the contender, not compared")
-    for rows, verdict, why in (
-        (b_rows, BASE_FAILED, "not compared: "),
-        (c_rows, FAILED, "now fails: "),
-    ):
-        failed = [r for r in rows if r.failed]
+    failures = ((b_rows, BASE_FAILED, "not compared: "), (c_rows, FAILED, "now fails: "))
+    for rows, verdict, why in failures:
+        failed = next((r for r in rows if r.failed), None)
         if failed:
-            return Verdict(name, verdict, why=f"{why}{failed[0].error}")
-    skipped = [r for r in b_rows + c_rows if r.skipped]
-    if skipped:
-        return Verdict(name, SKIPPED, why=str(skipped[0].error))
-    return None
+            return Verdict(name, verdict, why=f"{why}{failed.error}")
+    skipped = next((r for r in b_rows + c_rows if r.skipped), None)
+    return None if skipped is None else Verdict(name, SKIPPED, why=str(skipped.error))
 
 
 def _judge_pairs(
-    name: str,
-    b_rows: list[Any],
-    c_rows: list[Any],
-    clock: str,
-    rules: PairedRules,
-    leave_out_disturbed: bool,
+    name: str, b_rows: list[Any], c_rows: list[Any], clock: str, rules: PairedRules, leave_out: bool
 ) -> Verdict:
-    """The verdict of a benchmark measured on both sides, from its pairs (repetition i of each)."""
+    """The verdict of a benchmark measured on both sides, from its pairs (repetition i of each);
+    `leave_out`: a pair with a disturbed repetition is left out (judge_reports says when)."""
     b_by, c_by = ({r.repetition_index: r for r in rows} for rows in (b_rows, c_rows))
+    sides = ((b_by, c_by), (c_by, b_by))
     bad_b, bad_c = (
         sorted(i for i, r in by.items() if math.isnan(_time(r, clock))) for by in (b_by, c_by)
     )
     if bad_c and not bad_b:
-        return Verdict(name, INVALID, f"{clock} of repetitions {_indices(bad_c)} is not a time")
+        return Verdict(name, INVALID, say().invalid_pairs(clock, bad_c))
     common = sorted(i for i in set(b_by) & set(c_by) if i is not None and i not in bad_b + bad_c)
-    only_b = sorted(i for i in set(b_by) - set(c_by) if i is not None)
-    only_c = sorted(i for i in set(c_by) - set(b_by) if i is not None)
-    disturbed = {
-        i for i in common if b_by[i].conditions == DISTURBED or c_by[i].conditions == DISTURBED
-    }
-    kept = [i for i in common if not (leave_out_disturbed and i in disturbed)]
+    only_b, only_c = (sorted(i for i in set(x) - set(y) if i is not None) for x, y in sides)
+    disturbed = {i for i in common if DISTURBED in (b_by[i].conditions, c_by[i].conditions)}
+    kept = [i for i in common if not (leave_out and i in disturbed)]
     base_t, cont_t = [_time(b_by[i], clock) for i in kept], [_time(c_by[i], clock) for i in kept]
     verdict, est = judge_values(base_t, cont_t, rules)
     bench = Verdict(name, verdict, estimate=est, pairs=len(kept), left_out=len(common) - len(kept))
     if kept:
         bench.base_median_s, bench.contender_median_s = np.median(base_t), np.median(cont_t)
-    lost = [
-        f"the contender lacks repetitions {_indices(only_b)} of the base's" if only_b else "",
-        f"the base lacks repetitions {_indices(only_c)} of the contender's" if only_c else "",
-        f"{len(bad_b)} base repetitions have no valid {clock}" if bad_b else "",
-    ]
-    lost = [why for why in lost if why]
-    interval = f"fewer than the {rules.min_pairs} a {1 - rules.alpha:.3g} interval needs"
-    if lost:
+    if only_b or only_c or bad_b:
         bench.verdict = INCOMPLETE if verdict != SLOWER else verdict
-        bench.why = "; ".join(lost) + " (pairs are incomplete)"
-    elif verdict == FEW and bench.left_out:
-        left = f"{bench.left_out} of {len(common)} pairs left out (disturbed=1)"
-        bench.why = f"not judged: measured while disturbed: {left}, {interval} remain"
+        bench.why = say().incomplete(only_b, only_c, len(bad_b), clock)
     elif verdict == FEW:
-        bench.why = f"{len(kept)} pairs, {interval}"
+        bench.why = say().few_pairs(len(kept), bench.left_out, len(common), rules)
     return bench
 
 
@@ -173,15 +145,12 @@ def judge_reports(
     """Judges two paired files (is_pair) benchmark by benchmark (module docstring)."""
     clock = clock or str(base.context.get(PAIR_TIME) or "real_time")
     if clock not in ("cpu_time", "real_time"):
-        raise UnusableInput(
-            f"{base.path}: context pair_time is {as_read(clock)}, not cpu_time/real_time"
-        )
+        raise UnusableInput(say().pair_time(base.path, as_read(clock)))
     cut_off = check_files(base, contender)
     notes: list[str] = []
     if base.context.get(PAIR_ROLE) == "contender" and contender.context.get(PAIR_ROLE) == "base":
         notes.append("the files are given in reverse order: ratios are base / contender")
-    for report in (base, contender):
-        notes += report.warnings
+    notes += base.warnings + contender.warnings
     base_rows, cont_rows = _rows_by_name(base), _rows_by_name(contender)
     # A file of several inner repetitions per process holds each process's fastest (interleave.py):
     # the minimum stands for its process, disturbed or not. Measured on real runs beside a bursty
@@ -194,9 +163,7 @@ def judge_reports(
     if any(r.conditions == UNKNOWN for r in rows) and lists("contender", UNKNOWN_CONDITIONS):
         notes.append(unknown_conditions_note("repetitions"))
     if not set(base_rows) & set(cont_rows):
-        raise UnusableInput(
-            f"{base.path} and {contender.path} have no benchmark in common: nothing to compare"
-        )
+        raise UnusableInput(say().nothing_in_common(base.path, contender.path))
 
     def judge(name: str) -> Verdict:
         b_rows, c_rows = base_rows.get(name, []), cont_rows.get(name, [])

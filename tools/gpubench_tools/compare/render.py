@@ -1,6 +1,7 @@
 """The one renderer of a verdict.Judgement, whichever way its samples were drawn: the terminal
 text (templates/terminal.txt.j2), the Markdown of a pull-request comment (templates/compare.md.j2)
-and the --json document; every sentence they share is a macro of templates/words.j2.
+and the --json document; every sentence they share is a macro of templates/words.j2, and so are
+the lists of failures and of information lines that both texts lay out.
 
 A repeated reason is said once: benchmarks that share a reason (one skip message, "not enough
 samples", "only in the contender", one error message) are one line with a count; their names are
@@ -14,21 +15,15 @@ the terminal escape.one_line, the template's `finalize` (a message cannot forge 
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from typing import Any, Iterator, Sequence
 
-import jinja2
-
 from .. import schema
 from ..escape import one_line
-from ..templating import environment
-from ..units import plural
-from ..wording import group_reasons
 from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
-from .stats import repetition_rule
-from .verdict import FAILED, SKIPPED, Judgement, Verdict
+from .verdict import Judgement, Verdict
+from .words import Painted, say, templates
 
 # A metric's verdict in the tables, where it is not the verdict's own word.
 _VERDICT_TEXT = {SLOWER: "SLOWER", NOISY: "too noisy to judge", FEW: "not enough samples"}
@@ -42,17 +37,7 @@ _ANSI = {
 _SECONDS = ((1.0, " s"), (1e-3, " ms"), (1e-6, " us"), (1e-9, " ns"))
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 _HEADER = ("benchmark / metric", "baseline", "contender", "ratio", "cv base/new", "p", "verdict")
-# Why a benchmark of the baseline was not compared (Judgement.not_compared's kinds).
-NOT_COMPARED_WORDS = {
-    "failed_in_baseline": "failed in the baseline",
-    "skipped_in_baseline": "skipped in the baseline",
-    "invalid_in_baseline": "without a valid time in the baseline",
-}
 _GATE_WORDS = {0: "PASS", 1: "FAIL", 2: "CANNOT JUDGE", 3: "NOT RESOLVED"}
-
-
-class _Painted(str):
-    """A terminal line already folded to one line, with its colour codes (finalize keeps it)."""
 
 
 def format_value(metric: str, value: float) -> str:
@@ -116,77 +101,16 @@ def _table(benches: Sequence[Verdict]) -> list[tuple[str, str]]:
     return head + [(fmt(cells), verdict) for cells, verdict in rows] + [("", "")]
 
 
-def _by_message(j: Judgement, verdict: str) -> list[tuple[str, list[str]]]:
-    """Names of the benchmarks with this verdict (FAILED, SKIPPED), one group per message."""
-    groups = group_reasons(j.of(verdict), lambda bench: bench.why or "")
-    return [(message, [bench.name for bench in group]) for message, group in groups]
-
-
-def _failures(j: Judgement) -> list[tuple[str, list[str]]]:
-    """(line, names listed under it) for every failure, in the order a reader needs them."""
-    words = _words()
-    lines = [(words.regression(b, metric_name), []) for b in j.failing if b.verdict != FAILED]
-    errors = _by_message(j, FAILED)
-    lines += [(words.now_fail(j, errors, m, names), names) for m, names in errors]
-    if j.cut_off:
-        lines.append((f"FAIL: {j.cut_off}", []))
-    if j.missing_fails:
-        lines.append((words.missing(j), j.only_in_baseline))
-    return lines
-
-
-def _info(j: Judgement) -> list[tuple[str, list[str], list[Verdict]]]:
-    """(one line, its names, the benchmarks when they were compared but not judged) for every
-    group that is information, not a failure."""
-    words = _words()
-    out = [(words.skipped(why, names), names, []) for why, names in _by_message(j, SKIPPED)]
-    out += [(words.not_compared(g), g["names"], []) for g in j.not_compared]
-    by_needed = group_reasons(j.unjudged, lambda bench: bench.needed or 0)
-    for needed, benches in sorted(by_needed, key=lambda group: group[0]):
-        fewest = min(min(b.metrics[0].base.n, b.metrics[0].cont.n) for b in benches)
-        out.append((words.few(benches, fewest, needed), [b.name for b in benches], benches))
-    if j.disturbed:
-        figures = [words.disturbed_figures(b, format_value) for b in j.disturbed]
-        out.append((words.disturbed(j), figures, []))
-    if j.only_in_baseline and not j.missing_fails:
-        out.append((words.missing_allowed(j), j.only_in_baseline, []))
-    if j.only_in_contender:
-        out.append((words.new(j), j.only_in_contender, []))
-    return out
-
-
-@functools.lru_cache(maxsize=None)
-def _environment(terminal: bool) -> jinja2.Environment:
-    """The templates' environment. No autoescape: the outputs are text and Markdown, not HTML;
-    every piece of data goes through `md`/`code` (Markdown) or finalize (one_line, terminal)."""
-    finalize = (lambda v: v if isinstance(v, _Painted) else one_line(v)) if terminal else None
-    env = environment(__package__, finalize=finalize, keep_trailing_newline=True)
-    env.filters["one"] = one_line
-    env.globals.update(plural=plural, NOT_COMPARED_WORDS=NOT_COMPARED_WORDS, by_message=_by_message)
-    env.globals.update(repetition_rule=repetition_rule)
-    return env
-
-
-def _render(template: str, **context: Any) -> str:
-    return _environment(False).get_template(template).render(context)
-
-
-def _words() -> Any:
-    """The shared sentences (templates/words.j2), callable from here."""
-    return _environment(False).get_template("words.j2").make_module()
-
-
 def words(sentence: str, j: Judgement) -> str:
     """One sentence of words.j2 about `j`: "warning" (the line on stderr of a judgement that is
     not a verdict), "cannot_judge" (why nothing was judged), "gate_line" (the pairs' summary)."""
-    return str(getattr(_words(), sentence)(j)).strip()
+    return str(getattr(say("words.j2"), sentence)(j)).strip()
 
 
 def _context(j: Judgement, **options: Any) -> dict[str, Any]:
-    if j.paired:
-        return dict(j=j, word=None, reason=None, failures=[], info=[], **options)
-    word, reason = _GATE_WORDS[j.exit_code], words("reason", j)
-    return dict(j=j, word=word, reason=reason, failures=_failures(j), info=_info(j), **options)
+    word, reason = (None, None) if j.paired else (_GATE_WORDS[j.exit_code], words("reason", j))
+    names = dict(metric_name=metric_name, format_value=format_value)
+    return dict(j=j, word=word, reason=reason, **names, **options)
 
 
 def render_terminal(
@@ -194,10 +118,10 @@ def render_terminal(
 ) -> str:
     def paint(text: str, verdict: str) -> str:
         code = _ANSI.get(verdict)
-        return _Painted(f"\x1b[{code}m{one_line(text)}\x1b[0m") if color and code else text
+        return Painted(f"\x1b[{code}m{one_line(text)}\x1b[0m") if color and code else text
 
     hardware = [one_line(f"  {k}: {b}  ->  {c}") for k, b, c in j.hardware_differences]
-    env = _environment(True)
+    env = templates(terminal=True)
     env.filters["paint"] = paint
     table = [] if j.paired else _table([b for b in j.benchmarks if b.metrics])
     context = _context(j, quiet=quiet, verbose=verbose, table=table, hardware=hardware)
@@ -206,22 +130,14 @@ def render_terminal(
 
 def render_markdown(j: Judgement) -> str:
     """A PR comment: verdict first, then what needs attention, the unchanged rest folded away."""
-
-    def rows_of(benches: Sequence[Verdict]) -> list[tuple[str | None, Any, bool]]:
-        return [(name, cells, m.fails) for name, m, cells in _rows(benches)]
-
-    with_numbers = [b for b in j.benchmarks if b.metrics]
-    attention = [b for b in with_numbers if b.verdict not in (SAME, FEW)]
-    unchanged = [b for b in with_numbers if b.verdict == SAME]
-    notes = [(b.name, m.metric, "; ".join(m.notes)) for b in attention for m in b.metrics]
-    context = _context(j, rows_of=rows_of, attention=attention, unchanged=unchanged)
-    text = _render("compare.md.j2", **context, notes=[note for note in notes if note[2]])
+    text = templates().get_template("compare.md.j2").render(_context(j, rows=_rows))
     return text.rstrip() + "\n"
 
 
 def render_error(line: str, code: int, paired: bool) -> tuple[str, dict[str, Any]]:
     """The Markdown and the --json document when the judgement could not be made at all."""
-    markdown = _render("error.md.j2", line=line, paired=paired, word=_GATE_WORDS[code])
+    error = templates().get_template("error.md.j2")
+    markdown = error.render(line=line, paired=paired, word=_GATE_WORDS[code])
     return markdown, {"exit_code": code, **({"paired": True} if paired else {}), "error": line}
 
 

@@ -20,11 +20,11 @@ import numpy as np
 from scipy.stats import wilcoxon
 
 from ..cli import Number, UnusableInput
-from ..units import plural
 from ..json_values import as_read
 from ..row_rules import MAX_TIME_S
 from ..schema import usable_counter
 from ..stats import SampleStats, min_p_value, ratio_of, repetitions_needed, u_test
+from .words import say
 
 # How a metric is judged: "lower" (times), "higher" (rates), "exact" (counters that define the
 # work, e.g. flop: any change means the benchmark itself changed) and "info" (shown, never judged).
@@ -51,11 +51,7 @@ def judgeable(n_base: int, n_cont: int, alpha: float) -> bool:
 
 def repetition_rule(alpha: float) -> str:
     """The rule in words, the same in the tool's output, docs/regression-gate.md and the README."""
-    needed = repetitions_needed(alpha)
-    return (
-        f"not judged with fewer than {needed} repetitions on either side (at alpha {alpha:g}, "
-        "the fewest with which the U test can reach p < alpha)"
-    )
+    return say().repetition_rule(repetitions_needed(alpha), alpha)
 
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
@@ -77,9 +73,6 @@ class Thresholds:
     alpha: float
     max_cv: float
     check_fastest: bool
-
-    def as_dict(self) -> dict[str, float | bool]:
-        return asdict(self)
 
 
 @dataclass
@@ -110,12 +103,11 @@ class MetricResult:
 
     def as_dict(self) -> dict[str, Any]:
         keys = "metric better verdict gating fails ratio slowdown best_slowdown p_value".split()
+        invalid = {"baseline": len(self.base_invalid), "contender": len(self.cont_invalid)}
         doc = {key: getattr(self, key) for key in keys} | {"repetitions_needed": self.needed}
-        doc["invalid_values"] = dict(
-            baseline=len(self.base_invalid), contender=len(self.cont_invalid)
-        )
-        doc |= {"thresholds": self.thresholds.as_dict(), "baseline": self.base.as_dict()}
-        return doc | {"contender": self.cont.as_dict(), "notes": list(self.notes)}
+        doc |= {"invalid_values": invalid, "thresholds": asdict(self.thresholds)}
+        doc |= {"baseline": self.base.as_dict(), "contender": self.cont.as_dict()}
+        return doc | {"notes": list(self.notes)}
 
 
 def plausible_time(seconds: float) -> bool:
@@ -132,19 +124,13 @@ def first_few(texts: Iterable[str], sep: str) -> str:
     return sep.join(seen[:3]) + (sep + "..." if len(seen) > 3 else "")
 
 
-def quote_invalid_values(values: list[float]) -> str:
-    """'NaN, Infinity' or '0, -1.5e-06': the distinct implausible values, each as the file wrote
-    it where it came from one (a counter as read: json_values.as_read), for a one-line reason."""
-    return first_few((as_read(value) for value in values), ", ")
-
-
 def _note_invalid(m: MetricResult, judged: bool) -> bool:
     """Note the values left out as not plausible; True where they make a judged metric INVALID:
     the contender has them and the baseline had none (or the contender has nothing else)."""
     sides = (("baseline", m.base_invalid, m.base), ("contender", m.cont_invalid, m.cont))
+    # The distinct values, each as the file wrote it ('NaN, Infinity', '0, -1.5e-06').
     said = {
-        side: f"{len(bad)} of {plural(stats.n + len(bad), 'value')} not valid in the {side} "
-        f"({quote_invalid_values(bad)})"
+        side: say().invalid_values(bad, stats.n, side, first_few(map(as_read, bad), ", "))
         for side, bad, stats in sides
     }
     if judged and m.cont_invalid and m.base.n and (not m.base_invalid or not m.cont.n):
@@ -158,19 +144,12 @@ def _exact_verdict(base: SampleStats, cont: SampleStats, notes: list[str]) -> st
     """SAME or CHANGED of a counter that defines the work of the benchmark (better "exact")."""
     # The contender's repetitions must all do one amount of work, the base's amount; or, where the
     # base's repetitions already differed (a file compared with itself), exactly the base's.
-    same_as_base = len(cont.values) == len(base.values) and all(
-        math.isclose(c, b, rel_tol=_EXACT_RTOL, abs_tol=0.0)
-        for c, b in zip(sorted(cont.values), sorted(base.values))
-    )
-    constant = math.isclose(cont.min, cont.max, rel_tol=_EXACT_RTOL)
-    equal = same_as_base or (
-        constant and math.isclose(cont.median, base.median, rel_tol=_EXACT_RTOL, abs_tol=0.0)
-    )
+    close = functools.partial(math.isclose, rel_tol=_EXACT_RTOL)
+    pairs = zip(sorted(cont.values), sorted(base.values))
+    same_as_base = len(cont.values) == len(base.values) and all(close(c, b) for c, b in pairs)
+    equal = same_as_base or (close(cont.min, cont.max) and close(cont.median, base.median))
     if not equal:
-        notes.append(
-            "defines the work of the benchmark: it changed, so the timings are not comparable "
-            "(re-record the baseline if the change is intended)"
-        )
+        notes.append(say().work_changed())
     return SAME if equal else CHANGED
 
 
@@ -179,24 +158,19 @@ def _spread_verdict(m: MetricResult) -> str:
     and best-repetition slowdowns and the U test's p; its notes say why where that is not plain."""
     base, cont, thresholds, notes = m.base, m.cont, m.thresholds, m.notes
     slowdown, best_slowdown, p_value = m.slowdown, m.best_slowdown, m.p_value
-    # Work in "badness" space so that one rule serves times and rates: larger = worse.
-    sign = 1.0 if m.better == "lower" else -1.0
-    base_bad, cont_bad = [sign * v for v in base.values], [sign * v for v in cont.values]
-    separated_worse, separated_better = min(cont_bad) > max(base_bad), max(cont_bad) < min(base_bad)
+    # Samples that do not overlap: the contender's all above, or all below, the baseline's.
+    above, below = cont.min > base.max, cont.max < base.min
+    separated_worse, separated_better = (above, below) if m.better == "lower" else (below, above)
     significant = p_value is not None and p_value < thresholds.alpha
     cvs = [c for c in (base.cv, cont.cv) if not math.isnan(c)]
     noisy = bool(cvs) and max(cvs) > thresholds.max_cv
 
-    worse = slowdown > thresholds.max_ratio
-    improved = slowdown < 1.0 / thresholds.max_ratio
+    limit = thresholds.max_ratio
+    worse, improved = slowdown > limit, slowdown < 1.0 / limit
     if thresholds.check_fastest:
-        best_worse = best_slowdown > thresholds.max_ratio
-        best_improved = best_slowdown < 1.0 / thresholds.max_ratio
+        best_worse, best_improved = best_slowdown > limit, best_slowdown < 1.0 / limit
         if (worse and not best_worse) or (improved and not best_improved):
-            notes.append(
-                f"median moved {slowdown:.2f}x but the best repetitions only {best_slowdown:.2f}x: "
-                "load during part of one run, not a change of the code"
-            )
+            notes.append(say().best_unmoved(slowdown, best_slowdown))
         worse, improved = worse and best_worse, improved and best_improved
     if significant and (worse or improved):
         # Samples that do not even overlap cannot owe the difference to their noise.
@@ -205,9 +179,7 @@ def _spread_verdict(m: MetricResult) -> str:
     else:
         verdict = NOISY if noisy else SAME
     if verdict == NOISY:
-        notes.append(
-            f"spread (cv {max(cvs):.1%}) above max_cv={thresholds.max_cv:.0%}: too noisy to judge"
-        )
+        notes.append(say().too_noisy(max(cvs), thresholds.max_cv))
     elif (worse or improved) and not significant and p_value is not None:
         notes.append(f"beyond max_ratio but not significant (p={p_value:.3g})")
     return verdict
@@ -233,10 +205,9 @@ def compare_metric(
     """
     if better not in BETTER_CHOICES:
         raise ValueError(f"metric {metric!r}: 'better' must be one of {BETTER_CHOICES}")
-    base_invalid = [v for v in base_values if not plausible(float(v))]
-    cont_invalid = [v for v in cont_values if not plausible(float(v))]
-    base = SampleStats.of([v for v in base_values if plausible(float(v))])
-    cont = SampleStats.of([v for v in cont_values if plausible(float(v))])
+    sides = (base_values, cont_values)
+    base_invalid, cont_invalid = ([v for v in vs if not plausible(float(v))] for vs in sides)
+    base, cont = (SampleStats.of([v for v in vs if plausible(float(v))]) for vs in sides)
     ratio = ratio_of(cont.median, base.median) if base.n and cont.n else math.nan
     notes: list[str] = []
 
@@ -267,12 +238,8 @@ def compare_metric(
     p_value = u_test(cont.values, base.values) if base.n >= 2 and cont.n >= 2 else None
     if not judgeable(base.n, cont.n, thresholds.alpha):
         needed = repetitions_needed(thresholds.alpha)
-        reps = str(base.n) if base.n == cont.n else f"{base.n} vs {cont.n}"
-        notes.append(
-            f"not enough samples: n={reps}; the U test needs {needed} repetitions a side to reach "
-            f"alpha={thresholds.alpha:g} (smallest p now {min_p_value(base.n, cont.n):.3g}); "
-            f"rerun with --benchmark_repetitions={needed} (the median moved {slowdown:.2f}x)"
-        )
+        least_p = min_p_value(base.n, cont.n)
+        notes.append(say().too_few(base.n, cont.n, needed, thresholds.alpha, least_p, slowdown))
         return result(FEW, slowdown, p_value, best_slowdown, needed)
     judged = result(SAME, slowdown, p_value, best_slowdown)
     judged.verdict = _spread_verdict(judged)
@@ -327,13 +294,10 @@ def rules_from(
     rules = replace(DEFAULT_RULES, **{k: v for k, v in given.items() if v is not None})
     start, most = rules.start_pairs, rules.max_pairs
     if start < 1 or most < start:
-        raise UnusableInput(
-            f"--pairs ({start}) must be at least 1 and at most --max-pairs ({most})"
-        )
+        raise UnusableInput(say().pairs_range(start, most))
     rules = replace(rules, min_pairs=min_pairs_for(rules.alpha))
     if start < rules.min_pairs:
-        interval = f"a {1 - rules.alpha:.3g} interval needs at least {rules.min_pairs} pairs"
-        raise UnusableInput(f"--pairs {start} can never judge: {interval}")
+        raise UnusableInput(say().pairs_too_few(start, rules))
     return rules
 
 
@@ -377,8 +341,7 @@ def estimate(log_ratios: Sequence[float], alpha: float, with_p: bool = True) -> 
     ratios. Needs at least min_pairs_for(alpha) values. with_p=False skips the p-value (NaN),
     which the verdict does not use (the power study judges thousands of resampled runs)."""
     d = np.asarray(log_ratios, dtype=float)
-    n = d.size
-    k = interval_rank(n, alpha)
+    n, k = d.size, interval_rank(d.size, alpha)
     if k == 0:
         raise ValueError(f"{n} pairs cannot give a {1 - alpha:g} interval")
     i, j = np.triu_indices(n)

@@ -19,10 +19,10 @@ from ..benchjson import BenchReport
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, UnusableInput
 from ..policy import FAIL, FAILED_ROW, INTERRUPTED, LIST, MALFORMED_ROW, NOTHING_MEASURED, REFUSE
 from ..policy import SKIPPED_ROW, UNSOUND_ROW, action, file_situation
-from ..units import plural
 from .config import CompareConfig
 from .stats import AMBIGUOUS, CHANGED, FEW, INVALID, SLOWER, Estimate, MetricResult, PairedRules
 from .stats import needs_confirmation, possibly_slower
+from .words import say
 
 # Verdicts of a whole benchmark besides those of its metrics (stats.py). FAILED: it ran in the
 # baseline and now fails (a failed row of the contender). SKIPPED: it now does not
@@ -73,28 +73,14 @@ def check_files(baseline: BenchReport, contender: BenchReport) -> str | None:
     for tool, report in (("compare baseline", baseline), ("compare contender", contender)):
         malformed = [row for row in report.rows if row.malformed]
         if malformed and action(tool, MALFORMED_ROW).kind == REFUSE:
-            more = f" (and {plural(len(malformed) - 1, 'more row')})" if len(malformed) > 1 else ""
-            raise UnusableInput(
-                f"{report.path}: row '{malformed[0].name}' is invalid: {malformed[0].invalid}"
-                f"{more}; the gate reads only whole, well-formed bench rows"
-            )
+            raise UnusableInput(say().malformed(report.path, malformed))
     situation = file_situation(baseline)
     if situation is not None and action("compare baseline", situation).kind == REFUSE:
-        raise UnusableInput(
-            f"{baseline.path}: cut off ({baseline.cut_off}): a baseline must be a whole run"
-        )
+        raise UnusableInput(say().baseline_cut_off(baseline))
     situation = file_situation(contender)
     if situation is None or action("compare contender", situation).kind != FAIL:
         return None
-    missing = (
-        f"{plural(contender.interrupted.missing, 'benchmark')} selected were not measured"
-        if situation == INTERRUPTED and contender.interrupted is not None
-        else "benchmarks or repetitions may be missing"
-    )
-    return (
-        f"the contender {contender.path} is cut off ({contender.cut_off}): the run did not "
-        f"finish, so {missing}"
-    )
+    return say().contender_cut_off(contender, situation == INTERRUPTED)
 
 
 @dataclass
@@ -155,19 +141,16 @@ class Verdict:
         if paired:
             est, doc = self.estimate, {key: getattr(self, key) for key in ("name", "verdict")}
             doc |= {"fails": self.fails, "pairs": self.pairs, "pairs_left_out": self.left_out}
-            doc |= {"ratio": None, "interval": None, "p_value": None}
-            if est is not None:
-                doc |= {"ratio": est.ratio, "interval": [est.low, est.high], "p_value": est.p_value}
-            doc |= {"base_median_s": self.base_median_s}
+            doc |= {"ratio": est and est.ratio, "interval": est and [est.low, est.high]}
+            doc |= {"p_value": est and est.p_value, "base_median_s": self.base_median_s}
             return doc | {"contender_median_s": self.contender_median_s, "why": self.why or ""}
-        return {
-            **{key: getattr(self, key) for key in ("name", "label", "verdict", "fails")},
+        doc = {key: getattr(self, key) for key in ("name", "label", "verdict", "fails")}
+        doc |= {
             "error": self.why,
             "repetitions_needed": self.needed if self.verdict == FEW else None,
-            "overrides": list(self.overrides),
-            "metrics": [m.as_dict() for m in self.metrics],
-            "disturbance": None if self.disturbance is None else self.disturbance.as_dict(),
         }
+        doc |= {"overrides": list(self.overrides), "metrics": [m.as_dict() for m in self.metrics]}
+        return doc | {"disturbance": self.disturbance and self.disturbance.as_dict()}
 
 
 @dataclass
@@ -275,9 +258,7 @@ class Judgement:
         """AMBIGUOUS benchmarks whose interval still reaches a slowdown of unresolved_at or more:
         never passed, whatever their estimate (more rounds are run for them first)."""
         limit = 1 + self.rules.unresolved_at
-        return [
-            b for b in self.of(AMBIGUOUS) if b.estimate is not None and b.estimate.high >= limit
-        ]
+        return [b for b in self.of(AMBIGUOUS) if b.estimate and b.estimate.high >= limit]
 
     @property
     def resolved(self) -> list[Verdict]:
