@@ -66,6 +66,16 @@ for _, name in sorted(ranked):
     print(name)' "$1" 2>/dev/null
 }
 
+# pytest's arguments for JOBS processes (pytest-xdist, from tools/requirements-dev.txt), when the
+# interpreter has it. Whole files go to one process (--dist loadfile): a file's module-scoped
+# fixtures are built once, and the README's examples run in their order, each using the files the
+# one before wrote.
+pytest_jobs() { # $1 the interpreter
+  if ((JOBS > 1)) && "$1" -c 'import xdist' 2>/dev/null; then
+    echo "-n $JOBS --dist loadfile"
+  fi
+}
+
 configure_and_build() {
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
   cmake --build "$BUILD_DIR" -j "$JOBS"
