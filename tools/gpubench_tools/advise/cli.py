@@ -88,15 +88,12 @@ def parse_mlp(text: str) -> MlpConfig:
         if layers is not None and layers != given:
             raise AdviseError(f"--mlp: hidden={pairs['hidden']} and layers={given} disagree")
         layers = given
-    data, source = pairs.get("data", next(iter(DATASETS))), pairs.get("input", "resident")
-    if data not in DATASETS:
-        raise AdviseError(
-            f"--mlp data={data}: unknown data set; choose one of {', '.join(DATASETS)}"
-        )
-    if source not in MLP_INPUTS:
-        raise AdviseError(f"--mlp input={source}: choose one of {', '.join(MLP_INPUTS)}")
-    batch = number("batch")  # before readback: the fields are checked in this order
-    return MlpConfig(batch, width, layers or 1, data, number("readback", READBACK), source)
+    # Each defaults to its first choice (MlpConfig's default).
+    for key, known, what in (("data", DATASETS, "unknown data set; "), ("input", MLP_INPUTS, "")):
+        if pairs.setdefault(key, next(iter(known))) not in known:
+            raise AdviseError(f"--mlp {key}={pairs[key]}: {what}choose one of {', '.join(known)}")
+    batch, readback = number("batch"), number("readback", READBACK)  # checked in this order
+    return MlpConfig(batch, width, layers or 1, pairs["data"], readback, pairs["input"])
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -141,8 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _answers(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[str]]:
-    """(text, JSON object) for every machine in the input, and the warnings."""
+def _answers(args: argparse.Namespace) -> tuple[list[Any], list[str]]:
+    """The answer for every machine in the input (its text, or with --json its JSON object),
+    and the warnings."""
     for option, value, known in (("dtype", args.dtype, DTYPES), ("--host", args.host, HOSTS)):
         if value not in known:
             raise AdviseError(f"unknown {option} '{value}': choose one of {', '.join(known)}")
@@ -157,10 +155,10 @@ def _answers(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[str]
         if args.leave_one_out:
             advisor.require_gpu()
             report = leave_one_out(run, advisor.overhead)
-            answers.append((loo_text(report), loo_json(report)))
+            answers.append(loo_json(report) if args.json else loo_text(report))
         else:
             adv = advisor.gemm(shape, args.dtype, args.host) if shape else advisor.mlp(config)
-            answers.append((answer_text(advisor, adv), answer_json(advisor, adv)))
+            answers.append(answer_json(advisor, adv) if args.json else answer_text(advisor, adv))
     return answers, warnings
 
 
@@ -181,10 +179,9 @@ def _main(argv: Sequence[str] | None) -> int:
     # Done is decided before the answer is printed: a reader that leaves early (`| head`) costs
     # the rest of the answer, never the exit status (the one writer, output.py).
     output.decide(EXIT_OK)
-    objects = [doc for _, doc in answers]
     if args.json:
-        text = json.dumps(objects[0] if len(objects) == 1 else objects, indent=1, allow_nan=False)
+        text = json.dumps(answers[0] if len(answers) == 1 else answers, indent=1, allow_nan=False)
     else:
-        text = "\n".join(text for text, _ in answers)
+        text = "\n".join(answers)
     output.say(*text.splitlines())
     return EXIT_OK

@@ -11,7 +11,6 @@ the measured one, where the run measured both.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,22 +39,20 @@ TITLES = {
 CASE_COLUMNS = ["name", "predicted", "measured", "predicted_winner", "measured_winner"]
 
 
-def _percentile(values: pd.Series, q: float) -> float:
-    return float(np.percentile(values, q)) if len(values) else math.nan
-
-
 @dataclass
 class LooClass:
     """One class of rows: `cases` (CASE_COLUMNS, extrapolated and rel_error, a row per
-    predicted row) and their statistics, NaN where there were no rows to compute one from."""
+    predicted row, at least one) and their statistics (winner_agreement NaN where the run
+    measured no winner)."""
 
     title: str
     cases: pd.DataFrame
 
     def __post_init__(self) -> None:
         error = self.cases["rel_error"]
-        self.median, self.p90 = _percentile(error.abs(), 50), _percentile(error.abs(), 90)
-        self.bias = _percentile(error, 50)  # the median signed error: > 0 predicts too slow
+        self.median, self.p90 = (float(q) for q in np.percentile(error.abs(), [50, 90]))
+        # The median signed error: > 0 predicts too slow.
+        self.bias = float(np.percentile(error, 50))
         both = self.cases.dropna(subset=["predicted_winner", "measured_winner"])
         right = both["predicted_winner"] == both["measured_winner"]
         self.winner_rows, self.winner_agreement = len(both), float(right.mean())
@@ -103,9 +100,7 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
             winner = _winner(advice.measured_cpu["time_s"], measured)
             predicted = advice.gpu_total, measured, advice.winner, winner, advice.extrapolated
             cases.append(("gemm_e2e", p["name"], *predicted))
-        elif (
-            lk := lookup(advisor.curves.get(("cpu", p["dtype"], p["threads"])), shape)
-        ) is not None:
+        elif lk := lookup(advisor.curves.get(("cpu", p["dtype"], p["threads"])), shape):
             cases.append(
                 ("gemm_cpu", p["name"], lk.seconds, p["time_s"], None, None, lk.extrapolated)
             )

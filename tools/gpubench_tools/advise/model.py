@@ -56,20 +56,6 @@ def cpu_dtype_for(gpu_dtype: str) -> str:
 T = TypeVar("T")
 
 
-def reference_hint(passed: Sequence[str]) -> str:
-    """What to try when a run lacks rows: the committed reference run's files that were not
-    passed already (a file counts as passed by its path or its name), or nothing."""
-
-    def names(path: str) -> set[str]:
-        return {Path(path).name, str(Path(path).resolve())}
-
-    given = set().union(*map(names, passed))
-    missing = [path for path in committed_gpu_reference() if names(path).isdisjoint(given)]
-    if not missing:
-        return "the committed reference run, passed already, has none either"
-    return "try the committed reference run: " + " ".join(missing)
-
-
 @dataclass
 class Run:
     """One machine: its summary rows (see `_derive` for the columns added) and its names."""
@@ -88,9 +74,18 @@ class Run:
         own, gpu = (" + ".join(Path(p).name for p in f) for f in (self.files, self.gpu_files))
         return own + (f", GPU side from the reference run {gpu}" if gpu else "")
 
-    @property
-    def passed(self) -> list[str]:
-        return [*self.files, *self.gpu_files]
+    def reference_hint(self) -> str:
+        """What to try when the run lacks rows: the committed reference run's files that were not
+        passed already (a file counts as passed by its path or its name), or nothing."""
+
+        def names(path: str) -> set[str]:
+            return {Path(path).name, str(Path(path).resolve())}
+
+        given = set().union(*map(names, [*self.files, *self.gpu_files]))
+        missing = [path for path in committed_gpu_reference() if names(path).isdisjoint(given)]
+        if not missing:
+            return "the committed reference run, passed already, has none either"
+        return "try the committed reference run: " + " ".join(missing)
 
     @property
     def has_gpu(self) -> bool:
@@ -124,18 +119,16 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     for counter in ("m", "n", "k", "flop", "t_compute", "t_wall", "t_step", "batch", "hidden"):
         s[counter] = num(s, counter)
     gpu, matmul = s["backend"] == "gpu", (s["workload"] == GEMM_WORKLOAD) & s["probe"].isna()
-    s["kind"] = np.select(
-        [matmul & gpu & s["host"].isna(), matmul & gpu, matmul & (s["backend"] == "cpu")],
-        ["gemm_kernel", "gemm_e2e", "gemm_cpu"],
-        default=None,
-    ).astype(object)
+    cpu = s["backend"] == "cpu"
+    kinds = {"gemm_kernel": gpu & s["host"].isna(), "gemm_e2e": gpu, "gemm_cpu": cpu}
+    s["kind"] = np.select([matmul & k for k in kinds.values()], list(kinds), None).astype(object)
     mlp = (s["workload"] == ADVISED_MLP["workload"]) & (s["precision"].fillna("fp32") == "fp32")
     s.loc[mlp, "kind"] = "mlp"
     is_gemm = s["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
     mnk = zip(is_gemm, s["m"], s["n"], s["k"])
     s["mnk"] = [tuple(int(x) for x in v) if gemm else None for gemm, *v in mnk]
-    s["shape"] = s["shape"].fillna("square")
-    s["dtype"] = s["dtype"].fillna("fp32")
+    s["input"] = s["input"].mask(s["input"] == "")
+    s = s.fillna({"shape": "square", "dtype": "fp32", "input": "resident"})
     # OpenBLAS threads of a CPU row (`blas_threads`; older files named it `threads`).
     threads = num(s, "blas_threads").fillna(num(s, "threads"))
     s["threads"] = threads.where(threads >= 1, 1).fillna(1).astype(int).where(~gpu, 0)
@@ -143,7 +136,6 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     s["seconds"] = t_compute.fillna(s["time_s"])
     s["readback"] = num(s, "readback").fillna(0).astype(int)
     s["layers"] = num(s, "hidden_layers").fillna(1).astype(int)
-    s["input"] = s["input"].mask(s["input"] == "").fillna("resident")
     return s
 
 
@@ -156,9 +148,9 @@ def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
     gets no answer of its own."""
     table = load_table(paths)
     rows = _derive(summarize(table.rows))
-    gpu_rows = rows.loc[rows["backend"] == "gpu", "machine"].unique()
-    with_gpu = [i for i in table.machines.index if i in gpu_rows]
-    without = [i for i in table.machines.index if i not in gpu_rows]
+    machines = table.machines.index
+    has_gpu = machines.isin(rows.loc[rows["backend"] == "gpu", "machine"])
+    with_gpu, without = list(machines[has_gpu]), list(machines[~has_gpu])
     if without and len(with_gpu) == 1:
         reference = list(table.machines.at[with_gpu[0], "files"])
         runs, warnings = [], []
@@ -276,6 +268,8 @@ class Advice:
         self.winner, self.ratio = verdict(self.gpu_total, self.cpu_best.seconds)
         self.gpu_extrapolated = any(lk.extrapolated for _, _, lk in self.gpu_lookups)
         self.extrapolated = self.gpu_extrapolated or self.cpu_best.extrapolated
+        # Whether the answer's table shows an extrapolated time (any CPU thread count or the GPU).
+        self.marked = self.gpu_extrapolated or any(e.extrapolated for e in self.cpu)
 
 
 class Advisor:
@@ -297,7 +291,7 @@ class Advisor:
     def _need(self, value: T | None, what: str) -> T:
         """`value`, or the error naming what the run lacks for it."""
         if value is None:
-            raise AdviseError(f"{self.run.name} has no {what}; {reference_hint(self.run.passed)}")
+            raise AdviseError(f"{self.run.name} has no {what}; {self.run.reference_hint()}")
         return value
 
     def _gemm_rows(self, backend: str, what: str, dtype: str) -> str:
@@ -312,7 +306,7 @@ class Advisor:
             recorded = f" (recorded without a GPU: {why})" if why else ""
             raise AdviseError(
                 f"{self.run.name} has no GPU rows{recorded}; the advisor needs a GPU run's "
-                f"kernel-only GEMM rows and overhead probes: {reference_hint(self.run.passed)}"
+                f"kernel-only GEMM rows and overhead probes: {self.run.reference_hint()}"
             )
 
     def copy(self, direction: str, host: str) -> CopyFit:
@@ -351,11 +345,12 @@ class Advisor:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
         threads = self._need(threads or None, self._gemm_rows("cpu", "CPU", dtype))
         ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
-        estimates = []
-        for t in threads:
-            found = [(what, s, lookup(self.curves[("cpu", dtype, t)], s)) for what, s in products]
-            estimates.append(CpuEstimate(t, [f for f in found if f[2] is not None], ew))
-        return estimates
+
+        def estimate(t: int) -> CpuEstimate:
+            curve = self.curves[("cpu", dtype, t)]  # a group of rows: a look-up always answers
+            return CpuEstimate(t, [(what, s, lookup(curve, s)) for what, s in products], ew)
+
+        return [estimate(t) for t in threads]
 
     def require_memory(self, request: str, what: str, nbytes: float) -> None:
         """Refuse a request whose device buffers cannot fit in the GPU memory the run recorded
@@ -382,13 +377,13 @@ class Advisor:
             d2h = float(self.copy("d2h", host).predict(c, copies=1))
         gpu = dict(h2d=h2d, compute=compute.seconds, d2h=d2h)
         gpu.update(launch=self.t_launch(), sync=self.t_sync())
-        rows = self.run.rows
-        at_shape = rows["mnk"].isin([shape.mnk])
+        # The run's rows at this shape: the GPU's of this dtype and host (the kernel-only row
+        # for resident operands), the CPU's of its dtype by threads.
+        rows = self.run.rows[self.run.rows["mnk"].isin([shape.mnk])]
         kind = (rows["kind"] == "gemm_e2e") & (rows["host"] == host)
         kind = rows["kind"] == "gemm_kernel" if host == "resident" else kind
-        gpu_rows = rows[at_shape & (rows["dtype"] == dtype) & kind]
-        cpu_dtype = cpu_dtype_for(dtype)
-        cpu_rows = rows[at_shape & (rows["kind"] == "gemm_cpu") & (rows["dtype"] == cpu_dtype)]
+        gpu_rows, cpu_dtype = rows[(rows["dtype"] == dtype) & kind], cpu_dtype_for(dtype)
+        cpu_rows = rows[(rows["kind"] == "gemm_cpu") & (rows["dtype"] == cpu_dtype)]
         cpu = self.cpu_estimates([("product", shape)], cpu_dtype)
         measured = gpu_rows.iloc[0] if len(gpu_rows) else None
         by_threads = cpu_rows.sort_values("threads", kind="stable")
