@@ -30,12 +30,8 @@ REPORTED_ACCURACY: dict[str, dict[str, float]] = {
     "gemm_e2e": {"median": 0.145, "p90": 0.406, "winner": 0.900},  # 84 rows; winner: 72 of 80
     "mlp_eager": {"median": 0.212, "p90": 0.442, "winner": 0.919},  # 38 rows; winner: 34 of 37
 }
-TITLES = {
-    "gemm_e2e": "end-to-end GEMM rows, GPU time",
-    "mlp_eager": "eager MLP rows, GPU time per step",
-    "gemm_cpu": "CPU GEMM rows, CPU time",
-    "mlp_cpu": "OpenBLAS MLP rows, CPU time per step",
-}
+# The classes of rows, in the order reported (templates/common.j2 titles them).
+CLASSES = ("gemm_e2e", "mlp_eager", "gemm_cpu", "mlp_cpu")
 CASE_COLUMNS = ["name", "predicted", "measured", "predicted_winner", "measured_winner"]
 
 
@@ -45,7 +41,6 @@ class LooClass:
     predicted row, at least one) and their statistics (winner_agreement NaN where the run
     measured no winner)."""
 
-    title: str
     cases: pd.DataFrame
 
     def __post_init__(self) -> None:
@@ -85,8 +80,7 @@ def _winner(cpu: pd.Series, gpu: float) -> str | None:
 def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
     """Every class of rows predicted one by one; `overhead` replaces the model fitted from the
     run's probes (the tests pass a broken one to see the accuracy check fail)."""
-    if overhead is None:
-        overhead = build_model(run.rows[run.rows["backend"] == "gpu"])
+    overhead = overhead or build_model(run.rows[run.rows["backend"] == "gpu"])
     rows = run.rows
     gemm = rows["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
     cases: list[tuple[Any, ...]] = []  # (class, *CASE_COLUMNS, extrapolated)
@@ -124,4 +118,4 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
     found = pd.DataFrame(cases, columns=["class", *CASE_COLUMNS, "extrapolated"])
     found["rel_error"] = (found["predicted"] - found["measured"]) / found["measured"]
     groups = dict(list(found.drop(columns="class").groupby(found["class"], sort=False)))
-    return LooReport(run, {k: LooClass(TITLES[k], groups[k]) for k in TITLES if k in groups})
+    return LooReport(run, {k: LooClass(groups[k]) for k in CLASSES if k in groups})

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Sequence, TypeVar
 
@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import CopyFit, OverheadModel, build_model
-from ..table import num
 from ..report.topics import ADVISED_MLP, COMMITTED_GPU_REFERENCE, GEMM_ROW_NAMES, GEMM_WORKLOAD
 from ..report.topics import MLP_DATASETS, committed_gpu_reference
-from ..table import load_table, summarize
+from ..table import load_table, num, summarize
+from ..templating import environment
 from ..units import fmt_bytes
 from .curves import GemmShape, Lookup, lookup
 
@@ -43,8 +43,21 @@ CPU_STREAM_BYTES_PER_S = 10e9
 LOSS_BYTES = 4.0
 
 
+@cache
+def _errors() -> Any:
+    """templates/errors.j2: a macro per error."""
+    env = environment(__package__)
+    env.filters.update(bytes=fmt_bytes)
+    env.globals.update(row_names=GEMM_ROW_NAMES)
+    return env.get_template("errors.j2").module
+
+
 class AdviseError(Exception):
-    """The request or the run cannot give an answer; str() says why (the CLI exits 2)."""
+    """The request or the run cannot give an answer: the macro `sentence` of templates/errors.j2
+    says why, given the facts (str(); the CLI exits 2)."""
+
+    def __init__(self, sentence: str, *facts: Any, **named: Any) -> None:
+        super().__init__(getattr(_errors(), sentence)(*facts, **named))
 
 
 def cpu_dtype_for(gpu_dtype: str) -> str:
@@ -74,22 +87,15 @@ class Run:
         own, gpu = (" + ".join(Path(p).name for p in f) for f in (self.files, self.gpu_files))
         return own + (f", GPU side from the reference run {gpu}" if gpu else "")
 
-    def reference_hint(self) -> str:
-        """What to try when the run lacks rows: the committed reference run's files that were not
-        passed already (a file counts as passed by its path or its name), or nothing."""
+    def reference_missing(self) -> list[str]:
+        """The committed reference run's files that were not passed already (a file counts as
+        passed by its path or its name): what to try when the run lacks rows (errors.j2)."""
 
         def names(path: str) -> set[str]:
             return {Path(path).name, str(Path(path).resolve())}
 
         given = set().union(*map(names, [*self.files, *self.gpu_files]))
-        missing = [path for path in committed_gpu_reference() if names(path).isdisjoint(given)]
-        if not missing:
-            return "the committed reference run, passed already, has none either"
-        return "try the committed reference run: " + " ".join(missing)
-
-    @property
-    def has_gpu(self) -> bool:
-        return self.gpu is not None and bool((self.rows["backend"] == "gpu").any())
+        return [path for path in committed_gpu_reference() if names(path).isdisjoint(given)]
 
     @cached_property
     def curve_rows(self) -> pd.DataFrame:
@@ -122,11 +128,10 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     cpu = s["backend"] == "cpu"
     kinds = {"gemm_kernel": gpu & s["host"].isna(), "gemm_e2e": gpu, "gemm_cpu": cpu}
     s["kind"] = np.select([matmul & k for k in kinds.values()], list(kinds), None).astype(object)
+    mnk = zip(s["kind"].notna(), s["m"], s["n"], s["k"])  # the GEMM rows: those with a kind yet
+    s["mnk"] = [tuple(int(x) for x in v) if gemm else None for gemm, *v in mnk]
     mlp = (s["workload"] == ADVISED_MLP["workload"]) & (s["precision"].fillna("fp32") == "fp32")
     s.loc[mlp, "kind"] = "mlp"
-    is_gemm = s["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
-    mnk = zip(is_gemm, s["m"], s["n"], s["k"])
-    s["mnk"] = [tuple(int(x) for x in v) if gemm else None for gemm, *v in mnk]
     s["input"] = s["input"].mask(s["input"] == "")
     s = s.fillna({"shape": "square", "dtype": "fp32", "input": "resident"})
     # OpenBLAS threads of a CPU row (`blas_threads`; older files named it `threads`).
@@ -148,13 +153,11 @@ def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
     gets no answer of its own."""
     table = load_table(paths)
     rows = _derive(summarize(table.rows))
-    machines = table.machines.index
-    has_gpu = machines.isin(rows.loc[rows["backend"] == "gpu", "machine"])
-    with_gpu, without = list(machines[has_gpu]), list(machines[~has_gpu])
-    if without and len(with_gpu) == 1:
-        reference = list(table.machines.at[with_gpu[0], "files"])
+    has_gpu = table.machines.index.isin(rows.loc[rows["backend"] == "gpu", "machine"])
+    if has_gpu.sum() == 1 and not has_gpu.all():
+        reference = list(table.machines.loc[has_gpu, "files"].iloc[0])
         runs, warnings = [], []
-        for i in without:
+        for i in table.machines.index[~has_gpu]:
             paired = load_table(list(table.machines.at[i, "files"]), reference)
             m = paired.machines.iloc[0]
             # The GPU's own facts (memory, bandwidth, peaks) come from the reference's context.
@@ -288,35 +291,28 @@ class Advisor:
         # Plain ints for the thread counts: they end up in the JSON answer.
         self.curves = {(b, d, int(t)): frame for (b, d, t), frame in groups}
 
-    def _need(self, value: T | None, what: str) -> T:
-        """`value`, or the error naming what the run lacks for it."""
+    def _need(self, value: T | None, sentence: str, **values: Any) -> T:
+        """`value`, or the error (errors.j2's `sentence`) naming what the run lacks for it."""
         if value is None:
-            raise AdviseError(f"{self.run.name} has no {what}; {self.run.reference_hint()}")
+            raise AdviseError(sentence, run=self.run, **values)
         return value
 
-    def _gemm_rows(self, backend: str, what: str, dtype: str) -> str:
-        """The GEMM rows of `dtype` a curve needs, by name, and the dtypes the run has."""
-        has = ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
-        names = GEMM_ROW_NAMES[backend].format(dtype=dtype)
-        return f"{what} GEMM rows for {dtype} ({names}; it has: {has})"
+    def _need_curve(self, value: T | None, backend: str, dtype: str) -> T:
+        """`value`, or the error naming the GEMM rows of `dtype` a curve on `backend` needs and
+        the dtypes the run has."""
+        has = sorted({d for b, d, _ in self.curves if b == backend})
+        return self._need(value, "no_gemm_rows", backend=backend, dtype=dtype, has=has)
 
     def require_gpu(self) -> None:
-        if not self.run.has_gpu:
-            why = self.run.context.get("gpu_unavailable_reason")
-            recorded = f" (recorded without a GPU: {why})" if why else ""
-            raise AdviseError(
-                f"{self.run.name} has no GPU rows{recorded}; the advisor needs a GPU run's "
-                f"kernel-only GEMM rows and overhead probes: {self.run.reference_hint()}"
-            )
+        if self.run.gpu is None or not (self.run.rows["backend"] == "gpu").any():
+            raise AdviseError("no_gpu", run=self.run)
 
     def copy(self, direction: str, host: str) -> CopyFit:
         fit = self.overhead.copies.get((direction, host))
-        probes = f"{direction} {host} transfer probes (overhead/{direction}/{host}/bytes:B)"
-        return self._need(fit, f"{probes} to fit the copy cost alpha + bytes/beta")
+        return self._need(fit, "no_copy_fit", direction=direction, host=host)
 
     def t_launch(self) -> float:
-        what = "launch probes (overhead/launch/burst/kernels:N) for the cost of a kernel launch"
-        return self._need(self.overhead.launch.t_launch, what)
+        return self._need(self.overhead.launch.t_launch, "no_launch")
 
     def t_sync(self) -> float:
         """Waiting for finished work. The round trip (launch one empty kernel, synchronise) less
@@ -324,13 +320,12 @@ class Advisor:
         API call with nothing to wait for, and is the fallback."""
         costs = self.overhead.launch
         wait = (costs.t_roundtrip or 0.0) - (costs.t_launch or math.inf)
-        what = "synchronisation probes (overhead/launch/roundtrip, overhead/sync/stream)"
-        return wait if wait > 0 else self._need(costs.t_sync, what)
+        return wait if wait > 0 else self._need(costs.t_sync, "no_sync")
 
     def gpu_gemm(self, shape: GemmShape, dtype: str) -> Lookup:
         self.require_gpu()
         lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
-        lk = self._need(lk, self._gemm_rows("gpu", "kernel-only GPU", dtype))
+        lk = self._need_curve(lk, "gpu", dtype)
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
@@ -343,7 +338,7 @@ class Advisor:
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
-        threads = self._need(threads or None, self._gemm_rows("cpu", "CPU", dtype))
+        threads = self._need_curve(threads or None, "cpu", dtype)
         ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
 
         def estimate(t: int) -> CpuEstimate:
@@ -358,11 +353,7 @@ class Advisor:
         records no host memory size, so the CPU side is not checked."""
         available = self.run.ctx_float("gpu_memory_bytes")
         if available is not None and nbytes > available:
-            raise AdviseError(
-                f"{request} cannot run on the GPU of {self.run.name}: {what} need "
-                f"{fmt_bytes(nbytes)} ({nbytes:.0f} bytes) of device memory, the GPU has "
-                f"{fmt_bytes(available)} ({available:.0f} bytes, gpu_memory_bytes in its context)"
-            )
+            raise AdviseError("too_big", self.run, request, what, nbytes, available)
 
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
         """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
@@ -429,12 +420,7 @@ class Advisor:
         path = other.groupby(["backend", "variant", "threads"], sort=False, dropna=False).ngroup()
         same_readback = other["readback"] == c.readback
         other = other[same_readback | ~same_readback.groupby(path).transform("any")]
-        return Advice(
-            c,
-            gpu,
-            lookups,
-            cpu,
-            measured_gpu=match.iloc[-1] if len(match) else None,
-            measured_cpu=rows[blas].sort_values("threads", kind="stable"),
-            measured_other=other.assign(path=path).sort_values("path", kind="stable"),
-        )
+        measured = match.iloc[-1] if len(match) else None
+        by_threads = rows[blas].sort_values("threads", kind="stable")
+        others = other.assign(path=path).sort_values("path", kind="stable")
+        return Advice(c, gpu, lookups, cpu, "fp32", "resident", measured, by_threads, others)

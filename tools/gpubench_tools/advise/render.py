@@ -21,6 +21,7 @@ from .model import DTYPE_BYTES, Advice, Advisor, verdict
 MARK = " *"  # a predicted time that was extrapolated
 GEMM_MEASURED = ("t_wall", "t_h2d", "t_compute", "t_d2h", "t_overhead")
 _SECONDS = {"seconds": "time_s", "seconds_per_step": "t_step"}  # JSON key -> the rows' column
+Pairs = list[tuple[str, float, float]]  # (part, predicted, measured) seconds
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], numeric: bool = True) -> str:
@@ -106,14 +107,12 @@ def _headline(adv: Advice) -> dict[str, Any]:
     return {"gpu": gpu, "cpu": cpu, "winner": winner, "ratio": ratio}
 
 
-def _differs_most(pairs: list[tuple[str, float, float]]) -> dict[str, Any] | None:
+def _differs_most(pairs: Pairs) -> dict[str, Any] | None:
     """Of (part, predicted, measured) seconds, the part whose two differ most (common.j2 says
     why)."""
-    pairs = [(p, a, b) for p, a, b in pairs if math.isfinite(a) and math.isfinite(b)]
-    if not pairs:
-        return None
-    part, predicted, measured = max(pairs, key=lambda x: abs(x[1] - x[2]))
-    return {"part": part, "predicted": predicted, "measured": measured}
+    finite = [(p, a, b) for p, a, b in pairs if math.isfinite(a) and math.isfinite(b)]
+    most = max(finite, key=lambda x: abs(x[1] - x[2]), default=None)
+    return None if most is None else dict(zip(("part", "predicted", "measured"), most))
 
 
 def _per_step(row: pd.Series | None, key: str) -> float:
@@ -122,17 +121,13 @@ def _per_step(row: pd.Series | None, key: str) -> float:
 
 
 def _answer(
-    template: str,
-    advisor: Advisor,
-    adv: Advice,
-    parts: dict[str, float],
-    pairs: list[tuple[str, float, float]],
-    **values: Any,
+    advisor: Advisor, adv: Advice, parts: dict[str, float], pairs: Pairs, **values: Any
 ) -> str:
-    """What both answers pass their template: the headline, the part of the GPU's time where
-    prediction and measurement differ most (of `pairs`), and the shares of its `parts`."""
+    """The answer's template (gemm.txt.j2, mlp.txt.j2) with what both are given: the headline,
+    the part where prediction and measurement differ most (of `pairs`), the shares of the GPU
+    time's `parts`."""
     return _render(
-        template,
+        "gemm.txt.j2" if isinstance(adv.request, GemmShape) else "mlp.txt.j2",
         headline=_headline(adv),
         differs=_differs_most(pairs),
         advisor=advisor,
@@ -160,7 +155,6 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
              ("copy back", g["d2h"], measured["t_d2h"]),
              ("launch and sync", overhead, measured["t_overhead"])]  # fmt: skip
     return _answer(
-        "gemm.txt.j2",
         advisor,
         adv,
         parts,
@@ -195,7 +189,6 @@ def _mlp_text(advisor: Advisor, adv: Advice) -> str:
         return [f"{what} ({s})" for what, s, lk in lookups if lk.extrapolated]
 
     return _answer(
-        "mlp.txt.j2",
         advisor,
         adv,
         g,
@@ -281,10 +274,10 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
 
 
 def loo_json(report: LooReport) -> dict[str, Any]:
-    classes = {}
+    classes, titles = {}, _templates().get_template("common.j2").module.loo_titles
     columns = ["name", "predicted", "measured", "rel_error", "predicted_winner", "measured_winner"]
     for key, cls in report.classes.items():
         cases = cls.cases[[*columns, "extrapolated"]].astype(object)
         cases = cases.where(cases.notna(), None).to_dict("records")
-        classes[key] = {"title": cls.title, **cls.summary(), "cases": cases}
+        classes[key] = {"title": titles[key], **cls.summary(), "cases": cases}
     return {"machine": _machine_json(report), "classes": classes}

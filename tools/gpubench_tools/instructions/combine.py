@@ -89,11 +89,8 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     output.say(gate_line(timing, instructions))
     if code == EXIT_UNUSABLE:
         output.warn(f"{prog}: error: {gate_line(timing, instructions)}")
-
-    def markdown() -> str:
-        lanes = _read(args.timing_markdown), _read(args.instructions_markdown)
-        return render_markdown(timing, instructions, *lanes)
-
+    lanes_md = args.timing_markdown, args.instructions_markdown
+    markdown = lambda: render_markdown(timing, instructions, *map(_read, lanes_md))
     output.write_after_verdict(prog, code, args.markdown, markdown)
     return code
 

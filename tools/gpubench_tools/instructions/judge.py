@@ -60,12 +60,9 @@ def judge_counts(
         [MISSING, NEW, MORE, FEWER],
         SAME,
     )
-    frame = pd.DataFrame({"name": merged["name"], "verdict": verdict})
-    columns = {"base_per_iteration": b, "contender_per_iteration": c, "change": change}
-    columns.update(
-        base_spread_pct=merged["spread_pct_b"], contender_spread_pct=merged["spread_pct_c"]
-    )
-    return frame.assign(**columns)[VERDICT_COLUMNS]
+    spreads = [merged["spread_pct_b"], merged["spread_pct_c"]]
+    columns = [merged["name"], verdict, b, c, change, *spreads]
+    return pd.DataFrame(dict(zip(VERDICT_COLUMNS, columns)))
 
 
 def lane_exit(verdicts: pd.DataFrame) -> int:

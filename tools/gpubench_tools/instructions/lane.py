@@ -28,7 +28,6 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -119,7 +118,9 @@ def judge_dirs(folder: Path, rules: InstructionRules) -> LaneResult:
     return LaneResult(lane_exit(verdicts), rules, verdicts, "", cores, regions)
 
 
-def _executable(path: str, what: str) -> list[str]:
+def _executable(args: argparse.Namespace, side: str) -> list[str]:
+    """The bench command of a side (--base-bench, --contender-bench), checked."""
+    path, what = getattr(args, f"{side}_bench"), f"--{side}-bench"
     if not path:
         raise UnusableInput(f"{what} is empty")
     found = shutil.which(path) if os.sep not in path else path
@@ -165,11 +166,9 @@ def run_sides(
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog=prog,
-        description=(
-            "Count the instructions per iteration of each single-threaded CPU benchmark's timed "
-            "loop under callgrind, base against contender. Exit 0 pass; 1 a benchmark runs "
-            "--max-change more instructions or lost its count; 2 nothing counted."
-        ),
+        description="Count the instructions per iteration of each single-threaded CPU benchmark's "
+        "timed loop under callgrind, base against contender. Exit 0 pass; 1 a benchmark runs "
+        "--max-change more instructions or lost its count; 2 nothing counted.",
     )
     add = parser.add_argument
     add("--base-bench", metavar="CMD", help="the reference bench (or a wrapper that execs it)")
@@ -212,17 +211,12 @@ def _judge(args: argparse.Namespace) -> LaneResult:
         return judge_dirs(Path(args.from_dir), rules)
     if not (args.base_bench and args.contender_bench):
         raise UnusableInput("give --base-bench and --contender-bench, or --from DIR")
-    benches = {
-        side: _executable(getattr(args, f"{side}_bench"), f"--{side}-bench") for side in SIDES
-    }
+    benches = {side: _executable(args, side) for side in SIDES}
     valgrind = shutil.which(args.valgrind)
     if valgrind is None:
         return _not_counted(words().no_valgrind(args.valgrind), rules)
     out_dir, start = Path(args.out_dir), time.monotonic()
-    commands = {
-        side: valgrind_command(valgrind, out_dir / side, benches[side], args.filter)
-        for side in SIDES
-    }
+    commands = {s: valgrind_command(valgrind, out_dir / s, benches[s], args.filter) for s in SIDES}
     env = {**os.environ, "OPENBLAS_CORETYPE": args.openblas_coretype, "CUDA_VISIBLE_DEVICES": ""}
     failed = run_sides(commands, out_dir, env, args.timeout)
     if failed:
@@ -245,7 +239,3 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     prog = program_name(MODULE)
     return run_main(prog, lambda a: _run(prog, a), argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
