@@ -347,19 +347,22 @@ class Advisor:
 
         return [estimate(t) for t in threads]
 
-    def require_memory(self, request: str, what: str, nbytes: float) -> None:
-        """Refuse a request whose device buffers cannot fit in the GPU memory the run recorded
-        (`gpu_memory_bytes`): no prediction is an answer for a shape that cannot run. bench
-        records no host memory size, so the CPU side is not checked."""
+    def require_memory(
+        self, nbytes: float, request: GemmShape | MlpConfig, dtype: str, product: str | None = None
+    ) -> None:
+        """Refuse a request whose device buffers (`nbytes`: a GEMM's operands and result, or an
+        MLP step's `product`'s) cannot fit in the GPU memory the run recorded (`gpu_memory_bytes`):
+        no prediction is an answer for a shape that cannot run. bench records no host memory
+        size, so the CPU side is not checked."""
         available = self.run.ctx_float("gpu_memory_bytes")
         if available is not None and nbytes > available:
-            raise AdviseError("too_big", self.run, request, what, nbytes, available)
+            raise AdviseError("too_big", self.run, request, dtype, product, nbytes, available)
 
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
         """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
         self.require_gpu()
         a, b, c = (n * DTYPE_BYTES[dtype] for n in shape.elements())
-        self.require_memory(f"GEMM {shape} ({dtype})", "A, B and C", a + b + c)
+        self.require_memory(a + b + c, shape, dtype)
         compute = self.gpu_gemm(shape, dtype)
         h2d = d2h = 0.0
         if host != "resident":
@@ -387,11 +390,7 @@ class Advisor:
         # A lower bound of what the step holds on the device: its largest layer product's
         # operands and result (fp32); the whole step holds more (every activation, gradients).
         what, largest = max(c.products(), key=lambda p: sum(p[1].elements()))
-        self.require_memory(
-            f"MLP step batch={c.batch},hidden={c.hidden}",
-            f"the {what} product's operands and result alone",
-            4.0 * sum(largest.elements()),
-        )
+        self.require_memory(4.0 * sum(largest.elements()), c, "fp32", what)
         # The eager path's products are plain fp32 (no TF32), like the CPU's.
         lookups = [(what, shape, self.gpu_gemm(shape, "fp32")) for what, shape in c.products()]
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")

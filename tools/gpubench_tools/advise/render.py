@@ -18,7 +18,6 @@ from .curves import GemmShape, Lookup
 from .loo import REPORTED_ACCURACY, LooReport
 from .model import DTYPE_BYTES, Advice, Advisor, verdict
 
-MARK = " *"  # a predicted time that was extrapolated
 GEMM_MEASURED = ("t_wall", "t_h2d", "t_compute", "t_d2h", "t_overhead")
 _SECONDS = {"seconds": "time_s", "seconds_per_step": "t_step"}  # JSON key -> the rows' column
 Pairs = list[tuple[str, float, float]]  # (part, predicted, measured) seconds
@@ -50,7 +49,7 @@ def _cell(seconds: float | None, extrapolated: bool = False) -> str:
     extrapolated."""
     if seconds is None or not math.isfinite(seconds):
         return ""
-    return fmt_time(seconds) + (MARK if extrapolated else "")
+    return fmt_time(seconds) + (" *" if extrapolated else "")  # the mark of an extrapolation
 
 
 def _signed_pct(fraction: float) -> str:
@@ -202,10 +201,10 @@ def _mlp_text(advisor: Advisor, adv: Advice) -> str:
 
 def loo_text(report: LooReport) -> str:
     gpu = [report.classes[k].cases for k in ("gemm_e2e", "mlp_eager") if k in report.classes]
-    worst = None
-    if gpu:
-        worst = pd.concat(gpu).sort_values("rel_error", key=lambda e: -e.abs(), kind="stable")
-    return _render("loo.txt.j2", report=report, worst=None if worst is None else worst.head(5))
+    if not gpu:
+        return _render("loo.txt.j2", report=report, worst=None)
+    worst = pd.concat(gpu).sort_values("rel_error", key=lambda e: -e.abs(), kind="stable")
+    return _render("loo.txt.j2", report=report, worst=worst.head(5))
 
 
 def _lookup_json(lk: Lookup, shape: GemmShape) -> dict[str, Any]:

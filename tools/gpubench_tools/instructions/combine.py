@@ -32,9 +32,7 @@ EXIT = Number(0, 255, integer=True)
 
 def combined_exit(timing: int, instructions: int | None) -> int:
     """The gate's exit status from the two lanes' (None: the instruction lane did not run)."""
-    if timing == EXIT_REGRESSION or instructions == EXIT_REGRESSION:
-        return EXIT_REGRESSION
-    return timing
+    return EXIT_REGRESSION if EXIT_REGRESSION in (timing, instructions) else timing
 
 
 def gate_line(timing: int, instructions: int | None) -> str:
