@@ -128,7 +128,8 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     cpu = s["backend"] == "cpu"
     kinds = {"gemm_kernel": gpu & s["host"].isna(), "gemm_e2e": gpu, "gemm_cpu": cpu}
     s["kind"] = np.select([matmul & k for k in kinds.values()], list(kinds), None).astype(object)
-    mnk = zip(s["kind"].notna(), s["m"], s["n"], s["k"])  # the GEMM rows: those with a kind yet
+    # The GEMM rows are the only ones with a kind so far.
+    mnk = zip(s["kind"].notna(), s["m"], s["n"], s["k"])
     s["mnk"] = [tuple(int(x) for x in v) if gemm else None for gemm, *v in mnk]
     mlp = (s["workload"] == ADVISED_MLP["workload"]) & (s["precision"].fillna("fp32") == "fp32")
     s.loc[mlp, "kind"] = "mlp"

@@ -98,10 +98,8 @@ def _headline(adv: Advice) -> dict[str, Any]:
     fastest = min(((v, k) for k, v in cpu_measured.items()), default=None)
     seconds, threads = fastest or (adv.cpu_best.seconds, adv.cpu_best.threads)
     source = "predicted" if fastest is None else "measured"
-    # predicted None: no curve at the measured thread count
-    cpu = dict(
-        seconds=seconds, threads=threads, source=source, predicted=cpu_predicted.get(threads)
-    )
+    cpu = dict(seconds=seconds, threads=threads, source=source)
+    cpu["predicted"] = cpu_predicted.get(threads)  # None: no curve at the measured thread count
     winner, ratio = verdict(gpu["seconds"], cpu["seconds"])
     return {"gpu": gpu, "cpu": cpu, "winner": winner, "ratio": ratio}
 
@@ -183,17 +181,11 @@ def _mlp_text(advisor: Advisor, adv: Advice) -> str:
              ("launch and sync", overhead, _per_step(mg, "t_overhead"))]  # fmt: skip
     if "input copy" in g:
         pairs.append(("input copy", g["input copy"], _per_step(mg, "t_h2d")))
-
-    def extrapolated(lookups: list[tuple[str, GemmShape, Lookup]]) -> list[str]:
-        return [f"{what} ({s})" for what, s, lk in lookups if lk.extrapolated]
-
     return _answer(
         advisor,
         adv,
         g,
         pairs,
-        gpu_extrapolated=extrapolated(adv.gpu_lookups),
-        cpu_extrapolated=extrapolated(adv.cpu_best.lookups),
         measured_step=_measured(mg, "t_step"),
         cpu_vs=[(t, predicted[t], v) for t, v in sorted(mcpu.items()) if t in predicted],
     )
