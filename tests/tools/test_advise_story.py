@@ -6,18 +6,35 @@ run recorded is refused (exit 2, one line with the bytes needed and available)."
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from conftest import FIXTURES, REPO
 
-from gpubench_tools.advise import main
+from gpubench_tools.advise import cli, main
+from gpubench_tools.advise.model import load_runs
 
 BASE = REPO / "reports" / "baselines"
 MATMUL = str(BASE / "h100-80gb-hbm3-matmul.json")
 MLP = str(BASE / "h100-80gb-hbm3-mlp.json")
 CPU_RUN = str(FIXTURES / "cpu_only.json")
 H100_MEMORY_BYTES = 85017493504  # gpu_memory_bytes of the committed run
+
+
+@pytest.fixture(autouse=True, scope="module")
+def runs_read_once() -> Iterator[None]:
+    """Each set of input files is read once for the module (the answers leave the runs as they
+    are): the requests share the committed run."""
+    loaded: dict[tuple[str, ...], Any] = {}
+
+    def load(paths: list[str]) -> Any:
+        if tuple(paths) not in loaded:
+            loaded[tuple(paths)] = load_runs(paths)
+        return loaded[tuple(paths)]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli, "load_runs", load)
+        yield
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -38,10 +38,7 @@ READBACK = Number(0, 1_000_000_000, integer=True, unit="steps; 0 never")
 def parse_gemm(text: str) -> GemmShape:
     match = _GEMM.match(text)
     if match is None:
-        raise AdviseError(
-            f"--gemm '{text}': expected MxNxK, three positive integers joined by 'x' "
-            f"(for example 1024x1024x1024)"
-        )
+        raise AdviseError("gemm_syntax", text=text)
     return GemmShape(*(_integer("--gemm", text, g, DIMENSION) for g in match.groups()))
 
 
@@ -51,7 +48,7 @@ def _integer(option: str, text: str, value: str, kind: Number = DIMENSION) -> in
     try:
         return int(kind(value))
     except argparse.ArgumentTypeError:
-        raise AdviseError(f"{option} '{text}': {value} is not {kind.range}") from None
+        raise AdviseError("out_of_range", option, text, value, kind.range) from None
 
 
 def parse_mlp(text: str) -> MlpConfig:
@@ -61,65 +58,55 @@ def parse_mlp(text: str) -> MlpConfig:
     for part in text.split(","):
         key, sep, value = (s.strip() for s in part.partition("="))
         if not (sep and key and value):
-            raise AdviseError(
-                f"--mlp '{text}': expected key=value pairs separated by commas, "
-                f"e.g. batch=256,hidden=512 (got '{part}')"
-            )
+            raise AdviseError("mlp_syntax", text=text, part=part)
         if key not in _MLP_KEYS:
-            raise AdviseError(f"--mlp: unknown key '{key}': the keys are {', '.join(_MLP_KEYS)}")
+            raise AdviseError("mlp_key", key=key, keys=_MLP_KEYS)
         if key in pairs:
-            raise AdviseError(f"--mlp: '{key}' given twice")
+            raise AdviseError("mlp_twice", key=key)
         pairs[key] = value
     missing = [k for k in ("batch", "hidden") if k not in pairs]
     if missing:
-        raise AdviseError(f"--mlp '{text}': missing {' and '.join(missing)} (batch=B,hidden=H)")
+        raise AdviseError("mlp_missing", text=text, missing=missing)
 
     def number(key: str, kind: Number = DIMENSION, value: str | None = None) -> int:
         given = pairs.get(key, "0")  # only readback may be absent: never read back
         return _integer("--mlp", f"{key}={given}", given if value is None else value, kind)
 
-    hidden, layers = pairs["hidden"], None
-    if re.fullmatch(r"\d+[xX]\d+", hidden):
-        hidden, layer_text = re.split(r"[xX]", hidden)
-        layers = number("hidden", LAYERS, layer_text)
+    deep = re.fullmatch(r"(\d+)[xX](\d+)", pairs["hidden"])
+    hidden, layer_text = deep.groups() if deep else (pairs["hidden"], None)
+    layers = None if layer_text is None else number("hidden", LAYERS, layer_text)
     width = number("hidden", value=hidden)
     if "layers" in pairs:
         given = number("layers", LAYERS)
         if layers is not None and layers != given:
-            raise AdviseError(f"--mlp: hidden={pairs['hidden']} and layers={given} disagree")
+            raise AdviseError("mlp_layers", hidden=pairs["hidden"], layers=given)
         layers = given
-    data, source = pairs.get("data", next(iter(DATASETS))), pairs.get("input", "resident")
-    if data not in DATASETS:
-        raise AdviseError(
-            f"--mlp data={data}: unknown data set; choose one of {', '.join(DATASETS)}"
-        )
-    if source not in MLP_INPUTS:
-        raise AdviseError(f"--mlp input={source}: choose one of {', '.join(MLP_INPUTS)}")
-    batch = number("batch")  # before readback: the fields are checked in this order
-    return MlpConfig(batch, width, layers or 1, data, number("readback", READBACK), source)
+    # Each defaults to its first choice (MlpConfig's default).
+    for key, known in (("data", DATASETS), ("input", MLP_INPUTS)):
+        if pairs.setdefault(key, next(iter(known))) not in known:
+            raise AdviseError("mlp_choice", key=key, value=pairs[key], known=known)
+    batch, readback = number("batch"), number("readback", READBACK)  # checked in this order
+    return MlpConfig(batch, width, layers or 1, pairs["data"], readback, pairs["input"])
 
 
 def _parser() -> argparse.ArgumentParser:
     """The command line, as data (tests walk it)."""
     parser = ArgumentParser(
         prog=PROG,
-        description=(
-            "Predict whether a GEMM or a tiny-MLP training step runs faster on the CPU or on "
-            "the GPU, and where the GPU's time goes, from a bench run's fitted overhead model "
-            "and measured utilisation curves."
-        ),
+        description="Predict whether a GEMM or a tiny-MLP training step runs faster on the CPU or "
+        "on the GPU, and where the GPU's time goes, from a bench run's fitted overhead model and "
+        "measured utilisation curves.",
         epilog="Reference run to try: " + " ".join(REFERENCE_RUNS),
     )
-    parser.add_argument("inputs", nargs="+", metavar="RUN.json", help="bench JSON file(s)")
+    add = parser.add_argument
+    add("inputs", nargs="+", metavar="RUN.json", help="bench JSON file(s)")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--gemm", metavar="MxNxK", help="C (m x n) = A (m x k) B (k x n)")
     what.add_argument(
         "--mlp",
         metavar="batch=B,hidden=H[,layers=L][,data=D]",
-        help=(
-            "one training step of the tiny MLP; also readback=R (loss read back every R steps, "
-            "0 never: the default) and input=resident|pinned|pageable; data: " + ", ".join(DATASETS)
-        ),
+        help="one training step of the tiny MLP; also readback=R (loss read back every R steps, "
+        "0 never: the default) and input=resident|pinned|pageable; data: " + ", ".join(DATASETS),
     )
     what.add_argument(
         "--leave-one-out",
@@ -127,40 +114,39 @@ def _parser() -> argparse.ArgumentParser:
         help="measure the advisor's accuracy on the run: predict each measured end-to-end GEMM "
         "and eager MLP row without the rows of its shape, and compare",
     )
-    parser.add_argument(
-        "--dtype", default="fp32", help=f"GPU precision for --gemm: {', '.join(DTYPES)} (fp32)"
-    )
-    parser.add_argument(
+    add("--dtype", default="fp32", help=f"GPU precision for --gemm: {', '.join(DTYPES)} (fp32)")
+    add(
         "--host",
         default="pinned",
         help=f"where --gemm's operands live: {', '.join(HOSTS)} (pinned)",
     )
-    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    parser.add_argument("--quiet", action="store_true", help="no warnings: the answer and errors")
+    add("--json", action="store_true", help="machine-readable output on stdout")
+    add("--quiet", action="store_true", help="no warnings: the answer and errors")
     add_debug_flag(parser)
     return parser
 
 
-def _answers(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[str]]:
-    """(text, JSON object) for every machine in the input, and the warnings."""
+def _answers(args: argparse.Namespace) -> tuple[list[Any], list[str]]:
+    """The answer for every machine in the input (its text, or with --json its JSON object),
+    and the warnings."""
     for option, value, known in (("dtype", args.dtype, DTYPES), ("--host", args.host, HOSTS)):
         if value not in known:
-            raise AdviseError(f"unknown {option} '{value}': choose one of {', '.join(known)}")
+            raise AdviseError("unknown", option=option, value=value, known=known)
     shape = parse_gemm(args.gemm) if args.gemm is not None else None
     config = parse_mlp(args.mlp) if args.mlp is not None else None
     runs, warnings = load_runs(args.inputs)
     answers = []
     for run in runs:
         if run.rows.empty and action("advise", NOTHING_MEASURED).kind == REFUSE:
-            raise AdviseError(f"{run.name}: no successful benchmark rows")
+            raise AdviseError("no_rows", run=run)
         advisor = Advisor(run)
         if args.leave_one_out:
             advisor.require_gpu()
             report = leave_one_out(run, advisor.overhead)
-            answers.append((loo_text(report), loo_json(report)))
+            answers.append(loo_json(report) if args.json else loo_text(report))
         else:
             adv = advisor.gemm(shape, args.dtype, args.host) if shape else advisor.mlp(config)
-            answers.append((answer_text(advisor, adv), answer_json(advisor, adv)))
+            answers.append(answer_json(advisor, adv) if args.json else answer_text(advisor, adv))
     return answers, warnings
 
 
@@ -181,10 +167,9 @@ def _main(argv: Sequence[str] | None) -> int:
     # Done is decided before the answer is printed: a reader that leaves early (`| head`) costs
     # the rest of the answer, never the exit status (the one writer, output.py).
     output.decide(EXIT_OK)
-    objects = [doc for _, doc in answers]
     if args.json:
-        text = json.dumps(objects[0] if len(objects) == 1 else objects, indent=1, allow_nan=False)
+        text = json.dumps(answers[0] if len(answers) == 1 else answers, indent=1, allow_nan=False)
     else:
-        text = "\n".join(text for text, _ in answers)
+        text = "\n".join(answers)
     output.say(*text.splitlines())
     return EXIT_OK

@@ -60,19 +60,14 @@ class Lookup:
     where: Where  # measured (this exact shape), interpolated, or extrapolated below/above
     flop_range: tuple[float, float]  # the curve's measured FLOP, smallest and largest
     nearest: GemmShape  # the measured shape that chose the family
-    query_mnk: tuple[int, int, int]  # the shape asked for
+    # True when `nearest` is far from the shape asked for (the Euclidean distance of log2 m, n, k
+    # above FAR_SHAPE), so that the curve is only a rough guide to it.
+    unlike_measured: bool
     floor: str | None = None  # set when a bandwidth floor, not the curve, gave the time
 
     @property
     def extrapolated(self) -> bool:
         return self.where in ("below", "above")
-
-    @property
-    def unlike_measured(self) -> bool:
-        """True when the nearest measured shape of the curve used is far from the query (the
-        Euclidean distance of log2 m, n, k above FAR_SHAPE), so that the curve is only a rough
-        guide to it."""
-        return bool(np.linalg.norm(np.log2(self.nearest.mnk) - np.log2(self.query_mnk)) > FAR_SHAPE)
 
 
 def _read(
@@ -135,5 +130,5 @@ def lookup(rows: pd.DataFrame | None, shape: GemmShape) -> Lookup | None:
         where=where,
         flop_range=(float(flop[curve].min()), float(flop[curve].max())),
         nearest=GemmShape(*(int(x) for x in mnk[best])),
-        query_mnk=shape.mnk,
+        unlike_measured=bool(np.linalg.norm(np.log2(mnk[best]) - np.log2(shape.mnk)) > FAR_SHAPE),
     )

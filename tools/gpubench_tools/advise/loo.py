@@ -11,7 +11,6 @@ the measured one, where the run measured both.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,31 +30,24 @@ REPORTED_ACCURACY: dict[str, dict[str, float]] = {
     "gemm_e2e": {"median": 0.145, "p90": 0.406, "winner": 0.900},  # 84 rows; winner: 72 of 80
     "mlp_eager": {"median": 0.212, "p90": 0.442, "winner": 0.919},  # 38 rows; winner: 34 of 37
 }
-TITLES = {
-    "gemm_e2e": "end-to-end GEMM rows, GPU time",
-    "mlp_eager": "eager MLP rows, GPU time per step",
-    "gemm_cpu": "CPU GEMM rows, CPU time",
-    "mlp_cpu": "OpenBLAS MLP rows, CPU time per step",
-}
+# The classes of rows, in the order reported (templates/common.j2 titles them).
+CLASSES = ("gemm_e2e", "mlp_eager", "gemm_cpu", "mlp_cpu")
 CASE_COLUMNS = ["name", "predicted", "measured", "predicted_winner", "measured_winner"]
-
-
-def _percentile(values: pd.Series, q: float) -> float:
-    return float(np.percentile(values, q)) if len(values) else math.nan
 
 
 @dataclass
 class LooClass:
     """One class of rows: `cases` (CASE_COLUMNS, extrapolated and rel_error, a row per
-    predicted row) and their statistics, NaN where there were no rows to compute one from."""
+    predicted row, at least one) and their statistics (winner_agreement NaN where the run
+    measured no winner)."""
 
-    title: str
     cases: pd.DataFrame
 
     def __post_init__(self) -> None:
         error = self.cases["rel_error"]
-        self.median, self.p90 = _percentile(error.abs(), 50), _percentile(error.abs(), 90)
-        self.bias = _percentile(error, 50)  # the median signed error: > 0 predicts too slow
+        self.median, self.p90 = (float(q) for q in np.percentile(error.abs(), [50, 90]))
+        # The median signed error: > 0 predicts too slow.
+        self.bias = float(np.percentile(error, 50))
         both = self.cases.dropna(subset=["predicted_winner", "measured_winner"])
         right = both["predicted_winner"] == both["measured_winner"]
         self.winner_rows, self.winner_agreement = len(both), float(right.mean())
@@ -88,8 +80,7 @@ def _winner(cpu: pd.Series, gpu: float) -> str | None:
 def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
     """Every class of rows predicted one by one; `overhead` replaces the model fitted from the
     run's probes (the tests pass a broken one to see the accuracy check fail)."""
-    if overhead is None:
-        overhead = build_model(run.rows[run.rows["backend"] == "gpu"])
+    overhead = overhead or build_model(run.rows[run.rows["backend"] == "gpu"])
     rows = run.rows
     gemm = rows["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
     cases: list[tuple[Any, ...]] = []  # (class, *CASE_COLUMNS, extrapolated)
@@ -103,9 +94,7 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
             winner = _winner(advice.measured_cpu["time_s"], measured)
             predicted = advice.gpu_total, measured, advice.winner, winner, advice.extrapolated
             cases.append(("gemm_e2e", p["name"], *predicted))
-        elif (
-            lk := lookup(advisor.curves.get(("cpu", p["dtype"], p["threads"])), shape)
-        ) is not None:
+        elif lk := lookup(advisor.curves.get(("cpu", p["dtype"], p["threads"])), shape):
             cases.append(
                 ("gemm_cpu", p["name"], lk.seconds, p["time_s"], None, None, lk.extrapolated)
             )
@@ -129,4 +118,4 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
     found = pd.DataFrame(cases, columns=["class", *CASE_COLUMNS, "extrapolated"])
     found["rel_error"] = (found["predicted"] - found["measured"]) / found["measured"]
     groups = dict(list(found.drop(columns="class").groupby(found["class"], sort=False)))
-    return LooReport(run, {k: LooClass(TITLES[k], groups[k]) for k in TITLES if k in groups})
+    return LooReport(run, {k: LooClass(groups[k]) for k in CLASSES if k in groups})

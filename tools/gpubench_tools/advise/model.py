@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Sequence, TypeVar
 
@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import CopyFit, OverheadModel, build_model
-from ..table import num
 from ..report.topics import ADVISED_MLP, COMMITTED_GPU_REFERENCE, GEMM_ROW_NAMES, GEMM_WORKLOAD
 from ..report.topics import MLP_DATASETS, committed_gpu_reference
-from ..table import load_table, summarize
+from ..table import load_table, num, summarize
+from ..templating import environment
 from ..units import fmt_bytes
 from .curves import GemmShape, Lookup, lookup
 
@@ -43,8 +43,21 @@ CPU_STREAM_BYTES_PER_S = 10e9
 LOSS_BYTES = 4.0
 
 
+@cache
+def _errors() -> Any:
+    """templates/errors.j2: a macro per error."""
+    env = environment(__package__)
+    env.filters.update(bytes=fmt_bytes)
+    env.globals.update(row_names=GEMM_ROW_NAMES)
+    return env.get_template("errors.j2").module
+
+
 class AdviseError(Exception):
-    """The request or the run cannot give an answer; str() says why (the CLI exits 2)."""
+    """The request or the run cannot give an answer: the macro `sentence` of templates/errors.j2
+    says why, given the facts (str(); the CLI exits 2)."""
+
+    def __init__(self, sentence: str, *facts: Any, **named: Any) -> None:
+        super().__init__(getattr(_errors(), sentence)(*facts, **named))
 
 
 def cpu_dtype_for(gpu_dtype: str) -> str:
@@ -54,20 +67,6 @@ def cpu_dtype_for(gpu_dtype: str) -> str:
 
 
 T = TypeVar("T")
-
-
-def reference_hint(passed: Sequence[str]) -> str:
-    """What to try when a run lacks rows: the committed reference run's files that were not
-    passed already (a file counts as passed by its path or its name), or nothing."""
-
-    def names(path: str) -> set[str]:
-        return {Path(path).name, str(Path(path).resolve())}
-
-    given = set().union(*map(names, passed))
-    missing = [path for path in committed_gpu_reference() if names(path).isdisjoint(given)]
-    if not missing:
-        return "the committed reference run, passed already, has none either"
-    return "try the committed reference run: " + " ".join(missing)
 
 
 @dataclass
@@ -88,13 +87,15 @@ class Run:
         own, gpu = (" + ".join(Path(p).name for p in f) for f in (self.files, self.gpu_files))
         return own + (f", GPU side from the reference run {gpu}" if gpu else "")
 
-    @property
-    def passed(self) -> list[str]:
-        return [*self.files, *self.gpu_files]
+    def reference_missing(self) -> list[str]:
+        """The committed reference run's files that were not passed already (a file counts as
+        passed by its path or its name): what to try when the run lacks rows (errors.j2)."""
 
-    @property
-    def has_gpu(self) -> bool:
-        return self.gpu is not None and bool((self.rows["backend"] == "gpu").any())
+        def names(path: str) -> set[str]:
+            return {Path(path).name, str(Path(path).resolve())}
+
+        given = set().union(*map(names, [*self.files, *self.gpu_files]))
+        return [path for path in committed_gpu_reference() if names(path).isdisjoint(given)]
 
     @cached_property
     def curve_rows(self) -> pd.DataFrame:
@@ -124,18 +125,16 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     for counter in ("m", "n", "k", "flop", "t_compute", "t_wall", "t_step", "batch", "hidden"):
         s[counter] = num(s, counter)
     gpu, matmul = s["backend"] == "gpu", (s["workload"] == GEMM_WORKLOAD) & s["probe"].isna()
-    s["kind"] = np.select(
-        [matmul & gpu & s["host"].isna(), matmul & gpu, matmul & (s["backend"] == "cpu")],
-        ["gemm_kernel", "gemm_e2e", "gemm_cpu"],
-        default=None,
-    ).astype(object)
+    cpu = s["backend"] == "cpu"
+    kinds = {"gemm_kernel": gpu & s["host"].isna(), "gemm_e2e": gpu, "gemm_cpu": cpu}
+    s["kind"] = np.select([matmul & k for k in kinds.values()], list(kinds), None).astype(object)
+    # The GEMM rows are the only ones with a kind so far.
+    mnk = zip(s["kind"].notna(), s["m"], s["n"], s["k"])
+    s["mnk"] = [tuple(int(x) for x in v) if gemm else None for gemm, *v in mnk]
     mlp = (s["workload"] == ADVISED_MLP["workload"]) & (s["precision"].fillna("fp32") == "fp32")
     s.loc[mlp, "kind"] = "mlp"
-    is_gemm = s["kind"].isin(["gemm_kernel", "gemm_e2e", "gemm_cpu"])
-    mnk = zip(is_gemm, s["m"], s["n"], s["k"])
-    s["mnk"] = [tuple(int(x) for x in v) if gemm else None for gemm, *v in mnk]
-    s["shape"] = s["shape"].fillna("square")
-    s["dtype"] = s["dtype"].fillna("fp32")
+    s["input"] = s["input"].mask(s["input"] == "")
+    s = s.fillna({"shape": "square", "dtype": "fp32", "input": "resident"})
     # OpenBLAS threads of a CPU row (`blas_threads`; older files named it `threads`).
     threads = num(s, "blas_threads").fillna(num(s, "threads"))
     s["threads"] = threads.where(threads >= 1, 1).fillna(1).astype(int).where(~gpu, 0)
@@ -143,7 +142,6 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     s["seconds"] = t_compute.fillna(s["time_s"])
     s["readback"] = num(s, "readback").fillna(0).astype(int)
     s["layers"] = num(s, "hidden_layers").fillna(1).astype(int)
-    s["input"] = s["input"].mask(s["input"] == "").fillna("resident")
     return s
 
 
@@ -156,13 +154,11 @@ def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
     gets no answer of its own."""
     table = load_table(paths)
     rows = _derive(summarize(table.rows))
-    gpu_rows = rows.loc[rows["backend"] == "gpu", "machine"].unique()
-    with_gpu = [i for i in table.machines.index if i in gpu_rows]
-    without = [i for i in table.machines.index if i not in gpu_rows]
-    if without and len(with_gpu) == 1:
-        reference = list(table.machines.at[with_gpu[0], "files"])
+    has_gpu = table.machines.index.isin(rows.loc[rows["backend"] == "gpu", "machine"])
+    if has_gpu.sum() == 1 and not has_gpu.all():
+        reference = list(table.machines.loc[has_gpu, "files"].iloc[0])
         runs, warnings = [], []
-        for i in without:
+        for i in table.machines.index[~has_gpu]:
             paired = load_table(list(table.machines.at[i, "files"]), reference)
             m = paired.machines.iloc[0]
             # The GPU's own facts (memory, bandwidth, peaks) come from the reference's context.
@@ -276,6 +272,8 @@ class Advice:
         self.winner, self.ratio = verdict(self.gpu_total, self.cpu_best.seconds)
         self.gpu_extrapolated = any(lk.extrapolated for _, _, lk in self.gpu_lookups)
         self.extrapolated = self.gpu_extrapolated or self.cpu_best.extrapolated
+        # Whether the answer's table shows an extrapolated time (any CPU thread count or the GPU).
+        self.marked = self.gpu_extrapolated or any(e.extrapolated for e in self.cpu)
 
 
 class Advisor:
@@ -294,35 +292,28 @@ class Advisor:
         # Plain ints for the thread counts: they end up in the JSON answer.
         self.curves = {(b, d, int(t)): frame for (b, d, t), frame in groups}
 
-    def _need(self, value: T | None, what: str) -> T:
-        """`value`, or the error naming what the run lacks for it."""
+    def _need(self, value: T | None, sentence: str, **values: Any) -> T:
+        """`value`, or the error (errors.j2's `sentence`) naming what the run lacks for it."""
         if value is None:
-            raise AdviseError(f"{self.run.name} has no {what}; {reference_hint(self.run.passed)}")
+            raise AdviseError(sentence, run=self.run, **values)
         return value
 
-    def _gemm_rows(self, backend: str, what: str, dtype: str) -> str:
-        """The GEMM rows of `dtype` a curve needs, by name, and the dtypes the run has."""
-        has = ", ".join(sorted({d for b, d, _ in self.curves if b == backend})) or "none"
-        names = GEMM_ROW_NAMES[backend].format(dtype=dtype)
-        return f"{what} GEMM rows for {dtype} ({names}; it has: {has})"
+    def _need_curve(self, value: T | None, backend: str, dtype: str) -> T:
+        """`value`, or the error naming the GEMM rows of `dtype` a curve on `backend` needs and
+        the dtypes the run has."""
+        has = sorted({d for b, d, _ in self.curves if b == backend})
+        return self._need(value, "no_gemm_rows", backend=backend, dtype=dtype, has=has)
 
     def require_gpu(self) -> None:
-        if not self.run.has_gpu:
-            why = self.run.context.get("gpu_unavailable_reason")
-            recorded = f" (recorded without a GPU: {why})" if why else ""
-            raise AdviseError(
-                f"{self.run.name} has no GPU rows{recorded}; the advisor needs a GPU run's "
-                f"kernel-only GEMM rows and overhead probes: {reference_hint(self.run.passed)}"
-            )
+        if self.run.gpu is None or not (self.run.rows["backend"] == "gpu").any():
+            raise AdviseError("no_gpu", run=self.run)
 
     def copy(self, direction: str, host: str) -> CopyFit:
         fit = self.overhead.copies.get((direction, host))
-        probes = f"{direction} {host} transfer probes (overhead/{direction}/{host}/bytes:B)"
-        return self._need(fit, f"{probes} to fit the copy cost alpha + bytes/beta")
+        return self._need(fit, "no_copy_fit", direction=direction, host=host)
 
     def t_launch(self) -> float:
-        what = "launch probes (overhead/launch/burst/kernels:N) for the cost of a kernel launch"
-        return self._need(self.overhead.launch.t_launch, what)
+        return self._need(self.overhead.launch.t_launch, "no_launch")
 
     def t_sync(self) -> float:
         """Waiting for finished work. The round trip (launch one empty kernel, synchronise) less
@@ -330,13 +321,12 @@ class Advisor:
         API call with nothing to wait for, and is the fallback."""
         costs = self.overhead.launch
         wait = (costs.t_roundtrip or 0.0) - (costs.t_launch or math.inf)
-        what = "synchronisation probes (overhead/launch/roundtrip, overhead/sync/stream)"
-        return wait if wait > 0 else self._need(costs.t_sync, what)
+        return wait if wait > 0 else self._need(costs.t_sync, "no_sync")
 
     def gpu_gemm(self, shape: GemmShape, dtype: str) -> Lookup:
         self.require_gpu()
         lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
-        lk = self._need(lk, self._gemm_rows("gpu", "kernel-only GPU", dtype))
+        lk = self._need_curve(lk, "gpu", dtype)
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
@@ -349,31 +339,31 @@ class Advisor:
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
-        threads = self._need(threads or None, self._gemm_rows("cpu", "CPU", dtype))
+        threads = self._need_curve(threads or None, "cpu", dtype)
         ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
-        estimates = []
-        for t in threads:
-            found = [(what, s, lookup(self.curves[("cpu", dtype, t)], s)) for what, s in products]
-            estimates.append(CpuEstimate(t, [f for f in found if f[2] is not None], ew))
-        return estimates
 
-    def require_memory(self, request: str, what: str, nbytes: float) -> None:
-        """Refuse a request whose device buffers cannot fit in the GPU memory the run recorded
-        (`gpu_memory_bytes`): no prediction is an answer for a shape that cannot run. bench
-        records no host memory size, so the CPU side is not checked."""
+        def estimate(t: int) -> CpuEstimate:
+            curve = self.curves[("cpu", dtype, t)]  # a group of rows: a look-up always answers
+            return CpuEstimate(t, [(what, s, lookup(curve, s)) for what, s in products], ew)
+
+        return [estimate(t) for t in threads]
+
+    def require_memory(
+        self, nbytes: float, request: GemmShape | MlpConfig, dtype: str, product: str | None = None
+    ) -> None:
+        """Refuse a request whose device buffers (`nbytes`: a GEMM's operands and result, or an
+        MLP step's `product`'s) cannot fit in the GPU memory the run recorded (`gpu_memory_bytes`):
+        no prediction is an answer for a shape that cannot run. bench records no host memory
+        size, so the CPU side is not checked."""
         available = self.run.ctx_float("gpu_memory_bytes")
         if available is not None and nbytes > available:
-            raise AdviseError(
-                f"{request} cannot run on the GPU of {self.run.name}: {what} need "
-                f"{fmt_bytes(nbytes)} ({nbytes:.0f} bytes) of device memory, the GPU has "
-                f"{fmt_bytes(available)} ({available:.0f} bytes, gpu_memory_bytes in its context)"
-            )
+            raise AdviseError("too_big", self.run, request, dtype, product, nbytes, available)
 
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
         """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""
         self.require_gpu()
         a, b, c = (n * DTYPE_BYTES[dtype] for n in shape.elements())
-        self.require_memory(f"GEMM {shape} ({dtype})", "A, B and C", a + b + c)
+        self.require_memory(a + b + c, shape, dtype)
         compute = self.gpu_gemm(shape, dtype)
         h2d = d2h = 0.0
         if host != "resident":
@@ -382,13 +372,13 @@ class Advisor:
             d2h = float(self.copy("d2h", host).predict(c, copies=1))
         gpu = dict(h2d=h2d, compute=compute.seconds, d2h=d2h)
         gpu.update(launch=self.t_launch(), sync=self.t_sync())
-        rows = self.run.rows
-        at_shape = rows["mnk"].isin([shape.mnk])
+        # The run's rows at this shape: the GPU's of this dtype and host (the kernel-only row
+        # for resident operands), the CPU's of its dtype by threads.
+        rows = self.run.rows[self.run.rows["mnk"].isin([shape.mnk])]
         kind = (rows["kind"] == "gemm_e2e") & (rows["host"] == host)
         kind = rows["kind"] == "gemm_kernel" if host == "resident" else kind
-        gpu_rows = rows[at_shape & (rows["dtype"] == dtype) & kind]
-        cpu_dtype = cpu_dtype_for(dtype)
-        cpu_rows = rows[at_shape & (rows["kind"] == "gemm_cpu") & (rows["dtype"] == cpu_dtype)]
+        gpu_rows, cpu_dtype = rows[(rows["dtype"] == dtype) & kind], cpu_dtype_for(dtype)
+        cpu_rows = rows[(rows["kind"] == "gemm_cpu") & (rows["dtype"] == cpu_dtype)]
         cpu = self.cpu_estimates([("product", shape)], cpu_dtype)
         measured = gpu_rows.iloc[0] if len(gpu_rows) else None
         by_threads = cpu_rows.sort_values("threads", kind="stable")
@@ -401,11 +391,7 @@ class Advisor:
         # A lower bound of what the step holds on the device: its largest layer product's
         # operands and result (fp32); the whole step holds more (every activation, gradients).
         what, largest = max(c.products(), key=lambda p: sum(p[1].elements()))
-        self.require_memory(
-            f"MLP step batch={c.batch},hidden={c.hidden}",
-            f"the {what} product's operands and result alone",
-            4.0 * sum(largest.elements()),
-        )
+        self.require_memory(4.0 * sum(largest.elements()), c, "fp32", what)
         # The eager path's products are plain fp32 (no TF32), like the CPU's.
         lookups = [(what, shape, self.gpu_gemm(shape, "fp32")) for what, shape in c.products()]
         bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
@@ -434,12 +420,7 @@ class Advisor:
         path = other.groupby(["backend", "variant", "threads"], sort=False, dropna=False).ngroup()
         same_readback = other["readback"] == c.readback
         other = other[same_readback | ~same_readback.groupby(path).transform("any")]
-        return Advice(
-            c,
-            gpu,
-            lookups,
-            cpu,
-            measured_gpu=match.iloc[-1] if len(match) else None,
-            measured_cpu=rows[blas].sort_values("threads", kind="stable"),
-            measured_other=other.assign(path=path).sort_values("path", kind="stable"),
-        )
+        measured = match.iloc[-1] if len(match) else None
+        by_threads = rows[blas].sort_values("threads", kind="stable")
+        others = other.assign(path=path).sort_values("path", kind="stable")
+        return Advice(c, gpu, lookups, cpu, "fp32", "resident", measured, by_threads, others)

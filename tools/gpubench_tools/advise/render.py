@@ -18,8 +18,9 @@ from .curves import GemmShape, Lookup
 from .loo import REPORTED_ACCURACY, LooReport
 from .model import DTYPE_BYTES, Advice, Advisor, verdict
 
-MARK = " *"  # a predicted time that was extrapolated
 GEMM_MEASURED = ("t_wall", "t_h2d", "t_compute", "t_d2h", "t_overhead")
+_SECONDS = {"seconds": "time_s", "seconds_per_step": "t_step"}  # JSON key -> the rows' column
+Pairs = list[tuple[str, float, float]]  # (part, predicted, measured) seconds
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], numeric: bool = True) -> str:
@@ -48,7 +49,7 @@ def _cell(seconds: float | None, extrapolated: bool = False) -> str:
     extrapolated."""
     if seconds is None or not math.isfinite(seconds):
         return ""
-    return fmt_time(seconds) + (MARK if extrapolated else "")
+    return fmt_time(seconds) + (" *" if extrapolated else "")  # the mark of an extrapolation
 
 
 def _signed_pct(fraction: float) -> str:
@@ -62,9 +63,7 @@ def _vs(predicted: float, measured: float) -> str:
 
 @cache
 def _templates() -> jinja2.Environment:
-    env = environment(
-        "gpubench_tools.advise", keep_trailing_newline=True, extensions=["jinja2.ext.do"]
-    )
+    env = environment(__package__, keep_trailing_newline=True, extensions=["jinja2.ext.do"])
     units = dict(time=fmt_time, pct=fmt_pct, ratio=fmt_ratio, flops=fmt_flops, bytes=fmt_bytes)
     env.filters.update(units, rate=fmt_rate, flop=_flop, cell=_cell, signed_pct=_signed_pct)
     env.filters.update(vs=_vs, short_gpu=short_gpu_name, short_cpu=short_cpu_name)
@@ -96,26 +95,21 @@ def _headline(adv: Advice) -> dict[str, Any]:
     gpu = {"seconds": gpu_s, "source": "measured", "predicted": adv.gpu_total}
     if not math.isfinite(gpu_s):
         gpu.update(seconds=adv.gpu_total, source="predicted")
-    if cpu_measured:
-        seconds, threads = min((v, k) for k, v in cpu_measured.items())
-        cpu = {"seconds": seconds, "threads": threads, "source": "measured"}
-        cpu["predicted"] = cpu_predicted.get(threads)  # None: no curve at that thread count
-    else:
-        best = adv.cpu_best
-        cpu = {"seconds": best.seconds, "threads": best.threads, "source": "predicted"}
-        cpu["predicted"] = best.seconds
+    fastest = min(((v, k) for k, v in cpu_measured.items()), default=None)
+    seconds, threads = fastest or (adv.cpu_best.seconds, adv.cpu_best.threads)
+    source = "predicted" if fastest is None else "measured"
+    cpu = dict(seconds=seconds, threads=threads, source=source)
+    cpu["predicted"] = cpu_predicted.get(threads)  # None: no curve at the measured thread count
     winner, ratio = verdict(gpu["seconds"], cpu["seconds"])
     return {"gpu": gpu, "cpu": cpu, "winner": winner, "ratio": ratio}
 
 
-def _differs_most(pairs: list[tuple[str, float, float]]) -> dict[str, Any] | None:
+def _differs_most(pairs: Pairs) -> dict[str, Any] | None:
     """Of (part, predicted, measured) seconds, the part whose two differ most (common.j2 says
     why)."""
-    pairs = [(p, a, b) for p, a, b in pairs if math.isfinite(a) and math.isfinite(b)]
-    if not pairs:
-        return None
-    part, predicted, measured = max(pairs, key=lambda x: abs(x[1] - x[2]))
-    return {"part": part, "predicted": predicted, "measured": measured}
+    finite = [(p, a, b) for p, a, b in pairs if math.isfinite(a) and math.isfinite(b)]
+    most = max(finite, key=lambda x: abs(x[1] - x[2]), default=None)
+    return None if most is None else dict(zip(("part", "predicted", "measured"), most))
 
 
 def _per_step(row: pd.Series | None, key: str) -> float:
@@ -123,9 +117,23 @@ def _per_step(row: pd.Series | None, key: str) -> float:
     return math.nan if row is None else float(per_step(row.to_frame().T, [key])[key].iloc[0])
 
 
-def _marked(adv: Advice) -> bool:
-    """Whether the table shows an extrapolated time (any CPU thread count or the GPU)."""
-    return adv.gpu_extrapolated or any(e.extrapolated for e in adv.cpu)
+def _answer(
+    advisor: Advisor, adv: Advice, parts: dict[str, float], pairs: Pairs, **values: Any
+) -> str:
+    """The answer's template (gemm.txt.j2, mlp.txt.j2) with what both are given: the headline,
+    the part where prediction and measurement differ most (of `pairs`), the shares of the GPU
+    time's `parts`."""
+    return _render(
+        "gemm.txt.j2" if isinstance(adv.request, GemmShape) else "mlp.txt.j2",
+        headline=_headline(adv),
+        differs=_differs_most(pairs),
+        advisor=advisor,
+        a=adv,
+        share={k: v / adv.gpu_total for k, v in parts.items()},
+        top=max(parts, key=lambda k: parts[k]),
+        measured_cpu=_cpu_sides(adv)[0],
+        **values,
+    )
 
 
 def answer_text(advisor: Advisor, adv: Advice) -> str:
@@ -137,31 +145,22 @@ def answer_text(advisor: Advisor, adv: Advice) -> str:
     parts = {"copies": g["h2d"] + g["d2h"], "compute": g["compute"], "overhead": overhead}
     if resident:
         del parts["copies"]
-    mcpu, _ = _cpu_sides(adv)
     e2e = mg is not None and mg["kind"] == "gemm_e2e"
     measured = {k: _measured(mg, k) for k in GEMM_MEASURED}
     pairs = [("copies to the GPU", g["h2d"], measured["t_h2d"]),
              ("compute", g["compute"], measured["t_compute"]),
              ("copy back", g["d2h"], measured["t_d2h"]),
              ("launch and sync", overhead, measured["t_overhead"])]  # fmt: skip
-    return _render(
-        "gemm.txt.j2",
-        headline=_headline(adv),
-        differs=_differs_most(pairs) if e2e else None,
-        run=advisor.run,
-        a=adv,
+    return _answer(
+        advisor,
+        adv,
+        parts,
+        pairs if e2e else [],
         resident=resident,
-        share={k: v / adv.gpu_total for k, v in parts.items()},
-        top=max(parts, key=lambda k: parts[k]),
         achieved_flops=s.flop / g["compute"] if g["compute"] > 0 else None,
-        h2d=None if resident else advisor.overhead.copies[("h2d", adv.host)],
         h2d_bytes=sum(s.elements()[:2]) * DTYPE_BYTES[adv.dtype],
         e2e=e2e,
         measured=measured,
-        measured_gpu_s=None if mg is None else _measured(mg, "t_wall"),
-        measured_cpu=mcpu,
-        cpu_fastest=min((v, k) for k, v in mcpu.items()) if mcpu else None,
-        marked=_marked(adv),
     )
 
 
@@ -182,35 +181,22 @@ def _mlp_text(advisor: Advisor, adv: Advice) -> str:
              ("launch and sync", overhead, _per_step(mg, "t_overhead"))]  # fmt: skip
     if "input copy" in g:
         pairs.append(("input copy", g["input copy"], _per_step(mg, "t_h2d")))
-
-    def extrapolated(lookups: list[tuple[str, GemmShape, Lookup]]) -> list[str]:
-        return [f"{what} ({s})" for what, s, lk in lookups if lk.extrapolated]
-
-    return _render(
-        "mlp.txt.j2",
-        headline=_headline(adv),
-        differs=_differs_most(pairs),
-        run=advisor.run,
-        a=adv,
-        share={k: v / adv.gpu_total for k, v in g.items()},
-        top=max(g.items(), key=lambda kv: kv[1])[0],
-        gpu_extrapolated=extrapolated(adv.gpu_lookups),
-        cpu_extrapolated=extrapolated(adv.cpu_best.lookups),
-        t_launch=advisor.t_launch(),
+    return _answer(
+        advisor,
+        adv,
+        g,
+        pairs,
         measured_step=_measured(mg, "t_step"),
-        measured_eager_step=None if mg is None else mg["t_step"],
-        measured_cpu=mcpu,
         cpu_vs=[(t, predicted[t], v) for t, v in sorted(mcpu.items()) if t in predicted],
-        marked=_marked(adv),
     )
 
 
 def loo_text(report: LooReport) -> str:
     gpu = [report.classes[k].cases for k in ("gemm_e2e", "mlp_eager") if k in report.classes]
-    worst = None
-    if gpu:
-        worst = pd.concat(gpu).sort_values("rel_error", key=lambda e: -e.abs(), kind="stable")
-    return _render("loo.txt.j2", report=report, worst=None if worst is None else worst.head(5))
+    if not gpu:
+        return _render("loo.txt.j2", report=report, worst=None)
+    worst = pd.concat(gpu).sort_values("rel_error", key=lambda e: -e.abs(), kind="stable")
+    return _render("loo.txt.j2", report=report, worst=worst.head(5))
 
 
 def _lookup_json(lk: Lookup, shape: GemmShape) -> dict[str, Any]:
@@ -226,13 +212,10 @@ def _products_json(lookups: list[tuple[str, GemmShape, Lookup]]) -> list[dict[st
     return [{"what": what, **_lookup_json(lk, shape)} for what, shape, lk in lookups]
 
 
-def _rows_json(rows: pd.DataFrame, key: str, threads: bool = True) -> list[dict[str, Any]]:
-    """Measured rows as JSON: `key` "seconds" (a GEMM's median time) or "seconds_per_step"."""
-    values = rows["time_s" if key == "seconds" else "t_step"]
-    return [
-        {**({"threads": int(t)} if threads else {}), "run_name": name, key: float(v)}
-        for t, name, v in zip(rows["threads"], rows["name"], values)
-    ]
+def _row_json(row: pd.Series, key: str, threads: bool = True) -> dict[str, Any]:
+    """A measured row: `key` "seconds" (a GEMM's median time) or "seconds_per_step"."""
+    doc = {"threads": int(row["threads"])} if threads else {}
+    return doc | {"run_name": row["name"], key: float(row[_SECONDS[key]])}
 
 
 def _machine_json(advisor: Advisor | LooReport) -> dict[str, Any]:
@@ -244,28 +227,24 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
     """A GEMM or an MLP answer: the machine, the request, the verdict, both sides, what the run
     measured and the typical error of such answers."""
     r, mg, best = adv.request, adv.measured_gpu, adv.cpu_best
-    if isinstance(r, GemmShape):
+    gemm = isinstance(r, GemmShape)
+    key = "seconds" if gemm else "seconds_per_step"
+    measured_cpu = [_row_json(row, key) for _, row in adv.measured_cpu.iterrows()]
+    measured_gpu = None if mg is None else _row_json(mg, key, threads=False)
+    if gemm:
         request = dict(kind="gemm", **asdict(r), flop=r.flop, dtype=adv.dtype, host=adv.host)
         request.update(cpu_dtype=adv.cpu_dtype)
         gpu = {"compute": _lookup_json(adv.compute, r)}
-        measured: dict[str, Any] = {"gpu": None, "cpu": _rows_json(adv.measured_cpu, "seconds")}
         if mg is not None:
-            measured["gpu"] = {"run_name": mg["name"], "seconds": float(mg["time_s"])}
             finite = [k for k in GEMM_MEASURED if math.isfinite(_measured(mg, k, False))]
-            measured["gpu"].update({k: float(mg[k]) for k in finite})
-        accuracy = REPORTED_ACCURACY["gemm_e2e"]
+            measured_gpu.update({k: float(mg[k]) for k in finite})
+        measured = {"gpu": measured_gpu, "cpu": measured_cpu}
     else:
         request = dict(kind="mlp", **asdict(r), widths=r.widths, flop_per_step=r.flop)
         request.update(kernels_per_step=r.kernels_per_step)
         gpu = {"products": _products_json(adv.gpu_lookups)}
-        measured = {"gpu_eager": None, "cpu": _rows_json(adv.measured_cpu, "seconds_per_step")}
-        if mg is not None:
-            measured["gpu_eager"] = {
-                "run_name": mg["name"],
-                "seconds_per_step": float(mg["t_step"]),
-            }
-        measured["other"] = _rows_json(adv.measured_other, "seconds_per_step", threads=False)
-        accuracy = REPORTED_ACCURACY["mlp_eager"]
+        other = [_row_json(row, key, threads=False) for _, row in adv.measured_other.iterrows()]
+        measured = {"gpu_eager": measured_gpu, "cpu": measured_cpu, "other": other}
     by_threads = [
         dict(threads=e.threads, seconds=e.seconds, elementwise_seconds=e.elementwise)
         | dict(extrapolated=e.extrapolated, products=_products_json(e.lookups))
@@ -281,15 +260,15 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
         "cpu": {"seconds": best.seconds, "threads": best.threads, "by_threads": by_threads},
         "gpu": {"seconds": adv.gpu_total, "parts": adv.gpu, **gpu},
         "measured": measured,
-        "typical_error": accuracy,
+        "typical_error": REPORTED_ACCURACY["gemm_e2e" if gemm else "mlp_eager"],
     }
 
 
 def loo_json(report: LooReport) -> dict[str, Any]:
-    classes = {}
+    classes, titles = {}, _templates().get_template("common.j2").module.loo_titles
     columns = ["name", "predicted", "measured", "rel_error", "predicted_winner", "measured_winner"]
     for key, cls in report.classes.items():
         cases = cls.cases[[*columns, "extrapolated"]].astype(object)
         cases = cases.where(cases.notna(), None).to_dict("records")
-        classes[key] = {"title": cls.title, **cls.summary(), "cases": cases}
+        classes[key] = {"title": titles[key], **cls.summary(), "cases": cases}
     return {"machine": _machine_json(report), "classes": classes}

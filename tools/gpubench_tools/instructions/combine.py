@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import output
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, ArgumentParser, Number
-from ..cli import add_debug_flag, program_name, run_main
-from ..templating import environment
+from ..cli import EXIT_REGRESSION, EXIT_UNUSABLE, ArgumentParser, Number, add_debug_flag
+from ..cli import program_name, run_main
+from .render import templates, words
 
 MODULE = "gpubench_tools.instructions.combine"
 EXIT = Number(0, 255, integer=True)
@@ -32,23 +32,12 @@ EXIT = Number(0, 255, integer=True)
 
 def combined_exit(timing: int, instructions: int | None) -> int:
     """The gate's exit status from the two lanes' (None: the instruction lane did not run)."""
-    if timing == EXIT_REGRESSION or instructions == EXIT_REGRESSION:
-        return EXIT_REGRESSION
-    return timing
-
-
-# The gate's word for an exit status, and a lane's (any other status: cannot judge).
-_GATE = {EXIT_OK: "PASS", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "NOT RESOLVED"}
-_LANE = {EXIT_OK: "pass", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "not resolved", None: "not run"}
+    return EXIT_REGRESSION if EXIT_REGRESSION in (timing, instructions) else timing
 
 
 def gate_line(timing: int, instructions: int | None) -> str:
-    code = combined_exit(timing, instructions)
-    lanes = [
-        f"{lane} {_LANE.get(status, 'cannot judge or count')}"
-        for lane, status in (("timing", timing), ("instructions", instructions))
-    ]
-    return f"gate: {_GATE.get(code, 'CANNOT JUDGE')} (exit {code}): {'; '.join(lanes)}"
+    """The gate's one line: its status and each lane's, in words (templates/words.j2)."""
+    return words().gate_line(combined_exit(timing, instructions), timing, instructions)
 
 
 def _read(path: str | None) -> str:
@@ -71,7 +60,7 @@ def _gate_of(path: str | None) -> str | None:
 
 def render_markdown(timing: int, instructions: int | None, timing_md: str, instr_md: str) -> str:
     """Both lanes' Markdown under the gate's line (templates/gate.md.j2)."""
-    page = environment(__package__, keep_trailing_newline=True).get_template("gate.md.j2")
+    page = templates().get_template("gate.md.j2")
     gate = gate_line(timing, instructions)
     return page.render(gate=gate, timing=timing_md.strip(), instructions=instr_md.strip())
 
@@ -98,11 +87,8 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     output.say(gate_line(timing, instructions))
     if code == EXIT_UNUSABLE:
         output.warn(f"{prog}: error: {gate_line(timing, instructions)}")
-
-    def markdown() -> str:
-        lanes = _read(args.timing_markdown), _read(args.instructions_markdown)
-        return render_markdown(timing, instructions, *lanes)
-
+    lanes_md = args.timing_markdown, args.instructions_markdown
+    markdown = lambda: render_markdown(timing, instructions, *map(_read, lanes_md))
     output.write_after_verdict(prog, code, args.markdown, markdown)
     return code
 

@@ -20,11 +20,12 @@ import pandas as pd
 __all__ = ["DumpError", "Region", "parse_dump", "read_dumps", "COLUMNS"]
 
 TRIGGER = re.compile(
-    r"^desc:\s*Trigger:\s*Client Request:\s*gpubench-region iterations=(\d+) name=(\S+)\s*$"
+    r"^desc:\s*Trigger:\s*Client Request:\s*gpubench-region iterations=(\d+) name=(\S+)\s*$",
+    re.MULTILINE,
 )
 COLUMNS = ["path", "pid", "part", "name", "iterations", "instructions"]
-# The keys read; cost lines (``fn=``, ``calls=``, numbers) never start with one of them.
-_HEADER_KEYS = ("pid", "part", "events", "summary", "totals")
+# The header lines read; cost lines (``fn=``, ``calls=``, numbers) never start with their keys.
+_HEADER = re.compile(r"^(pid|part|events|summary|totals):(.*)$", re.MULTILINE)
 
 
 class DumpError(Exception):
@@ -46,19 +47,13 @@ class Region:
 
 def parse_dump(text: str, path: str = "") -> Region | None:
     """The region a dump file's text holds; None for a dump that is not a region's."""
-    name: str | None = None
-    iterations = 0
-    header: dict[str, str] = {}
-    for line in text.splitlines():
-        match = TRIGGER.match(line)
-        if match:
-            iterations, name = int(match.group(1)), match.group(2)
-            continue
-        key, sep, value = line.partition(":")
-        if sep and key in _HEADER_KEYS and key not in header:
-            header[key] = value.strip()
-    if name is None:
+    triggers = TRIGGER.findall(text)
+    if not triggers:
         return None
+    iterations, name = int(triggers[-1][0]), triggers[-1][1]
+    header: dict[str, str] = {}
+    for key, value in _HEADER.findall(text):
+        header.setdefault(key, value.strip())  # the first of each key
     events = header.get("events", "").split()
     values = (header.get("summary") or header.get("totals") or "").split()
     if "Ir" not in events or len(values) < len(events):
@@ -73,11 +68,7 @@ def parse_dump(text: str, path: str = "") -> Region | None:
 
 def read_dumps(paths: Iterable[Path | str]) -> pd.DataFrame:
     """Every region in the dump files, as a frame with COLUMNS, in the order dumped (pid, part)."""
-    regions = []
-    for path in paths:
-        # Latin-1: a byte that is not UTF-8 in a path or symbol name must not stop the reader.
-        region = parse_dump(Path(path).read_text(encoding="latin-1"), str(path))
-        if region is not None:
-            regions.append(region)
-    frame = pd.DataFrame([r.__dict__ for r in regions], columns=COLUMNS)
+    # Latin-1: a byte that is not UTF-8 in a path or symbol name must not stop the reader.
+    regions = [parse_dump(Path(p).read_text(encoding="latin-1"), str(p)) for p in paths]
+    frame = pd.DataFrame([r.__dict__ for r in regions if r is not None], columns=COLUMNS)
     return frame.sort_values(["pid", "part"], kind="stable").reset_index(drop=True)

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, Number
-from ..policy import NOTHING_MEASURED, action
+from ..cli import EXIT_OK, EXIT_REGRESSION, Number
 
 MORE, FEWER, SAME, MISSING, NEW = "more", "fewer", "same", "missing", "new"
 FAILING = (MORE, MISSING)
@@ -61,18 +60,12 @@ def judge_counts(
         [MISSING, NEW, MORE, FEWER],
         SAME,
     )
-    frame = pd.DataFrame({"name": merged["name"], "verdict": verdict})
-    columns = {"base_per_iteration": b, "contender_per_iteration": c, "change": change}
-    columns.update(
-        base_spread_pct=merged["spread_pct_b"], contender_spread_pct=merged["spread_pct_c"]
-    )
-    return frame.assign(**columns)[VERDICT_COLUMNS]
+    spreads = [merged["spread_pct_b"], merged["spread_pct_c"]]
+    columns = [merged["name"], verdict, b, c, change, *spreads]
+    return pd.DataFrame(dict(zip(VERDICT_COLUMNS, columns)))
 
 
-def lane_exit(verdicts: pd.DataFrame, base_regions: int, contender_regions: int) -> int:
-    """The lane's exit status: a side that counted nothing (no region: a bench without the
-    instruction regions, or a filter with no single-threaded CPU row) is policy's "nothing
-    measured" (2), else 1 when a benchmark has MORE instructions or is MISSING, else 0."""
-    if base_regions == 0 or contender_regions == 0:
-        return action("instructions", NOTHING_MEASURED).exit_code or EXIT_UNUSABLE
+def lane_exit(verdicts: pd.DataFrame) -> int:
+    """The exit status of a lane that counted both sides (lane.judge_dirs decides the one that
+    did not): 1 when a benchmark has MORE instructions or is MISSING, else 0."""
     return EXIT_REGRESSION if verdicts["verdict"].isin(FAILING).any() else EXIT_OK

@@ -28,8 +28,8 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -42,7 +42,7 @@ from ..policy import CUT_OFF, NOT_BENCH, NOTHING_MEASURED, REFUSE, action
 from .counts import per_iteration
 from .dumps import DumpError, read_dumps
 from .judge import MAX_CHANGE, VERDICT_COLUMNS, InstructionRules, judge_counts, lane_exit
-from .render import LaneResult, as_dict, render
+from .render import LaneResult, as_dict, render, words
 
 MODULE = "gpubench_tools.instructions"
 BASE, CONTENDER = "base", "contender"
@@ -98,31 +98,29 @@ def _openblas_core(side_dir: Path) -> str:
         return ""
 
 
-def judge_dirs(base_dir: Path, contender_dir: Path, rules: InstructionRules) -> LaneResult:
-    """Judges the dumps two sides left in their folders."""
+def judge_dirs(folder: Path, rules: InstructionRules) -> LaneResult:
+    """Judges the dumps the two sides left in their folders under `folder` (base/, contender/).
+    A side that counted nothing (no single-threaded region) is policy's "nothing measured"."""
     frames, regions, cores = {}, {}, {}
-    for side, folder in ((BASE, base_dir), (CONTENDER, contender_dir)):
+    for side in SIDES:
         try:
-            dumped = read_dumps(sorted(folder.glob(f"{DUMP_PREFIX}.*")))
+            dumped = read_dumps(sorted((folder / side).glob(f"{DUMP_PREFIX}.*")))
         except DumpError as exc:
             raise UnusableInput(str(exc)) from None
         frames[side] = per_iteration(dumped)
         regions[side] = len(dumped)
-        cores[side] = _openblas_core(folder)
+        cores[side] = _openblas_core(folder / side)
     empty = [side for side in SIDES if frames[side].empty]
     if empty:
-        why = (
-            f"the {' and the '.join(empty)} dumped no single-threaded instruction region "
-            "(a bench built without valgrind/callgrind.h or before the regions existed, or a "
-            "filter with no single-threaded CPU row)"
-        )
+        why = words().no_regions(empty)
         return _not_counted(why, rules, NOTHING_MEASURED, openblas=cores, regions=regions)
     verdicts = judge_counts(frames[BASE], frames[CONTENDER], rules)
-    code = lane_exit(verdicts, len(frames[BASE]), len(frames[CONTENDER]))
-    return LaneResult(code, rules, verdicts, "", cores, regions)
+    return LaneResult(lane_exit(verdicts), rules, verdicts, "", cores, regions)
 
 
-def _executable(path: str, what: str) -> list[str]:
+def _executable(args: argparse.Namespace, side: str) -> list[str]:
+    """The bench command of a side (--base-bench, --contender-bench), checked."""
+    path, what = getattr(args, f"{side}_bench"), f"--{side}-bench"
     if not path:
         raise UnusableInput(f"{what} is empty")
     found = shutil.which(path) if os.sep not in path else path
@@ -142,45 +140,35 @@ def _last_line(path: Path) -> str:
 
 def run_sides(
     commands: dict[str, list[str]], out_dir: Path, env: dict[str, str], timeout_s: float
-) -> str | None:
-    """Runs both sides at once; None when both exited 0, else the one line saying which did not."""
-    procs = {}
-    for side in SIDES:
+) -> list[dict[str, Any]]:
+    """Runs both sides at once; the sides that did not exit 0: `code` (None: still running at
+    the timeout, and killed), the last line of the `log` (words.j2 says it)."""
+
+    def run(side: str) -> dict[str, Any] | None:
         side_dir = out_dir / side
         if side_dir.exists():
             shutil.rmtree(side_dir)
         side_dir.mkdir(parents=True)
-        log = open(side_dir / "valgrind.log", "w", encoding="utf-8")
-        proc = subprocess.Popen(commands[side], stdout=log, stderr=subprocess.STDOUT, env=env)
-        procs[side] = proc, log
-    deadline = time.monotonic() + timeout_s
-    problems = []
-    for side, (proc, log) in procs.items():
-        try:
-            code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            code = None
-        log.close()
-        if code is None:
-            problems.append(f"the {side} was still running under Valgrind after {timeout_s:g} s")
-        elif code != 0:
-            problems.append(
-                f"the {side} exited with status {code} under Valgrind: "
-                f"{_last_line(Path(log.name))} (log {log.name})"
-            )
-    return "; ".join(problems) or None
+        log = side_dir / "valgrind.log"
+        with open(log, "w", encoding="utf-8") as out:
+            try:
+                code: int | None = subprocess.call(
+                    commands[side], stdout=out, stderr=subprocess.STDOUT, env=env, timeout=timeout_s
+                )
+            except subprocess.TimeoutExpired:  # call() killed it
+                code = None
+        return None if code == 0 else dict(side=side, code=code, last_line=_last_line(log), log=log)
+
+    with ThreadPoolExecutor(len(SIDES)) as pool:
+        return [failed for failed in pool.map(run, SIDES) if failed]
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog=prog,
-        description=(
-            "Count the instructions per iteration of each single-threaded CPU benchmark's timed "
-            "loop under callgrind, base against contender. Exit 0 pass; 1 a benchmark runs "
-            "--max-change more instructions or lost its count; 2 nothing counted."
-        ),
+        description="Count the instructions per iteration of each single-threaded CPU benchmark's "
+        "timed loop under callgrind, base against contender. Exit 0 pass; 1 a benchmark runs "
+        "--max-change more instructions or lost its count; 2 nothing counted.",
     )
     add = parser.add_argument
     add("--base-bench", metavar="CMD", help="the reference bench (or a wrapper that execs it)")
@@ -206,9 +194,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 def _not_counted(
     why: str, rules: InstructionRules, situation: str = CUT_OFF, **measured: dict[str, Any]
 ) -> LaneResult:
-    """Exit 2 with the reason: no valgrind, a side that did not finish under it (policy: a
-    cut-off or interrupted run is not counted), or a side that dumped no region (policy:
-    nothing measured)."""
+    """Exit 2 with the reason (words.j2): no valgrind, a side that did not finish under it
+    (policy: a cut-off or interrupted run is not counted), or a side that dumped no region
+    (policy: nothing measured)."""
     code = action("instructions", situation).exit_code or EXIT_UNUSABLE
     return LaneResult(code, rules, pd.DataFrame(columns=VERDICT_COLUMNS), why, **measured)
 
@@ -220,29 +208,20 @@ def _judge(args: argparse.Namespace) -> LaneResult:
             raise UnusableInput(
                 "--from judges an earlier run: it takes no --base-bench/--contender-bench"
             )
-        return judge_dirs(Path(args.from_dir) / BASE, Path(args.from_dir) / CONTENDER, rules)
+        return judge_dirs(Path(args.from_dir), rules)
     if not (args.base_bench and args.contender_bench):
         raise UnusableInput("give --base-bench and --contender-bench, or --from DIR")
-    benches = {
-        side: _executable(getattr(args, f"{side}_bench"), f"--{side}-bench") for side in SIDES
-    }
+    benches = {side: _executable(args, side) for side in SIDES}
     valgrind = shutil.which(args.valgrind)
     if valgrind is None:
-        return _not_counted(
-            f"valgrind not found ('{args.valgrind}'; Debian and Ubuntu: apt-get install "
-            "valgrind, which scripts/install-deps.sh does)",
-            rules,
-        )
+        return _not_counted(words().no_valgrind(args.valgrind), rules)
     out_dir, start = Path(args.out_dir), time.monotonic()
-    commands = {
-        side: valgrind_command(valgrind, out_dir / side, benches[side], args.filter)
-        for side in SIDES
-    }
+    commands = {s: valgrind_command(valgrind, out_dir / s, benches[s], args.filter) for s in SIDES}
     env = {**os.environ, "OPENBLAS_CORETYPE": args.openblas_coretype, "CUDA_VISIBLE_DEVICES": ""}
-    problem = run_sides(commands, out_dir, env, args.timeout)
-    if problem is not None:
-        return _not_counted(problem, rules)
-    result = judge_dirs(out_dir / BASE, out_dir / CONTENDER, rules)
+    failed = run_sides(commands, out_dir, env, args.timeout)
+    if failed:
+        return _not_counted(words().failed_sides(failed, args.timeout), rules)
+    result = judge_dirs(out_dir, rules)
     result.wall_seconds = time.monotonic() - start
     return result
 
@@ -260,7 +239,3 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     prog = program_name(MODULE)
     return run_main(prog, lambda a: _run(prog, a), argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from ..cli import EXIT_OK, EXIT_REGRESSION
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED
 from ..escape import term_text
 from ..json_values import finite_or_none
 from ..templating import environment
@@ -35,11 +35,13 @@ class LaneResult:
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def templates() -> jinja2.Environment:
+    """The lane's and the gate's templates/ (combine.py renders the gate's from here too)."""
     env = environment(__package__, keep_trailing_newline=True)
     env.filters.update(term=term_text)
     env.tests.update(na=pd.isna)
-    env.globals.update(EXIT_OK=EXIT_OK, EXIT_REGRESSION=EXIT_REGRESSION, MISSING=MISSING, NEW=NEW)
+    exits = dict(EXIT_OK=EXIT_OK, EXIT_REGRESSION=EXIT_REGRESSION, EXIT_UNRESOLVED=EXIT_UNRESOLVED)
+    env.globals.update(exits, MISSING=MISSING, NEW=NEW)
     return env
 
 
@@ -49,15 +51,20 @@ def _counts(result: LaneResult) -> dict[str, int]:
     return {k: int(found.get(k, 0)) for k in _ORDER}
 
 
+def words() -> Any:
+    """templates/words.j2 as a module: its macros (the lane's sentences) called from Python."""
+    return templates().get_template("words.j2").module
+
+
 def lane_line(result: LaneResult) -> str:
     """'instructions: PASS|FAIL|NOT COUNTED: ...', the lane's one summary line."""
-    return _environment().get_template("words.j2").module.lane_line(result, _counts(result))
+    return words().lane_line(result, _counts(result))
 
 
 def render(template: str, result: LaneResult) -> str:
     """The lane's terminal text (terminal.txt.j2) or Markdown (lane.md.j2)."""
     rows = list(result.verdicts.itertuples(index=False))
-    page = _environment().get_template(template)
+    page = templates().get_template(template)
     return page.render(result=result, rows=rows, counts=_counts(result))
 
 
