@@ -127,11 +127,10 @@ class _Charts:
                 "per run",
                 fontsize=9,
             )
+            labels = [words().machine_label(m.description) for m in self.history.machines.values()]
             handles = [
-                Line2D(
-                    [], [], color=self.colors[m.id], label=_label(m.label, _LEGEND_CHARS), **_DOT
-                )
-                for m in self.history.machines.values()
+                Line2D([], [], color=self.colors[m], label=_label(text, _LEGEND_CHARS), **_DOT)
+                for m, text in zip(self.history.machines, labels)
             ]
             handles.append(Line2D([], [], label="regression (check rule)", **_RING))
             fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7, frameon=False)
@@ -144,27 +143,16 @@ class _Charts:
 
     def index(self, pages: dict[str, list[Path]]) -> str:
         # Names, notes and context values come from the input: every value is escaped.
-        env = environment("gpubench_tools.history", keep_trailing_newline=True, finalize=html_text)
+        env = environment(__package__, keep_trailing_newline=True, finalize=html_text)
         runs, order = self.history.runs, self.positions
         flagged = sorted(self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1]))
         return env.get_template("index.html.j2").render(
-            runs=runs,
+            history=self.history,
             rule=self.rule,
-            machines=[
-                (m, self.history.runs_by_machine.get(i, []))
-                for i, m in self.history.machines.items()
-            ],
-            # The verdicts that need a look, by kind, then by name (as History.series holds them).
-            newest=[
-                (
-                    check.machine.fingerprint,
-                    [v for kind in LISTED for v in check.with_verdict(kind)],
-                )
-                for check in check_history(self.history, self.rule)
-            ],
+            checks=check_history(self.history, self.rule),
+            listed=LISTED,
             failing=FAILING,
-            note=words().note,
-            ratios=lambda v: ", ".join(f"{c.ratio:.2f}x" for c in v.newest),
+            words=words(),
             flagged=[(runs[order[run_id]], name, v) for (run_id, name), v in flagged],
             pages=[(family, _slug(family), paths) for family, paths in pages.items()],
         )

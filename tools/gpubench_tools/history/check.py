@@ -121,10 +121,6 @@ class MachineCheck:
     runs: list[Any]
     verdicts: list[BenchVerdict]
 
-    @property
-    def newest_run(self) -> Any:
-        return self.runs[-1]
-
     def with_verdict(self, verdict: str) -> list[BenchVerdict]:
         return [v for v in self.verdicts if v.verdict == verdict]
 
@@ -205,7 +201,7 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
     """
     checks: list[MachineCheck] = []
     for machine_id, machine in sorted(history.machines.items()):
-        runs = history.runs_by_machine.get(machine_id, [])
+        runs = history.runs_by_machine[machine_id]
         if not runs:
             continue
         newest_commit = runs[-1].git_commit
