@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-import sys
 import traceback
 from typing import Any, Sequence
 
@@ -24,8 +23,6 @@ from .check import RULE_RANGES, CheckRule, check_history
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
 from .words import words
-
-__all__ = ["main"]
 
 # The options of CheckRule, in its field order, with their help; --time comes after them.
 _RULE_HELP = {
@@ -133,10 +130,9 @@ def _say_added(path: str, record: Any, outcome: Any) -> None:
     # Said as each run is committed: a caller watching the output sees it at once.
     conditions = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
     say(*words().added(path, record, outcome, conditions).splitlines())
-    if outcome.added and record.interrupted is not None:
-        if action("history add", INTERRUPTED).kind == LIST:
-            # An interrupted run is stored with what it finished, and said to be.
-            output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
+    # An interrupted run is stored with what it finished, and said to be.
+    if outcome.added and record.interrupted and action("history add", INTERRUPTED).kind == LIST:
+        output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -179,7 +175,3 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UnusableInput(f"{where}: {exc.strerror or exc}") from None
     except sqlite3.Error as exc:  # e.g. a database locked by another writer for over 30 s
         raise UnusableInput(f"{args.db}: {exc}") from None
-
-
-if __name__ == "__main__":
-    sys.exit(main())

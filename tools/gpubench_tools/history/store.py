@@ -56,8 +56,7 @@ class Machine(NamedTuple):
     description: dict[str, str]
 
 
-@dataclass
-class RunRecord:
+class RunRecord(NamedTuple):
     """One run, ready to store: what ingest makes of a bench JSON file. The tables hold the
     columns of `benchmarks`, `samples` and `failures`, with the benchmark's name for its id."""
 
@@ -134,11 +133,8 @@ class HistoryStore(contextlib.AbstractContextManager):
             raise
         return store
 
-    def close(self) -> None:
-        self._conn.close()
-
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._conn.close()
 
     def _check_or_create(self, create: bool) -> None:
         if create:
@@ -184,13 +180,8 @@ class HistoryStore(contextlib.AbstractContextManager):
     def _transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE (the write lock at once) ... COMMIT, or ROLLBACK on any exception."""
         self._conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._conn:  # COMMIT, or ROLLBACK on any exception (and on a failed COMMIT)
             yield
-            self._conn.execute("COMMIT")
-        except BaseException:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            raise
 
     def add_run(self, r: RunRecord) -> AddOutcome:
         """Store one run in one transaction; a run already stored is left alone."""
@@ -281,11 +272,8 @@ class History:
         runs = store.runs()
         by_machine = {m: [r for r in runs if r.machine_id == m] for m in machines}
         every = store.frame("SELECT name, family, manual_time, threads FROM benchmarks")
-        benchmarks = {
-            b.name: b
-            for b in every.itertuples(index=False, name="Benchmark")
-            if pattern.search(b.name)
-        }
+        every = every[[bool(pattern.search(name)) for name in every["name"]]]
+        benchmarks = {b.name: b for b in every.itertuples(index=False, name="Benchmark")}
         samples, failures, measured = (
             frame[frame["benchmark"].isin(benchmarks)]
             for frame in map(store.frame, (SAMPLES, FAILURES, _MEASURED))
