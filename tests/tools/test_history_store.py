@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -53,14 +54,26 @@ def count(db: Path, table: str) -> int:
         return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A history of the first fixture run alone, and what `add` said storing it: built once for
+    the module (a test that adds to it works on a copy, `copy_of`)."""
+    db = tmp_path_factory.mktemp("first") / "h.db"
+    code, out, err = run_cli("add", str(db), str(RUNS[0]))
+    assert code == 0, err
+    return db, out
+
+
+def copy_of(first_run: tuple[Path, str], tmp_path: Path) -> Path:
+    return Path(shutil.copy(first_run[0], tmp_path / "h.db"))
+
+
 def test_fixtures_are_six_runs() -> None:
     assert len(RUNS) == 6
 
 
-def test_add_stores_every_repetition_in_seconds(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    code, out, err = run_cli("add", str(db), str(RUNS[0]))
-    assert code == 0, err
+def test_add_stores_every_repetition_in_seconds(first_run: tuple[Path, str]) -> None:
+    db, out = first_run
     assert "added run 1" in out and "15 repetitions of 3 benchmarks" in out
     raw = json.loads(RUNS[0].read_text())
     row = next(
@@ -79,9 +92,9 @@ def test_add_stores_every_repetition_in_seconds(tmp_path: Path) -> None:
         assert run.date == raw["context"]["date"]
 
 
-def test_readding_a_run_is_a_no_op_and_says_so(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    assert run_cli("add", str(db), *map(str, RUNS[:2]))[0] == 0
+def test_readding_a_run_is_a_no_op_and_says_so(tmp_path: Path, first_run: tuple[Path, str]) -> None:
+    db = copy_of(first_run, tmp_path)
+    assert run_cli("add", str(db), str(RUNS[1]))[0] == 0
     before = count(db, "samples")
     code, out, _ = run_cli("add", str(db), str(RUNS[0]))
     assert code == 0
@@ -90,14 +103,13 @@ def test_readding_a_run_is_a_no_op_and_says_so(tmp_path: Path) -> None:
 
 
 def test_same_commit_date_and_machine_from_another_file_keeps_the_stored_run(
-    tmp_path: Path,
+    tmp_path: Path, first_run: tuple[Path, str]
 ) -> None:
-    db = tmp_path / "h.db"
+    db = copy_of(first_run, tmp_path)
     copy = tmp_path / "copy.json"
     doc = json.loads(RUNS[0].read_text())
     doc["benchmarks"] = doc["benchmarks"][:3]
     copy.write_text(json.dumps(doc))
-    run_cli("add", str(db), str(RUNS[0]))
     code, out, _ = run_cli("add", str(db), str(copy))
     assert code == 0 and "came from a different file; the stored run is kept" in out
     assert count(db, "runs") == 1 and count(db, "samples") == 15
@@ -223,9 +235,8 @@ def test_file_without_commit_needs_one_named(tmp_path: Path) -> None:
     assert run_cli("add", str(db), "--commit", "deadbeef", str(path))[0] == 0
 
 
-def test_newer_schema_is_refused(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    run_cli("add", str(db), str(RUNS[0]))
+def test_newer_schema_is_refused(tmp_path: Path, first_run: tuple[Path, str]) -> None:
+    db = copy_of(first_run, tmp_path)
     with contextlib.closing(sqlite3.connect(db)) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
         conn.commit()
@@ -250,9 +261,10 @@ def test_other_files_are_not_histories(tmp_path: Path) -> None:
     assert code == 2 and "no such history database" in err
 
 
-def test_an_error_inside_a_run_rolls_the_whole_run_back(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    run_cli("add", str(db), str(RUNS[0]))
+def test_an_error_inside_a_run_rolls_the_whole_run_back(
+    tmp_path: Path, first_run: tuple[Path, str]
+) -> None:
+    db = copy_of(first_run, tmp_path)
     with contextlib.closing(sqlite3.connect(db)) as conn:
         # Fails at the first sample: after the run row and its benchmarks are written.
         conn.execute(
@@ -281,10 +293,11 @@ def _child_env() -> dict[str, str]:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_killed_in_the_middle_of_a_run_leaves_only_complete_runs(tmp_path: Path) -> None:
+def test_killed_in_the_middle_of_a_run_leaves_only_complete_runs(
+    tmp_path: Path, first_run: tuple[Path, str]
+) -> None:
     """SIGKILL inside the transaction of the second run: the hot journal undoes it on open."""
-    db = tmp_path / "h.db"
-    run_cli("add", str(db), str(RUNS[0]))
+    db = copy_of(first_run, tmp_path)
     child = f"""
 import os, signal, sys
 from gpubench_tools.history.store import HistoryStore

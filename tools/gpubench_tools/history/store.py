@@ -30,7 +30,7 @@ from ..timing import choose_time
 
 SCHEMA_VERSION = 3
 # Version 1 had no conditions: its samples get `disturbed` NULL (conditions unknown) when a newer
-# gpubench-history first opens the file (_migrate), in one transaction. Version 2 had no
+# gpubench-history first opens the file (_check_or_create), in one transaction. Version 2 had no
 # interrupted runs: its runs get `interrupted` NULL (a whole run).
 _MIGRATIONS = {
     1: "ALTER TABLE samples ADD COLUMN disturbed INTEGER",
@@ -280,12 +280,10 @@ class History:
         )
         # Policy ("history check", disturbed repetition): listed, never judged from.
         split = samples["disturbed"].eq(1) & (action("history check", DISTURBED_ROW).kind == LIST)
+        pairs = samples.assign(pair=list(zip(samples["real_time_s"], samples["cpu_time_s"])))
         times, disturbed = (
-            {
-                key: list(zip(group["real_time_s"], group["cpu_time_s"]))
-                for key, group in part.groupby(["run_id", "benchmark"], sort=False)
-            }
-            for part in (samples[~split], samples[split])
+            part.groupby(["run_id", "benchmark"], sort=False)["pair"].agg(list).to_dict()
+            for part in (pairs[~split], pairs[split])
         )
         reasons = failures.groupby(["run_id", "benchmark"])["reason"].first().to_dict()
         by_id = {run.id: run for run in runs}
