@@ -272,7 +272,7 @@ class History:
         runs = store.runs()
         by_machine = {m: [r for r in runs if r.machine_id == m] for m in machines}
         every = store.frame("SELECT name, family, manual_time, threads FROM benchmarks")
-        every = every[[bool(pattern.search(name)) for name in every["name"]]]
+        every = every[every["name"].map(pattern.search).notna()]
         benchmarks = {b.name: b for b in every.itertuples(index=False, name="Benchmark")}
         samples, failures, measured = (
             frame[frame["benchmark"].isin(benchmarks)]
