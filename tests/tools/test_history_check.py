@@ -28,6 +28,7 @@ from gpubench_tools.history.check import (
 )
 from gpubench_tools.history.cli import main
 from gpubench_tools.history.store import History, HistoryStore
+from gpubench_tools.history.words import words
 
 RUNS = sorted((Path(__file__).resolve().parent / "fixtures" / "history").glob("run*.json"))
 GEMM = "matmul/cpu/openblas/dtype:fp32/m:{m}/n:{m}/k:{m}/threads:1"
@@ -51,10 +52,27 @@ def planted(src: Path, dst: Path, benchmark: str, factor: float) -> Path:
     return dst
 
 
-def add_as_commits(db: Path, paths: list[Path]) -> None:
-    for i, path in enumerate(paths, start=1):
+def add_as_commits(db: Path, paths: list[Path], first: int = 1) -> None:
+    for i, path in enumerate(paths, start=first):
         code, _, err = run_cli("add", str(db), "--commit", f"c{i}", str(path))
         assert code == 0, err
+
+
+@pytest.fixture(scope="module")
+def histories(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """The first 2, 3, ... 6 fixture runs stored as commits c1, c2, ...: built once for the module
+    (a test that adds to one works on a copy, `stored`)."""
+    folder = tmp_path_factory.mktemp("histories")
+    built: dict[int, Path] = {}
+    for count, path in enumerate(RUNS, start=1):
+        add_as_commits(folder / "h.db", [path], first=count)
+        built[count] = Path(shutil.copy(folder / "h.db", folder / f"runs{count}.db"))
+    return built
+
+
+def stored(histories: dict[int, Path], count: int, tmp_path: Path) -> Path:
+    """A copy of the history of the first `count` runs, for a test to add to."""
+    return Path(shutil.copy(histories[count], tmp_path / "h.db"))
 
 
 def load(db: Path) -> History:
@@ -62,9 +80,8 @@ def load(db: Path) -> History:
         return History.load(store)
 
 
-def test_unchanged_code_raises_no_alarm(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    add_as_commits(db, RUNS)
+def test_unchanged_code_raises_no_alarm(histories: dict[int, Path]) -> None:
+    db = histories[6]
     code, out, err = run_cli("check", str(db))
     assert code == 0, out + err
     assert "result: no confirmed regression" in out
@@ -73,14 +90,16 @@ def test_unchanged_code_raises_no_alarm(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("m", [64, 128, 256])
-def test_planted_slowdown_in_the_two_newest_runs_is_a_regression(tmp_path: Path, m: int) -> None:
+def test_planted_slowdown_in_the_two_newest_runs_is_a_regression(
+    tmp_path: Path, m: int, histories: dict[int, Path]
+) -> None:
     slow = GEMM.format(m=m)
-    runs = RUNS[:4] + [
+    runs = [
         planted(RUNS[4], tmp_path / "slow5.json", slow, 1.3),
         planted(RUNS[5], tmp_path / "slow6.json", slow, 1.3),
     ]
-    db = tmp_path / "h.db"
-    add_as_commits(db, runs)
+    db = stored(histories, 4, tmp_path)
+    add_as_commits(db, runs, first=5)
     code, out, _ = run_cli("check", str(db))
     assert code == 1
     regressions = [line for line in out.splitlines() if line.startswith("  REGRESSION:")]
@@ -92,10 +111,12 @@ def test_planted_slowdown_in_the_two_newest_runs_is_a_regression(tmp_path: Path,
     assert all(c.ratio > 1.2 for c in verdict.newest)
 
 
-def test_planted_slowdown_in_the_newest_run_only_is_a_suspect(tmp_path: Path) -> None:
+def test_planted_slowdown_in_the_newest_run_only_is_a_suspect(
+    tmp_path: Path, histories: dict[int, Path]
+) -> None:
     slow = GEMM.format(m=256)
-    db = tmp_path / "h.db"
-    add_as_commits(db, RUNS[:5] + [planted(RUNS[5], tmp_path / "slow6.json", slow, 1.3)])
+    db = stored(histories, 5, tmp_path)
+    add_as_commits(db, [planted(RUNS[5], tmp_path / "slow6.json", slow, 1.3)], first=6)
     code, out, _ = run_cli("check", str(db))
     assert code == 0
     assert f"suspect: {slow}" in out and "a re-run confirms or clears it" in out
@@ -108,18 +129,19 @@ def test_planted_slowdown_in_the_newest_run_only_is_a_suspect(tmp_path: Path) ->
     assert code == 1 and f"REGRESSION: {slow}" in out
 
 
-def test_a_faster_run_is_no_regression(tmp_path: Path) -> None:
+def test_a_faster_run_is_no_regression(tmp_path: Path, histories: dict[int, Path]) -> None:
     fast = GEMM.format(m=128)
-    runs = RUNS[:4] + [planted(p, tmp_path / p.name, fast, 0.5) for p in RUNS[4:]]
-    db = tmp_path / "h.db"
-    add_as_commits(db, runs)
+    db = stored(histories, 4, tmp_path)
+    add_as_commits(db, [planted(p, tmp_path / p.name, fast, 0.5) for p in RUNS[4:]], first=5)
     assert run_cli("check", str(db))[0] == 0
 
 
-def test_too_few_earlier_runs_is_not_enough_history(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
+def test_too_few_earlier_runs_is_not_enough_history(
+    tmp_path: Path, histories: dict[int, Path]
+) -> None:
+    db = stored(histories, 2, tmp_path)
     slow = GEMM.format(m=256)
-    add_as_commits(db, RUNS[:2] + [planted(p, tmp_path / p.name, slow, 2.0) for p in RUNS[2:4]])
+    add_as_commits(db, [planted(p, tmp_path / p.name, slow, 2.0) for p in RUNS[2:4]], first=3)
     code, out, err = run_cli("check", str(db))
     assert code == 0  # 2 earlier runs: not enough to know the machine's run-to-run spread
     assert "not enough history: 3 benchmarks, e.g." in out and "(--verbose lists them)" in out
@@ -160,7 +182,9 @@ def test_samples_too_few_for_alpha_say_so_instead_of_passing(tmp_path: Path) -> 
     assert f"not enough samples: {slow}: 1 vs 8 repetitions" in out
 
 
-def test_a_benchmark_failing_in_the_newest_run_fails_the_check(tmp_path: Path) -> None:
+def test_a_benchmark_failing_in_the_newest_run_fails_the_check(
+    tmp_path: Path, histories: dict[int, Path]
+) -> None:
     broken = GEMM.format(m=64)
     doc = json.loads(RUNS[5].read_text())
     for row in doc["benchmarks"]:
@@ -168,15 +192,16 @@ def test_a_benchmark_failing_in_the_newest_run_fails_the_check(tmp_path: Path) -
             row.update(error_occurred=True, error_message="result differs", real_time=0.0)
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(doc))
-    db = tmp_path / "h.db"
-    add_as_commits(db, RUNS[:5] + [path])
+    db = stored(histories, 5, tmp_path)
+    add_as_commits(db, [path], first=6)
     code, out, _ = run_cli("check", str(db))
     assert code == 1 and f"FAILED: {broken}: fails in the newest run (error: result differs)" in out
 
 
-def test_machines_are_judged_only_against_themselves(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    add_as_commits(db, RUNS)
+def test_machines_are_judged_only_against_themselves(
+    tmp_path: Path, histories: dict[int, Path]
+) -> None:
+    db = stored(histories, 6, tmp_path)
     # A slower machine's first runs: 2x slower everywhere, but nothing to compare them with.
     for i, src in enumerate(RUNS[:2]):
         doc = json.loads(src.read_text())
@@ -192,7 +217,8 @@ def test_machines_are_judged_only_against_themselves(tmp_path: Path) -> None:
     assert code == 0
     assert out.count("machine ") == 2
     checks = check_history(load(db), CheckRule())
-    verdicts = {c.machine.label: {v.verdict for v in c.verdicts} for c in checks}
+    label = words().machine_label
+    verdicts = {label(c.machine.description): {v.verdict for v in c.verdicts} for c in checks}
     assert verdicts["AMD EPYC x2, no GPU, OpenBLAS Haswell"] == {OK}
     assert verdicts["Slower CPU x2, no GPU, OpenBLAS Haswell"] == {NOT_ENOUGH_HISTORY}
 
@@ -231,9 +257,10 @@ def test_a_commit_stored_as_several_files_is_judged_as_one(tmp_path: Path) -> No
     assert "2 ok, 1 regression" in out
 
 
-def test_a_benchmark_not_measured_at_the_newest_commit_is_missing(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    add_as_commits(db, RUNS[:5])
+def test_a_benchmark_not_measured_at_the_newest_commit_is_missing(
+    tmp_path: Path, histories: dict[int, Path]
+) -> None:
+    db = stored(histories, 5, tmp_path)
     doc = json.loads(RUNS[5].read_text())
     doc["benchmarks"] = [b for b in doc["benchmarks"] if "m:256/" not in b["run_name"]]
     newest = tmp_path / "newest.json"
@@ -245,9 +272,8 @@ def test_a_benchmark_not_measured_at_the_newest_commit_is_missing(tmp_path: Path
     assert f"missing: {GEMM.format(m=256)}: not measured at commit c6; last at c5" in out
 
 
-def test_filter_and_usage_errors(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    add_as_commits(db, RUNS)
+def test_filter_and_usage_errors(tmp_path: Path, histories: dict[int, Path]) -> None:
+    db = histories[6]
     code, out, _ = run_cli("check", str(db), "--filter", "m:256/", "--verbose")
     assert code == 0 and "3 benchmarks" not in out and "1 benchmark:" in out
     assert run_cli("check", str(db), "--filter", "(")[0] == 2
@@ -277,9 +303,11 @@ def test_rule_defaults_are_the_documented_ones() -> None:
     assert NOT_ENOUGH_SAMPLES == "not enough samples"
 
 
-def test_chart_writes_png_per_family_and_an_offline_index(tmp_path: Path) -> None:
+def test_chart_writes_png_per_family_and_an_offline_index(
+    tmp_path: Path, histories: dict[int, Path]
+) -> None:
     slow = GEMM.format(m=128)
-    runs = RUNS[:4] + [planted(p, tmp_path / p.name, slow, 1.3) for p in RUNS[4:]]
+    runs = [planted(p, tmp_path / p.name, slow, 1.3) for p in RUNS[4:]]
     gpu_rows = [
         gb_row("matmul/gpu/cublas_kernel/dtype:fp32/m:64/n:64/k:64/manual_time", 9e-6),
         gb_row("overhead/sync/device/manual_time", 4e-6),
@@ -289,8 +317,8 @@ def test_chart_writes_png_per_family_and_an_offline_index(tmp_path: Path) -> Non
         gpu_rows,
         {"date": "2026-11-23T12:00:00+00:00", "gpu": "NVIDIA Test GPU", "cpu_model": "Host"},
     )
-    db = tmp_path / "h.db"
-    add_as_commits(db, runs)
+    db = stored(histories, 4, tmp_path)
+    add_as_commits(db, runs, first=5)
     assert run_cli("add", str(db), "--commit", "c6", str(gpu_run))[0] == 0
     out_dir = tmp_path / "charts"
     code, out, err = run_cli("chart", str(db), "--out", str(out_dir))
@@ -311,9 +339,8 @@ def test_chart_writes_png_per_family_and_an_offline_index(tmp_path: Path) -> Non
     assert "NVIDIA Test GPU" in index
 
 
-def test_chart_filter(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    add_as_commits(db, RUNS[:3])
+def test_chart_filter(tmp_path: Path, histories: dict[int, Path]) -> None:
+    db = histories[3]
     out_dir = tmp_path / "charts"
     assert run_cli("chart", str(db), "--out", str(out_dir), "--filter", "m:64/")[0] == 0
     assert [p.name for p in out_dir.glob("*.png")] == ["matmul-cpu-openblas.png"]

@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -25,7 +26,8 @@ from conftest import REPO, gb_row, write_bench_json
 
 from gpubench_tools.history.cli import main
 from gpubench_tools.history.ingest import family_of, machine_fingerprint, read_run
-from gpubench_tools.history.store import SCHEMA_VERSION, History, HistoryError, HistoryStore
+from gpubench_tools.history.store import FAILURES, SAMPLES, SCHEMA_VERSION, History, HistoryError
+from gpubench_tools.history.store import HistoryStore
 
 HISTORY_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "history"
 RUNS = sorted(HISTORY_FIXTURES.glob("run*.json"))
@@ -52,14 +54,26 @@ def count(db: Path, table: str) -> int:
         return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A history of the first fixture run alone, and what `add` said storing it: built once for
+    the module (a test that adds to it works on a copy, `copy_of`)."""
+    db = tmp_path_factory.mktemp("first") / "h.db"
+    code, out, err = run_cli("add", str(db), str(RUNS[0]))
+    assert code == 0, err
+    return db, out
+
+
+def copy_of(first_run: tuple[Path, str], tmp_path: Path) -> Path:
+    return Path(shutil.copy(first_run[0], tmp_path / "h.db"))
+
+
 def test_fixtures_are_six_runs() -> None:
     assert len(RUNS) == 6
 
 
-def test_add_stores_every_repetition_in_seconds(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    code, out, err = run_cli("add", str(db), str(RUNS[0]))
-    assert code == 0, err
+def test_add_stores_every_repetition_in_seconds(first_run: tuple[Path, str]) -> None:
+    db, out = first_run
     assert "added run 1" in out and "15 repetitions of 3 benchmarks" in out
     raw = json.loads(RUNS[0].read_text())
     row = next(
@@ -67,7 +81,7 @@ def test_add_stores_every_repetition_in_seconds(tmp_path: Path) -> None:
     )
     assert row["time_unit"] == "us"
     with HistoryStore.open(str(db)) as store:
-        samples = [s for _, s in store.samples() if s.benchmark == GEMM_128]
+        samples = [s for s in store.frame(SAMPLES).itertuples() if s.benchmark == GEMM_128]
         assert len(samples) == 5  # the repetitions; the mean/median/stddev/cv rows are not samples
         first = next(s for s in samples if s.repetition == row["repetition_index"])
         assert first.real_time_s == pytest.approx(row["real_time"] * 1e-6)
@@ -78,9 +92,9 @@ def test_add_stores_every_repetition_in_seconds(tmp_path: Path) -> None:
         assert run.date == raw["context"]["date"]
 
 
-def test_readding_a_run_is_a_no_op_and_says_so(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    assert run_cli("add", str(db), *map(str, RUNS[:2]))[0] == 0
+def test_readding_a_run_is_a_no_op_and_says_so(tmp_path: Path, first_run: tuple[Path, str]) -> None:
+    db = copy_of(first_run, tmp_path)
+    assert run_cli("add", str(db), str(RUNS[1]))[0] == 0
     before = count(db, "samples")
     code, out, _ = run_cli("add", str(db), str(RUNS[0]))
     assert code == 0
@@ -89,14 +103,13 @@ def test_readding_a_run_is_a_no_op_and_says_so(tmp_path: Path) -> None:
 
 
 def test_same_commit_date_and_machine_from_another_file_keeps_the_stored_run(
-    tmp_path: Path,
+    tmp_path: Path, first_run: tuple[Path, str]
 ) -> None:
-    db = tmp_path / "h.db"
+    db = copy_of(first_run, tmp_path)
     copy = tmp_path / "copy.json"
     doc = json.loads(RUNS[0].read_text())
     doc["benchmarks"] = doc["benchmarks"][:3]
     copy.write_text(json.dumps(doc))
-    run_cli("add", str(db), str(RUNS[0]))
     code, out, _ = run_cli("add", str(db), str(copy))
     assert code == 0 and "came from a different file; the stored run is kept" in out
     assert count(db, "runs") == 1 and count(db, "samples") == 15
@@ -123,8 +136,8 @@ def test_failed_and_skipped_rows_are_recorded_but_never_samples(tmp_path: Path) 
     assert code == 0, err
     assert "1 repetition of 3 benchmarks, 2 failed or skipped rows" in out
     with HistoryStore.open(str(db)) as store:
-        assert [s.benchmark for _, s in store.samples()] == [rows[0]["name"]]
-        reasons = {f.benchmark: f.reason for _, f in store.failures()}
+        assert list(store.frame(SAMPLES)["benchmark"]) == [rows[0]["name"]]
+        reasons = dict(store.frame(FAILURES)[["benchmark", "reason"]].values)
     assert reasons == {
         gpu: "error: no usable CUDA device",
         skipped["name"]: reasons[skipped["name"]],
@@ -161,7 +174,7 @@ def test_two_rows_of_one_name_are_pooled_as_repetitions(tmp_path: Path) -> None:
     assert code == 0, err
     assert "2 repetitions of 1 benchmark," in out
     with HistoryStore.open(str(db)) as store:
-        assert sorted(s.repetition for _, s in store.samples()) == [0, 1]
+        assert sorted(store.frame(SAMPLES)["repetition"]) == [0, 1]
 
 
 def test_family_and_machine() -> None:
@@ -222,9 +235,8 @@ def test_file_without_commit_needs_one_named(tmp_path: Path) -> None:
     assert run_cli("add", str(db), "--commit", "deadbeef", str(path))[0] == 0
 
 
-def test_newer_schema_is_refused(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    run_cli("add", str(db), str(RUNS[0]))
+def test_newer_schema_is_refused(tmp_path: Path, first_run: tuple[Path, str]) -> None:
+    db = copy_of(first_run, tmp_path)
     with contextlib.closing(sqlite3.connect(db)) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
         conn.commit()
@@ -250,20 +262,16 @@ def test_other_files_are_not_histories(tmp_path: Path) -> None:
 
 
 def test_an_error_inside_a_run_rolls_the_whole_run_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, first_run: tuple[Path, str]
 ) -> None:
-    db = tmp_path / "h.db"
-    run_cli("add", str(db), str(RUNS[0]))
-    calls = {"n": 0}
-    original = HistoryStore._benchmark_id
-
-    def failing(self: HistoryStore, info: Any) -> int:
-        calls["n"] += 1
-        if calls["n"] == 2:  # after the run row and the first benchmark are written
-            raise sqlite3.OperationalError("disk I/O error")
-        return original(self, info)
-
-    monkeypatch.setattr(HistoryStore, "_benchmark_id", failing)
+    db = copy_of(first_run, tmp_path)
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        # Fails at the first sample: after the run row and its benchmarks are written.
+        conn.execute(
+            "CREATE TRIGGER fail BEFORE INSERT ON samples "
+            "BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END"
+        )
+        conn.commit()
     code, _, err = run_cli("add", str(db), str(RUNS[1]))
     assert code == 2 and "disk I/O error" in err
     assert count(db, "runs") == 1 and count(db, "samples") == 15
@@ -275,9 +283,7 @@ def _stored_runs_are_complete(db: Path, rows_per_run: int) -> int:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     with HistoryStore.open(str(db)) as store:
         runs = store.runs()
-        per_run: dict[int, int] = {}
-        for run_id, _ in store.samples():
-            per_run[run_id] = per_run.get(run_id, 0) + 1
+        per_run = store.frame(SAMPLES)["run_id"].value_counts().to_dict()
     assert all(per_run.get(run.id) == rows_per_run for run in runs), per_run
     return len(runs)
 
@@ -287,22 +293,23 @@ def _child_env() -> dict[str, str]:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_killed_in_the_middle_of_a_run_leaves_only_complete_runs(tmp_path: Path) -> None:
+def test_killed_in_the_middle_of_a_run_leaves_only_complete_runs(
+    tmp_path: Path, first_run: tuple[Path, str]
+) -> None:
     """SIGKILL inside the transaction of the second run: the hot journal undoes it on open."""
-    db = tmp_path / "h.db"
-    run_cli("add", str(db), str(RUNS[0]))
+    db = copy_of(first_run, tmp_path)
     child = f"""
 import os, signal, sys
 from gpubench_tools.history.store import HistoryStore
 from gpubench_tools.history import cli
-original = HistoryStore._benchmark_id
-calls = []
-def kill_midway(self, info):
-    calls.append(info)
-    if len(calls) == 2:  # the run row and one benchmark are written, no sample yet
+original = HistoryStore.__init__
+def kill_midway(sql):
+    if sql.startswith("INSERT INTO samples"):  # the run row and its benchmarks are written
         os.kill(os.getpid(), signal.SIGKILL)
-    return original(self, info)
-HistoryStore._benchmark_id = kill_midway
+def watched(self, conn, path):
+    original(self, conn, path)
+    conn.set_trace_callback(kill_midway)
+HistoryStore.__init__ = watched
 cli.main(["add", {str(db)!r}, {str(RUNS[1])!r}])
 """
     proc = subprocess.run([sys.executable, "-c", child], env=_child_env(), timeout=120)

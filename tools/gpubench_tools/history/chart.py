@@ -16,24 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import pandas as pd
 
-# Charts are drawn in CI and on servers without a display; Agg never needs one.
-matplotlib.use("Agg")
+# Figures made without pyplot: drawn by Agg, never shown, and no pyplot state to close (charts are
+# drawn in CI and on servers without a display).
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-from ..compare.engine import natural_key  # noqa: E402
-from ..escape import file_name, html_text, term_text  # noqa: E402
-from ..templating import environment  # noqa: E402
-from ..units import fmt_time  # noqa: E402
-from .check import FAILING, LISTED, BenchVerdict, CheckRule  # noqa: E402
-from .check import check_history, rolling_regressions  # noqa: E402
-from .store import History  # noqa: E402
-from .words import words  # noqa: E402
+from ..compare.engine import natural_key
+from ..escape import file_name, html_text, term_text
+from ..templating import environment
+from ..units import fmt_time
+from .check import FAILING, LISTED, BenchVerdict, CheckRule, check_history, rolling_regressions
+from .store import History
+from .words import words
 
 PANELS_PER_PAGE = 12
 _COLUMNS = 3
@@ -74,10 +72,8 @@ class _Charts:
     flagged: dict[tuple[int, str], BenchVerdict]  # where the check would have failed
 
     def families(self) -> dict[str, list[str]]:
-        families: dict[str, list[str]] = {}
-        for name, info in self.history.benchmarks.items():
-            families.setdefault(info.family, []).append(name)
-        return {f: sorted(names, key=natural_key) for f, names in sorted(families.items())}
+        family = pd.Series({name: b.family for name, b in self.history.benchmarks.items()})
+        return {f: sorted(names.index, key=natural_key) for f, names in family.groupby(family)}
 
     def panel(self, ax: Axes, benchmark: str, family: str) -> None:
         for machine_id, machine_runs in self.history.runs_by_machine.items():
@@ -114,9 +110,8 @@ class _Charts:
         written: list[Path] = []
         for page_no, page in enumerate(pages, start=1):
             rows, columns = math.ceil(len(page) / _COLUMNS), min(_COLUMNS, len(page))
-            fig, axes = plt.subplots(
-                rows, columns, figsize=(4.2 * columns, 2.7 * rows + 0.9), squeeze=False
-            )
+            fig = Figure(figsize=(4.2 * columns, 2.7 * rows + 0.9))
+            axes = fig.subplots(rows, columns, squeeze=False)
             for ax, name in zip(axes.flat, page):
                 self.panel(ax, name, family)
             for ax in list(axes.flat)[len(page) :]:
@@ -127,45 +122,32 @@ class _Charts:
                 "per run",
                 fontsize=9,
             )
+            labels = [words().machine_label(m.description) for m in self.history.machines.values()]
             handles = [
-                Line2D(
-                    [], [], color=self.colors[m.id], label=_label(m.label, _LEGEND_CHARS), **_DOT
-                )
-                for m in self.history.machines.values()
+                Line2D([], [], color=self.colors[m], label=_label(text, _LEGEND_CHARS), **_DOT)
+                for m, text in zip(self.history.machines, labels)
             ]
             handles.append(Line2D([], [], label="regression (check rule)", **_RING))
             fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7, frameon=False)
             fig.tight_layout(rect=(0, 0.06 + 0.02 * (len(handles) // 2), 1, 0.97))
             path = out_dir / (_slug(family) + (f"-{page_no}" if len(pages) > 1 else "") + ".png")
             fig.savefig(path, dpi=100)
-            plt.close(fig)
             written.append(path)
         return written
 
     def index(self, pages: dict[str, list[Path]]) -> str:
         # Names, notes and context values come from the input: every value is escaped.
-        env = environment("gpubench_tools.history", keep_trailing_newline=True, finalize=html_text)
-        runs, order = self.history.runs, self.positions
-        flagged = sorted(self.flagged.items(), key=lambda f: (order[f[0][0]], f[0][1]))
+        env = environment(__package__, keep_trailing_newline=True, finalize=html_text)
+        # By run (the x axis), then by name; the run is the newest a verdict compares.
+        flagged = sorted(self.flagged, key=lambda key: (self.positions[key[0]], key[1]))
         return env.get_template("index.html.j2").render(
-            runs=runs,
+            history=self.history,
             rule=self.rule,
-            machines=[
-                (m, self.history.runs_by_machine.get(i, []))
-                for i, m in self.history.machines.items()
-            ],
-            # The verdicts that need a look, by kind, then by name (as History.series holds them).
-            newest=[
-                (
-                    check.machine.fingerprint,
-                    [v for kind in LISTED for v in check.with_verdict(kind)],
-                )
-                for check in check_history(self.history, self.rule)
-            ],
+            checks=check_history(self.history, self.rule),
+            listed=LISTED,
             failing=FAILING,
-            note=words().note,
-            ratios=lambda v: ", ".join(f"{c.ratio:.2f}x" for c in v.newest),
-            flagged=[(runs[order[run_id]], name, v) for (run_id, name), v in flagged],
+            words=words(),
+            flagged=[self.flagged[key] for key in flagged],
             pages=[(family, _slug(family), paths) for family, paths in pages.items()],
         )
 

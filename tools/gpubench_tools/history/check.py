@@ -121,10 +121,6 @@ class MachineCheck:
     runs: list[Any]
     verdicts: list[BenchVerdict]
 
-    @property
-    def newest_run(self) -> Any:
-        return self.runs[-1]
-
     def with_verdict(self, verdict: str) -> list[BenchVerdict]:
         return [v for v in self.verdicts if v.verdict == verdict]
 
@@ -154,46 +150,42 @@ def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) ->
     base = [value for values in base_runs for value in values]
     base_median = statistics.median(base) if base else math.nan
 
-    def verdict(
-        kind: str, comparisons: list[RunComparison], why: str = "", **facts: Any
-    ) -> BenchVerdict:
+    def verdict(kind: str, *compared: RunComparison, why: str = "", **facts: Any) -> BenchVerdict:
         source = history.time_source(benchmark, rule.time)
-        return BenchVerdict(
-            benchmark, kind, source, len(base_runs), len(base), base_median, comparisons, why, facts
-        )
+        summary = (len(base_runs), len(base), base_median)
+        return BenchVerdict(benchmark, kind, source, *summary, list(compared), why, facts)
 
     latest_values = history.values(newest[0].id, benchmark, rule.time)
     if not latest_values:
         left_out = history.values(newest[0].id, benchmark, rule.time, disturbed=True)
         if left_out:
-            return verdict(
-                DISTURBED, [], "disturbed", n=len(left_out), median_s=statistics.median(left_out)
-            )
+            median_s = statistics.median(left_out)
+            return verdict(DISTURBED, why="disturbed", n=len(left_out), median_s=median_s)
         reason = history.failures.get((newest[0].id, benchmark))
         if reason is None:
-            return verdict(MISSING, [], "not in the run")
+            return verdict(MISSING, why="not in the run")
         # Policy: a failed or skipped row where earlier runs measured the benchmark fails.
         if base and action("history check", reason_situation(reason)).kind == FAIL:
-            return verdict(FAILED, [], "fails", reason=reason)
-        return verdict(NOT_ENOUGH_HISTORY, [], "no history", reason=reason)
+            return verdict(FAILED, why="fails", reason=reason)
+        return verdict(NOT_ENOUGH_HISTORY, why="no history", reason=reason)
     if len(base_runs) < rule.min_history:
-        return verdict(NOT_ENOUGH_HISTORY, [], "few runs", rule=rule)
+        return verdict(NOT_ENOUGH_HISTORY, why="few runs", rule=rule)
     latest = _compare(newest[0], latest_values, base, base_median, rule)
     if not latest.can_decide(rule):
-        return verdict(NOT_ENOUGH_SAMPLES, [latest], "few samples", alpha=rule.alpha)
+        return verdict(NOT_ENOUGH_SAMPLES, latest, why="few samples", alpha=rule.alpha)
     if not latest.slower(rule):
-        return verdict(OK, [latest])
+        return verdict(OK, latest)
 
     comparisons = [latest]
     for run in newest[1:]:
         values = history.values(run.id, benchmark, rule.time)
         if not values:
-            return verdict(SUSPECT, comparisons, "not confirmable", commit=run.git_commit)
+            return verdict(SUSPECT, *comparisons, why="not confirmable", commit=run.git_commit)
         earlier = _compare(run, values, base, base_median, rule)
         comparisons.append(earlier)
         if not (earlier.can_decide(rule) and earlier.slower(rule)):
-            return verdict(SUSPECT, comparisons, "not confirmed", commit=run.git_commit)
-    return verdict(REGRESSION, comparisons)
+            return verdict(SUSPECT, *comparisons, why="not confirmed", commit=run.git_commit)
+    return verdict(REGRESSION, *comparisons)
 
 
 def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
@@ -205,29 +197,25 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
     """
     checks: list[MachineCheck] = []
     for machine_id, machine in sorted(history.machines.items()):
-        runs = history.runs_by_machine.get(machine_id, [])
+        runs = history.runs_by_machine[machine_id]
         if not runs:
             continue
-        newest_commit = runs[-1].git_commit
+        commit = runs[-1].git_commit
         # A benchmark a run at that commit did not reach because a signal stopped it is missing,
         # and the note says why (policy: interrupted run).
-        stopped = [
-            r.interrupted
-            for r in runs
-            if r.git_commit == newest_commit and isinstance(r.interrupted, str)
-        ]
+        at_commit = [r.interrupted for r in runs if r.git_commit == commit]
+        stopped = [why for why in at_commit if isinstance(why, str)][:1]
         verdicts = []
         for (owner, name), series in history.series.items():
             if owner != machine_id:
                 continue
-            if series[-1].git_commit == newest_commit:
+            if series[-1].git_commit == commit:
                 verdicts.append(judge(history, series, name, rule))
-            else:
-                source = history.time_source(name, rule.time)
-                facts = dict(commit=newest_commit, last=series[-1].git_commit, stopped=stopped[:1])
-                verdicts.append(
-                    BenchVerdict(name, MISSING, source, 0, 0, math.nan, [], "not measured", facts)
-                )
+                continue
+            source = history.time_source(name, rule.time)
+            facts = dict(commit=commit, last=series[-1].git_commit, stopped=stopped)
+            missing = BenchVerdict(name, MISSING, source, 0, 0, math.nan, [], "not measured", facts)
+            verdicts.append(missing)
         checks.append(MachineCheck(machine, runs, verdicts))
     return checks
 

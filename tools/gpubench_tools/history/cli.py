@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-import sys
 import traceback
 from typing import Any, Sequence
 
@@ -20,13 +19,10 @@ from ..escape import term_text
 from ..output import say
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
-from .check import FAILING, RULE_RANGES, SUMMED, CheckRule, MachineCheck
-from .check import check_history
+from .check import RULE_RANGES, CheckRule, check_history
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
 from .words import words
-
-__all__ = ["main"]
 
 # The options of CheckRule, in its field order, with their help; --time comes after them.
 _RULE_HELP = {
@@ -71,13 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--date", help="ISO 8601 date of the runs (default: from the context)")
     add.add_argument("--quiet", action="store_true", help="print nothing but errors")
     check, chart = (sub.add_parser(name, parents=[common], help=text) for name, text in _JUDGING)
-    for command in (check, chart):
-        command.add_argument("db", help="history database")
     for flag, text in _CHECK_FLAGS:
         check.add_argument(flag, action="store_true", help=text)
     chart.add_argument("--out", required=True, metavar="DIR", help="output folder")
     defaults = CheckRule()
     for command in (check, chart):
+        command.add_argument("db", help="history database")
         for name, text in _RULE_HELP.items():
             kind = RULE_RANGES[name]
             text += f" ({kind.range.replace('%', '%%')}; default %(default)s)"
@@ -135,30 +130,23 @@ def _say_added(path: str, record: Any, outcome: Any) -> None:
     # Said as each run is committed: a caller watching the output sees it at once.
     conditions = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
     say(*words().added(path, record, outcome, conditions).splitlines())
-    if outcome.added and record.interrupted is not None:
-        if action("history add", INTERRUPTED).kind == LIST:
-            # An interrupted run is stored with what it finished, and said to be.
-            output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
-
-
-def _count(checks: list[MachineCheck], kinds: list[str]) -> int:
-    return sum(len(check.with_verdict(kind)) for check in checks for kind in kinds)
+    # An interrupted run is stored with what it finished, and said to be.
+    if outcome.added and record.interrupted and action("history add", INTERRUPTED).kind == LIST:
+        output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     rule, history = _load(args)
     checks = check_history(history, rule)
     # The verdict first (output.decide): a closed stdout cannot turn a regression into exit 0.
-    failing_machines = [check for check in checks if check.fails]
-    code = output.decide(EXIT_REGRESSION if failing_machines else EXIT_OK)
+    code = output.decide(EXIT_REGRESSION if any(check.fails for check in checks) else EXIT_OK)
     if args.quiet:
         say(*words().failing(checks, rule).splitlines())
         return code
     say(*words().machines(checks, rule, args.verbose).splitlines())
     left_out = sum(len(pairs) for pairs in history.disturbed.values())
-    output.warn(*words().warnings(_count(checks, SUMMED), left_out).splitlines())
-    failing = _count(failing_machines, FAILING)
-    say(words().result(failing, len(failing_machines)))
+    output.warn(*words().warnings(checks, left_out).splitlines())
+    say(words().result(checks))
     return code
 
 
@@ -187,7 +175,3 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UnusableInput(f"{where}: {exc.strerror or exc}") from None
     except sqlite3.Error as exc:  # e.g. a database locked by another writer for over 30 s
         raise UnusableInput(f"{args.db}: {exc}") from None
-
-
-if __name__ == "__main__":
-    sys.exit(main())

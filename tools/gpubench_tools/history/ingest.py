@@ -18,12 +18,11 @@ import pandas as pd
 
 from ..conditions import DISTURBED, QUIET
 from ..schema import usable_counter
-from ..escape import term_text
 from ..policy import NOTHING_MEASURED, REFUSE, action
-from ..units import plural
 from ..compare.engine import openblas_core
 from ..timing import read_rows
 from .store import HistoryError, RunRecord
+from .words import words
 
 COMMIT_KEY = "gpubench_git_commit"
 DATE_KEY = "date"
@@ -94,10 +93,7 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     context = report.context
     commit = commit or str(context.get(COMMIT_KEY, "") or "")
     if not commit:
-        raise HistoryError(
-            f"{path}: no '{COMMIT_KEY}' in the context, so not a run of bench "
-            "(pass --commit to name the suite commit)"
-        )
+        raise HistoryError(words().no_commit(path, COMMIT_KEY))
     date = date or str(context.get(DATE_KEY, "") or "")
     if not date:
         raise HistoryError(f"{path}: no '{DATE_KEY}' in the context (pass --date)")
@@ -106,10 +102,7 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
         raise HistoryError(f"{path}: no benchmark rows")
     rows = rows[rows["run_type"] == "iteration"]
     if rows.empty:
-        raise HistoryError(
-            f"{path}: only aggregate rows (--benchmark_report_aggregates_only): no repetitions to "
-            "store"
-        )
+        raise HistoryError(words().only_aggregates(path))
     rows = rows.assign(repetition=_repetitions(rows))
     benchmarks = rows.drop_duplicates("name")[["name", "threads"]]
     benchmarks = benchmarks.assign(
@@ -119,18 +112,10 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     )[["name", "family", "manual_time", "threads"]]
     measured = rows["reason"].isna()
     if not measured.any() and action("history add", NOTHING_MEASURED).kind == REFUSE:
-        reasons = rows["reason"].value_counts()
-        raise HistoryError(
-            f"{path}: nothing measured ({plural(len(rows), 'row')}: "
-            f"{term_text(reasons.index[0], 200)}"
-            + (f"; and {plural(len(reasons) - 1, 'other reason')}" if len(reasons) > 1 else "")
-            + "); a run without a measurement is not stored"
-        )
+        raise HistoryError(words().nothing_measured(path, rows["reason"].value_counts()))
     samples = rows.loc[measured, ["name", "repetition", "real_time_s", "cpu_time_s", "iterations"]]
-    # 1 disturbed, 0 quiet, None (NULL) conditions unknown: stored as the reader decided it.
-    samples = samples.assign(
-        disturbed=rows.loc[measured, "conditions"].map({DISTURBED: 1, QUIET: 0}).astype(object)
-    )
+    # 1 disturbed, 0 quiet, NaN (NULL) conditions unknown: stored as the reader decided it.
+    samples["disturbed"] = rows["conditions"].map({DISTURBED: 1, QUIET: 0})
     failures = rows.loc[~measured, ["name", "repetition", "reason"]]
 
     with open(path, "rb") as fh:

@@ -2,8 +2,8 @@
 
 A run is one bench JSON file: the suite commit and the date it was measured, the machine it ran
 on, and for each benchmark the time of every repetition with its conditions (disturbed, quiet, or
-unknown for a file without condition counters and for runs stored by schema version 1). Rows that failed or were skipped go to
-their own table, so the history shows that a benchmark stopped working without feeding a zero
+unknown for a file without condition counters and for runs stored by schema version 1). Rows
+that failed or were skipped go to their own table, so the history shows that a benchmark stopped working without feeding a zero
 into any statistic.
 
 Each run is written in one transaction. A crash or a kill in the middle of a run leaves a hot
@@ -14,28 +14,27 @@ opened: the database only ever holds complete runs.
 from __future__ import annotations
 
 import contextlib
-from importlib import resources
 import json
 import os
 import re
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from importlib import resources
 from typing import Any, Iterator, NamedTuple
 
 import pandas as pd
 
 from ..policy import DISTURBED_ROW, LIST, action
 from ..timing import choose_time
-from .words import words
 
 SCHEMA_VERSION = 3
 # Version 1 had no conditions: its samples get `disturbed` NULL (conditions unknown) when a newer
-# gpubench-history first opens the file (_migrate), in one transaction. Version 2 had no
+# gpubench-history first opens the file (_check_or_create), in one transaction. Version 2 had no
 # interrupted runs: its runs get `interrupted` NULL (a whole run).
 _MIGRATIONS = {
-    1: ("ALTER TABLE samples ADD COLUMN disturbed INTEGER",),
-    2: ("ALTER TABLE runs ADD COLUMN interrupted TEXT",),
+    1: "ALTER TABLE samples ADD COLUMN disturbed INTEGER",
+    2: "ALTER TABLE runs ADD COLUMN interrupted TEXT",
 }
 # Written into the database header (PRAGMA application_id) so that another program's SQLite file
 # is refused instead of being read as an empty or broken history. 0x47504248 is "GPBH".
@@ -49,20 +48,15 @@ class HistoryError(Exception):
     """A database or input problem the user must fix. str() is one line that says which and what."""
 
 
-@dataclass(frozen=True)
-class Machine:
+class Machine(NamedTuple):
+    """A machine of the history; templates/words.j2 (`machine_label`) words its description."""
+
     id: int
     fingerprint: str
     description: dict[str, str]
 
-    @property
-    def label(self) -> str:
-        """One line for humans: 'AMD EPYC x2, no GPU, OpenBLAS Haswell' (templates/words.j2)."""
-        return str(words().machine_label(self.description))
 
-
-@dataclass
-class RunRecord:
+class RunRecord(NamedTuple):
     """One run, ready to store: what ingest makes of a bench JSON file. The tables hold the
     columns of `benchmarks`, `samples` and `failures`, with the benchmark's name for its id."""
 
@@ -90,12 +84,12 @@ class AddOutcome(NamedTuple):
 
 
 # Every repetition and every failed or skipped row, by the benchmark's name.
-_SAMPLES = (
+SAMPLES = (
     "SELECT s.run_id, b.name AS benchmark, s.repetition, s.real_time_s, s.cpu_time_s, "
     "s.iterations, s.disturbed FROM samples s JOIN benchmarks b ON b.id = s.benchmark_id "
     "ORDER BY s.run_id, b.name, s.repetition"
 )
-_FAILURES = (
+FAILURES = (
     "SELECT f.run_id, b.name AS benchmark, f.repetition, f.reason "
     "FROM failures f JOIN benchmarks b ON b.id = f.benchmark_id ORDER BY f.run_id, b.name"
 )
@@ -139,11 +133,8 @@ class HistoryStore(contextlib.AbstractContextManager):
             raise
         return store
 
-    def close(self) -> None:
-        self._conn.close()
-
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._conn.close()
 
     def _check_or_create(self, create: bool) -> None:
         if create:
@@ -169,95 +160,70 @@ class HistoryStore(contextlib.AbstractContextManager):
                 f"one reads up to {SCHEMA_VERSION}): upgrade gpubench-tools"
             )
         if version in _MIGRATIONS:
-            self._migrate()
-            return
-        if version != SCHEMA_VERSION:
-            raise HistoryError(f"{self.path}: unknown history schema version {version}")
-
-    def _migrate(self) -> None:
-        """Bring an older history up to SCHEMA_VERSION in one transaction (under the write lock,
-        so two processes opening it do not both migrate): the stored runs keep every value."""
-        with self._transaction():
-            version = self._header()[1]
-            while version in _MIGRATIONS:
-                for statement in _MIGRATIONS[version]:
-                    self._conn.execute(statement)
-                version += 1
+            # Up to SCHEMA_VERSION in one transaction, under the write lock (two processes opening
+            # it do not both migrate): the stored runs keep every value.
+            with self._transaction():
+                version = self._header()[1]
+                while version in _MIGRATIONS:
+                    self._conn.execute(_MIGRATIONS[version])
+                    version += 1
                 self._conn.execute(f"PRAGMA user_version = {version}")
+        elif version != SCHEMA_VERSION:
+            raise HistoryError(f"{self.path}: unknown history schema version {version}")
 
     def _header(self) -> tuple[int, ...]:
         """(application id, schema version, schema objects): all 0 in a blank SQLite file."""
         sql = ("PRAGMA application_id", "PRAGMA user_version", "SELECT count(*) FROM sqlite_master")
         return tuple(self._conn.execute(query).fetchone()[0] for query in sql)
 
-    # --- writing -------------------------------------------------------------------------------
-
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE (the write lock at once) ... COMMIT, or ROLLBACK on any exception."""
         self._conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._conn:  # COMMIT, or ROLLBACK on any exception (and on a failed COMMIT)
             yield
-            self._conn.execute("COMMIT")
-        except BaseException:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            raise
 
-    def add_run(self, record: RunRecord) -> AddOutcome:
+    def add_run(self, r: RunRecord) -> AddOutcome:
         """Store one run in one transaction; a run already stored is left alone."""
         with self._transaction():
-            return self._insert_run(record)
-
-    def _insert_run(self, r: RunRecord) -> AddOutcome:
-        conn = self._conn
-        inserted = conn.execute(
-            "INSERT OR IGNORE INTO machines (fingerprint, description) VALUES (?, ?)",
-            (r.machine_fingerprint, json.dumps(r.machine_description, sort_keys=True)),
-        )
-        machine_id = conn.execute(
-            "SELECT id FROM machines WHERE fingerprint = ?", (r.machine_fingerprint,)
-        ).fetchone()[0]
-        existing = conn.execute(
-            "SELECT id, source_sha256 FROM runs WHERE machine_id = ? AND git_commit = ? AND date = ?",
-            (machine_id, r.git_commit, r.date),
-        ).fetchone()
-        if existing is not None:
-            return AddOutcome(existing[0], False, existing[1] == r.source_sha256)
-
-        run = (machine_id, r.git_commit, r.date, r.time_utc_s, r.source_path, r.source_sha256)
-        added = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        cur = conn.execute(
-            "INSERT INTO runs (machine_id, git_commit, date, time_utc_s, source_path, "
-            "source_sha256, context, added_utc, interrupted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*run, json.dumps(r.context, sort_keys=True), added, r.interrupted),
-        )
-        run_id = int(cur.lastrowid or 0)
-        # NULL, not NaN, for a thread count or a time the file did not have
-        benchmarks = r.benchmarks.astype(object).where(r.benchmarks.notna(), None)
-        ids = {b.name: self._benchmark_id(b) for b in benchmarks.itertuples(index=False)}
-        for table, frame in (("samples", r.samples), ("failures", r.failures)):
-            rows = frame.astype(object).where(frame.notna(), None).itertuples(index=False)
-            columns = ", ".join(frame.columns[1:])
-            conn.executemany(
-                f"INSERT INTO {table} (run_id, benchmark_id, {columns}) "
-                f"VALUES (?, ?{', ?' * (len(frame.columns) - 1)})",
-                [(run_id, ids[name], *rest) for name, *rest in rows],
+            conn = self._conn
+            inserted = conn.execute(
+                "INSERT OR IGNORE INTO machines (fingerprint, description) VALUES (?, ?)",
+                (r.machine_fingerprint, json.dumps(r.machine_description, sort_keys=True)),
             )
+            machine_id = conn.execute(
+                "SELECT id FROM machines WHERE fingerprint = ?", (r.machine_fingerprint,)
+            ).fetchone()[0]
+            existing = conn.execute(
+                "SELECT id, source_sha256 FROM runs WHERE machine_id = ? AND git_commit = ? "
+                "AND date = ?",
+                (machine_id, r.git_commit, r.date),
+            ).fetchone()
+            if existing is not None:
+                return AddOutcome(existing[0], False, existing[1] == r.source_sha256)
+            run = (machine_id, r.git_commit, r.date, r.time_utc_s, r.source_path, r.source_sha256)
+            added = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            run_id = conn.execute(
+                "INSERT INTO runs (machine_id, git_commit, date, time_utc_s, source_path, "
+                "source_sha256, context, added_utc, interrupted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*run, json.dumps(r.context, sort_keys=True), added, r.interrupted),
+            ).lastrowid
+            # Rows by column name; a NaN (a thread count or a time the file did not have) binds
+            # as NULL. Samples and failures find their benchmark's id by its name.
+            conn.executemany(
+                "INSERT OR IGNORE INTO benchmarks (name, family, manual_time, threads) "
+                "VALUES (:name, :family, :manual_time, :threads)",
+                r.benchmarks.to_dict("records"),
+            )
+            for table, frame in (("samples", r.samples), ("failures", r.failures)):
+                columns = list(frame.columns.drop("name"))
+                conn.executemany(
+                    f"INSERT INTO {table} (run_id, benchmark_id, {', '.join(columns)}) SELECT "
+                    f":run_id, id, :{', :'.join(columns)} FROM benchmarks WHERE name = :name",
+                    frame.assign(run_id=run_id).to_dict("records"),
+                )
         machine = Machine(machine_id, r.machine_fingerprint, r.machine_description)
-        return AddOutcome(run_id, True, True, machine if inserted.rowcount else None)
-
-    def _benchmark_id(self, info: Any) -> int:
-        """The id of the benchmark (name, family, manual_time, threads), stored if new."""
-        self._conn.execute(
-            "INSERT OR IGNORE INTO benchmarks (name, family, manual_time, threads) "
-            "VALUES (?, ?, ?, ?)",
-            (info.name, info.family, int(info.manual_time), info.threads),
-        )
-        row = self._conn.execute("SELECT id FROM benchmarks WHERE name = ?", (info.name,))
-        return int(row.fetchone()[0])
-
-    # --- reading -------------------------------------------------------------------------------
+        return AddOutcome(int(run_id or 0), True, True, machine if inserted.rowcount else None)
 
     def frame(self, sql: str) -> pd.DataFrame:
         """The rows of a query of the history as a table."""
@@ -269,22 +235,9 @@ class HistoryStore(contextlib.AbstractContextManager):
             conn.executescript(_SCHEMA)
         return pd.read_sql_query(sql, conn)
 
-    def machines(self) -> list[Machine]:
-        rows = self.frame("SELECT id, fingerprint, description FROM machines ORDER BY id")
-        return [Machine(i, fp, json.loads(desc)) for i, fp, desc in rows.itertuples(index=False)]
-
     def runs(self) -> list[Any]:
         """All runs, oldest first: .id, .machine_id, .git_commit, .date, .time_utc_s, ..."""
         return list(self.frame(_RUNS).itertuples(index=False, name="Run"))
-
-    def samples(self) -> list[tuple[int, Any]]:
-        """(run id, sample) for every stored repetition: .benchmark, .repetition, .real_time_s,
-        .cpu_time_s (NaN when the file had none), .iterations, .disturbed (1, 0, NaN unknown)."""
-        return [(s.run_id, s) for s in self.frame(_SAMPLES).itertuples(index=False)]
-
-    def failures(self) -> list[tuple[int, Any]]:
-        """(run id, failure) for every failed or skipped row: .benchmark, .repetition, .reason."""
-        return [(f.run_id, f) for f in self.frame(_FAILURES).itertuples(index=False)]
 
 
 @dataclass
@@ -314,31 +267,25 @@ class History:
     def load(cls, store: HistoryStore, name_filter: str | None = None) -> "History":
         """Everything in the store, or only the benchmarks whose name matches `name_filter`."""
         pattern = re.compile(name_filter or "")  # the empty pattern matches every name
-        machines = {m.id: m for m in store.machines()}
+        rows = store.frame("SELECT id, fingerprint, description FROM machines ORDER BY id")
+        machines = {i: Machine(i, fp, json.loads(d)) for i, fp, d in rows.itertuples(index=False)}
         runs = store.runs()
         by_machine = {m: [r for r in runs if r.machine_id == m] for m in machines}
         every = store.frame("SELECT name, family, manual_time, threads FROM benchmarks")
-        benchmarks = {
-            b.name: b
-            for b in every.itertuples(index=False, name="Benchmark")
-            if pattern.search(b.name)
-        }
+        every = every[every["name"].map(pattern.search).notna()]
+        benchmarks = {b.name: b for b in every.itertuples(index=False, name="Benchmark")}
         samples, failures, measured = (
             frame[frame["benchmark"].isin(benchmarks)]
-            for frame in map(store.frame, (_SAMPLES, _FAILURES, _MEASURED))
+            for frame in map(store.frame, (SAMPLES, FAILURES, _MEASURED))
         )
         # Policy ("history check", disturbed repetition): listed, never judged from.
-        left_out = action("history check", DISTURBED_ROW).kind == LIST
-        split = samples["disturbed"].eq(1) & left_out
+        split = samples["disturbed"].eq(1) & (action("history check", DISTURBED_ROW).kind == LIST)
+        pairs = samples.assign(pair=list(zip(samples["real_time_s"], samples["cpu_time_s"])))
         times, disturbed = (
-            {
-                key: list(zip(group["real_time_s"], group["cpu_time_s"]))
-                for key, group in part.groupby(["run_id", "benchmark"], sort=False)
-            }
-            for part in (samples[~split], samples[split])
+            part.groupby(["run_id", "benchmark"], sort=False)["pair"].agg(list).to_dict()
+            for part in (pairs[~split], pairs[split])
         )
-        failed = failures.drop_duplicates(["run_id", "benchmark"])
-        reasons = dict(zip(zip(failed["run_id"], failed["benchmark"]), failed["reason"]))
+        reasons = failures.groupby(["run_id", "benchmark"])["reason"].first().to_dict()
         by_id = {run.id: run for run in runs}
         series = {
             key: [by_id[run_id] for run_id in group["id"]]

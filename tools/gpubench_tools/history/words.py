@@ -12,16 +12,13 @@ from ..escape import one_line, term_text
 from ..policy import MIN_UNDISTURBED
 from ..templating import environment
 from ..units import fmt_time, plural
+from .check import FAILING, LISTED, MISSING, OK, REGRESSION, SUMMED, SUSPECT
 
 
 @functools.cache
 def words(template: str = "words.j2") -> Any:
     """The macros of one template of templates/ (the environment, filters and names it words
     with are one for both)."""
-    # The verdict kinds the check's words name (imported here: the check imports the store, whose
-    # machine labels are words of this module).
-    from .check import FAILING, LISTED, MISSING, OK, REGRESSION, SUMMED, SUSPECT
-
     env = environment(__package__)
     env.filters.update(term=term_text, one_line=one_line)
     env.globals.update(fmt_time=fmt_time, plural=plural, MIN_UNDISTURBED=MIN_UNDISTURBED)
