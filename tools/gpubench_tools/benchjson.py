@@ -29,12 +29,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .cli import UnusableInput
 from .conditions import condition_of
 from .json_values import Pairs, ReadFloat, as_read, is_number, read_number, to_plain
 from .row_rules import TIME_UNIT_TO_S, first_problem, skip_reason
 
-# What a file is (read_file's verdict per file).
-COMPLETE, CUT_OFF, NOT_BENCH = "complete", "cut off", "not a bench file"
+# What a file is (BenchReport.state; anything else is a BenchJsonError, not a bench file).
+COMPLETE, CUT_OFF = "complete", "cut off"
 # What a row is.
 VALID, SKIPPED, FAILED, INVALID = "valid", "skipped", "failed", "invalid"
 
@@ -80,51 +81,48 @@ class Interruption:
         return interruption_words(self)
 
 
-def _interruption(path: str, context: Any) -> Interruption | None:
+def _interruption(path: str, context: Pairs) -> Interruption | None:
     """The interruption a file's context (its pairs as read) records, None where it has none of
     the keys; BenchJsonError naming the key and its value as written where a key is missing,
     repeated or of the wrong kind: a file that says it was interrupted must say how far."""
     found: dict[str, Any] = {}
-    for key, value in context if isinstance(context, Pairs) else []:
+    for key, value in context:
         if key in INTERRUPT_KEYS:
             if key in found:
                 raise BenchJsonError(path, f'context "{key}" appears more than once')
             found[key] = value
     if not found:
         return None
-    quoted = ", ".join(f'"{k}"' for k in INTERRUPT_KEYS)
-    for key in INTERRUPT_KEYS:
-        if key not in found:
-            present = next(k for k in INTERRUPT_KEYS if k in found)
-            raise BenchJsonError(
-                path,
-                f'context has "{present}" but no "{key}": an interrupted run names all of '
-                + quoted,
-            )
-    signal, finished, selected = (found[k] for k in INTERRUPT_KEYS)
-    if signal not in INTERRUPT_SIGNALS:
+    missing = [key for key in INTERRUPT_KEYS if key not in found]
+    signal, finished, selected = (found.get(key) for key in INTERRUPT_KEYS)
+    counts = (key for key in INTERRUPT_KEYS[1:] if not _is_count(found[key]))
+    if missing:
+        present = next(key for key in INTERRUPT_KEYS if key in found)
+        quoted = ", ".join(f'"{key}"' for key in INTERRUPT_KEYS)
+        problem = f'has "{present}" but no "{missing[0]}": an interrupted run names all of {quoted}'
+    elif signal not in INTERRUPT_SIGNALS:
         expected = ", ".join(f'"{s}"' for s in INTERRUPT_SIGNALS)
-        raise BenchJsonError(
-            path, f'context "interrupted" is {as_read(signal)} (expected one of {expected})'
+        problem = f'"interrupted" is {as_read(signal)} (expected one of {expected})'
+    elif (key := next(counts, None)) is not None:
+        problem = (
+            f'"{key}" is {as_read(found[key])} (expected an integer from 0 to {MAX_BENCHMARKS})'
         )
-    for key in INTERRUPT_KEYS[1:]:
-        if type(found[key]) is not int or not 0 <= found[key] <= MAX_BENCHMARKS:
-            raise BenchJsonError(
-                path,
-                f'context "{key}" is {as_read(found[key])} (expected an integer from 0 to '
-                f"{MAX_BENCHMARKS})",
-            )
-    if finished > selected:
-        raise BenchJsonError(
-            path,
-            f'context "benchmarks_finished" is {as_read(finished)}, more than '
-            f'"benchmarks_selected" {as_read(selected)}',
-        )
-    return Interruption(signal, finished, selected)
+    elif finished > selected:
+        problem = f'"benchmarks_finished" is {as_read(finished)}, more than "benchmarks_selected" '
+        problem += as_read(selected)
+    else:
+        return Interruption(signal, finished, selected)
+    raise BenchJsonError(path, f"context {problem}")
 
 
-class BenchJsonError(Exception):
-    """A file that is not usable bench JSON. str() is one line naming the file and the problem."""
+def _is_count(value: Any) -> bool:
+    """A count of benchmarks as a file must write it: an integer from 0 to MAX_BENCHMARKS."""
+    return type(value) is int and 0 <= value <= MAX_BENCHMARKS
+
+
+class BenchJsonError(UnusableInput):
+    """A file that is not usable bench JSON. str() is one line naming the file and the problem:
+    unusable input (exit 2) to a command that does not catch it."""
 
     def __init__(self, path: str, problem: str) -> None:
         self.path = path

@@ -43,7 +43,7 @@ from .units import plural
 from .wording import cut_off_lines, describe_invalid
 from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import CUT_OFF, INTERRUPTED, action, file_situation
-from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
+from .cli import EXIT_OK, ArgumentParser, add_debug_flag, program_name, run_main
 
 
 def num(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -67,6 +67,11 @@ def per_step(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 THIS_RUN, REFERENCE_RUN = "this run", "reference run"
 # A benchmark that failed, was skipped or is invalid: a row of Table.problems.
 _PROBLEM_COLUMNS = ("file", "name", "backend", "status", "reason")
+
+# The columns of file_rows, in order.
+_FILE_ROW_COLUMNS = ["name", "label", "run_type", "aggregate_name", "repetition", "iterations"]
+_FILE_ROW_COLUMNS += ["real_time_s", "cpu_time_s", "threads", "error", "status", "invalid"]
+_FILE_ROW_COLUMNS += ["conditions", "counters"]
 
 # The label keys every row is given, with the value a file that predates the key implies.
 _LABEL_DEFAULTS = {"dtype": "fp32", "precision": "fp32"}
@@ -104,20 +109,15 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
     is, naming the field and its value as the file wrote it: benchjson's reason), `conditions` (disturbed, quiet
     or conditions unknown: conditions.condition_of) and `counters` (a dict of the values as read: a
     NaN counter is an invalid value, an absent one no value)."""
-    fields = {"name": "run_name", "label": "label", "run_type": "run_type"}
-    fields |= {"aggregate_name": "aggregate_name", "repetition": "repetition_index"}
-    fields |= {k: k for k in ("iterations", "real_time_s", "cpu_time_s", "threads", "error")}
-    fields |= {k: k for k in ("status", "invalid", "conditions", "counters")}
-    values = {
-        "threads": lambda r: r.counters.get("threads", float("nan")),
-        "status": lambda r: "measured" if r.status == VALID else r.status,
-    }
-    columns = {
-        column: [values.get(column, lambda r: getattr(r, attr))(r) for r in report.rows]
-        for column, attr in fields.items()
-    }
+    records = [
+        vars(row)
+        | {"name": row.run_name, "repetition": row.repetition_index, "conditions": row.conditions}
+        | {"threads": row.counters.get("threads", float("nan"))}
+        | {"status": "measured" if row.status == VALID else row.status}
+        for row in report.rows
+    ]
     numbers = {"iterations": int, "real_time_s": float, "cpu_time_s": float, "threads": float}
-    return pd.DataFrame(columns, dtype=object).astype(numbers)
+    return pd.DataFrame(records, columns=_FILE_ROW_COLUMNS, dtype=object).astype(numbers)
 
 
 def short_gpu_name(name: str) -> str:
@@ -129,6 +129,10 @@ def short_cpu_name(name: str) -> str:
     text = re.sub(r"\s+CPU\b(?=\s+\S)", "", text)  # "Xeon(R) CPU E5-2680" -> "Xeon E5-2680"
     text = re.sub(r"\s*@.*$", "", text)
     return re.sub(r"\s+", " ", text).strip() or name
+
+
+# What names the host of a run: its CPU model, logical CPU count and host name.
+_HOST_KEYS = ("cpu_model", "cpu_logical_cpus", "host_name")
 
 
 def _ctx_str(context: dict[str, Any], key: str) -> str | None:
@@ -143,20 +147,14 @@ def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
     not the CPU). A context naming neither a GPU nor a CPU identifies nothing and never matches;
     without a GPU, the CPU model must be on both."""
     gpu = _gpu_name(a)
-    if gpu != _gpu_name(b):
+    host = [(_ctx_str(a, key), _ctx_str(b, key)) for key in _HOST_KEYS]
+    if gpu != _gpu_name(b) or (gpu is None and None in host[0]):
         return False
-    if gpu is None and (_ctx_str(a, "cpu_model") is None or _ctx_str(b, "cpu_model") is None):
-        return False
-    for key in ("cpu_model", "cpu_logical_cpus", "host_name"):
-        value_a, value_b = _ctx_str(a, key), _ctx_str(b, key)
-        if value_a is not None and value_b is not None and value_a != value_b:
-            return False
-    return True
+    return all(None in pair or pair[0] == pair[1] for pair in host)
 
 
 def _same_host(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    keys = ("cpu_model", "cpu_logical_cpus", "host_name")
-    return all(_ctx_str(a, k) is not None and _ctx_str(a, k) == _ctx_str(b, k) for k in keys)
+    return all(_ctx_str(a, k) is not None and _ctx_str(a, k) == _ctx_str(b, k) for k in _HOST_KEYS)
 
 
 def _row_backend(row: BenchRow) -> str | None:
@@ -528,11 +526,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         )
         parser.add_argument("--gpu-rows", nargs="+", metavar="FILE", required=True)
         add_debug_flag(parser)
-        args = parser.parse_args(args_list)
-        try:
-            print(gpu_benchmark_count(args.gpu_rows))
-        except BenchJsonError as exc:
-            raise UnusableInput(str(exc)) from None
+        # A file that is not bench JSON is unusable input (BenchJsonError): exit 2, one line.
+        print(gpu_benchmark_count(parser.parse_args(args_list).gpu_rows))
         return EXIT_OK
 
     return run_main(prog, body, argv)

@@ -104,7 +104,7 @@ def errors_main(argv: Sequence[str] | None = None) -> int:
     JSON, or truncated (its last rows may be half-written). A run a signal stopped wrote its
     finished benchmarks whole: they are counted, and the line says how far the run got (the
     rows never written are not in the counts)."""
-    from .benchjson import BenchJsonError, load_report
+    from .benchjson import load_report
 
     prog = program_name("gpubench_tools.benchjson")
 
@@ -116,10 +116,7 @@ def errors_main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("--errors", metavar="FILE", required=True, help="bench JSON file")
         add_debug_flag(parser)
         args = parser.parse_args(args_list)
-        try:
-            report = load_report(args.errors)
-        except BenchJsonError as exc:
-            raise UnusableInput(str(exc)) from None
+        report = load_report(args.errors)  # not bench JSON: BenchJsonError, unusable input
         if report.recovered_from_truncation and report.interrupted is None:
             raise UnusableInput(
                 f"{args.errors}: the run did not finish ({cut_off_words(report)}); rows not counted"
