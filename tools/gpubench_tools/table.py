@@ -39,8 +39,7 @@ from .benchjson import iteration_rows, load_report
 from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import usable_counter
-from .units import plural
-from .wording import cut_off_lines, describe_invalid
+from .wording import cut_off_lines, describe_invalid, in_words
 from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import CUT_OFF, INTERRUPTED, action, file_situation
 from .cli import EXIT_OK, ArgumentParser, add_debug_flag, program_name, run_main
@@ -266,15 +265,9 @@ def _file_notes(
         notes.append((situation, f"{report.path}: {describe_invalid(invalid)}: not used"))
     for situation, status in ((FAILED_ROW, "failed"), (SKIPPED_ROW, "skipped")):
         mine = [p for p in problems if p["status"] == status]
-        if not mine:
-            continue
-        text = f"{plural(len(mine), 'benchmark')} in {report.path} "
-        if status == "skipped":
-            reasons = dict.fromkeys(skip_reason(p["reason"]) for p in mine)
-            text += f"{'was' if len(mine) == 1 else 'were'} skipped, {', '.join(map(str, reasons))}"
-        else:
-            text += "failed"
-        notes.append((situation, text + " (listed in the report)"))
+        reasons = dict.fromkeys(skip_reason(p["reason"]) for p in mine)
+        if mine:
+            notes.append((situation, in_words("problems", report.path, status, len(mine), reasons)))
     return notes
 
 
@@ -299,10 +292,7 @@ def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, str]]:
     if not shared:
         return []
     files = sorted({f for name in shared for f in names_in[name]})
-    what = "benchmark appears" if len(shared) == 1 else "benchmarks appear"
-    line = f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their "
-    line += f"rows are treated as repetitions and reduced to medians (for example {shared[0]})"
-    return [(None, line)]
+    return [(None, in_words("shared", shared, files))]
 
 
 def _gpu_name(context: dict[str, Any]) -> str | None:
@@ -330,7 +320,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
         machines[-1].update(gpu_context=context, gpu_reference=False)
         measured = {report.path: _measured(report) for report in group}
         for report in group:
-            file_contexts[report.path] = report.context
+            file_contexts[report.path] = _plain_values(report.context)
             found = _problems(report)
             problems += found
             notes += _file_notes(report, found, invalid_rows(report))
@@ -343,13 +333,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     if rows.empty:
         rows = pd.DataFrame(columns=["machine", "name", "backend", "workload", "real_time_s"])
     # Each row carries the context of the file it came from (a reference row, its GPU's).
-    contexts = pd.DataFrame.from_dict(
-        {
-            path: {f"context.{k}": v for k, v in ctx.items() if isinstance(v, (str, int, float))}
-            for path, ctx in file_contexts.items()
-        },
-        orient="index",
-    )
+    contexts = pd.DataFrame.from_dict(file_contexts, orient="index").add_prefix("context.")
     if not rows.empty and not contexts.empty:
         rows = rows.join(contexts, on="file")
     machine_frame = pd.DataFrame.from_records(machines)
@@ -411,13 +395,18 @@ def _add_reference(
     records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in gpu_rows]
     notes: list[tuple[str | None, str]] = []
     for report in group:
-        file_contexts[report.path] = report.context
+        file_contexts[report.path] = _plain_values(report.context)
         found = [p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != INVALID]
         problems += found
         # A reference that did not finish says so, as the run's own files do: its GPU rows are
         # only the benchmarks it got to (its invalid rows go unmentioned).
         notes += _file_notes(report, found, [], "the GPU reference run")
     return notes
+
+
+def _plain_values(context: dict[str, Any]) -> dict[str, Any]:
+    """The values of a context a table cell holds: strings and numbers (not the caches' lists)."""
+    return {k: v for k, v in context.items() if isinstance(v, (str, int, float))}
 
 
 def _tag_twins(machines: list[dict[str, Any]]) -> None:
@@ -439,8 +428,6 @@ def undisturbed(rows: pd.DataFrame) -> pd.DataFrame:
     rows) that the harness's rule did not call disturbed: quiet ones and those whose conditions
     are unknown (an older file's repetitions are used as measured). The one filter a judgement
     applies (compare leaves disturbed repetitions out and counts them)."""
-    if "conditions" not in rows:
-        return rows
     return rows[rows["conditions"] != DISTURBED]
 
 
@@ -498,16 +485,12 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
         out[["t_step_min", "t_step_max"]] = grouped["t_step"].agg(["min", "max"])
     out["repetitions"] = time.size()
     out["spread"] = (out["time_max_s"] - out["time_min_s"]) / out["time_s"]
-    if "conditions" in rows:
-        out["conditions"] = grouped["conditions"].agg(
-            lambda c: (
-                DISTURBED if (c == DISTURBED).any() else UNKNOWN if (c == UNKNOWN).any() else QUIET
-            )
+    out["conditions"] = grouped["conditions"].agg(
+        lambda c: (
+            DISTURBED if (c == DISTURBED).any() else UNKNOWN if (c == UNKNOWN).any() else QUIET
         )
-        out["disturbed_left_out"] = grouped["disturbed_left_out"].first().astype(int)
-    else:
-        out["conditions"] = UNKNOWN
-        out["disturbed_left_out"] = 0
+    )
+    out["disturbed_left_out"] = grouped["disturbed_left_out"].first().astype(int)
     return out.reset_index()
 
 
