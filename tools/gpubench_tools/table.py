@@ -222,10 +222,9 @@ def _measured(report: BenchReport) -> list[BenchRow]:
     have = {(r.run_name, r.label) for r in rows}
     for wanted in ("median", "mean"):
         for r in report.rows:
-            key = (r.run_name, r.label)
             if r.run_type == "aggregate" and r.aggregate_name == wanted and r.usable:
-                if key not in have:
-                    have.add(key)
+                if (r.run_name, r.label) not in have:
+                    have.add((r.run_name, r.label))
                     rows.append(r)
     return rows
 
@@ -233,20 +232,16 @@ def _measured(report: BenchReport) -> list[BenchRow]:
 def _problems(report: BenchReport) -> list[dict[str, Any]]:
     """Failed, skipped and invalid benchmarks of one file: one entry per benchmark, not per
     repetition."""
-    out: list[dict[str, Any]] = []
-    seen: set[tuple[str, str]] = set()
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     for row in report.rows:
         status = row.status
         # An error row counts once per benchmark, by its repetitions (not its aggregates).
-        counted = status == INVALID or (status != VALID and row.run_type == "iteration")
-        if not counted or (row.run_name, status) in seen:
-            continue
-        seen.add((row.run_name, status))
-        # an error row's whole message: the report shows it once per group
-        reason = row.invalid if status == INVALID else row.error
-        values = (report.path, row.run_name, _row_backend(row), status, reason)
-        out.append(dict(zip(_PROBLEM_COLUMNS, values)))
-    return out
+        if status == INVALID or (status != VALID and row.run_type == "iteration"):
+            # an error row's whole message: the report shows it once per group
+            reason = row.invalid if status == INVALID else row.error
+            values = (report.path, row.run_name, _row_backend(row), status, reason)
+            found.setdefault((row.run_name, status), dict(zip(_PROBLEM_COLUMNS, values)))
+    return list(found.values())
 
 
 def _file_notes(
@@ -370,9 +365,8 @@ def _add_reference(
         )
     own = sorted({r["file"] for r in records if r["backend"] == "gpu"})
     if own:
-        names = ", ".join(Path(p).name for p in reference_paths)
-        note = f"--gpu-reference {names} not used: {', '.join(own)} has GPU rows of its own"
-        return [(None, note)]
+        names = [Path(p).name for p in reference_paths]
+        return [(None, in_words("reference_not_used", names, own))]
     if len(machines) > 1:
         raise BenchJsonError(
             ", ".join(p for m in machines for p in m["files"]),
