@@ -1,4 +1,5 @@
-"""The conditions of a repetition: quiet, disturbed or conditions unknown, and the words for them.
+"""The conditions of a repetition: quiet, disturbed or conditions unknown, and the lines that say
+them (worded by templates/words.j2, through wording.in_words).
 
 One rule for every tool (docs/timing-method.md, "Conditions and disturbed repetitions"); the
 counters it reads are declared in schema.py.

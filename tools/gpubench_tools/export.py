@@ -188,12 +188,10 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
         found, dropped, silent = benchmark_values(rows, args.time)
         warnings += describe_values(path, found, dropped, silent, args.verbose)
         found = found[[not pattern or bool(pattern.search(name)) for name in found.index]]
-        for name in found.index:
-            if name in origin:
-                raise ExportError(
-                    f"{path}: {term_text(name)} is also in {origin[name]}: which one?"
-                )
-            origin[name] = path
+        again = next((name for name in found.index if name in origin), None)
+        if again is not None:
+            raise ExportError(f"{path}: {term_text(again)} is also in {origin[again]}: which one?")
+        origin |= dict.fromkeys(found.index, path)
         summaries.append(found)
     if not origin and action("export", NOTHING_MEASURED).kind == REFUSE:
         raise ExportError("no benchmark with a usable time in the input")

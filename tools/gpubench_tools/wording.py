@@ -1,5 +1,6 @@
 """What the tools say of what the reader read: a run that did not finish, invalid and error rows,
-grouped by reason. The reader (benchjson) classifies; these are the words every tool prints, and
+grouped by reason. The reader (benchjson), the loader (table) and conditions.py decide, as data;
+the macros of templates/words.j2 word it (`in_words`), and these are the lines every tool prints.
 `python -m gpubench_tools.benchjson --errors FILE` (errors_main) prints a file's count of them.
 """
 
