@@ -3,8 +3,8 @@
 Shared by the tools: `benchjson` (the one reader of the file format), `row_rules` (the declared
 JSON Schema of a sound row, and the rule that tells a skipped row from a failed one),
 `conditions` (quiet, disturbed or conditions unknown), `wording` (what the tools say of what the
-reader read), `json_values` (values as the file wrote them), `table` (every file into one pandas table, a row per repetition,
-classified by its label), `stats` (the statistics of compare and history), `schema` (every
+reader read, worded by templates/words.j2), `json_values` (values as the file wrote them), `table`
+(every file into one pandas table, a row per repetition, classified by its label), `stats` (the statistics of compare and history), `schema` (every
 counter's unit and direction, the label keys), `overhead_model` and `units`; `cli` (exit codes,
 usage names), `escape` (Markdown and HTML escaping) and `templating` (the Jinja2 environment
 every tool's templates load in). The tools: `report` (gpubench-report), `compare`

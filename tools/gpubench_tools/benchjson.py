@@ -26,15 +26,20 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
+from .cli import UnusableInput
 from .conditions import condition_of
 from .json_values import Pairs, ReadFloat, as_read, is_number, read_number, to_plain
 from .row_rules import TIME_UNIT_TO_S, first_problem, skip_reason
 
-# What a file is (read_file's verdict per file).
-COMPLETE, CUT_OFF, NOT_BENCH = "complete", "cut off", "not a bench file"
+# `python -m gpubench_tools.benchjson --errors FILE`: tools/gpu-check's count of a file's error
+# rows, worded and printed by wording (the reader only reads).
+from .wording import errors_main as _main
+
+# What a file is (BenchReport.state; anything else is a BenchJsonError, not a bench file).
+COMPLETE, CUT_OFF = "complete", "cut off"
 # What a row is.
 VALID, SKIPPED, FAILED, INVALID = "valid", "skipped", "failed", "invalid"
 
@@ -80,51 +85,48 @@ class Interruption:
         return interruption_words(self)
 
 
-def _interruption(path: str, context: Any) -> Interruption | None:
+def _interruption(path: str, context: Pairs) -> Interruption | None:
     """The interruption a file's context (its pairs as read) records, None where it has none of
     the keys; BenchJsonError naming the key and its value as written where a key is missing,
     repeated or of the wrong kind: a file that says it was interrupted must say how far."""
     found: dict[str, Any] = {}
-    for key, value in context if isinstance(context, Pairs) else []:
+    for key, value in context:
         if key in INTERRUPT_KEYS:
             if key in found:
                 raise BenchJsonError(path, f'context "{key}" appears more than once')
             found[key] = value
     if not found:
         return None
-    quoted = ", ".join(f'"{k}"' for k in INTERRUPT_KEYS)
-    for key in INTERRUPT_KEYS:
-        if key not in found:
-            present = next(k for k in INTERRUPT_KEYS if k in found)
-            raise BenchJsonError(
-                path,
-                f'context has "{present}" but no "{key}": an interrupted run names all of '
-                + quoted,
-            )
-    signal, finished, selected = (found[k] for k in INTERRUPT_KEYS)
-    if signal not in INTERRUPT_SIGNALS:
+    missing = [key for key in INTERRUPT_KEYS if key not in found]
+    signal, finished, selected = (found.get(key) for key in INTERRUPT_KEYS)
+    counts = (key for key in INTERRUPT_KEYS[1:] if not _is_count(found[key]))
+    if missing:
+        present = next(key for key in INTERRUPT_KEYS if key in found)
+        quoted = ", ".join(f'"{key}"' for key in INTERRUPT_KEYS)
+        problem = f'has "{present}" but no "{missing[0]}": an interrupted run names all of {quoted}'
+    elif signal not in INTERRUPT_SIGNALS:
         expected = ", ".join(f'"{s}"' for s in INTERRUPT_SIGNALS)
-        raise BenchJsonError(
-            path, f'context "interrupted" is {as_read(signal)} (expected one of {expected})'
+        problem = f'"interrupted" is {as_read(signal)} (expected one of {expected})'
+    elif (key := next(counts, None)) is not None:
+        problem = (
+            f'"{key}" is {as_read(found[key])} (expected an integer from 0 to {MAX_BENCHMARKS})'
         )
-    for key in INTERRUPT_KEYS[1:]:
-        if type(found[key]) is not int or not 0 <= found[key] <= MAX_BENCHMARKS:
-            raise BenchJsonError(
-                path,
-                f'context "{key}" is {as_read(found[key])} (expected an integer from 0 to '
-                f"{MAX_BENCHMARKS})",
-            )
-    if finished > selected:
-        raise BenchJsonError(
-            path,
-            f'context "benchmarks_finished" is {as_read(finished)}, more than '
-            f'"benchmarks_selected" {as_read(selected)}',
-        )
-    return Interruption(signal, finished, selected)
+    elif finished > selected:
+        problem = f'"benchmarks_finished" is {as_read(finished)}, more than "benchmarks_selected" '
+        problem += as_read(selected)
+    else:
+        return Interruption(signal, finished, selected)
+    raise BenchJsonError(path, f"context {problem}")
 
 
-class BenchJsonError(Exception):
-    """A file that is not usable bench JSON. str() is one line naming the file and the problem."""
+def _is_count(value: Any) -> bool:
+    """A count of benchmarks as a file must write it: an integer from 0 to MAX_BENCHMARKS."""
+    return type(value) is int and 0 <= value <= MAX_BENCHMARKS
+
+
+class BenchJsonError(UnusableInput):
+    """A file that is not usable bench JSON. str() is one line naming the file and the problem:
+    unusable input (exit 2) to a command that does not catch it."""
 
     def __init__(self, path: str, problem: str) -> None:
         self.path = path
@@ -137,19 +139,24 @@ class BenchRow:
     name: str
     run_name: str
     run_type: str
-    aggregate_name: str | None
-    repetition_index: int | None
-    iterations: int
-    real_time_s: float
-    cpu_time_s: float
     label: str
-    labels: dict[str, str]
-    counters: dict[str, float]
-    error: str | None
+    # Google Benchmark's values; an invalid row has none of them (never a time).
+    aggregate_name: str | None = None
+    repetition_index: int | None = None
+    iterations: int = 0
+    real_time_s: float = math.nan
+    cpu_time_s: float = math.nan
+    counters: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
     # Why the row is not a sound bench row (see row_rules.first_problem), None for a sound row.
     invalid: str | None = None
     # For an invalid row: a field is missing or of the wrong type (else a value is unsound).
     malformed: bool = False
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The label's key=value pairs (parse_label)."""
+        return parse_label(self.label)
 
     @property
     def status(self) -> str:
@@ -225,21 +232,13 @@ def parse_label(label: str) -> dict[str, str]:
     return out
 
 
-def _invalid_row(name: str, run_name: str, run_type: str, label: str, *found: Any) -> BenchRow:
-    """A row that breaks the schema: no time, no counters; `found` is first_problem's answer."""
-    nan = math.nan
-    labels = parse_label(label)
-    return BenchRow(
-        name, run_name, run_type, None, None, 0, nan, nan, label, labels, {}, None, *found
-    )
-
-
 def _make_row(index: int, obj: Any) -> BenchRow:
     """One row as read; a row that breaks the schema is an INVALID row (never an exception),
     named by its name where it has one, else by its position."""
     if not isinstance(obj, Pairs):
-        problem = f"row {index} is {as_read(obj)}, expected an object"
-        return _invalid_row(f"row {index}", f"row {index}", "iteration", "", problem, True)
+        name = f"row {index}"
+        problem = f"{name} is {as_read(obj)}, expected an object"
+        return BenchRow(name, name, "iteration", "", invalid=problem, malformed=True)
     seen: dict[str, Any] = {}
     counters: dict[str, float] = {}
     for key, value in obj:
@@ -270,18 +269,18 @@ def _make_row(index: int, obj: Any) -> BenchRow:
     label = text("label", "")
     run_type = seen.get("run_type")
     run_type = run_type if run_type in ("iteration", "aggregate") else "iteration"
-    found = first_problem(seen)
-    if found is not None:
+    invalid, malformed = first_problem(seen) or (None, False)
+    if invalid is not None:
         # Never a time: a NaN, a missing unit or an absurd value must not reach a chart, a store
         # or an upload. Its counters go too: they were measured with the same broken run.
-        return _invalid_row(name, text("run_name", name), run_type, label, *found)
+        run_name = text("run_name", name)
+        return BenchRow(name, run_name, run_type, label, invalid=invalid, malformed=malformed)
     # A "cv" aggregate is a ratio, not a time: Google Benchmark marks it aggregate_unit=percentage.
     percent = seen.get("aggregate_unit") == "percentage"
     scale = 1.0 if percent else TIME_UNIT_TO_S.get(seen.get("time_unit"), math.nan)
 
-    def seconds(key: str) -> float:
-        value = seen.get(key)
-        return float(value) * scale if is_number(value) and math.isfinite(value) else math.nan
+    def seconds(key: str) -> float:  # a sound row's times are finite numbers where present
+        return float(seen[key]) * scale if key in seen else math.nan
 
     rep, iterations = seen.get("repetition_index"), seen.get("iterations", 0)
     return BenchRow(
@@ -294,7 +293,6 @@ def _make_row(index: int, obj: Any) -> BenchRow:
         real_time_s=seconds("real_time"),
         cpu_time_s=seconds("cpu_time"),
         label=label,
-        labels=parse_label(label),
         counters=counters,
         error=seen["error_message"] if seen.get("error_occurred") else None,
     )
@@ -457,14 +455,6 @@ def iteration_rows(report: BenchReport) -> list[BenchRow]:
 def invalid_rows(report: BenchReport) -> list[BenchRow]:
     """Rows (measured or aggregate) whose values cannot be a measurement (see first_problem)."""
     return [row for row in report.rows if row.invalid is not None]
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    """`python -m gpubench_tools.benchjson --errors FILE`: tools/gpu-check's count of a file's
-    error rows, worded and printed by wording.errors_main (the reader only reads)."""
-    from .wording import errors_main
-
-    return errors_main(argv)
 
 
 if __name__ == "__main__":

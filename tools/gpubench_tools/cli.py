@@ -25,19 +25,6 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, NoReturn, Sequence
 
-__all__ = [
-    "EXIT_OK",
-    "EXIT_REGRESSION",
-    "EXIT_UNUSABLE",
-    "EXIT_UNRESOLVED",
-    "UnusableInput",
-    "ArgumentParser",
-    "Number",
-    "add_debug_flag",
-    "program_name",
-    "run_main",
-]
-
 EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_UNUSABLE = 2

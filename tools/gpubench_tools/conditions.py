@@ -1,4 +1,5 @@
-"""The conditions of a repetition: quiet, disturbed or conditions unknown, and the words for them.
+"""The conditions of a repetition: quiet, disturbed or conditions unknown, and the lines that say
+them (worded by templates/words.j2, through wording.in_words).
 
 One rule for every tool (docs/timing-method.md, "Conditions and disturbed repetitions"); the
 counters it reads are declared in schema.py.
@@ -10,7 +11,7 @@ import math
 from typing import Iterable
 
 from .schema import usable_counter
-from .units import plural
+from .wording import in_words
 
 # What the harness's rule (docs/timing-method.md, "Conditions and disturbed repetitions") said of a
 # repetition, decided here for every tool: *disturbed* (counter `disturbed` is 1: something else
@@ -63,18 +64,12 @@ def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
     waited for a CPU while other processes ran, up to 1.02 core; 1 lost CPU time to the
     hypervisor (steal), up to 0.20 core"; "" where none is disturbed."""
     disturbed = [c for c in rows if condition_of(c) == DISTURBED]
-    parts = []
+    causes = []
     for bit, (words, figures) in DISTURBED_BY.items():
         hit = [c for c in disturbed if _bits(c) & bit]
-        if not hit:
-            continue
         values = [v for c in hit if (v := _by_how_much(c, figures)) is not None]
-        most = f", up to {max(values):.2f} core" if values else ""
-        parts.append(f"{len(hit)} {words}{most}")
-    unexplained = len([c for c in disturbed if not _bits(c)])
-    if unexplained:
-        parts.append(f"{unexplained} without a recorded cause")
-    return "; ".join(parts)
+        causes += [(len(hit), words, max(values, default=None))] if hit else []
+    return in_words("disturbance_causes", causes, len([c for c in disturbed if not _bits(c)]))
 
 
 def describe_conditions(rows: Iterable[dict[str, float]]) -> str | None:
@@ -83,20 +78,10 @@ def describe_conditions(rows: Iterable[dict[str, float]]) -> str | None:
     for a CPU while other processes ran, up to 1.02 core)"."""
     counters = list(rows)
     n = sum(1 for c in counters if condition_of(c) == DISTURBED)
-    if not n:
-        return None
-    verb = "was" if n == 1 else "were"
-    return (
-        f"{n} of {plural(len(counters), 'repetition')} {verb} measured while disturbed "
-        f"({disturbance_causes_line(counters)})"
-    )
+    return in_words("disturbed", n, len(counters), disturbance_causes_line(counters)) if n else None
 
 
 def unknown_conditions_note(what: str) -> str:
     """The one line a tool says once for repetitions without condition counters (`what`: "2 files",
     "the baseline", ...)."""
-    return (
-        f"conditions unknown: {what} carry no condition counters (written by a bench older than "
-        "them, or with GPUBENCH_CONDITIONS=off), so whether the machine was quiet is not known; "
-        "used as measured"
-    )
+    return in_words("unknown_conditions", what)

@@ -26,8 +26,9 @@ import pandas as pd
 
 from . import output
 from .benchjson import BenchJsonError
-from .conditions import DISTURBED, UNKNOWN
+from .conditions import UNKNOWN
 from .history.words import words
+from .policy import NOTHING_MEASURED, REFUSE, action
 from .table import headline_rows
 from .escape import term_text
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
@@ -67,22 +68,6 @@ def benchmark_values(
     rows["usable"] = np.isfinite(rows["value_s"]) & (rows["value_s"] > 0)
     names = pd.Series(range(rows["name"].nunique()), index=rows["name"].unique())
     repetitions = rows[rows["run_type"] != "aggregate"]
-    measured = repetitions[repetitions["reason"].isna()]
-    # The headline rule (policy.HEADLINE_RULE): undisturbed repetitions where enough remain.
-    chosen_reps = headline_rows(measured[measured["usable"]], ["name"])
-    values = chosen_reps.groupby("name")["value_s"]
-    states = chosen_reps.groupby("name")["conditions"]
-    found = pd.DataFrame(
-        {"value_s": values.median(), "min_s": values.min(), "max_s": values.max()}
-    ).assign(
-        repetitions=values.size(),
-        clock=measured.groupby("name")["clock"].first(),
-        disturbed_in=chosen_reps.groupby("name")["disturbed_in_number"].first(),
-        disturbed_left_out=chosen_reps.groupby("name")["disturbed_left_out"].first(),
-        unknown=states.agg(lambda c: bool((c == UNKNOWN).any())),
-    )
-    found.loc[found["repetitions"] == 1, ["min_s", "max_s"]] = math.nan
-
     # A benchmark with no repetition rows at all: its median aggregate, else its mean (the last
     # row of each kind, as Google Benchmark writes one).
     aggregates = rows[(rows["run_type"] == "aggregate") & ~rows["name"].isin(repetitions["name"])]
@@ -92,23 +77,26 @@ def benchmark_values(
     aggregates = aggregates.sort_values(
         "aggregate_name", key=lambda c: c.map(_AGGREGATE_VALUES.index), kind="stable"
     ).drop_duplicates("name")
-    found = pd.concat(
-        [
-            found,
-            aggregates.set_index("name")[["value_s", "clock"]].assign(
-                repetitions=0,
-                disturbed_in=aggregates["conditions"].eq(DISTURBED).to_numpy(),
-                disturbed_left_out=0,
-                unknown=aggregates["conditions"].eq(UNKNOWN).to_numpy(),
-            ),
-        ]
+    # The headline rule (policy.HEADLINE_RULE): undisturbed repetitions where enough remain; an
+    # aggregate is its benchmark's one value, marked where it includes disturbed repetitions.
+    measured = repetitions[repetitions["reason"].isna() & repetitions["usable"]]
+    chosen = headline_rows(pd.concat([measured, aggregates]), ["name"])
+    grouped = chosen.groupby("name", sort=False)
+    found = grouped["value_s"].agg(value_s="median", min_s="min", max_s="max")
+    found = found.assign(
+        repetitions=grouped["run_type"].agg(lambda t: int((t != "aggregate").sum())),
+        clock=grouped["clock"].first(),
+        disturbed_in=grouped["disturbed_in_number"].first(),
+        disturbed_left_out=grouped["disturbed_left_out"].first(),
+        unknown=grouped["conditions"].agg(lambda c: bool((c == UNKNOWN).any())),
     )
+    found.loc[found["repetitions"] <= 1, ["min_s", "max_s"]] = math.nan
     found = found.loc[[name for name in names.index if name in found.index]]
 
     dropped = repetitions[repetitions["reason"].notna()].groupby(["name", "reason"])
     dropped = dropped["order"].agg(rows="size", first="min").reset_index()
     dropped["of_rows"] = dropped["name"].map(repetitions["name"].value_counts())
-    dropped["exported"] = dropped["name"].isin(values.size().index)
+    dropped["exported"] = dropped["name"].isin(found.index)
     dropped = dropped.sort_values(
         ["name", "first"], key=lambda c: c.map(names) if c.name == "name" else c
     )
@@ -200,14 +188,12 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
         found, dropped, silent = benchmark_values(rows, args.time)
         warnings += describe_values(path, found, dropped, silent, args.verbose)
         found = found[[not pattern or bool(pattern.search(name)) for name in found.index]]
-        for name in found.index:
-            if name in origin:
-                raise ExportError(
-                    f"{path}: {term_text(name)} is also in {origin[name]}: which one?"
-                )
-            origin[name] = path
+        again = next((name for name in found.index if name in origin), None)
+        if again is not None:
+            raise ExportError(f"{path}: {term_text(again)} is also in {origin[again]}: which one?")
+        origin |= dict.fromkeys(found.index, path)
         summaries.append(found)
-    if not origin:
+    if not origin and action("export", NOTHING_MEASURED).kind == REFUSE:
         raise ExportError("no benchmark with a usable time in the input")
     found = pd.concat(summaries)
     gab = args.format != "bencher"

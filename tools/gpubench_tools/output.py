@@ -44,12 +44,6 @@ def decided() -> int | None:
     return _state["code"]  # type: ignore[return-value]
 
 
-def _closed_pipe(exc: BaseException) -> bool:
-    return isinstance(exc, BrokenPipeError) or (
-        isinstance(exc, OSError) and exc.errno in (errno.EPIPE, errno.EINVAL)
-    )
-
-
 def _drop_stdout() -> None:
     """After EPIPE: send the rest of stdout to /dev/null, so that neither a later print nor the
     interpreter's final flush fails (Python would exit 120 after a failed final flush)."""
@@ -67,8 +61,8 @@ def _write(stream: Any, lines: tuple[str, ...], color: bool = False) -> bool:
     try:
         stream.write("".join(log_line(line, color) + "\n" for line in lines))
         stream.flush()
-    except OSError as exc:  # BrokenPipeError is one
-        if not _closed_pipe(exc):
+    except OSError as exc:  # BrokenPipeError is one; EINVAL is a closed pipe on some systems
+        if not isinstance(exc, BrokenPipeError) and exc.errno not in (errno.EPIPE, errno.EINVAL):
             raise
         return False
     return True

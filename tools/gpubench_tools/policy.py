@@ -27,6 +27,7 @@ from importlib import resources
 from typing import Any
 
 from .cli import EXIT_REGRESSION, EXIT_UNUSABLE
+from .wording import in_words
 
 # What a tool does (Action.kind).
 REFUSE = "refuse"  # exit 2: one line naming the file (and row and field); nothing of it used
@@ -99,18 +100,11 @@ def file_situation(report: Any) -> str | None:
     a run a signal stopped, CUT_OFF for one whose writer stopped halfway, None for a complete
     file. An interrupted file whose text is cut short as well is CUT_OFF: its rows are a
     prefix."""
-    if getattr(report, "recovered_from_truncation", False):
+    if report.recovered_from_truncation:
         return CUT_OFF
-    if getattr(report, "interrupted", None) is not None:
-        return INTERRUPTED
-    return None
+    return INTERRUPTED if report.interrupted is not None else None
 
 
 def markdown_table() -> str:
     """The table as docs/input-policy.md shows it: a row per situation, a column per tool."""
-    head = "| what the reader found | " + " | ".join(TOOLS) + " |"
-    lines = [head, "|" + "---|" * (len(TOOLS) + 1)]
-    for situation in SITUATIONS:
-        cells = [POLICY[t][situation].does if situation in POLICY[t] else "—" for t in TOOLS]
-        lines.append(f"| **{situation}** | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return in_words("policy_table", TOOLS, SITUATIONS, POLICY)

@@ -15,7 +15,7 @@ import re
 from typing import Any, Iterator
 
 from . import schema
-from .json_values import Pairs, as_read, is_number
+from .json_values import as_read, is_number
 
 # Seconds in each time_unit Google Benchmark writes; any other unit makes a row invalid.
 TIME_UNIT_TO_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -156,15 +156,12 @@ def _finite(validator: Any, wanted: Any, instance: Any, subschema: Any) -> Itera
 
 
 @functools.lru_cache(maxsize=1)
-def _validators() -> tuple[Any, Any]:
-    """(file validator, row validator). Imported here: jsonschema is only needed to read."""
+def _validator() -> Any:
+    """The validator of one row. Imported here: jsonschema is only needed to read."""
     from jsonschema import Draft202012Validator, validators
 
     Validator = validators.extend(Draft202012Validator, {"finite": _finite})
-    doc = json_schema()
-    top = {k: v for k, v in doc.items() if k != "$defs"}
-    top["properties"] = {"context": {"type": "object"}, "benchmarks": {"type": "array"}}
-    return Validator(top), Validator(doc["$defs"]["row"])
+    return Validator(json_schema()["$defs"]["row"])
 
 
 _TYPE_WORDS = {
@@ -222,63 +219,8 @@ def _order(key: str) -> int:
 def first_problem(seen: dict[str, Any]) -> tuple[str, bool] | None:
     """(reason, malformed) of the first problem of a row (its keys as read), None for a sound row
     (see json_schema): the reason names the first field in question and its value as read."""
-    shape = _shape(seen)
-    if _VALID_SHAPES.get(shape):
-        return None
     # A missing or mistyped field first: such a row is malformed whatever else it holds.
     problems = sorted(
-        (_problem(e) for e in _validators()[1].iter_errors(seen)), key=lambda p: (not p[3], p[:3])
+        (_problem(e) for e in _validator().iter_errors(seen)), key=lambda p: (not p[3], p[:3])
     )
-    if len(_VALID_SHAPES) < 100_000:  # bounded: a hostile file cannot grow it without end
-        _VALID_SHAPES[shape] = not problems
     return (problems[0][2], problems[0][3]) if problems else None
-
-
-def _objects(node: Any) -> Iterator[dict[str, Any]]:
-    """Every object of a JSON document, the document's own first."""
-    if isinstance(node, dict):
-        yield node
-    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else []
-    for child in children:
-        yield from _objects(child)
-
-
-@functools.lru_cache(maxsize=1)
-def _limits() -> tuple[tuple[float, ...], frozenset[str]]:
-    """Every number the schema compares a value with, and the keys whose string values it
-    compares (enum, const): what a row's validity can depend on."""
-    objects = list(_objects(json_schema()))
-    bounds = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-    numbers = {0.0} | {float(node[key]) for node in objects for key in bounds if key in node}
-    properties = [item for node in objects for item in node.get("properties", {}).items()]
-    strings = {
-        key for key, sub in properties if isinstance(sub, dict) and {"enum", "const"} & set(sub)
-    }
-    return tuple(sorted(numbers)), frozenset(strings)
-
-
-def _shape(seen: dict[str, Any]) -> tuple[Any, ...]:
-    """The row with every value replaced by what the schema's keywords can tell apart: for a
-    number its type, whether it is finite and an integer, and where it lies among the schema's
-    limits; for a string its value where an enum or const compares it, else whether it is empty.
-    Rows of one shape are all valid or all invalid, so validity is computed once per shape (a
-    file's thousand rows have a handful of shapes), and the messages only for invalid rows."""
-    limits, compared = _limits()
-
-    def of(key: str, value: Any) -> Any:
-        if isinstance(value, bool) or value is None:
-            return value
-        if isinstance(value, (int, float)):
-            finite = math.isfinite(value)
-            where = tuple((value > t) - (value < t) for t in limits) if value == value else ()
-            integer = isinstance(value, int) or (finite and float(value).is_integer())
-            return (type(value) is int, finite, integer, where)
-        if isinstance(value, str):
-            return value if key in compared else bool(value)
-        return type(value).__name__ if not isinstance(value, Pairs) else "object"
-
-    return tuple((key, of(key, value)) for key, value in seen.items())
-
-
-# Shape of a row (see _shape) -> whether the validator found such a row valid.
-_VALID_SHAPES: dict[tuple[Any, ...], bool] = {}

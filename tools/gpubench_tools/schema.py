@@ -99,6 +99,10 @@ def schema_document() -> dict[str, Any]:
     return json.loads(json.dumps(_DOC))  # a copy: the caller may change it
 
 
+# The tables of the document: counter (prefix) -> its unit and direction.
+_TABLES = {"counters": "counter", "counter_prefixes": "counter prefix"}
+
+
 def differences(doc: Any, other: str = "the other side") -> list[str]:
     """Every way `doc` (for example the parsed output of `bench --schema`) disagrees with this
     module, one line each; empty when they agree. Counter order does not matter, label key
@@ -107,16 +111,11 @@ def differences(doc: Any, other: str = "the other side") -> list[str]:
     if not isinstance(doc, dict):
         return [f"{other} is {type(doc).__name__}, expected a JSON object"]
     out: list[str] = []
-    if doc.get("schema_version") != mine["schema_version"]:
-        out.append(
-            f"schema_version: {other} says {doc.get('schema_version')!r}, "
-            f"Python says {mine['schema_version']}"
-        )
-    for table, what in (("counters", "counter"), ("counter_prefixes", "counter prefix")):
-        out += _table_differences(mine[table], doc.get(table), table, what, other)
-    labels = doc.get("label_keys")
-    if labels != mine["label_keys"]:
-        out.append(f"label_keys: {other} says {labels!r}, Python says {mine['label_keys']!r}")
+    for key, value in mine.items():  # in the document's order
+        if key in _TABLES:
+            out += _table_differences(value, doc.get(key), key, _TABLES[key], other)
+        elif doc.get(key) != value:
+            out.append(f"{key}: {other} says {doc.get(key)!r}, Python says {value!r}")
     extra_top = sorted(set(doc) - set(mine))
     if extra_top:
         out.append(f"{other} has unexpected top-level keys {extra_top}")

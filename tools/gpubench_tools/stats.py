@@ -14,16 +14,6 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
-__all__ = [
-    "MIN_REPETITIONS",
-    "SampleStats",
-    "enough_samples",
-    "min_p_value",
-    "ratio_of",
-    "repetitions_needed",
-    "u_test",
-]
-
 Alternative = Literal["two-sided", "greater", "less"]
 
 # Fewest repetitions a side for any verdict of the compare gate, whatever alpha allows: with 1 or

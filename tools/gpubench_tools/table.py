@@ -39,11 +39,10 @@ from .benchjson import iteration_rows, load_report
 from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import usable_counter
-from .units import plural
-from .wording import cut_off_lines, describe_invalid
+from .wording import cut_off_lines, describe_invalid, in_words
 from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import CUT_OFF, INTERRUPTED, action, file_situation
-from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
+from .cli import EXIT_OK, ArgumentParser, add_debug_flag, program_name, run_main
 
 
 def num(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -67,6 +66,11 @@ def per_step(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 THIS_RUN, REFERENCE_RUN = "this run", "reference run"
 # A benchmark that failed, was skipped or is invalid: a row of Table.problems.
 _PROBLEM_COLUMNS = ("file", "name", "backend", "status", "reason")
+
+# The columns of file_rows, in order.
+_FILE_ROW_COLUMNS = ["name", "label", "run_type", "aggregate_name", "repetition", "iterations"]
+_FILE_ROW_COLUMNS += ["real_time_s", "cpu_time_s", "threads", "error", "status", "invalid"]
+_FILE_ROW_COLUMNS += ["conditions", "counters"]
 
 # The label keys every row is given, with the value a file that predates the key implies.
 _LABEL_DEFAULTS = {"dtype": "fp32", "precision": "fp32"}
@@ -104,20 +108,15 @@ def file_rows(report: BenchReport) -> pd.DataFrame:
     is, naming the field and its value as the file wrote it: benchjson's reason), `conditions` (disturbed, quiet
     or conditions unknown: conditions.condition_of) and `counters` (a dict of the values as read: a
     NaN counter is an invalid value, an absent one no value)."""
-    fields = {"name": "run_name", "label": "label", "run_type": "run_type"}
-    fields |= {"aggregate_name": "aggregate_name", "repetition": "repetition_index"}
-    fields |= {k: k for k in ("iterations", "real_time_s", "cpu_time_s", "threads", "error")}
-    fields |= {k: k for k in ("status", "invalid", "conditions", "counters")}
-    values = {
-        "threads": lambda r: r.counters.get("threads", float("nan")),
-        "status": lambda r: "measured" if r.status == VALID else r.status,
-    }
-    columns = {
-        column: [values.get(column, lambda r: getattr(r, attr))(r) for r in report.rows]
-        for column, attr in fields.items()
-    }
+    records = [
+        vars(row)
+        | {"name": row.run_name, "repetition": row.repetition_index, "conditions": row.conditions}
+        | {"threads": row.counters.get("threads", float("nan"))}
+        | {"status": "measured" if row.status == VALID else row.status}
+        for row in report.rows
+    ]
     numbers = {"iterations": int, "real_time_s": float, "cpu_time_s": float, "threads": float}
-    return pd.DataFrame(columns, dtype=object).astype(numbers)
+    return pd.DataFrame(records, columns=_FILE_ROW_COLUMNS, dtype=object).astype(numbers)
 
 
 def short_gpu_name(name: str) -> str:
@@ -129,6 +128,10 @@ def short_cpu_name(name: str) -> str:
     text = re.sub(r"\s+CPU\b(?=\s+\S)", "", text)  # "Xeon(R) CPU E5-2680" -> "Xeon E5-2680"
     text = re.sub(r"\s*@.*$", "", text)
     return re.sub(r"\s+", " ", text).strip() or name
+
+
+# What names the host of a run: its CPU model, logical CPU count and host name.
+_HOST_KEYS = ("cpu_model", "cpu_logical_cpus", "host_name")
 
 
 def _ctx_str(context: dict[str, Any], key: str) -> str | None:
@@ -143,20 +146,14 @@ def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
     not the CPU). A context naming neither a GPU nor a CPU identifies nothing and never matches;
     without a GPU, the CPU model must be on both."""
     gpu = _gpu_name(a)
-    if gpu != _gpu_name(b):
+    host = [(_ctx_str(a, key), _ctx_str(b, key)) for key in _HOST_KEYS]
+    if gpu != _gpu_name(b) or (gpu is None and None in host[0]):
         return False
-    if gpu is None and (_ctx_str(a, "cpu_model") is None or _ctx_str(b, "cpu_model") is None):
-        return False
-    for key in ("cpu_model", "cpu_logical_cpus", "host_name"):
-        value_a, value_b = _ctx_str(a, key), _ctx_str(b, key)
-        if value_a is not None and value_b is not None and value_a != value_b:
-            return False
-    return True
+    return all(None in pair or pair[0] == pair[1] for pair in host)
 
 
 def _same_host(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    keys = ("cpu_model", "cpu_logical_cpus", "host_name")
-    return all(_ctx_str(a, k) is not None and _ctx_str(a, k) == _ctx_str(b, k) for k in keys)
+    return all(_ctx_str(a, k) is not None and _ctx_str(a, k) == _ctx_str(b, k) for k in _HOST_KEYS)
 
 
 def _row_backend(row: BenchRow) -> str | None:
@@ -225,10 +222,9 @@ def _measured(report: BenchReport) -> list[BenchRow]:
     have = {(r.run_name, r.label) for r in rows}
     for wanted in ("median", "mean"):
         for r in report.rows:
-            key = (r.run_name, r.label)
             if r.run_type == "aggregate" and r.aggregate_name == wanted and r.usable:
-                if key not in have:
-                    have.add(key)
+                if (r.run_name, r.label) not in have:
+                    have.add((r.run_name, r.label))
                     rows.append(r)
     return rows
 
@@ -236,20 +232,16 @@ def _measured(report: BenchReport) -> list[BenchRow]:
 def _problems(report: BenchReport) -> list[dict[str, Any]]:
     """Failed, skipped and invalid benchmarks of one file: one entry per benchmark, not per
     repetition."""
-    out: list[dict[str, Any]] = []
-    seen: set[tuple[str, str]] = set()
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     for row in report.rows:
         status = row.status
         # An error row counts once per benchmark, by its repetitions (not its aggregates).
-        counted = status == INVALID or (status != VALID and row.run_type == "iteration")
-        if not counted or (row.run_name, status) in seen:
-            continue
-        seen.add((row.run_name, status))
-        # an error row's whole message: the report shows it once per group
-        reason = row.invalid if status == INVALID else row.error
-        values = (report.path, row.run_name, _row_backend(row), status, reason)
-        out.append(dict(zip(_PROBLEM_COLUMNS, values)))
-    return out
+        if status == INVALID or (status != VALID and row.run_type == "iteration"):
+            # an error row's whole message: the report shows it once per group
+            reason = row.invalid if status == INVALID else row.error
+            values = (report.path, row.run_name, _row_backend(row), status, reason)
+            found.setdefault((row.run_name, status), dict(zip(_PROBLEM_COLUMNS, values)))
+    return list(found.values())
 
 
 def _file_notes(
@@ -268,15 +260,9 @@ def _file_notes(
         notes.append((situation, f"{report.path}: {describe_invalid(invalid)}: not used"))
     for situation, status in ((FAILED_ROW, "failed"), (SKIPPED_ROW, "skipped")):
         mine = [p for p in problems if p["status"] == status]
-        if not mine:
-            continue
-        text = f"{plural(len(mine), 'benchmark')} in {report.path} "
-        if status == "skipped":
-            reasons = dict.fromkeys(skip_reason(p["reason"]) for p in mine)
-            text += f"{'was' if len(mine) == 1 else 'were'} skipped, {', '.join(map(str, reasons))}"
-        else:
-            text += "failed"
-        notes.append((situation, text + " (listed in the report)"))
+        reasons = dict.fromkeys(skip_reason(p["reason"]) for p in mine)
+        if mine:
+            notes.append((situation, in_words("problems", report.path, status, len(mine), reasons)))
     return notes
 
 
@@ -301,10 +287,7 @@ def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, str]]:
     if not shared:
         return []
     files = sorted({f for name in shared for f in names_in[name]})
-    what = "benchmark appears" if len(shared) == 1 else "benchmarks appear"
-    line = f"{len(shared)} {what} in more than one of {', '.join(files)} (same machine): their "
-    line += f"rows are treated as repetitions and reduced to medians (for example {shared[0]})"
-    return [(None, line)]
+    return [(None, in_words("shared", shared, files))]
 
 
 def _gpu_name(context: dict[str, Any]) -> str | None:
@@ -332,7 +315,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
         machines[-1].update(gpu_context=context, gpu_reference=False)
         measured = {report.path: _measured(report) for report in group}
         for report in group:
-            file_contexts[report.path] = report.context
+            file_contexts[report.path] = _plain_values(report.context)
             found = _problems(report)
             problems += found
             notes += _file_notes(report, found, invalid_rows(report))
@@ -345,13 +328,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     if rows.empty:
         rows = pd.DataFrame(columns=["machine", "name", "backend", "workload", "real_time_s"])
     # Each row carries the context of the file it came from (a reference row, its GPU's).
-    contexts = pd.DataFrame.from_dict(
-        {
-            path: {f"context.{k}": v for k, v in ctx.items() if isinstance(v, (str, int, float))}
-            for path, ctx in file_contexts.items()
-        },
-        orient="index",
-    )
+    contexts = pd.DataFrame.from_dict(file_contexts, orient="index").add_prefix("context.")
     if not rows.empty and not contexts.empty:
         rows = rows.join(contexts, on="file")
     machine_frame = pd.DataFrame.from_records(machines)
@@ -388,9 +365,8 @@ def _add_reference(
         )
     own = sorted({r["file"] for r in records if r["backend"] == "gpu"})
     if own:
-        names = ", ".join(Path(p).name for p in reference_paths)
-        note = f"--gpu-reference {names} not used: {', '.join(own)} has GPU rows of its own"
-        return [(None, note)]
+        names = [Path(p).name for p in reference_paths]
+        return [(None, in_words("reference_not_used", names, own))]
     if len(machines) > 1:
         raise BenchJsonError(
             ", ".join(p for m in machines for p in m["files"]),
@@ -413,13 +389,18 @@ def _add_reference(
     records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in gpu_rows]
     notes: list[tuple[str | None, str]] = []
     for report in group:
-        file_contexts[report.path] = report.context
+        file_contexts[report.path] = _plain_values(report.context)
         found = [p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != INVALID]
         problems += found
         # A reference that did not finish says so, as the run's own files do: its GPU rows are
         # only the benchmarks it got to (its invalid rows go unmentioned).
         notes += _file_notes(report, found, [], "the GPU reference run")
     return notes
+
+
+def _plain_values(context: dict[str, Any]) -> dict[str, Any]:
+    """The values of a context a table cell holds: strings and numbers (not the caches' lists)."""
+    return {k: v for k, v in context.items() if isinstance(v, (str, int, float))}
 
 
 def _tag_twins(machines: list[dict[str, Any]]) -> None:
@@ -441,8 +422,6 @@ def undisturbed(rows: pd.DataFrame) -> pd.DataFrame:
     rows) that the harness's rule did not call disturbed: quiet ones and those whose conditions
     are unknown (an older file's repetitions are used as measured). The one filter a judgement
     applies (compare leaves disturbed repetitions out and counts them)."""
-    if "conditions" not in rows:
-        return rows
     return rows[rows["conditions"] != DISTURBED]
 
 
@@ -500,16 +479,12 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
         out[["t_step_min", "t_step_max"]] = grouped["t_step"].agg(["min", "max"])
     out["repetitions"] = time.size()
     out["spread"] = (out["time_max_s"] - out["time_min_s"]) / out["time_s"]
-    if "conditions" in rows:
-        out["conditions"] = grouped["conditions"].agg(
-            lambda c: (
-                DISTURBED if (c == DISTURBED).any() else UNKNOWN if (c == UNKNOWN).any() else QUIET
-            )
+    out["conditions"] = grouped["conditions"].agg(
+        lambda c: (
+            DISTURBED if (c == DISTURBED).any() else UNKNOWN if (c == UNKNOWN).any() else QUIET
         )
-        out["disturbed_left_out"] = grouped["disturbed_left_out"].first().astype(int)
-    else:
-        out["conditions"] = UNKNOWN
-        out["disturbed_left_out"] = 0
+    )
+    out["disturbed_left_out"] = grouped["disturbed_left_out"].first().astype(int)
     return out.reset_index()
 
 
@@ -528,11 +503,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         )
         parser.add_argument("--gpu-rows", nargs="+", metavar="FILE", required=True)
         add_debug_flag(parser)
-        args = parser.parse_args(args_list)
-        try:
-            print(gpu_benchmark_count(args.gpu_rows))
-        except BenchJsonError as exc:
-            raise UnusableInput(str(exc)) from None
+        # A file that is not bench JSON is unusable input (BenchJsonError): exit 2, one line.
+        print(gpu_benchmark_count(parser.parse_args(args_list).gpu_rows))
         return EXIT_OK
 
     return run_main(prog, body, argv)
