@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, gb_row, write_bench_json
 
-from gpubench_tools.benchjson import BenchJsonError, iteration_rows, load_report, parse_label
+from gpubench_tools.benchjson import FAILED, SKIPPED, VALID, BenchJsonError, iteration_rows
+from gpubench_tools.benchjson import load_report, parse_label
 from gpubench_tools.row_rules import SKIP_PREFIXES, skip_reason
-from gpubench_tools.wording import describe_errors
+from gpubench_tools.wording import cut_off_lines, describe_errors
 from gpubench_tools.table import load_table, summarize
 from bad_inputs import CPU_ONLY, OK, UNUSABLE, call_tool, with_value
 
@@ -22,7 +23,7 @@ from gpubench_tools import benchjson
 def test_real_cpu_file_loads_with_units_counters_and_labels() -> None:
     rep = load_report(str(FIXTURES / "cpu_only.json"))
     assert len(rep.rows) == 54
-    assert not rep.recovered_from_truncation and rep.warnings == []
+    assert not rep.recovered_from_truncation and cut_off_lines(rep) == []
     first = rep.rows[0]
     assert first.name == "matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1"
     assert first.real_time_s == pytest.approx(0.2904122620267966e-6)  # written in us
@@ -116,9 +117,9 @@ def test_rows_that_do_not_fit_are_skipped_not_failed(tmp_path: Path) -> None:
     ]
     rep = load_report(str(write_bench_json(tmp_path / "s.json", rows)))
     by_name = {r.run_name: r for r in rep.rows if r.run_type == "iteration"}
-    assert [n for n, r in by_name.items() if r.skipped] == ["chip", "memory"]
-    assert [n for n, r in by_name.items() if r.failed] == ["wrong"]
-    assert not by_name["ok"].skipped and not by_name["ok"].failed
+    assert [n for n, r in by_name.items() if r.status == SKIPPED] == ["chip", "memory"]
+    assert [n for n, r in by_name.items() if r.status == FAILED] == ["wrong"]
+    assert by_name["ok"].status == VALID
     # Counted over the measured rows only (no aggregates), each skip with its reason.
     assert describe_errors(rep) == (
         "1 row failed, 2 skipped (does not fit on chip: 1, does not fit in device memory: 1)"
@@ -186,7 +187,7 @@ def test_truncated_file_recovers_complete_rows(tmp_path: Path, fraction: float) 
     assert expected > 0
     assert rep.recovered_from_truncation
     assert len(rep.rows) == expected
-    assert rep.warnings == [
+    assert cut_off_lines(rep) == [
         f"recovered {expected} complete benchmark rows from truncated file {path}"
     ]
     assert rep.context["cpu_model"] == "AMD EPYC"

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from conftest import gb_row
 
-from gpubench_tools import compare
+from gpubench_tools import benchjson, compare
 from gpubench_tools.benchjson import load_report
 from gpubench_tools.compare import config as config_module
 from gpubench_tools.compare.stats import Thresholds, compare_metric
@@ -484,8 +484,8 @@ def test_installed_wheel_in_a_venv_matches_the_module(tmp_path) -> None:
 
 def test_identical_skip_reasons_are_one_line(capsys, tmp_path) -> None:
     report = load_report(str(QUICKSTART))
-    skipped = {r.run_name for r in report.rows if r.skipped}
-    (message,) = {r.error for r in report.rows if r.skipped}
+    skipped = {r.run_name for r in report.rows if r.status == benchjson.SKIPPED}
+    (message,) = {r.error for r in report.rows if r.status == benchjson.SKIPPED}
     assert len(skipped) == 18
     code, out, err, doc = run_json(capsys, tmp_path, str(QUICKSTART), str(QUICKSTART))
     assert code == 2 and len(err.splitlines()) == 1  # single repetitions: cannot judge

@@ -25,6 +25,7 @@ from gpubench_tools.compare import main as compare_main
 from gpubench_tools.history import store
 from gpubench_tools.history.cli import main as history_main
 from gpubench_tools.report import main as report_main
+from gpubench_tools.wording import cut_off_lines, cut_off_words
 
 OK, REGRESSION, UNUSABLE = 0, 1, 2
 CI_CPU = REPO / "reports" / "baselines" / "ci-cpu.json"
@@ -59,9 +60,9 @@ def test_an_interrupted_file_is_cut_off_with_its_signal_and_counts(
     report = benchjson.load_report(str(path))
     assert report.state == benchjson.CUT_OFF and not report.recovered_from_truncation
     assert report.interrupted == benchjson.Interruption(signal, finished, selected)
-    assert report.cut_off == f"interrupted by {signal} after 2 of {selected} benchmarks"
+    assert cut_off_words(report) == f"interrupted by {signal} after 2 of {selected} benchmarks"
     assert policy.file_situation(report) == policy.INTERRUPTED
-    assert report.warnings[0] == (
+    assert cut_off_lines(report)[0] == (
         f"{path}: the run was interrupted by {signal} after 2 of {selected} benchmarks: "
         f"{selected - 2} selected benchmarks were not measured (no rows)"
     )
@@ -76,14 +77,14 @@ def test_a_truncated_file_says_truncated_not_interrupted(tmp_path: Path) -> None
     report = benchjson.load_report(str(path))
     assert report.state == benchjson.CUT_OFF and report.interrupted is None
     assert policy.file_situation(report) == policy.CUT_OFF
-    assert report.cut_off == f"truncated after {len(report.rows)} complete rows"
-    assert "interrupted" not in " ".join(report.warnings)
+    assert cut_off_words(report) == f"truncated after {len(report.rows)} complete rows"
+    assert "interrupted" not in " ".join(cut_off_lines(report))
 
 
 def test_a_complete_file_has_no_interruption() -> None:
     report = benchjson.load_report(str(CI_CPU))
     assert report.state == benchjson.COMPLETE and report.interrupted is None
-    assert report.cut_off is None and policy.file_situation(report) is None
+    assert cut_off_words(report) is None and policy.file_situation(report) is None
 
 
 # Each malformed interruption is refused (not a bench file: exit 2 in every tool) with one line

@@ -19,7 +19,7 @@ from types import ModuleType
 import pytest
 from conftest import REPO
 
-from gpubench_tools.benchjson import iteration_rows, load_report
+from gpubench_tools.benchjson import SKIPPED, iteration_rows, load_report
 from gpubench_tools.table import load_table
 
 SCRIPT = REPO / "tools" / "reference" / "torch_mlp_amp.py"
@@ -79,7 +79,7 @@ def test_cpu_rows_are_named_labelled_and_paired_like_the_suites(tmp_path: Path) 
         )
         if row.error is not None:
             # fp16 on a CPU whose PyTorch has no CPU GradScaler: skipped, saying why.
-            assert precision == "fp16" and row.skipped, row.error
+            assert precision == "fp16" and row.status == SKIPPED, row.error
             continue
         c = row.counters
         assert c["t_epoch"] > 0 and c["t_wall"] == pytest.approx(c["t_epoch"] * c["epochs"])

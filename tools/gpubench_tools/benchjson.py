@@ -16,8 +16,8 @@ classified:
   `real_time is NaN (not a finite number)`). Nothing missing or mistyped is given a default.
 
 What each tool then does with each class is policy.py's table (docs/input-policy.md). The reader
-holds no words: what the tools say of a file or row is wording.py's (`warnings`, `cut_off` and an
-Interruption's str() ask it), and of a repetition's conditions conditions.py's. It reads JSON only
+holds no words: what the tools say of a file or row is wording.py's (`cut_off_lines`,
+`cut_off_words`, `interruption_words`), and of a repetition's conditions conditions.py's. It reads JSON only
 and never touches the C++ code.
 """
 
@@ -78,11 +78,6 @@ class Interruption:
     def missing(self) -> int:
         """Selected benchmarks the run did not finish (none of their rows is in the file)."""
         return self.selected - self.finished
-
-    def __str__(self) -> str:
-        from .wording import interruption_words
-
-        return interruption_words(self)
 
 
 def _interruption(path: str, context: Pairs) -> Interruption | None:
@@ -177,16 +172,6 @@ class BenchRow:
         """A measurement: no error and sound values."""
         return self.status == VALID
 
-    @property
-    def skipped(self) -> bool:
-        """Did not run for lack of room on the machine (see SKIP_PREFIXES): not a failure."""
-        return self.status == SKIPPED
-
-    @property
-    def failed(self) -> bool:
-        """Reported an error that is not a skip: a wrong result, a CUDA error, ..."""
-        return self.status == FAILED
-
 
 @dataclass
 class BenchReport:
@@ -203,20 +188,6 @@ class BenchReport:
         halfway (its complete rows recovered) or one whose context says it was interrupted."""
         cut = self.recovered_from_truncation or self.interrupted is not None
         return CUT_OFF if cut else COMPLETE
-
-    @property
-    def cut_off(self) -> str | None:
-        """Why the file is cut off, in wording.py's words, None for a complete file."""
-        from .wording import cut_off_words
-
-        return cut_off_words(self)
-
-    @property
-    def warnings(self) -> list[str]:
-        """What every tool says of a file whose run did not finish (wording.cut_off_lines)."""
-        from .wording import cut_off_lines
-
-        return cut_off_lines(self)
 
 
 def parse_label(label: str) -> dict[str, str]:

@@ -11,7 +11,6 @@ import json
 import re
 from typing import Any, Sequence
 
-from ..benchjson import BenchJsonError
 from .. import output
 from ..cli import EXIT_OK, ArgumentParser, Number, UnusableInput, add_debug_flag
 from ..cli import program_name, run_main
@@ -158,7 +157,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         answers, warnings = _answers(args)
-    except (AdviseError, BenchJsonError) as exc:
+    except AdviseError as exc:
         raise UnusableInput(str(exc)) from None
     # What the policy has the advisor warn about (load_runs: Table.said): a truncated file, an
     # invalid row, a benchmark in two files; not the failed and skipped rows it leaves out.

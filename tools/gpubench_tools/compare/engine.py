@@ -27,7 +27,7 @@ import pandas as pd
 from ..benchjson import BenchReport
 from ..cli import UnusableInput
 from ..conditions import DISTURBED, UNKNOWN, disturbance_causes_line, unknown_conditions_note
-from ..wording import group_reasons
+from ..wording import cut_off_lines, group_reasons
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
 from ..table import file_rows, undisturbed
 from .config import CompareConfig
@@ -310,7 +310,7 @@ def compare_reports(
     checked = chosen + [c for c in config.exact_counters if c not in chosen]
     judge = _Judge(config, checked, divisors, reference)
     results = [judge.benchmark(k, by_key[0][k], by_key[1][k]) for k in in_cont]
-    warnings = baseline.warnings + contender.warnings + warnings
+    warnings = cut_off_lines(baseline) + cut_off_lines(contender) + warnings
     warnings += _reading_warnings(baseline, contender, (base, cont), ambiguous, results)
     unmeasured = sorted(set(by_key[0]) - set(measured), key=natural_key)
     by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(by_key[0][key]))

@@ -44,12 +44,13 @@ from typing import Any
 
 import numpy as np
 
-from ..benchjson import BenchJsonError, BenchReport, iteration_rows, load_report
+from ..benchjson import FAILED as FAILED_ROW, SKIPPED as SKIPPED_ROW
+from ..benchjson import BenchReport, iteration_rows, load_report
 from ..conditions import DISTURBED, UNKNOWN, unknown_conditions_note
 from ..json_values import as_read
 from ..cli import UnusableInput
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
-from ..wording import group_reasons
+from ..wording import cut_off_lines, group_reasons
 from .stats import AMBIGUOUS, DEFAULT_RULES, FEW, INVALID, SLOWER, PairedRules, judge_values
 from .stats import needs_confirmation, possibly_slower
 from .verdict import BASE_FAILED, FAILED, INCOMPLETE, MISSING, NEW, SKIPPED, Judgement, Verdict
@@ -103,10 +104,10 @@ def _without_pairs(name: str, b_rows: list[Any], c_rows: list[Any]) -> Verdict |
         return Verdict(name, NEW, why="only in the contender, not compared")
     failures = ((b_rows, BASE_FAILED, "not compared: "), (c_rows, FAILED, "now fails: "))
     for rows, verdict, why in failures:
-        failed = next((r for r in rows if r.failed), None)
+        failed = next((r for r in rows if r.status == FAILED_ROW), None)
         if failed:
             return Verdict(name, verdict, why=f"{why}{failed.error}")
-    skipped = next((r for r in b_rows + c_rows if r.skipped), None)
+    skipped = next((r for r in b_rows + c_rows if r.status == SKIPPED_ROW), None)
     return None if skipped is None else Verdict(name, SKIPPED, why=str(skipped.error))
 
 
@@ -150,7 +151,7 @@ def judge_reports(
     notes: list[str] = []
     if base.context.get(PAIR_ROLE) == "contender" and contender.context.get(PAIR_ROLE) == "base":
         notes.append("the files are given in reverse order: ratios are base / contender")
-    notes += base.warnings + contender.warnings
+    notes += cut_off_lines(base) + cut_off_lines(contender)
     base_rows, cont_rows = _rows_by_name(base), _rows_by_name(contender)
     # A file of several inner repetitions per process holds each process's fastest (interleave.py):
     # the minimum stands for its process, disturbed or not. Measured on real runs beside a bursty
@@ -178,8 +179,5 @@ def judge_reports(
 
 def judge_files(base_path: str, contender_path: str, rules: PairedRules) -> Judgement:
     """Loads and judges two paired files; a file that is not bench JSON is unusable input."""
-    try:
-        base, contender = load_report(base_path), load_report(contender_path)
-    except BenchJsonError as exc:
-        raise UnusableInput(str(exc)) from None
+    base, contender = load_report(base_path), load_report(contender_path)
     return judge_reports(base, contender, rules)

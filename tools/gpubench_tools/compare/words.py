@@ -15,7 +15,7 @@ from ..escape import one_line
 from ..stats import repetitions_needed
 from ..templating import environment
 from ..units import plural
-from ..wording import group_reasons
+from ..wording import cut_off_words, group_reasons
 
 
 class Painted(str):
@@ -38,7 +38,7 @@ def templates(terminal: bool = False) -> jinja2.Environment:
     # laid_out: a caller's lines, each already escaped; each: a macro applied to every item.
     env.filters.update(one=one_line, laid_out=Painted)
     env.filters["each"] = lambda items, macro, *args: [macro(item, *args) for item in items]
-    env.globals.update(plural=plural, repr=repr, by_message=by_message)
+    env.globals.update(plural=plural, repr=repr, by_message=by_message, cut_off=cut_off_words)
     env.globals.update(repetitions_needed=repetitions_needed)
     return env
 

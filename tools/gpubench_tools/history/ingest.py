@@ -21,6 +21,7 @@ from ..schema import usable_counter
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..compare.engine import openblas_core
 from ..timing import read_rows
+from ..wording import interruption_words
 from .store import HistoryError, RunRecord
 from .words import words
 
@@ -124,5 +125,5 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     fingerprint = machine_fingerprint(desc)
     record = (fingerprint, desc, commit, date, time_utc_s, path, sha256, context, benchmarks)
     # An interrupted run is stored with what it finished, marked (policy: interrupted run).
-    interrupted = None if report.interrupted is None else str(report.interrupted)
+    interrupted = None if report.interrupted is None else interruption_words(report.interrupted)
     return RunRecord(*record, samples, failures, interrupted)
