@@ -190,7 +190,7 @@ def test_the_thin_note_names_only_the_machine_whose_medians_are_thin(tmp_path: P
     though the first has benchmarks of the same names."""
     from conftest import gb_row
 
-    from gpubench_tools.report import analysis, resources
+    from gpubench_tools.report import analysis
     from gpubench_tools.report.context import Context
 
     files = []
@@ -207,7 +207,7 @@ def test_the_thin_note_names_only_the_machine_whose_medians_are_thin(tmp_path: P
     assert ctx.several
     scaling = analysis.thread_scaling(ctx.summary)
     assert set(scaling["machine"]) == {0, 1}
-    thin = resources.scaling_thin(ctx, scaling)
+    thin = ctx.thin(scaling["row"], "cpu")
     assert {Path(f).name for *_, f in thin} == {"single.json"}
     note = build_document(load_table(files), tmp_path / "doc")["thin"]
     assert "single.json" in note and "steady.json" not in note
@@ -219,7 +219,7 @@ def test_thin_allocation_probes_name_only_their_own_machine(tmp_path: Path) -> N
     from conftest import GPU_CONTEXT
     from handmade_rows import alloc_rows
 
-    from gpubench_tools.report import resources
+    from gpubench_tools.report import analysis, resources
     from gpubench_tools.report.context import Context
 
     steady = alloc_rows()
@@ -235,5 +235,5 @@ def test_thin_allocation_probes_name_only_their_own_machine(tmp_path: Path) -> N
     ctx = Context.of(load_table(files), tmp_path / "out")
     costs = resources.allocation_costs(ctx)
     assert ctx.several and set(costs["machine"]) == {0, 1}
-    thin = resources.allocation_thin(ctx, costs)
+    thin = ctx.thin(ctx.summary.index[ctx.summary["name"].str.match(analysis.ALLOC_NAME)], "gpu")
     assert {Path(f).name for *_, f in thin} == {"single.json"}

@@ -58,6 +58,12 @@ def fastest(rows: pd.DataFrame, keys: list[str], time_col: str) -> pd.DataFrame:
     return rows.loc[rows.groupby(keys, dropna=False)[time_col].idxmin()] if len(rows) else rows
 
 
+def few_repetitions(rows: pd.DataFrame) -> pd.Series:
+    """Medians of fewer than FEW_REPETITIONS repetitions: the report's one rule for a thin
+    median (a row that does not say how many it has is one draw)."""
+    return (num(rows, "repetitions").fillna(1) < FEW_REPETITIONS).astype(bool)
+
+
 def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
     """`_t`, `_lo`, `_hi` (the repetitions' median, min, max of `time_col`) and the flags."""
     suffixes = ("_min_s", "_max_s") if time_col == "time_s" else ("_min", "_max")
@@ -67,15 +73,24 @@ def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
     # Repetitions, not iterations, are the samples: a training row's one iteration is a whole
     # training run (thousands of steps), and Google Benchmark times a short kernel over many
     # iterations until min_time; either way one repetition is one draw from the machine.
-    few = num(rows, "repetitions").fillna(1) < FEW_REPETITIONS
     return rows.assign(
         _t=t,
         _lo=lo,
         _hi=hi,
-        _few=few.astype(bool),
+        _few=few_repetitions(rows),
         _noisy=(hi - lo) / t > NOISY_SPREAD,
         _disturbed=disturbed(rows),
     )
+
+
+def _either(frame: pd.DataFrame, one: str, other: str) -> dict[str, pd.Series]:
+    """The flags of a ratio of two medians, the columns `one` and `other` formats name: each
+    flag where either median has it (`few_samples`, `noisy`, `disturbed`), and `flagged`."""
+    flags = {
+        flag: frame[one.format(name)].astype(bool) | frame[other.format(name)].astype(bool)
+        for flag, name in (("few_samples", "few"), ("noisy", "noisy"), ("disturbed", "disturbed"))
+    }
+    return {**flags, "flagged": flags["few_samples"] | flags["noisy"] | flags["disturbed"]}
 
 
 def disturbed(summary: pd.DataFrame) -> pd.Series:
@@ -84,6 +99,12 @@ def disturbed(summary: pd.DataFrame) -> pd.Series:
     if "conditions" not in summary:
         return pd.Series(False, index=summary.index)
     return (summary["conditions"] == DISTURBED).astype(bool)
+
+
+# A side's columns in a speedup curve, each as `<side>_<name>`.
+_SIDE = {"_t": "time", "_lo": "low", "_hi": "high", "repetitions": "repetitions"}
+_SIDE |= {"measured_on": "measured_on", "row": "row", "_few": "few", "_noisy": "noisy"}
+_SIDE |= {"_disturbed": "disturbed"}
 
 
 def speedup_curve(
@@ -100,7 +121,8 @@ def speedup_curve(
     the GPU. `speedup_low`/`speedup_high` pair the slowest CPU repetition with the fastest GPU
     one and back, the widest band the repetitions allow. Use time_col="t_step" for training
     rows. Rows pair within a machine (`machine` joins the keys where the table has it).
-    `cpu_row` and `gpu_row` are the labels of the `summary` rows paired, for what else they hold.
+    `cpu_row` and `gpu_row` are the labels of the `summary` rows paired, for what else they hold;
+    `cpu_few` and `gpu_few` say which side's median is thin (few_repetitions).
     """
     keys = (["machine"] if "machine" in summary and "machine" not in keys else []) + list(keys)
     sides = []
@@ -108,39 +130,27 @@ def speedup_curve(
         rows = _with_band(select(summary, filt), time_col).dropna(subset=["_t", *keys])
         # One row per key; the fastest (on the GPU side there should be only one anyway).
         rows = rows.sort_values("_t").drop_duplicates(keys, keep="first")
-        out = rows[keys].assign(
-            **{
-                f"{side}_time": rows["_t"],
-                f"{side}_low": rows["_lo"],
-                f"{side}_high": rows["_hi"],
-                f"{side}_repetitions": num(rows, "repetitions"),
-                f"{side}_measured_on": rows.get("measured_on"),
-                f"{side}_file": rows.get("file"),
-                f"{side}_row": rows.index,
-                f"{side}_few": rows["_few"],
-                f"{side}_noisy": rows["_noisy"],
-                f"{side}_disturbed": rows["_disturbed"],
-            }
+        rows = rows.assign(
+            row=rows.index,
+            repetitions=num(rows, "repetitions"),
+            measured_on=rows.get("measured_on"),
+            threads=num(rows, "threads"),
         )
-        if side == "cpu":
-            out["cpu_threads"] = num(rows, "threads")
-        sides.append(out)
+        names = _SIDE | ({"threads": "threads"} if side == "cpu" else {})
+        columns = {column: f"{side}_{name}" for column, name in names.items()}
+        sides.append(rows[keys + list(columns)].rename(columns=columns))
     curve = sides[0].merge(sides[1], on=keys, how="inner").sort_values(keys)
     curve["speedup"] = curve["cpu_time"] / curve["gpu_time"]
     curve["speedup_low"] = curve["cpu_low"] / curve["gpu_high"]
     curve["speedup_high"] = curve["cpu_high"] / curve["gpu_low"]
-    curve["few_samples"] = curve.pop("cpu_few") | curve.pop("gpu_few")
-    curve["noisy"] = curve["cpu_noisy"] | curve["gpu_noisy"]
-    curve["disturbed"] = curve["cpu_disturbed"] | curve["gpu_disturbed"]
-    curve["flagged"] = curve["few_samples"] | curve["noisy"] | curve["disturbed"]
-    return curve.reset_index(drop=True)
+    return curve.assign(**_either(curve, "cpu_{}", "gpu_{}")).reset_index(drop=True)
 
 
 def flagged(summary: pd.DataFrame) -> pd.Series:
     """Summary rows a chart draws hollow: fewer than FEW_REPETITIONS repetitions, or a spread
     over NOISY_SPREAD of the median."""
-    few = num(summary, "repetitions").fillna(1) < FEW_REPETITIONS
-    return (few | (num(summary, "spread") > NOISY_SPREAD) | disturbed(summary)).astype(bool)
+    noisy = num(summary, "spread") > NOISY_SPREAD
+    return (few_repetitions(summary) | noisy | disturbed(summary)).astype(bool)
 
 
 @dataclass
@@ -367,14 +377,11 @@ def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
     rows = rows.join(one, on=group)
     rows = rows[rows["_t_1"].notna()]
     out = rows[[c for c in _ID if c in rows] + ["base_name"]].assign(
-        time=rows["_t"], time_1=rows["_t_1"], speedup=rows["_t_1"] / rows["_t"]
+        time=rows["_t"], time_1=rows["_t_1"], speedup=rows["_t_1"] / rows["_t"], row=rows.index
     )
     out["ideal"] = out["threads"]
     out["efficiency"] = out["speedup"] / out["threads"]
-    out["few_samples"] = rows["_few"] | rows["_few_1"].astype(bool)
-    out["noisy"] = rows["_noisy"] | rows["_noisy_1"].astype(bool)
-    out["disturbed"] = rows["_disturbed"] | rows["_disturbed_1"].astype(bool)
-    out["flagged"] = out["few_samples"] | out["noisy"] | out["disturbed"]
+    out = out.assign(**_either(rows, "_{}", "_{}_1"))
     # The widest band the repetitions allow: the slowest 1-thread repetition over the fastest
     # one at this thread count, and back. The 1-thread row is the reference itself: exactly 1.
     reference = out["threads"] == 1

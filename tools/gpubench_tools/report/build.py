@@ -27,7 +27,7 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from . import analysis, resources
 from .context import Context, Thin
 from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
-from .speedups import MachineTopic, answer_rows, curve_thin, topic_pairs, topic_section
+from .speedups import MachineTopic, answer_rows, topic_pairs, topic_section
 from .topics import Topic, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, named, say
 
@@ -43,20 +43,20 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
         machines = pairs[topic.id] = topic_pairs(ctx, topic)
         rows = answer_rows(ctx, topic, machines)
         answer += rows
-        for pc in (pc for m in machines for pc in m.paths if pc.curve is not None):
-            thin |= curve_thin(pc.curve)
+        for curve in (pc.curve for m in machines for pc in m.paths if pc.curve is not None):
+            thin |= ctx.thin(curve["cpu_row"], "cpu") | ctx.thin(curve["gpu_row"], "gpu")
         sections.append(topic_section(ctx, topic, machines, rows))
     sections.append(breakdown_section(ctx))
     sections += profile_sections(ctx)
     sections.append(model_section(ctx, fixed_costs(ctx.summary)))
     scaling = analysis.thread_scaling(ctx.summary)
-    thin |= resources.scaling_thin(ctx, scaling)
+    thin |= ctx.thin(scaling.get("row", []), "cpu")
     sections.append(resources.threads_section(ctx, scaling))
     sections.append(resources.peers_section(ctx))
     sections.append(resources.memory_section(ctx))
-    costs = resources.allocation_costs(ctx)
-    thin |= resources.allocation_thin(ctx, costs)
-    sections.append(resources.allocation_section(ctx, costs))
+    probes = ctx.summary["name"].str.match(analysis.ALLOC_NAME)
+    thin |= ctx.thin(ctx.summary.index[probes], "gpu")
+    sections.append(resources.allocation_section(ctx, resources.allocation_costs(ctx)))
     sections.append(resources.energy_section(ctx, resources.energy_pairs(ctx, pairs)))
     sections.append(resources.problems_section(ctx))
     return answer, [s for s in sections if s is not None], thin

@@ -111,9 +111,10 @@ class Context:
         return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
                 "caption": caption}  # fmt: skip
 
-    def thin_rows(self, benchmarks: pd.DataFrame, side: str) -> Thin:
-        """The summary rows of `benchmarks`, by `machine` and `name` (the same name on another
-        machine is another file's benchmark), as (whose: this run or the reference run, side,
-        file): the thin medians the † footnote names."""
-        rows = self.summary.merge(benchmarks[["machine", "name"]].drop_duplicates())
-        return {(str(w), side, str(f)) for w, f in zip(rows["measured_on"], rows["file"])}
+    def thin(self, rows: Any, side: str) -> Thin:
+        """Of the summary rows labelled `rows`, the medians of too few repetitions
+        (analysis.few_repetitions), as (whose: this run or the reference run, side, file): what
+        the † footnote names."""
+        rows = self.summary.loc[rows]
+        few = rows[analysis.few_repetitions(rows)]
+        return {(str(w), side, str(f)) for w, f in zip(few["measured_on"], few["file"])}

@@ -15,20 +15,13 @@ import pandas as pd
 
 from ..table import num
 from . import analysis
-from .context import Context, Thin
+from .context import Context
 from .speedups import MachineTopic
 from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
 from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
 from .words import say, section, short_benchmark, table_of
 
 # --- CPU thread scaling ----------------------------------------------------------------------
-
-
-def scaling_thin(ctx: Context, scaling: pd.DataFrame) -> Thin:
-    """The thread-scaling rows that are medians of too few repetitions."""
-    if scaling.empty:
-        return set()
-    return ctx.thin_rows(scaling[scaling["few_samples"].astype(bool)], "cpu")
 
 
 def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -152,22 +145,12 @@ def allocation_costs(ctx: Context) -> pd.DataFrame:
         return costs
     costs = costs.assign(
         call=costs["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
-        few_samples=costs["repetitions"] < analysis.FEW_REPETITIONS,
+        few_samples=analysis.few_repetitions(costs),
     )
     # The declared order of the calls; a probe the report does not know yet goes last.
     order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
     costs["order"] = costs["probe"].map(order).fillna(len(order))
     return costs.sort_values(["machine", "order", "bytes"])
-
-
-def allocation_thin(ctx: Context, costs: pd.DataFrame) -> Thin:
-    """The allocation probes whose costs are medians of too few repetitions."""
-    if costs.empty:
-        return set()
-    thin = costs.loc[costs["few_samples"].astype(bool), ["machine", "probe", "bytes"]]
-    probes = ctx.summary["name"].str.extract(analysis.ALLOC_NAME)
-    named = ctx.summary.assign(probe=probes["probe"], bytes=pd.to_numeric(probes["bytes"]))
-    return ctx.thin_rows(named.merge(thin, on=["machine", "probe", "bytes"]), "gpu")
 
 
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..units import fmt_size
 from . import analysis
-from .context import Context, Thin
+from .context import Context
 from .topics import GpuPath, Topic
 from .words import named, say, section, table_of
 
@@ -96,16 +96,6 @@ def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
     return machines
 
 
-def curve_thin(curve: pd.DataFrame) -> Thin:
-    """Whose rows of a curve are medians of too few repetitions, as (whose, side, file)."""
-    thin = set()
-    for side in ("cpu", "gpu"):
-        few = curve[curve[f"{side}_repetitions"].fillna(1) < analysis.FEW_REPETITIONS]
-        where, files = few[f"{side}_measured_on"], few[f"{side}_file"]
-        thin |= {(str(w), side, str(f)) for w, f in zip(where, files)}
-    return thin
-
-
 _ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 
 
@@ -145,14 +135,12 @@ def _with_other_paths(
     curve: pd.DataFrame, topic: Topic, others: list[tuple[GpuPath, pd.DataFrame]]
 ) -> pd.DataFrame:
     """The other GPU paths the answer states (eager beside the fastest), as columns of the
-    curve: `<path>_time`, `<path>_speedup`, `<path>_few`."""
+    curve: `<path>_time`, `<path>_speedup` and `<path>_hollow` (_hollow)."""
     on = ["machine", *topic.keys]
     for path, other in others:
-        columns = other[on + ["gpu_time", "speedup"]].assign(few=_few(other, "gpu"))
-        named = {"gpu_time": f"{path.name}_time", "speedup": f"{path.name}_speedup"}
-        named["few"] = f"{path.name}_few"
-        columns = columns[on + list(named)].rename(columns=named)
-        curve = curve.merge(columns, on=on, how="left")
+        other = other.assign(time=other["gpu_time"], hollow=_hollow(other, "gpu"))
+        named = {c: f"{path.name}_{c}" for c in ("time", "speedup", "hollow")}
+        curve = curve.merge(other[on + list(named)].rename(columns=named), on=on, how="left")
     return curve
 
 
@@ -211,32 +199,28 @@ def _time_chart(
     ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]]
 ) -> dict[str, str]:
     """Both sides' times against size: what the speedup is a ratio of."""
-    several_paths = topic.series is None and len(topic.paths) > 1
     names = named("chart_names")
+    several_paths = topic.series is None and len(topic.paths) > 1
     gpu = names["gpu_path" if several_paths else "gpu"].format(path=topic.paths[-1].name)
     # A line's machine (and width) go before its side where they tell the lines apart.
     several = topic.series is not None or ctx.several
     before = curve["line"] + names["between"] if several else ""
-
-    def line(name: str, time: str, low: str, high: str, few: pd.Series) -> pd.DataFrame:
-        """The curve as one line of the chart: `time`, `low` and `high` name its columns."""
-        side = before + name
-        return curve.assign(side=side, time=curve[time], low=curve[low], high=curve[high], few=few)
-
     sides = [
-        line(name, f"{side}_time", f"{side}_low", f"{side}_high", _few(curve, side))
+        curve.assign(side=before + name, time=curve[f"{side}_time"], low=curve[f"{side}_low"],
+                     high=curve[f"{side}_high"], hollow=_hollow(curve, side))
         for side, name in (("cpu", names["cpu"]), ("gpu", gpu))
-    ]
+    ]  # fmt: skip
     # The other paths the answer states (eager), as lines of their own: their medians,
     # without bands. A sweep with series already has a line per width and side; its
     # table carries the other paths instead.
     for path, _ in others if topic.series is None else []:
-        time, few = f"{path.name}_time", curve[f"{path.name}_few"].fillna(False).astype(bool)
-        name = names["gpu_path"].format(path=path.name)
-        sides.append(line(name, time, time, time, few).dropna(subset=["time"]))
+        time, name = curve[f"{path.name}_time"], names["gpu_path"].format(path=path.name)
+        hollow = curve[f"{path.name}_hollow"].eq(True)
+        line = curve.assign(side=before + name, time=time, low=time, high=time, hollow=hollow)
+        sides.append(line.dropna(subset=["time"]))
     return ctx.chart("time", pd.concat(sides, ignore_index=True), topic=topic)
 
 
-def _few(curve: pd.DataFrame, side: str) -> pd.Series:
+def _hollow(curve: pd.DataFrame, side: str) -> pd.Series:
     """A side's medians a chart draws hollow: too few repetitions, or a wide spread."""
-    return (curve[f"{side}_repetitions"] < analysis.FEW_REPETITIONS) | curve[f"{side}_noisy"]
+    return curve[f"{side}_few"] | curve[f"{side}_noisy"]

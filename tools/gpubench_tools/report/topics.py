@@ -384,7 +384,7 @@ CHARTS: dict[str, dict[str, Any]] = {
         y_high="speedup_high", flag="flagged", **_LOG, hline=1.0, y_unit="ratio"),
     "time": dict(
         kind="lines", stem="time_{topic.id}", x="{topic.x}", y="time", series="side", y_low="low",
-        y_high="high", flag="few", **_LOG, y_unit="s"),
+        y_high="high", flag="hollow", **_LOG, y_unit="s"),
     "heatmap": dict(
         kind="heatmap", stem="heatmap_{topic.id}", x="{topic.x}", y="{topic.series}",
         value="speedup"),

@@ -124,7 +124,9 @@ def _sentences() -> Any:
     env.filters.update(
         part=lambda p: named("part_labels").get(p, p), format_=lambda v, f: f.format(v)
     )
-    env.filters.update(cell=lambda key, row: f"{key}={cell_text(row[key])}", other=_other)
+    env.filters.update(cell=lambda key, row: f"{key}={cell_text(row[key])}")
+    # A macro of the template over each value of a list: `values|map("apply", macro, ...)`.
+    env.filters["apply"] = lambda value, macro, *args: macro(value, *args)
     env.filters.update(keyed=lambda key, row: f"{key} {key_text(row[key])}")
     env.filters.update(short=short_benchmark, approx=approx, threads=threads_text)
     env.filters.update(meaning=lambda part: named("part_meanings").get(part, part))
@@ -151,12 +153,6 @@ def _lines(macro: str, values: tuple[Any, ...]) -> list[str]:
 def say(sentence: str, *values: Any) -> list[str]:
     """The lines of a sentence macro of templates/words.j2, given the values it words."""
     return [_restore(line) for line in _lines(sentence, values)]
-
-
-def _other(path: str, row: dict[str, Any]) -> str:
-    """Another GPU path's time and speedup in a curve's table row, "—" where it has none."""
-    time = row[f"{path}_time"]
-    return f"{fmt_time(time)}, {fmt_ratio(row[f'{path}_speedup'])}" if pd.notna(time) else "—"
 
 
 def table_of(macro: str, *values: Any) -> dict[str, Any]:
