@@ -22,18 +22,16 @@ from .words import named, say, section, table_of
 class PathCurve:
     """One GPU path of a topic against the CPU on one machine: `gpu` its fastest GPU row at each
     size (None without any), the side the speedup and the energy pair with the CPU. Without
-    pairs `curve` is None. With them: `curve` is analysis.speedup_curve with the GPU row's
-    `gpu_variant` and the `machine`; `main` the sizes the answer speaks for (a topic with series:
-    its longest, `series_value`); `cross` where `main` crosses 1; `dominant` the part of the GPU
-    time that is largest most often."""
+    pairs `curve` and `facts` are None. With them: `curve` is analysis.speedup_curve with the GPU
+    row's `gpu_variant`; `facts` what the answer states of the sizes it speaks for (a topic with
+    series: its longest, `series`): where the GPU wins (`wins`, at `every` size, or `beyond` the
+    last loss), where it crosses 1 (`cross`), the speedups at the `first` and `last` size, the
+    part of the GPU time that is largest most often (`dominant`) and the CPU `threads`."""
 
     path: GpuPath
     gpu: pd.DataFrame | None = None
     curve: pd.DataFrame | None = None
-    main: pd.DataFrame | None = None
-    series_value: Any = None
-    cross: analysis.Crossover | None = None
-    dominant: analysis.Dominant | None = None
+    facts: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -48,23 +46,20 @@ class MachineTopic:
 
 
 def _path_curve(
-    parts: pd.DataFrame, topic: Topic, path: GpuPath, machine: int, cpu: pd.DataFrame,
-    gpu: pd.DataFrame,
-) -> PathCurve:  # fmt: skip
+    parts: pd.DataFrame, topic: Topic, path: GpuPath, cpu: pd.DataFrame, gpu: pd.DataFrame
+) -> PathCurve:
     """One GPU path's rows (`gpu`) against the CPU's; `parts`: the breakdown of the GPU rows."""
     if gpu.empty:
         return PathCurve(path)
-    keys = list(topic.keys)
+    keys, x = list(topic.keys), topic.x
     gpu = analysis.fastest(gpu, keys, topic.time_col)
-    if cpu.empty:
-        return PathCurve(path, gpu)
     curve = analysis.speedup_curve(
         pd.concat([cpu, gpu]), {"backend": "cpu"}, {"backend": "gpu"}, keys, topic.time_col
     )
     if curve.empty:
         return PathCurve(path, gpu)
     variants = gpu[keys + ["variant"]].rename(columns={"variant": "gpu_variant"})
-    curve = curve.merge(variants, on=keys, how="left").sort_values(keys).assign(machine=machine)
+    curve = curve.merge(variants, on=keys, how="left").sort_values(keys)
     # A topic with series (a training sweep's hidden widths) answers for its longest series:
     # the one that spans the most sizes.
     if topic.series is None:
@@ -74,9 +69,20 @@ def _path_curve(
     if len(parts):
         parts = parts[parts["name"].isin(gpu["name"])].drop(columns=keys, errors="ignore")
         parts = parts.merge(gpu[["name"] + keys], on="name")
-    cross = analysis.crossover(main, topic.x)
-    dominant = analysis.dominant_part(main, parts, keys)
-    return PathCurve(path, gpu, curve, main, value, cross, dominant)
+    wins, losses = main.loc[main["speedup"] > 1, x], main.loc[main["speedup"] <= 1, x]
+    first, last = main.iloc[0], main.iloc[-1]
+    facts = dict(
+        wins=list(wins),
+        every=len(wins) == len(main),
+        beyond=len(wins) > 0 and wins.min() > losses.max(),
+        series=value,
+        cross=analysis.crossover(main, x),
+        first=first.to_dict(),
+        last=last.to_dict() if last[x] != first[x] else None,
+        dominant=analysis.dominant_part(main, parts, keys),
+        threads=list(main["cpu_threads"]),
+    )
+    return PathCurve(path, gpu, curve, facts)
 
 
 def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
@@ -89,7 +95,7 @@ def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
             machines += [MachineTopic(int(machine), "GPU")] if len(cpu) else []
             continue
         paths = tuple(
-            _path_curve(ctx.breakdown, topic, p, int(machine), cpu, analysis.select(gpu, p.gpu))
+            _path_curve(ctx.breakdown, topic, p, cpu, analysis.select(gpu, p.gpu))
             for p in topic.paths
         )
         machines.append(MachineTopic(int(machine), "CPU" if cpu.empty else "", paths))
@@ -101,18 +107,11 @@ _ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 
 def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
     """One GPU path of a topic against the CPU: its line of the answer."""
-    line: dict[str, Any] = {"path": pc.path.name, "meaning": pc.path.meaning}
-    if pc.curve is None or pc.main is None or pc.cross is None or pc.dominant is None:
-        gap = say("answer_gap", "", pc.path.name if pc.gpu is None else "")
-        return {**line, **dict(zip(_ANSWER, gap))}
-    main, x = pc.main, topic.x
-    wins, losses = main.loc[main["speedup"] > 1, x], main.loc[main["speedup"] <= 1, x]
-    first, last = main.iloc[0], main.iloc[-1]
-    facts = dict(wins=list(wins), every=len(wins) == len(main), series=pc.series_value)
-    facts.update(beyond=len(wins) > 0 and wins.min() > losses.max(), cross=pc.cross)
-    facts.update(first=first.to_dict(), last=last.to_dict() if last[x] != first[x] else None)
-    facts.update(dominant=pc.dominant, threads=list(main["cpu_threads"]))
-    return {**line, **dict(zip(_ANSWER, say("answer_line", topic, facts)))}
+    if pc.facts is None:
+        said = say("answer_gap", "", pc.path.name if pc.gpu is None else "")
+    else:
+        said = say("answer_line", topic, pc.facts)
+    return {"path": pc.path.name, "meaning": pc.path.meaning, **dict(zip(_ANSWER, said))}
 
 
 def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> list[dict[str, Any]]:
