@@ -7,6 +7,7 @@ seconds. Training rows (the workloads of topics.TRAINING_WORKLOADS) are compared
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ SIZE_BANDS = (256.0, 1024.0)
 # fp32 peak), so their time is the cuBLAS call's fixed cost.
 LIBRARY_COST_MAX_SIZE = 64.0
 PARTS = ("transfer", "overhead", "under_utilisation", "work_at_peak")
+# A training row's counters of its GPU time (and its kernels), totals over the run in its file.
+_PER_STEP = ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"]
 # Label columns a result carries along so a caller can filter or print it.
 _ID = ["machine", "name", "label", "workload", "backend", "variant", "dtype", "precision", "shape"]
 _ID += ["host", "input", "data", "m", "n", "k", "batch", "hidden", "threads", "steps"]
@@ -185,18 +188,6 @@ def crossover(curve: pd.DataFrame, x: str, speedup: str = "speedup") -> Crossove
     return Crossover("cross", cross)
 
 
-def _training_rows(summary: pd.DataFrame, workloads: Iterable[str]) -> pd.DataFrame:
-    """GPU rows of the training `workloads` with their phase counters per step.
-
-    The GPU trainers write t_h2d, t_d2h, t_compute, t_overhead, flop (and kernels) as totals
-    over the whole run; t_step is per step. Divide by `steps` where t_wall / steps is t_step
-    (within 10 %), and only there: a file whose counters are already per step keeps them.
-    """
-    rows = summary[summary["workload"].isin(list(workloads)) & (summary["backend"] == "gpu")]
-    rows = rows.assign(dtype=rows.get("precision", "fp32"))
-    return per_step(rows, ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"])
-
-
 def breakdown(
     summary: pd.DataFrame,
     training: Iterable[str] = TRAINING_WORKLOADS,
@@ -214,8 +205,11 @@ def breakdown(
     `under_utilisation` = t_compute - work_at_peak (clipped at 0). Without a flop count or a
     peak the last two are one `compute` part (`parts` 3, `why` says which is missing).
     """
-    gemm = gemm_rows(summary, e2e=True)
-    rows = pd.concat([gemm, _training_rows(summary, training), *(select(summary, f) for f in own)])
+    steps = summary[summary["workload"].isin(list(training)) & (summary["backend"] == "gpu")]
+    # The GPU trainers write their phase counters as totals over the run (t_step is per step):
+    # per step where t_wall / steps is t_step (table.per_step); their dtype is their precision.
+    steps = per_step(steps.assign(dtype=steps.get("precision", "fp32")), _PER_STEP)
+    rows = pd.concat([gemm_rows(summary, e2e=True), steps, *(select(summary, f) for f in own)])
     rows = rows[num(rows, "t_compute").notna()]
     if rows.empty:
         return pd.DataFrame(columns=[*PARTS, "compute", "total", "dominant", "parts", "why"])
@@ -253,15 +247,8 @@ def dominant_by_range(breakdown_rows: pd.DataFrame, x: str) -> pd.DataFrame:
     `x_to`, `rows` (for "transfer dominates n <= 64, work at peak from n = 1024")."""
     rows = breakdown_rows.dropna(subset=[x]).sort_values(x)
     run = (rows["dominant"] != rows["dominant"].shift()).cumsum()
-    grouped = rows.groupby(run, sort=True)
-    return pd.DataFrame(
-        {
-            "dominant": grouped["dominant"].first(),
-            "x_from": grouped[x].min(),
-            "x_to": grouped[x].max(),
-            "rows": grouped.size(),
-        }
-    ).reset_index(drop=True)
+    ranges = {"dominant": ("dominant", "first"), "x_from": (x, "min"), "x_to": (x, "max")}
+    return rows.groupby(run).agg(**ranges, rows=(x, "size")).reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -342,20 +329,15 @@ def model_bias(summary: pd.DataFrame, model: OverheadModel) -> ModelBias:
     rows["error"] = (rows["predicted"] - rows["measured"]) / rows["measured"]
 
     kernel = gemm_rows(summary, e2e=False)
-    kernel = kernel.assign(size=_size(kernel))[_size(kernel) <= LIBRARY_COST_MAX_SIZE]
-    fixed = num(kernel, "t_compute").fillna(num(kernel, "time_s")) - num(kernel, "flop") / gpu_peak(
-        kernel, kernel["dtype"]
-    )
+    kernel = kernel[_size(kernel) <= LIBRARY_COST_MAX_SIZE]
+    work = num(kernel, "flop") / gpu_peak(kernel, kernel["dtype"])
+    fixed = num(kernel, "t_compute").fillna(num(kernel, "time_s")) - work
     cost = float(fixed.median()) if fixed.notna().any() else None
     calls = num(e2e, "kernels").reindex(rows.index).fillna(1.0)
     rows["predicted_after"] = rows["predicted"] + calls * (cost or 0.0)
     rows["error_after"] = (rows["predicted_after"] - rows["measured"]) / rows["measured"]
-    return ModelBias(
-        rows.reset_index(drop=True),
-        _bands(rows, "error"),
-        _bands(rows, "error_after"),
-        cost,
-    )
+    bands = (_bands(rows, "error"), _bands(rows, "error_after"))
+    return ModelBias(rows.reset_index(drop=True), *bands, cost)
 
 
 def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
@@ -427,9 +409,7 @@ def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
 
     def decile(times: pd.Series) -> float:
-        if len(times) < 2:
-            return float("nan")
-        return float(np.quantile(times.to_numpy(), 0.9, method="inverted_cdf"))
+        return float(np.quantile(times, 0.9, method="inverted_cdf")) if len(times) > 1 else math.nan
 
     grouped = probes.groupby(["machine", "probe", "bytes"], sort=True)["real_time_s"]
     out = grouped.agg(time_s="median", slowest_decile_s=decile, repetitions="size")

@@ -58,6 +58,7 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 # Six styles against seven markers: no two of the first 42 series share both in greyscale.
 _LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
 _REFERENCE: dict[str, Any] = {"color": "0.4", "linewidth": 1, "zorder": 1}  # hline, diagonal
+_TOTAL: dict[str, Any] = {"fontsize": 7, "ha": "left", "va": "center"}  # a stacked bar's total
 # The charts' look (fonts, grid, spines, SVG text kept as text with stable ids, so reruns diff
 # cleanly), as a matplotlib style file beside this module.
 _STYLE = str(Path(__file__).with_name("charts.mplstyle"))
@@ -102,12 +103,6 @@ class Chart:
     facet: str | None = None
 
 
-def _required_columns(chart: Chart) -> list[str]:
-    cols = [chart.x, chart.y, chart.value, chart.series, chart.y_low, chart.y_high, chart.flag]
-    cols += [chart.facet] + [column for column, _ in chart.parts]
-    return [c for c in cols if c is not None]
-
-
 def check_chart(chart: Chart, data: pd.DataFrame | None = None) -> list[str]:
     """Raise ValueError for a chart no topic should ship; return the wrapped title lines."""
     lines = textwrap.wrap(chart.title, TITLE_WIDTH)
@@ -133,8 +128,10 @@ def check_chart(chart: Chart, data: pd.DataFrame | None = None) -> list[str]:
     for unit in (chart.x_unit, chart.y_unit):
         if unit is not None and unit not in UNITS:
             raise ValueError(f"{chart.stem}: unit {unit!r} is not one of {', '.join(UNITS)}")
+    columns = [chart.x, chart.y, chart.value, chart.series, chart.y_low, chart.y_high, chart.flag]
+    columns += [chart.facet, *(column for column, _ in chart.parts)]
     if data is not None:
-        absent = [c for c in _required_columns(chart) if c not in data.columns]
+        absent = [c for c in columns if c is not None and c not in data.columns]
         if absent:
             raise ValueError(f"{chart.stem}: data lacks column(s) {', '.join(absent)}")
     return lines
@@ -282,24 +279,18 @@ def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
                 ax.plot(hollow[chart.x], hollow[chart.y], markersize=4.5, zorder=z, **hollow_style)
                 flagged = True
     if chart.diagonal and not data.empty:
-        lo, hi = data[chart.x].min(), data[chart.x].max()
-        handles += ax.plot(
-            [lo, hi], [lo, hi], label=chart.diagonal_label, linestyle="--", **_REFERENCE
-        )
+        ends = [data[chart.x].min(), data[chart.x].max()]
+        handles += ax.plot(ends, ends, label=chart.diagonal_label, linestyle="--", **_REFERENCE)
     if chart.hline is not None:
-        dashes = (0, (4, 2))
-        handles.append(
-            ax.axhline(chart.hline, label=chart.hline_label, linestyle=dashes, **_REFERENCE)
-        )
+        line = ax.axhline(chart.hline, label=chart.hline_label, linestyle=(0, (4, 2)), **_REFERENCE)
+        handles.append(line)
     if banded:
         handles.append(Patch(facecolor="0.5", alpha=0.3, label=chart.band_label))
     if flagged:
-        hollow_entry = Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3")
-        hollow_entry.set_label(chart.flag_label)
-        handles.append(hollow_entry)
-    _format_axis(
-        ax, "x", chart.x_unit, chart.log_x, data[chart.x] if chart.x_ticks == "data" else None
-    )
+        handles.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3"))
+        handles[-1].set_label(chart.flag_label)
+    ticks = data[chart.x] if chart.x_ticks == "data" else None
+    _format_axis(ax, "x", chart.x_unit, chart.log_x, ticks)
     _format_axis(ax, "y", chart.y_unit, chart.log_y)
     ax.set_xlabel(chart.x_label)
     ax.set_ylabel(chart.y_label)
@@ -340,14 +331,7 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
         # Totals span decades, so the share hides them: write each one past the bar's end.
         for p, t in zip(pos, total):
             if t > 0:
-                ax.annotate(
-                    fmt_time(t),
-                    (1.01, p),
-                    fontsize=7,
-                    annotation_clip=False,
-                    ha="left",
-                    va="center",
-                )
+                ax.annotate(fmt_time(t), (1.01, p), annotation_clip=False, **_TOTAL)
     else:
         _format_axis(ax, "x", chart.y_unit, False)
     ax.set_xlabel(chart.y_label)
