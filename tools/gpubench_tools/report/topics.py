@@ -391,7 +391,7 @@ CHARTS: dict[str, dict[str, Any]] = {
     "utilisation": dict(
         kind="lines", stem="utilisation_{topic.id}", x="{use.x}", y="pct_peak",
         series="{use.series}", flag="few_samples", **_LOG, y_unit="count"),
-    "parts": dict(kind="stacked", stem="{view.stem}", x="size", normalize=True),
+    "parts": dict(kind="stacked", stem="{view.stem}", x="bar", normalize=True),
     "profile": dict(kind="stacked", stem="{profile.stem}", x="path", normalize=True),
     "copies": dict(
         kind="lines", stem="copies", x="bytes", y="bytes_per_s", series="copy", flag="few", **_LOG,
