@@ -29,12 +29,9 @@ def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     case of each workload and data set (its longest 1-thread time), where threads have work to
     share, as the chart's lines (a line per GEMM size would not read); and every benchmark at
     its most threads, the table's rows."""
-    data = scaling["data"] if "data" in scaling else pd.Series("", index=scaling.index)
-    kind = scaling["workload"].astype(str) + " " + data.fillna("").astype(str)
-    scaling = scaling.assign(
-        kind=kind.str.strip(), benchmark=scaling["base_name"].map(short_benchmark)
-    )
-    largest = scaling.loc[scaling.groupby("kind")["time_1"].idxmax(), "base_name"]
+    scaling = scaling.assign(benchmark=scaling["base_name"].map(short_benchmark))
+    kind = [column for column in ("workload", "data") if column in scaling]
+    largest = scaling.loc[scaling.groupby(kind, dropna=False)["time_1"].idxmax(), "base_name"]
     most = scaling["threads"] == scaling.groupby("base_name")["threads"].transform("max")
     return scaling[scaling["base_name"].isin(largest)], scaling[most]
 
@@ -58,10 +55,7 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
     """The suite's own paths against the same work in PyTorch, where a run has its rows."""
     tables = []
     for peer in PEERS:
-        ours = analysis.select(ctx.summary, peer.ours)
-        theirs = analysis.select(ctx.summary, peer.peer)
-        if ours.empty or theirs.empty:
-            continue
+        ours, theirs = (analysis.select(ctx.summary, rows) for rows in (peer.ours, peer.peer))
         keys = [k for k in peer.keys if k in ours and k in theirs]
         # Pair with the curve of the answer: "cpu" is the peer, "gpu" is ours, so the
         # speedup is PyTorch's time over ours.
@@ -69,12 +63,9 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
         curve = analysis.speedup_curve(
             both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col
         )
-        if curve.empty:
-            continue
-        tables.append(table_of("peer_table", peer, keys, curve))
-    if not tables:
-        return None
-    return section("peers", say("peers"), [], tables)
+        if len(curve):
+            tables.append(table_of("peer_table", peer, keys, curve))
+    return section("peers", say("peers"), [], tables) if tables else None
 
 
 # --- device memory ---------------------------------------------------------------------------
@@ -83,27 +74,27 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
 def memory_rows(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """analysis.memory_agreement with each row's `family` (MEMORY_FAMILIES by its workload), the
     largest-batch rows (benchmarks/largest_batch.cpp), and the problems of those that did not
-    run (a batch that did not fit)."""
+    run (a batch that did not fit); a largest-batch row has every figure its line states
+    (NaN where it lacks one)."""
     agreement = analysis.memory_agreement(ctx.summary)
     workload = agreement["workload"].fillna("other")
     agreement = agreement.assign(family=workload.map(lambda w: MEMORY_FAMILIES.get(w, w)))
     skipped = ctx.table.problems
-    if not skipped.empty:
-        skipped = skipped[skipped["name"].str.startswith(LARGEST_BATCH_NAMES)]
-    return agreement, analysis.select(ctx.summary, LARGEST_BATCH), skipped
+    skipped = skipped[skipped["name"].astype(str).str.startswith(LARGEST_BATCH_NAMES)]
+    batches = analysis.select(ctx.summary, LARGEST_BATCH)
+    said = ("batch_largest", "device_bytes_free", "device_bytes_peak", "t_step")
+    return agreement, batches.assign(**{c: batches.get(c, math.nan) for c in said}), skipped
 
 
 def memory_section(ctx: Context) -> dict[str, Any] | None:
     """Measured peak device memory against the model's bytes, and the largest batches."""
     agreement, batches, skipped = memory_rows(ctx)
-    largest = _largest_batch_lines(batches, skipped)
+    largest = say("largest_batches", batches, skipped)
     if agreement.empty:
         return section("memory", largest) if largest else None
     by_distance, figures = agreement_figures(agreement)
-    said = say("memory", figures) + largest
-    return section(
-        "memory", said, [ctx.chart("memory", agreement)], [table_of("memory_table", by_distance)]
-    )
+    chart, table = ctx.chart("memory", agreement), table_of("memory_table", by_distance)
+    return section("memory", say("memory", figures) + largest, [chart], [table])
 
 
 def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -125,13 +116,6 @@ def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, 
         "worst": by_distance.iloc[0].to_dict(),
     }
     return by_distance, figures
-
-
-def _largest_batch_lines(rows: pd.DataFrame, skipped: pd.DataFrame) -> list[str]:
-    """Of each largest-batch row: the batch the model says fits, the batch that trained and its
-    peak; and the ones that did not fit (`skipped`)."""
-    said = ("batch_largest", "device_bytes_free", "device_bytes_peak", "t_step")
-    return say("largest_batches", rows.assign(**{c: rows.get(c, math.nan) for c in said}), skipped)
 
 
 # --- allocation ------------------------------------------------------------------------------
@@ -222,10 +206,9 @@ def energy_pairs(
 
 def _cpu_energy_absent(ctx: Context, energy: EnergyTopic) -> str:
     """Why no CPU row has energy, in the CPU runs' own words where their context says."""
+    key = energy.cpu_absent_context
     reasons = {
-        str(m["context"].get(energy.cpu_absent_context))
-        for _, m in ctx.table.machines.iterrows()
-        if isinstance(m["context"], dict) and m["context"].get(energy.cpu_absent_context)
+        str(c[key]) for c in ctx.table.machines["context"] if isinstance(c, dict) and c.get(key)
     }
     said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
     return "".join(say("cpu_energy_absent", said, energy.cpu_absent))
