@@ -64,25 +64,18 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
 
 def _appendix(ctx: Context) -> dict[str, Any]:
     """The hardware and software of every run, a column each, and all their context keys."""
-    columns: list[tuple[str, dict[str, Any]]] = []
-    names = ctx.file_names
+    columns: list[tuple[str, dict[str, Any]]] = []  # each column's header and context
     for _, m in ctx.table.machines.iterrows():
-        files = ", ".join(names[f] for f in m["files"])
-        columns.append((f"{short_cpu_name(m['cpu'])} ({files})", m["context"]))
-        if m["gpu_reference"]:
-            files = _reference_files(m, names)
-            header = f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {files})"
-            columns.append((header, m["gpu_context"]))
+        files = [[ctx.file_names[f] for f in m.get(k) or []] for k in ("files", "gpu_files")]
+        devices = short_cpu_name(m["cpu"]), short_gpu_name(m["gpu"] or "")
+        headers = say("appendix_headers", m, *devices, *files, REFERENCE_RUN)
+        columns += zip(headers, (m["context"], m["gpu_context"]))
     rows = []
     for name, key, unit in named("context_names"):
         values = [context_text(context.get(key), unit) for _, context in columns]
         if any(values):
             rows.append([name] + [v or "—" for v in values])
-    summaries = say("all_context_keys", [h for h, _ in columns])
-    raw = [
-        {"summary": s, "text": json.dumps(c, indent=1, sort_keys=True)}
-        for s, (_, c) in zip(summaries, columns)
-    ]
+    raw = [{"header": h, "text": json.dumps(c, indent=1, sort_keys=True)} for h, c in columns]
     return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
 
 
@@ -101,12 +94,8 @@ def reference_warning(table: Table) -> list[str]:
 
 def _made_by_hand(table: Table) -> list[str]:
     """Test data says so in its context (`generated_by`); the report says it first."""
-    notes = (
-        c.get("generated_by")
-        for m in table.machines.itertuples()
-        for c in (m.context, m.gpu_context)
-    )
-    return say("made_by_hand", list(dict.fromkeys(n for n in notes if n)))
+    contexts = [*table.machines["context"], *table.machines["gpu_context"]]
+    return say("made_by_hand", [c.get("generated_by") for c in contexts])
 
 
 def _thin_text(ctx: Context, thin: Thin) -> str:
@@ -114,11 +103,9 @@ def _thin_text(ctx: Context, thin: Thin) -> str:
     can be done about it: this run's rows can be rerun; the reference run's cannot, from here."""
     said = []
     for where in (THIS_RUN, REFERENCE_RUN):
-        mine = [t for t in thin if t[0] == where]
-        if mine:
-            sides = " and ".join(sorted({side.upper() for _, side, _ in mine}))
-            names = {ctx.file_names.get(f, Path(f).name) for *_, f in mine}
-            said.append({"where": where, "sides": sides, "files": ", ".join(sorted(names))})
+        sides = sorted({side.upper() for w, side, _ in thin if w == where})
+        files = sorted({ctx.file_names.get(f, Path(f).name) for w, _, f in thin if w == where})
+        said += [{"where": where, "sides": sides, "files": files}] if sides else []
     return "".join(say("thin", said, ctx.table.machines.iloc[0].get("gpu_same_host")))
 
 
@@ -170,13 +157,11 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         row["link"] = row["anchor"] if row["anchor"] in ids else None
     m = table.machines.iloc[0]
     files = _reference_files(m, ctx.file_names) if m["gpu_reference"] else ""
-    reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"])) if files else ""
-    files = list(dict.fromkeys(table.rows["file"])) if len(table.rows) else []
-    names = sorted(ctx.file_names[f] for f in files)
+    reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"]))
+    names = sorted({ctx.file_names[f] for f in table.rows.get("file", [])})
     measured = table.rows[["machine", "name", "label"]].drop_duplicates()
     statuses = table.problems["status"].value_counts().sort_index().items()
     return {
-        "title": "gpubench report",
         "headline": "; ".join(n["pair"] for n in ctx.labels.values()),
         "inputs": "".join(say("inputs", names, len(measured), statuses)),
         "reference": reference,
@@ -186,7 +171,6 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         "warnings": _made_by_hand(table)
         + [w for w in table.said("report") if w not in table.cut_off],
         "answer": answer,
-        "few_samples": bool(thin),
         "thin": _thin_text(ctx, thin),
         "speedup_definition": _speedup_definition(answer, ctx.topics),
         "marks": {"few": FEW_MARK, "noisy": NOISY_MARK, "disturbed": DISTURBED_MARK},
