@@ -15,7 +15,6 @@ import pandas as pd
 
 from ..templating import environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
-from ..units import plural
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
@@ -37,14 +36,6 @@ def section(
     title = extra.pop("title", None) or named("section_titles")[id]
     page = {"id": id, "title": title, "paragraphs": list(paragraphs), "charts": list(charts)}
     return {**page, "tables": list(tables), **extra}
-
-
-def threads_text(threads: Any) -> str:
-    return "CPU" if pd.isna(threads) else plural(int(threads), "thread")
-
-
-def cell_text(value: Any) -> str:
-    return fmt_size(value) if isinstance(value, float) else str(value)
 
 
 def key_text(value: object) -> str:
@@ -121,17 +112,9 @@ def _sentences() -> Any:
     env = environment("gpubench_tools.report", finalize=_finalize)
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
     env.filters.update(units, signed=lambda v: f"{v:+.0%}", g3=lambda v: f"{v:.3g}")
-    env.filters.update(
-        part=lambda p: named("part_labels").get(p, p), format_=lambda v, f: f.format(v)
-    )
-    env.filters.update(cell=lambda key, row: f"{key}={cell_text(row[key])}")
-    # A macro of the template over each value of a list: `values|map("apply", macro, ...)`.
+    env.filters.update(key=key_text, short=short_benchmark, approx=approx)
     env.filters["apply"] = lambda value, macro, *args: macro(value, *args)
-    env.filters.update(keyed=lambda key, row: f"{key} {key_text(row[key])}")
-    env.filters.update(short=short_benchmark, approx=approx, threads=threads_text)
-    env.filters.update(meaning=lambda part: named("part_meanings").get(part, part))
-    env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK)
-    env.globals["row"] = _row
+    env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK, row=_row)
     env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
     return env.get_template("words.j2").module
 
