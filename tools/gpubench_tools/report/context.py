@@ -14,7 +14,7 @@ from . import analysis
 from .charts import Chart, draw
 from .discovered import discovered_topics
 from .topics import CHARTS, TOPICS, Topic
-from .words import named, say
+from .words import say
 
 _FIELDS = {f.name for f in fields(Chart)}
 
@@ -84,13 +84,7 @@ class Context:
 
     def subtitle(self, gpu: bool = True) -> str:
         """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
-        names = named("chart_names")
-        if self.several:
-            return names["machines"].format(
-                pairs="; ".join(n["pair"] for n in self.labels.values())
-            )
-        (n,) = self.labels.values()
-        return names["cpu_side"].format(**n) + names["gpu_side"].format(**n) * gpu
+        return "".join(say("subtitle", list(self.labels.values()), gpu))
 
     def pairs(self, rows: pd.DataFrame) -> pd.Series:
         """Each row's machine, by its device names (the facet of charts of several machines)."""
