@@ -27,6 +27,7 @@ from ..cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, progra
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..table import load_table
 from .topics import COMMITTED_GPU_REFERENCE
+from .words import say
 
 PROG = program_name("gpubench_tools.report")
 
@@ -44,13 +45,8 @@ def build_report(
     if table.rows.empty and action("report", NOTHING_MEASURED).kind == REFUSE:
         # A run that measured nothing is refused (policy.POLICY["report"]); the line says what
         # its rows were.
-        found = [f"{p.name}: {p.reason}" for p in table.problems.head(2).itertuples()]
-        more = len(table.problems) - len(found)
-        what = "; ".join(found) + (f"; and {more} more" if more > 0 else "")
-        raise BenchJsonError(
-            inputs[0] if len(inputs) == 1 else ", ".join(inputs),
-            "no successful benchmark rows to report on" + (f" ({what})" if what else ""),
-        )
+        said = "".join(say("nothing_measured", table.problems))
+        raise BenchJsonError(inputs[0] if len(inputs) == 1 else ", ".join(inputs), said)
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
     from .build import build_document, reference_warning
     from .context import distinct_names
@@ -62,7 +58,9 @@ def build_report(
     # Files by their shortest distinct tail, as the report's inputs line names them (two runs both
     # called bench.json stay apart).
     names = distinct_names([str(f) for f in table.problems["file"].unique()])
-    listed = [f"{names[str(p.file)]}: {p.status}: {p.name}" for p in table.problems.itertuples()]
+    listed = say(
+        "listed", table.problems.assign(file=table.problems["file"].astype(str).map(names))
+    )
     # A run that did not finish before anything: every number below is limited by it. Then whose
     # GPU numbers these are, then whether they were measured on a quiet machine.
     said = table.cut_off + reference_warning(table) + [c for c in [doc["conditions"]] if c]
