@@ -19,7 +19,7 @@ import pandas as pd
 from ..conditions import DISTURBED
 from ..overhead_model import OverheadModel, gemm_rows, gpu_peak
 from ..table import num, per_step
-from .topics import TRAINING_WORKLOADS
+from .topics import ALLOCATION_PROBES, POOL, TRAINING_WORKLOADS
 
 # A median over fewer repetitions has no spread to speak of: 1 or 2 samples cannot tell a
 # typical run from an outlier (Google Benchmark's own aggregates start being useful at 3).
@@ -393,7 +393,10 @@ ALLOC_NAME = r"^overhead/alloc/(?P<probe>.+?)/bytes:(?P<bytes>\d+)"
 def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
     """Per machine, allocation probe and size, from the per-repetition rows of the table (not
     the summary: the tail needs every sample): `time_s` the median host seconds per call,
-    `slowest_decile_s` the 90th percentile and `repetitions`.
+    `slowest_decile_s` the 90th percentile, `repetitions`, `few_samples` (few_repetitions) and
+    `call`, what the probe is (topics.ALLOCATION_PROBES; a probe the report does not know yet
+    under its own name); in the declared order of the calls per machine (an unknown probe
+    last), then by size.
 
     Allocation times have a long tail (the driver and the OS reclaiming pages), which a median
     hides and a maximum overstates; the slowest decile is what one call in ten pays. It is the
@@ -412,16 +415,22 @@ def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
         return float(np.quantile(times, 0.9, method="inverted_cdf")) if len(times) > 1 else math.nan
 
     grouped = probes.groupby(["machine", "probe", "bytes"], sort=True)["real_time_s"]
-    out = grouped.agg(time_s="median", slowest_decile_s=decile, repetitions="size")
-    return out.reset_index()[columns]
+    out = grouped.agg(time_s="median", slowest_decile_s=decile, repetitions="size").reset_index()
+    order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
+    out = out.assign(
+        call=out["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
+        few_samples=few_repetitions(out),
+        order=out["probe"].map(order).fillna(len(order)),
+    )
+    return out.sort_values(["machine", "order", "bytes"])
 
 
 def pool_savings(costs: pd.DataFrame) -> pd.DataFrame:
     """Per machine and size: (cudaMalloc + cudaFree) / the warm pool's cudaMallocAsync +
     cudaFreeAsync, medians; above 1 a caching allocator saves that factor per buffer."""
     wide = costs.pivot_table(index=["machine", "bytes"], columns="probe", values="time_s")
-    need = {"malloc/device", "free/device", "async"}
-    if wide.empty or not need <= set(wide.columns):
+    if wide.empty or not set(POOL) <= set(wide.columns):
         return pd.DataFrame(columns=["machine", "bytes", "saving"])
-    saving = (wide["malloc/device"] + wide["free/device"]) / wide["async"]
+    malloc, free, pool = POOL
+    saving = (wide[malloc] + wide[free]) / wide[pool]
     return saving.rename("saving").dropna().reset_index()

@@ -7,7 +7,7 @@ Every number says whose measurement it is (this run or the reference run) and ca
 noise: the spread of the repetitions where there are several, a mark where there are too few.
 
 A section is made in two steps: its data (`speedups.topic_pairs`, `analysis.thread_scaling`,
-`resources.allocation_costs`, `resources.energy_pairs`, ...), then its words and charts; the
+`analysis.allocation_costs`, `resources.energy_pairs`, ...), then its words and charts; the
 medians of too few repetitions the report names come from the same data. Nothing here formats
 markup: the templates escape every text for HTML or Markdown.
 """
@@ -56,7 +56,7 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
     sections.append(resources.memory_section(ctx))
     probes = ctx.summary["name"].str.match(analysis.ALLOC_NAME)
     thin |= ctx.thin(ctx.summary.index[probes], "gpu")
-    sections.append(resources.allocation_section(ctx, resources.allocation_costs(ctx)))
+    sections.append(resources.allocation_section(ctx, analysis.allocation_costs(ctx.table.rows)))
     sections.append(resources.energy_section(ctx, resources.energy_pairs(ctx, pairs)))
     sections.append(resources.problems_section(ctx))
     return answer, [s for s in sections if s is not None], thin
@@ -150,11 +150,6 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
     ctx = Context.of(table, out)
     answer, sections, thin = _sections(ctx)
-    # An answer row links to its section only where there is one: a workload with rows on one
-    # side only has none.
-    ids = {s["id"] for s in sections}
-    for row in answer:
-        row["link"] = row["anchor"] if row["anchor"] in ids else None
     m = table.machines.iloc[0]
     files = _reference_files(m, ctx.file_names) if m["gpu_reference"] else ""
     reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"]))

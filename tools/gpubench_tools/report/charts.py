@@ -3,8 +3,8 @@
 - `lines`: y against x, one line per value of `series` (or markers only, `connect=False`), with
   an optional min-max band, hollow markers for flagged points (few repetitions, noisy), a
   reference line (`hline`) and the ideal diagonal.
-- `stacked`: one bar per category of `x`, stacked from `parts`; `normalize` shows shares with
-  the total time written at the end of each bar; `facet` gives one panel per value.
+- `stacked`: one bar per category of `x`, stacked from `parts` as shares of the bar, with the
+  total time written at its end; `facet` gives one panel per value.
 - `heatmap`: `value` (a ratio such as a speedup) over the `x` by `y` grid, on a log colour
   scale centred at 1, every cell annotated.
 
@@ -40,7 +40,7 @@ from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
 from .words import named  # noqa: E402
 
 Kind = Literal["lines", "stacked", "heatmap"]
-UNITS = ("s", "ratio", "flop/s", "bytes", "bytes/s", "count")
+UNITS = ("s", "ratio", "bytes", "bytes/s", "count")
 TITLE_WIDTH = 70  # characters per title line; a title may take two
 SUBTITLE_WIDTH = 125  # what fits on one 8 pt line across the figure
 WIDTH_IN, HEIGHT_IN, PNG_DPI = 7.5, 4.2, 130
@@ -99,7 +99,6 @@ class Chart:
     x_unit: str | None = None
     y_unit: str | None = None
     parts: tuple[tuple[str, str], ...] = ()  # stacked: (column, label), bottom to top
-    normalize: bool = False
     facet: str | None = None
 
 
@@ -166,7 +165,6 @@ def _si(v: float, unit: str) -> str:
 _TICK: dict[str | None, Callable[[float], str]] = {
     "s": _time_tick,
     "ratio": lambda v: f"{v:g}x",
-    "flop/s": lambda v: _si(v, "FLOP/s"),
     "bytes/s": lambda v: _si(v, "B/s"),
     "bytes": lambda v: fmt_bytes(v) if v else "0",
     "count": _plain,
@@ -314,7 +312,7 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
     # Medians of separate columns can leave a part a hair below zero; a bar can't draw that.
     parts = rows[[c for c, _ in chart.parts]].astype(float).fillna(0).clip(lower=0)
     total = parts.sum(axis=1)
-    shares = parts.div(total.where(total > 0), axis=0).fillna(0) if chart.normalize else parts
+    shares = parts.div(total.where(total > 0), axis=0).fillna(0)
     pos = np.arange(len(cats))
     ax.set_axisbelow(True)  # grid lines behind the bars, not across them
     base = np.zeros(len(cats))
@@ -325,15 +323,12 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
     ax.set_yticks(pos, [_plain(c) for c in cats])
     ax.invert_yaxis()  # the first category on top, as it reads
     ax.grid(False, axis="y")
-    if chart.normalize:
-        ax.set_xlim(0, 1)
-        ax.xaxis.set_major_formatter(ticker.PercentFormatter(1.0))
-        # Totals span decades, so the share hides them: write each one past the bar's end.
-        for p, t in zip(pos, total):
-            if t > 0:
-                ax.annotate(fmt_time(t), (1.01, p), annotation_clip=False, **_TOTAL)
-    else:
-        _format_axis(ax, "x", chart.y_unit, False)
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(ticker.PercentFormatter(1.0))
+    # Totals span decades, so the share hides them: write each one past the bar's end.
+    for p, t in zip(pos, total):
+        if t > 0:
+            ax.annotate(fmt_time(t), (1.01, p), annotation_clip=False, **_TOTAL)
     ax.set_xlabel(chart.y_label)
     ax.set_ylabel(chart.x_label)
 

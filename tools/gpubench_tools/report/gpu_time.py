@@ -18,7 +18,7 @@ from ..overhead_model import OverheadModel, build_model
 from ..units import fmt_size
 from . import analysis
 from .context import Context
-from .topics import MODEL_ERROR_SAID, TRAINING_WORKLOADS, PartsChart, StepProfile
+from .topics import COPY_PROBES, MODEL_ERROR_SAID, TRAINING_WORKLOADS, PartsChart, StepProfile
 from .words import named, path_name, say, section, short_benchmark, table_of
 
 
@@ -142,12 +142,10 @@ class FixedCosts:
 def fixed_costs(summary: pd.DataFrame) -> FixedCosts | None:
     """The fixed costs of the summary's GPU rows; None without a probe to build a model from."""
     gpu = summary[summary["backend"] == "gpu"]
-    if gpu.empty:
+    model = build_model(gpu) if len(gpu) else None
+    if model is None or model.empty:
         return None
-    model = build_model(gpu)
-    if model.empty:
-        return None
-    copies = analysis.select(gpu, {"probe": ("h2d", "d2h")}).dropna(subset=["bytes_per_s"])
+    copies = analysis.select(gpu, COPY_PROBES).dropna(subset=["bytes_per_s"])
     if len(copies):
         copies = copies.assign(few=analysis.flagged(copies)).sort_values("bytes")
     return FixedCosts(model, copies, analysis.model_bias(summary, model))

@@ -1,8 +1,8 @@
 """The sections on what the machines spend beside the speedups: CPU threads, the peers, device
 memory, allocation, energy, and what did not run.
 
-A section's rows come from `analysis` and the declarations in `topics`; `allocation_costs`,
-`energy_pairs` and the `*_thin` functions are data, the `*_section` functions say it.
+A section's rows come from `analysis` and the declarations in `topics`; `thread_cases`,
+`memory_rows`, `agreement_figures` and `energy_pairs` are data, the `*_section` functions say it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..table import num
 from . import analysis
 from .context import Context
 from .speedups import MachineTopic
-from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
+from .topics import ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
 from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
 from .words import say, section, short_benchmark, table_of
 
@@ -119,22 +119,6 @@ def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, 
 
 
 # --- allocation ------------------------------------------------------------------------------
-
-
-def allocation_costs(ctx: Context) -> pd.DataFrame:
-    """analysis.allocation_costs with each probe's `call` (what it is, ALLOCATION_PROBES) and
-    `few_samples`, in the declared order of the calls per machine, then by size."""
-    costs = analysis.allocation_costs(ctx.table.rows)
-    if costs.empty:
-        return costs
-    costs = costs.assign(
-        call=costs["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
-        few_samples=analysis.few_repetitions(costs),
-    )
-    # The declared order of the calls; a probe the report does not know yet goes last.
-    order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
-    costs["order"] = costs["probe"].map(order).fillna(len(order))
-    return costs.sort_values(["machine", "order", "bytes"])
 
 
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:

@@ -36,14 +36,11 @@ def committed_gpu_reference() -> list[str]:
     the working directory from inside the checkout, absolute from elsewhere, the repository
     paths where the package is not in a checkout that holds them."""
     root = Path(__file__).resolve().parents[3]
-    paths = []
-    for name in COMMITTED_GPU_REFERENCE:
-        path = root / name
-        if not path.is_file():
-            return list(COMMITTED_GPU_REFERENCE)
-        relative = os.path.relpath(path)
-        paths.append(relative if not relative.startswith("..") else str(path))
-    return paths
+    paths = [root / name for name in COMMITTED_GPU_REFERENCE]
+    if not all(path.is_file() for path in paths):
+        return list(COMMITTED_GPU_REFERENCE)
+    relative = [os.path.relpath(path) for path in paths]
+    return [r if not r.startswith("..") else str(path) for r, path in zip(relative, paths)]
 
 
 # The GPU training rows compared with the CPU: the suite's own paths, no host copy of the inputs
@@ -391,8 +388,8 @@ CHARTS: dict[str, dict[str, Any]] = {
     "utilisation": dict(
         kind="lines", stem="utilisation_{topic.id}", x="{use.x}", y="pct_peak",
         series="{use.series}", flag="few_samples", **_LOG, y_unit="count"),
-    "parts": dict(kind="stacked", stem="{view.stem}", x="bar", normalize=True),
-    "profile": dict(kind="stacked", stem="{profile.stem}", x="path", normalize=True),
+    "parts": dict(kind="stacked", stem="{view.stem}", x="bar"),
+    "profile": dict(kind="stacked", stem="{profile.stem}", x="path"),
     "copies": dict(
         kind="lines", stem="copies", x="bytes", y="bytes_per_s", series="copy", flag="few", **_LOG,
         x_unit="bytes", y_unit="bytes/s"),
@@ -439,6 +436,10 @@ ALLOCATION_PROBES: dict[str, str] = {
     "malloc/pinned": "cudaMallocHost (pinned)",
     "free/pinned": "cudaFreeHost (pinned)",
 }
+# The host-device copy probes (their bandwidth against size is the model section's chart).
+COPY_PROBES: dict[str, Any] = {"probe": ("h2d", "d2h")}
+# What a warm pool saves: the probes of an allocation and a free without it, and the pool's.
+POOL = ("malloc/device", "free/device", "async")
 # Measured device memory within this factor of the model either way counts as agreeing: the
 # allocator's 2 MiB pages alone put a small benchmark several percent above its shapes' bytes.
 MEMORY_AGREEMENT = 1.1
