@@ -27,7 +27,7 @@ from ..cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, progra
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..table import load_table
 from .topics import COMMITTED_GPU_REFERENCE
-from .words import say
+from .words import named, say
 
 PROG = program_name("gpubench_tools.report")
 
@@ -74,36 +74,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser(prog: str = "gpubench-report") -> argparse.ArgumentParser:
-    """The command line, as data (tests walk it)."""
-    parser = ArgumentParser(
-        prog=prog,
-        description="Charts and an explained report (HTML + Markdown) from gpubench JSON results.",
-    )
+    """The command line, as data (tests walk it), in the words of templates/words.j2's
+    `cli_help`."""
+    helps = named("cli_help")
+    parser = ArgumentParser(prog=prog, description=helps["description"])
+    parser.add_argument("inputs", nargs="+", metavar="IN.json", help=helps["inputs"])
+    parser.add_argument("--out", default="reports/latest", metavar="DIR", help=helps["out"])
+    reference = helps["gpu_reference"].format(reference=" and ".join(COMMITTED_GPU_REFERENCE))
     parser.add_argument(
-        "inputs", nargs="+", metavar="IN.json", help="bench --benchmark_out JSON file(s)"
-    )
-    parser.add_argument(
-        "--out",
-        default="reports/latest",
-        metavar="DIR",
-        help="output folder for report.html, report.md and the PNG/SVG charts (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--gpu-reference",
-        nargs="+",
-        default=[],
-        metavar="REF.json",
-        help="bench JSON of another machine's GPU run, used for the GPU side when IN.json has no "
-        f"GPU rows (e.g. {' and '.join(COMMITTED_GPU_REFERENCE)}); labelled as "
-        "that machine's measurement; not used, with a warning, when IN.json has GPU rows",
+        "--gpu-reference", nargs="+", default=[], metavar="REF.json", help=reference
     )
     talk = parser.add_mutually_exclusive_group()
-    talk.add_argument(
-        "--verbose",
-        action="store_true",
-        help="after each warning about skipped or failed rows, list their benchmarks",
-    )
-    talk.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    talk.add_argument("--verbose", action="store_true", help=helps["verbose"])
+    talk.add_argument("--quiet", action="store_true", help=helps["quiet"])
     add_debug_flag(parser)
     return parser
 

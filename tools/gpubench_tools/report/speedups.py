@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..table import num
 from ..units import fmt_size
 from . import analysis
 from .context import Context
@@ -134,13 +135,15 @@ def _with_other_paths(
     curve: pd.DataFrame, topic: Topic, others: list[tuple[GpuPath, pd.DataFrame]]
 ) -> pd.DataFrame:
     """The other GPU paths the answer states (eager beside the fastest), as columns of the
-    curve: `<path>_time`, `<path>_speedup` and `<path>_hollow` (_hollow)."""
+    curve: `<path>_time` (also its `_low` and `_high`: no band), `<path>_speedup`; and each
+    line's `_hollow` medians (_hollow)."""
     on = ["machine", *topic.keys]
     for path, other in others:
-        other = other.assign(time=other["gpu_time"], hollow=_hollow(other, "gpu"))
-        named = {c: f"{path.name}_{c}" for c in ("time", "speedup", "hollow")}
+        time = other["gpu_time"]
+        other = other.assign(time=time, low=time, high=time, hollow=_hollow(other, "gpu"))
+        named = {c: f"{path.name}_{c}" for c in ("time", "low", "high", "speedup", "hollow")}
         curve = curve.merge(other[on + list(named)].rename(columns=named), on=on, how="left")
-    return curve
+    return curve.assign(cpu_hollow=_hollow(curve, "cpu"), gpu_hollow=_hollow(curve, "gpu"))
 
 
 def topic_section(
@@ -149,8 +152,7 @@ def topic_section(
     """The topic's section: its speedup and time charts and table, and the answer's lines as
     sentences; None where no machine has a curve of the topic's last GPU path."""
     curves = [mt.paths[-1].curve for mt in machines if mt.paths]
-    curves = [c for c in curves if c is not None]
-    if not curves:
+    if all(c is None for c in curves):
         return None
     # The GPU paths before the last one and their curves, every machine's: the table's columns.
     others = [
@@ -182,15 +184,14 @@ def _extra_charts(
     charts = [_time_chart(ctx, topic, curve, others)]
     if topic.series is not None and not ctx.several and curve[topic.series].nunique() > 1:
         charts.append(ctx.chart("heatmap", curve, topic=topic))
-    utilisation = topic.utilisation
-    if utilisation is None or ctx.several:
+    use = topic.utilisation
+    if use is None or ctx.several:
         return charts
-    kernel = analysis.select(ctx.summary, utilisation.rows).dropna(
-        subset=["pct_peak"] if "pct_peak" in ctx.summary else []
-    )
+    kernel = analysis.select(ctx.summary, use.rows)
+    kernel = kernel[num(kernel, "pct_peak").notna()]
     if len(kernel):
-        kernel = kernel.sort_values(utilisation.x).assign(few_samples=analysis.flagged(kernel))
-        charts.append(ctx.chart("utilisation", kernel, topic=topic, use=utilisation))
+        kernel = kernel.sort_values(use.x).assign(few_samples=analysis.flagged(kernel))
+        charts.append(ctx.chart("utilisation", kernel, topic=topic, use=use))
     return charts
 
 
@@ -204,20 +205,18 @@ def _time_chart(
     # A line's machine (and width) go before its side where they tell the lines apart.
     several = topic.series is not None or ctx.several
     before = curve["line"] + names["between"] if several else ""
-    sides = [
-        curve.assign(side=before + name, time=curve[f"{side}_time"], low=curve[f"{side}_low"],
-                     high=curve[f"{side}_high"], hollow=_hollow(curve, side))
-        for side, name in (("cpu", names["cpu"]), ("gpu", gpu))
-    ]  # fmt: skip
     # The other paths the answer states (eager), as lines of their own: their medians,
     # without bands. A sweep with series already has a line per width and side; its
     # table carries the other paths instead.
-    for path, _ in others if topic.series is None else []:
-        time, name = curve[f"{path.name}_time"], names["gpu_path"].format(path=path.name)
-        hollow = curve[f"{path.name}_hollow"].eq(True)
-        line = curve.assign(side=before + name, time=time, low=time, high=time, hollow=hollow)
-        sides.append(line.dropna(subset=["time"]))
-    return ctx.chart("time", pd.concat(sides, ignore_index=True), topic=topic)
+    sides = [("cpu", names["cpu"]), ("gpu", gpu)]
+    if topic.series is None:
+        sides += [(p.name, names["gpu_path"].format(path=p.name)) for p, _ in others]
+    lines = []
+    for side, name in sides:
+        line = curve.assign(side=before + name, hollow=curve[f"{side}_hollow"].eq(True))
+        line = line.assign(**{c: curve[f"{side}_{c}"] for c in ("time", "low", "high")})
+        lines.append(line.dropna(subset=["time"]))
+    return ctx.chart("time", pd.concat(lines, ignore_index=True), topic=topic)
 
 
 def _hollow(curve: pd.DataFrame, side: str) -> pd.Series:
