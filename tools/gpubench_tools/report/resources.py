@@ -203,19 +203,14 @@ def energy_section(
 ) -> dict[str, Any] | None:
     """Joules per unit of work on each side of the energy pairs; the CPU side's energy where
     recorded, else why not."""
-    rows = [
-        {"title": topic.title, "variant": r.get("variant"), "gpu_j": r["gpu_j"],
-         "cpu_j": r["cpu_j"], "ratio": r["cpu_j"] / r["gpu_j"], "row": r,
-         "size_keys": [k for k in topic.keys if pd.notna(r.get(k))]}  # fmt: skip
-        for topic, frame in pairs
-        for _, r in frame.iterrows()
-    ]
-    if not rows:
+    if not pairs:
         return None
-    compared = sum(pd.notna(r["cpu_j"]) for r in rows)
+    compared = sum(int(frame["cpu_j"].notna().sum()) for _, frame in pairs)
     unit, absent = energy.unit_name, _cpu_energy_absent(ctx, energy)
-    said = say("energy", unit, compared, len(rows), absent)
-    return section(energy.id, said, [], [table_of("energy_table", unit, rows)], title=energy.title)
+    said = say("energy", unit, compared, sum(len(frame) for _, frame in pairs), absent)
+    rows = [(topic, frame.to_dict("records")) for topic, frame in pairs]
+    table = table_of("energy_table", unit, rows)
+    return section(energy.id, said, [], [table], title=energy.title)
 
 
 # --- what did not run ------------------------------------------------------------------------
