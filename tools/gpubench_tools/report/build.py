@@ -79,17 +79,13 @@ def _appendix(ctx: Context) -> dict[str, Any]:
     return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
 
 
-def _reference_files(machine: pd.Series, names: dict[str, str] | None = None) -> str:
-    return ", ".join(names[f] if names else Path(f).name for f in machine["gpu_files"])
-
-
 def reference_warning(table: Table) -> list[str]:
     """Said first on the terminal: that every GPU number of the report is another run's, or
     that it has none and how to borrow the committed run's."""
     m = table.machines.iloc[0]
     if not m["gpu_reference"]:
         return no_gpu_suggestion(table)
-    return say("reference_warning", m, _reference_files(m))
+    return say("reference_warning", m, ", ".join(Path(f).name for f in m["gpu_files"]))
 
 
 def _made_by_hand(table: Table) -> list[str]:
@@ -151,7 +147,7 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     ctx = Context.of(table, out)
     answer, sections, thin = _sections(ctx)
     m = table.machines.iloc[0]
-    files = _reference_files(m, ctx.file_names) if m["gpu_reference"] else ""
+    files = ", ".join(ctx.file_names[f] for f in m["gpu_files"]) if m["gpu_reference"] else ""
     reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"]))
     names = sorted({ctx.file_names[f] for f in table.rows.get("file", [])})
     measured = table.rows[["machine", "name", "label"]].drop_duplicates()

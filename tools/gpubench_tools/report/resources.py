@@ -43,9 +43,8 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
     shown, top = thread_cases(scaling)
     said = say("threads", top["efficiency"].min(), top["efficiency"].max())
     chart = ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))
-    return section(
-        "threads", said, [chart], [table_of("threads_table", top.sort_values("efficiency"))]
-    )
+    table = table_of("threads_table", top.sort_values("efficiency"))
+    return section("threads", said, [chart], [table])
 
 
 # --- against PyTorch -------------------------------------------------------------------------
@@ -217,17 +216,13 @@ def energy_section(
 
 
 def problems_section(ctx: Context) -> dict[str, Any] | None:
+    """The failed, skipped and invalid benchmarks, a list for each file, status and reason."""
     problems = ctx.table.problems
     if problems.empty:
         return None
     groups = problems.groupby(["file", "status", "reason"])
-    counts = [
-        dict(count=len(g), status=s, file=ctx.file_names[str(f)], reason=r)
-        for (f, s, r), g in groups
-    ]
-    details = [
-        {"summary": summary, "items": sorted(group["name"])}
-        for summary, (_, group) in zip(say("problem_groups", counts), groups)
-    ]
-    said = say("problems", len(problems))
-    return section("problems", said, details=details)
+    counts = groups.size().reset_index(name="count")
+    counts["file"] = counts["file"].map(lambda f: ctx.file_names[str(f)])
+    summaries = say("problem_groups", counts)
+    details = [{"summary": s, "items": sorted(g["name"])} for s, (_, g) in zip(summaries, groups)]
+    return section("problems", say("problems", len(problems)), details=details)
