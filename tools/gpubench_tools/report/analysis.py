@@ -232,11 +232,10 @@ def breakdown(
     out["total"] = out["transfer"] + out["overhead"] + out["compute"]
     four = work.notna()
     out["parts"] = np.where(four, 4, 3)
-    out["why"] = np.select(
-        [four, flop.isna() | (flop <= 0)],
-        [None, "no flop count"],
-        default="no GPU peak for " + dtype.astype(str),
+    why = np.where(
+        flop.isna() | (flop <= 0), "no flop count", "no GPU peak for " + dtype.astype(str)
     )
+    out["why"] = np.where(four, None, why)
     three = out[["transfer", "overhead", "compute"]].fillna(0).idxmax(axis=1)
     out["dominant"] = out[list(PARTS)].fillna(-1).idxmax(axis=1).where(four, three)
     return out.reset_index(drop=True)

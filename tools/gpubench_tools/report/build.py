@@ -20,10 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..conditions import CONDITION_FIGURES, DISTURBED, UNKNOWN, describe_conditions
-from ..conditions import unknown_conditions_note
+from ..conditions import CONDITION_FIGURES, UNKNOWN, describe_conditions
 from ..policy import DISTURBED_ROW, HEADLINE_RULE, LIST, UNKNOWN_CONDITIONS, USE, action
-from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
+from ..table import REFERENCE_RUN, THIS_RUN, Table, num, short_cpu_name, short_gpu_name
 from . import analysis, resources
 from .context import Context, Thin
 from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
@@ -113,25 +112,24 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     if rows.empty or "conditions" not in rows:
         return ""
     said_by = [k for k in ("disturbed", "disturbed_by", *CONDITION_FIGURES) if k in rows]
-    counters = [{k: v for k, v in r.items() if pd.notna(v)} for _, r in rows[said_by].iterrows()]
+    counters = [r.dropna().to_dict() for _, r in rows[said_by].iterrows()]
     said = []
     line = describe_conditions(counters)
     if line is not None and action("report", DISTURBED_ROW).kind == USE:
-        marked = int((summary["conditions"] == DISTURBED).sum()) if len(summary) else 0
-        cleaned = int((summary["disturbed_left_out"] > 0).sum()) if len(summary) else 0
+        marked = int(analysis.disturbed(summary).sum())
+        cleaned = int((num(summary, "disturbed_left_out") > 0).sum())
         said += say("disturbed", line, HEADLINE_RULE, cleaned, marked, DISTURBED_MARK)
-    unknown = sorted(set(rows.loc[rows["conditions"] == UNKNOWN, "file"]))
+    unknown = rows.loc[rows["conditions"] == UNKNOWN, "file"].nunique()
     if unknown and action("report", UNKNOWN_CONDITIONS).kind == LIST:
-        what = f"{len(unknown)} file(s)" if len(unknown) > 1 else "the file"
-        said.append(unknown_conditions_note(f"the repetitions of {what}").capitalize() + ".")
+        said += say("unknown_conditions", unknown)
     return " ".join(said)
 
 
 def _speedup_definition(answer: list[dict[str, Any]], topics: tuple[Topic, ...]) -> str:
     """What each side of the answer's speedups is, once per kind of compared time."""
     shown = {a["anchor"] for a in answer}
-    sides = dict.fromkeys((t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown)
-    return "".join(say("speedup_definition", list(sides)))
+    sides = [(t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown]
+    return "".join(say("speedup_definition", sides))
 
 
 def no_gpu_suggestion(table: Table) -> list[str]:

@@ -101,13 +101,10 @@ def step_parts(summary: pd.DataFrame, profile: StepProfile) -> tuple[float, pd.D
         return None
     batch = min(rows["batch"].unique(), key=lambda b: abs(math.log(b / profile.batch_near)))
     rows = rows[rows["batch"] == batch]
-    kinds: dict[str, list[str]] = {}
-    for column in columns:
-        kinds.setdefault(operation_kind(column, profile.kinds), []).append(column)
-    return batch, rows[["name", "machine"]].assign(
-        **{kind: rows[cols].sum(axis=1, min_count=1) for kind, cols in kinds.items()},
-        path=rows["name"].map(lambda n: short_benchmark(n).split("/", 1)[1]),
-    )
+    kinds = [operation_kind(column, profile.kinds) for column in columns]
+    parts = rows[columns].T.groupby(kinds, sort=False).sum(min_count=1).T
+    path = rows["name"].map(lambda n: short_benchmark(n).split("/", 1)[1])
+    return batch, rows[["name", "machine"]].join(parts).assign(path=path)
 
 
 def profile_sections(ctx: Context) -> list[dict[str, Any]]:

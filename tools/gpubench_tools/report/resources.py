@@ -129,11 +129,9 @@ def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
                    for call, c in rows.groupby("call", sort=False)]}  # fmt: skip
         for machine, rows in costs.groupby("machine", sort=False)
     ]
-    tails = costs.dropna(subset=["slowest_decile_s"])
-    tail = None
-    if not tails.empty:
-        ratio = tails["slowest_decile_s"] / tails["time_s"]
-        tail = {**tails.loc[ratio.idxmax()].to_dict(), "ratio": ratio.max()}
+    ratio = costs["slowest_decile_s"] / costs["time_s"]
+    worst = ratio.notna().any()
+    tail = {**costs.loc[ratio.idxmax()].to_dict(), "ratio": ratio.max()} if worst else None
     return say("allocation", machines, analysis.pool_savings(costs), tail)
 
 

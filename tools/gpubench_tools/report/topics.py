@@ -305,17 +305,14 @@ class EnergyTopic:
     cpu_absent: str = "not recorded: the bench that wrote the CPU run reads no CPU energy counter"
 
 
-# The workloads of the topics that compare a training step, in declaration order: their GPU
-# rows are the breakdown's training rows (analysis.breakdown).
+# The topics that compare a training step. Their workloads, in declaration order: their GPU rows
+# are the breakdown's training rows (analysis.breakdown); their pairs: the energy table's.
+_TRAINING_TOPICS = [t for t in TOPICS if t.time_col == "t_step"]
 TRAINING_WORKLOADS: tuple[str, ...] = tuple(
-    dict.fromkeys(t.cpu["workload"] for t in TOPICS if t.time_col == "t_step")
+    dict.fromkeys(t.cpu["workload"] for t in _TRAINING_TOPICS)
 )
-
 ENERGY = EnergyTopic(
-    id="energy",
-    title="Energy per training step, CPU vs GPU",
-    topics=tuple(t.id for t in TOPICS if t.time_col == "t_step"),
-    unit_name="step",
+    "energy", "Energy per training step, CPU vs GPU", tuple(t.id for t in _TRAINING_TOPICS), "step"
 )
 
 

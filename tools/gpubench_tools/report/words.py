@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..conditions import unknown_conditions_note
 from ..templating import environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 
@@ -113,6 +114,7 @@ def _sentences() -> Any:
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
     env.filters.update(units, signed=lambda v: f"{v:+.0%}", g3=lambda v: f"{v:.3g}")
     env.filters.update(key=key_text, short=short_benchmark, approx=approx)
+    env.filters["unknown_conditions"] = unknown_conditions_note
     env.filters["apply"] = lambda value, macro, *args: macro(value, *args)
     env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK, row=_row)
     env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
