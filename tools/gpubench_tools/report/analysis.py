@@ -298,14 +298,9 @@ def _bands(rows: pd.DataFrame, error: str) -> pd.DataFrame:
     lo, hi = SIZE_BANDS
     labels = [f"n < {lo:g}", f"{lo:g} <= n < {hi:g}", f"n >= {hi:g}"]
     band = pd.cut(rows["size"], [0, lo, hi, np.inf], right=False, labels=labels)
-    out = (
-        rows.assign(band=band)
-        .groupby(["dtype", "host", "band"], observed=True)[error]
-        .agg(median="median", low="min", high="max", rows="size")
-        .reset_index()
-    )
-    out["direction"] = np.where(out["median"] < 0, "under", "over")
-    return out
+    grouped = rows.assign(band=band).groupby(["dtype", "host", "band"], observed=True)[error]
+    out = grouped.agg(median="median", low="min", high="max", rows="size").reset_index()
+    return out.assign(direction=np.where(out["median"] < 0, "under", "over"))
 
 
 def model_bias(summary: pd.DataFrame, model: OverheadModel) -> ModelBias:

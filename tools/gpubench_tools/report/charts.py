@@ -209,8 +209,7 @@ def _thin(values: Sequence[float], log: bool, most: int = 10) -> list[float]:
     for i in range(1, len(values)):
         if pos[i] - pos[kept[-1]] >= gap:
             kept.append(i)
-    if kept[-1] != len(values) - 1:
-        kept[-1] = len(values) - 1
+    kept[-1] = len(values) - 1
     return [values[i] for i in kept]
 
 
@@ -375,12 +374,10 @@ def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[An
     ax.set_yticks(range(len(ys)), [_plain(v) for v in ys])
     ax.grid(False)
     ax.tick_params(length=0)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
+    ax.spines[:].set_visible(False)
     ax.set_xlabel(chart.x_label)
     ax.set_ylabel(chart.y_label)
-    bar = fig.colorbar(image, ax=ax, shrink=0.9, pad=0.02)
-    bar.set_label(chart.value_label)
+    bar = fig.colorbar(image, ax=ax, shrink=0.9, pad=0.02, label=chart.value_label)
     bar.ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _p: f"{v:g}x"))
     bar.ax.yaxis.set_minor_formatter(ticker.NullFormatter())
     return []

@@ -94,15 +94,13 @@ def _parser(prog: str = "gpubench-report") -> argparse.ArgumentParser:
 def _main(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     try:
-        html_path, md_path, warnings = build_report(
-            args.inputs, Path(args.out), args.gpu_reference, args.verbose
-        )
+        report = build_report(args.inputs, Path(args.out), args.gpu_reference, args.verbose)
     except BenchJsonError as exc:
         raise UnusableInput(str(exc)) from None
     except OSError as exc:
-        raise UnusableInput(
-            f"cannot write the report to {args.out}: {exc.strerror or exc}"
-        ) from None
+        message = f"cannot write the report to {args.out}: {exc.strerror or exc}"
+        raise UnusableInput(message) from None
+    html_path, md_path, warnings = report
     if args.quiet:
         return EXIT_OK
     for w in warnings:

@@ -85,10 +85,8 @@ def operation_kind(column: str, kinds: tuple[tuple[str, str], ...]) -> str:
     """`t_op:<layer>.<operation>` -> its kind by the profile's declared rules (StepProfile.kinds),
     else its layer: the profile's operations grouped by what they do."""
     operation = column.split(":", 1)[1]
-    return next(
-        (kind for pattern, kind in kinds if re.search(pattern, operation)),
-        operation.partition(".")[0],
-    )
+    matches = (kind for pattern, kind in kinds if re.search(pattern, operation))
+    return next(matches, operation.partition(".")[0])
 
 
 def step_parts(summary: pd.DataFrame, profile: StepProfile) -> tuple[float, pd.DataFrame] | None:

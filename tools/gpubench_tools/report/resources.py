@@ -149,10 +149,8 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
 
 def _joules(rows: pd.DataFrame, counter: str, energy: EnergyTopic) -> pd.Series:
     """Joules per unit of work: the counter over the units per iteration (one where none)."""
-    if counter not in rows:
-        return pd.Series(math.nan, index=rows.index)
     units = num(rows, energy.per)
-    return num(rows, counter) / (units.where(units > 0, 1.0) if energy.per in rows else 1.0)
+    return num(rows, counter) / units.where(units > 0, 1.0)
 
 
 def energy_pairs(

@@ -80,8 +80,7 @@ def short_benchmark(name: str) -> str:
 def path_name(name: str) -> str:
     """A GPU training row's path and variant: "eager readback:0 input:pinned"."""
     parts = name.split("/")
-    keep = [parts[2]] + [p for p in parts[3:] if p.startswith(("readback:", "input:"))]
-    return " ".join(keep)
+    return " ".join([parts[2], *(p for p in parts[3:] if p.startswith(("readback:", "input:")))])
 
 
 # A macro's lines are its template's lines, a table row's cells are joined by a tab: a newline
