@@ -120,6 +120,26 @@ def test_every_training_workload_states_eager_and_fastest(committed_doc: dict[st
     assert cell.startswith("81.") and cell.endswith("0.024x")
 
 
+def test_two_machines_share_the_eager_column_of_a_training_section(tmp_path: Path) -> None:
+    """HAND-MADE rows (handmade_rows.py) on two machines (two GPUs): the Iris section's table has
+    one eager column and a line per machine, each with its own machine's eager time."""
+    from handmade_rows import CONTEXT, cpu_mlp_rows, gpu_mlp_rows
+
+    files = [
+        str(write_bench_json(tmp_path / f"{name}-{side}.json", rows, dict(CONTEXT, gpu=gpu)))
+        for name, gpu in (("a", "NVIDIA A"), ("b", "NVIDIA B"))
+        for side, rows in (("cpu", cpu_mlp_rows()), ("gpu", gpu_mlp_rows()))
+    ]
+    doc = build_document(load_table(files), tmp_path / "doc")
+    (section,) = [s for s in doc["sections"] if s["id"] == "mlp-iris"]
+    (table,) = section["tables"]
+    assert table["headers"].count("eager GPU time, speedup") == 1
+    lines = {
+        row[0]: row[table["headers"].index("eager GPU time, speedup")] for row in table["rows"]
+    }
+    assert len(lines) == 2 and all(cell != "—" for cell in lines.values())
+
+
 def test_a_run_without_gpu_rows_is_given_the_reference_line(
     tmp_path: Path, mixed_doc: dict[str, Any]
 ) -> None:

@@ -132,16 +132,17 @@ def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> lis
 
 
 def _with_other_paths(
-    curve: pd.DataFrame, topic: Topic, others: list[tuple[GpuPath, pd.DataFrame]]
+    curve: pd.DataFrame, topic: Topic, others: dict[str, list[pd.DataFrame]]
 ) -> pd.DataFrame:
     """The other GPU paths the answer states (eager beside the fastest), as columns of the
     curve: `<path>_time` (also its `_low` and `_high`: no band), `<path>_speedup`; and each
     line's `_hollow` medians (_hollow)."""
     on = ["machine", *topic.keys]
-    for path, other in others:
+    for path, curves in others.items():
+        other = pd.concat(curves)
         time = other["gpu_time"]
         other = other.assign(time=time, low=time, high=time, hollow=_hollow(other, "gpu"))
-        named = {c: f"{path.name}_{c}" for c in ("time", "low", "high", "speedup", "hollow")}
+        named = {c: f"{path}_{c}" for c in ("time", "low", "high", "speedup", "hollow")}
         curve = curve.merge(other[on + list(named)].rename(columns=named), on=on, how="left")
     return curve.assign(cpu_hollow=_hollow(curve, "cpu"), gpu_hollow=_hollow(curve, "gpu"))
 
@@ -154,10 +155,11 @@ def topic_section(
     curves = [mt.paths[-1].curve for mt in machines if mt.paths]
     if all(c is None for c in curves):
         return None
-    # The GPU paths before the last one and their curves, every machine's: the table's columns.
-    others = [
-        (pc.path, pc.curve) for mt in machines for pc in mt.paths[:-1] if pc.curve is not None
-    ]
+    # The GPU paths before the last one, by name, each with its curves on every machine: the
+    # table's columns.
+    others: dict[str, list[pd.DataFrame]] = {}
+    for pc in (pc for mt in machines for pc in mt.paths[:-1] if pc.curve is not None):
+        others.setdefault(pc.path.name, []).append(pc.curve)
     curve = pd.concat(curves, ignore_index=True)
     line = ctx.pairs(curve)
     series = topic.series
@@ -171,13 +173,13 @@ def topic_section(
     speedup = ctx.chart(
         "speedup", curve, topic=topic, path=topic.paths[-1], series="line" if lines else None
     )
-    charts = [speedup] + _extra_charts(ctx, topic, curve, others)
-    table = table_of("curve_table", topic, curve, [p.name for p, _ in others], lines)
+    charts = [speedup] + _extra_charts(ctx, topic, curve, list(others))
+    table = table_of("curve_table", topic, curve, list(others), lines)
     return section(topic.id, paragraphs, charts, [table], title=topic.title)
 
 
 def _extra_charts(
-    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]]
+    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[str]
 ) -> list[dict[str, str]]:
     """Both sides' times; a sweep over two sizes (batch x hidden) as a heatmap; the topic's
     kernel utilisation chart where it declares one."""
@@ -196,7 +198,7 @@ def _extra_charts(
 
 
 def _time_chart(
-    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]]
+    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[str]
 ) -> dict[str, str]:
     """Both sides' times against size: what the speedup is a ratio of."""
     names = named("chart_names")
@@ -210,7 +212,7 @@ def _time_chart(
     # table carries the other paths instead.
     sides = [("cpu", names["cpu"]), ("gpu", gpu)]
     if topic.series is None:
-        sides += [(p.name, names["gpu_path"].format(path=p.name)) for p, _ in others]
+        sides += [(path, names["gpu_path"].format(path=path)) for path in others]
     lines = []
     for side, name in sides:
         line = curve.assign(side=before + name, hollow=curve[f"{side}_hollow"].eq(True))
