@@ -97,7 +97,7 @@ def test_draw_writes_png_and_svg_and_leaves_no_figure_open(tmp_path: Path) -> No
 @pytest.mark.parametrize("kind", ["stacked", "heatmap"])
 def test_every_kind_draws_and_closes(tmp_path: Path, kind: str) -> None:
     if kind == "stacked":
-        chart = Chart("stacked", "s", "Parts", x="n", parts=_PARTS, normalize=True, facet="machine")
+        chart = Chart("stacked", "s", "Parts", x="n", parts=_PARTS, facet="machine")
         data = _parts_data()
     else:
         chart = Chart("heatmap", "h", "Speedup", x="batch", y="hidden", value="speedup")
@@ -199,7 +199,7 @@ def test_series_are_told_apart_by_marker_and_linestyle_not_only_colour() -> None
 
 
 def test_normalized_bars_sum_to_one_with_totals_written_and_every_part_in_the_legend() -> None:
-    chart = Chart("stacked", "s", "Parts", x="n", parts=_PARTS, normalize=True, facet="machine")
+    chart = Chart("stacked", "s", "Parts", x="n", parts=_PARTS, facet="machine")
     data = _parts_data()
     fig = render(chart, data)
     assert _legend_texts(fig) == ["work at peak", "transfer", "overhead"]  # tiny work included

@@ -56,7 +56,7 @@ def test_a_cpu_run_with_the_reference_says_whose_each_number_is(mixed_doc: dict[
     assert "2026-11-23" in mixed_doc["reference"] and "another machine" in mixed_doc["reference"]
     assert mixed_doc["headline"] == "AMD EPYC vs H100 80GB HBM3"
     # The single-repetition rows are marked, and the document says so.
-    assert mixed_doc["few_samples"] and "†" in gemm["ends"]
+    assert mixed_doc["thin"] and "†" in gemm["ends"]
 
 
 def test_reference_without_gpu_rows_is_rejected(tmp_path: Path) -> None:

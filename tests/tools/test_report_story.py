@@ -120,6 +120,26 @@ def test_every_training_workload_states_eager_and_fastest(committed_doc: dict[st
     assert cell.startswith("81.") and cell.endswith("0.024x")
 
 
+def test_two_machines_share_the_eager_column_of_a_training_section(tmp_path: Path) -> None:
+    """HAND-MADE rows (handmade_rows.py) on two machines (two GPUs): the Iris section's table has
+    one eager column and a line per machine, each with its own machine's eager time."""
+    from handmade_rows import CONTEXT, cpu_mlp_rows, gpu_mlp_rows
+
+    files = [
+        str(write_bench_json(tmp_path / f"{name}-{side}.json", rows, dict(CONTEXT, gpu=gpu)))
+        for name, gpu in (("a", "NVIDIA A"), ("b", "NVIDIA B"))
+        for side, rows in (("cpu", cpu_mlp_rows()), ("gpu", gpu_mlp_rows()))
+    ]
+    doc = build_document(load_table(files), tmp_path / "doc")
+    (section,) = [s for s in doc["sections"] if s["id"] == "mlp-iris"]
+    (table,) = section["tables"]
+    assert table["headers"].count("eager GPU time, speedup") == 1
+    lines = {
+        row[0]: row[table["headers"].index("eager GPU time, speedup")] for row in table["rows"]
+    }
+    assert len(lines) == 2 and all(cell != "—" for cell in lines.values())
+
+
 def test_a_run_without_gpu_rows_is_given_the_reference_line(
     tmp_path: Path, mixed_doc: dict[str, Any]
 ) -> None:
@@ -190,7 +210,7 @@ def test_the_thin_note_names_only_the_machine_whose_medians_are_thin(tmp_path: P
     though the first has benchmarks of the same names."""
     from conftest import gb_row
 
-    from gpubench_tools.report import analysis, resources
+    from gpubench_tools.report import analysis
     from gpubench_tools.report.context import Context
 
     files = []
@@ -207,7 +227,7 @@ def test_the_thin_note_names_only_the_machine_whose_medians_are_thin(tmp_path: P
     assert ctx.several
     scaling = analysis.thread_scaling(ctx.summary)
     assert set(scaling["machine"]) == {0, 1}
-    thin = resources.scaling_thin(ctx, scaling)
+    thin = ctx.thin(scaling["row"], "cpu")
     assert {Path(f).name for *_, f in thin} == {"single.json"}
     note = build_document(load_table(files), tmp_path / "doc")["thin"]
     assert "single.json" in note and "steady.json" not in note
@@ -219,7 +239,7 @@ def test_thin_allocation_probes_name_only_their_own_machine(tmp_path: Path) -> N
     from conftest import GPU_CONTEXT
     from handmade_rows import alloc_rows
 
-    from gpubench_tools.report import resources
+    from gpubench_tools.report import analysis
     from gpubench_tools.report.context import Context
 
     steady = alloc_rows()
@@ -233,7 +253,7 @@ def test_thin_allocation_probes_name_only_their_own_machine(tmp_path: Path) -> N
         for name, rows, gpu in (("steady", steady, "NVIDIA A"), ("single", single, "NVIDIA B"))
     ]
     ctx = Context.of(load_table(files), tmp_path / "out")
-    costs = resources.allocation_costs(ctx)
+    costs = analysis.allocation_costs(ctx.table.rows)
     assert ctx.several and set(costs["machine"]) == {0, 1}
-    thin = resources.allocation_thin(ctx, costs)
+    thin = ctx.thin(ctx.summary.index[ctx.summary["name"].str.match(analysis.ALLOC_NAME)], "gpu")
     assert {Path(f).name for *_, f in thin} == {"single.json"}

@@ -7,6 +7,7 @@ seconds. Training rows (the workloads of topics.TRAINING_WORKLOADS) are compared
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import pandas as pd
 from ..conditions import DISTURBED
 from ..overhead_model import OverheadModel, gemm_rows, gpu_peak
 from ..table import num, per_step
-from .topics import TRAINING_WORKLOADS
+from .topics import ALLOCATION_PROBES, POOL, TRAINING_WORKLOADS
 
 # A median over fewer repetitions has no spread to speak of: 1 or 2 samples cannot tell a
 # typical run from an outlier (Google Benchmark's own aggregates start being useful at 3).
@@ -34,6 +35,8 @@ SIZE_BANDS = (256.0, 1024.0)
 # fp32 peak), so their time is the cuBLAS call's fixed cost.
 LIBRARY_COST_MAX_SIZE = 64.0
 PARTS = ("transfer", "overhead", "under_utilisation", "work_at_peak")
+# A training row's counters of its GPU time (and its kernels), totals over the run in its file.
+_PER_STEP = ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"]
 # Label columns a result carries along so a caller can filter or print it.
 _ID = ["machine", "name", "label", "workload", "backend", "variant", "dtype", "precision", "shape"]
 _ID += ["host", "input", "data", "m", "n", "k", "batch", "hidden", "threads", "steps"]
@@ -58,6 +61,12 @@ def fastest(rows: pd.DataFrame, keys: list[str], time_col: str) -> pd.DataFrame:
     return rows.loc[rows.groupby(keys, dropna=False)[time_col].idxmin()] if len(rows) else rows
 
 
+def few_repetitions(rows: pd.DataFrame) -> pd.Series:
+    """Medians of fewer than FEW_REPETITIONS repetitions: the report's one rule for a thin
+    median (a row that does not say how many it has is one draw)."""
+    return (num(rows, "repetitions").fillna(1) < FEW_REPETITIONS).astype(bool)
+
+
 def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
     """`_t`, `_lo`, `_hi` (the repetitions' median, min, max of `time_col`) and the flags."""
     suffixes = ("_min_s", "_max_s") if time_col == "time_s" else ("_min", "_max")
@@ -67,15 +76,24 @@ def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
     # Repetitions, not iterations, are the samples: a training row's one iteration is a whole
     # training run (thousands of steps), and Google Benchmark times a short kernel over many
     # iterations until min_time; either way one repetition is one draw from the machine.
-    few = num(rows, "repetitions").fillna(1) < FEW_REPETITIONS
     return rows.assign(
         _t=t,
         _lo=lo,
         _hi=hi,
-        _few=few.astype(bool),
+        _few=few_repetitions(rows),
         _noisy=(hi - lo) / t > NOISY_SPREAD,
         _disturbed=disturbed(rows),
     )
+
+
+def _either(frame: pd.DataFrame, one: str, other: str) -> dict[str, pd.Series]:
+    """The flags of a ratio of two medians, the columns `one` and `other` formats name: each
+    flag where either median has it (`few_samples`, `noisy`, `disturbed`), and `flagged`."""
+    flags = {
+        flag: frame[one.format(name)].astype(bool) | frame[other.format(name)].astype(bool)
+        for flag, name in (("few_samples", "few"), ("noisy", "noisy"), ("disturbed", "disturbed"))
+    }
+    return {**flags, "flagged": flags["few_samples"] | flags["noisy"] | flags["disturbed"]}
 
 
 def disturbed(summary: pd.DataFrame) -> pd.Series:
@@ -84,6 +102,12 @@ def disturbed(summary: pd.DataFrame) -> pd.Series:
     if "conditions" not in summary:
         return pd.Series(False, index=summary.index)
     return (summary["conditions"] == DISTURBED).astype(bool)
+
+
+# A side's columns in a speedup curve, each as `<side>_<name>`.
+_SIDE = {"_t": "time", "_lo": "low", "_hi": "high", "repetitions": "repetitions"}
+_SIDE |= {"measured_on": "measured_on", "row": "row", "_few": "few", "_noisy": "noisy"}
+_SIDE |= {"_disturbed": "disturbed"}
 
 
 def speedup_curve(
@@ -100,7 +124,8 @@ def speedup_curve(
     the GPU. `speedup_low`/`speedup_high` pair the slowest CPU repetition with the fastest GPU
     one and back, the widest band the repetitions allow. Use time_col="t_step" for training
     rows. Rows pair within a machine (`machine` joins the keys where the table has it).
-    `cpu_row` and `gpu_row` are the labels of the `summary` rows paired, for what else they hold.
+    `cpu_row` and `gpu_row` are the labels of the `summary` rows paired, for what else they hold;
+    `cpu_few` and `gpu_few` say which side's median is thin (few_repetitions).
     """
     keys = (["machine"] if "machine" in summary and "machine" not in keys else []) + list(keys)
     sides = []
@@ -108,39 +133,27 @@ def speedup_curve(
         rows = _with_band(select(summary, filt), time_col).dropna(subset=["_t", *keys])
         # One row per key; the fastest (on the GPU side there should be only one anyway).
         rows = rows.sort_values("_t").drop_duplicates(keys, keep="first")
-        out = rows[keys].assign(
-            **{
-                f"{side}_time": rows["_t"],
-                f"{side}_low": rows["_lo"],
-                f"{side}_high": rows["_hi"],
-                f"{side}_repetitions": num(rows, "repetitions"),
-                f"{side}_measured_on": rows.get("measured_on"),
-                f"{side}_file": rows.get("file"),
-                f"{side}_row": rows.index,
-                f"{side}_few": rows["_few"],
-                f"{side}_noisy": rows["_noisy"],
-                f"{side}_disturbed": rows["_disturbed"],
-            }
+        rows = rows.assign(
+            row=rows.index,
+            repetitions=num(rows, "repetitions"),
+            measured_on=rows.get("measured_on"),
+            threads=num(rows, "threads"),
         )
-        if side == "cpu":
-            out["cpu_threads"] = num(rows, "threads")
-        sides.append(out)
+        names = _SIDE | ({"threads": "threads"} if side == "cpu" else {})
+        columns = {column: f"{side}_{name}" for column, name in names.items()}
+        sides.append(rows[keys + list(columns)].rename(columns=columns))
     curve = sides[0].merge(sides[1], on=keys, how="inner").sort_values(keys)
     curve["speedup"] = curve["cpu_time"] / curve["gpu_time"]
     curve["speedup_low"] = curve["cpu_low"] / curve["gpu_high"]
     curve["speedup_high"] = curve["cpu_high"] / curve["gpu_low"]
-    curve["few_samples"] = curve.pop("cpu_few") | curve.pop("gpu_few")
-    curve["noisy"] = curve["cpu_noisy"] | curve["gpu_noisy"]
-    curve["disturbed"] = curve["cpu_disturbed"] | curve["gpu_disturbed"]
-    curve["flagged"] = curve["few_samples"] | curve["noisy"] | curve["disturbed"]
-    return curve.reset_index(drop=True)
+    return curve.assign(**_either(curve, "cpu_{}", "gpu_{}")).reset_index(drop=True)
 
 
 def flagged(summary: pd.DataFrame) -> pd.Series:
     """Summary rows a chart draws hollow: fewer than FEW_REPETITIONS repetitions, or a spread
     over NOISY_SPREAD of the median."""
-    few = num(summary, "repetitions").fillna(1) < FEW_REPETITIONS
-    return (few | (num(summary, "spread") > NOISY_SPREAD) | disturbed(summary)).astype(bool)
+    noisy = num(summary, "spread") > NOISY_SPREAD
+    return (few_repetitions(summary) | noisy | disturbed(summary)).astype(bool)
 
 
 @dataclass
@@ -175,18 +188,6 @@ def crossover(curve: pd.DataFrame, x: str, speedup: str = "speedup") -> Crossove
     return Crossover("cross", cross)
 
 
-def _training_rows(summary: pd.DataFrame, workloads: Iterable[str]) -> pd.DataFrame:
-    """GPU rows of the training `workloads` with their phase counters per step.
-
-    The GPU trainers write t_h2d, t_d2h, t_compute, t_overhead, flop (and kernels) as totals
-    over the whole run; t_step is per step. Divide by `steps` where t_wall / steps is t_step
-    (within 10 %), and only there: a file whose counters are already per step keeps them.
-    """
-    rows = summary[summary["workload"].isin(list(workloads)) & (summary["backend"] == "gpu")]
-    rows = rows.assign(dtype=rows.get("precision", "fp32"))
-    return per_step(rows, ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"])
-
-
 def breakdown(
     summary: pd.DataFrame,
     training: Iterable[str] = TRAINING_WORKLOADS,
@@ -204,8 +205,11 @@ def breakdown(
     `under_utilisation` = t_compute - work_at_peak (clipped at 0). Without a flop count or a
     peak the last two are one `compute` part (`parts` 3, `why` says which is missing).
     """
-    gemm = gemm_rows(summary, e2e=True)
-    rows = pd.concat([gemm, _training_rows(summary, training), *(select(summary, f) for f in own)])
+    steps = summary[summary["workload"].isin(list(training)) & (summary["backend"] == "gpu")]
+    # The GPU trainers write their phase counters as totals over the run (t_step is per step):
+    # per step where t_wall / steps is t_step (table.per_step); their dtype is their precision.
+    steps = per_step(steps.assign(dtype=steps.get("precision", "fp32")), _PER_STEP)
+    rows = pd.concat([gemm_rows(summary, e2e=True), steps, *(select(summary, f) for f in own)])
     rows = rows[num(rows, "t_compute").notna()]
     if rows.empty:
         return pd.DataFrame(columns=[*PARTS, "compute", "total", "dominant", "parts", "why"])
@@ -228,11 +232,10 @@ def breakdown(
     out["total"] = out["transfer"] + out["overhead"] + out["compute"]
     four = work.notna()
     out["parts"] = np.where(four, 4, 3)
-    out["why"] = np.select(
-        [four, flop.isna() | (flop <= 0)],
-        [None, "no flop count"],
-        default="no GPU peak for " + dtype.astype(str),
+    why = np.where(
+        flop.isna() | (flop <= 0), "no flop count", "no GPU peak for " + dtype.astype(str)
     )
+    out["why"] = np.where(four, None, why)
     three = out[["transfer", "overhead", "compute"]].fillna(0).idxmax(axis=1)
     out["dominant"] = out[list(PARTS)].fillna(-1).idxmax(axis=1).where(four, three)
     return out.reset_index(drop=True)
@@ -243,15 +246,8 @@ def dominant_by_range(breakdown_rows: pd.DataFrame, x: str) -> pd.DataFrame:
     `x_to`, `rows` (for "transfer dominates n <= 64, work at peak from n = 1024")."""
     rows = breakdown_rows.dropna(subset=[x]).sort_values(x)
     run = (rows["dominant"] != rows["dominant"].shift()).cumsum()
-    grouped = rows.groupby(run, sort=True)
-    return pd.DataFrame(
-        {
-            "dominant": grouped["dominant"].first(),
-            "x_from": grouped[x].min(),
-            "x_to": grouped[x].max(),
-            "rows": grouped.size(),
-        }
-    ).reset_index(drop=True)
+    ranges = {"dominant": ("dominant", "first"), "x_from": (x, "min"), "x_to": (x, "max")}
+    return rows.groupby(run).agg(**ranges, rows=(x, "size")).reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -302,14 +298,9 @@ def _bands(rows: pd.DataFrame, error: str) -> pd.DataFrame:
     lo, hi = SIZE_BANDS
     labels = [f"n < {lo:g}", f"{lo:g} <= n < {hi:g}", f"n >= {hi:g}"]
     band = pd.cut(rows["size"], [0, lo, hi, np.inf], right=False, labels=labels)
-    out = (
-        rows.assign(band=band)
-        .groupby(["dtype", "host", "band"], observed=True)[error]
-        .agg(median="median", low="min", high="max", rows="size")
-        .reset_index()
-    )
-    out["direction"] = np.where(out["median"] < 0, "under", "over")
-    return out
+    grouped = rows.assign(band=band).groupby(["dtype", "host", "band"], observed=True)[error]
+    out = grouped.agg(median="median", low="min", high="max", rows="size").reset_index()
+    return out.assign(direction=np.where(out["median"] < 0, "under", "over"))
 
 
 def model_bias(summary: pd.DataFrame, model: OverheadModel) -> ModelBias:
@@ -332,20 +323,15 @@ def model_bias(summary: pd.DataFrame, model: OverheadModel) -> ModelBias:
     rows["error"] = (rows["predicted"] - rows["measured"]) / rows["measured"]
 
     kernel = gemm_rows(summary, e2e=False)
-    kernel = kernel.assign(size=_size(kernel))[_size(kernel) <= LIBRARY_COST_MAX_SIZE]
-    fixed = num(kernel, "t_compute").fillna(num(kernel, "time_s")) - num(kernel, "flop") / gpu_peak(
-        kernel, kernel["dtype"]
-    )
+    kernel = kernel[_size(kernel) <= LIBRARY_COST_MAX_SIZE]
+    work = num(kernel, "flop") / gpu_peak(kernel, kernel["dtype"])
+    fixed = num(kernel, "t_compute").fillna(num(kernel, "time_s")) - work
     cost = float(fixed.median()) if fixed.notna().any() else None
     calls = num(e2e, "kernels").reindex(rows.index).fillna(1.0)
     rows["predicted_after"] = rows["predicted"] + calls * (cost or 0.0)
     rows["error_after"] = (rows["predicted_after"] - rows["measured"]) / rows["measured"]
-    return ModelBias(
-        rows.reset_index(drop=True),
-        _bands(rows, "error"),
-        _bands(rows, "error_after"),
-        cost,
-    )
+    bands = (_bands(rows, "error"), _bands(rows, "error_after"))
+    return ModelBias(rows.reset_index(drop=True), *bands, cost)
 
 
 def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
@@ -367,14 +353,11 @@ def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
     rows = rows.join(one, on=group)
     rows = rows[rows["_t_1"].notna()]
     out = rows[[c for c in _ID if c in rows] + ["base_name"]].assign(
-        time=rows["_t"], time_1=rows["_t_1"], speedup=rows["_t_1"] / rows["_t"]
+        time=rows["_t"], time_1=rows["_t_1"], speedup=rows["_t_1"] / rows["_t"], row=rows.index
     )
     out["ideal"] = out["threads"]
     out["efficiency"] = out["speedup"] / out["threads"]
-    out["few_samples"] = rows["_few"] | rows["_few_1"].astype(bool)
-    out["noisy"] = rows["_noisy"] | rows["_noisy_1"].astype(bool)
-    out["disturbed"] = rows["_disturbed"] | rows["_disturbed_1"].astype(bool)
-    out["flagged"] = out["few_samples"] | out["noisy"] | out["disturbed"]
+    out = out.assign(**_either(rows, "_{}", "_{}_1"))
     # The widest band the repetitions allow: the slowest 1-thread repetition over the fastest
     # one at this thread count, and back. The 1-thread row is the reference itself: exactly 1.
     reference = out["threads"] == 1
@@ -404,7 +387,10 @@ ALLOC_NAME = r"^overhead/alloc/(?P<probe>.+?)/bytes:(?P<bytes>\d+)"
 def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
     """Per machine, allocation probe and size, from the per-repetition rows of the table (not
     the summary: the tail needs every sample): `time_s` the median host seconds per call,
-    `slowest_decile_s` the 90th percentile and `repetitions`.
+    `slowest_decile_s` the 90th percentile, `repetitions`, `few_samples` (few_repetitions) and
+    `call`, what the probe is (topics.ALLOCATION_PROBES; a probe the report does not know yet
+    under its own name); in the declared order of the calls per machine (an unknown probe
+    last), then by size.
 
     Allocation times have a long tail (the driver and the OS reclaiming pages), which a median
     hides and a maximum overstates; the slowest decile is what one call in ten pays. It is the
@@ -420,21 +406,25 @@ def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
 
     def decile(times: pd.Series) -> float:
-        if len(times) < 2:
-            return float("nan")
-        return float(np.quantile(times.to_numpy(), 0.9, method="inverted_cdf"))
+        return float(np.quantile(times, 0.9, method="inverted_cdf")) if len(times) > 1 else math.nan
 
     grouped = probes.groupby(["machine", "probe", "bytes"], sort=True)["real_time_s"]
-    out = grouped.agg(time_s="median", slowest_decile_s=decile, repetitions="size")
-    return out.reset_index()[columns]
+    out = grouped.agg(time_s="median", slowest_decile_s=decile, repetitions="size").reset_index()
+    order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
+    out = out.assign(
+        call=out["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
+        few_samples=few_repetitions(out),
+        order=out["probe"].map(order).fillna(len(order)),
+    )
+    return out.sort_values(["machine", "order", "bytes"])
 
 
 def pool_savings(costs: pd.DataFrame) -> pd.DataFrame:
     """Per machine and size: (cudaMalloc + cudaFree) / the warm pool's cudaMallocAsync +
     cudaFreeAsync, medians; above 1 a caching allocator saves that factor per buffer."""
     wide = costs.pivot_table(index=["machine", "bytes"], columns="probe", values="time_s")
-    need = {"malloc/device", "free/device", "async"}
-    if wide.empty or not need <= set(wide.columns):
+    if wide.empty or not set(POOL) <= set(wide.columns):
         return pd.DataFrame(columns=["machine", "bytes", "saving"])
-    saving = (wide["malloc/device"] + wide["free/device"]) / wide["async"]
+    malloc, free, pool = POOL
+    saving = (wide[malloc] + wide[free]) / wide[pool]
     return saving.rename("saving").dropna().reset_index()

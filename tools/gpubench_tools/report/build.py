@@ -7,7 +7,7 @@ Every number says whose measurement it is (this run or the reference run) and ca
 noise: the spread of the repetitions where there are several, a mark where there are too few.
 
 A section is made in two steps: its data (`speedups.topic_pairs`, `analysis.thread_scaling`,
-`resources.allocation_costs`, `resources.energy_pairs`, ...), then its words and charts; the
+`analysis.allocation_costs`, `resources.energy_pairs`, ...), then its words and charts; the
 medians of too few repetitions the report names come from the same data. Nothing here formats
 markup: the templates escape every text for HTML or Markdown.
 """
@@ -20,14 +20,13 @@ from typing import Any
 
 import pandas as pd
 
-from ..conditions import CONDITION_FIGURES, DISTURBED, UNKNOWN, describe_conditions
-from ..conditions import unknown_conditions_note
+from ..conditions import CONDITION_FIGURES, UNKNOWN, describe_conditions
 from ..policy import DISTURBED_ROW, HEADLINE_RULE, LIST, UNKNOWN_CONDITIONS, USE, action
-from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
+from ..table import REFERENCE_RUN, THIS_RUN, Table, num, short_cpu_name, short_gpu_name
 from . import analysis, resources
 from .context import Context, Thin
 from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
-from .speedups import MachineTopic, answer_rows, curve_thin, topic_pairs, topic_section
+from .speedups import MachineTopic, answer_rows, topic_pairs, topic_section
 from .topics import Topic, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, named, say
 
@@ -43,20 +42,20 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
         machines = pairs[topic.id] = topic_pairs(ctx, topic)
         rows = answer_rows(ctx, topic, machines)
         answer += rows
-        for pc in (pc for m in machines for pc in m.paths if pc.curve is not None):
-            thin |= curve_thin(pc.curve)
+        for curve in (pc.curve for m in machines for pc in m.paths if pc.curve is not None):
+            thin |= ctx.thin(curve["cpu_row"], "cpu") | ctx.thin(curve["gpu_row"], "gpu")
         sections.append(topic_section(ctx, topic, machines, rows))
     sections.append(breakdown_section(ctx))
     sections += profile_sections(ctx)
     sections.append(model_section(ctx, fixed_costs(ctx.summary)))
     scaling = analysis.thread_scaling(ctx.summary)
-    thin |= resources.scaling_thin(ctx, scaling)
+    thin |= ctx.thin(scaling.get("row", []), "cpu")
     sections.append(resources.threads_section(ctx, scaling))
     sections.append(resources.peers_section(ctx))
     sections.append(resources.memory_section(ctx))
-    costs = resources.allocation_costs(ctx)
-    thin |= resources.allocation_thin(ctx, costs)
-    sections.append(resources.allocation_section(ctx, costs))
+    probes = ctx.summary["name"].str.match(analysis.ALLOC_NAME)
+    thin |= ctx.thin(ctx.summary.index[probes], "gpu")
+    sections.append(resources.allocation_section(ctx, analysis.allocation_costs(ctx.table.rows)))
     sections.append(resources.energy_section(ctx, resources.energy_pairs(ctx, pairs)))
     sections.append(resources.problems_section(ctx))
     return answer, [s for s in sections if s is not None], thin
@@ -64,30 +63,19 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
 
 def _appendix(ctx: Context) -> dict[str, Any]:
     """The hardware and software of every run, a column each, and all their context keys."""
-    columns: list[tuple[str, dict[str, Any]]] = []
-    names = ctx.file_names
+    columns: list[tuple[str, dict[str, Any]]] = []  # each column's header and context
     for _, m in ctx.table.machines.iterrows():
-        files = ", ".join(names[f] for f in m["files"])
-        columns.append((f"{short_cpu_name(m['cpu'])} ({files})", m["context"]))
-        if m["gpu_reference"]:
-            files = _reference_files(m, names)
-            header = f"{short_gpu_name(m['gpu'] or '')} ({REFERENCE_RUN}: {files})"
-            columns.append((header, m["gpu_context"]))
+        files = [[ctx.file_names[f] for f in m.get(k) or []] for k in ("files", "gpu_files")]
+        devices = short_cpu_name(m["cpu"]), short_gpu_name(m["gpu"] or "")
+        headers = say("appendix_headers", m, *devices, *files, REFERENCE_RUN)
+        columns += zip(headers, (m["context"], m["gpu_context"]))
     rows = []
     for name, key, unit in named("context_names"):
         values = [context_text(context.get(key), unit) for _, context in columns]
         if any(values):
             rows.append([name] + [v or "—" for v in values])
-    summaries = say("all_context_keys", [h for h, _ in columns])
-    raw = [
-        {"summary": s, "text": json.dumps(c, indent=1, sort_keys=True)}
-        for s, (_, c) in zip(summaries, columns)
-    ]
+    raw = [{"header": h, "text": json.dumps(c, indent=1, sort_keys=True)} for h, c in columns]
     return {"headers": [""] + [h for h, _ in columns], "rows": rows, "raw": raw}
-
-
-def _reference_files(machine: pd.Series, names: dict[str, str] | None = None) -> str:
-    return ", ".join(names[f] if names else Path(f).name for f in machine["gpu_files"])
 
 
 def reference_warning(table: Table) -> list[str]:
@@ -96,17 +84,13 @@ def reference_warning(table: Table) -> list[str]:
     m = table.machines.iloc[0]
     if not m["gpu_reference"]:
         return no_gpu_suggestion(table)
-    return say("reference_warning", m, _reference_files(m))
+    return say("reference_warning", m, ", ".join(Path(f).name for f in m["gpu_files"]))
 
 
 def _made_by_hand(table: Table) -> list[str]:
     """Test data says so in its context (`generated_by`); the report says it first."""
-    notes = (
-        c.get("generated_by")
-        for m in table.machines.itertuples()
-        for c in (m.context, m.gpu_context)
-    )
-    return say("made_by_hand", list(dict.fromkeys(n for n in notes if n)))
+    contexts = [*table.machines["context"], *table.machines["gpu_context"]]
+    return say("made_by_hand", [c.get("generated_by") for c in contexts])
 
 
 def _thin_text(ctx: Context, thin: Thin) -> str:
@@ -114,11 +98,9 @@ def _thin_text(ctx: Context, thin: Thin) -> str:
     can be done about it: this run's rows can be rerun; the reference run's cannot, from here."""
     said = []
     for where in (THIS_RUN, REFERENCE_RUN):
-        mine = [t for t in thin if t[0] == where]
-        if mine:
-            sides = " and ".join(sorted({side.upper() for _, side, _ in mine}))
-            names = {ctx.file_names.get(f, Path(f).name) for *_, f in mine}
-            said.append({"where": where, "sides": sides, "files": ", ".join(sorted(names))})
+        sides = sorted({side.upper() for w, side, _ in thin if w == where})
+        files = sorted({ctx.file_names.get(f, Path(f).name) for w, _, f in thin if w == where})
+        said += [{"where": where, "sides": sides, "files": files}] if sides else []
     return "".join(say("thin", said, ctx.table.machines.iloc[0].get("gpu_same_host")))
 
 
@@ -130,25 +112,24 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     if rows.empty or "conditions" not in rows:
         return ""
     said_by = [k for k in ("disturbed", "disturbed_by", *CONDITION_FIGURES) if k in rows]
-    counters = [{k: v for k, v in r.items() if pd.notna(v)} for _, r in rows[said_by].iterrows()]
+    counters = [r.dropna().to_dict() for _, r in rows[said_by].iterrows()]
     said = []
     line = describe_conditions(counters)
     if line is not None and action("report", DISTURBED_ROW).kind == USE:
-        marked = int((summary["conditions"] == DISTURBED).sum()) if len(summary) else 0
-        cleaned = int((summary["disturbed_left_out"] > 0).sum()) if len(summary) else 0
+        marked = int(analysis.disturbed(summary).sum())
+        cleaned = int((num(summary, "disturbed_left_out") > 0).sum())
         said += say("disturbed", line, HEADLINE_RULE, cleaned, marked, DISTURBED_MARK)
-    unknown = sorted(set(rows.loc[rows["conditions"] == UNKNOWN, "file"]))
+    unknown = rows.loc[rows["conditions"] == UNKNOWN, "file"].nunique()
     if unknown and action("report", UNKNOWN_CONDITIONS).kind == LIST:
-        what = f"{len(unknown)} file(s)" if len(unknown) > 1 else "the file"
-        said.append(unknown_conditions_note(f"the repetitions of {what}").capitalize() + ".")
+        said += say("unknown_conditions", unknown)
     return " ".join(said)
 
 
 def _speedup_definition(answer: list[dict[str, Any]], topics: tuple[Topic, ...]) -> str:
     """What each side of the answer's speedups is, once per kind of compared time."""
     shown = {a["anchor"] for a in answer}
-    sides = dict.fromkeys((t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown)
-    return "".join(say("speedup_definition", list(sides)))
+    sides = [(t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown]
+    return "".join(say("speedup_definition", sides))
 
 
 def no_gpu_suggestion(table: Table) -> list[str]:
@@ -163,20 +144,13 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
     ctx = Context.of(table, out)
     answer, sections, thin = _sections(ctx)
-    # An answer row links to its section only where there is one: a workload with rows on one
-    # side only has none.
-    ids = {s["id"] for s in sections}
-    for row in answer:
-        row["link"] = row["anchor"] if row["anchor"] in ids else None
     m = table.machines.iloc[0]
-    files = _reference_files(m, ctx.file_names) if m["gpu_reference"] else ""
-    reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"])) if files else ""
-    files = list(dict.fromkeys(table.rows["file"])) if len(table.rows) else []
-    names = sorted(ctx.file_names[f] for f in files)
+    files = ", ".join(ctx.file_names[f] for f in m["gpu_files"]) if m["gpu_reference"] else ""
+    reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"]))
+    names = sorted({ctx.file_names[f] for f in table.rows.get("file", [])})
     measured = table.rows[["machine", "name", "label"]].drop_duplicates()
     statuses = table.problems["status"].value_counts().sort_index().items()
     return {
-        "title": "gpubench report",
         "headline": "; ".join(n["pair"] for n in ctx.labels.values()),
         "inputs": "".join(say("inputs", names, len(measured), statuses)),
         "reference": reference,
@@ -186,7 +160,6 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         "warnings": _made_by_hand(table)
         + [w for w in table.said("report") if w not in table.cut_off],
         "answer": answer,
-        "few_samples": bool(thin),
         "thin": _thin_text(ctx, thin),
         "speedup_definition": _speedup_definition(answer, ctx.topics),
         "marks": {"few": FEW_MARK, "noisy": NOISY_MARK, "disturbed": DISTURBED_MARK},

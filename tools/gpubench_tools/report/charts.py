@@ -3,8 +3,8 @@
 - `lines`: y against x, one line per value of `series` (or markers only, `connect=False`), with
   an optional min-max band, hollow markers for flagged points (few repetitions, noisy), a
   reference line (`hline`) and the ideal diagonal.
-- `stacked`: one bar per category of `x`, stacked from `parts`; `normalize` shows shares with
-  the total time written at the end of each bar; `facet` gives one panel per value.
+- `stacked`: one bar per category of `x`, stacked from `parts` as shares of the bar, with the
+  total time written at its end; `facet` gives one panel per value.
 - `heatmap`: `value` (a ratio such as a speedup) over the `x` by `y` grid, on a log colour
   scale centred at 1, every cell annotated.
 
@@ -40,7 +40,7 @@ from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
 from .words import named  # noqa: E402
 
 Kind = Literal["lines", "stacked", "heatmap"]
-UNITS = ("s", "ratio", "flop/s", "bytes", "bytes/s", "count")
+UNITS = ("s", "ratio", "bytes", "bytes/s", "count")
 TITLE_WIDTH = 70  # characters per title line; a title may take two
 SUBTITLE_WIDTH = 125  # what fits on one 8 pt line across the figure
 WIDTH_IN, HEIGHT_IN, PNG_DPI = 7.5, 4.2, 130
@@ -58,6 +58,7 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 # Six styles against seven markers: no two of the first 42 series share both in greyscale.
 _LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
 _REFERENCE: dict[str, Any] = {"color": "0.4", "linewidth": 1, "zorder": 1}  # hline, diagonal
+_TOTAL: dict[str, Any] = {"fontsize": 7, "ha": "left", "va": "center"}  # a stacked bar's total
 # The charts' look (fonts, grid, spines, SVG text kept as text with stable ids, so reruns diff
 # cleanly), as a matplotlib style file beside this module.
 _STYLE = str(Path(__file__).with_name("charts.mplstyle"))
@@ -98,14 +99,7 @@ class Chart:
     x_unit: str | None = None
     y_unit: str | None = None
     parts: tuple[tuple[str, str], ...] = ()  # stacked: (column, label), bottom to top
-    normalize: bool = False
     facet: str | None = None
-
-
-def _required_columns(chart: Chart) -> list[str]:
-    cols = [chart.x, chart.y, chart.value, chart.series, chart.y_low, chart.y_high, chart.flag]
-    cols += [chart.facet] + [column for column, _ in chart.parts]
-    return [c for c in cols if c is not None]
 
 
 def check_chart(chart: Chart, data: pd.DataFrame | None = None) -> list[str]:
@@ -133,8 +127,10 @@ def check_chart(chart: Chart, data: pd.DataFrame | None = None) -> list[str]:
     for unit in (chart.x_unit, chart.y_unit):
         if unit is not None and unit not in UNITS:
             raise ValueError(f"{chart.stem}: unit {unit!r} is not one of {', '.join(UNITS)}")
+    columns = [chart.x, chart.y, chart.value, chart.series, chart.y_low, chart.y_high, chart.flag]
+    columns += [chart.facet, *(column for column, _ in chart.parts)]
     if data is not None:
-        absent = [c for c in _required_columns(chart) if c not in data.columns]
+        absent = [c for c in columns if c is not None and c not in data.columns]
         if absent:
             raise ValueError(f"{chart.stem}: data lacks column(s) {', '.join(absent)}")
     return lines
@@ -169,7 +165,6 @@ def _si(v: float, unit: str) -> str:
 _TICK: dict[str | None, Callable[[float], str]] = {
     "s": _time_tick,
     "ratio": lambda v: f"{v:g}x",
-    "flop/s": lambda v: _si(v, "FLOP/s"),
     "bytes/s": lambda v: _si(v, "B/s"),
     "bytes": lambda v: fmt_bytes(v) if v else "0",
     "count": _plain,
@@ -214,8 +209,7 @@ def _thin(values: Sequence[float], log: bool, most: int = 10) -> list[float]:
     for i in range(1, len(values)):
         if pos[i] - pos[kept[-1]] >= gap:
             kept.append(i)
-    if kept[-1] != len(values) - 1:
-        kept[-1] = len(values) - 1
+    kept[-1] = len(values) - 1
     return [values[i] for i in kept]
 
 
@@ -282,24 +276,18 @@ def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
                 ax.plot(hollow[chart.x], hollow[chart.y], markersize=4.5, zorder=z, **hollow_style)
                 flagged = True
     if chart.diagonal and not data.empty:
-        lo, hi = data[chart.x].min(), data[chart.x].max()
-        handles += ax.plot(
-            [lo, hi], [lo, hi], label=chart.diagonal_label, linestyle="--", **_REFERENCE
-        )
+        ends = [data[chart.x].min(), data[chart.x].max()]
+        handles += ax.plot(ends, ends, label=chart.diagonal_label, linestyle="--", **_REFERENCE)
     if chart.hline is not None:
-        dashes = (0, (4, 2))
-        handles.append(
-            ax.axhline(chart.hline, label=chart.hline_label, linestyle=dashes, **_REFERENCE)
-        )
+        line = ax.axhline(chart.hline, label=chart.hline_label, linestyle=(0, (4, 2)), **_REFERENCE)
+        handles.append(line)
     if banded:
         handles.append(Patch(facecolor="0.5", alpha=0.3, label=chart.band_label))
     if flagged:
-        hollow_entry = Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3")
-        hollow_entry.set_label(chart.flag_label)
-        handles.append(hollow_entry)
-    _format_axis(
-        ax, "x", chart.x_unit, chart.log_x, data[chart.x] if chart.x_ticks == "data" else None
-    )
+        handles.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3"))
+        handles[-1].set_label(chart.flag_label)
+    ticks = data[chart.x] if chart.x_ticks == "data" else None
+    _format_axis(ax, "x", chart.x_unit, chart.log_x, ticks)
     _format_axis(ax, "y", chart.y_unit, chart.log_y)
     ax.set_xlabel(chart.x_label)
     ax.set_ylabel(chart.y_label)
@@ -323,7 +311,7 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
     # Medians of separate columns can leave a part a hair below zero; a bar can't draw that.
     parts = rows[[c for c, _ in chart.parts]].astype(float).fillna(0).clip(lower=0)
     total = parts.sum(axis=1)
-    shares = parts.div(total.where(total > 0), axis=0).fillna(0) if chart.normalize else parts
+    shares = parts.div(total.where(total > 0), axis=0).fillna(0)
     pos = np.arange(len(cats))
     ax.set_axisbelow(True)  # grid lines behind the bars, not across them
     base = np.zeros(len(cats))
@@ -334,22 +322,12 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
     ax.set_yticks(pos, [_plain(c) for c in cats])
     ax.invert_yaxis()  # the first category on top, as it reads
     ax.grid(False, axis="y")
-    if chart.normalize:
-        ax.set_xlim(0, 1)
-        ax.xaxis.set_major_formatter(ticker.PercentFormatter(1.0))
-        # Totals span decades, so the share hides them: write each one past the bar's end.
-        for p, t in zip(pos, total):
-            if t > 0:
-                ax.annotate(
-                    fmt_time(t),
-                    (1.01, p),
-                    fontsize=7,
-                    annotation_clip=False,
-                    ha="left",
-                    va="center",
-                )
-    else:
-        _format_axis(ax, "x", chart.y_unit, False)
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(ticker.PercentFormatter(1.0))
+    # Totals span decades, so the share hides them: write each one past the bar's end.
+    for p, t in zip(pos, total):
+        if t > 0:
+            ax.annotate(fmt_time(t), (1.01, p), annotation_clip=False, **_TOTAL)
     ax.set_xlabel(chart.y_label)
     ax.set_ylabel(chart.x_label)
 
@@ -396,12 +374,10 @@ def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[An
     ax.set_yticks(range(len(ys)), [_plain(v) for v in ys])
     ax.grid(False)
     ax.tick_params(length=0)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
+    ax.spines[:].set_visible(False)
     ax.set_xlabel(chart.x_label)
     ax.set_ylabel(chart.y_label)
-    bar = fig.colorbar(image, ax=ax, shrink=0.9, pad=0.02)
-    bar.set_label(chart.value_label)
+    bar = fig.colorbar(image, ax=ax, shrink=0.9, pad=0.02, label=chart.value_label)
     bar.ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _p: f"{v:g}x"))
     bar.ax.yaxis.set_minor_formatter(ticker.NullFormatter())
     return []

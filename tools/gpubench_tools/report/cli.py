@@ -27,6 +27,7 @@ from ..cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, progra
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..table import load_table
 from .topics import COMMITTED_GPU_REFERENCE
+from .words import named, say
 
 PROG = program_name("gpubench_tools.report")
 
@@ -44,13 +45,8 @@ def build_report(
     if table.rows.empty and action("report", NOTHING_MEASURED).kind == REFUSE:
         # A run that measured nothing is refused (policy.POLICY["report"]); the line says what
         # its rows were.
-        found = [f"{p.name}: {p.reason}" for p in table.problems.head(2).itertuples()]
-        more = len(table.problems) - len(found)
-        what = "; ".join(found) + (f"; and {more} more" if more > 0 else "")
-        raise BenchJsonError(
-            inputs[0] if len(inputs) == 1 else ", ".join(inputs),
-            "no successful benchmark rows to report on" + (f" ({what})" if what else ""),
-        )
+        said = "".join(say("nothing_measured", table.problems))
+        raise BenchJsonError(inputs[0] if len(inputs) == 1 else ", ".join(inputs), said)
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
     from .build import build_document, reference_warning
     from .context import distinct_names
@@ -62,7 +58,9 @@ def build_report(
     # Files by their shortest distinct tail, as the report's inputs line names them (two runs both
     # called bench.json stay apart).
     names = distinct_names([str(f) for f in table.problems["file"].unique()])
-    listed = [f"{names[str(p.file)]}: {p.status}: {p.name}" for p in table.problems.itertuples()]
+    listed = say(
+        "listed", table.problems.assign(file=table.problems["file"].astype(str).map(names))
+    )
     # A run that did not finish before anything: every number below is limited by it. Then whose
     # GPU numbers these are, then whether they were measured on a quiet machine.
     said = table.cut_off + reference_warning(table) + [c for c in [doc["conditions"]] if c]
@@ -76,36 +74,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser(prog: str = "gpubench-report") -> argparse.ArgumentParser:
-    """The command line, as data (tests walk it)."""
-    parser = ArgumentParser(
-        prog=prog,
-        description="Charts and an explained report (HTML + Markdown) from gpubench JSON results.",
-    )
+    """The command line, as data (tests walk it), in the words of templates/words.j2's
+    `cli_help`."""
+    helps = named("cli_help")
+    parser = ArgumentParser(prog=prog, description=helps["description"])
+    parser.add_argument("inputs", nargs="+", metavar="IN.json", help=helps["inputs"])
+    parser.add_argument("--out", default="reports/latest", metavar="DIR", help=helps["out"])
+    reference = helps["gpu_reference"].format(reference=" and ".join(COMMITTED_GPU_REFERENCE))
     parser.add_argument(
-        "inputs", nargs="+", metavar="IN.json", help="bench --benchmark_out JSON file(s)"
-    )
-    parser.add_argument(
-        "--out",
-        default="reports/latest",
-        metavar="DIR",
-        help="output folder for report.html, report.md and the PNG/SVG charts (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--gpu-reference",
-        nargs="+",
-        default=[],
-        metavar="REF.json",
-        help="bench JSON of another machine's GPU run, used for the GPU side when IN.json has no "
-        f"GPU rows (e.g. {' and '.join(COMMITTED_GPU_REFERENCE)}); labelled as "
-        "that machine's measurement; not used, with a warning, when IN.json has GPU rows",
+        "--gpu-reference", nargs="+", default=[], metavar="REF.json", help=reference
     )
     talk = parser.add_mutually_exclusive_group()
-    talk.add_argument(
-        "--verbose",
-        action="store_true",
-        help="after each warning about skipped or failed rows, list their benchmarks",
-    )
-    talk.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    talk.add_argument("--verbose", action="store_true", help=helps["verbose"])
+    talk.add_argument("--quiet", action="store_true", help=helps["quiet"])
     add_debug_flag(parser)
     return parser
 
@@ -113,15 +94,13 @@ def _parser(prog: str = "gpubench-report") -> argparse.ArgumentParser:
 def _main(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     try:
-        html_path, md_path, warnings = build_report(
-            args.inputs, Path(args.out), args.gpu_reference, args.verbose
-        )
+        report = build_report(args.inputs, Path(args.out), args.gpu_reference, args.verbose)
     except BenchJsonError as exc:
         raise UnusableInput(str(exc)) from None
     except OSError as exc:
-        raise UnusableInput(
-            f"cannot write the report to {args.out}: {exc.strerror or exc}"
-        ) from None
+        message = f"cannot write the report to {args.out}: {exc.strerror or exc}"
+        raise UnusableInput(message) from None
+    html_path, md_path, warnings = report
     if args.quiet:
         return EXIT_OK
     for w in warnings:

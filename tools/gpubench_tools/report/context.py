@@ -14,7 +14,7 @@ from . import analysis
 from .charts import Chart, draw
 from .discovered import discovered_topics
 from .topics import CHARTS, TOPICS, Topic
-from .words import named, say
+from .words import say
 
 _FIELDS = {f.name for f in fields(Chart)}
 
@@ -84,13 +84,7 @@ class Context:
 
     def subtitle(self, gpu: bool = True) -> str:
         """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
-        names = named("chart_names")
-        if self.several:
-            return names["machines"].format(
-                pairs="; ".join(n["pair"] for n in self.labels.values())
-            )
-        (n,) = self.labels.values()
-        return names["cpu_side"].format(**n) + names["gpu_side"].format(**n) * gpu
+        return "".join(say("subtitle", list(self.labels.values()), gpu))
 
     def pairs(self, rows: pd.DataFrame) -> pd.Series:
         """Each row's machine, by its device names (the facet of charts of several machines)."""
@@ -111,9 +105,10 @@ class Context:
         return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
                 "caption": caption}  # fmt: skip
 
-    def thin_rows(self, benchmarks: pd.DataFrame, side: str) -> Thin:
-        """The summary rows of `benchmarks`, by `machine` and `name` (the same name on another
-        machine is another file's benchmark), as (whose: this run or the reference run, side,
-        file): the thin medians the † footnote names."""
-        rows = self.summary.merge(benchmarks[["machine", "name"]].drop_duplicates())
-        return {(str(w), side, str(f)) for w, f in zip(rows["measured_on"], rows["file"])}
+    def thin(self, rows: Any, side: str) -> Thin:
+        """Of the summary rows labelled `rows`, the medians of too few repetitions
+        (analysis.few_repetitions), as (whose: this run or the reference run, side, file): what
+        the † footnote names."""
+        rows = self.summary.loc[rows]
+        few = rows[analysis.few_repetitions(rows)]
+        return {(str(w), side, str(f)) for w, f in zip(few["measured_on"], few["file"])}

@@ -34,21 +34,15 @@ def discovered_topics(summary: pd.DataFrame, declared: tuple[Topic, ...]) -> tup
     if summary.empty or not {"workload", "backend", "variant"} <= set(summary.columns):
         return ()
     named = {t.cpu.get("workload") for t in declared} | {t.gpu.get("workload") for t in declared}
-    topics = []
-    for workload in dict.fromkeys(summary["workload"].dropna()):
-        rows = summary[summary["workload"] == workload]
-        cpu = rows[rows["backend"] == "cpu"]
-        e2e = rows[
-            (rows["backend"] == "gpu") & rows["variant"].astype(str).str.endswith(E2E_SUFFIX)
-        ]
-        if "host" in e2e:
-            e2e = e2e[e2e["host"] == PINNED]
-        if workload in named or cpu.empty or e2e.empty:
-            continue
-        topic = _topic(str(workload), cpu, e2e)
-        if topic is not None:
-            topics.append(topic)
-    return tuple(topics)
+    e2e = (summary["backend"] == "gpu") & summary["variant"].astype(str).str.endswith(E2E_SUFFIX)
+    if "host" in summary:
+        e2e &= summary["host"] == PINNED
+    topics = (
+        _topic(str(workload), rows[rows["backend"] == "cpu"], rows[e2e[rows.index]])
+        for workload, rows in summary.groupby("workload", sort=False)
+        if workload not in named
+    )
+    return tuple(topic for topic in topics if topic is not None)
 
 
 def _axes(cpu: pd.DataFrame, gpu: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -68,34 +62,28 @@ def _axes(cpu: pd.DataFrame, gpu: pd.DataFrame) -> tuple[list[str], list[str]]:
 
 def _topic(workload: str, cpu: pd.DataFrame, e2e: pd.DataFrame) -> Topic | None:
     numeric, text = _axes(cpu, e2e)
-    if not numeric:
+    if cpu.empty or e2e.empty or not numeric:
         return None
     varying = sorted(numeric, key=lambda c: -e2e[c].nunique())
     x, rest = varying[0], [c for c in varying[1:] if e2e[c].nunique() > 1]
     x_name = x.removeprefix(AXIS_PREFIX)
-    names = {"workload": workload, "x": x, "x_name": x_name}
+    names, own = {"workload": workload, "x": x, "x_name": x_name}, {"workload": workload}
+    gpu = {**own, "backend": "gpu", "variant": tuple(e2e["variant"].unique()), "host": PINNED}
+    parts = _filled(DISCOVERED_PARTS, names, rows={**own, "host": PINNED})
+    use = _filled(DISCOVERED_UTILISATION, names, rows={**own, "backend": "gpu", "host": None})
     return Topic(
         id=workload,
         title=workload,
-        cpu={"workload": workload, "backend": "cpu"},
-        gpu={
-            "workload": workload,
-            "backend": "gpu",
-            "variant": tuple(e2e["variant"].unique()),
-            "host": PINNED,
-        },
+        cpu={**own, "backend": "cpu"},
+        gpu=gpu,
         keys=(*numeric, *text),
         x=x,
         x_name=x_name,
         series=rest[0] if rest else None,
         paths=(DISCOVERED_PATH,),
         gpu_time_name=E2E_GPU_TIME,
-        parts=_filled(DISCOVERED_PARTS, names, rows={"workload": workload, "host": PINNED}),
-        utilisation=_filled(
-            DISCOVERED_UTILISATION,
-            names,
-            rows={"workload": workload, "backend": "gpu", "host": None},
-        ),
+        parts=parts,
+        utilisation=use,
     )
 
 

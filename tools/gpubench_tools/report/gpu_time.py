@@ -18,60 +18,55 @@ from ..overhead_model import OverheadModel, build_model
 from ..units import fmt_size
 from . import analysis
 from .context import Context
-from .topics import MODEL_ERROR_SAID, TRAINING_WORKLOADS, PartsChart, StepProfile
+from .topics import COPY_PROBES, MODEL_ERROR_SAID, TRAINING_WORKLOADS, PartsChart, StepProfile
 from .words import named, path_name, say, section, short_benchmark, table_of
 
 
 def breakdown_section(ctx: Context) -> dict[str, Any] | None:
     """A chart and a table per topic that declares its parts, with sentences where by size."""
-    parts = ctx.breakdown
-    if parts.empty:
+    if ctx.breakdown.empty:
         return None
     charts, paragraphs, tables = [], [], []
+    labels = named("part_labels")
     for view in (t.parts for t in ctx.topics if t.parts is not None):
-        if view.size is not None:
-            rows = _size_rows(view, parts)
-            if rows is None:
-                continue
-            paragraphs += _largest_parts(view, rows)
-            size, bar = str(view.size), named("chart_names")["size"]
-            bars = rows[size].map(lambda v: bar.format(key=size, value=fmt_size(v)))
-            rows = rows.assign(size=bars, pair=ctx.pairs(rows))
-            charts.append(_parts_chart(ctx, view, view.title, "size", view.size_label, rows))
-            tables.append(table_of("parts_table", rows, size, size))
-        else:
-            shown = _path_rows(view, parts)
-            if shown is None:
-                continue
-            rows, title = shown
-            # One bar per path: a net measured at several sizes shows its first.
-            rows = rows.assign(pair=ctx.pairs(rows)).drop_duplicates(["pair", "path"])
-            charts.append(_parts_chart(ctx, view, title, "path", "", rows))
-            tables.append(table_of("parts_table", rows, "path"))
+        shown = _bars(ctx, view)
+        if shown is None:
+            continue
+        rows, title = shown
+        paragraphs += [] if view.size is None else _largest_parts(view, rows)
+        # A row without a flop count or a peak stacks its compute time unsplit, so that no bar
+        # leaves part of its time out of its 100%.
+        rows = rows.assign(unsplit=rows["compute"].where(rows["parts"] == 3))
+        parts = [(p, labels[p]) for p in analysis.PARTS]
+        parts += [("unsplit", labels["compute"])] if rows["unsplit"].notna().any() else []
+        facet = "pair" if ctx.several else None  # a panel per machine
+        charts.append(ctx.chart("parts", rows, view=view, title=title, parts=tuple(parts),
+                                facet=facet))  # fmt: skip
+        tables.append(table_of("parts_table", rows, view.size))
     return section("breakdown", paragraphs, charts, tables, notes=say("breakdown_note"))
 
 
-def _size_rows(view: PartsChart, parts: pd.DataFrame) -> pd.DataFrame | None:
-    """The view's rows at the sizes it shows, smallest first; None without any."""
-    size = str(view.size)
-    rows = analysis.select(parts, view.rows)
-    if view.sizes:
+def _bars(ctx: Context, view: PartsChart) -> tuple[pd.DataFrame, str] | None:
+    """The view's rows, a bar each, with their machine (`pair`) and the bar's name (`bar`: its
+    size, smallest first, or its GPU path and variant), and the chart's title; None without
+    any."""
+    rows, title, size = analysis.select(ctx.breakdown, view.rows), view.title, view.size
+    if size is not None and view.sizes:
         rows = rows[rows[size].isin(view.sizes)] if size in rows else rows[:0]
-    return None if rows.empty else rows.sort_values(size)
-
-
-def _path_rows(view: PartsChart, parts: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
-    """The view's rows with their GPU path and variant (`path`), and the chart's title; None
-    without any."""
-    rows, title = analysis.select(parts, view.rows), view.title
     if rows.empty and view.any_training_title is not None:
-        rows = parts[parts["workload"].isin(TRAINING_WORKLOADS)].head(12)
+        rows = ctx.breakdown[ctx.breakdown["workload"].isin(TRAINING_WORKLOADS)].head(12)
         title = view.any_training_title
     if rows.empty:
         return None
+    rows = rows.assign(pair=ctx.pairs(rows))
+    if size is not None:
+        bar = named("chart_names")["size"]
+        bars = rows[size].map(lambda v: bar.format(key=size, value=fmt_size(v)))
+        return rows.assign(bar=bars).sort_values(size), title
     precision = rows["precision"].where(rows["precision"] != "fp32", "")
-    path = rows["name"].map(path_name) + " " + precision.fillna("")
-    return rows.assign(path=path.str.strip()), title
+    path = (rows["name"].map(path_name) + " " + precision.fillna("")).str.strip()
+    # One bar per path: a net measured at several sizes shows its first.
+    return rows.assign(bar=path).drop_duplicates(["pair", "bar"]), title
 
 
 def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> list[str]:
@@ -83,22 +78,6 @@ def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> list[str]:
     return say("largest_parts", view.lead, size, *ranges)
 
 
-def _parts_chart(
-    ctx: Context, view: PartsChart, title: str, x: str, x_label: str, rows: pd.DataFrame
-) -> dict[str, str]:
-    """The four parts as shares of each bar, one panel per machine where there are several.
-    A row without a flop count or a peak stacks its compute time unsplit, so that no bar
-    leaves part of its time out of its 100%."""
-    rows = rows.assign(unsplit=rows["compute"].where(rows["parts"] == 3))
-    labels = named("part_labels")
-    parts = [(p, labels[p]) for p in analysis.PARTS]
-    if rows["unsplit"].notna().any():
-        parts.append(("unsplit", labels["compute"]))
-    facet = "pair" if ctx.several else None
-    return ctx.chart("parts", rows, view=view, title=title, x=x, x_label=x_label,
-                     parts=tuple(parts), facet=facet)  # fmt: skip
-
-
 # --- a training step, operation by operation ------------------------------------------------
 
 
@@ -106,10 +85,8 @@ def operation_kind(column: str, kinds: tuple[tuple[str, str], ...]) -> str:
     """`t_op:<layer>.<operation>` -> its kind by the profile's declared rules (StepProfile.kinds),
     else its layer: the profile's operations grouped by what they do."""
     operation = column.split(":", 1)[1]
-    return next(
-        (kind for pattern, kind in kinds if re.search(pattern, operation)),
-        operation.partition(".")[0],
-    )
+    matches = (kind for pattern, kind in kinds if re.search(pattern, operation))
+    return next(matches, operation.partition(".")[0])
 
 
 def step_parts(summary: pd.DataFrame, profile: StepProfile) -> tuple[float, pd.DataFrame] | None:
@@ -122,13 +99,10 @@ def step_parts(summary: pd.DataFrame, profile: StepProfile) -> tuple[float, pd.D
         return None
     batch = min(rows["batch"].unique(), key=lambda b: abs(math.log(b / profile.batch_near)))
     rows = rows[rows["batch"] == batch]
-    kinds: dict[str, list[str]] = {}
-    for column in columns:
-        kinds.setdefault(operation_kind(column, profile.kinds), []).append(column)
-    return batch, rows[["name", "machine"]].assign(
-        **{kind: rows[cols].sum(axis=1, min_count=1) for kind, cols in kinds.items()},
-        path=rows["name"].map(lambda n: short_benchmark(n).split("/", 1)[1]),
-    )
+    kinds = [operation_kind(column, profile.kinds) for column in columns]
+    parts = rows[columns].T.groupby(kinds, sort=False).sum(min_count=1).T
+    path = rows["name"].map(lambda n: short_benchmark(n).split("/", 1)[1])
+    return batch, rows[["name", "machine"]].join(parts).assign(path=path)
 
 
 def profile_sections(ctx: Context) -> list[dict[str, Any]]:
@@ -163,12 +137,10 @@ class FixedCosts:
 def fixed_costs(summary: pd.DataFrame) -> FixedCosts | None:
     """The fixed costs of the summary's GPU rows; None without a probe to build a model from."""
     gpu = summary[summary["backend"] == "gpu"]
-    if gpu.empty:
+    model = build_model(gpu) if len(gpu) else None
+    if model is None or model.empty:
         return None
-    model = build_model(gpu)
-    if model.empty:
-        return None
-    copies = analysis.select(gpu, {"probe": ("h2d", "d2h")}).dropna(subset=["bytes_per_s"])
+    copies = analysis.select(gpu, COPY_PROBES).dropna(subset=["bytes_per_s"])
     if len(copies):
         copies = copies.assign(few=analysis.flagged(copies)).sort_values("bytes")
     return FixedCosts(model, copies, analysis.model_bias(summary, model))
@@ -178,19 +150,19 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
     """The fixed GPU costs the probes measured, the copies' bandwidth, and the model's error."""
     if fixed is None:
         return None
-    copies = sorted(fixed.model.copies.items())
-    tables = [table_of("costs_table", fixed.model.launch.items(), copies)]
-    charts = []
-    if len(fixed.copies) and not ctx.several:
-        probes, hosts = fixed.copies["probe"].str.upper(), fixed.copies["host"].fillna("")
+    model, copies, bias = fixed.model, fixed.copies, fixed.bias
+    tables = [table_of("costs_table", model.launch.items(), sorted(model.copies.items()))]
+    charts, paragraphs = [], []
+    if len(copies) and not ctx.several:
         copy = named("chart_names")["copy"]
-        names = [copy.format(probe=p, host=h) for p, h in zip(probes, hosts)]
-        charts.append(ctx.chart("copies", fixed.copies.assign(copy=names)))
-    bias = fixed.bias
-    paragraphs = bias_sentence(bias) if len(bias.before) else []
-    keys = ["dtype", "host", "band"]
-    bands = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
-    tables += [table_of("bias_table", bands)] if len(bias.before) else []
+        probes = copies[["probe", "host"]].fillna("").values
+        names = [copy.format(probe=probe.upper(), host=host) for probe, host in probes]
+        charts.append(ctx.chart("copies", copies.assign(copy=names)))
+    if len(bias.before):
+        paragraphs = bias_sentence(bias)
+        keys = ["dtype", "host", "band"]
+        bands = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
+        tables.append(table_of("bias_table", bands))
     return section("model", paragraphs, charts, tables, notes=say("model_note"))
 
 

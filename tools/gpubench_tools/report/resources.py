@@ -1,8 +1,8 @@
 """The sections on what the machines spend beside the speedups: CPU threads, the peers, device
 memory, allocation, energy, and what did not run.
 
-A section's rows come from `analysis` and the declarations in `topics`; `allocation_costs`,
-`energy_pairs` and the `*_thin` functions are data, the `*_section` functions say it.
+A section's rows come from `analysis` and the declarations in `topics`; `thread_cases`,
+`memory_rows`, `agreement_figures` and `energy_pairs` are data, the `*_section` functions say it.
 """
 
 from __future__ import annotations
@@ -15,20 +15,13 @@ import pandas as pd
 
 from ..table import num
 from . import analysis
-from .context import Context, Thin
+from .context import Context
 from .speedups import MachineTopic
-from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
+from .topics import ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
 from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
 from .words import say, section, short_benchmark, table_of
 
 # --- CPU thread scaling ----------------------------------------------------------------------
-
-
-def scaling_thin(ctx: Context, scaling: pd.DataFrame) -> Thin:
-    """The thread-scaling rows that are medians of too few repetitions."""
-    if scaling.empty:
-        return set()
-    return ctx.thin_rows(scaling[scaling["few_samples"].astype(bool)], "cpu")
 
 
 def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -36,12 +29,9 @@ def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     case of each workload and data set (its longest 1-thread time), where threads have work to
     share, as the chart's lines (a line per GEMM size would not read); and every benchmark at
     its most threads, the table's rows."""
-    data = scaling["data"] if "data" in scaling else pd.Series("", index=scaling.index)
-    kind = scaling["workload"].astype(str) + " " + data.fillna("").astype(str)
-    scaling = scaling.assign(
-        kind=kind.str.strip(), benchmark=scaling["base_name"].map(short_benchmark)
-    )
-    largest = scaling.loc[scaling.groupby("kind")["time_1"].idxmax(), "base_name"]
+    scaling = scaling.assign(benchmark=scaling["base_name"].map(short_benchmark))
+    kind = [column for column in ("workload", "data") if column in scaling]
+    largest = scaling.loc[scaling.groupby(kind, dropna=False)["time_1"].idxmax(), "base_name"]
     most = scaling["threads"] == scaling.groupby("base_name")["threads"].transform("max")
     return scaling[scaling["base_name"].isin(largest)], scaling[most]
 
@@ -53,9 +43,8 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
     shown, top = thread_cases(scaling)
     said = say("threads", top["efficiency"].min(), top["efficiency"].max())
     chart = ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))
-    return section(
-        "threads", said, [chart], [table_of("threads_table", top.sort_values("efficiency"))]
-    )
+    table = table_of("threads_table", top.sort_values("efficiency"))
+    return section("threads", said, [chart], [table])
 
 
 # --- against PyTorch -------------------------------------------------------------------------
@@ -65,10 +54,7 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
     """The suite's own paths against the same work in PyTorch, where a run has its rows."""
     tables = []
     for peer in PEERS:
-        ours = analysis.select(ctx.summary, peer.ours)
-        theirs = analysis.select(ctx.summary, peer.peer)
-        if ours.empty or theirs.empty:
-            continue
+        ours, theirs = (analysis.select(ctx.summary, rows) for rows in (peer.ours, peer.peer))
         keys = [k for k in peer.keys if k in ours and k in theirs]
         # Pair with the curve of the answer: "cpu" is the peer, "gpu" is ours, so the
         # speedup is PyTorch's time over ours.
@@ -76,12 +62,9 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
         curve = analysis.speedup_curve(
             both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col
         )
-        if curve.empty:
-            continue
-        tables.append(table_of("peer_table", peer, keys, curve))
-    if not tables:
-        return None
-    return section("peers", say("peers"), [], tables)
+        if len(curve):
+            tables.append(table_of("peer_table", peer, keys, curve))
+    return section("peers", say("peers"), [], tables) if tables else None
 
 
 # --- device memory ---------------------------------------------------------------------------
@@ -90,27 +73,27 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
 def memory_rows(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """analysis.memory_agreement with each row's `family` (MEMORY_FAMILIES by its workload), the
     largest-batch rows (benchmarks/largest_batch.cpp), and the problems of those that did not
-    run (a batch that did not fit)."""
+    run (a batch that did not fit); a largest-batch row has every figure its line states
+    (NaN where it lacks one)."""
     agreement = analysis.memory_agreement(ctx.summary)
     workload = agreement["workload"].fillna("other")
     agreement = agreement.assign(family=workload.map(lambda w: MEMORY_FAMILIES.get(w, w)))
     skipped = ctx.table.problems
-    if not skipped.empty:
-        skipped = skipped[skipped["name"].str.startswith(LARGEST_BATCH_NAMES)]
-    return agreement, analysis.select(ctx.summary, LARGEST_BATCH), skipped
+    skipped = skipped[skipped["name"].astype(str).str.startswith(LARGEST_BATCH_NAMES)]
+    batches = analysis.select(ctx.summary, LARGEST_BATCH)
+    said = ("batch_largest", "device_bytes_free", "device_bytes_peak", "t_step")
+    return agreement, batches.assign(**{c: batches.get(c, math.nan) for c in said}), skipped
 
 
 def memory_section(ctx: Context) -> dict[str, Any] | None:
     """Measured peak device memory against the model's bytes, and the largest batches."""
     agreement, batches, skipped = memory_rows(ctx)
-    largest = _largest_batch_lines(batches, skipped)
+    largest = say("largest_batches", batches, skipped)
     if agreement.empty:
         return section("memory", largest) if largest else None
     by_distance, figures = agreement_figures(agreement)
-    said = say("memory", figures) + largest
-    return section(
-        "memory", said, [ctx.chart("memory", agreement)], [table_of("memory_table", by_distance)]
-    )
+    chart, table = ctx.chart("memory", agreement), table_of("memory_table", by_distance)
+    return section("memory", say("memory", figures) + largest, [chart], [table])
 
 
 def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -134,40 +117,7 @@ def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, 
     return by_distance, figures
 
 
-def _largest_batch_lines(rows: pd.DataFrame, skipped: pd.DataFrame) -> list[str]:
-    """Of each largest-batch row: the batch the model says fits, the batch that trained and its
-    peak; and the ones that did not fit (`skipped`)."""
-    said = ("batch_largest", "device_bytes_free", "device_bytes_peak", "t_step")
-    return say("largest_batches", rows.assign(**{c: rows.get(c, math.nan) for c in said}), skipped)
-
-
 # --- allocation ------------------------------------------------------------------------------
-
-
-def allocation_costs(ctx: Context) -> pd.DataFrame:
-    """analysis.allocation_costs with each probe's `call` (what it is, ALLOCATION_PROBES) and
-    `few_samples`, in the declared order of the calls per machine, then by size."""
-    costs = analysis.allocation_costs(ctx.table.rows)
-    if costs.empty:
-        return costs
-    costs = costs.assign(
-        call=costs["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
-        few_samples=costs["repetitions"] < analysis.FEW_REPETITIONS,
-    )
-    # The declared order of the calls; a probe the report does not know yet goes last.
-    order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
-    costs["order"] = costs["probe"].map(order).fillna(len(order))
-    return costs.sort_values(["machine", "order", "bytes"])
-
-
-def allocation_thin(ctx: Context, costs: pd.DataFrame) -> Thin:
-    """The allocation probes whose costs are medians of too few repetitions."""
-    if costs.empty:
-        return set()
-    thin = costs.loc[costs["few_samples"].astype(bool), ["machine", "probe", "bytes"]]
-    probes = ctx.summary["name"].str.extract(analysis.ALLOC_NAME)
-    named = ctx.summary.assign(probe=probes["probe"], bytes=pd.to_numeric(probes["bytes"]))
-    return ctx.thin_rows(named.merge(thin, on=["machine", "probe", "bytes"]), "gpu")
 
 
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
@@ -179,11 +129,9 @@ def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
                    for call, c in rows.groupby("call", sort=False)]}  # fmt: skip
         for machine, rows in costs.groupby("machine", sort=False)
     ]
-    tails = costs.dropna(subset=["slowest_decile_s"])
-    tail = None
-    if not tails.empty:
-        ratio = tails["slowest_decile_s"] / tails["time_s"]
-        tail = {**tails.loc[ratio.idxmax()].to_dict(), "ratio": ratio.max()}
+    ratio = costs["slowest_decile_s"] / costs["time_s"]
+    worst = ratio.notna().any()
+    tail = {**costs.loc[ratio.idxmax()].to_dict(), "ratio": ratio.max()} if worst else None
     return say("allocation", machines, analysis.pool_savings(costs), tail)
 
 
@@ -201,10 +149,8 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
 
 def _joules(rows: pd.DataFrame, counter: str, energy: EnergyTopic) -> pd.Series:
     """Joules per unit of work: the counter over the units per iteration (one where none)."""
-    if counter not in rows:
-        return pd.Series(math.nan, index=rows.index)
     units = num(rows, energy.per)
-    return num(rows, counter) / (units.where(units > 0, 1.0) if energy.per in rows else 1.0)
+    return num(rows, counter) / units.where(units > 0, 1.0)
 
 
 def energy_pairs(
@@ -239,10 +185,9 @@ def energy_pairs(
 
 def _cpu_energy_absent(ctx: Context, energy: EnergyTopic) -> str:
     """Why no CPU row has energy, in the CPU runs' own words where their context says."""
+    key = energy.cpu_absent_context
     reasons = {
-        str(m["context"].get(energy.cpu_absent_context))
-        for _, m in ctx.table.machines.iterrows()
-        if isinstance(m["context"], dict) and m["context"].get(energy.cpu_absent_context)
+        str(c[key]) for c in ctx.table.machines["context"] if isinstance(c, dict) and c.get(key)
     }
     said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
     return "".join(say("cpu_energy_absent", said, energy.cpu_absent))
@@ -253,36 +198,27 @@ def energy_section(
 ) -> dict[str, Any] | None:
     """Joules per unit of work on each side of the energy pairs; the CPU side's energy where
     recorded, else why not."""
-    rows = [
-        {"title": topic.title, "variant": r.get("variant"), "gpu_j": r["gpu_j"],
-         "cpu_j": r["cpu_j"], "ratio": r["cpu_j"] / r["gpu_j"], "row": r,
-         "size_keys": [k for k in topic.keys if pd.notna(r.get(k))]}  # fmt: skip
-        for topic, frame in pairs
-        for _, r in frame.iterrows()
-    ]
-    if not rows:
+    if not pairs:
         return None
-    compared = sum(pd.notna(r["cpu_j"]) for r in rows)
+    compared = sum(int(frame["cpu_j"].notna().sum()) for _, frame in pairs)
     unit, absent = energy.unit_name, _cpu_energy_absent(ctx, energy)
-    said = say("energy", unit, compared, len(rows), absent)
-    return section(energy.id, said, [], [table_of("energy_table", unit, rows)], title=energy.title)
+    said = say("energy", unit, compared, sum(len(frame) for _, frame in pairs), absent)
+    rows = [(topic, frame.to_dict("records")) for topic, frame in pairs]
+    table = table_of("energy_table", unit, rows)
+    return section(energy.id, said, [], [table], title=energy.title)
 
 
 # --- what did not run ------------------------------------------------------------------------
 
 
 def problems_section(ctx: Context) -> dict[str, Any] | None:
+    """The failed, skipped and invalid benchmarks, a list for each file, status and reason."""
     problems = ctx.table.problems
     if problems.empty:
         return None
     groups = problems.groupby(["file", "status", "reason"])
-    counts = [
-        dict(count=len(g), status=s, file=ctx.file_names[str(f)], reason=r)
-        for (f, s, r), g in groups
-    ]
-    details = [
-        {"summary": summary, "items": sorted(group["name"])}
-        for summary, (_, group) in zip(say("problem_groups", counts), groups)
-    ]
-    said = say("problems", len(problems))
-    return section("problems", said, details=details)
+    counts = groups.size().reset_index(name="count")
+    counts["file"] = counts["file"].map(lambda f: ctx.file_names[str(f)])
+    summaries = say("problem_groups", counts)
+    details = [{"summary": s, "items": sorted(g["name"])} for s, (_, g) in zip(summaries, groups)]
+    return section("problems", say("problems", len(problems)), details=details)

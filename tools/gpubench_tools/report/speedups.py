@@ -11,9 +11,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..table import num
 from ..units import fmt_size
 from . import analysis
-from .context import Context, Thin
+from .context import Context
 from .topics import GpuPath, Topic
 from .words import named, say, section, table_of
 
@@ -22,18 +23,16 @@ from .words import named, say, section, table_of
 class PathCurve:
     """One GPU path of a topic against the CPU on one machine: `gpu` its fastest GPU row at each
     size (None without any), the side the speedup and the energy pair with the CPU. Without
-    pairs `curve` is None. With them: `curve` is analysis.speedup_curve with the GPU row's
-    `gpu_variant` and the `machine`; `main` the sizes the answer speaks for (a topic with series:
-    its longest, `series_value`); `cross` where `main` crosses 1; `dominant` the part of the GPU
-    time that is largest most often."""
+    pairs `curve` and `facts` are None. With them: `curve` is analysis.speedup_curve with the GPU
+    row's `gpu_variant`; `facts` what the answer states of the sizes it speaks for (a topic with
+    series: its longest, `series`): where the GPU wins (`wins`, at `every` size, or `beyond` the
+    last loss), where it crosses 1 (`cross`), the speedups at the `first` and `last` size, the
+    part of the GPU time that is largest most often (`dominant`) and the CPU `threads`."""
 
     path: GpuPath
     gpu: pd.DataFrame | None = None
     curve: pd.DataFrame | None = None
-    main: pd.DataFrame | None = None
-    series_value: Any = None
-    cross: analysis.Crossover | None = None
-    dominant: analysis.Dominant | None = None
+    facts: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -48,23 +47,20 @@ class MachineTopic:
 
 
 def _path_curve(
-    parts: pd.DataFrame, topic: Topic, path: GpuPath, machine: int, cpu: pd.DataFrame,
-    gpu: pd.DataFrame,
-) -> PathCurve:  # fmt: skip
+    parts: pd.DataFrame, topic: Topic, path: GpuPath, cpu: pd.DataFrame, gpu: pd.DataFrame
+) -> PathCurve:
     """One GPU path's rows (`gpu`) against the CPU's; `parts`: the breakdown of the GPU rows."""
     if gpu.empty:
         return PathCurve(path)
-    keys = list(topic.keys)
+    keys, x = list(topic.keys), topic.x
     gpu = analysis.fastest(gpu, keys, topic.time_col)
-    if cpu.empty:
-        return PathCurve(path, gpu)
     curve = analysis.speedup_curve(
         pd.concat([cpu, gpu]), {"backend": "cpu"}, {"backend": "gpu"}, keys, topic.time_col
     )
     if curve.empty:
         return PathCurve(path, gpu)
     variants = gpu[keys + ["variant"]].rename(columns={"variant": "gpu_variant"})
-    curve = curve.merge(variants, on=keys, how="left").sort_values(keys).assign(machine=machine)
+    curve = curve.merge(variants, on=keys, how="left").sort_values(keys)
     # A topic with series (a training sweep's hidden widths) answers for its longest series:
     # the one that spans the most sizes.
     if topic.series is None:
@@ -74,9 +70,20 @@ def _path_curve(
     if len(parts):
         parts = parts[parts["name"].isin(gpu["name"])].drop(columns=keys, errors="ignore")
         parts = parts.merge(gpu[["name"] + keys], on="name")
-    cross = analysis.crossover(main, topic.x)
-    dominant = analysis.dominant_part(main, parts, keys)
-    return PathCurve(path, gpu, curve, main, value, cross, dominant)
+    wins, losses = main.loc[main["speedup"] > 1, x], main.loc[main["speedup"] <= 1, x]
+    first, last = main.iloc[0], main.iloc[-1]
+    facts = dict(
+        wins=list(wins),
+        every=len(wins) == len(main),
+        beyond=len(wins) > 0 and wins.min() > losses.max(),
+        series=value,
+        cross=analysis.crossover(main, x),
+        first=first.to_dict(),
+        last=last.to_dict() if last[x] != first[x] else None,
+        dominant=analysis.dominant_part(main, parts, keys),
+        threads=list(main["cpu_threads"]),
+    )
+    return PathCurve(path, gpu, curve, facts)
 
 
 def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
@@ -89,21 +96,11 @@ def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
             machines += [MachineTopic(int(machine), "GPU")] if len(cpu) else []
             continue
         paths = tuple(
-            _path_curve(ctx.breakdown, topic, p, int(machine), cpu, analysis.select(gpu, p.gpu))
+            _path_curve(ctx.breakdown, topic, p, cpu, analysis.select(gpu, p.gpu))
             for p in topic.paths
         )
         machines.append(MachineTopic(int(machine), "CPU" if cpu.empty else "", paths))
     return machines
-
-
-def curve_thin(curve: pd.DataFrame) -> Thin:
-    """Whose rows of a curve are medians of too few repetitions, as (whose, side, file)."""
-    thin = set()
-    for side in ("cpu", "gpu"):
-        few = curve[curve[f"{side}_repetitions"].fillna(1) < analysis.FEW_REPETITIONS]
-        where, files = few[f"{side}_measured_on"], few[f"{side}_file"]
-        thin |= {(str(w), side, str(f)) for w, f in zip(where, files)}
-    return thin
 
 
 _ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
@@ -111,18 +108,11 @@ _ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 
 def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
     """One GPU path of a topic against the CPU: its line of the answer."""
-    line: dict[str, Any] = {"path": pc.path.name, "meaning": pc.path.meaning}
-    if pc.curve is None or pc.main is None or pc.cross is None or pc.dominant is None:
-        gap = say("answer_gap", "", pc.path.name if pc.gpu is None else "")
-        return {**line, **dict(zip(_ANSWER, gap))}
-    main, x = pc.main, topic.x
-    wins, losses = main.loc[main["speedup"] > 1, x], main.loc[main["speedup"] <= 1, x]
-    first, last = main.iloc[0], main.iloc[-1]
-    facts = dict(wins=list(wins), every=len(wins) == len(main), series=pc.series_value)
-    facts.update(beyond=len(wins) > 0 and wins.min() > losses.max(), cross=pc.cross)
-    facts.update(first=first.to_dict(), last=last.to_dict() if last[x] != first[x] else None)
-    facts.update(dominant=pc.dominant, threads=list(main["cpu_threads"]))
-    return {**line, **dict(zip(_ANSWER, say("answer_line", topic, facts)))}
+    if pc.facts is None:
+        said = say("answer_gap", "", pc.path.name if pc.gpu is None else "")
+    else:
+        said = say("answer_line", topic, pc.facts)
+    return {"path": pc.path.name, "meaning": pc.path.meaning, **dict(zip(_ANSWER, said))}
 
 
 def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> list[dict[str, Any]]:
@@ -142,18 +132,19 @@ def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> lis
 
 
 def _with_other_paths(
-    curve: pd.DataFrame, topic: Topic, others: list[tuple[GpuPath, pd.DataFrame]]
+    curve: pd.DataFrame, topic: Topic, others: dict[str, list[pd.DataFrame]]
 ) -> pd.DataFrame:
     """The other GPU paths the answer states (eager beside the fastest), as columns of the
-    curve: `<path>_time`, `<path>_speedup`, `<path>_few`."""
+    curve: `<path>_time` (also its `_low` and `_high`: no band), `<path>_speedup`; and each
+    line's `_hollow` medians (_hollow)."""
     on = ["machine", *topic.keys]
-    for path, other in others:
-        columns = other[on + ["gpu_time", "speedup"]].assign(few=_few(other, "gpu"))
-        named = {"gpu_time": f"{path.name}_time", "speedup": f"{path.name}_speedup"}
-        named["few"] = f"{path.name}_few"
-        columns = columns[on + list(named)].rename(columns=named)
-        curve = curve.merge(columns, on=on, how="left")
-    return curve
+    for path, curves in others.items():
+        other = pd.concat(curves)
+        time = other["gpu_time"]
+        other = other.assign(time=time, low=time, high=time, hollow=_hollow(other, "gpu"))
+        named = {c: f"{path}_{c}" for c in ("time", "low", "high", "speedup", "hollow")}
+        curve = curve.merge(other[on + list(named)].rename(columns=named), on=on, how="left")
+    return curve.assign(cpu_hollow=_hollow(curve, "cpu"), gpu_hollow=_hollow(curve, "gpu"))
 
 
 def topic_section(
@@ -162,13 +153,13 @@ def topic_section(
     """The topic's section: its speedup and time charts and table, and the answer's lines as
     sentences; None where no machine has a curve of the topic's last GPU path."""
     curves = [mt.paths[-1].curve for mt in machines if mt.paths]
-    curves = [c for c in curves if c is not None]
-    if not curves:
+    if all(c is None for c in curves):
         return None
-    # The GPU paths before the last one and their curves, every machine's: the table's columns.
-    others = [
-        (pc.path, pc.curve) for mt in machines for pc in mt.paths[:-1] if pc.curve is not None
-    ]
+    # The GPU paths before the last one, by name, each with its curves on every machine: the
+    # table's columns.
+    others: dict[str, list[pd.DataFrame]] = {}
+    for pc in (pc for mt in machines for pc in mt.paths[:-1] if pc.curve is not None):
+        others.setdefault(pc.path.name, []).append(pc.curve)
     curve = pd.concat(curves, ignore_index=True)
     line = ctx.pairs(curve)
     series = topic.series
@@ -182,61 +173,54 @@ def topic_section(
     speedup = ctx.chart(
         "speedup", curve, topic=topic, path=topic.paths[-1], series="line" if lines else None
     )
-    charts = [speedup] + _extra_charts(ctx, topic, curve, others)
-    table = table_of("curve_table", topic, curve, [p.name for p, _ in others], lines)
+    charts = [speedup] + _extra_charts(ctx, topic, curve, list(others))
+    table = table_of("curve_table", topic, curve, list(others), lines)
     return section(topic.id, paragraphs, charts, [table], title=topic.title)
 
 
 def _extra_charts(
-    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]]
+    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[str]
 ) -> list[dict[str, str]]:
     """Both sides' times; a sweep over two sizes (batch x hidden) as a heatmap; the topic's
     kernel utilisation chart where it declares one."""
     charts = [_time_chart(ctx, topic, curve, others)]
     if topic.series is not None and not ctx.several and curve[topic.series].nunique() > 1:
         charts.append(ctx.chart("heatmap", curve, topic=topic))
-    utilisation = topic.utilisation
-    if utilisation is None or ctx.several:
+    use = topic.utilisation
+    if use is None or ctx.several:
         return charts
-    kernel = analysis.select(ctx.summary, utilisation.rows).dropna(
-        subset=["pct_peak"] if "pct_peak" in ctx.summary else []
-    )
+    kernel = analysis.select(ctx.summary, use.rows)
+    kernel = kernel[num(kernel, "pct_peak").notna()]
     if len(kernel):
-        kernel = kernel.sort_values(utilisation.x).assign(few_samples=analysis.flagged(kernel))
-        charts.append(ctx.chart("utilisation", kernel, topic=topic, use=utilisation))
+        kernel = kernel.sort_values(use.x).assign(few_samples=analysis.flagged(kernel))
+        charts.append(ctx.chart("utilisation", kernel, topic=topic, use=use))
     return charts
 
 
 def _time_chart(
-    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[tuple[GpuPath, pd.DataFrame]]
+    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[str]
 ) -> dict[str, str]:
     """Both sides' times against size: what the speedup is a ratio of."""
-    several_paths = topic.series is None and len(topic.paths) > 1
     names = named("chart_names")
+    several_paths = topic.series is None and len(topic.paths) > 1
     gpu = names["gpu_path" if several_paths else "gpu"].format(path=topic.paths[-1].name)
     # A line's machine (and width) go before its side where they tell the lines apart.
     several = topic.series is not None or ctx.several
     before = curve["line"] + names["between"] if several else ""
-
-    def line(name: str, time: str, low: str, high: str, few: pd.Series) -> pd.DataFrame:
-        """The curve as one line of the chart: `time`, `low` and `high` name its columns."""
-        side = before + name
-        return curve.assign(side=side, time=curve[time], low=curve[low], high=curve[high], few=few)
-
-    sides = [
-        line(name, f"{side}_time", f"{side}_low", f"{side}_high", _few(curve, side))
-        for side, name in (("cpu", names["cpu"]), ("gpu", gpu))
-    ]
     # The other paths the answer states (eager), as lines of their own: their medians,
     # without bands. A sweep with series already has a line per width and side; its
     # table carries the other paths instead.
-    for path, _ in others if topic.series is None else []:
-        time, few = f"{path.name}_time", curve[f"{path.name}_few"].fillna(False).astype(bool)
-        name = names["gpu_path"].format(path=path.name)
-        sides.append(line(name, time, time, time, few).dropna(subset=["time"]))
-    return ctx.chart("time", pd.concat(sides, ignore_index=True), topic=topic)
+    sides = [("cpu", names["cpu"]), ("gpu", gpu)]
+    if topic.series is None:
+        sides += [(path, names["gpu_path"].format(path=path)) for path in others]
+    lines = []
+    for side, name in sides:
+        line = curve.assign(side=before + name, hollow=curve[f"{side}_hollow"].eq(True))
+        line = line.assign(**{c: curve[f"{side}_{c}"] for c in ("time", "low", "high")})
+        lines.append(line.dropna(subset=["time"]))
+    return ctx.chart("time", pd.concat(lines, ignore_index=True), topic=topic)
 
 
-def _few(curve: pd.DataFrame, side: str) -> pd.Series:
+def _hollow(curve: pd.DataFrame, side: str) -> pd.Series:
     """A side's medians a chart draws hollow: too few repetitions, or a wide spread."""
-    return (curve[f"{side}_repetitions"] < analysis.FEW_REPETITIONS) | curve[f"{side}_noisy"]
+    return curve[f"{side}_few"] | curve[f"{side}_noisy"]

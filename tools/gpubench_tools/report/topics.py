@@ -36,14 +36,11 @@ def committed_gpu_reference() -> list[str]:
     the working directory from inside the checkout, absolute from elsewhere, the repository
     paths where the package is not in a checkout that holds them."""
     root = Path(__file__).resolve().parents[3]
-    paths = []
-    for name in COMMITTED_GPU_REFERENCE:
-        path = root / name
-        if not path.is_file():
-            return list(COMMITTED_GPU_REFERENCE)
-        relative = os.path.relpath(path)
-        paths.append(relative if not relative.startswith("..") else str(path))
-    return paths
+    paths = [root / name for name in COMMITTED_GPU_REFERENCE]
+    if not all(path.is_file() for path in paths):
+        return list(COMMITTED_GPU_REFERENCE)
+    relative = [os.path.relpath(path) for path in paths]
+    return [r if not r.startswith("..") else str(path) for r, path in zip(relative, paths)]
 
 
 # The GPU training rows compared with the CPU: the suite's own paths, no host copy of the inputs
@@ -308,17 +305,14 @@ class EnergyTopic:
     cpu_absent: str = "not recorded: the bench that wrote the CPU run reads no CPU energy counter"
 
 
-# The workloads of the topics that compare a training step, in declaration order: their GPU
-# rows are the breakdown's training rows (analysis.breakdown).
+# The topics that compare a training step. Their workloads, in declaration order: their GPU rows
+# are the breakdown's training rows (analysis.breakdown); their pairs: the energy table's.
+_TRAINING_TOPICS = [t for t in TOPICS if t.time_col == "t_step"]
 TRAINING_WORKLOADS: tuple[str, ...] = tuple(
-    dict.fromkeys(t.cpu["workload"] for t in TOPICS if t.time_col == "t_step")
+    dict.fromkeys(t.cpu["workload"] for t in _TRAINING_TOPICS)
 )
-
 ENERGY = EnergyTopic(
-    id="energy",
-    title="Energy per training step, CPU vs GPU",
-    topics=tuple(t.id for t in TOPICS if t.time_col == "t_step"),
-    unit_name="step",
+    "energy", "Energy per training step, CPU vs GPU", tuple(t.id for t in _TRAINING_TOPICS), "step"
 )
 
 
@@ -384,15 +378,15 @@ CHARTS: dict[str, dict[str, Any]] = {
         y_high="speedup_high", flag="flagged", **_LOG, hline=1.0, y_unit="ratio"),
     "time": dict(
         kind="lines", stem="time_{topic.id}", x="{topic.x}", y="time", series="side", y_low="low",
-        y_high="high", flag="few", **_LOG, y_unit="s"),
+        y_high="high", flag="hollow", **_LOG, y_unit="s"),
     "heatmap": dict(
         kind="heatmap", stem="heatmap_{topic.id}", x="{topic.x}", y="{topic.series}",
         value="speedup"),
     "utilisation": dict(
         kind="lines", stem="utilisation_{topic.id}", x="{use.x}", y="pct_peak",
         series="{use.series}", flag="few_samples", **_LOG, y_unit="count"),
-    "parts": dict(kind="stacked", stem="{view.stem}", x="size", normalize=True),
-    "profile": dict(kind="stacked", stem="{profile.stem}", x="path", normalize=True),
+    "parts": dict(kind="stacked", stem="{view.stem}", x="bar"),
+    "profile": dict(kind="stacked", stem="{profile.stem}", x="path"),
     "copies": dict(
         kind="lines", stem="copies", x="bytes", y="bytes_per_s", series="copy", flag="few", **_LOG,
         x_unit="bytes", y_unit="bytes/s"),
@@ -439,6 +433,10 @@ ALLOCATION_PROBES: dict[str, str] = {
     "malloc/pinned": "cudaMallocHost (pinned)",
     "free/pinned": "cudaFreeHost (pinned)",
 }
+# The host-device copy probes (their bandwidth against size is the model section's chart).
+COPY_PROBES: dict[str, Any] = {"probe": ("h2d", "d2h")}
+# What a warm pool saves: the probes of an allocation and a free without it, and the pool's.
+POOL = ("malloc/device", "free/device", "async")
 # Measured device memory within this factor of the model either way counts as agreeing: the
 # allocator's 2 MiB pages alone put a small benchmark several percent above its shapes' bytes.
 MEMORY_AGREEMENT = 1.1

@@ -13,9 +13,9 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..conditions import unknown_conditions_note
 from ..templating import environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
-from ..units import plural
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
@@ -37,14 +37,6 @@ def section(
     title = extra.pop("title", None) or named("section_titles")[id]
     page = {"id": id, "title": title, "paragraphs": list(paragraphs), "charts": list(charts)}
     return {**page, "tables": list(tables), **extra}
-
-
-def threads_text(threads: Any) -> str:
-    return "CPU" if pd.isna(threads) else plural(int(threads), "thread")
-
-
-def cell_text(value: Any) -> str:
-    return fmt_size(value) if isinstance(value, float) else str(value)
 
 
 def key_text(value: object) -> str:
@@ -88,8 +80,7 @@ def short_benchmark(name: str) -> str:
 def path_name(name: str) -> str:
     """A GPU training row's path and variant: "eager readback:0 input:pinned"."""
     parts = name.split("/")
-    keep = [parts[2]] + [p for p in parts[3:] if p.startswith(("readback:", "input:"))]
-    return " ".join(keep)
+    return " ".join([parts[2], *(p for p in parts[3:] if p.startswith(("readback:", "input:")))])
 
 
 # A macro's lines are its template's lines, a table row's cells are joined by a tab: a newline
@@ -121,15 +112,10 @@ def _sentences() -> Any:
     env = environment("gpubench_tools.report", finalize=_finalize)
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
     env.filters.update(units, signed=lambda v: f"{v:+.0%}", g3=lambda v: f"{v:.3g}")
-    env.filters.update(
-        part=lambda p: named("part_labels").get(p, p), format_=lambda v, f: f.format(v)
-    )
-    env.filters.update(cell=lambda key, row: f"{key}={cell_text(row[key])}", other=_other)
-    env.filters.update(keyed=lambda key, row: f"{key} {key_text(row[key])}")
-    env.filters.update(short=short_benchmark, approx=approx, threads=threads_text)
-    env.filters.update(meaning=lambda part: named("part_meanings").get(part, part))
-    env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK)
-    env.globals["row"] = _row
+    env.filters.update(key=key_text, short=short_benchmark, approx=approx)
+    env.filters["unknown_conditions"] = unknown_conditions_note
+    env.filters["apply"] = lambda value, macro, *args: macro(value, *args)
+    env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK, row=_row)
     env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
     return env.get_template("words.j2").module
 
@@ -151,12 +137,6 @@ def _lines(macro: str, values: tuple[Any, ...]) -> list[str]:
 def say(sentence: str, *values: Any) -> list[str]:
     """The lines of a sentence macro of templates/words.j2, given the values it words."""
     return [_restore(line) for line in _lines(sentence, values)]
-
-
-def _other(path: str, row: dict[str, Any]) -> str:
-    """Another GPU path's time and speedup in a curve's table row, "—" where it has none."""
-    time = row[f"{path}_time"]
-    return f"{fmt_time(time)}, {fmt_ratio(row[f'{path}_speedup'])}" if pd.notna(time) else "—"
 
 
 def table_of(macro: str, *values: Any) -> dict[str, Any]:
