@@ -95,8 +95,6 @@ def _main(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     try:
         report = build_report(args.inputs, Path(args.out), args.gpu_reference, args.verbose)
-    except BenchJsonError as exc:
-        raise UnusableInput(str(exc)) from None
     except OSError as exc:
         message = f"cannot write the report to {args.out}: {exc.strerror or exc}"
         raise UnusableInput(message) from None
