@@ -23,6 +23,5 @@ for line in open(sys.argv[1]):
     assert installed == version, f"{name}: installed {installed}, floor {version}"
 PY
 cd "$ROOT"
-# shellcheck disable=SC2046 # pytest_jobs prints separate arguments, or nothing
-GPUBENCH_BENCH="$BUILD_DIR/benchmarks/bench" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider \
-  $(pytest_jobs "$work/venv/bin/python") tests/tools
+GPUBENCH_BENCH="$BUILD_DIR/benchmarks/bench" run_pytest "$work/venv/bin/python" -q -p no:cacheprovider \
+  tests/tools

@@ -66,13 +66,19 @@ for _, name in sorted(ranked):
     print(name)' "$1" 2>/dev/null
 }
 
-# pytest's arguments for JOBS processes (pytest-xdist, from tools/requirements-dev.txt), when the
-# interpreter has it. Whole files go to one process (--dist loadfile): a file's module-scoped
+# pytest with the given arguments, in JOBS processes (pytest-xdist, from tools/requirements-dev.txt)
+# where the interpreter has it. Whole files go to one process (--dist loadfile): a file's module
 # fixtures are built once, and the README's examples run in their order, each using the files the
-# one before wrote.
-pytest_jobs() { # $1 the interpreter
-  if ((JOBS > 1)) && "$1" -c 'import xdist' 2>/dev/null; then
-    echo "-n $JOBS --dist loadfile"
+# one before wrote. The tests marked quiet_machine time real runs and skip where the machine was
+# busy (beside another test process they would skip every time), so they run after, alone.
+run_pytest() { # $1 the interpreter, then pytest's arguments
+  local python=$1
+  shift
+  if ((JOBS > 1)) && "$python" -c 'import xdist' 2>/dev/null; then
+    "$python" -m pytest -n "$JOBS" --dist loadfile -m "not quiet_machine" "$@"
+    "$python" -m pytest -m quiet_machine "$@"
+  else
+    "$python" -m pytest "$@"
   fi
 }
 

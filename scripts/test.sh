@@ -10,6 +10,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 configure_and_build
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 cd "$ROOT"
-# shellcheck disable=SC2046 # pytest_jobs prints separate arguments, or nothing
-GPUBENCH_BENCH="$BUILD_DIR/benchmarks/bench" "$PYTHON" -m pytest -q $(pytest_jobs "$PYTHON") \
+GPUBENCH_BENCH="$BUILD_DIR/benchmarks/bench" run_pytest "$PYTHON" -q \
   tests/tools tests/layout tests/contract tests/docs

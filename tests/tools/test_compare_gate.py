@@ -187,6 +187,7 @@ def skip_where_the_machine_was_busy(proc: subprocess.CompletedProcess[str]) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.quiet_machine
 @pytest.mark.skipif(not os.access(BENCH, os.X_OK), reason=f"bench binary not built at {BENCH}")
 def test_remeasured_run_passes_and_update_writes_a_baseline(tmp_path: Path) -> None:
     # A real run on this machine against the committed baseline: must not fail on noise. Its 9
