@@ -150,7 +150,7 @@ def judge_reports(
     cut_off = check_files(base, contender)
     notes: list[str] = []
     if base.context.get(PAIR_ROLE) == "contender" and contender.context.get(PAIR_ROLE) == "base":
-        notes.append("the files are given in reverse order: ratios are base / contender")
+        notes.append(say().reversed_files())
     notes += cut_off_lines(base) + cut_off_lines(contender)
     base_rows, cont_rows = _rows_by_name(base), _rows_by_name(contender)
     # A file of several inner repetitions per process holds each process's fastest (interleave.py):
