@@ -11,7 +11,8 @@ trailing newlines, extensions) each tool says in its call.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
 
 import jinja2
 
@@ -29,3 +30,24 @@ def environment(package: str, **options: Any) -> jinja2.Environment:
     )
     env.filters.update(md=md_text, code=md_code)
     return env
+
+
+class Words:
+    """The one way the tools reach their words: `words("macro", name=value, ...)` renders the named
+    macro of one template of a package, with keyword arguments only, and returns its text.
+
+    The environment is made on the first call (`make_environment`), so a command that only parses
+    its arguments or refuses its input never imports matplotlib's or Jinja's startup cost twice.
+    Printing is not here: the command lines print (output.py), words only return text.
+    """
+
+    def __init__(self, make_environment: Callable[[], jinja2.Environment], template: str) -> None:
+        self._make_environment = make_environment
+        self.template = template
+
+    @functools.cached_property
+    def _macros(self) -> Any:
+        return self._make_environment().get_template(self.template).module
+
+    def __call__(self, macro: str, /, **values: Any) -> str:
+        return str(getattr(self._macros, macro)(**values))
