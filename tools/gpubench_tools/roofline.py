@@ -1,0 +1,120 @@
+"""Each row's time against the roof it can reach: the roofline model (Williams, Waterman and
+Patterson, CACM 2009) applied to measured times, the same rule for the CPU and the GPU.
+
+A row that does known work (`flop`, `bytes`: the minimum-traffic model of docs/workloads.md) cannot
+take less than `t_roof = max(flop / compute roof, bytes / memory roof)`; the larger term names the
+roof that binds. Its measured time splits into *at the roof* (`min(t_roof, t)`) and *below the
+roof* (the rest: launches, latency, too little work to fill the machine). The row is named by
+where most of its time is:
+
+- `compute` or `memory`: at least half of the time is at the roof that binds;
+- `below`: more than half of it is below both roofs (under-utilisation);
+- `cache`: the row moved its bytes faster than the memory roof allows, so its data were served
+  from a cache: it is not shown as more than 100 % of a roof (its share is left empty).
+
+The roofs are measured on the machine that ran the row (the context's ceilings), so a row is only
+ever read against its own machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+COMPUTE, MEMORY, CACHE, BELOW = "compute", "memory", "cache", "below"
+# Half the time at the roof: below that, the time is mostly something the roofs do not explain.
+AT_ROOF_SHARE = 0.5
+PLACED = [
+    "t_compute_roof",
+    "t_memory_roof",
+    "t_roof",
+    "roof",
+    "t_at_roof",
+    "t_below_roof",
+    "share_of_roof",
+    "bound",
+]
+
+
+def place(
+    flop: pd.Series, bytes_moved: pd.Series, seconds: pd.Series, flop_per_s: pd.Series,
+    bytes_per_s: pd.Series,
+) -> pd.DataFrame:  # fmt: skip
+    """The columns PLACED for rows of `flop` and `bytes_moved` that took `seconds`, under roofs of
+    `flop_per_s` and `bytes_per_s` (one value per row). A row without work or without both roofs
+    gets NaN times and no bound."""
+    t_compute_roof = (flop / flop_per_s).where((flop > 0) & (flop_per_s > 0))
+    t_memory_roof = (bytes_moved / bytes_per_s).where((bytes_moved > 0) & (bytes_per_s > 0))
+    known = t_compute_roof.notna() & t_memory_roof.notna() & (seconds > 0)
+    t_roof = np.fmax(t_compute_roof, t_memory_roof).where(known)
+    roof = pd.Series(np.where(t_compute_roof >= t_memory_roof, COMPUTE, MEMORY), index=flop.index)
+    t_at_roof = np.fmin(t_roof, seconds).where(known)
+    above_memory_roof = known & (seconds < t_memory_roof)
+    at_roof = known & (t_at_roof >= AT_ROOF_SHARE * seconds)
+    bound = np.select([above_memory_roof, at_roof, known], [CACHE, roof, BELOW], default=None)
+    return pd.DataFrame(
+        {
+            "t_compute_roof": t_compute_roof,
+            "t_memory_roof": t_memory_roof,
+            "t_roof": t_roof,
+            "roof": roof.where(known),
+            "t_at_roof": t_at_roof,
+            "t_below_roof": (seconds - t_at_roof).where(known),
+            "share_of_roof": (t_roof / seconds).where(known & ~above_memory_roof).clip(upper=1.0),
+            "bound": pd.Series(bound, index=flop.index, dtype=object),
+        }
+    )
+
+
+# Derived work: rows written before the suite counted bytes are given the same minimum-traffic model
+# (docs/workloads.md, "Work: flop and bytes") from their names, and labelled derived.
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
+# Features and classes per data set (harness/dataset.hpp; synthetic extends digits).
+MLP_DATA = {"iris": (4, 3), "digits": (64, 10), "synthetic": (64, 10)}
+# The CIFAR-10 network (kernels/cnn/cnn_spec.hpp): (in channels, out channels, input size) per
+# convolution with a 5x5 kernel and a 2x2 pool, then (in, out) per linear layer, 10 classes.
+CNN_CONV = ((3, 32, 32), (32, 32, 16), (32, 64, 8))
+CNN_LINEAR = ((1024, 64), (64, 10))
+FP32 = 4
+
+
+def gemm_bytes(m: float, n: float, k: float, dtype: str) -> float:
+    """A, B read once and C written once (beta = 0), in the dtype's element size."""
+    return (m * k + k * n + m * n) * DTYPE_BYTES[dtype]
+
+
+def _linear(batch: float, fan_in: float, fan_out: float, first: bool) -> tuple[float, float]:
+    """(flop, elements) of one dense layer's forward, weight gradient and input gradient."""
+    rows_in, rows_out, weights = batch * fan_in, batch * fan_out, fan_in * fan_out
+    flop = (2.0 if first else 3.0) * 2 * batch * fan_in * fan_out
+    elements = 2 * (rows_in + weights + fan_out + rows_out)
+    return flop, elements + (0 if first else rows_out + weights + rows_in)
+
+
+def mlp_step_work(data: str, hidden: list[int], batch: float) -> tuple[float, float]:
+    """(flop, bytes) of one SGD step of the MLP (kernels/mlp/mlp_spec.cpp's model)."""
+    inputs, classes = MLP_DATA[data]
+    widths = [inputs, *hidden, classes]
+    flop = elements = 0.0
+    for layer, (fan_in, fan_out) in enumerate(zip(widths, widths[1:])):
+        f, e = _linear(batch, fan_in, fan_out, layer == 0)
+        flop, elements = flop + f, elements + e + (batch * fan_in if layer > 0 else 0)
+    parameters = sum(i * o + o for i, o in zip(widths, widths[1:]))
+    return flop, FP32 * (elements + 2 * batch * classes + batch + 3 * parameters)
+
+
+def cnn_step_work(batch: float) -> tuple[float, float]:
+    """(flop, bytes) of one SGD step of the CNN (kernels/cnn/cnn_spec.cpp's model)."""
+    flop = elements = parameters = 0.0
+    for layer, (c_in, c_out, size) in enumerate(CNN_CONV):
+        pixels, weights = size * size, c_out * c_in * 25
+        x, y = batch * c_in * pixels, batch * c_out * pixels
+        product = 2 * batch * c_out * c_in * 25 * pixels
+        flop += product * (2 if layer == 0 else 3)
+        elements += 2 * (x + weights + c_out + y) + 3 * y + 2 * y / 4
+        elements += 0 if layer == 0 else y + weights + x
+        parameters += weights + c_out
+    for fan_in, fan_out in CNN_LINEAR:
+        f, e = _linear(batch, fan_in, fan_out, first=False)
+        flop, elements, parameters = flop + f, elements + e, parameters + fan_in * fan_out + fan_out
+    return flop, FP32 * (elements + 2 * batch * 10 + batch + 3 * parameters)
