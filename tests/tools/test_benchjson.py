@@ -13,6 +13,7 @@ from conftest import FIXTURES, gb_row, write_bench_json
 from gpubench_tools.benchjson import FAILED, SKIPPED, VALID, BenchJsonError, iteration_rows
 from gpubench_tools.benchjson import load_report, parse_label
 from gpubench_tools.row_rules import SKIP_PREFIXES, skip_reason
+from gpubench_tools.__main__ import errors_main
 from gpubench_tools.wording import cut_off_lines, describe_errors
 from gpubench_tools.table import load_table, summarize
 from bad_inputs import CPU_ONLY, OK, UNUSABLE, call_tool, with_value
@@ -340,12 +341,12 @@ def test_errors_names_a_truncated_file(tmp_path: Path, capsys: pytest.CaptureFix
     text = CPU_ONLY.read_text()
     cut = tmp_path / "cut.json"
     cut.write_text(text[: len(text) // 2])
-    code, out, err = call_tool(capsys, benchjson._main, "--errors", str(cut))
+    code, out, err = call_tool(capsys, errors_main, "--errors", str(cut))
     assert code == UNUSABLE and out == ""
     assert len(err.strip().splitlines()) == 1 and str(cut) in err and "truncated" in err
 
 
 def test_errors_counts_invalid_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = with_value(tmp_path, 0, "real_time", math.nan)
-    code, out, _ = call_tool(capsys, benchjson._main, "--errors", str(path))
+    code, out, _ = call_tool(capsys, errors_main, "--errors", str(path))
     assert code == OK and out.strip().endswith(", 1 invalid")
