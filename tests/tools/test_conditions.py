@@ -106,6 +106,19 @@ def test_describe_conditions_says_how_many_by_what_and_how_much() -> None:
         "core)"
     )
     assert wording.describe_conditions([{"disturbed": 0}, {}]) is None
+    # The record the line renders: counts and the largest figure per part of the rule.
+    assert conditions.disturbances(counters) == conditions.Disturbances(
+        disturbed=2,
+        of=4,
+        causes=(
+            conditions.Cause(2, "waited for a CPU while other processes ran", 1.2),
+            conditions.Cause(1, "lost CPU time to the hypervisor (steal)", 0.3),
+        ),
+        unexplained=0,
+    )
+    unexplained = conditions.disturbances([{"disturbed": 1}, {"disturbed": 1, "disturbed_by": 4}])
+    assert (unexplained.disturbed, unexplained.unexplained) == (2, 1)
+    assert unexplained.causes == (conditions.Cause(1, conditions.DISTURBED_BY[4][0], None),)
 
 
 def test_a_busy_neighbour_is_named_with_the_others_share() -> None:

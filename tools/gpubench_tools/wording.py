@@ -44,22 +44,16 @@ def cut_off_lines(report: BenchReport, run: str = "the run") -> list[str]:
     """What every tool says of a file whose run did not finish, one line per cause (none for a
     complete file): the interruption its context records (which signal, how far `run` got, what
     is missing), and the truncation of its text."""
-    causes = {"interrupted": report.interrupted is not None}
-    causes["truncated"] = report.recovered_from_truncation
-    return [
-        words("cut_off_line", report=report, run=run, cause=cause)
-        for cause, found in causes.items()
-        if found
-    ]
+    causes = ["interrupted"] * (report.interrupted is not None)
+    causes += ["truncated"] * report.recovered_from_truncation
+    return [words("cut_off_line", report=report, run=run, cause=cause) for cause in causes]
 
 
 def describe_invalid(rows: list[BenchRow], limit: int = 3) -> str:
     """'2 rows invalid (real_time is NaN: a, b; iterations is 1e+30: c)': one line, grouped by
     reason, at most `limit` names per reason (then how many more)."""
     groups = group_reasons(rows, lambda r: r.invalid or "")
-    named = [
-        (why, [r.name for r in group[:limit]], max(0, len(group) - limit)) for why, group in groups
-    ]
+    named = [(why, [r.name for r in g[:limit]], max(0, len(g) - limit)) for why, g in groups]
     return words("invalid", count=len(rows), groups=named)
 
 
