@@ -8,24 +8,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
-import jinja2
-
 from .benchjson import BenchReport, BenchRow, Interruption, error_counts
 from .conditions import disturbances
 from .policy import POLICY, SITUATIONS, TOOLS
 from .row_rules import group_reasons
 from .templating import Words, environment
-from .units import agree, plural
-
-
-def _environment() -> jinja2.Environment:
-    env = environment(__package__)
-    env.globals.update(plural=plural, agree=agree)
-    return env
-
 
 # `words("macro", name=value)`: the line a macro of templates/words.j2 writes.
-words = Words(_environment, "words.j2")
+words = Words(lambda: environment(__package__), "words.j2")
 
 
 def interruption_words(interrupted: Interruption) -> str:
