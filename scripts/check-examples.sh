@@ -34,7 +34,7 @@ for program in "$BUILD_DIR"/examples/*/; do
   fi
   # Every row measured: a row's error (a GPU result that differs from the CPU's, a CUDA error)
   # would otherwise pass unseen, since the program exits 0 when some rows failed.
-  rows=$(PYTHONPATH=$ROOT/tools "$PYTHON" -m gpubench_tools.benchjson --errors "$work/$example.json")
+  rows=$(PYTHONPATH=$ROOT/tools "$PYTHON" -m gpubench_tools --errors "$work/$example.json")
   [[ $rows == "0 rows failed"* ]] || {
     cat "$work/$example.log" >&2
     echo "check-examples: $example: $rows" >&2

@@ -421,7 +421,7 @@ def test_a_file_name_cannot_forge_a_line_of_the_answer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The answer names its input file; a name with a newline and a CI workflow command stays on
-    its line (output.say sanitises every line it prints)."""
+    its line (output.write_lines sanitises every line it prints)."""
     hostile = tmp_path / "run\n::error::forged.json"
     hostile.write_bytes(Path(MATMUL).read_bytes())
     code, out, err = advise([str(hostile), "--gemm", "1024x1024x1024"], capsys)

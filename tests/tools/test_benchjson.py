@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +14,9 @@ import pytest
 from conftest import FIXTURES, gb_row, write_bench_json
 
 from gpubench_tools.benchjson import FAILED, SKIPPED, VALID, BenchJsonError, iteration_rows
-from gpubench_tools.benchjson import load_report, parse_label
+from gpubench_tools.benchjson import ErrorCounts, error_counts, load_report, parse_label
 from gpubench_tools.row_rules import SKIP_PREFIXES, skip_reason
+from gpubench_tools.__main__ import errors_main
 from gpubench_tools.wording import cut_off_lines, describe_errors
 from gpubench_tools.table import load_table, summarize
 from bad_inputs import CPU_ONLY, OK, UNUSABLE, call_tool, with_value
@@ -24,6 +28,7 @@ def test_real_cpu_file_loads_with_units_counters_and_labels() -> None:
     rep = load_report(str(FIXTURES / "cpu_only.json"))
     assert len(rep.rows) == 54
     assert not rep.recovered_from_truncation and cut_off_lines(rep) == []
+    assert rep.truncated_after is None
     first = rep.rows[0]
     assert first.name == "matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16/threads:1"
     assert first.real_time_s == pytest.approx(0.2904122620267966e-6)  # written in us
@@ -126,6 +131,14 @@ def test_rows_that_do_not_fit_are_skipped_not_failed(tmp_path: Path) -> None:
     )
     clean = load_report(str(write_bench_json(tmp_path / "c.json", [gb_row("ok", 1e-6)])))
     assert describe_errors(clean) == "0 rows failed, 0 skipped"
+    # The record the line renders: the template only words it.
+    assert error_counts(rep) == ErrorCounts(
+        failed=1,
+        skipped={"does not fit on chip": 1, "does not fit in device memory": 1},
+        skipped_total=2,
+        invalid=0,
+        interrupted=None,
+    )
 
 
 def test_error_rows_are_loaded_but_not_measured(tmp_path: Path) -> None:
@@ -186,7 +199,7 @@ def test_truncated_file_recovers_complete_rows(tmp_path: Path, fraction: float) 
     expected = _complete_rows_before(text, cut)
     assert expected > 0
     assert rep.recovered_from_truncation
-    assert len(rep.rows) == expected
+    assert len(rep.rows) == expected == rep.truncated_after
     assert cut_off_lines(rep) == [
         f"recovered {expected} complete benchmark rows from truncated file {path}"
     ]
@@ -340,12 +353,29 @@ def test_errors_names_a_truncated_file(tmp_path: Path, capsys: pytest.CaptureFix
     text = CPU_ONLY.read_text()
     cut = tmp_path / "cut.json"
     cut.write_text(text[: len(text) // 2])
-    code, out, err = call_tool(capsys, benchjson._main, "--errors", str(cut))
+    code, out, err = call_tool(capsys, errors_main, "--errors", str(cut))
     assert code == UNUSABLE and out == ""
     assert len(err.strip().splitlines()) == 1 and str(cut) in err and "truncated" in err
 
 
 def test_errors_counts_invalid_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = with_value(tmp_path, 0, "real_time", math.nan)
-    code, out, _ = call_tool(capsys, benchjson._main, "--errors", str(path))
+    code, out, _ = call_tool(capsys, errors_main, "--errors", str(path))
     assert code == OK and out.strip().endswith(", 1 invalid")
+
+
+def test_errors_is_the_package_command_gpu_check_runs(tmp_path: Path) -> None:
+    """`python -m gpubench_tools --errors FILE`, as tools/gpu-check and check-examples.sh run it:
+    the count on stdout (exit 0), or one line naming the program and the file (exit 2)."""
+    env = dict(os.environ, PYTHONPATH=str(FIXTURES.parents[2] / "tools"))
+    command = [sys.executable, "-m", "gpubench_tools", "--errors"]
+    run = subprocess.run([*command, str(CPU_ONLY)], env=env, capture_output=True, text=True)
+    assert (run.returncode, run.stdout, run.stderr) == (OK, "0 rows failed, 0 skipped\n", "")
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    run = subprocess.run([*command, str(empty)], env=env, capture_output=True, text=True)
+    assert run.returncode == UNUSABLE and run.stdout == ""
+    assert (
+        run.stderr
+        == f"python -m gpubench_tools: error: {empty}: file is empty, expected bench JSON\n"
+    )

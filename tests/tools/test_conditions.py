@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest import gb_row, run_tool as run, write_bench_json
 
-from gpubench_tools import benchjson, conditions, export, policy
+from gpubench_tools import benchjson, conditions, export, policy, wording
 from gpubench_tools.compare import engine
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.history import store
@@ -99,18 +99,31 @@ def test_describe_conditions_says_how_many_by_what_and_how_much() -> None:
         {"disturbed": 0, "disturbed_by": 0},
         {},
     ]
-    line = conditions.describe_conditions(counters)
+    line = wording.describe_conditions(counters)
     assert line == (
         "2 of 4 repetitions were measured while disturbed (2 waited for a CPU while other "
         "processes ran, up to 1.20 core; 1 lost CPU time to the hypervisor (steal), up to 0.30 "
         "core)"
     )
-    assert conditions.describe_conditions([{"disturbed": 0}, {}]) is None
+    assert wording.describe_conditions([{"disturbed": 0}, {}]) is None
+    # The record the line renders: counts and the largest figure per part of the rule.
+    assert conditions.disturbances(counters) == conditions.Disturbances(
+        disturbed=2,
+        of=4,
+        causes=(
+            conditions.Cause(2, "waited for a CPU while other processes ran", 1.2),
+            conditions.Cause(1, "lost CPU time to the hypervisor (steal)", 0.3),
+        ),
+        unexplained=0,
+    )
+    unexplained = conditions.disturbances([{"disturbed": 1}, {"disturbed": 1, "disturbed_by": 4}])
+    assert (unexplained.disturbed, unexplained.unexplained) == (2, 1)
+    assert unexplained.causes == (conditions.Cause(1, conditions.DISTURBED_BY[4][0], None),)
 
 
 def test_a_busy_neighbour_is_named_with_the_others_share() -> None:
     counters = [{"disturbed": 1, "disturbed_by": 8, "cpu_wait_cores": 0.0, "cpu_other_cores": 1.0}]
-    assert conditions.describe_conditions(counters) == (
+    assert wording.describe_conditions(counters) == (
         "1 of 1 repetition was measured while disturbed (1 ran while other processes used a "
         "large share of the CPUs, up to 1.00 core)"
     )

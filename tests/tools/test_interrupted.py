@@ -20,6 +20,7 @@ import pytest
 from conftest import FIXTURES, REPO, run_tool
 
 from gpubench_tools import benchjson, export, policy
+from gpubench_tools.__main__ import errors_main
 from gpubench_tools.advise import main as advise_main
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.history import store
@@ -150,7 +151,7 @@ def test_a_repeated_interruption_key_is_refused(tmp_path: Path) -> None:
 
 def test_errors_counts_an_interrupted_file_and_says_how_far_it_got(tmp_path: Path, capsys) -> None:
     path, _, selected = interrupted(CI_CPU, tmp_path / "run.json", 2, "SIGHUP")
-    code, out, err = run_tool(capsys, benchjson._main, "--errors", str(path))
+    code, out, err = run_tool(capsys, errors_main, "--errors", str(path))
     assert code == OK, err
     assert out.strip().endswith(
         f"; cut off: interrupted by SIGHUP after 2 of {selected} benchmarks"

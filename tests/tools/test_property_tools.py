@@ -29,6 +29,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gpubench_tools import benchjson, export, table
+from gpubench_tools.__main__ import errors_main
 from gpubench_tools.advise import main as advise_main
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.history.cli import main as history_main
@@ -253,7 +254,7 @@ def _file(tmp: Path, text: str) -> Path:
 def test_benchjson_and_table(case: tuple[str, str], capsys, tmp_path_factory) -> None:
     kind, text = case
     path = _file(tmp_path_factory.mktemp("p"), text)
-    code, out, err = _run(capsys, benchjson._main, "--errors", str(path))
+    code, out, err = _run(capsys, errors_main, "--errors", str(path))
     _expect(kind, "benchjson --errors", code, err)
     if code == OK:
         assert "failed" in out and "skipped" in out
@@ -389,7 +390,7 @@ UNEXPECTED_ERROR_TOOLS: dict[str, tuple[Callable[[list[str]], int], list[str]]] 
     "report": (report_main, ["--out", "OUT"]),
     "export": (export.main, ["--format", "bencher"]),
     "history add": (history_main, ["add", "OUT/h.db"]),
-    "benchjson": (benchjson._main, ["--errors"]),
+    "benchjson": (errors_main, ["--errors"]),
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, REPO, run_tool as run
 
-from gpubench_tools import benchjson, conditions, export, policy, row_rules
+from gpubench_tools import benchjson, conditions, export, policy, row_rules, wording
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.compare.config import THRESHOLD_RANGES
 from gpubench_tools.compare.stats import repetition_rule
@@ -332,7 +332,15 @@ def test_disturbance_alone_never_fails_the_gate(tmp_path, capsys, every) -> None
 
 
 def test_the_policy_doc_shows_the_table_the_tools_read() -> None:
-    assert policy.markdown_table() in (REPO / "docs" / "input-policy.md").read_text()
+    assert wording.policy_table() in (REPO / "docs" / "input-policy.md").read_text()
+    # A tool that never meets a situation shows "—"; each row has a cell per tool.
+    lines = wording.policy_table().splitlines()
+    assert lines[1] == "|" + "---|" * (len(policy.TOOLS) + 1)
+    assert len(lines) == 2 + len(policy.SITUATIONS)
+    for line, situation in zip(lines[2:], policy.SITUATIONS):
+        cells = line.split(" | ")[1:]
+        expected = [policy.POLICY[t].get(situation) for t in policy.TOOLS]
+        assert [c.rstrip(" |") for c in cells] == [a.does if a else "—" for a in expected]
 
 
 def test_the_table_names_only_declared_situations_and_kinds() -> None:

@@ -1,15 +1,22 @@
 """gpubench tools: read the JSON that `bench` writes and turn it into reports and comparisons.
 
-Shared by the tools: `benchjson` (the one reader of the file format), `row_rules` (the declared
-JSON Schema of a sound row, and the rule that tells a skipped row from a failed one),
-`conditions` (quiet, disturbed or conditions unknown), `wording` (what the tools say of what the
-reader read, worded by templates/words.j2), `json_values` (values as the file wrote them), `table`
-(every file into one pandas table, a row per repetition, classified by its label), `stats` (the statistics of compare and history), `schema` (every
-counter's unit and direction, the label keys), `overhead_model` and `units`; `cli` (exit codes,
-usage names), `escape` (Markdown and HTML escaping) and `templating` (the Jinja2 environment
-every tool's templates load in). The tools: `report` (gpubench-report), `compare`
-(gpubench-compare), `history`, `export` and `advise`.
+The modules are layers (tools/pyproject.toml, [tool.importlinter], checks them): a module imports
+only its own layer and the ones below.
 
+- Readers and the typed table: `status` (exit statuses, unusable input, numeric ranges),
+  `benchjson` (the one reader of the file format), `row_rules` (the declared JSON Schema of a
+  sound row, and the rule that tells a skipped row from a failed one), `conditions` (quiet,
+  disturbed or conditions unknown), `policy` (what each tool does with what the reader found),
+  `json_values` (values as the file wrote them), `schema` (every counter's unit and direction, the
+  label keys), `table` (every file into one pandas table, a row per repetition, classified by its
+  label), `timing`, `stats` (the statistics of compare and history), `units`, `escape` (text
+  made safe for a terminal, Markdown or HTML).
+- Computations: `overhead_model`, `export`, and the tools' engines.
+- Rendering: `wording` (what the tools say of what the reader read, worded by
+  templates/words.j2) and `templating` (the Jinja2 environment and `Words`, the one way to words).
+- Command lines: `cli` (usage names, the one-line error contract), `output` (the one writer) and
+  `__main__` (`python -m gpubench_tools --errors FILE`). The tools: `report` (gpubench-report),
+  `compare` (gpubench-compare), `history`, `export`, `advise` and `instructions`.
 Importing the package checks the dependency floors first (`dependency_problems`): an interpreter
 without numpy, or with a distribution's older matplotlib, gets one line naming the package and the
 fix, instead of an ImportError or a failure deep inside a chart.

@@ -16,9 +16,10 @@ classified:
   `real_time is NaN (not a finite number)`). Nothing missing or mistyped is given a default.
 
 What each tool then does with each class is policy.py's table (docs/input-policy.md). The reader
-holds no words: what the tools say of a file or row is wording.py's (`cut_off_lines`,
-`cut_off_words`, `interruption_words`), and of a repetition's conditions conditions.py's. It reads JSON only
-and never touches the C++ code.
+imports no words and no command line (a contract in tools/pyproject.toml): it says what it found
+as data (and, for a file it refuses, in its BenchJsonError); what the tools say of a file or row
+is wording.py's (`cut_off_lines`, `describe_errors`, ...), and `python -m gpubench_tools --errors
+FILE` is a command line's (__main__.py). It reads JSON only and never touches the C++ code.
 """
 
 from __future__ import annotations
@@ -26,17 +27,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cli import UnusableInput
 from .conditions import condition_of
 from .json_values import Pairs, ReadFloat, as_read, is_number, read_number, to_plain
 from .row_rules import TIME_UNIT_TO_S, first_problem, skip_reason
-
-# `python -m gpubench_tools.benchjson --errors FILE`: tools/gpu-check's count of a file's error
-# rows, worded and printed by wording (the reader only reads).
-from .wording import errors_main as _main
+from .status import UnusableInput
 
 # What a file is (BenchReport.state; anything else is a BenchJsonError, not a bench file).
 COMPLETE, CUT_OFF = "complete", "cut off"
@@ -188,6 +186,12 @@ class BenchReport:
         halfway (its complete rows recovered) or one whose context says it was interrupted."""
         cut = self.recovered_from_truncation or self.interrupted is not None
         return CUT_OFF if cut else COMPLETE
+
+    @property
+    def truncated_after(self) -> int | None:
+        """The complete rows recovered from a file whose writer stopped halfway, None for a file
+        whose text is whole."""
+        return len(self.rows) if self.recovered_from_truncation else None
 
 
 def parse_label(label: str) -> dict[str, str]:
@@ -428,5 +432,21 @@ def invalid_rows(report: BenchReport) -> list[BenchRow]:
     return [row for row in report.rows if row.invalid is not None]
 
 
-if __name__ == "__main__":
-    raise SystemExit(_main())
+@dataclass(frozen=True)
+class ErrorCounts:
+    """A file's measured (non-aggregate) rows that failed, and that were skipped per reason; its
+    rows (measured or aggregate) whose values cannot be a measurement; how far its run got."""
+
+    failed: int
+    skipped: dict[str, int]  # per skip reason, in order of first appearance
+    skipped_total: int
+    invalid: int
+    interrupted: Interruption | None
+
+
+def error_counts(report: BenchReport) -> ErrorCounts:
+    """The counts `python -m gpubench_tools --errors` says of a file (wording.describe_errors)."""
+    errors = [r for r in report.rows if r.run_type == "iteration" and r.error is not None]
+    skipped = Counter(reason for r in errors if (reason := skip_reason(r.error)) is not None)
+    failed, invalid = len(errors) - sum(skipped.values()), len(invalid_rows(report))
+    return ErrorCounts(failed, dict(skipped), sum(skipped.values()), invalid, report.interrupted)

@@ -1,5 +1,5 @@
-"""The conditions of a repetition: quiet, disturbed or conditions unknown, and the lines that say
-them (worded by templates/words.j2, through wording.in_words).
+"""The conditions of a repetition: quiet, disturbed or conditions unknown, and what disturbed the
+disturbed ones (`disturbances`, a record that wording.py words).
 
 One rule for every tool (docs/timing-method.md, "Conditions and disturbed repetitions"); the
 counters it reads are declared in schema.py.
@@ -8,10 +8,10 @@ counters it reads are declared in schema.py.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterable
 
 from .schema import usable_counter
-from .wording import in_words
 
 # What the harness's rule (docs/timing-method.md, "Conditions and disturbed repetitions") said of a
 # repetition, decided here for every tool: *disturbed* (counter `disturbed` is 1: something else
@@ -59,29 +59,34 @@ def _bits(counters: dict[str, float]) -> int:
     return int(value) if value is not None and usable_counter(value) and value > 0 else 0
 
 
-def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
-    """What disturbed the disturbed repetitions among the counters of `rows`, by how much: "3
-    waited for a CPU while other processes ran, up to 1.02 core; 1 lost CPU time to the
-    hypervisor (steal), up to 0.20 core"; "" where none is disturbed."""
-    disturbed = [c for c in rows if condition_of(c) == DISTURBED]
+@dataclass(frozen=True)
+class Cause:
+    """One part of the rule (DISTURBED_BY) and the disturbed repetitions it caught."""
+
+    count: int
+    what: str  # the part of the rule, in the words the tools print
+    most: float | None  # the largest figure that says by how much (cores), None without one
+
+
+@dataclass(frozen=True)
+class Disturbances:
+    """The disturbed repetitions among the counters of some rows, and what disturbed them."""
+
+    disturbed: int
+    of: int  # the repetitions counted
+    causes: tuple[Cause, ...]
+    unexplained: int  # disturbed repetitions without a recorded cause
+
+
+def disturbances(rows: Iterable[dict[str, float]]) -> Disturbances:
+    """What disturbed the disturbed repetitions among the counters of `rows`, by how much: each
+    part of the rule that fired, with its count and its largest figure."""
+    counters = list(rows)
+    disturbed = [c for c in counters if condition_of(c) == DISTURBED]
     causes = []
     for bit, (words, figures) in DISTURBED_BY.items():
         hit = [c for c in disturbed if _bits(c) & bit]
         values = [v for c in hit if (v := _by_how_much(c, figures)) is not None]
-        causes += [(len(hit), words, max(values, default=None))] if hit else []
-    return in_words("disturbance_causes", causes, len([c for c in disturbed if not _bits(c)]))
-
-
-def describe_conditions(rows: Iterable[dict[str, float]]) -> str | None:
-    """One line on the disturbed repetitions among the counters of `rows` (measured repetitions),
-    None when none is disturbed: "3 of 40 repetitions were measured while disturbed (3 waited
-    for a CPU while other processes ran, up to 1.02 core)"."""
-    counters = list(rows)
-    n = sum(1 for c in counters if condition_of(c) == DISTURBED)
-    return in_words("disturbed", n, len(counters), disturbance_causes_line(counters)) if n else None
-
-
-def unknown_conditions_note(what: str) -> str:
-    """The one line a tool says once for repetitions without condition counters (`what`: "2 files",
-    "the baseline", ...)."""
-    return in_words("unknown_conditions", what)
+        causes += [Cause(len(hit), words, max(values, default=None))] if hit else []
+    unexplained = sum(1 for c in disturbed if not _bits(c))
+    return Disturbances(len(disturbed), len(counters), tuple(causes), unexplained)

@@ -3,7 +3,7 @@ messages and context values come from files anyone can write; in every output th
 markup and never a line of their own. Every writer escapes through these functions and nowhere else:
 
 - terminal and CI log: `term_text` (a piece of data) and `log_line` (a whole line, which
-  output.say applies to everything a tool prints): one line, no control character (newline, CR,
+  output.write_lines applies to everything a tool prints): one line, no control character (newline, CR,
   ESC, C1 controls, bidirectional overrides), bounded length, and no line that a CI runner reads
   as a command (`::error::...` for GitHub Actions, `##vso[` / `##[` for Azure Pipelines); on a
   terminal that takes colour, a whole line the renderer coloured keeps its colour code and

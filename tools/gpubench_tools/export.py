@@ -221,7 +221,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if problem is not None:
             raise UnusableInput(problem)
     else:
-        output.say(*text.splitlines())
+        output.write_lines(*text.splitlines())
     if not args.quiet:
         output.warn(
             *(f"{program_name(MODULE)}: warning: {term_text(line, 600)}" for line in warnings)

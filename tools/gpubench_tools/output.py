@@ -3,7 +3,7 @@ output afterwards changes it.
 
 - `decide(code)` records the exit status a command has decided (a gate's verdict) before it
   prints anything; cli.run_main returns it whatever happens to the output afterwards.
-- `say(line)` / `warn(line)` print one line on stdout / stderr, sanitised for a terminal or CI
+- `write_lines(line)` / `warn(line)` print one line on stdout / stderr, sanitised for a terminal or CI
   log (escape.log_line: no control characters, no line a CI runner takes for a command; a line
   coloured whole keeps its colour only where the caller says the terminal takes it). A closed
   stdout (`tool | head`, `tool | true` under pipefail: EPIPE) is noted once and the rest of stdout
@@ -68,7 +68,7 @@ def _write(stream: Any, lines: tuple[str, ...], color: bool = False) -> bool:
     return True
 
 
-def say(*lines: str, color: bool = False) -> None:
+def write_lines(*lines: str, color: bool = False) -> None:
     """Each argument one line on stdout, sanitised (a newline inside one is data: folded). A
     block the command built line by line is passed as block.splitlines(). `color`: stdout is a
     terminal that takes colour (a line coloured whole keeps its colour code)."""
@@ -77,7 +77,7 @@ def say(*lines: str, color: bool = False) -> None:
 
 
 def warn(*lines: str) -> None:
-    """Each argument one line on stderr, sanitised like say(); a closed stderr is ignored."""
+    """Each argument one line on stderr, sanitised like write_lines(); a closed stderr is ignored."""
     _write(sys.stderr, lines)
 
 

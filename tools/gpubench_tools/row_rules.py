@@ -12,7 +12,7 @@ import functools
 import json
 import math
 import re
-from typing import Any, Iterator
+from typing import Any, Callable, Hashable, Iterable, Iterator, TypeVar
 
 from . import schema
 from .json_values import as_read, is_number
@@ -27,7 +27,7 @@ TIME_UNIT_TO_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0
 # GPU's free memory; "not supported on this machine: ..." for a path the CPU or its libraries lack
 # (a trainer's AVX2 small-matrix path, bf16 products without cblas_sbgemm). Such rows are
 # *skipped*; every other error row *failed*. tools/gpu-check counts rows with this same rule (it
-# calls `python -m gpubench_tools.benchjson --errors`).
+# calls `python -m gpubench_tools --errors`).
 SKIP_PREFIXES: tuple[str, ...] = (
     "does not fit on chip",
     "does not fit in device memory",
@@ -41,6 +41,22 @@ def skip_reason(message: str | None) -> str | None:
     if message is None:
         return None
     return next((p for p in SKIP_PREFIXES if message.startswith(p)), None)
+
+
+_Item = TypeVar("_Item")
+_Reason = TypeVar("_Reason", bound=Hashable)
+
+
+def group_reasons(
+    items: Iterable[_Item], reason: Callable[[_Item], _Reason]
+) -> list[tuple[_Reason, list[_Item]]]:
+    """Items (rows, benchmarks) with the same reason together, in order of first appearance:
+    [(reason, items)]. Every tool says one line per reason, not one per row: a CPU-only run skips
+    every bf16 row for one reason."""
+    groups: dict[_Reason, list[_Item]] = {}
+    for item in items:
+        groups.setdefault(reason(item), []).append(item)
+    return list(groups.items())
 
 
 # The row-validity rule, the same for every tool: a row whose numbers cannot be a measurement is

@@ -15,8 +15,6 @@ A counter prefix declares a family of counters whose names the benchmark chooses
 `axis:<name>` (a numeric axis of a workload declared through the public API that has no counter of
 its own, e.g. `axis:rows`).
 
-`python -m gpubench_tools.schema` prints this module's declaration in that shape.
-
 Direction: "smaller" is better when smaller (times, errors), "bigger" when bigger (rates,
 accuracy), "none" is a description of the work or of the run (sizes, counts, bytes) that is
 neither better nor worse. Units: "s" seconds, "flop", "flop/s", "%", "B" bytes, "B/s",
@@ -33,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from importlib import resources
 from dataclasses import dataclass
 from typing import Any
@@ -144,13 +141,3 @@ def _table_differences(
         if extra:
             out.append(f"{what} {key!r}: {other} has unexpected fields {extra}")
     return out
-
-
-def main() -> int:
-    json.dump(schema_document(), sys.stdout, indent=2)
-    sys.stdout.write("\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -39,7 +39,7 @@ from .benchjson import iteration_rows, load_report
 from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import usable_counter
-from .wording import cut_off_lines, describe_invalid, in_words
+from .wording import cut_off_lines, describe_invalid, words
 from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import CUT_OFF, INTERRUPTED, action, file_situation
 from .cli import EXIT_OK, ArgumentParser, add_debug_flag, program_name, run_main
@@ -262,7 +262,8 @@ def _file_notes(
         mine = [p for p in problems if p["status"] == status]
         reasons = dict.fromkeys(skip_reason(p["reason"]) for p in mine)
         if mine:
-            notes.append((situation, in_words("problems", report.path, status, len(mine), reasons)))
+            found = dict(path=report.path, status=status, count=len(mine), reasons=reasons)
+            notes.append((situation, words("problems", **found)))
     return notes
 
 
@@ -287,7 +288,7 @@ def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, str]]:
     if not shared:
         return []
     files = sorted({f for name in shared for f in names_in[name]})
-    return [(None, in_words("shared", shared, files))]
+    return [(None, words("shared", count=len(shared), example=shared[0], files=files))]
 
 
 def _gpu_name(context: dict[str, Any]) -> str | None:
@@ -366,7 +367,7 @@ def _add_reference(
     own = sorted({r["file"] for r in records if r["backend"] == "gpu"})
     if own:
         names = [Path(p).name for p in reference_paths]
-        return [(None, in_words("reference_not_used", names, own))]
+        return [(None, words("reference_not_used", names=names, own=own))]
     if len(machines) > 1:
         raise BenchJsonError(
             ", ".join(p for m in machines for p in m["files"]),

@@ -5,7 +5,8 @@ tool finds them). Block tags on lines of their own leave no line behind (`trim_b
 `lstrip_blocks`), so a template reads like the text it writes. A name the code does not pass is
 an error, not an empty string (`StrictUndefined`): a template left behind by a change in the data
 fails the tests instead of printing nothing. The Markdown filters `md` (escape.md_text) and
-`code` (escape.md_code) are always there; what else differs (autoescaping for HTML, `finalize`,
+`code` (escape.md_code) are always there, and so are the counts' grammar, `plural` and `agree`
+(units.py: "1 row", "2 rows"; "was", "were"), decided in Python; what else differs (autoescaping for HTML, `finalize`,
 trailing newlines, extensions) each tool says in its call.
 """
 
@@ -17,6 +18,7 @@ from typing import Any, Callable
 import jinja2
 
 from .escape import md_code, md_text
+from .units import agree, plural
 
 
 def environment(package: str, **options: Any) -> jinja2.Environment:
@@ -29,6 +31,7 @@ def environment(package: str, **options: Any) -> jinja2.Environment:
         **options,
     )
     env.filters.update(md=md_text, code=md_code)
+    env.globals.update(plural=plural, agree=agree)
     return env
 
 

@@ -10,6 +10,11 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
+def agree(n: int, one: str, many: str) -> str:
+    """The word that agrees with a count: agree(1, "was", "were") is "was", agree(2, ...) "were"."""
+    return one if n == 1 else many
+
+
 def _sig(x: float, digits: int = 3) -> str:
     """`digits` significant digits without scientific notation for everyday magnitudes."""
     if x == 0 or not math.isfinite(x):

@@ -170,5 +170,5 @@ def _main(argv: Sequence[str] | None) -> int:
         text = json.dumps(answers[0] if len(answers) == 1 else answers, indent=1, allow_nan=False)
     else:
         text = "\n".join(answers)
-    output.say(*text.splitlines())
+    output.write_lines(*text.splitlines())
     return EXIT_OK

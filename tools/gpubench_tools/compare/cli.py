@@ -113,7 +113,7 @@ def emit(prog: str, j: Judgement, args: argparse.Namespace) -> int:
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     verbose = getattr(args, "verbose", False)
     text = render_terminal(j, color=color, quiet=args.quiet, verbose=verbose)
-    output.say(*text.splitlines(), color=color)
+    output.write_lines(*text.splitlines(), color=color)
     if code in (EXIT_UNUSABLE, EXIT_UNRESOLVED):
         output.warn(f"{prog}: {words('warning', j)}")
     markdown, doc = lambda: render_markdown(j), lambda: as_doc(j)

@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import schema
 from ..json_values import as_read, loads_as_read
-from ..cli import Number
+from ..status import Number
 from .stats import BETTER_CHOICES, Thresholds
 
 TIME_FIELDS = ("real_time", "cpu_time")

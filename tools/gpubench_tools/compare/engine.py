@@ -25,9 +25,10 @@ from typing import Any
 import pandas as pd
 
 from ..benchjson import BenchReport
-from ..cli import UnusableInput
-from ..conditions import DISTURBED, UNKNOWN, disturbance_causes_line, unknown_conditions_note
-from ..wording import cut_off_lines, group_reasons
+from ..status import UnusableInput
+from ..conditions import DISTURBED, UNKNOWN
+from ..row_rules import group_reasons
+from ..wording import cut_off_lines, disturbance_causes_line, unknown_conditions_note
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
 from ..table import file_rows, undisturbed
 from .config import CompareConfig

@@ -55,7 +55,7 @@ from typing import Any, Sequence
 from ..cli import EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name
 from ..cli import ArgumentParser, Number, run_main
 from .. import output
-from ..wording import group_reasons
+from ..row_rules import group_reasons
 from . import paired, stats
 from .cli import emit, emit_error
 from .paired import PAIR_ID, PAIR_ORDER, PAIR_REPS_PER_RUN, PAIR_ROLE, PAIR_TIME, PAIRED_WITH

@@ -46,11 +46,12 @@ import numpy as np
 
 from ..benchjson import FAILED as FAILED_ROW, SKIPPED as SKIPPED_ROW
 from ..benchjson import BenchReport, iteration_rows, load_report
-from ..conditions import DISTURBED, UNKNOWN, unknown_conditions_note
+from ..conditions import DISTURBED, UNKNOWN
 from ..json_values import as_read
-from ..cli import UnusableInput
+from ..status import UnusableInput
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
-from ..wording import cut_off_lines, group_reasons
+from ..row_rules import group_reasons
+from ..wording import cut_off_lines, unknown_conditions_note
 from .stats import AMBIGUOUS, DEFAULT_RULES, FEW, INVALID, SLOWER, PairedRules, judge_values
 from .stats import needs_confirmation, possibly_slower
 from .verdict import BASE_FAILED, FAILED, INCOMPLETE, MISSING, NEW, SKIPPED, Judgement, Verdict

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ..cli import Number, UnusableInput
+from ..status import Number, UnusableInput
 from ..json_values import as_read
 from ..row_rules import MAX_TIME_S
 from ..schema import usable_counter

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..benchjson import BenchReport
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, UnusableInput
+from ..status import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, UnusableInput
 from ..policy import FAIL, FAILED_ROW, INTERRUPTED, LIST, MALFORMED_ROW, NOTHING_MEASURED, REFUSE
 from ..policy import SKIPPED_ROW, UNSOUND_ROW, action, file_situation
 from .config import CompareConfig

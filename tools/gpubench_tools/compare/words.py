@@ -15,7 +15,8 @@ from ..escape import one_line
 from ..stats import repetitions_needed
 from ..templating import environment
 from ..units import plural
-from ..wording import cut_off_words, group_reasons
+from ..row_rules import group_reasons
+from ..wording import cut_off_words
 
 
 class Painted(str):

@@ -26,7 +26,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cli import Number
+from ..status import Number
 from ..policy import FAIL, action
 from ..timing import reason_situation
 from ..stats import min_p_value, ratio_of, u_test

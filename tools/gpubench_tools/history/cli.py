@@ -16,7 +16,7 @@ from ..benchjson import BenchJsonError
 from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag
 from ..cli import ArgumentParser, program_name, run_main
 from ..escape import term_text
-from ..output import say
+from ..output import write_lines
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
 from .check import RULE_RANGES, CheckRule, check_history
@@ -129,7 +129,7 @@ def _say_added(path: str, record: Any, outcome: Any) -> None:
     marks = record.samples["disturbed"]
     # Said as each run is committed: a caller watching the output sees it at once.
     conditions = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
-    say(*words().added(path, record, outcome, conditions).splitlines())
+    write_lines(*words().added(path, record, outcome, conditions).splitlines())
     # An interrupted run is stored with what it finished, and said to be.
     if outcome.added and record.interrupted and action("history add", INTERRUPTED).kind == LIST:
         output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
@@ -141,12 +141,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     # The verdict first (output.decide): a closed stdout cannot turn a regression into exit 0.
     code = output.decide(EXIT_REGRESSION if any(check.fails for check in checks) else EXIT_OK)
     if args.quiet:
-        say(*words().failing(checks, rule).splitlines())
+        write_lines(*words().failing(checks, rule).splitlines())
         return code
-    say(*words().machines(checks, rule, args.verbose).splitlines())
+    write_lines(*words().machines(checks, rule, args.verbose).splitlines())
     left_out = sum(len(pairs) for pairs in history.disturbed.values())
     output.warn(*words().warnings(checks, left_out).splitlines())
-    say(words().result(checks))
+    write_lines(words().result(checks))
     return code
 
 
@@ -155,7 +155,7 @@ def _cmd_chart(args: argparse.Namespace) -> int:
 
     rule, history = _load(args)
     index = write_charts(history, rule, args.out)
-    say(f"wrote {term_text(index)}")
+    write_lines(f"wrote {term_text(index)}")
     return EXIT_OK
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..conditions import unknown_conditions_note
+from ..wording import unknown_conditions_note
 from ..escape import one_line, term_text
 from ..policy import MIN_UNDISTURBED
 from ..templating import environment

@@ -83,8 +83,8 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     for lane, path in lanes:
         line = _gate_of(path)
         if line:
-            output.say(f"{lane}: {line}")
-    output.say(gate_line(timing, instructions))
+            output.write_lines(f"{lane}: {line}")
+    output.write_lines(gate_line(timing, instructions))
     if code == EXIT_UNUSABLE:
         output.warn(f"{prog}: error: {gate_line(timing, instructions)}")
     lanes_md = args.timing_markdown, args.instructions_markdown

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..cli import EXIT_OK, EXIT_REGRESSION, Number
+from ..status import EXIT_OK, EXIT_REGRESSION, Number
 
 MORE, FEWER, SAME, MISSING, NEW = "more", "fewer", "same", "missing", "new"
 FAILING = (MORE, MISSING)

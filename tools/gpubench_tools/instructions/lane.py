@@ -230,7 +230,7 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     args = _parser(prog).parse_args(argv)
     result = _judge(args)
     code = output.decide(result.exit_code)
-    output.say(*render("terminal.txt.j2", result).splitlines())
+    output.write_lines(*render("terminal.txt.j2", result).splitlines())
     markdown, doc = (lambda: render("lane.md.j2", result)), (lambda: as_dict(result))
     output.write_after_verdict(prog, code, args.markdown, markdown, args.json, doc)
     return code

@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED
+from ..status import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED
 from ..escape import term_text
 from ..json_values import finite_or_none
 from ..templating import environment

@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..conditions import CONDITION_FIGURES, UNKNOWN, describe_conditions
+from ..conditions import CONDITION_FIGURES, UNKNOWN
+from ..wording import describe_conditions
 from ..policy import DISTURBED_ROW, HEADLINE_RULE, LIST, UNKNOWN_CONDITIONS, USE, action
 from ..table import REFERENCE_RUN, THIS_RUN, Table, num, short_cpu_name, short_gpu_name
 from . import analysis, resources

@@ -103,5 +103,5 @@ def _main(prog: str, argv: Sequence[str] | None) -> int:
         return EXIT_OK
     for w in warnings:
         output.warn(f"{prog}: warning: {w}")
-    output.say(f"markdown: {md_path}", str(html_path))
+    output.write_lines(f"markdown: {md_path}", str(html_path))
     return EXIT_OK

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ..conditions import unknown_conditions_note
+from ..wording import unknown_conditions_note
 from ..templating import environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 

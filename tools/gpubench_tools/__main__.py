@@ -1,0 +1,41 @@
+"""`python -m gpubench_tools --errors FILE`: the failed, skipped and invalid rows of one bench
+file, counted in one line (tools/gpu-check and scripts/check-examples.sh read it)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .benchjson import load_report
+from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
+from .output import write_lines
+from .wording import cut_off_words, describe_errors
+
+
+def errors_main(argv: Sequence[str] | None = None) -> int:
+    """The failed/skipped count of one file, one line on stdout (exit 0), or the reason the file
+    is unusable on stderr (exit 2): not bench JSON, or truncated (its last rows may be
+    half-written). A run a signal stopped wrote its finished benchmarks whole: they are counted,
+    and the line says how far the run got (the rows never written are not in the counts)."""
+    prog = program_name("gpubench_tools")
+
+    def body(args_list: Sequence[str] | None) -> int:
+        parser = ArgumentParser(
+            prog=prog,
+            description="Count the failed, skipped and invalid rows of a bench JSON file.",
+        )
+        parser.add_argument("--errors", metavar="FILE", required=True, help="bench JSON file")
+        add_debug_flag(parser)
+        args = parser.parse_args(args_list)
+        report = load_report(args.errors)  # not bench JSON: BenchJsonError, unusable input
+        if report.recovered_from_truncation and report.interrupted is None:
+            raise UnusableInput(
+                f"{args.errors}: the run did not finish ({cut_off_words(report)}); rows not counted"
+            )
+        write_lines(describe_errors(report))
+        return EXIT_OK
+
+    return run_main(prog, body, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(errors_main())
