@@ -190,6 +190,72 @@ unsigned disturbed_by(const RepetitionConditions& conditions, double tick_s, int
   return bits;
 }
 
+UpdatePeriod measure_update_period(const std::function<std::optional<std::uint64_t>()>& read,
+                                   const std::function<double()>& now_s,
+                                   const std::function<void()>& pause, double limit_s,
+                                   int intervals) {
+  UpdatePeriod result;
+  std::optional<std::uint64_t> previous = read();
+  if (!previous) {
+    result.why_not = "the counter could not be read";
+    return result;
+  }
+  const double start_s = now_s();
+  std::optional<double> last_change_s;
+  double longest_s = 0;
+  int changes = 0;
+  while (result.intervals < intervals && now_s() - start_s < limit_s) {
+    pause();
+    const std::optional<std::uint64_t> value = read();
+    const double at_s = now_s();
+    if (!value) {
+      result.why_not = "the counter could not be read";
+      return result;
+    }
+    if (*value == *previous) continue;
+    ++changes;
+    previous = value;
+    if (last_change_s) {
+      longest_s = std::max(longest_s, at_s - *last_change_s);
+      ++result.intervals;
+    }
+    last_change_s = at_s;
+  }
+  if (result.intervals == 0) {
+    std::ostringstream why;
+    why << "the counter changed " << changes << (changes == 1 ? " time" : " times") << " in "
+        << limit_s << " s, too few to time one step";
+    result.why_not = why.str();
+    return result;
+  }
+  result.seconds = longest_s;
+  return result;
+}
+
+bool energy_span_is_enough(double span_s, const std::optional<double>& period_s) {
+  return period_s && span_s >= EnergyRule::kMinUpdates * *period_s;
+}
+
+const UpdatePeriod& gpu_energy_update_period() {
+  static const UpdatePeriod period = [] {
+    UpdatePeriod unknown;
+    const NvmlDevice* device = nvml_device();
+    if (device == nullptr) {
+      unknown.why_not = "no NVML: " + nvml_unavailable_reason();
+      return unknown;
+    }
+    if (!device->energy_mj()) {
+      unknown.why_not = "the GPU has no energy counter (Volta and newer have one)";
+      return unknown;
+    }
+    return measure_update_period(
+        [device] { return device->energy_mj(); }, steady_seconds,
+        [] { std::this_thread::sleep_for(std::chrono::duration<double>(EnergyRule::kPollS)); },
+        EnergyRule::kMeasureLimitS, EnergyRule::kIntervals);
+  }();
+  return period;
+}
+
 std::optional<ProcStatTimes> parse_proc_stat(const std::string& text, const std::vector<int>& cpus,
                                              double tick_s) {
   // Each `cpu` line: the name, then user nice system idle iowait irq softirq steal (guest and
@@ -379,6 +445,7 @@ ConditionWindow::ConditionWindow() : enabled_(conditions_enabled()) {
   if (!enabled_) return;
   if (const NvmlDevice* device = nvml_device()) {
     begin_energy_mj_ = device->energy_mj();
+    begin_energy_s_ = steady_seconds();
     try {
       gpu_sampler_ = std::make_unique<GpuSampler>(*device);
     } catch (const std::system_error&) {
@@ -416,11 +483,17 @@ void ConditionWindow::finish(std::int64_t iterations) {
     conditions.gpu_temperature_max_c = gpu.temperature_max_c;
     if (gpu.power_samples > 0) conditions.gpu_power_mean_w = gpu.power_sum_w / gpu.power_samples;
     const auto end_energy_mj = nvml_device()->energy_mj();
+    const double energy_span_s = steady_seconds() - begin_energy_s_;
     if (begin_energy_mj_ && end_energy_mj && iterations > 0 &&
         *end_energy_mj >= *begin_energy_mj_) {
-      conditions.gpu_energy_per_iteration_j =
-          1e-3 * static_cast<double>(*end_energy_mj - *begin_energy_mj_) /
-          static_cast<double>(iterations);
+      const std::optional<double>& period_s = gpu_energy_update_period().seconds;
+      if (energy_span_is_enough(energy_span_s, period_s)) {
+        conditions.gpu_energy_per_iteration_j =
+            1e-3 * static_cast<double>(*end_energy_mj - *begin_energy_mj_) /
+            static_cast<double>(iterations);
+      } else if (period_s) {
+        conditions.gpu_energy_too_short = true;
+      }
     }
   }
   current_slot() = conditions;
@@ -574,6 +647,17 @@ void add_condition_context() {
                    device->energy_mj() ? "nvmlDeviceGetTotalEnergyConsumption"
                                        : "unavailable: the GPU has no energy counter (Volta and "
                                          "newer have one)");
+  // Measured here, at start, before any row: the rule for each row's gpu_energy_j (EnergyRule).
+  if (!conditions_enabled()) return;
+  const UpdatePeriod& energy_period = gpu_energy_update_period();
+  if (energy_period.seconds) {
+    AddCustomContext("gpu_energy_update_period_s", number(*energy_period.seconds));
+    AddCustomContext("gpu_energy_min_window_s",
+                     number(EnergyRule::kMinUpdates * *energy_period.seconds));
+  } else {
+    AddCustomContext("gpu_energy_update_period_s",
+                     "unavailable: " + energy_period.why_not + "; no row carries gpu_energy_j");
+  }
 }
 
 }  // namespace gpubench

@@ -14,7 +14,7 @@
 // - CPU energy, from RAPL's package counters (harness/cpu_energy.hpp) at both ends, where readable.
 // - GPU, through NVML (harness/nvml.hpp) where it loads: a sampler thread reads the SM clock, the
 //   clock event reasons, temperature and power every kGpuSamplePeriod; the energy counter is read
-//   at both ends.
+//   at both ends, and its difference kept where the window spans enough of its steps (EnergyRule).
 // Decisions:
 // - Sampling at the window's two ends only on the CPU side: nothing runs during the loop, so the
 //   row's time cannot change (scripts/measure_conditions.py measures it). The GPU side needs a
@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,6 +83,49 @@ struct DisturbanceRule {
   }
 };
 
+// When a repetition carries its GPU energy (docs/timing-method.md, "GPU energy"). NVML's energy
+// counter (nvmlDeviceGetTotalEnergyConsumption) moves in steps: on an H200 (2026-11-27) windows
+// of about 65 ms read 0 in 16 of 60 repetitions, a step of about 90 ms. The difference of two
+// readings is the energy between the last steps before each, an interval whose length differs
+// from the window's by less than one step: wrong by up to one step's energy, about 1/N of the
+// whole over a window of N steps at a steady power. At kMinUpdates steps that is at most a tenth;
+// below it the repetition has no gpu_energy_j and carries gpu_energy_too_short = 1 instead. NVML
+// has no query for the step, so bench measures it once at start (measure_update_period).
+struct EnergyRule {
+  static constexpr double kMinUpdates = 10;
+  // The measurement: the counter is read every kPollS until kIntervals whole intervals between
+  // its changes were seen, for at most kMeasureLimitS (a GPU whose counter moves less often keeps
+  // no energy at all: its step is unknown). The longest interval is the step: a counter whose
+  // steps are uneven is judged by its longest.
+  static constexpr double kPollS = 0.0005;
+  static constexpr int kIntervals = 3;
+  static constexpr double kMeasureLimitS = 1.0;
+};
+
+// The update period of a counter that moves in steps, from `read` polled with `pause` between
+// reads and timed by `now_s`: the longest of the first `intervals` intervals between two changes
+// (the time before the first change is part of an interval and is not used), within `limit_s`.
+// `seconds` is absent, with the reason in `why_not`, when the counter is unreadable or changed too
+// few times to give one interval.
+struct UpdatePeriod {
+  std::optional<double> seconds;
+  int intervals = 0;  // how many intervals the longest was taken over
+  std::string why_not;
+};
+UpdatePeriod measure_update_period(const std::function<std::optional<std::uint64_t>()>& read,
+                                   const std::function<double()>& now_s,
+                                   const std::function<void()>& pause, double limit_s,
+                                   int intervals);
+
+// EnergyRule: whether an energy difference over `span_s` is kept, given the counter's period (an
+// unknown period keeps none).
+bool energy_span_is_enough(double span_s, const std::optional<double>& period_s);
+
+// The process's GPU's energy counter period, measured once on first use (about three steps of the
+// counter, at most EnergyRule::kMeasureLimitS); absent with the reason where there is no NVML, no
+// counter, or no measurement.
+const UpdatePeriod& gpu_energy_update_period();
+
 // The bits of the disturbed_by counter: which part of the rule fired.
 enum DisturbedBy : unsigned {
   kDisturbedByCpu = 1,        // part (1): waited for a CPU while others ran
@@ -104,7 +148,10 @@ struct RepetitionConditions {
   std::optional<std::uint64_t> gpu_clock_event_reasons;  // OR of all samples, idle bit removed
   std::optional<double> gpu_temperature_max_c;
   std::optional<double> gpu_power_mean_w;
+  // Absent, with gpu_energy_too_short set, where the window spans fewer than EnergyRule's steps of
+  // the counter.
   std::optional<double> gpu_energy_per_iteration_j;
+  bool gpu_energy_too_short = false;
   std::optional<double> cpu_energy_per_iteration_j;  // RAPL's package energy (cpu_energy.hpp)
 };
 
@@ -193,6 +240,7 @@ class ConditionWindow {
   bool enabled_;
   CpuCounters begin_;
   std::optional<std::uint64_t> begin_energy_mj_;
+  double begin_energy_s_ = 0;  // steady clock, just after begin_energy_mj_ was read
   std::optional<std::vector<std::uint64_t>> begin_cpu_energy_uj_;
   std::unique_ptr<GpuSampler> gpu_sampler_;
 };

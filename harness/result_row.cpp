@@ -68,6 +68,7 @@ ResultRow::ResultRow(benchmark::State& state, const RowId& id) : state_(state), 
     set_if(Counter::gpu_temperature_max_c, conditions->gpu_temperature_max_c);
     set_if(Counter::gpu_power_mean_w, conditions->gpu_power_mean_w);
     set_if(Counter::gpu_energy_j, conditions->gpu_energy_per_iteration_j);
+    if (conditions->gpu_energy_too_short) set(Counter::gpu_energy_too_short, 1.0);
     set_if(Counter::cpu_energy_j, conditions->cpu_energy_per_iteration_j);
     const unsigned by = disturbed_by(*conditions, proc_stat_tick_s(), allowed_cpu_count());
     set(Counter::disturbed, by != 0 ? 1.0 : 0.0);

@@ -85,6 +85,9 @@ constexpr std::array kCounters = {
     CounterSpec{Counter::gpu_temperature_max_c, "gpu_temperature_max_c", "degC", kNone},
     CounterSpec{Counter::gpu_power_mean_w, "gpu_power_mean_w", "W", kNone},
     CounterSpec{Counter::gpu_energy_j, "gpu_energy_j", "J", kSmaller},
+    // 1 where the window spanned too few steps of the GPU's energy counter to keep gpu_energy_j
+    // (harness/conditions.hpp, EnergyRule); absent otherwise.
+    CounterSpec{Counter::gpu_energy_too_short, "gpu_energy_too_short", "1", kNone},
     // RAPL's package energy over the loop, per iteration (harness/cpu_energy.hpp).
     CounterSpec{Counter::cpu_energy_j, "cpu_energy_j", "J", kSmaller},
     // 1 when the rule calls the repetition disturbed, else 0; disturbed_by: which part fired.

@@ -82,6 +82,7 @@ enum class Counter {
   gpu_temperature_max_c,
   gpu_power_mean_w,
   gpu_energy_j,
+  gpu_energy_too_short,
   cpu_energy_j,
   disturbed,
   disturbed_by,

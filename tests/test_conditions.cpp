@@ -12,8 +12,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "harness/conditions.hpp"
 #include "harness/cpu_energy.hpp"
@@ -236,6 +239,96 @@ TEST(Rule, TheGpuIsDisturbedByThermalSlowdownsAndPowerBrakesNotByItsPowerCap) {
     conditions.gpu_clock_event_reasons = reason | gpubench::kNvmlReasonSwPowerCap;
     EXPECT_EQ(rule(conditions), unsigned{gpubench::kDisturbedByGpu}) << "reason " << reason;
   }
+}
+
+// A counter that moves in steps at the times `steps_s` (its value is how many have passed), read
+// on a clock that each pause advances by `poll_s`: measure_update_period without a GPU or a wait.
+struct SteppedCounter {
+  std::vector<double> steps_s;
+  double poll_s = 0.001;
+  double now_s = 0;
+  bool readable = true;
+
+  gpubench::UpdatePeriod measure(double limit_s = 1.0, int intervals = 3) {
+    return gpubench::measure_update_period(
+        [this]() -> std::optional<std::uint64_t> {
+          if (!readable) return std::nullopt;
+          std::uint64_t passed = 0;
+          for (double step_s : steps_s) passed += step_s <= now_s ? 1 : 0;
+          return passed * 7;  // millijoules: any change counts, not its size
+        },
+        [this] { return now_s; }, [this] { now_s += poll_s; }, limit_s, intervals);
+  }
+};
+
+TEST(EnergyPeriod, AStepEveryTenthOfASecondIsMeasuredWithinOnePoll) {
+  // The clock starts between two steps: the time before the first change is not an interval.
+  SteppedCounter counter{{0.030, 0.130, 0.230, 0.330, 0.430, 0.530}};
+  const auto period = counter.measure();
+  ASSERT_TRUE(period.seconds.has_value()) << period.why_not;
+  EXPECT_NEAR(*period.seconds, 0.1, counter.poll_s + 1e-12);
+  EXPECT_EQ(period.intervals, 3);
+  // Three whole intervals need four changes: it stopped at the fourth, not at the limit.
+  EXPECT_NEAR(counter.now_s, 0.330, counter.poll_s + 1e-12);
+}
+
+TEST(EnergyPeriod, UnevenStepsAreJudgedByTheLongestInterval) {
+  SteppedCounter counter{{0.010, 0.030, 0.190, 0.210, 0.400}};
+  const auto period = counter.measure();
+  ASSERT_TRUE(period.seconds.has_value()) << period.why_not;
+  EXPECT_NEAR(*period.seconds, 0.160, counter.poll_s + 1e-12);
+}
+
+TEST(EnergyPeriod, ACounterThatMovesTooRarelyOrCannotBeReadHasNoPeriodAndSaysWhy) {
+  SteppedCounter still{{}};
+  auto period = still.measure(0.2);
+  EXPECT_FALSE(period.seconds.has_value());
+  EXPECT_NE(period.why_not.find("changed 0 times in 0.2 s"), std::string::npos) << period.why_not;
+  EXPECT_NEAR(still.now_s, 0.2, still.poll_s + 1e-12);  // bounded by the limit
+
+  SteppedCounter once{{0.05}};
+  period = once.measure(0.2);
+  EXPECT_FALSE(period.seconds.has_value());
+  EXPECT_NE(period.why_not.find("changed 1 time in"), std::string::npos) << period.why_not;
+
+  // Fewer intervals than asked within the limit: the longest of those seen.
+  SteppedCounter slow{{0.05, 0.15}};
+  period = slow.measure(0.2);
+  ASSERT_TRUE(period.seconds.has_value()) << period.why_not;
+  EXPECT_EQ(period.intervals, 1);
+
+  SteppedCounter unreadable{{0.05, 0.15}};
+  unreadable.readable = false;
+  period = unreadable.measure();
+  EXPECT_FALSE(period.seconds.has_value());
+  EXPECT_NE(period.why_not.find("could not be read"), std::string::npos) << period.why_not;
+}
+
+TEST(EnergyPeriod, EnergyIsKeptOverTenStepsOfTheCounterAndNeverWithoutAKnownStep) {
+  ASSERT_EQ(gpubench::EnergyRule::kMinUpdates, 10);
+  EXPECT_FALSE(gpubench::energy_span_is_enough(0.065, 0.09));  // the H200's short rows
+  EXPECT_FALSE(gpubench::energy_span_is_enough(0.899, 0.09));
+  EXPECT_TRUE(gpubench::energy_span_is_enough(0.9, 0.09));
+  EXPECT_TRUE(gpubench::energy_span_is_enough(11.9, 0.09));
+  EXPECT_FALSE(gpubench::energy_span_is_enough(100.0, std::nullopt));
+}
+
+TEST(EnergyPeriod, WithoutAGpuThePeriodIsUnknownAndSaysWhy) {
+  if (gpubench::nvml_device() != nullptr) GTEST_SKIP() << "NVML is loaded: the next test's case";
+  const auto& period = gpubench::gpu_energy_update_period();
+  EXPECT_FALSE(period.seconds.has_value());
+  EXPECT_NE(period.why_not.find("no NVML"), std::string::npos) << period.why_not;
+}
+
+TEST(EnergyPeriod, AGpuWithAnEnergyCounterHasItsStepMeasuredWithinTheLimit) {
+  const gpubench::NvmlDevice* device = gpubench::nvml_device();
+  if (device == nullptr || !device->energy_mj()) GTEST_SKIP() << "no GPU energy counter here";
+  const auto& period = gpubench::gpu_energy_update_period();
+  ASSERT_TRUE(period.seconds.has_value()) << period.why_not;
+  EXPECT_GT(*period.seconds, 0);
+  EXPECT_LE(*period.seconds, gpubench::EnergyRule::kMeasureLimitS);
+  std::cout << "energy counter step: " << *period.seconds << " s over " << period.intervals
+            << " intervals\n";
 }
 
 TEST(GpuSamples, IdleSamplesGiveNoClockAndNoIdleReason) {

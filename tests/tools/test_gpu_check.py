@@ -1,7 +1,8 @@
 """tools/gpu-check: its count of a sweep's rows (failed and skipped, "does not fit ...", apart, by
 the rule of benchjson.SKIP_PREFIXES), its steps, and the lists it derives instead of naming
 workloads (sweep steps, GPU tests by CTest label, scaling rows, references), which equal the ones
-it named before. Runs gpu-check with a stand-in nvidia-smi and bench, so no GPU is needed."""
+it named before. Runs gpu-check with a stand-in nvidia-smi and bench, so no GPU is needed.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ from md_plain import read_md
 from gpubench_tools.row_rules import SKIP_PREFIXES
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+
+def _bench() -> Path:
+    """The built bench as an absolute path: GPUBENCH_BENCH may be relative to where pytest runs,
+    and the tests link it from other folders and hand its folder to gpu-check."""
+    return bench_binary().absolute()
 
 
 def _executable(path: Path, text: str) -> None:
@@ -74,14 +81,18 @@ def _stand_in_machine(
     (build / "CTestTestfile.cmake").write_text('subdirs("tests")\n')
     (build / "tests" / "CTestTestfile.cmake").write_text(STAND_IN_CTEST_FILE)
     names = tmp_path / "names.txt"
-    names.write_text("".join(f"{name}\n" for name in listed or [r["name"] for r in sweep_rows]))
+    names.write_text(
+        "".join(f"{name}\n" for name in listed or [r["name"] for r in sweep_rows])
+    )
     fake_bin.mkdir()
     _executable(
         fake_bin / "nvidia-smi",
         '#!/usr/bin/env bash\n[[ $* == *--query-gpu=name* ]] && echo "NVIDIA Test GPU" || true\n',
     )
     rows = tmp_path / "rows.json"
-    rows.write_text(json.dumps({"context": {"gpu": "NVIDIA Test GPU"}, "benchmarks": sweep_rows}))
+    rows.write_text(
+        json.dumps({"context": {"gpu": "NVIDIA Test GPU"}, "benchmarks": sweep_rows})
+    )
     _executable(
         build / "benchmarks" / "bench",
         "#!/usr/bin/env bash\n"
@@ -97,7 +108,9 @@ def _stand_in_machine(
     )
 
 
-def _gpu_check(env: dict[str, str], steps: str, out: Path) -> subprocess.CompletedProcess[str]:
+def _gpu_check(
+    env: dict[str, str], steps: str, out: Path
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", str(REPO / "tools" / "gpu-check"), "--only", steps, str(out)],
         capture_output=True,
@@ -119,18 +132,30 @@ def test_gpu_check_counts_skipped_rows_apart_from_failed_ones(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path: Path) -> None:
+def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(
+    tmp_path: Path,
+) -> None:
     """--within: a sweep that outlasts the limit is stopped with SIGTERM (bench then keeps the
     benchmarks that finished), and the steps after it are not started, each said in summary.txt.
     The margins are shortened (WITHIN_MIN_LEFT 2 s, WITHIN_SPARE 1 s instead of 15 s and 5 s), so
     a 4 s limit is reached in about 3 s."""
-    rows = [gb_row("mlp/gpu/eager/data:synthetic/batch:1/hidden:8/readback:0/manual_time", 1e-3)]
+    rows = [
+        gb_row(
+            "mlp/gpu/eager/data:synthetic/batch:1/hidden:8/readback:0/manual_time", 1e-3
+        )
+    ]
     env = _stand_in_machine(
-        tmp_path, rows, listed=[rows[0]["name"], "cnn/gpu/eager/data:synthetic/batch:1/manual_time"]
+        tmp_path,
+        rows,
+        listed=[rows[0]["name"], "cnn/gpu/eager/data:synthetic/batch:1/manual_time"],
     )
     # A bench that measures until it is told to stop, then writes what it has, as bench does.
     finished = tmp_path / "finished.json"
-    context = {"interrupted": "SIGTERM", "benchmarks_finished": 1, "benchmarks_selected": 3}
+    context = {
+        "interrupted": "SIGTERM",
+        "benchmarks_finished": 1,
+        "benchmarks_selected": 3,
+    }
     finished.write_text(json.dumps({"context": context, "benchmarks": rows}))
     bench = Path(env["BUILD_DIR"]) / "benchmarks" / "bench"
     listing = bench.read_text().splitlines()[1]  # the stand-in's --list-all line
@@ -161,7 +186,9 @@ def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = (out / "summary.txt").read_text()
     mlp = next(line for line in summary.splitlines() if "bench mlp:" in line)
-    assert "stopped at the --within limit (the benchmarks that finished are kept)" in mlp, mlp
+    assert (
+        "stopped at the --within limit (the benchmarks that finished are kept)" in mlp
+    ), mlp
     assert mlp.endswith(
         "0 rows failed, 0 skipped; cut off: interrupted by SIGTERM after 1 of 3 benchmarks"
     ), mlp
@@ -173,7 +200,13 @@ def test_within_stops_a_sweep_at_the_limit_and_starts_no_step_after_it(tmp_path:
 @pytest.mark.parametrize("value", ["0", "-5", "1e308", "nan", "ten", "86401", ""])
 def test_within_takes_a_whole_number_of_seconds(tmp_path: Path, value: str) -> None:
     proc = subprocess.run(
-        ["bash", str(REPO / "tools" / "gpu-check"), "--within", value, "--list-families"],
+        [
+            "bash",
+            str(REPO / "tools" / "gpu-check"),
+            "--within",
+            value,
+            "--list-families",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -217,9 +250,15 @@ def test_references_step_runs_the_mixed_precision_reference(tmp_path: Path) -> N
     out = tmp_path / "out"
     proc = _gpu_check(env, "references", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert str(REPO / "tools" / "reference" / "torch_mlp_amp.py") in calls.read_text().splitlines()
+    assert (
+        str(REPO / "tools" / "reference" / "torch_mlp_amp.py")
+        in calls.read_text().splitlines()
+    )
     assert (out / "test-gpu-torch-mlp-amp.json").is_file()
-    assert "PyTorch mixed-precision MLP reference written" in (out / "summary.txt").read_text()
+    assert (
+        "PyTorch mixed-precision MLP reference written"
+        in (out / "summary.txt").read_text()
+    )
 
 
 def test_report_step_compares_the_sweep_with_pytorch_autocast(tmp_path: Path) -> None:
@@ -264,7 +303,9 @@ _FAMILY_KEYS = ("dtype", "host", "precision", "input", "net")
 
 def _family(name: str) -> str:
     return "/".join(
-        part for part in name.split("/") if ":" not in part or part.split(":")[0] in _FAMILY_KEYS
+        part
+        for part in name.split("/")
+        if ":" not in part or part.split(":")[0] in _FAMILY_KEYS
     )
 
 
@@ -272,10 +313,13 @@ def _is_gpu(name: str) -> bool:
     return name.startswith("overhead/") or name.split("/")[1:2] == ["gpu"]
 
 
-def test_list_families_names_the_cheapest_row_of_every_gpu_family(tmp_path: Path) -> None:
+def test_list_families_names_the_cheapest_row_of_every_gpu_family(
+    tmp_path: Path,
+) -> None:
     """The sanitizer and smoke steps cover every GPU family of the real sweep, including the ones
-    the old hand-written filter missed: mixed precision, input copies, allocation, largest batch."""
-    bench = bench_binary()
+    the old hand-written filter missed: mixed precision, input copies, allocation, largest batch.
+    """
+    bench = _bench()
     if not bench.is_file():
         pytest.skip(f"no bench at {bench}")
     names = subprocess.run(
@@ -343,7 +387,9 @@ def test_quick_runs_the_risky_steps_and_smokes_every_family(tmp_path: Path) -> N
     )
     summary = (out / "summary.txt").read_text()
     assert "steps: tests sanitizer smoke" in summary
-    smoke = [line for line in calls.read_text().splitlines() if "test-gpu-smoke.json" in line]
+    smoke = [
+        line for line in calls.read_text().splitlines() if "test-gpu-smoke.json" in line
+    ]
     assert len(smoke) == 1, calls.read_text()
     expected = "|".join([listed[0], listed[2], listed[4]])
     assert f"--benchmark_filter=^({expected})$" in smoke[0]
@@ -356,9 +402,12 @@ def test_quick_runs_the_risky_steps_and_smokes_every_family(tmp_path: Path) -> N
     assert proc.returncode == 1, proc.stdout + proc.stderr
 
 
-def test_quick_leaves_the_largest_batch_memcheck_to_the_full_step(tmp_path: Path) -> None:
+def test_quick_leaves_the_largest_batch_memcheck_to_the_full_step(
+    tmp_path: Path,
+) -> None:
     """Under memcheck the largest-batch rows take minutes: --quick says it leaves them out (the
-    smoke step runs them), the full sanitizer step runs them apart from the other families."""
+    smoke step runs them), the full sanitizer step runs them apart from the other families.
+    """
     listed = [
         "overhead/alloc/async/bytes:4096/repeats:10/manual_time",
         "memory/gpu/largest_batch/net:mlp/data:synthetic/hidden:4096x2/precision:fp32/"
@@ -367,7 +416,8 @@ def test_quick_leaves_the_largest_batch_memcheck_to_the_full_step(tmp_path: Path
     env = _stand_in_machine(tmp_path, [], listed)
     calls = tmp_path / "sanitizer-calls.txt"
     _executable(
-        tmp_path / "bin" / "compute-sanitizer", f'#!/usr/bin/env bash\necho "$*" >> "{calls}"\n'
+        tmp_path / "bin" / "compute-sanitizer",
+        f'#!/usr/bin/env bash\necho "$*" >> "{calls}"\n',
     )
 
     def sanitized_filters(*args: str) -> tuple[list[str], str]:
@@ -389,7 +439,9 @@ def test_quick_leaves_the_largest_batch_memcheck_to_the_full_step(tmp_path: Path
 
     quick_filters, quick_summary = sanitized_filters("--quick")
     assert quick_filters == [f"--benchmark_filter=^({listed[0]})$"]
-    assert "memcheck bench-largest-batch: left to the full sanitizer step" in quick_summary
+    assert (
+        "memcheck bench-largest-batch: left to the full sanitizer step" in quick_summary
+    )
     full_filters, full_summary = sanitized_filters("--only", "sanitizer")
     assert full_filters == [
         f"--benchmark_filter=^({listed[0]})$",
@@ -431,12 +483,143 @@ def test_a_sanitizer_failure_names_the_kernels_it_is_in(tmp_path: Path) -> None:
     ), line
 
 
+# compute-sanitizer --help lines of a version with the options gpu-check adds where it finds them.
+SANITIZER_HELP_WITH_OPTIONS = """\
+  --check-bulk-copy arg (=yes)   Enables checks related to the PTX cp.async.bulk instructions.
+  --kernel-name arg              Filter the kernels to check.
+  --kernel-name-exclude arg      Filter the kernels not to check.
+  --print-limit arg (=100)       Stop printing errors after the given number. 0: unlimited.
+"""
+
+
+def _sanitized(
+    tmp_path: Path, help_text: str, *args: str, **extra_env: str
+) -> tuple[list[list[str]], str]:
+    """Runs gpu-check's sanitizer step on the stand-in machine with a stand-in compute-sanitizer
+    that prints `help_text` for --help, records every other call's arguments, and ends each run
+    as `timeout` ends one that outlasts its limit (exit 124), so the summary names each run's
+    limit. Returns the recorded calls and summary.txt."""
+    listed = ["overhead/alloc/async/bytes:4096/repeats:10/manual_time"]
+    env = _stand_in_machine(tmp_path, [], listed)
+    for test in ("test_mlp_gpu", "test_mlp_gpu_mixed"):
+        _executable(Path(env["BUILD_DIR"]) / "tests" / test, "#!/usr/bin/env bash\n")
+    # The stand-in CTest file names /nowhere/...; gpu-check runs BUILD_DIR/tests/<test> itself.
+    help_file = tmp_path / "sanitizer-help.txt"
+    help_file.write_text(help_text)
+    calls = tmp_path / "sanitizer-calls.txt"
+    _executable(
+        tmp_path / "bin" / "compute-sanitizer",
+        "#!/usr/bin/env bash\n"
+        f'[[ $1 == --help ]] && {{ cat "{help_file}"; exit 0; }}\n'
+        '[[ $1 == --version ]] && { echo "Version 2099.1.0 (stand-in)"; exit 0; }\n'
+        f'echo "$*" >> "{calls}"\n'
+        "exit 124\n",
+    )
+    out = tmp_path / "out"
+    subprocess.run(
+        [
+            "bash",
+            str(REPO / "tools" / "gpu-check"),
+            *args,
+            "--only",
+            "sanitizer",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env={**env, **extra_env},
+        timeout=300,
+    )
+    return [line.split() for line in calls.read_text().splitlines()], (
+        out / "summary.txt"
+    ).read_text()
+
+
+def _tool(call: list[str]) -> str:
+    return call[call.index("--tool") + 1]
+
+
+def test_the_sanitizer_checks_bulk_copies_prints_every_report_and_races_in_the_suites_kernels(
+    tmp_path: Path,
+) -> None:
+    """Where compute-sanitizer's --help lists them, every run gets --check-bulk-copy yes and
+    --print-limit 0 (SANITIZER_PRINT_LIMIT overrides it), racecheck runs on the suite's own
+    kernels only, and the summary says which version ran with which options."""
+    calls, summary = _sanitized(tmp_path, SANITIZER_HELP_WITH_OPTIONS)
+    assert {_tool(call) for call in calls} == {
+        "memcheck",
+        "racecheck",
+        "synccheck",
+        "initcheck",
+    }
+    for call in calls:
+        line = " ".join(call)
+        assert "--check-bulk-copy yes --print-limit 0" in line, line
+        racecheck = _tool(call) == "racecheck"
+        assert ("--kernel-name kernel_substring=gpubench" in line) == racecheck, line
+    assert (
+        "compute-sanitizer: Version 2099.1.0 (stand-in), with --check-bulk-copy yes "
+        "--print-limit 0; racecheck --kernel-name kernel_substring=gpubench" in summary
+    ), summary
+
+    calls, _ = _sanitized(
+        tmp_path / "limit", SANITIZER_HELP_WITH_OPTIONS, SANITIZER_PRINT_LIMIT="7"
+    )
+    assert all("--print-limit 7" in " ".join(call) for call in calls)
+
+
+def test_a_sanitizer_without_those_options_runs_without_them(tmp_path: Path) -> None:
+    """An older compute-sanitizer that does not list an option is not given it (it would refuse
+    to start), and the summary says so."""
+    calls, summary = _sanitized(
+        tmp_path, "  --tool arg (=memcheck)  The tool to run.\n"
+    )
+    assert calls
+    for call in calls:
+        assert not {"--check-bulk-copy", "--print-limit", "--kernel-name"} & set(
+            call
+        ), call
+    assert "with no extra options; racecheck on every kernel" in summary, summary
+
+
+def test_quick_gives_racecheck_and_initcheck_a_longer_limit(tmp_path: Path) -> None:
+    """--quick: memcheck and synccheck within QUICK_SANITIZER_TIMEOUT (60 s), racecheck and
+    initcheck within QUICK_SLOW_SANITIZER_TIMEOUT (180 s); SANITIZER_TIMEOUT sets every tool's.
+    """
+    _, summary = _sanitized(tmp_path, "", "--quick")
+    for tool, limit in (
+        ("memcheck", 60),
+        ("synccheck", 60),
+        ("racecheck", 180),
+        ("initcheck", 180),
+    ):
+        assert (
+            f"{tool} test_mlp_gpu_mixed: did not finish within {limit} s" in summary
+        ), summary
+    _, summary = _sanitized(
+        tmp_path / "slow", "", "--quick", QUICK_SLOW_SANITIZER_TIMEOUT="240"
+    )
+    assert (
+        "racecheck test_mlp_gpu_mixed: did not finish within 240 s" in summary
+    ), summary
+    _, summary = _sanitized(tmp_path / "set", "", "--quick", SANITIZER_TIMEOUT="30")
+    assert (
+        "racecheck test_mlp_gpu_mixed: did not finish within 30 s" in summary
+    ), summary
+    _, summary = _sanitized(tmp_path / "full", "")
+    assert (
+        "racecheck test_mlp_gpu_mixed: did not finish within 600 s" in summary
+    ), summary
+
+
 def test_quick_says_when_the_build_labels_no_test(tmp_path: Path) -> None:
     """A build whose CTest files carry none of the labels --quick reads (risky:N, sanitizer:N)
     fails those steps saying so, instead of running an empty test name."""
     env = _stand_in_machine(tmp_path, [])
     ctest_file = Path(env["BUILD_DIR"]) / "tests" / "CTestTestfile.cmake"
-    ctest_file.write_text(re.sub(r'LABELS "[^"]*"', 'LABELS "gpu"', STAND_IN_CTEST_FILE))
+    ctest_file.write_text(
+        re.sub(r'LABELS "[^"]*"', 'LABELS "gpu"', STAND_IN_CTEST_FILE)
+    )
     _executable(tmp_path / "bin" / "compute-sanitizer", "#!/usr/bin/env bash\n")
     out = tmp_path / "out"
     subprocess.run(
@@ -455,7 +638,13 @@ def test_quick_says_when_the_build_labels_no_test(tmp_path: Path) -> None:
 def test_quick_and_full_exclude_each_other(tmp_path: Path) -> None:
     env = _stand_in_machine(tmp_path, [])
     proc = subprocess.run(
-        ["bash", str(REPO / "tools" / "gpu-check"), "--quick", "--full", str(tmp_path / "o")],
+        [
+            "bash",
+            str(REPO / "tools" / "gpu-check"),
+            "--quick",
+            "--full",
+            str(tmp_path / "o"),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -472,7 +661,12 @@ TODAY_SWEEPS = {
     "cnn": "^cnn/",
     "memory": "^memory/",
 }
-TODAY_RISKY = ["test_cnn_gpu", "test_mlp_gpu", "test_mlp_gpu_mixed", "test_cnn_gpu_mixed"]
+TODAY_RISKY = [
+    "test_cnn_gpu",
+    "test_mlp_gpu",
+    "test_mlp_gpu_mixed",
+    "test_cnn_gpu_mixed",
+]
 TODAY_SANITIZER = [
     "test_mlp_gpu_mixed",
     "test_cnn_gpu",
@@ -480,7 +674,12 @@ TODAY_SANITIZER = [
     "test_mlp_gpu",
     "test_gpu_gemm",
 ]
-TODAY_UNPROVEN = {"test_mlp_gpu_mixed", "test_cnn_gpu", "test_cnn_gpu_mixed", "test_mlp_gpu"}
+TODAY_UNPROVEN = {
+    "test_mlp_gpu_mixed",
+    "test_cnn_gpu",
+    "test_cnn_gpu_mixed",
+    "test_mlp_gpu",
+}
 TODAY_SCALING = re.compile(
     r"^(mlp/cpu/openblas/data:(iris/batch:120/hidden:10|synthetic/batch:4096/hidden:512)"
     r"|cnn/cpu/openblas/data:[a-z0-9]+/batch:64)/readback:1/threads:[0-9]+$"
@@ -513,13 +712,18 @@ def _list_data(build: Path) -> dict[str, list[list[str]]]:
 
 def _staged_build(tmp_path: Path) -> Path:
     """What scripts/stage-build.sh carries of the build beside bench: bench and CTest's files."""
-    bench = bench_binary()
+    bench = _bench()
     build = bench.parent.parent
     ctest_file = build / "tests" / "CTestTestfile.cmake"
     if not bench.is_file() or not ctest_file.is_file():
         pytest.skip(f"no bench and CTest files in {build}")
-    if "risky:1" not in ctest_file.read_text() and f"{REPO}/tests" not in ctest_file.read_text():
-        pytest.skip(f"{build} is another checkout's build, configured before the GPU tests' labels")
+    if (
+        "risky:1" not in ctest_file.read_text()
+        and f"{REPO}/tests" not in ctest_file.read_text()
+    ):
+        pytest.skip(
+            f"{build} is another checkout's build, configured before the GPU tests' labels"
+        )
     stage_script = (REPO / "scripts" / "stage-build.sh").read_text()
     assert 'cp "$BUILD_DIR/tests/CTestTestfile.cmake" "$stage/tests/"' in stage_script
     staged = tmp_path / "staged"
@@ -531,10 +735,13 @@ def _staged_build(tmp_path: Path) -> Path:
     return staged
 
 
-def test_stage_build_gpu_tests_stages_bench_and_only_the_gpu_tests(tmp_path: Path) -> None:
+def test_stage_build_gpu_tests_stages_bench_and_only_the_gpu_tests(
+    tmp_path: Path,
+) -> None:
     """scripts/stage-build.sh --gpu-tests: bench, CTest's files, the libraries, and of the tests
-    exactly those CTest labels gpu (what gpu-check --quick runs), none of the CPU ones."""
-    build = bench_binary().parent.parent
+    exactly those CTest labels gpu (what gpu-check --quick runs), none of the CPU ones.
+    """
+    build = _bench().parent.parent
     if not (build / "tests" / "CTestTestfile.cmake").is_file():
         pytest.skip(f"no configured build in {build}")
     listed = subprocess.run(
@@ -545,7 +752,9 @@ def test_stage_build_gpu_tests_stages_bench_and_only_the_gpu_tests(tmp_path: Pat
     )
     gpu_tests = {test["name"] for test in json.loads(listed.stdout)["tests"]}
     if not gpu_tests:
-        pytest.skip(f"{build} was configured without CUDA: it has no GPU tests to stage")
+        pytest.skip(
+            f"{build} was configured without CUDA: it has no GPU tests to stage"
+        )
     staged = tmp_path / "staged"
     proc = subprocess.run(
         ["bash", str(REPO / "scripts" / "stage-build.sh"), "--gpu-tests", str(staged)],
@@ -555,8 +764,13 @@ def test_stage_build_gpu_tests_stages_bench_and_only_the_gpu_tests(tmp_path: Pat
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert {p.name for p in (staged / "tests").iterdir()} == gpu_tests | {"CTestTestfile.cmake"}
-    assert "test_cpu_gemm" not in gpu_tests and (build / "tests" / "test_cpu_gemm").is_file()
+    assert {p.name for p in (staged / "tests").iterdir()} == gpu_tests | {
+        "CTestTestfile.cmake"
+    }
+    assert (
+        "test_cpu_gemm" not in gpu_tests
+        and (build / "tests" / "test_cpu_gemm").is_file()
+    )
     assert (staged / "benchmarks" / "bench").is_file()
     assert (staged / "CTestTestfile.cmake").is_file()
     assert any(p.name.startswith("libopenblas") for p in (staged / "lib").iterdir())
@@ -576,7 +790,10 @@ def test_the_derived_lists_are_todays(tmp_path: Path) -> None:
     assert data["report_references"] == [["torch-*amp"]]
 
     names = subprocess.run(
-        [str(bench_binary()), "--full", "--list-all"], capture_output=True, text=True, check=True
+        [str(_bench()), "--full", "--list-all"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     ((scaling,),) = data["scaling"]
     derived = {name for name in names if scaling and re.search(scaling, name)}
@@ -594,7 +811,9 @@ def _threads(case: str, counts: tuple[int, ...]) -> list[str]:
     return [f"{case}/threads:{count}" for count in counts]
 
 
-def test_the_scaling_rows_are_the_families_over_more_than_two_thread_counts(tmp_path: Path) -> None:
+def test_the_scaling_rows_are_the_families_over_more_than_two_thread_counts(
+    tmp_path: Path,
+) -> None:
     """A 16-core host's full listing (hand-made): the scaling families run at 1, 2, 4, 8 and 16
     threads, the other CPU rows at 1 and 16; the derived rows are exactly today's."""
     scaling, single = (1, 2, 4, 8, 16), (1, 16)
@@ -602,8 +821,12 @@ def test_the_scaling_rows_are_the_families_over_more_than_two_thread_counts(tmp_
         *_threads("matmul/cpu/openblas/dtype:fp32/m:16/n:16/k:16", single),
         *_threads("mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:1", scaling),
         *_threads("mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:0", single),
-        *_threads("mlp/cpu/openblas/data:synthetic/batch:4096/hidden:512/readback:1", scaling),
-        *_threads("mlp/cpu/openblas/data:synthetic/batch:4096/hidden:64/readback:1", single),
+        *_threads(
+            "mlp/cpu/openblas/data:synthetic/batch:4096/hidden:512/readback:1", scaling
+        ),
+        *_threads(
+            "mlp/cpu/openblas/data:synthetic/batch:4096/hidden:64/readback:1", single
+        ),
         *_threads(
             "mlp/cpu/openblas/data:synthetic/batch:4096/hidden:512/readback:1/precision:bf16",
             single,
@@ -621,13 +844,18 @@ def test_the_scaling_rows_are_the_families_over_more_than_two_thread_counts(tmp_
 
 
 def test_scaling_step_without_scaling_rows_fails_and_says_why(tmp_path: Path) -> None:
-    listed = _threads("mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:1", (1, 2))
+    listed = _threads(
+        "mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:1", (1, 2)
+    )
     env = _stand_in_machine(tmp_path, [], listed)
     out = tmp_path / "out"
     proc = _gpu_check(env, "scaling", out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = (out / "summary.txt").read_text()
-    assert "scaling: no row of bench --full --list-all scales over more than two thread" in summary
+    assert (
+        "scaling: no row of bench --full --list-all scales over more than two thread"
+        in summary
+    )
     assert not (out / "test-gpu-cpu-scaling.json").exists()
 
 
