@@ -116,7 +116,8 @@ class ResultRow {
   // t_op:<operation> for each operation of a profiled step (seconds per step).
   ResultRow& operation_times(const std::map<std::string, double>& seconds_per_step);
   // flop_op:<operation> and bytes_op:<operation> per step, for the operations of `work_per_step`
-  // that `seconds_per_step` times (the model's other operations are not the trainer's).
+  // that `seconds_per_step` times (the model's other operations are not the trainer's; a timed
+  // entry the model lacks, the GPU's launch_gaps, has no work).
   struct OperationWork {
     double flop = 0;
     double bytes = 0;
