@@ -85,12 +85,16 @@ void cnn_cpu(benchmark::State& state, const RowId& id, const CnnCase& cnn_case, 
   for (int profiled = 0; profiled < kCnnProfileSteps; ++profiled) step();
   trainer.set_observer(nullptr);
 
+  const OperationTimes operation_times = profiler.per_step(kCnnProfileSteps);
   ResultRow row(state, id);
-  row.work(steps * cnn_step_flop(workload.spec, batch), seconds_per_iteration,
+  row.work(steps * cnn_step_flop(workload.spec, batch),
+           steps * cnn_step_bytes(workload.spec, batch), seconds_per_iteration,
            cpu_peak_flops(threads, false))
       .training(result)
       .set(Counter::t_wall, seconds_per_iteration)
-      .operation_times(profiler.per_step(kCnnProfileSteps))
+      .operation_times(operation_times)
+      .operation_work(cnn_operation_counters(workload.spec, batch, CnnTrainerKind::cpu),
+                      operation_times)
       .label(LabelKey::input, "resident")
       .publish();
 }

@@ -86,8 +86,10 @@ GpuTrainingRow cnn_gpu_row(const CnnCase& cnn_case, const GpuTrainingMode& mode)
   row.compute_probe_steps = kComputeProbeSteps;
   row.model_bytes = cuda::cnn_gpu_device_bytes(workload->spec, cnn_case.batch, mode.precision);
   row.flop = cnn_case.steps * cnn_step_flop(workload->spec, cnn_case.batch);
+  row.bytes = cnn_case.steps * cnn_step_bytes(workload->spec, cnn_case.batch);
   row.step_counters = TrainingResult::StepCounters::cifar10_images;
   row.profile_steps = kCnnProfileSteps;
+  row.operation_work = cnn_operation_counters(workload->spec, cnn_case.batch, CnnTrainerKind::gpu);
   row.make_trainer = [workload, batch = cnn_case.batch, precision = mode.precision] {
     const ImageSet& train = workload->data.train;
     return std::make_unique<cuda::CnnGpuTrainer>(workload->spec, batch, train.pixels.data(),

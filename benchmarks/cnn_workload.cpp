@@ -30,6 +30,16 @@ CnnWorkload make_cnn_workload(const CnnCase& cnn_case) {
   return workload;
 }
 
+std::map<std::string, ResultRow::OperationWork> cnn_operation_counters(const CnnSpec& spec,
+                                                                       int batch,
+                                                                       CnnTrainerKind trainer) {
+  std::map<std::string, ResultRow::OperationWork> counters;
+  for (const auto& [operation, work] : cnn_operation_work(spec, batch, trainer)) {
+    counters[operation] = {work.flop, work.bytes};
+  }
+  return counters;
+}
+
 RowId cnn_row_id(const char* backend, const char* variant, const CnnCase& cnn_case, int readback) {
   return RowId{"cnn",
                backend,

@@ -5,6 +5,7 @@
 // the network with its seeded initial weights, the row's identity, and the per-operation
 // profile's length.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ struct CnnWorkload {
 
 // Loads the case's images and builds the network (validated; throws naming the problem).
 CnnWorkload make_cnn_workload(const CnnCase& cnn_case);
+
+// flop_op:<operation> and bytes_op:<operation> of one step of `trainer`'s operations
+// (cnn_operation_work, kernels/cnn/cnn_spec.hpp), as a row writes them beside its t_op:<operation>.
+std::map<std::string, ResultRow::OperationWork> cnn_operation_counters(const CnnSpec& spec,
+                                                                       int batch,
+                                                                       CnnTrainerKind trainer);
 
 // cnn/<backend>/<variant>/data:D/batch:B/readback:R
 RowId cnn_row_id(const char* backend, const char* variant, const CnnCase& cnn_case, int readback);

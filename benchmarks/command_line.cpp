@@ -214,6 +214,8 @@ void print_help() {
                 : "")
       << "  GPUBENCH_CONDITIONS        off: record no per-row conditions (unset or on: "
          "record them)\n"
+         "  GPUBENCH_CEILINGS          off: measure no memory bandwidths for the context (unset "
+         "or on: measure them)\n"
          "  OPENBLAS_CORETYPE          OpenBLAS's kernels (unset: the program sets it if "
          "OpenBLAS picks generic)\n"
          "  CUDA_VISIBLE_DEVICES       the GPUs CUDA shows; empty hides them all, only CPU "

@@ -103,9 +103,12 @@ void run_gpu_training_row(benchmark::State& state, const RowId& id, const GpuTra
   result_row.phases(parts.phases(row.steps, readbacks, wall_s))
       .set(Counter::device_bytes, static_cast<double>(trainer->device_bytes()))
       .device_memory(row.model_bytes, meter.peak_bytes())
-      .work(row.flop, wall_s, gpu_peak_flops(gpu, training_precision_name(mode.precision)))
+      .work(row.flop, row.bytes, wall_s,
+            gpu_peak_flops(gpu, training_precision_name(mode.precision)))
       .training(result);
-  if (row.profile_steps > 0) result_row.operation_times(operation_times);
+  if (row.profile_steps > 0) {
+    result_row.operation_times(operation_times).operation_work(row.operation_work, operation_times);
+  }
   if (row.add_counters) row.add_counters(result_row);
   if (mode.execution == TrainingExecution::graph) {
     result_row.set(Counter::graph_steps, graph_steps);

@@ -40,8 +40,10 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "harness/result_row.hpp"
@@ -65,10 +67,14 @@ struct GpuTrainingRow {
   int compute_probe_steps = 0;  // steps of the graph that measures t_compute, at most
   std::size_t model_bytes = 0;  // the trainer's device bytes by the workload's memory model
   double flop = 0;              // of one iteration
+  double bytes = 0;             // of one iteration, by the workload's minimum-traffic model
   TrainingResult::StepCounters step_counters = TrainingResult::StepCounters::none;
   // After the timed loop, outside it: CUDA events around every operation of this many eager
   // steps (t_op:<operation>), for a trainer whose step names its operations; 0: no profile.
   int profile_steps = 0;
+  // With a profile: the work per step of each operation (flop_op:, bytes_op:), by the workload's
+  // model of its trainer's operations; written for the operations the profile timed.
+  std::map<std::string, ResultRow::OperationWork> operation_work;
   // Builds the trainer (it allocates its buffers and uploads the batch).
   std::function<std::unique_ptr<cuda::GpuTrainer>()> make_trainer;
   // Before timing: SkipWithError and false unless the first steps' losses match the CPU's.

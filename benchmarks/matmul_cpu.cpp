@@ -84,9 +84,12 @@ Workload matmul_cpu_workload(const Sweep& sweep) {
       .buffer("b", BufferRole::input, elements("k", "n"), element_type)
       .buffer("c", BufferRole::output, elements("m", "n"), element_type)
       .work([](const Point& point) {
-        return Work{2.0 * static_cast<double>(point["m"]) * static_cast<double>(point["n"]) *
-                        static_cast<double>(point["k"]),
-                    0};
+        const auto m = static_cast<double>(point["m"]);
+        const auto n = static_cast<double>(point["n"]);
+        const auto k = static_cast<double>(point["k"]);
+        // A and B read once, C written once (beta = 0: C is not read), at the dtype's size.
+        const double element_bytes = is_fp64(point) ? 8.0 : 4.0;
+        return Work{2.0 * m * n * k, (m * k + k * n + m * n) * element_bytes};
       })
       .cpu("openblas",
            [](const Point& point, const Buffers& buffers) {

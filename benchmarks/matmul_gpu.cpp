@@ -38,6 +38,9 @@ namespace {
 
 using cuda::Precision;
 
+// A, B and C at the row's storage types: the buffers the row allocates, and the GEMM's memory
+// traffic by the minimum-traffic model (A and B read once, C written once; beta = 0, so C is not
+// read).
 struct GemmBytes {
   std::size_t a, b, c;
   GemmBytes(Precision precision, const MatmulShape& shape)
@@ -127,8 +130,8 @@ void matmul_gpu_kernel(benchmark::State& state, const RowId& id, Precision preci
   row.set(Counter::t_h2d, 0)
       .set(Counter::t_compute, seconds_per_iteration)
       .set(Counter::t_d2h, 0)
-      .work(2.0 * shape.m * shape.n * shape.k, seconds_per_iteration,
-            gpu_peak_flops(gpu, cuda::precision_name(precision)))
+      .work(2.0 * shape.m * shape.n * shape.k, static_cast<double>(bytes.operands()),
+            seconds_per_iteration, gpu_peak_flops(gpu, cuda::precision_name(precision)))
       .set(Counter::bytes_h2d, 0)
       .set(Counter::bytes_d2h, 0)
       .set(Counter::kernels, 1)  // cuBLAS may split-K into 2; counted as one library call
@@ -187,7 +190,7 @@ void matmul_gpu_e2e(benchmark::State& state, const RowId& id, Precision precisio
 
   ResultRow row(state, id);
   row.phases(phases)
-      .work(2.0 * shape.m * shape.n * shape.k, phases.wall_s,
+      .work(2.0 * shape.m * shape.n * shape.k, static_cast<double>(bytes.operands()), phases.wall_s,
             gpu_peak_flops(gpu, cuda::precision_name(precision)))
       .set(Counter::bytes_h2d, static_cast<double>(bytes.a + bytes.b))
       .set(Counter::bytes_d2h, static_cast<double>(bytes.c))

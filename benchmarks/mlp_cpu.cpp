@@ -138,7 +138,8 @@ void mlp_cpu(benchmark::State& state, const RowId& id, const MlpCase& mlp_case, 
   const double peak = path == CpuPath::openblas_bf16 ? cpu_peak_bf16_flops(threads)
                                                      : cpu_peak_flops(threads, false);
   ResultRow row(state, id);
-  row.work(spec.epochs * mlp_step_flop(spec, batch), seconds_per_iteration, peak)
+  row.work(spec.epochs * mlp_step_flop(spec, batch), spec.epochs * mlp_step_bytes(spec, batch),
+           seconds_per_iteration, peak)
       .training(result)
       .set(Counter::t_wall, seconds_per_iteration)
       .set(Counter::hidden_layers, static_cast<double>(spec.hidden.size()))

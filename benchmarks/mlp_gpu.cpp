@@ -150,6 +150,10 @@ double mlp_flop(const MlpWorkload& workload) {
   return workload.spec.epochs * mlp_step_flop(workload.spec, workload.data.batch.rows());
 }
 
+double mlp_bytes(const MlpWorkload& workload) {
+  return workload.spec.epochs * mlp_step_bytes(workload.spec, workload.data.batch.rows());
+}
+
 // The row of `mlp_case` the GPU training fixture runs in `mode`.
 GpuTrainingRow mlp_gpu_row(const MlpCase& mlp_case, const GpuTrainingMode& mode) {
   const auto workload =
@@ -163,6 +167,7 @@ GpuTrainingRow mlp_gpu_row(const MlpCase& mlp_case, const GpuTrainingMode& mode)
   row.compute_probe_steps = kComputeProbeSteps;
   row.model_bytes = cuda::MlpGpuTrainer::planned_device_bytes(spec, mlp_case.batch, mode.precision);
   row.flop = mlp_flop(*workload);
+  row.bytes = mlp_bytes(*workload);
   row.step_counters = TrainingResult::StepCounters::epochs;
   row.make_trainer = [workload, batch = mlp_case.batch, precision = mode.precision] {
     const Dataset& train = workload->data.batch;
@@ -230,7 +235,7 @@ void mlp_gpu_fused(benchmark::State& state, const RowId& id, const MlpCase& mlp_
       .device_memory(trainer.device_bytes(), meter.peak_bytes())
       .set(Counter::shared_bytes, static_cast<double>(plan.shared_bytes))
       .set(Counter::threads_per_block, plan.threads)
-      .work(mlp_flop(workload), phases.wall_s, gpu_peak_flops(gpu, "fp32"))
+      .work(mlp_flop(workload), mlp_bytes(workload), phases.wall_s, gpu_peak_flops(gpu, "fp32"))
       .training(training_result(workload, phases.wall_s, 1.0 / epochs, 0, 0, losses.back(),
                                 trainer.parameters(), std::nullopt))
       .set(Counter::hidden_layers, static_cast<double>(spec.hidden.size()))

@@ -137,6 +137,10 @@ int run_benchmarks(int argc, char** argv, Program program, const RowRegistration
     std::cerr << "gpubench: " << *error << "\n";
     return gpubench::kExitUsage;
   }
+  if (const auto error = gpubench::ceilings_setting_error()) {
+    std::cerr << "gpubench: " << *error << "\n";
+    return gpubench::kExitUsage;
+  }
   if (!gpubench::flag_value(arguments, "benchmark_min_time")) {
     arguments.push_back(gpubench::default_min_time_argument());
   }
@@ -168,6 +172,7 @@ int run_benchmarks(int argc, char** argv, Program program, const RowRegistration
   }
 
   gpubench::add_custom_context(full ? "full" : "default");
+  if (!listing) gpubench::add_ceiling_context();  // seconds of probes a listing does not need
   const gpubench::Sweep sweep = gpubench::make_sweep(full);
   const bool has_gpu = gpubench::gpu_info().has_value();
   register_rows(sweep, has_gpu || list_all);

@@ -79,7 +79,7 @@ void cpu_row(benchmark::State& state, const RowId& id,
   const Work work = declaration.work(point);
   const int cores = threads > 0 ? static_cast<int>(threads) : cpu_info().physical_cores;
   ResultRow row(state, id);
-  row.work(work.flop, seconds_per_call, cpu_peak_flops(cores, arrays.holds_double()))
+  row.work(work.flop, work.bytes, seconds_per_call, cpu_peak_flops(cores, arrays.holds_double()))
       .set(Counter::bytes_h2d, 0)
       .set(Counter::bytes_d2h, 0);
   if (work.bytes > 0) row.set(Counter::bytes_per_s, work.bytes / seconds_per_call);

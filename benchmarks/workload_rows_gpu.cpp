@@ -149,7 +149,7 @@ void gpu_kernel_row(benchmark::State& state, const RowId& id,
   row.set(Counter::t_h2d, 0)
       .set(Counter::t_compute, seconds_per_call)
       .set(Counter::t_d2h, 0)
-      .work(work.flop, seconds_per_call, gpu_peak(gpu, reference.inputs))
+      .work(work.flop, work.bytes, seconds_per_call, gpu_peak(gpu, reference.inputs))
       .set(Counter::bytes_h2d, 0)
       .set(Counter::bytes_d2h, 0)
       .set(Counter::kernels, declaration->kernels_per_call)
@@ -244,7 +244,7 @@ void gpu_e2e_row(benchmark::State& state, const RowId& id,
   const Work work = declaration->work(point);
   ResultRow row(state, id);
   row.phases(phases)
-      .work(work.flop, phases.wall_s, gpu_peak(gpu, reference.inputs))
+      .work(work.flop, work.bytes, phases.wall_s, gpu_peak(gpu, reference.inputs))
       .set(Counter::bytes_h2d, bytes_h2d)
       .set(Counter::bytes_d2h, bytes_d2h)
       .set(Counter::copies_h2d, copies_h2d)

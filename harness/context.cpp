@@ -2,13 +2,18 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
 #include <string>
 
 #include "harness/conditions.hpp"
+#include "harness/cpu_bandwidth.hpp"
 #include "harness/cpu_info.hpp"
+#include "harness/gpu_bandwidth.hpp"
 #include "harness/gpu_info.hpp"
+#include "harness/instruction_region.hpp"
 #include "kernels/common/openblas.hpp"
 
 namespace gpubench {
@@ -22,6 +27,17 @@ std::string number(double value) {
   stream.precision(6);
   stream << value;
   return stream.str();
+}
+
+std::string ceilings_setting() {
+  const char* value = std::getenv("GPUBENCH_CEILINGS");
+  return value != nullptr ? value : "";
+}
+
+// `<key>_bytes_per_s` where a value was found, `<key>_source` always.
+void add_bandwidth(const std::string& key, double bytes_per_s, const std::string& source) {
+  if (bytes_per_s > 0) benchmark::AddCustomContext(key + "_bytes_per_s", number(bytes_per_s));
+  benchmark::AddCustomContext(key + "_source", source);
 }
 
 std::string version_text(int packed_major_minor) {
@@ -100,6 +116,55 @@ void add_custom_context(const std::string& sweep_name) {
   AddCustomContext("gpu_peak_bf16_flops", number(gpu->peak.bf16));
   AddCustomContext("gpu_peak_fp64_flops", number(gpu->peak.fp64));
   AddCustomContext("gpu_peak_source", gpu->peak.source);
+}
+
+std::optional<std::string> ceilings_setting_error() {
+  const std::string value = ceilings_setting();
+  if (value.empty() || value == "on" || value == "off") return std::nullopt;
+  return "GPUBENCH_CEILINGS='" + value + "' is neither 'on' nor 'off'";
+}
+
+void add_ceiling_context() {
+  using benchmark::AddCustomContext;
+  const auto& gpu = gpu_info();
+  std::string skipped;
+  if (ceilings_setting() == "off") {
+    skipped = "not measured: GPUBENCH_CEILINGS=off";
+  } else if (InstructionRegion::running_on_valgrind()) {
+    skipped = "not measured: running under Valgrind, whose emulated memory is not the machine's";
+  }
+  if (!skipped.empty()) {
+    for (const char* key :
+         {"cpu_bandwidth_1thread", "cpu_bandwidth_all_cores", "cpu_bandwidth_cache"}) {
+      add_bandwidth(key, 0, skipped);
+    }
+    if (gpu) add_bandwidth("gpu_bandwidth_measured", 0, skipped);
+  } else {
+    // One worker per core the process may use: SMT siblings share a core's path to memory.
+    const int threads = std::max(1, std::min(cpu_info().physical_cores, allowed_cpu_count()));
+    const CpuBandwidth cpu = measure_cpu_bandwidth(threads);
+    AddCustomContext("cpu_l2_bytes", std::to_string(cpu.caches.l2_bytes));
+    AddCustomContext("cpu_llc_bytes", std::to_string(cpu.caches.llc_bytes));
+    AddCustomContext("cpu_llc_instances", std::to_string(cpu.caches.llc_instances));
+    AddCustomContext("cpu_cache_source", cpu.caches.source);
+    add_bandwidth("cpu_bandwidth_1thread", cpu.one_thread.bytes_per_s, cpu.one_thread.source);
+    add_bandwidth("cpu_bandwidth_all_cores", cpu.all_cores.bytes_per_s, cpu.all_cores.source);
+    AddCustomContext("cpu_bandwidth_all_cores_threads", std::to_string(cpu.all_cores_threads));
+    add_bandwidth("cpu_bandwidth_cache", cpu.cache.bytes_per_s, cpu.cache.source);
+    AddCustomContext("cpu_bandwidth_probe_s", number(cpu.probe_s));
+    if (gpu) {
+      const auto start = std::chrono::steady_clock::now();
+      const GpuBandwidthReading measured = measure_gpu_bandwidth(*gpu);
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+      add_bandwidth("gpu_bandwidth_measured", measured.bytes_per_s, measured.source);
+      AddCustomContext("gpu_bandwidth_probe_s", number(elapsed.count()));
+    }
+  }
+  // Read from the driver, not measured: written whatever the setting.
+  if (gpu) {
+    const GpuBandwidthReading theoretical = theoretical_gpu_bandwidth(*gpu);
+    add_bandwidth("gpu_bandwidth_theoretical", theoretical.bytes_per_s, theoretical.source);
+  }
 }
 
 }  // namespace gpubench

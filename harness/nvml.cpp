@@ -211,6 +211,37 @@ GpuFacts NvmlDevice::facts() const {
   return facts;
 }
 
+std::optional<NvmlDevice::MemoryBus> NvmlDevice::memory_bus(std::string* why_not) const {
+  // nvmlReturn_t nvmlDeviceGetMemoryBusWidth(nvmlDevice_t device, unsigned int* busWidth)
+  using BusWidthFunction = NvmlReturn (*)(NvmlDeviceHandle, unsigned int*);
+  void* symbol = dlsym(library_->handle.pointer, "nvmlDeviceGetMemoryBusWidth");
+  if (symbol == nullptr) {
+    if (why_not != nullptr) *why_not = "NVML has no nvmlDeviceGetMemoryBusWidth";
+    return std::nullopt;
+  }
+  const auto bus_width = reinterpret_cast<BusWidthFunction>(symbol);
+  MemoryBus bus;
+  NvmlReturn status = bus_width(device_, &bus.bus_width_bits);
+  if (status != kNvmlSuccess || bus.bus_width_bits == 0) {
+    if (why_not != nullptr) {
+      *why_not = "nvmlDeviceGetMemoryBusWidth: " +
+                 (status != kNvmlSuccess ? library_->error(status) : std::string("0 bits"));
+    }
+    return std::nullopt;
+  }
+  unsigned int mhz = 0;
+  status = library_->max_clock_info(device_, kNvmlClockMem, &mhz);
+  if (status != kNvmlSuccess || mhz == 0) {
+    if (why_not != nullptr) {
+      *why_not = "nvmlDeviceGetMaxClockInfo(NVML_CLOCK_MEM): " +
+                 (status != kNvmlSuccess ? library_->error(status) : std::string("0 MHz"));
+    }
+    return std::nullopt;
+  }
+  bus.max_clock_hz = mhz * 1e6;
+  return bus;
+}
+
 namespace {
 struct CachedDevice {
   std::unique_ptr<NvmlDevice> device;

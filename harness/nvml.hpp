@@ -61,6 +61,15 @@ class NvmlDevice {
   std::optional<std::uint64_t> energy_mj() const;
   GpuFacts facts() const;
 
+  // The memory's maximum clock (nvmlDeviceGetMaxClockInfo, NVML_CLOCK_MEM) and bus width
+  // (nvmlDeviceGetMemoryBusWidth, resolved here rather than in open(), so that a driver without it
+  // loses this reading only); absent with the reason in `why_not` where NVML gives either not.
+  struct MemoryBus {
+    double max_clock_hz = 0;
+    unsigned int bus_width_bits = 0;
+  };
+  std::optional<MemoryBus> memory_bus(std::string* why_not) const;
+
   struct Library;  // the dlopen handle and the resolved functions (nvml.cpp)
 
  private:

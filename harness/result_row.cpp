@@ -106,6 +106,17 @@ ResultRow& ResultRow::work(double flop_per_iteration, double seconds_per_iterati
   return *this;
 }
 
+ResultRow& ResultRow::work(double flop_per_iteration, double bytes_per_iteration,
+                           double seconds_per_iteration, double peak_flops) {
+  work(flop_per_iteration, seconds_per_iteration, peak_flops);
+  if (!(bytes_per_iteration > 0)) return *this;
+  set(Counter::bytes_moved, bytes_per_iteration);
+  if (flop_per_iteration > 0) {
+    set(Counter::arithmetic_intensity, flop_per_iteration / bytes_per_iteration);
+  }
+  return *this;
+}
+
 ResultRow& ResultRow::training(const TrainingResult& result) {
   const double steps = result.steps;
   const double per_step_s = result.seconds_per_iteration / steps;
@@ -149,6 +160,16 @@ ResultRow& ResultRow::device_memory(std::size_t model_bytes, std::size_t peak_by
 ResultRow& ResultRow::operation_times(const std::map<std::string, double>& seconds_per_step) {
   for (const auto& [operation, seconds] : seconds_per_step) {
     state_.counters[std::string(kOperationTimePrefix) + operation] = seconds;
+  }
+  return *this;
+}
+
+ResultRow& ResultRow::operation_work(const std::map<std::string, OperationWork>& work_per_step,
+                                     const std::map<std::string, double>& seconds_per_step) {
+  for (const auto& [operation, work] : work_per_step) {
+    if (seconds_per_step.count(operation) == 0) continue;
+    state_.counters[std::string(kOperationFlopPrefix) + operation] = work.flop;
+    state_.counters[std::string(kOperationBytesPrefix) + operation] = work.bytes;
   }
   return *this;
 }

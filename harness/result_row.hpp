@@ -101,6 +101,11 @@ class ResultRow {
   // computed here rather than with Counter::kIsRate, which divides by the main thread's CPU time:
   // wrong for GPU work and for multi-threaded OpenBLAS.
   ResultRow& work(double flop_per_iteration, double seconds_per_iteration, double peak_flops);
+  // The same, and the work's memory traffic: bytes_moved (bytes per iteration by the workload's
+  // minimum-traffic model) and arithmetic_intensity = flop / bytes_moved, each where it is
+  // positive. Which roof binds is the tools' to decide, from these and the context's ceilings.
+  ResultRow& work(double flop_per_iteration, double bytes_per_iteration,
+                  double seconds_per_iteration, double peak_flops);
   // t_step, steps and samples_per_s on every row (and the counters of result.step_counters),
   // kernels, readbacks, input bytes, final loss and test accuracy.
   ResultRow& training(const TrainingResult& result);
@@ -110,6 +115,15 @@ class ResultRow {
   ResultRow& device_memory(std::size_t model_bytes, std::size_t peak_bytes);
   // t_op:<operation> for each operation of a profiled step (seconds per step).
   ResultRow& operation_times(const std::map<std::string, double>& seconds_per_step);
+  // flop_op:<operation> and bytes_op:<operation> per step, for the operations of `work_per_step`
+  // that `seconds_per_step` times (the model's other operations are not the trainer's; a timed
+  // entry the model lacks, the GPU's launch_gaps, has no work).
+  struct OperationWork {
+    double flop = 0;
+    double bytes = 0;
+  };
+  ResultRow& operation_work(const std::map<std::string, OperationWork>& work_per_step,
+                            const std::map<std::string, double>& seconds_per_step);
   // axis:<name> = value: a workload's numeric axis that has no counter of its own (kAxisPrefix).
   ResultRow& axis(const std::string& name, double value);
   // Sets the label: workload, backend, variant, the string parameters, then label() pairs.

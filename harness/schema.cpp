@@ -34,6 +34,11 @@ constexpr std::array kCounters = {
     CounterSpec{Counter::pinned, "pinned", "count", kNone},
     CounterSpec{Counter::bytes, "bytes", "B", kNone},
     CounterSpec{Counter::flop, "flop", "flop", kNone},
+    // The work's memory traffic per iteration by the workload's minimum-traffic model (each
+    // operand read once, each output written once, per operation: docs/workloads.md), and flop
+    // over it. `bytes` is a size parameter (a copy's or an allocation's), not traffic.
+    CounterSpec{Counter::bytes_moved, "bytes_moved", "B", kNone},
+    CounterSpec{Counter::arithmetic_intensity, "arithmetic_intensity", "flop/B", kNone},
     CounterSpec{Counter::flop_per_s, "FLOP/s", "flop/s", kBigger},
     CounterSpec{Counter::pct_peak, "pct_peak", "%", kBigger},
     CounterSpec{Counter::bytes_per_s, "bytes_per_s", "B/s", kBigger},
@@ -134,6 +139,8 @@ std::string schema_json() {
   for (std::string_view key : kLabelKeys) labels.push_back(std::string(key));
   const nlohmann::ordered_json prefixes = {
       {std::string(kOperationTimePrefix), {{"unit", "s"}, {"direction", "smaller"}}},
+      {std::string(kOperationFlopPrefix), {{"unit", "flop"}, {"direction", "none"}}},
+      {std::string(kOperationBytesPrefix), {{"unit", "B"}, {"direction", "none"}}},
       {std::string(kAxisPrefix), {{"unit", "count"}, {"direction", "none"}}}};
   const nlohmann::ordered_json document = {{"schema_version", kSchemaVersion},
                                            {"counters", counters},

@@ -27,6 +27,8 @@ enum class Counter {
   bytes,
   // Work and rates.
   flop,
+  bytes_moved,
+  arithmetic_intensity,
   flop_per_s,
   pct_peak,
   bytes_per_s,
@@ -93,8 +95,8 @@ enum class Direction { smaller, bigger, none };
 struct CounterSpec {
   Counter counter;
   std::string_view key;   // the JSON key, stable across versions (tests/contract/)
-  std::string_view unit;  // "s", "B", "B/s", "flop", "flop/s", "1/s", "%", "count", "1", "cores",
-                          // "Hz", "W", "J" or "degC"
+  std::string_view unit;  // "s", "B", "B/s", "flop", "flop/s", "flop/B", "1/s", "%", "count",
+                          // "1", "cores", "Hz", "W", "J" or "degC"
   Direction direction;    // which way is better; none for parameters and sizes
 };
 
@@ -104,6 +106,11 @@ const CounterSpec& counter_spec(Counter counter);
 // `t_op:<operation>` (e.g. t_op:conv1.gemm), seconds per step, smaller is better: one declared
 // family rather than one key per operation, since the operations are the trainer's to name.
 inline constexpr std::string_view kOperationTimePrefix = "t_op:";
+// Beside each `t_op:<operation>` of a workload with a model per operation: its floating-point work
+// `flop_op:<operation>` and its memory traffic `bytes_op:<operation>` per step by that model
+// (docs/workloads.md), so a tool can set each operation's time against both roofs.
+inline constexpr std::string_view kOperationFlopPrefix = "flop_op:";
+inline constexpr std::string_view kOperationBytesPrefix = "bytes_op:";
 // A numeric axis of a workload declared through the public API (include/gpubench/workload.hpp)
 // that has no counter of its own in this table is the counter `axis:<name>` (e.g. axis:rows), so
 // the tools read every axis of a row from its counters, never from its name.

@@ -35,6 +35,10 @@ TEST(BenchJson, CpuRowCarriesNameCountersAndLabel) {
     EXPECT_TRUE(row.contains(counter)) << "missing counter " << counter;
   }
   EXPECT_DOUBLE_EQ(row["flop"].get<double>(), 2.0 * 16 * 16 * 16);
+  // Minimum traffic: A (16 x 16) and B (16 x 16) read once, C (16 x 16) written once, 4 bytes each.
+  EXPECT_DOUBLE_EQ(row["bytes_moved"].get<double>(), (16.0 * 16 * 3) * 4);
+  EXPECT_DOUBLE_EQ(row["arithmetic_intensity"].get<double>(),
+                   2.0 * 16 * 16 * 16 / ((16.0 * 16 * 3) * 4));
   EXPECT_DOUBLE_EQ(row["m"].get<double>(), 16);
   EXPECT_DOUBLE_EQ(row["blas_threads"].get<double>(), 1);
   // "threads" is Google Benchmark's own key (an integer); a user counter of that name would write
@@ -63,13 +67,41 @@ TEST(BenchJson, ContextDescribesTheMachine) {
   EXPECT_NE(context["gpubench_git_commit"], "unknown");
   EXPECT_GE(context["gpubench_git_commit"].get<std::string>().size(), 12U);
   EXPECT_NE(context["openblas_config"].get<std::string>().find("OpenBLAS"), std::string::npos);
+  // The memory roofs, measured (harness/cpu_bandwidth.hpp), each with its source.
+  for (const char* level :
+       {"cpu_bandwidth_1thread", "cpu_bandwidth_all_cores", "cpu_bandwidth_cache"}) {
+    const std::string key = std::string(level) + "_bytes_per_s";
+    ASSERT_TRUE(context.contains(key)) << "missing context key " << key << ": "
+                                       << context.value(std::string(level) + "_source", "");
+    EXPECT_GT(std::stod(context[key].get<std::string>()), 0) << key;
+    EXPECT_EQ(context[std::string(level) + "_source"].get<std::string>().rfind("measured: ", 0), 0U)
+        << context[std::string(level) + "_source"];
+  }
+  EXPECT_GT(std::stod(context["cpu_llc_bytes"].get<std::string>()), 0);
+  EXPECT_GE(std::stoi(context["cpu_bandwidth_all_cores_threads"].get<std::string>()), 1);
+  EXPECT_GT(std::stod(context["cpu_bandwidth_probe_s"].get<std::string>()), 0);
   if (context["gpu"] != "none") {
+    EXPECT_TRUE(context.contains("gpu_bandwidth_measured_source"));
+    EXPECT_TRUE(context.contains("gpu_bandwidth_theoretical_source"));
     for (const char* key :
          {"gpu_compute_capability", "gpu_sm_count", "gpu_sm_clock_hz", "gpu_memory_bytes",
           "gpu_memory_bandwidth_bytes_per_s", "gpu_pcie_link", "cuda_driver_version",
           "cuda_runtime_version", "cublas_version", "gpu_peak_fp32_flops", "gpu_peak_bf16_flops"}) {
       EXPECT_TRUE(context.contains(key)) << "missing GPU context key " << key;
     }
+  }
+}
+
+TEST(BenchJson, CeilingsOffLeavesTheirSourcesAndNoValues) {
+  const auto run = run_bench(kTinyCpuFilter, "GPUBENCH_CEILINGS=off");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  const auto& context = run.json["context"];
+  for (const char* level :
+       {"cpu_bandwidth_1thread", "cpu_bandwidth_all_cores", "cpu_bandwidth_cache"}) {
+    EXPECT_FALSE(context.contains(std::string(level) + "_bytes_per_s")) << level;
+    EXPECT_EQ(context.value(std::string(level) + "_source", ""),
+              "not measured: GPUBENCH_CEILINGS=off");
   }
 }
 

@@ -591,6 +591,15 @@ TEST(CnnGpu, ObserverSeesTheCpuTrainersOperationNamesInEagerStepsOnly) {
                                              "conv1.weight_gradient",
                                              "update"};
   EXPECT_EQ(observer.operations, expected);
+  // The work model of the GPU trainer's operations (flop_op:, bytes_op:) names exactly these.
+  std::vector<std::string> modelled;
+  for (const auto& entry :
+       gpubench::cnn_operation_work(spec, batch.size, gpubench::CnnTrainerKind::gpu)) {
+    modelled.push_back(entry.first);
+  }
+  std::vector<std::string> named = expected;
+  std::sort(named.begin(), named.end());
+  EXPECT_EQ(modelled, named);
 
   observer.operations.clear();
   trainer.prepare(cnn_run_config(TrainingExecution::eager, 0, TrainingInput::resident), 2);
@@ -789,6 +798,19 @@ TEST(CnnGpu, BenchRowsReportInputBytesGraphStepsAndDeviceMemory) {
     }
     EXPECT_DOUBLE_EQ(row["device_bytes_model"].get<double>(), static_cast<double>(model)) << name;
     EXPECT_DOUBLE_EQ(row["device_bytes"].get<double>(), static_cast<double>(model)) << name;
+    // The work: flop and bytes by the layer model, and each profiled operation's beside its time.
+    EXPECT_DOUBLE_EQ(row["bytes_moved"].get<double>(),
+                     steps * gpubench::cnn_step_bytes(CnnSpec{}, 64))
+        << name;
+    EXPECT_DOUBLE_EQ(row["arithmetic_intensity"].get<double>(),
+                     row["flop"].get<double>() / row["bytes_moved"].get<double>())
+        << name;
+    for (const auto& [key, value] : row.items()) {
+      if (key.rfind("t_op:", 0) != 0 || key == "t_op:launch_gaps") continue;  // gaps do no work
+      const std::string operation = key.substr(5);
+      EXPECT_TRUE(row.contains("flop_op:" + operation)) << name << " " << operation;
+      EXPECT_GT(row.value("bytes_op:" + operation, 0.0), 0) << name << " " << operation;
+    }
     const double peak = row["device_bytes_peak"];
     EXPECT_GE(peak + kPeakBelowModelBytes, static_cast<double>(model)) << name;
     // The first row of the process also pays for loading the kernels and cuBLAS.

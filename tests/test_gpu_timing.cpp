@@ -38,9 +38,39 @@ TEST(GpuTiming, EndToEndPhasesAddUpToAtMostWallTime) {
     // Events sit inside the host clock's window; 1 us covers the event timer's resolution.
     EXPECT_LE(phases, row["t_wall"].get<double>() + 1e-6) << name;
     EXPECT_GE(row["t_overhead"].get<double>(), -1e-6) << name;
+    // The GEMM's traffic: A and B read once, C written once, fp32.
+    const double m = row["m"];
+    const double n = row["n"];
+    const double k = row["k"];
+    EXPECT_DOUBLE_EQ(row["bytes_moved"].get<double>(), (m * k + k * n + m * n) * 4) << name;
+    EXPECT_DOUBLE_EQ(row["arithmetic_intensity"].get<double>(),
+                     2 * m * n * k / ((m * k + k * n + m * n) * 4))
+        << name;
     ++checked;
   }
   EXPECT_EQ(checked, 6);  // 3 sizes x pinned/pageable
+}
+
+TEST(GpuTiming, DeviceBandwidthIsMeasuredBelowItsTheoreticalFigure) {
+  const auto run = run_bench(
+      "--benchmark_filter='^matmul/gpu/cublas_kernel/dtype:fp32/m:256/n:256/k:256/' "
+      "--benchmark_min_time=0.01");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  ASSERT_TRUE(run.json.is_object()) << run.stderr_text;
+  const auto& context = run.json["context"];
+  const std::string source = context.value("gpu_bandwidth_measured_source", "");
+  ASSERT_EQ(source.rfind("measured: ", 0), 0U) << source;
+  const double measured =
+      std::stod(context["gpu_bandwidth_measured_bytes_per_s"].get<std::string>());
+  EXPECT_GT(measured, 1e11) << "a device triad below 100 GB/s: " << source;
+  const std::string theoretical_source = context.value("gpu_bandwidth_theoretical_source", "");
+  if (theoretical_source.rfind("theoretical: ", 0) == 0) {
+    const double theoretical =
+        std::stod(context["gpu_bandwidth_theoretical_bytes_per_s"].get<std::string>());
+    // A triad reaches most of the bus's figure and never passes it (5% for the clocks' rounding).
+    EXPECT_LE(measured, 1.05 * theoretical) << theoretical_source;
+    EXPECT_GE(measured, 0.5 * theoretical) << source << " against " << theoretical_source;
+  }
 }
 
 TEST(GpuTiming, ProbesArePositiveAndOrdered) {

@@ -335,6 +335,13 @@ TEST(MlpGpu, BenchRowsCarryTheirCountersAndAgreeWithTheCpu) {
     EXPECT_GE(row["test_accuracy"].get<double>(), 0.9) << name;
     EXPECT_DOUBLE_EQ(row["epochs"].get<double>(), 20000);
     EXPECT_DOUBLE_EQ(row["readbacks"].get<double>(), 0);
+    // The step's work as the CPU row states it (4 -> 10 -> 3 at batch 120: 42,100 bytes a step
+    // by the minimum-traffic model, docs/workloads.md).
+    EXPECT_DOUBLE_EQ(row["bytes_moved"].get<double>(), 20000 * 42100.0) << name;
+    EXPECT_DOUBLE_EQ(row["bytes_moved"].get<double>(),
+                     rows.at(cpu_name)["bytes_moved"].get<double>())
+        << name;
+    EXPECT_DOUBLE_EQ(row["arithmetic_intensity"].get<double>(), 40800.0 / 42100.0) << name;
     ++gpu_rows;
   }
   EXPECT_EQ(gpu_rows, 3);

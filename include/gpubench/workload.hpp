@@ -105,7 +105,10 @@ class Buffers {
 
 // The work of one call: floating-point operations and bytes read plus written in the device's (or
 // the CPU's) memory. Rates and shares of the peak come from these, so they are the algorithm's
-// necessary work, not a count of what an implementation happens to do.
+// necessary work, not a count of what an implementation happens to do: count each operand read
+// once and each output written once (y = a x + y over n floats: 2 n flop, 12 n bytes). The rows
+// write them as `flop`, `bytes_moved` and `arithmetic_intensity` (flop / bytes), each where it is
+// positive, beside FLOP/s and bytes_per_s.
 struct Work {
   double flop = 0;
   double bytes = 0;

@@ -113,4 +113,92 @@ double cnn_step_flop(const CnnSpec& spec, int batch) {
   return flop;
 }
 
+double cnn_step_bytes(const CnnSpec& spec, int batch) {
+  constexpr double kElement = 4;  // fp32 values, int32 labels
+  const double images = batch;
+  double elements = 0;
+  for (int l = 0; l < CnnSpec::kConvLayers; ++l) {
+    const ConvShape& shape = spec.conv[l];
+    const double input = images * shape.in_channels * shape.pixels();
+    const double output = images * shape.out_channels * shape.pixels();
+    const double pooled = output / (ConvShape::kPool * ConvShape::kPool);
+    const double weights = static_cast<double>(shape.weight_count());
+    const double biases = shape.out_channels;
+    elements += input + weights + biases + output;    // forward
+    elements += output + pooled;                      // pool
+    elements += output + pooled + output;             // pool backward
+    elements += input + output + weights + biases;    // weight and bias gradient
+    if (l > 0) elements += output + weights + input;  // input gradient
+  }
+  for (const LinearShape& shape : spec.linear) {
+    const double in = images * shape.in_features;
+    const double out = images * shape.out_features;
+    const double weights = static_cast<double>(shape.weight_count());
+    const double biases = shape.out_features;
+    elements += in + weights + biases + out;  // forward
+    elements += in + out + weights + biases;  // weight and bias gradient
+    elements += out + weights + in;           // input gradient (fc1's feeds the last pool)
+  }
+  elements += 2 * images * CnnSpec::kClasses + images;          // loss
+  elements += 3 * static_cast<double>(spec.parameter_count());  // update
+  return kElement * elements;
+}
+
+std::map<std::string, CnnOperationWork> cnn_operation_work(const CnnSpec& spec, int batch,
+                                                           CnnTrainerKind trainer) {
+  constexpr double kElement = 4;   // fp32 values, int32 labels
+  constexpr double kPosition = 1;  // a pool window's position of its maximum
+  const bool cpu = trainer == CnnTrainerKind::cpu;
+  const double images = batch;
+  std::map<std::string, CnnOperationWork> work;
+  const auto add = [&](const std::string& name, double flop, double elements, double positions) {
+    CnnOperationWork& entry = work[name];
+    entry.flop += flop;
+    entry.bytes += kElement * elements + kPosition * positions;
+  };
+  for (int l = 0; l < CnnSpec::kConvLayers; ++l) {
+    const ConvShape& shape = spec.conv[l];
+    const std::string conv = "conv" + std::to_string(l + 1);
+    const std::string pool = "pool" + std::to_string(l + 1);
+    const double input = images * shape.in_channels * shape.pixels();
+    const double output = images * shape.out_channels * shape.pixels();
+    const double pooled = output / (ConvShape::kPool * ConvShape::kPool);
+    const double columns = images * shape.pixels() * shape.patch();
+    const double weights = static_cast<double>(shape.weight_count());
+    const double biases = shape.out_channels;
+    const double product = 2.0 * images * shape.out_channels * shape.patch() * shape.pixels();
+    // Forward: columns from X; Y = columns x W; the bias; the pool (its output and positions).
+    add(conv + ".im2col", 0, input + columns, 0);
+    add(conv + ".gemm", product, columns + weights + output, 0);
+    add(conv + ".bias", 0, cpu ? 2 * pooled + biases : 2 * output + biases, 0);
+    add(pool + ".forward", 0, output + pooled, pooled);
+    // Backward: dY from dX' and the positions; dW (and db) from the columns and dY; dX from dY
+    // and W through the column gradient (col2im reads it back).
+    add(pool + ".backward", 0, pooled + output, pooled);
+    if (cpu) {
+      add(conv + ".bias_gradient", 0, pooled + biases, 0);
+      add(conv + ".im2col", 0, input + columns, 0);  // the columns again, chunk by chunk
+      add(conv + ".weight_gradient", product, columns + output + weights, 0);
+    } else {
+      add(conv + ".weight_gradient", product, columns + output + weights + biases, 0);
+    }
+    if (l > 0) add(conv + ".input_gradient", product, output + weights + 2 * columns + input, 0);
+  }
+  for (int index = 0; index < CnnSpec::kLinearLayers; ++index) {
+    const LinearShape& shape = spec.linear[index];
+    const std::string fc = "fc" + std::to_string(index + 1);
+    const double in = images * shape.in_features;
+    const double out = images * shape.out_features;
+    const double weights = static_cast<double>(shape.weight_count());
+    const double biases = shape.out_features;
+    const double product = 2.0 * images * shape.in_features * shape.out_features;
+    add(fc + ".forward", product, in + weights + biases + out, 0);
+    // dW and db from X and dZ, dX from dZ and W: each operand once.
+    add(fc + ".backward", 2 * product, in + out + weights + weights + biases + in, 0);
+  }
+  add("loss", 0, 2 * images * CnnSpec::kClasses + images, 0);
+  add("update", 0, 3 * static_cast<double>(spec.parameter_count()), 0);
+  return work;
+}
+
 }  // namespace gpubench

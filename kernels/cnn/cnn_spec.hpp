@@ -27,6 +27,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -98,5 +99,36 @@ std::vector<float> initial_cnn_parameters(const CnnSpec& spec);
 // conv1 (whose input gradient nobody needs). Pooling, bias, loss and update are O(activations)
 // and left out, so every path reports the same count.
 double cnn_step_flop(const CnnSpec& spec, int batch);
+
+// Memory traffic of one SGD step on `batch` images by the minimum-traffic model: every operation
+// reads each of its operands once and writes each of its outputs once, in 4-byte elements (fp32
+// storage; int32 labels). Per convolution (X its input, Y its output before the pool, X' the
+// pooled output, W and b its weight and bias): forward reads X, W, b and writes Y (bias and ReLU
+// applied as it is written); the pool reads Y and writes X'; the pool backward reads Y and dX' and
+// writes dY; the weight gradient reads X and dY and writes dW and db; the input gradient (not
+// conv1) reads dY and W and writes dX. A linear layer's forward reads its input, W and b and writes
+// its output; its gradients read the input, dZ and W and write dW, db and dX; the loss reads the
+// logits and labels and writes their gradient; the update reads the parameters and the gradient
+// and writes the parameters. The model counts the layers' tensors, not an
+// implementation's: the im2col columns and a separate bias pass are not in it. docs/workloads.md
+// has the table.
+double cnn_step_bytes(const CnnSpec& spec, int batch);
+
+// The work of each operation a trainer names to its StepObserver (kernels/common/step_observer.hpp)
+// in one step, by the same model applied to the operation as the trainer runs it: the products'
+// flop (the other operations have none, as in cnn_step_flop, so the flop of the operations sum to
+// cnn_step_flop) and each operand read once and each output written once, in 4-byte elements and
+// 1-byte pool positions. Here the im2col columns count (B x pixels x in_channels x 25 per
+// convolution), so the operations' bytes sum to more than cnn_step_bytes. The two trainers differ:
+// the CPU trainer adds a convolution's bias after its pool, takes its bias gradient as an operation
+// of its own and builds the columns again in the backward pass (convN.im2col twice per step); the
+// GPU trainer adds the bias before the pool and sums the bias gradient in the weight gradient.
+struct CnnOperationWork {
+  double flop = 0;
+  double bytes = 0;
+};
+enum class CnnTrainerKind { cpu, gpu };
+std::map<std::string, CnnOperationWork> cnn_operation_work(const CnnSpec& spec, int batch,
+                                                           CnnTrainerKind trainer);
 
 }  // namespace gpubench

@@ -96,4 +96,21 @@ double mlp_step_flop(const MlpSpec& spec, int batch) {
   return flop;
 }
 
+double mlp_step_bytes(const MlpSpec& spec, int batch) {
+  constexpr double kElement = 4;  // fp32 values, int32 labels
+  const double rows = batch;
+  double elements = 0;
+  for (int layer = 0; layer < spec.layer_count(); ++layer) {
+    const double in = spec.fan_in(layer);
+    const double out = spec.fan_out(layer);
+    const double weights = in * out;
+    elements += rows * in + weights + out + rows * out;  // forward
+    elements += rows * in + rows * out + weights + out;  // weight and bias gradient
+    if (layer > 0) elements += rows * out + weights + rows * in + rows * in;  // input gradient
+  }
+  elements += 2 * rows * spec.classes + rows;                   // loss
+  elements += 3 * static_cast<double>(spec.parameter_count());  // update
+  return kElement * elements;
+}
+
 }  // namespace gpubench

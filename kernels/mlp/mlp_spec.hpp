@@ -79,4 +79,19 @@ std::vector<float> initial_parameters(const MlpSpec& spec);
 // most, and is left out so the count is the same for every path.
 double mlp_step_flop(const MlpSpec& spec, int batch);
 
+// Memory traffic of one SGD step on `batch` rows by the minimum-traffic model: every operation
+// reads each of its operands once and writes each of its outputs once, in 4-byte elements (fp32
+// storage; int32 labels). Operations (I = fan_in, O = fan_out of a layer, B = batch, P =
+// parameter_count, C = classes):
+//   forward layer   reads A (B x I), W (I x O), b (O); writes the activation (B x O), bias and
+//                   ReLU applied as it is written
+//   loss            reads the logits (B x C) and labels (B); writes their gradient (B x C)
+//   weight gradient reads A (B x I) and dZ (B x O); writes dW (I x O) and db (O)
+//   input gradient  (every layer but the first) reads dZ (B x O), W (I x O) and A (B x I, the
+//                   ReLU's mask); writes dA (B x I)
+//   update          reads the parameters and the gradient (P each); writes the parameters (P)
+// docs/workloads.md has the table. The same count for every path (a mixed-precision path reads
+// 2-byte copies of some operands and writes casts the model does not count).
+double mlp_step_bytes(const MlpSpec& spec, int batch);
+
 }  // namespace gpubench

@@ -163,6 +163,7 @@ def test_invalid_run_flag_is_rejected_before_anything_runs(tmp_path: Path, argum
         ("GPUBENCH_FULL", "2"),
         ("GPUBENCH_FULL", "yes"),
         ("GPUBENCH_CONDITIONS", "maybe"),
+        ("GPUBENCH_CEILINGS", "maybe"),
     ],
 )
 def test_invalid_variable_is_rejected_before_anything_runs(

@@ -161,6 +161,46 @@ def test_training_rows_share_their_keys(short_run: list[dict]) -> None:
             assert row["t_epoch"] == row["t_step"] and row["epochs"] == row["steps"], row["name"]
 
 
+def test_rows_with_known_work_state_its_traffic(short_run: list[dict]) -> None:
+    # Work is flop and bytes: every row that counts flop also carries bytes_moved by its
+    # minimum-traffic model and the arithmetic intensity flop / bytes_moved (docs/workloads.md).
+    working = [row for row in short_run if row.get("flop", 0) > 0 and not row.get("error_occurred")]
+    assert {row["name"].split("/")[0] for row in working} >= {"matmul", "mlp", "cnn"}
+    for row in working:
+        assert row.get("bytes_moved", 0) > 0, row["name"]
+        assert row["arithmetic_intensity"] == pytest.approx(
+            row["flop"] / row["bytes_moved"], rel=1e-9
+        ), row["name"]
+        if row["name"].startswith("matmul/"):
+            # A and B read once, C written once (beta = 0), at the dtype's element size.
+            size = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}[
+                re.search(r"dtype:(\w+)", row["name"]).group(1)
+            ]
+            m, n, k = row["m"], row["n"], row["k"]
+            assert row["bytes_moved"] == (m * k + k * n + m * n) * size, row["name"]
+
+
+def test_profiled_operations_state_their_work(short_run: list[dict]) -> None:
+    # Each t_op:<operation> of a CNN row has flop_op:<operation> and bytes_op:<operation> beside
+    # it, and the operations' flop add up to the step's (the products are the flop). A GPU row's
+    # t_op:launch_gaps is the device waiting between operations: no work, no model.
+    profiled = [
+        row
+        for row in short_run
+        if row["name"].startswith("cnn/") and any(key.startswith("t_op:") for key in row)
+    ]
+    assert profiled, "no CNN row with a per-operation profile ran"
+    for row in profiled:
+        operations = {key[len("t_op:") :] for key in row if key.startswith("t_op:")}
+        operations.discard("launch_gaps")
+        for prefix in ("flop_op:", "bytes_op:"):
+            written = {key[len(prefix) :] for key in row if key.startswith(prefix)}
+            assert written == operations, (row["name"], prefix, sorted(written ^ operations))
+        step_flop = sum(row[f"flop_op:{operation}"] for operation in operations)
+        assert step_flop == pytest.approx(row["flop"] / row["steps"], rel=1e-12), row["name"]
+        assert all(row[f"bytes_op:{operation}"] > 0 for operation in operations), row["name"]
+
+
 def test_progress_goes_to_stderr_only(tmp_path: Path) -> None:
     out = tmp_path / "progress.json"
     run = subprocess.run(

@@ -1,0 +1,82 @@
+#pragma once
+// The memory roof of the CPU, measured like its compute roof (harness/cpu_fma.hpp): a STREAM-like
+// triad a[i] = b[i] + s * c[i] over doubles, on one thread and on every allowed core, over arrays
+// at least four times the last-level cache so that the caches cannot hold them, and on one thread
+// over arrays that fit in L2 (the cache-resident level). The fastest of a few repetitions is kept,
+// as STREAM does: a repetition another tenant or an interrupt took time from only reads slower.
+//
+// Bytes per element: 24 (8 read from b, 8 from c, 8 written to a), STREAM's convention. A cache
+// that allocates on write also reads a's line before writing it (32 bytes of traffic per element
+// without non-temporal stores); that read is not counted, so the ceiling is in the same units as
+// the rows' `bytes_moved` (each operand read once, each output written once), and a row that
+// streams like the triad reaches it.
+
+#include <cstddef>
+#include <string>
+
+namespace gpubench {
+
+// The caches the sizes are chosen from: sysfs (/sys/devices/system/cpu/cpu0/cache/index*), which
+// describes what this machine (or virtual machine) has, else sysconf's _SC_LEVEL{2,3}_CACHE_SIZE,
+// which on some hypervisors reports the host's whole L3.
+struct CacheSizes {
+  std::size_t l2_bytes = 0;   // one core's L2 (unified or data); 0 when unknown
+  std::size_t llc_bytes = 0;  // one instance of the last-level cache; 0 when unknown
+  int llc_level = 0;
+  // Instances of the last-level cache among the online CPUs (logical CPUs / CPUs sharing cpu0's).
+  int llc_instances = 1;
+  std::string source;  // "sysfs", "sysconf" or "unknown"
+};
+CacheSizes read_cache_sizes();
+
+// a[i] = b[i] + scalar * c[i] for i in [0, count).
+void stream_triad(double* a, const double* b, const double* c, double scalar, std::size_t count);
+
+// STREAM's count for one triad pass over `count` elements: 24 bytes each.
+inline double triad_bytes(std::size_t count) { return 24.0 * static_cast<double>(count); }
+
+// One measured level: the fastest of `repetitions` trials, each `passes` triad passes over arrays
+// of `elements` doubles split evenly among `threads` workers (kernels/common/worker_threads.hpp,
+// the training steps' threads; 1: the calling thread). The arrays are first touched by the same
+// split, so each worker's pages lie where it runs. Returns bytes per second by triad_bytes, or 0
+// when a result is wrong (then `why` says what was found).
+struct TriadTrials {
+  std::size_t elements = 0;
+  int threads = 1;
+  int passes = 1;
+  int repetitions = 5;
+  // Stop after this many seconds of trials once two have run (a slow machine's 1-thread pass over
+  // large arrays), so that the whole probe stays within its budget.
+  double budget_s = 1.0;
+};
+struct TriadResult {
+  double bytes_per_s = 0;
+  int repetitions_run = 0;
+  std::string why;  // empty when bytes_per_s is a measurement
+};
+TriadResult measure_triad(const TriadTrials& trials);
+
+// The three CPU levels, each with the text the context records as its source: what ran, on what,
+// and the convention; "not measured: <why>" with 0 where it did not run.
+struct CpuBandwidthLevel {
+  double bytes_per_s = 0;
+  std::string source;
+};
+struct CpuBandwidth {
+  CpuBandwidthLevel one_thread;
+  CpuBandwidthLevel all_cores;
+  CpuBandwidthLevel cache;
+  int all_cores_threads = 0;
+  CacheSizes caches;
+  double probe_s = 0;  // what the three levels took, allocation and first touch included
+};
+
+// Runs the three levels: `threads` workers for the all-cores level (the caller passes the cores it
+// may use), arrays of 4 x the last-level cache (4 x every instance of it for all cores), capped at
+// 1 GiB and at an eighth of the available memory per array; with one last-level cache both memory
+// levels use one set of arrays, allocated and touched once. The trials stop after 0.4 s (1 thread)
+// and 0.3 s (all cores) once two have run; allocation and first touch come on top (on the 2-core
+// EPYC, 32 MiB L3, 3 arrays of 128 MiB: 1.6 s in all while other processes kept both cores busy).
+CpuBandwidth measure_cpu_bandwidth(int threads);
+
+}  // namespace gpubench
