@@ -28,7 +28,7 @@ from gpubench_tools.history.check import (
 )
 from gpubench_tools.history.cli import main
 from gpubench_tools.history.store import History, HistoryStore
-from gpubench_tools.history.words import words
+from gpubench_tools.history.words import WORDS
 
 RUNS = sorted((Path(__file__).resolve().parent / "fixtures" / "history").glob("run*.json"))
 GEMM = "matmul/cpu/openblas/dtype:fp32/m:{m}/n:{m}/k:{m}/threads:1"
@@ -217,8 +217,9 @@ def test_machines_are_judged_only_against_themselves(
     assert code == 0
     assert out.count("machine ") == 2
     checks = check_history(load(db), CheckRule())
-    label = words().machine_label
-    verdicts = {label(c.machine.description): {v.verdict for v in c.verdicts} for c in checks}
+    verdicts = {
+        WORDS("machine_label", m=c.machine): {v.verdict for v in c.verdicts} for c in checks
+    }
     assert verdicts["AMD EPYC x2, no GPU, OpenBLAS Haswell"] == {OK}
     assert verdicts["Slower CPU x2, no GPU, OpenBLAS Haswell"] == {NOT_ENOUGH_HISTORY}
 

@@ -19,10 +19,10 @@ from ..escape import term_text
 from ..output import say
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
-from .check import RULE_RANGES, CheckRule, check_history
-from .ingest import read_run
+from .check import RULE_RANGES, CheckRule, check_history, summarize_checks
+from .ingest import RunCounts, read_run
 from .store import History, HistoryError, HistoryStore
-from .words import words
+from .words import WORDS
 
 # The options of CheckRule, in its field order, with their help; --time comes after them.
 _RULE_HELP = {
@@ -116,7 +116,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 if args.debug and not expected:
                     traceback.print_exc()
                 unexpected = None if expected else type(exc).__name__
-                output.warn(f"{_prog()}: error: " + words().not_added(path, exc, unexpected))
+                not_added = WORDS("not_added", path=path, exc=exc, unexpected=unexpected)
+                output.warn(f"{_prog()}: error: " + not_added)
                 status = EXIT_UNUSABLE
                 continue
             if not args.quiet:
@@ -126,27 +127,24 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 def _say_added(path: str, record: Any, outcome: Any) -> None:
     """What `add` says of one file."""
-    marks = record.samples["disturbed"]
     # Said as each run is committed: a caller watching the output sees it at once.
-    conditions = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
-    say(*words().added(path, record, outcome, conditions).splitlines())
+    say(*WORDS("added", path=path, r=record, outcome=outcome, n=RunCounts.of(record)).splitlines())
     # An interrupted run is stored with what it finished, and said to be.
     if outcome.added and record.interrupted and action("history add", INTERRUPTED).kind == LIST:
-        output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
+        output.warn(f"{_prog()}: warning: " + term_text(WORDS("interrupted", path=path, r=record)))
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     rule, history = _load(args)
-    checks = check_history(history, rule)
+    summary = summarize_checks(check_history(history, rule), history, args.verbose)
     # The verdict first (output.decide): a closed stdout cannot turn a regression into exit 0.
-    code = output.decide(EXIT_REGRESSION if any(check.fails for check in checks) else EXIT_OK)
+    code = output.decide(EXIT_REGRESSION if summary.failing else EXIT_OK)
     if args.quiet:
-        say(*words().failing(checks, rule).splitlines())
+        say(*WORDS("failing", s=summary).splitlines())
         return code
-    say(*words().machines(checks, rule, args.verbose).splitlines())
-    left_out = sum(len(pairs) for pairs in history.disturbed.values())
-    output.warn(*words().warnings(checks, left_out).splitlines())
-    say(words().result(checks))
+    say(*WORDS("machines", s=summary, rule=rule).splitlines())
+    output.warn(*WORDS("warnings", s=summary).splitlines())
+    say(WORDS("result", s=summary))
     return code
 
 
