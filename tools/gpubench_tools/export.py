@@ -76,7 +76,6 @@ class FileNotes:
     first_disturbed: str | None
     left_out: int
     unknown: bool
-    verbose: bool  # each benchmark of a reason listed
 
 
 def benchmark_values(
@@ -89,9 +88,9 @@ def benchmark_values(
     `value_s` (the median of the usable repetitions), `min_s` and `max_s` (NaN with one
     repetition or an aggregate: no `spread` to claim), `repetitions` (0 for an aggregate),
     `clock`, `disturbed_in` (fewer undisturbed repetitions than the rule needs: all used),
-    `disturbed_left_out` and `unknown` (some repetition's conditions are not known). Dropped: one row per benchmark and reason,
-    in file order, with `rows` dropped for it, `of_rows` of the benchmark, and `exported` (False:
-    nothing of the benchmark was left).
+    `disturbed_left_out` and `unknown` (some repetition's conditions are not known). Dropped:
+    one row per benchmark and reason, in file order, with `rows` dropped for it, `of_rows` of
+    the benchmark, and `exported` (False: nothing of the benchmark was left).
     """
     rows = rows.assign(
         order=range(len(rows)),
@@ -139,19 +138,18 @@ def benchmark_values(
 
 
 def file_notes(
-    path: str, found: pd.DataFrame, dropped: pd.DataFrame, silent: list[str], verbose: bool
+    path: str, found: pd.DataFrame, dropped: pd.DataFrame, silent: list[str]
 ) -> FileNotes:
     """What export says of one file's values (benchmark_values)."""
     reasons = []
     for reason, items in dropped.groupby("reason", sort=False):
-        gone = int((~items["exported"].astype(bool)).sum())
-        rows = list(items.itertuples())
-        n = len(rows)
-        reasons.append(Dropped(reason, int(items["rows"].sum()), rows, n, n == 1, gone, gone == n))
+        n, gone = len(items), int((~items["exported"].astype(bool)).sum())
+        counts = int(items["rows"].sum()), list(items.itertuples()), n, n == 1, gone, gone == n
+        reasons.append(Dropped(reason, *counts))
     disturbed = list(found.index[found["disturbed_in"].astype(bool)])
     left_out, unknown = int(found["disturbed_left_out"].sum()), found["unknown"].astype(bool).any()
     first = disturbed[0] if disturbed else None
-    return FileNotes(path, reasons, silent, len(disturbed), first, left_out, bool(unknown), verbose)
+    return FileNotes(path, reasons, silent, len(disturbed), first, left_out, bool(unknown))
 
 
 def _sig(x: float) -> float:
@@ -223,8 +221,8 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
         _, rows = read_rows(path, "export", ExportError, "not exported")
         found, dropped, silent = benchmark_values(rows, args.time)
-        notes = file_notes(path, found, dropped, silent, args.verbose)
-        warnings += EXPORT_WORDS("warnings", n=notes).splitlines()
+        notes = file_notes(path, found, dropped, silent)
+        warnings += EXPORT_WORDS("warnings", n=notes, verbose=args.verbose).splitlines()
         found = found[[not pattern or bool(pattern.search(name)) for name in found.index]]
         again = next((name for name in found.index if name in origin), None)
         if again is not None:

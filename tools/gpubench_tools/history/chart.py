@@ -31,7 +31,7 @@ from ..templating import environment
 from ..units import fmt_time
 from .check import BenchVerdict, CheckRule, CheckSummary, check_history, rolling_regressions
 from .check import summarize_checks
-from .store import History, Machine
+from .store import History
 from .words import WORDS
 
 PANELS_PER_PAGE = 12
@@ -63,25 +63,15 @@ def _slug(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class MachineRow:
-    """A machine in the index's table: its runs stored and the newest (None without one)."""
-
-    machine: Machine
-    runs: int
-    newest: Any | None
-
-
-@dataclass(frozen=True)
 class IndexPage:
-    """What index.html shows: the runs (how many, the oldest and the newest), the machines, the
-    rule, the check of each machine's newest run, every run the rule flags (by run, then name)
-    and the chart pages of each family (family, anchor, PNG paths)."""
+    """What index.html shows: the runs (how many, the oldest and the newest), the rule, the
+    check of each machine's newest run (every machine: a machine is stored with its first run,
+    in one transaction), every run the rule flags (by run, then name) and the chart pages of
+    each family (family, anchor, PNG paths)."""
 
     runs: int
     first: Any
     last: Any
-    machine_count: int
-    machines: list[MachineRow]
     rule: CheckRule
     newest: CheckSummary
     flagged: list[BenchVerdict]
@@ -163,16 +153,13 @@ class _Charts:
         return written
 
     def index(self, pages: dict[str, list[Path]]) -> IndexPage:
-        h, by_machine = self.history, self.history.runs_by_machine
-        machines = [MachineRow(m, len(by_machine[i]), (by_machine[i] or [None])[-1])
-                    for i, m in h.machines.items()]  # fmt: skip
+        h = self.history
         # By run (the x axis), then by name; the run is the newest a verdict compares.
         flagged = sorted(self.flagged, key=lambda key: (self.positions[key[0]], key[1]))
         newest = summarize_checks(check_history(h, self.rule), h, verbose=False)
         flags = [self.flagged[key] for key in flagged]
         slugs = [(family, _slug(family), paths) for family, paths in pages.items()]
-        counts = len(h.runs), h.runs[0], h.runs[-1], len(machines)
-        return IndexPage(*counts, machines, self.rule, newest, flags, slugs)
+        return IndexPage(len(h.runs), h.runs[0], h.runs[-1], self.rule, newest, flags, slugs)
 
 
 def write_charts(history: History, rule: CheckRule, out_dir: str) -> Path:

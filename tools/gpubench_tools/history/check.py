@@ -255,6 +255,7 @@ class CheckSummary:
     the benchmarks not judged and the repetitions left out as measured while disturbed."""
 
     machines: list[MachineSummary]
+    machine_count: int
     failing: list[tuple[MachineCheck, BenchVerdict]]
     failed: int  # len(failing)
     failing_machines: int
@@ -277,7 +278,7 @@ def summarize_checks(checks: list[MachineCheck], history: History, verbose: bool
     unjudged = sum(v.verdict in SUMMED for c in checks for v in c.verdicts)
     left_out = sum(len(pairs) for pairs in history.disturbed.values())
     failed = len(failing), sum(c.fails for c in checks)
-    return CheckSummary(machines, failing, *failed, unjudged, left_out)
+    return CheckSummary(machines, len(machines), failing, *failed, unjudged, left_out)
 
 
 def rolling_regressions(history: History, rule: CheckRule) -> dict[tuple[int, str], BenchVerdict]:

@@ -20,7 +20,7 @@ from ..output import say
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
 from .check import RULE_RANGES, CheckRule, check_history, summarize_checks
-from .ingest import RunCounts, read_run
+from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
 from .words import WORDS
 
@@ -127,8 +127,11 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 def _say_added(path: str, record: Any, outcome: Any) -> None:
     """What `add` says of one file."""
+    marks, samples = record.samples["disturbed"], len(record.samples)
+    n = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
+    n.update(repetitions=samples, benchmarks=len(record.benchmarks), failed=len(record.failures))
     # Said as each run is committed: a caller watching the output sees it at once.
-    say(*WORDS("added", path=path, r=record, outcome=outcome, n=RunCounts.of(record)).splitlines())
+    say(*WORDS("added", path=path, r=record, outcome=outcome, n=n).splitlines())
     # An interrupted run is stored with what it finished, and said to be.
     if outcome.added and record.interrupted and action("history add", INTERRUPTED).kind == LIST:
         output.warn(f"{_prog()}: warning: " + term_text(WORDS("interrupted", path=path, r=record)))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -84,24 +83,6 @@ def _repetitions(rows: pd.DataFrame) -> list[int]:
         seen.add(number)
         numbers.append(number)
     return numbers
-
-
-@dataclass(frozen=True)
-class RunCounts:
-    """What `add` counts in a run it stored: repetitions, benchmarks, failed or skipped rows,
-    and the repetitions measured while disturbed or in conditions unknown."""
-
-    repetitions: int
-    benchmarks: int
-    failed: int
-    disturbed: int
-    unknown: bool  # some repetition carries no condition counters
-
-    @classmethod
-    def of(cls, r: RunRecord) -> "RunCounts":
-        marks = r.samples["disturbed"]
-        counts = len(r.samples), len(r.benchmarks), len(r.failures), int((marks == 1).sum())
-        return cls(*counts, bool(marks.isna().any()))
 
 
 def read_run(path: str, commit: str | None = None, date: str | None = None) -> RunRecord:
