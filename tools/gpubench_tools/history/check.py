@@ -129,10 +129,6 @@ class MachineCheck:
     def with_verdict(self, verdict: str) -> list[BenchVerdict]:
         return [v for v in self.verdicts if v.verdict == verdict]
 
-    @property
-    def fails(self) -> bool:
-        return any(v.fails for v in self.verdicts)
-
 
 def _compare(
     run: Any, values: list[float], base: list[float], base_median: float, rule: CheckRule
@@ -277,7 +273,7 @@ def summarize_checks(checks: list[MachineCheck], history: History, verbose: bool
     failing = [(c, v) for c in checks for kind in FAILING for v in c.with_verdict(kind)]
     unjudged = sum(v.verdict in SUMMED for c in checks for v in c.verdicts)
     left_out = sum(len(pairs) for pairs in history.disturbed.values())
-    failed = len(failing), sum(c.fails for c in checks)
+    failed = len(failing), len({c.machine.id for c, _ in failing})
     return CheckSummary(machines, len(machines), failing, *failed, unjudged, left_out)
 
 
