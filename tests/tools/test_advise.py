@@ -16,7 +16,9 @@ from conftest import FIXTURES, GPU_CONTEXT, REPO, gb_row, write_bench_json
 from gpubench_tools.advise import PROG, cli, main
 from gpubench_tools.advise.cli import parse_gemm, parse_mlp
 from gpubench_tools.advise.loo import LooReport, leave_one_out
-from gpubench_tools.advise.model import AdviseError, MlpConfig, Run, load_runs
+from gpubench_tools.advise.curves import GemmShape
+from gpubench_tools.advise.model import Advisor, AdviseError, MlpConfig, Run, load_runs
+from gpubench_tools.advise.render import gemm_answer, loo_answer, mlp_answer
 
 BASE = REPO / "reports" / "baselines"
 MATMUL = str(BASE / "h100-80gb-hbm3-matmul.json")
@@ -428,3 +430,34 @@ def test_a_file_name_cannot_forge_a_line_of_the_answer(
     assert code == 0, err
     assert not any(line.startswith("::") for line in out.splitlines())
     assert "forged.json" in out
+
+
+def test_the_answers_are_records_the_templates_only_render() -> None:
+    """What the answers say, computed (render.Answer): the prediction beside a measured headline,
+    the parts the run measured here, the shares and the tie."""
+    (run,), _ = cli.load_runs([MATMUL, MLP])
+    advisor, shape = Advisor(run), GemmShape(1024, 1024, 1024)
+    pinned = gemm_answer(advisor, advisor.gemm(shape, "fp32", "pinned"))
+    assert pinned.headline["gpu"]["source"] == "measured" and pinned.measured is None
+    p, measured = pinned.predicted, pinned.headline["gpu"]["seconds"]
+    assert p.gpu_error == pytest.approx((pinned.a.gpu_total - measured) / measured)
+    assert p.same_winner and p.differs["part"] == "copies to the GPU"
+    assert pinned.top == "copies" and sum(pinned.share.values()) == pytest.approx(1.0)
+    assert not pinned.tie  # 6.4x: far beyond the typical error
+    resident = gemm_answer(advisor, advisor.gemm(shape, "fp32", "resident"))
+    # A kernel-only row never leads (it lacks launch and sync): said beside the prediction.
+    assert resident.kernel_row and resident.headline["gpu"]["source"] == "predicted"
+    assert [m.side for m in resident.measured] == ["gpu", "cpu"]
+    assert resident.predicted.gpu_error is None and set(resident.share) == {"compute", "overhead"}
+    mlp = mlp_answer(advisor, advisor.mlp(MlpConfig(256, 512)))
+    assert mlp.products == 5 and mlp.top == "layer products"
+    assert [(m.side, m.threads) for m in mlp.measured] == [("gpu", 0), ("cpu", 1), ("cpu", 16)]
+    assert "| GPU graph (measured only, readback 0) |" in mlp.table
+
+
+def test_the_leave_one_out_answer_is_a_record() -> None:
+    (run,), _ = cli.load_runs([MATMUL, MLP])
+    answer = loo_answer(cli.leave_one_out(run, None))
+    errors = [abs(c.rel_error) for c in answer.worst]
+    assert len(errors) == 5 and errors == sorted(errors, reverse=True)
+    assert "| end-to-end GEMM rows, GPU time " in answer.table

@@ -15,7 +15,8 @@ from conftest import FIXTURES, gb_row, write_bench_json
 from gpubench_tools.export import main
 from bad_inputs import OK, UNUSABLE, bf16_run, call_tool, with_value
 
-from gpubench_tools.export import FORMATS
+from gpubench_tools.export import FORMATS, ExportError, benchmark_values, file_notes
+from gpubench_tools.timing import read_rows
 
 CPU = "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1"
 GPU = "matmul/gpu/cublas_kernel/dtype:fp32/m:64/n:64/k:64/manual_time"
@@ -210,3 +211,24 @@ def test_export_groups_one_reason(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert list(json.loads(Path(out_file).read_text())) == [
         "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1"
     ]
+
+
+def test_the_records_export_words_from(tmp_path: Path) -> None:
+    """The summary rows the `extra` of an entry words, and what is said of a file (FileNotes):
+    each computed here, the templates only render them."""
+    rows = reps(CPU, [3e-6, 1e-6, 2e-6]) + [gb_row(GPU, 9e-6)]
+    rows += [gb_row(f"b/{i}", 0.0, error="no GPU") for i in range(3)]
+    rows += [gb_row("c/x", 1e-3, repetition_index=0, repetitions=2)]
+    rows += [gb_row("c/x", 0.0, error="no GPU", repetition_index=1, repetitions=2)]
+    path = str(write_bench_json(tmp_path / "run.json", rows))
+    _, table = read_rows(path, "export", ExportError, "not exported")
+    found, dropped, silent = benchmark_values(table)
+    assert list(found["spread"]) == [True, False, False]  # 3 repetitions, 1, 1
+    assert list(found["repetitions"]) == [3, 1, 1] and silent == []
+    notes = file_notes("run.json", found, dropped, silent)
+    (reason,) = notes.dropped
+    assert (reason.reason, reason.rows, reason.count, reason.gone) == ("error: no GPU", 4, 4, 3)
+    assert not reason.one and not reason.all_gone  # c/x keeps its good repetition
+    assert [d.name for d in reason.benchmarks] == ["b/0", "b/1", "b/2", "c/x"]
+    assert (notes.disturbed, notes.first_disturbed, notes.left_out) == (0, None, 0)
+    assert notes.unknown  # written without condition counters

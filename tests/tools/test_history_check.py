@@ -25,10 +25,11 @@ from gpubench_tools.history.check import (
     CheckRule,
     check_history,
     rolling_regressions,
+    summarize_checks,
 )
 from gpubench_tools.history.cli import main
 from gpubench_tools.history.store import History, HistoryStore
-from gpubench_tools.history.words import words
+from gpubench_tools.history.words import WORDS
 
 RUNS = sorted((Path(__file__).resolve().parent / "fixtures" / "history").glob("run*.json"))
 GEMM = "matmul/cpu/openblas/dtype:fp32/m:{m}/n:{m}/k:{m}/threads:1"
@@ -217,8 +218,9 @@ def test_machines_are_judged_only_against_themselves(
     assert code == 0
     assert out.count("machine ") == 2
     checks = check_history(load(db), CheckRule())
-    label = words().machine_label
-    verdicts = {label(c.machine.description): {v.verdict for v in c.verdicts} for c in checks}
+    verdicts = {
+        WORDS("machine_label", m=c.machine): {v.verdict for v in c.verdicts} for c in checks
+    }
     assert verdicts["AMD EPYC x2, no GPU, OpenBLAS Haswell"] == {OK}
     assert verdicts["Slower CPU x2, no GPU, OpenBLAS Haswell"] == {NOT_ENOUGH_HISTORY}
 
@@ -374,3 +376,33 @@ def test_history_quiet_prints_nothing_but_errors(
     assert call_tool(capsys, main, "check", db, "--quiet") == (EXIT_OK, "", "")
     code, out, err = call_tool(capsys, main, "check", db)
     assert code == EXIT_OK and out and err  # without --quiet: the verdicts and the unjudged count
+
+
+def test_the_check_summary_is_a_record_the_words_only_render(
+    tmp_path: Path, histories: dict[int, Path]
+) -> None:
+    """What check prints, computed (check.CheckSummary): the verdicts listed, the kinds summed up,
+    the counts of every kind, the failing verdicts and the numbers of the result line."""
+    db = stored(histories, 4, tmp_path)
+    slow = GEMM.format(m=64)
+    add_as_commits(db, [planted(p, tmp_path / p.name, slow, 1.3) for p in RUNS[4:]], first=5)
+    history = load(db)
+    checks = check_history(history, CheckRule())
+    quiet = summarize_checks(checks, history, verbose=False)
+    (machine,) = quiet.machines
+    assert [(v.verdict, v.benchmark, v.fails) for v in machine.listed] == [(REGRESSION, slow, True)]
+    assert machine.summed == [] and (machine.runs, machine.benchmarks) == (6, 3)
+    assert {k.kind: k.count for k in machine.counts if k.count} == {OK: 2, REGRESSION: 1}
+    assert [v.benchmark for _, v in quiet.failing] == [slow]
+    assert (quiet.failed, quiet.failing_machines, quiet.unjudged, quiet.left_out) == (1, 1, 0, 0)
+    assert machine.newest.git_commit == "c6" and machine.interrupted is None
+    # The run before the newest confirms it: both slower, the U test run on each.
+    assert [c.tested for c in machine.listed[0].newest] == [True, True]
+    verbose = summarize_checks(checks, history, verbose=True)
+    assert [v.verdict for v in verbose.machines[0].listed] == [REGRESSION, OK, OK]
+    young = summarize_checks(
+        check_history(load(histories[2]), CheckRule()), load(histories[2]), False
+    )
+    (summed,) = young.machines[0].summed
+    assert (summed.kind, summed.count, young.unjudged) == (NOT_ENOUGH_HISTORY, 3, 3)
+    assert young.machines[0].listed == [] and young.failing == []

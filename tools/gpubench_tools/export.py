@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -27,7 +28,7 @@ import pandas as pd
 from . import output
 from .benchjson import BenchJsonError
 from .conditions import UNKNOWN
-from .history.words import words
+from .history.words import EXPORT_WORDS
 from .policy import NOTHING_MEASURED, REFUSE, action
 from .table import headline_rows
 from .escape import term_text
@@ -48,17 +49,48 @@ class ExportError(Exception):
     """Input that cannot be exported. str() is the one line printed on stderr."""
 
 
+@dataclass(frozen=True)
+class Dropped:
+    """The rows of one file dropped for one reason: how many, and each benchmark they belong to
+    (`benchmarks`: .name, .rows, .of_rows, .exported), `gone` of them left with nothing."""
+
+    reason: str
+    rows: int
+    benchmarks: list[Any]
+    count: int  # benchmarks
+    one: bool  # a single benchmark
+    gone: int
+    all_gone: bool
+
+
+@dataclass(frozen=True)
+class FileNotes:
+    """What export says of one file (benchmark_values): the rows dropped by reason, the
+    benchmarks without a usable time (`silent`), those measured while disturbed (how many, and
+    the first), the disturbed repetitions left out and whether conditions are unknown."""
+
+    path: str
+    dropped: list[Dropped]
+    silent: list[str]
+    disturbed: int
+    first_disturbed: str | None
+    left_out: int
+    unknown: bool
+
+
 def benchmark_values(
     rows: pd.DataFrame, time: str = "auto"
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """The benchmarks of one file's rows (timing.read_rows), what was dropped, and the benchmarks
     left without a usable time (silent: nothing was dropped for them either).
 
-    Summaries, indexed by name in file order: `value_s` (the median of the usable repetitions),
-    `min_s` and `max_s` (NaN with one repetition or an aggregate: no spread to claim),
-    `repetitions` (0 for an aggregate) and `clock`. Dropped: one row per benchmark and reason,
-    in file order, with `rows` dropped for it, `of_rows` of the benchmark, and `exported` (False:
-    nothing of the benchmark was left).
+    Summaries, indexed by name in file order (each row is what the `extra` of its entry words):
+    `value_s` (the median of the usable repetitions), `min_s` and `max_s` (NaN with one
+    repetition or an aggregate: no `spread` to claim), `repetitions` (0 for an aggregate),
+    `clock`, `disturbed_in` (fewer undisturbed repetitions than the rule needs: all used),
+    `disturbed_left_out` and `unknown` (some repetition's conditions are not known). Dropped:
+    one row per benchmark and reason, in file order, with `rows` dropped for it, `of_rows` of
+    the benchmark, and `exported` (False: nothing of the benchmark was left).
     """
     rows = rows.assign(
         order=range(len(rows)),
@@ -87,10 +119,11 @@ def benchmark_values(
         repetitions=grouped["run_type"].agg(lambda t: int((t != "aggregate").sum())),
         clock=grouped["clock"].first(),
         disturbed_in=grouped["disturbed_in_number"].first(),
-        disturbed_left_out=grouped["disturbed_left_out"].first(),
+        disturbed_left_out=grouped["disturbed_left_out"].first().astype(int),
         unknown=grouped["conditions"].agg(lambda c: bool((c == UNKNOWN).any())),
     )
-    found.loc[found["repetitions"] <= 1, ["min_s", "max_s"]] = math.nan
+    found["spread"] = found["repetitions"] > 1
+    found.loc[~found["spread"], ["min_s", "max_s"]] = math.nan
     found = found.loc[[name for name in names.index if name in found.index]]
 
     dropped = repetitions[repetitions["reason"].notna()].groupby(["name", "reason"])
@@ -104,17 +137,19 @@ def benchmark_values(
     return found, dropped, silent
 
 
-def describe_values(
-    path: str, found: pd.DataFrame, dropped: pd.DataFrame, silent: list[str], verbose: bool
-) -> list[str]:
-    """What export says of one file's values (benchmark_values): what was dropped, one line per
-    reason (with `verbose`, one more per benchmark), then what has no usable time and what was
-    measured while disturbed or in conditions unknown."""
-    reasons = [(r, list(items.itertuples())) for r, items in dropped.groupby("reason", sort=False)]
+def file_notes(
+    path: str, found: pd.DataFrame, dropped: pd.DataFrame, silent: list[str]
+) -> FileNotes:
+    """What export says of one file's values (benchmark_values)."""
+    reasons = []
+    for reason, items in dropped.groupby("reason", sort=False):
+        n, gone = len(items), int((~items["exported"].astype(bool)).sum())
+        counts = int(items["rows"].sum()), list(items.itertuples()), n, n == 1, gone, gone == n
+        reasons.append(Dropped(reason, *counts))
     disturbed = list(found.index[found["disturbed_in"].astype(bool)])
     left_out, unknown = int(found["disturbed_left_out"].sum()), found["unknown"].astype(bool).any()
-    text = words("export.j2").warnings(path, reasons, silent, disturbed, left_out, unknown, verbose)
-    return text.splitlines()
+    first = disturbed[0] if disturbed else None
+    return FileNotes(path, reasons, silent, len(disturbed), first, left_out, bool(unknown))
 
 
 def _sig(x: float) -> float:
@@ -126,13 +161,13 @@ def to_github_action_benchmark(summaries: pd.DataFrame, unit: str = "ns") -> lis
     scale, entries = UNIT_SCALE[unit], []
     for s in summaries.itertuples():
         entry: dict[str, Any] = {"name": s.Index, "unit": unit, "value": _sig(s.value_s * scale)}
-        if not math.isnan(s.min_s):
+        if s.spread:
             # github-action-benchmark reads a range as "± <number>" (and rescales it when the
             # unit changes), so the range is the half-width that covers the slowest and the
             # fastest repetition; the exact extremes go into `extra`.
             half_width = max(s.max_s - s.value_s, s.value_s - s.min_s)
             entry["range"] = f"± {_sig(half_width * scale)!r}"
-        entries.append({**entry, "extra": words("export.j2").extra(s)})
+        entries.append({**entry, "extra": EXPORT_WORDS("extra", s=s)})
     return entries
 
 
@@ -140,7 +175,7 @@ def to_bencher(summaries: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]
     out: dict[str, dict[str, dict[str, float]]] = {}
     for s in summaries.itertuples():
         metric = {"value": _sig(s.value_s * 1e9)}
-        if not math.isnan(s.min_s):
+        if s.spread:
             metric.update(lower_value=_sig(s.min_s * 1e9), upper_value=_sig(s.max_s * 1e9))
         out[s.Index] = {BENCHER_MEASURE: metric}
     return out
@@ -186,7 +221,8 @@ def _export(args: argparse.Namespace) -> tuple[str, list[str]]:
         # A dashboard cannot tell a benchmark that was never reached from one that was removed.
         _, rows = read_rows(path, "export", ExportError, "not exported")
         found, dropped, silent = benchmark_values(rows, args.time)
-        warnings += describe_values(path, found, dropped, silent, args.verbose)
+        notes = file_notes(path, found, dropped, silent)
+        warnings += EXPORT_WORDS("warnings", n=notes, verbose=args.verbose).splitlines()
         found = found[[not pattern or bool(pattern.search(name)) for name in found.index]]
         again = next((name for name in found.index if name in origin), None)
         if again is not None:

@@ -47,7 +47,8 @@ def _integer(option: str, text: str, value: str, kind: Number = DIMENSION) -> in
     try:
         return int(kind(value))
     except argparse.ArgumentTypeError:
-        raise AdviseError("out_of_range", option, text, value, kind.range) from None
+        facts = dict(option=option, text=text, value=value, allowed=kind.range)
+        raise AdviseError("out_of_range", **facts) from None
 
 
 def parse_mlp(text: str) -> MlpConfig:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence, TypeVar
 
@@ -26,7 +26,7 @@ from ..overhead_model import CopyFit, OverheadModel, build_model
 from ..report.topics import ADVISED_MLP, COMMITTED_GPU_REFERENCE, GEMM_ROW_NAMES, GEMM_WORKLOAD
 from ..report.topics import MLP_DATASETS, committed_gpu_reference
 from ..table import load_table, num, summarize
-from ..templating import environment
+from ..templating import Words, environment
 from ..units import fmt_bytes
 from .curves import GemmShape, Lookup, lookup
 
@@ -43,21 +43,22 @@ CPU_STREAM_BYTES_PER_S = 10e9
 LOSS_BYTES = 4.0
 
 
-@cache
 def _errors() -> Any:
-    """templates/errors.j2: a macro per error."""
     env = environment(__package__)
     env.filters.update(bytes=fmt_bytes)
     env.globals.update(row_names=GEMM_ROW_NAMES)
-    return env.get_template("errors.j2").module
+    return env
+
+
+ERRORS = Words(_errors, "errors.j2")  # a macro per error
 
 
 class AdviseError(Exception):
     """The request or the run cannot give an answer: the macro `sentence` of templates/errors.j2
     says why, given the facts (str(); the CLI exits 2)."""
 
-    def __init__(self, sentence: str, *facts: Any, **named: Any) -> None:
-        super().__init__(getattr(_errors(), sentence)(*facts, **named))
+    def __init__(self, sentence: str, **facts: Any) -> None:
+        super().__init__(ERRORS(sentence, **facts))
 
 
 def cpu_dtype_for(gpu_dtype: str) -> str:
@@ -357,7 +358,8 @@ class Advisor:
         size, so the CPU side is not checked."""
         available = self.run.ctx_float("gpu_memory_bytes")
         if available is not None and nbytes > available:
-            raise AdviseError("too_big", self.run, request, dtype, product, nbytes, available)
+            facts = dict(request=request, dtype=dtype, product=product, nbytes=nbytes)
+            raise AdviseError("too_big", run=self.run, available=available, **facts)
 
     def gemm(self, shape: GemmShape, dtype: str = "fp32", host: str = "pinned") -> Advice:
         """`dtype` and `host` are checked by the command line (DTYPES, HOSTS)."""

@@ -1,22 +1,21 @@
-"""The advisor's answers: plain sentences and a small table from the Jinja2 templates in
-templates/ (the numbers computed here and passed in), or JSON built from the same data."""
+"""The advisor's answers: each a frozen record computed here (`Answer`, `LooAnswer`), worded by
+the macros of templates/ (templating.Words), or JSON built from the same data."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
-from functools import cache
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import jinja2
 import pandas as pd
 
 from ..table import per_step, short_cpu_name, short_gpu_name
-from ..templating import environment
-from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
+from ..templating import Words, environment
+from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time, plural
 from .curves import GemmShape, Lookup
 from .loo import REPORTED_ACCURACY, LooReport
-from .model import DTYPE_BYTES, Advice, Advisor, verdict
+from .model import DTYPE_BYTES, Advice, Advisor, Run, verdict
 
 GEMM_MEASURED = ("t_wall", "t_h2d", "t_compute", "t_d2h", "t_overhead")
 _SECONDS = {"seconds": "time_s", "seconds_per_step": "t_step"}  # JSON key -> the rows' column
@@ -56,23 +55,81 @@ def _signed_pct(fraction: float) -> str:
     return f"{fraction:+.0%}"
 
 
-def _vs(predicted: float, measured: float) -> str:
-    """A prediction's error against a measurement."""
-    return _signed_pct((predicted - measured) / measured)
+def _error(predicted: float, measured: float) -> float:
+    """A prediction's error against a measurement: > 0 predicts too slow."""
+    return (predicted - measured) / measured
 
 
-@cache
-def _templates() -> jinja2.Environment:
-    env = environment(__package__, keep_trailing_newline=True, extensions=["jinja2.ext.do"])
+def _environment() -> jinja2.Environment:
+    env = environment(__package__, keep_trailing_newline=True)
     units = dict(time=fmt_time, pct=fmt_pct, ratio=fmt_ratio, flops=fmt_flops, bytes=fmt_bytes)
-    env.filters.update(units, rate=fmt_rate, flop=_flop, cell=_cell, signed_pct=_signed_pct)
-    env.filters.update(vs=_vs, short_gpu=short_gpu_name, short_cpu=short_cpu_name)
-    env.globals.update(table=_table, reported_accuracy=REPORTED_ACCURACY)
+    env.filters.update(units, flop=_flop, signed_pct=_signed_pct, short_gpu=short_gpu_name)
+    env.filters.update(short_cpu=short_cpu_name)
+    env.globals.update(plural=plural, reported_accuracy=REPORTED_ACCURACY)
     return env
 
 
-def _render(template: str, **values: Any) -> str:
-    return _templates().get_template(template).render(**values)
+WORDS = {name: Words(_environment, f"{name}.j2") for name in ("gemm.txt", "mlp.txt", "loo.txt")}
+COMMON = Words(_environment, "common.j2")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A side at the very request (`side` gpu or cpu; `threads` 0 on the GPU), and the error of
+    the prediction against the measurement (None: not measured)."""
+
+    side: str
+    seconds: float
+    threads: int
+    error: float | None
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """The prediction beside a headline that holds a measurement: the GPU's error where its side
+    was measured, the CPU's predicted time at the thread count shown (its error where measured),
+    whether the predicted winner is the headline's, and the part in which prediction and
+    measurement differ most (_differs_most)."""
+
+    gpu_error: float | None
+    cpu: Measured
+    same_winner: bool
+    differs: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to a GEMM or an MLP step in words (the `answer` macro of gemm.txt.j2 or
+    mlp.txt.j2): the advice, its headline (_headline, as the JSON has it), the prediction beside
+    it, the GPU time's parts as fractions (`share`, the largest `top`), the table laid out, the
+    rows measured at this request (None: say nothing of them), whether the margin is within the
+    typical median error (`tie`), and for a GEMM whether its operands are resident, its achieved
+    FLOP/s and whether the GPU row measured is kernel-only, for an MLP its count of layer products.
+    """
+
+    run: Run
+    a: Advice
+    headline: dict[str, Any]
+    predicted: Predicted | None
+    share: dict[str, float]
+    top: str
+    table: str
+    measured: list[Measured] | None
+    tie: bool
+    resident: bool = False
+    achieved_flops: float | None = None
+    kernel_row: bool = False
+    products: int = 0  # an MLP step's layer products
+
+
+@dataclass(frozen=True)
+class LooAnswer:
+    """Leave-one-out in words (loo.txt.j2): the table laid out and the largest errors of the GPU
+    classes (.name, .predicted, .measured, .rel_error; None without a GPU class)."""
+
+    run: Run
+    table: str
+    worst: list[Any] | None
 
 
 def _measured(row: pd.Series | None, key: str, fallback: bool = True) -> float:
@@ -117,53 +174,6 @@ def _per_step(row: pd.Series | None, key: str) -> float:
     return math.nan if row is None else float(per_step(row.to_frame().T, [key])[key].iloc[0])
 
 
-def _answer(
-    advisor: Advisor, adv: Advice, parts: dict[str, float], pairs: Pairs, **values: Any
-) -> str:
-    """The answer's template (gemm.txt.j2, mlp.txt.j2) with what both are given: the headline,
-    the part where prediction and measurement differ most (of `pairs`), the shares of the GPU
-    time's `parts`."""
-    return _render(
-        "gemm.txt.j2" if isinstance(adv.request, GemmShape) else "mlp.txt.j2",
-        headline=_headline(adv),
-        differs=_differs_most(pairs),
-        advisor=advisor,
-        a=adv,
-        share={k: v / adv.gpu_total for k, v in parts.items()},
-        top=max(parts, key=lambda k: parts[k]),
-        measured_cpu=_cpu_sides(adv)[0],
-        **values,
-    )
-
-
-def answer_text(advisor: Advisor, adv: Advice) -> str:
-    """The answer to a GEMM or an MLP step in sentences and a table."""
-    if not isinstance(adv.request, GemmShape):
-        return _mlp_text(advisor, adv)
-    s, g, mg = adv.request, adv.gpu, adv.measured_gpu
-    resident, overhead = adv.host == "resident", g["launch"] + g["sync"]
-    parts = {"copies": g["h2d"] + g["d2h"], "compute": g["compute"], "overhead": overhead}
-    if resident:
-        del parts["copies"]
-    e2e = mg is not None and mg["kind"] == "gemm_e2e"
-    measured = {k: _measured(mg, k) for k in GEMM_MEASURED}
-    pairs = [("copies to the GPU", g["h2d"], measured["t_h2d"]),
-             ("compute", g["compute"], measured["t_compute"]),
-             ("copy back", g["d2h"], measured["t_d2h"]),
-             ("launch and sync", overhead, measured["t_overhead"])]  # fmt: skip
-    return _answer(
-        advisor,
-        adv,
-        parts,
-        pairs if e2e else [],
-        resident=resident,
-        achieved_flops=s.flop / g["compute"] if g["compute"] > 0 else None,
-        h2d_bytes=sum(s.elements()[:2]) * DTYPE_BYTES[adv.dtype],
-        e2e=e2e,
-        measured=measured,
-    )
-
-
 def _cpu_sides(adv: Advice) -> tuple[dict[int, float], dict[int, float]]:
     """The run's CPU times at this very request by thread count (a GEMM's median call, an MLP's
     step), and the predicted ones."""
@@ -172,8 +182,80 @@ def _cpu_sides(adv: Advice) -> tuple[dict[int, float], dict[int, float]]:
     return measured, {e.threads: e.seconds for e in adv.cpu}
 
 
-def _mlp_text(advisor: Advisor, adv: Advice) -> str:
-    g, mg = adv.gpu, adv.measured_gpu
+def _predicted(adv: Advice, h: dict[str, Any], pairs: Pairs) -> Predicted | None:
+    """Where the headline holds a measurement: the prediction beside it."""
+    gpu, cpu = h["gpu"], h["cpu"]
+    if gpu["source"] != "measured" and cpu["source"] != "measured":
+        return None
+    gpu_error = _error(adv.gpu_total, gpu["seconds"]) if gpu["source"] == "measured" else None
+    if cpu["source"] == "measured" and cpu["predicted"] is not None:
+        side = cpu["predicted"], cpu["threads"], _error(cpu["predicted"], cpu["seconds"])
+    else:
+        side = adv.cpu_best.seconds, adv.cpu_best.threads, None
+    same = adv.winner == h["winner"]
+    return Predicted(gpu_error, Measured("cpu", *side), same, _differs_most(pairs))
+
+
+def _answer(
+    run: Run, adv: Advice, parts: dict[str, float], pairs: Pairs, *values: Any, **gemm: Any
+) -> Answer:
+    """An answer with what both kinds compute alike: the headline, the prediction beside it (the
+    part where the two differ most, of `pairs`), the shares of the GPU time's `parts`, the tie.
+    `values`: the table and the rows measured; `gemm`: a GEMM's own."""
+    h, kind = _headline(adv), "gemm_e2e" if isinstance(adv.request, GemmShape) else "mlp_eager"
+    share = {k: v / adv.gpu_total for k, v in parts.items()}
+    top = max(parts, key=lambda k: parts[k])
+    tie = adv.ratio - 1.0 < REPORTED_ACCURACY[kind]["median"]
+    return Answer(run, adv, h, _predicted(adv, h, pairs), share, top, *values, tie, **gemm)
+
+
+def gemm_answer(advisor: Advisor, adv: Advice) -> Answer:
+    s, g, mg = adv.request, adv.gpu, adv.measured_gpu
+    resident, overhead = adv.host == "resident", g["launch"] + g["sync"]
+    parts = {"copies": g["h2d"] + g["d2h"], "compute": g["compute"], "overhead": overhead}
+    if resident:
+        del parts["copies"]
+    e2e = mg is not None and mg["kind"] == "gemm_e2e"
+    m = {k: _measured(mg, k) if e2e or k == "t_compute" else math.nan for k in GEMM_MEASURED}
+    pairs = [("copies to the GPU", g["h2d"], m["t_h2d"]),
+             ("compute", g["compute"], m["t_compute"]),
+             ("copy back", g["d2h"], m["t_d2h"]),
+             ("launch and sync", overhead, m["t_overhead"])]  # fmt: skip
+    x, mcpu = adv.compute.extrapolated, _cpu_sides(adv)[0]
+    cpu = [(e, f"CPU {adv.cpu_dtype}, {plural(e.threads, 'thread')}") for e in adv.cpu]
+    rows = [(n, _cell(e.seconds, e.extrapolated), _cell(mcpu.get(e.threads))) for e, n in cpu]
+    where = "with the operands resident" if resident else "end to end"
+    rows.append((f"GPU {adv.dtype}, {where}", _cell(adv.gpu_total, x), _cell(m["t_wall"])))
+    if not resident:
+        h2d, nbytes = advisor.overhead.copies[("h2d", adv.host)], sum(s.elements()[:2])
+        fit = f"{fmt_time(h2d.alpha_s)} + {fmt_bytes(nbytes * DTYPE_BYTES[adv.dtype])}"
+        fit += f" / {fmt_rate(h2d.beta_bytes_per_s)}"
+        rows.append((f"  H2D copies (2 x {fit})", fmt_time(g["h2d"]), _cell(m["t_h2d"])))
+    rows.append(("  compute", _cell(g["compute"], x), _cell(m["t_compute"])))
+    if not resident:
+        rows.append(("  D2H copy", fmt_time(g["d2h"]), _cell(m["t_d2h"])))
+    rows += [
+        ("  launch (1 kernel)", fmt_time(g["launch"]), ""),
+        ("  sync", fmt_time(g["sync"]), ""),
+    ]
+    rows.append(("  launch + sync", fmt_time(overhead), _cell(m["t_overhead"])))
+    # The rows measured here that the headline does not lead with: a kernel-only GPU row, the
+    # CPU's where no end-to-end row leads.
+    kernel_row, h, measured = mg is not None and not e2e, _headline(adv), []
+    if kernel_row:
+        wall = _measured(mg, "t_wall")
+        measured.append(Measured("gpu", wall, 0, _error(adv.gpu_total, wall)))
+    if h["cpu"]["source"] == "measured" and not e2e:
+        cpu, threads = h["cpu"]["seconds"], h["cpu"]["threads"]
+        measured.append(Measured("cpu", cpu, threads, _error(adv.cpu_best.seconds, cpu)))
+    flops = s.flop / g["compute"] if g["compute"] > 0 else None
+    table = _table(("", "predicted", "measured"), rows)
+    gemm = dict(resident=resident, achieved_flops=flops, kernel_row=kernel_row)
+    return _answer(advisor.run, adv, parts, pairs if e2e else [], table, measured or None, **gemm)
+
+
+def mlp_answer(advisor: Advisor, adv: Advice) -> Answer:
+    g, mg, c = adv.gpu, adv.measured_gpu, adv.request
     mcpu, predicted = _cpu_sides(adv)
     # Without a measured row every measured part is NaN, and no part differs.
     overhead = g["launch"] + g.get("loss readback", 0.0)
@@ -181,22 +263,55 @@ def _mlp_text(advisor: Advisor, adv: Advice) -> str:
              ("launch and sync", overhead, _per_step(mg, "t_overhead"))]  # fmt: skip
     if "input copy" in g:
         pairs.append(("input copy", g["input copy"], _per_step(mg, "t_h2d")))
-    return _answer(
-        advisor,
-        adv,
-        g,
-        pairs,
-        measured_step=_measured(mg, "t_step"),
-        cpu_vs=[(t, predicted[t], v) for t, v in sorted(mcpu.items()) if t in predicted],
-    )
+    x = adv.gpu_extrapolated
+    cpu = [(e, f"CPU OpenBLAS, {plural(e.threads, 'thread')}") for e in adv.cpu]
+    rows = [(n, _cell(e.seconds, e.extrapolated), _cell(mcpu.get(e.threads))) for e, n in cpu]
+    launches = f"  launches ({c.kernels_per_step} x {fmt_time(advisor.t_launch())})"
+    rows += [("GPU eager", _cell(adv.gpu_total, x), _cell(_measured(mg, "t_step"))),
+             (f"  layer products ({len(adv.gpu_lookups)})", _cell(g["layer products"], x), ""),
+             ("  element-wise", fmt_time(g["element-wise"]), ""),
+             (launches, fmt_time(g["launch"]), "")]  # fmt: skip
+    if "loss readback" in g:
+        rows.append(("  loss readback", fmt_time(g["loss readback"]), ""))
+    if "input copy" in g:
+        rows.append((f"  input copy ({c.input})", fmt_time(g["input copy"]), ""))
+    for p in adv.measured_other.itertuples():
+        cpu = f"CPU {p.variant}, {plural(p.threads, 'thread')} (measured only)"
+        gpu = f"GPU {p.variant} (measured only, readback {p.readback})"
+        rows.append((gpu if p.backend == "gpu" else cpu, "", fmt_time(p.t_step)))
+    cpu_measured = [(t, v) for t, v in sorted(mcpu.items()) if t in predicted]
+    measured = [Measured("cpu", v, t, _error(predicted[t], v)) for t, v in cpu_measured]
+    if mg is not None:
+        measured.insert(0, Measured("gpu", mg["t_step"], 0, _error(adv.gpu_total, mg["t_step"])))
+    shown = measured if mg is not None or mcpu else None
+    table = _table(("per step", "predicted", "measured"), rows)
+    return _answer(advisor.run, adv, g, pairs, table, shown, products=len(adv.gpu_lookups))
+
+
+def answer_text(advisor: Advisor, adv: Advice) -> str:
+    """The answer to a GEMM or an MLP step in sentences and a table."""
+    if isinstance(adv.request, GemmShape):
+        return WORDS["gemm.txt"]("answer", x=gemm_answer(advisor, adv))
+    return WORDS["mlp.txt"]("answer", x=mlp_answer(advisor, adv))
+
+
+def loo_answer(report: LooReport) -> LooAnswer:
+    rows = []
+    for key, cls in report.classes.items():
+        right = f"{fmt_pct(cls.winner_agreement)} of {cls.winner_rows}" if cls.winner_rows else ""
+        numbers = fmt_pct(cls.median), fmt_pct(cls.p90), _signed_pct(cls.bias), right
+        rows.append((COMMON("loo_title", key=key), str(len(cls.cases)), *numbers))
+    header = ("rows", "n", "median |error|", "90th pct |error|", "median error", "winner right")
+    table = _table(header, rows, numeric=False)
+    gpu = [report.classes[k].cases for k in ("gemm_e2e", "mlp_eager") if k in report.classes]
+    if not gpu:
+        return LooAnswer(report.run, table, None)
+    worst = pd.concat(gpu).sort_values("rel_error", key=lambda e: -e.abs(), kind="stable")
+    return LooAnswer(report.run, table, list(worst.head(5).itertuples()))
 
 
 def loo_text(report: LooReport) -> str:
-    gpu = [report.classes[k].cases for k in ("gemm_e2e", "mlp_eager") if k in report.classes]
-    if not gpu:
-        return _render("loo.txt.j2", report=report, worst=None)
-    worst = pd.concat(gpu).sort_values("rel_error", key=lambda e: -e.abs(), kind="stable")
-    return _render("loo.txt.j2", report=report, worst=worst.head(5))
+    return WORDS["loo.txt"]("answer", x=loo_answer(report))
 
 
 def _lookup_json(lk: Lookup, shape: GemmShape) -> dict[str, Any]:
@@ -265,10 +380,10 @@ def answer_json(advisor: Advisor, adv: Advice) -> dict[str, Any]:
 
 
 def loo_json(report: LooReport) -> dict[str, Any]:
-    classes, titles = {}, _templates().get_template("common.j2").module.loo_titles
+    classes = {}
     columns = ["name", "predicted", "measured", "rel_error", "predicted_winner", "measured_winner"]
     for key, cls in report.classes.items():
         cases = cls.cases[[*columns, "extrapolated"]].astype(object)
         cases = cases.where(cases.notna(), None).to_dict("records")
-        classes[key] = {"title": titles[key], **cls.summary(), "cases": cases}
+        classes[key] = {"title": COMMON("loo_title", key=key), **cls.summary(), "cases": cases}
     return {"machine": _machine_json(report), "classes": classes}

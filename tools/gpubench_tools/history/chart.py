@@ -29,9 +29,10 @@ from ..compare.engine import natural_key
 from ..escape import file_name, html_text, term_text
 from ..templating import environment
 from ..units import fmt_time
-from .check import FAILING, LISTED, BenchVerdict, CheckRule, check_history, rolling_regressions
+from .check import BenchVerdict, CheckRule, CheckSummary, check_history, rolling_regressions
+from .check import summarize_checks
 from .store import History
-from .words import words
+from .words import WORDS
 
 PANELS_PER_PAGE = 12
 _COLUMNS = 3
@@ -59,6 +60,22 @@ def _label(text: str, limit: int) -> str:
 def _slug(text: str) -> str:
     slug = file_name(re.sub(r"[^A-Za-z0-9]+", "-", text).lower())
     return "benchmarks" if slug == "unnamed" else slug
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    """What index.html shows: the runs (how many, the oldest and the newest), the rule, the
+    check of each machine's newest run (every machine: a machine is stored with its first run,
+    in one transaction), every run the rule flags (by run, then name) and the chart pages of
+    each family (family, anchor, PNG paths)."""
+
+    runs: int
+    first: Any
+    last: Any
+    rule: CheckRule
+    newest: CheckSummary
+    flagged: list[BenchVerdict]
+    pages: list[tuple[str, str, list[Path]]]
 
 
 @dataclass
@@ -122,7 +139,7 @@ class _Charts:
                 "per run",
                 fontsize=9,
             )
-            labels = [words().machine_label(m.description) for m in self.history.machines.values()]
+            labels = [WORDS("machine_label", m=m) for m in self.history.machines.values()]
             handles = [
                 Line2D([], [], color=self.colors[m], label=_label(text, _LEGEND_CHARS), **_DOT)
                 for m, text in zip(self.history.machines, labels)
@@ -135,21 +152,14 @@ class _Charts:
             written.append(path)
         return written
 
-    def index(self, pages: dict[str, list[Path]]) -> str:
-        # Names, notes and context values come from the input: every value is escaped.
-        env = environment(__package__, keep_trailing_newline=True, finalize=html_text)
+    def index(self, pages: dict[str, list[Path]]) -> IndexPage:
+        h = self.history
         # By run (the x axis), then by name; the run is the newest a verdict compares.
         flagged = sorted(self.flagged, key=lambda key: (self.positions[key[0]], key[1]))
-        return env.get_template("index.html.j2").render(
-            history=self.history,
-            rule=self.rule,
-            checks=check_history(self.history, self.rule),
-            listed=LISTED,
-            failing=FAILING,
-            words=words(),
-            flagged=[self.flagged[key] for key in flagged],
-            pages=[(family, _slug(family), paths) for family, paths in pages.items()],
-        )
+        newest = summarize_checks(check_history(h, self.rule), h, verbose=False)
+        flags = [self.flagged[key] for key in flagged]
+        slugs = [(family, _slug(family), paths) for family, paths in pages.items()]
+        return IndexPage(len(h.runs), h.runs[0], h.runs[-1], self.rule, newest, flags, slugs)
 
 
 def write_charts(history: History, rule: CheckRule, out_dir: str) -> Path:
@@ -162,6 +172,9 @@ def write_charts(history: History, rule: CheckRule, out_dir: str) -> Path:
     pages = {
         family: charts.pages(family, names, out) for family, names in charts.families().items()
     }
+    # Names, notes and context values come from the input: every value is escaped.
+    env = environment(__package__, keep_trailing_newline=True, finalize=html_text)
+    page = env.get_template("index.html.j2").render(page=charts.index(pages), words=WORDS)
     index = out / "index.html"
-    index.write_text(charts.index(pages), encoding="utf-8")
+    index.write_text(page, encoding="utf-8")
     return index

@@ -92,15 +92,16 @@ class RunComparison:
     # One-sided U test of "this run is slower"; 1.0 when the ratio is below the floor.
     p_value: float
     p_floor: float  # the smallest p these sample sizes can give
+    tested: bool  # whether the ratio reached the floor, so that the U test ran
 
     def slower(self, rule: CheckRule) -> bool:
-        return self.ratio >= rule.min_ratio and self.p_value < rule.alpha
+        return self.tested and self.p_value < rule.alpha
 
     def can_decide(self, rule: CheckRule) -> bool:
         return self.p_floor < rule.alpha
 
 
-@dataclass
+@dataclass(frozen=True)
 class BenchVerdict:
     benchmark: str
     verdict: str
@@ -114,8 +115,12 @@ class BenchVerdict:
     why: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def fails(self) -> bool:
+        return self.verdict in FAILING
 
-@dataclass
+
+@dataclass(frozen=True)
 class MachineCheck:
     machine: Machine
     runs: list[Any]
@@ -124,10 +129,6 @@ class MachineCheck:
     def with_verdict(self, verdict: str) -> list[BenchVerdict]:
         return [v for v in self.verdicts if v.verdict == verdict]
 
-    @property
-    def fails(self) -> bool:
-        return any(v.verdict in FAILING for v in self.verdicts)
-
 
 def _compare(
     run: Any, values: list[float], base: list[float], base_median: float, rule: CheckRule
@@ -135,10 +136,10 @@ def _compare(
     median = statistics.median(values)
     ratio = ratio_of(median, base_median)
     # The U test is the expensive part; below the effect-size floor its answer cannot matter.
-    p = u_test(values, base, "greater") if ratio >= rule.min_ratio else 1.0
-    return RunComparison(
-        run, len(values), median, ratio, p, min_p_value(len(values), len(base), "greater")
-    )
+    tested = ratio >= rule.min_ratio
+    p = u_test(values, base, "greater") if tested else 1.0
+    floor = min_p_value(len(values), len(base), "greater")
+    return RunComparison(run, len(values), median, ratio, p, floor, tested)
 
 
 def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) -> BenchVerdict:
@@ -184,7 +185,7 @@ def judge(history: History, runs: list[Any], benchmark: str, rule: CheckRule) ->
         earlier = _compare(run, values, base, base_median, rule)
         comparisons.append(earlier)
         if not (earlier.can_decide(rule) and earlier.slower(rule)):
-            return verdict(SUSPECT, *comparisons, why="not confirmed", commit=run.git_commit)
+            return verdict(SUSPECT, *comparisons, why="not confirmed", earlier=earlier)
     return verdict(REGRESSION, *comparisons)
 
 
@@ -218,6 +219,62 @@ def check_history(history: History, rule: CheckRule) -> list[MachineCheck]:
             verdicts.append(missing)
         checks.append(MachineCheck(machine, runs, verdicts))
     return checks
+
+
+@dataclass(frozen=True)
+class KindCount:
+    """A machine's verdicts of one kind: how many, and the first (the one a summary names)."""
+
+    kind: str
+    count: int
+    first: BenchVerdict | None
+
+
+@dataclass(frozen=True)
+class MachineSummary:
+    """What check says of one machine: the verdicts listed one by one (LISTED; `verbose`: every
+    kind), the kinds summed up instead (without `verbose`) and the count of every kind."""
+
+    check: MachineCheck
+    newest: Any  # the newest run
+    interrupted: str | None  # how a signal stopped the newest run, None for a whole run
+    runs: int
+    benchmarks: int
+    listed: list[BenchVerdict]
+    summed: list[KindCount]
+    counts: list[KindCount]
+
+
+@dataclass(frozen=True)
+class CheckSummary:
+    """What check prints: each machine, the failing verdicts (machine, verdict) in that order,
+    the benchmarks not judged and the repetitions left out as measured while disturbed."""
+
+    machines: list[MachineSummary]
+    machine_count: int
+    failing: list[tuple[MachineCheck, BenchVerdict]]
+    failed: int  # len(failing)
+    failing_machines: int
+    unjudged: int
+    left_out: int
+
+
+def summarize_checks(checks: list[MachineCheck], history: History, verbose: bool) -> CheckSummary:
+    machines = []
+    for c in checks:
+        found = {kind: c.with_verdict(kind) for kind in [OK, *LISTED, *SUMMED, MISSING]}
+        counts = [KindCount(k, len(vs), vs[0] if vs else None) for k, vs in found.items()]
+        kinds = LISTED + (SUMMED + [OK, MISSING] if verbose else [])
+        listed = [v for kind in kinds for v in c.with_verdict(kind)]
+        summed = [k for k in counts if k.kind in SUMMED and k.count and not verbose]
+        stopped = c.runs[-1].interrupted if isinstance(c.runs[-1].interrupted, str) else None
+        runs = len(c.runs), len(c.verdicts)
+        machines.append(MachineSummary(c, c.runs[-1], stopped, *runs, listed, summed, counts))
+    failing = [(c, v) for c in checks for kind in FAILING for v in c.with_verdict(kind)]
+    unjudged = sum(v.verdict in SUMMED for c in checks for v in c.verdicts)
+    left_out = sum(len(pairs) for pairs in history.disturbed.values())
+    failed = len(failing), len({c.machine.id for c, _ in failing})
+    return CheckSummary(machines, len(machines), failing, *failed, unjudged, left_out)
 
 
 def rolling_regressions(history: History, rule: CheckRule) -> dict[tuple[int, str], BenchVerdict]:

@@ -19,10 +19,10 @@ from ..escape import term_text
 from ..output import write_lines
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
-from .check import RULE_RANGES, CheckRule, check_history
+from .check import RULE_RANGES, CheckRule, check_history, summarize_checks
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
-from .words import words
+from .words import WORDS
 
 # The options of CheckRule, in its field order, with their help; --time comes after them.
 _RULE_HELP = {
@@ -116,7 +116,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 if args.debug and not expected:
                     traceback.print_exc()
                 unexpected = None if expected else type(exc).__name__
-                output.warn(f"{_prog()}: error: " + words().not_added(path, exc, unexpected))
+                not_added = WORDS("not_added", path=path, exc=exc, unexpected=unexpected)
+                output.warn(f"{_prog()}: error: " + not_added)
                 status = EXIT_UNUSABLE
                 continue
             if not args.quiet:
@@ -126,27 +127,27 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 def _say_added(path: str, record: Any, outcome: Any) -> None:
     """What `add` says of one file."""
-    marks = record.samples["disturbed"]
+    marks, samples = record.samples["disturbed"], len(record.samples)
+    n = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
+    n.update(repetitions=samples, benchmarks=len(record.benchmarks), failed=len(record.failures))
     # Said as each run is committed: a caller watching the output sees it at once.
-    conditions = dict(disturbed=int((marks == 1).sum()), unknown=bool(marks.isna().any()))
-    write_lines(*words().added(path, record, outcome, conditions).splitlines())
+    write_lines(*WORDS("added", path=path, r=record, outcome=outcome, n=n).splitlines())
     # An interrupted run is stored with what it finished, and said to be.
     if outcome.added and record.interrupted and action("history add", INTERRUPTED).kind == LIST:
-        output.warn(f"{_prog()}: warning: " + term_text(words().interrupted(path, record)))
+        output.warn(f"{_prog()}: warning: " + term_text(WORDS("interrupted", path=path, r=record)))
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     rule, history = _load(args)
-    checks = check_history(history, rule)
+    summary = summarize_checks(check_history(history, rule), history, args.verbose)
     # The verdict first (output.decide): a closed stdout cannot turn a regression into exit 0.
-    code = output.decide(EXIT_REGRESSION if any(check.fails for check in checks) else EXIT_OK)
+    code = output.decide(EXIT_REGRESSION if summary.failing else EXIT_OK)
     if args.quiet:
-        write_lines(*words().failing(checks, rule).splitlines())
+        write_lines(*WORDS("failing", s=summary).splitlines())
         return code
-    write_lines(*words().machines(checks, rule, args.verbose).splitlines())
-    left_out = sum(len(pairs) for pairs in history.disturbed.values())
-    output.warn(*words().warnings(checks, left_out).splitlines())
-    write_lines(words().result(checks))
+    write_lines(*WORDS("machines", s=summary, rule=rule).splitlines())
+    output.warn(*WORDS("warnings", s=summary).splitlines())
+    write_lines(WORDS("result", s=summary))
     return code
 
 

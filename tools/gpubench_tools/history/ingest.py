@@ -23,7 +23,7 @@ from ..compare.engine import openblas_core
 from ..timing import read_rows
 from ..wording import interruption_words
 from .store import HistoryError, RunRecord
-from .words import words
+from .words import WORDS
 
 COMMIT_KEY = "gpubench_git_commit"
 DATE_KEY = "date"
@@ -94,7 +94,7 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     context = report.context
     commit = commit or str(context.get(COMMIT_KEY, "") or "")
     if not commit:
-        raise HistoryError(words().no_commit(path, COMMIT_KEY))
+        raise HistoryError(WORDS("no_commit", path=path, key=COMMIT_KEY))
     date = date or str(context.get(DATE_KEY, "") or "")
     if not date:
         raise HistoryError(f"{path}: no '{DATE_KEY}' in the context (pass --date)")
@@ -103,7 +103,7 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
         raise HistoryError(f"{path}: no benchmark rows")
     rows = rows[rows["run_type"] == "iteration"]
     if rows.empty:
-        raise HistoryError(words().only_aggregates(path))
+        raise HistoryError(WORDS("only_aggregates", path=path))
     rows = rows.assign(repetition=_repetitions(rows))
     benchmarks = rows.drop_duplicates("name")[["name", "threads"]]
     benchmarks = benchmarks.assign(
@@ -113,7 +113,9 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     )[["name", "family", "manual_time", "threads"]]
     measured = rows["reason"].isna()
     if not measured.any() and action("history add", NOTHING_MEASURED).kind == REFUSE:
-        raise HistoryError(words().nothing_measured(path, rows["reason"].value_counts()))
+        reasons = rows["reason"].value_counts()
+        counts = dict(rows=int(reasons.sum()), first=reasons.index[0], others=len(reasons) - 1)
+        raise HistoryError(WORDS("nothing_measured", path=path, **counts))
     samples = rows.loc[measured, ["name", "repetition", "real_time_s", "cpu_time_s", "iterations"]]
     # 1 disturbed, 0 quiet, NaN (NULL) conditions unknown: stored as the reader decided it.
     samples["disturbed"] = rows["conditions"].map({DISTURBED: 1, QUIET: 0})

@@ -55,6 +55,12 @@ class Machine(NamedTuple):
     fingerprint: str
     description: dict[str, str]
 
+    @property
+    def gpu(self) -> str | None:
+        """The GPU's name; None for a machine without one (or not known)."""
+        gpu = self.description.get("gpu", "unknown")
+        return None if gpu in ("none", "unknown", "") else gpu
+
 
 class RunRecord(NamedTuple):
     """One run, ready to store: what ingest makes of a bench JSON file. The tables hold the
