@@ -852,3 +852,26 @@ def test_colour_only_on_a_terminal_and_never_from_the_data(
     (row,) = [(c, line) for c, line in painted if "SLOWER" in line]
     assert row[0] == "31;1" and row[1].startswith("> ::error::m/ [2J ]0;title [8mhidden [0m ")
     assert painted[-1][0] == "31;1" and painted[-1][1].startswith("gate: FAIL")
+
+
+# --- the records the texts render ---------------------------------------------------------------
+
+
+def test_the_page_record_of_a_regression(pair, no_default_config) -> None:
+    from gpubench_tools.compare.render import page
+
+    slow = gemm_rows(512, [x * 1.3 for x in samples(2700.0, seed=99)])
+    unchanged = [r for r in sweep(seed=2) if "/m:512/" not in r["run_name"]]
+    base, cont = pair(sweep(seed=1), unchanged + slow + gemm_rows(32, samples(1.0)))
+    j = compare.compare_reports(load_report(base), load_report(cont), parse_config({}))
+    p = page(j)
+    assert (p.word, p.colour, p.n_unchanged) == ("FAIL", "slower", 2)
+    assert p.reason == "1 benchmark regressed"
+    assert p.headline == "3 compared, 1 slower, 2 same, 1 new"  # the new one is not compared
+    [failure] = p.failures
+    assert failure.line.startswith(f"REGRESSION {GEMM.format(m=512)}: time 1.3")
+    [new] = p.info
+    assert new.names == (GEMM.format(m=32),) and new.listed == ()
+    assert page(j, verbose=True).info[0].listed == new.names
+    assert [r.name for r in p.attention] == [GEMM.format(m=512)] + [None] * (len(p.attention) - 1)
+    assert p.attention[0].fails and p.attention[0].verdict == "SLOWER"

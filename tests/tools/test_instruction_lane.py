@@ -304,3 +304,31 @@ def test_no_region_at_all_is_not_counted(tmp_path: Path, capsys, empty: str, cou
     assert f"instructions: NOT COUNTED: the {empty} dumped no single-threaded instruction" in out
     assert json.loads((tmp_path / "lane.json").read_text())["exit_code"] == 2
     assert per_iteration(read_dumps([])).empty
+
+
+# ---- the records the outputs render -----------------------------------------------------------------
+
+
+def test_the_gate_line_record_words_each_status() -> None:
+    assert combine.gate_record(3, 0) == combine.GateLine("NOT RESOLVED", 3, "not resolved", "pass")
+    assert combine.gate_record(2, None) == combine.GateLine(
+        "CANNOT JUDGE", 2, "cannot judge or count", "not run"
+    )
+    assert combine.gate_record(0, 1) == combine.GateLine("FAIL", 1, "pass", "FAIL")
+
+
+def test_the_lane_record_counts_percents_and_leaves_no_count_empty() -> None:
+    from gpubench_tools.instructions.render import LaneResult, lane_text
+
+    rules = InstructionRules(0.02)
+    frame = judge_counts(counts({"a": 100, "b": 10}), counts({"a": 103, "c": 5}), rules)
+    text = lane_text(
+        LaneResult(lane_exit(frame), rules, frame, openblas={"base": "Haswell", "contender": ""})
+    )
+    assert (text.verdict, text.threshold_pct, text.width) == ("FAIL", 2.0, 1)
+    assert text.tally == ((1, MORE), (1, MISSING), (1, NEW))
+    assert text.openblas == (("base", "Haswell"),)
+    more, missing, new = text.rows
+    assert more.change_pct == pytest.approx(3.0) and missing.contender_per_iteration is None
+    assert missing.change_pct is None and new.base_per_iteration is None
+    assert new.contender_per_iteration == 5.0

@@ -690,3 +690,48 @@ def test_ci_gate_against_a_base_that_fails_to_build(tmp_path: Path) -> None:
         repo / "scripts" / "ci_gate.sh", tmp_path, "--against", "no-such-ref", BENCH=contender
     )
     assert bad.returncode == 2 and "not a commit" in bad.stderr
+
+
+# ---- the gate line's record -------------------------------------------------------------------------
+
+
+def _ambiguous(*estimates: tuple[float, float, float], margin: float = 0.03):
+    """A paired judgement of AMBIGUOUS benchmarks with these (ratio, low, high) estimates."""
+    from gpubench_tools.compare.verdict import Judgement, Verdict
+
+    benches = [
+        Verdict(f"b{i}", stats.AMBIGUOUS, estimate=stats.Estimate(16, *est, 0.5), pairs=16)
+        for i, est in enumerate(estimates)
+    ]
+    rules = stats.rules_from(margin)
+    return Judgement(None, None, benches, "cpu_time", paired=True, rules=rules)  # type: ignore[arg-type]
+
+
+def test_the_gate_line_states_the_half_margin_of_ambiguous_passes() -> None:
+    from gpubench_tools.compare import render
+
+    j = _ambiguous((1.01, 0.97, 1.06), margin=0.05)
+    gate = render.gate_record(j)
+    assert (j.exit_code, gate.kind, gate.tally) == (0, "pass_ambiguous", ((1, stats.AMBIGUOUS),))
+    assert (gate.margin_pct, gate.half_margin_pct) == pytest.approx((5.0, 2.5))
+    line = render.gate_line(j)
+    assert "beyond the 5% margin" in line and "estimates under +2.5%" in line
+    assert line.endswith("(1 ambiguous)")
+
+
+@pytest.mark.parametrize(
+    "estimates, code, kind",
+    [
+        # Beyond half the margin it may be slower: a pass beside a resolved benchmark only.
+        ([(1.02, 0.99, 1.05), (1.00, 0.99, 1.01)], 0, "ambiguous"),
+        ([(1.02, 0.99, 1.05)], 3, "unresolved"),
+        ([(1.00, 0.95, 1.12)], 3, "wide"),  # the interval still reaches +10 %
+        ([(1.00, 0.99, 1.01)], 0, "pass_ambiguous"),
+    ],
+)
+def test_the_gate_line_kind_follows_the_judgement(estimates, code: int, kind: str) -> None:
+    from gpubench_tools.compare import render
+
+    j = _ambiguous(*estimates)
+    assert (j.exit_code, render.gate_record(j).kind) == (code, kind)
+    assert render.gate_record(j).unresolved_pct == pytest.approx(10.0)

@@ -5,8 +5,9 @@ status) with two ways of drawing its samples: `engine`, the repetitions of two i
 grouped by benchmark, each metric judged with the U test (`stats`); `paired`, the two files of one
 interleaved run (`interleave` makes them), judged pair by pair with the signed-rank interval.
 `config` holds the thresholds (defaults: the package data default-thresholds.json); `render` the
-one renderer (terminal text, Markdown and JSON, from templates/); `words` the templates' one
-environment, whose notes.j2 words the notes and errors of the draws; `cli` the command line and
+one renderer (the frozen records of the terminal text, the Markdown and the gate line, rendered by
+templates/, and the JSON); `words` the templates' one environment and `say`, the templating.Words
+of notes.j2, which words the notes and errors of the draws; `cli` the command line and
 the writer's calls (gpubench_tools.output). Run it as `gpubench-compare` or
 `python -m gpubench_tools.compare`: the same program with the same defaults.
 """

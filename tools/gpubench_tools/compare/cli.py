@@ -24,7 +24,7 @@ from .config import load_config
 from .engine import compare_reports
 from .paired import is_pair, judge_reports
 from .stats import rules_from
-from .render import as_doc, render_error, render_markdown, render_terminal, words
+from .render import as_doc, render_error, render_markdown, render_terminal, warning
 from .verdict import Judgement
 
 MODULE = "gpubench_tools.compare"
@@ -115,7 +115,7 @@ def emit(prog: str, j: Judgement, args: argparse.Namespace) -> int:
     text = render_terminal(j, color=color, quiet=args.quiet, verbose=verbose)
     output.write_lines(*text.splitlines(), color=color)
     if code in (EXIT_UNUSABLE, EXIT_UNRESOLVED):
-        output.warn(f"{prog}: {words('warning', j)}")
+        output.warn(f"{prog}: {warning(j)}")
     markdown, doc = lambda: render_markdown(j), lambda: as_doc(j)
     output.write_after_verdict(prog, code, args.markdown, markdown, args.json, doc)
     return code

@@ -99,7 +99,8 @@ def _nothing_measured(report: BenchReport, frame: pd.DataFrame) -> str:
     """Why a file has no benchmark to compare: the one line for UnusableInput."""
     aggregates = bool(report.rows) and all(row.run_type == "aggregate" for row in report.rows)
     invalid = int((frame.status == INVALID).sum())
-    return say().nothing_measured(report.path, aggregates, invalid, _why_invalid(frame))
+    return say("nothing_measured", path=report.path, only_aggregates=aggregates, invalid=invalid,
+               why=_why_invalid(frame))  # fmt: skip
 
 
 def _overall(metrics: list[MetricResult]) -> str:
@@ -177,8 +178,10 @@ class _Judge:
         if cinvalid and (not binvalid or not ctimes):
             # The time itself is not a measurement where the baseline's was: the benchmark broke,
             # whatever its valid repetitions say.
-            why, clock = _why_invalid(cont), self.config.time
-            return unmeasured(INVALID, say().invalid_times(clock, cinvalid, ctimes, why, binvalid))
+            why, n, of = _why_invalid(cont), len(cinvalid), len(cinvalid) + len(ctimes)
+            why = say("invalid_times", clock=self.config.time, invalid=n, of=of, why=why,
+                      base_invalid=binvalid)  # fmt: skip
+            return unmeasured(INVALID, why)
         if not ctimes:
             return unmeasured(SKIPPED, skipped[0])
         # Disturbed repetitions are listed and left out of the judgement where the policy says
@@ -194,16 +197,17 @@ class _Judge:
             notes.append("the only normalisation reference: no time/ref of its own")
         for what, messages in (("failed", errors), ("skipped", skipped)):
             if messages:
-                notes.append(say().not_measured(len(messages), what, messages[0]))
+                notes.append(say("not_measured", n=len(messages), what=what, first=messages[0]))
         for side, invalid, frame in (("baseline", binvalid, base), ("contender", cinvalid, cont)):
             if invalid:
-                notes.append(say().invalid_left_out(len(invalid), side, _why_invalid(frame)))
+                why = _why_invalid(frame)
+                notes.append(say("invalid_left_out", n=len(invalid), side=side, why=why))
         verdict, why = _overall(metrics), None
         if d is not None:
             for side in ("baseline", "contender"):
                 n, of = getattr(d, f"{side}_disturbed"), getattr(d, f"{side}_measured")
                 if n:
-                    notes.append(say().disturbed_left_out(n, of, side))
+                    notes.append(say("disturbed_left_out", n=n, measured=of, side=side))
             enough = judgeable(d.baseline_measured, d.contender_measured, thresholds.alpha)
             if verdict == FEW and enough:
                 # Enough repetitions were run; the machine took them. Not a sample-size problem.
@@ -231,13 +235,13 @@ def _divisors(
         return [], {}, []
     pattern = config.normalize.reference
     if not any(pattern.search(k) for k in base.key[base.status == MEASURED]):
-        raise UnusableInput(say().reference_unmatched(pattern.pattern, path))
+        raise UnusableInput(say("reference_unmatched", pattern=pattern.pattern, path=path))
     # A pattern whose benchmarks all fail, are missing or have no valid time in the contender
     # leaves the run without normalisation (a warning): those benchmarks fail or are listed on
     # their own, and the absolute comparison of every time still holds.
     refs = [k for k in common if pattern.search(k)]
     if not refs:
-        return [], {}, [say().reference_not_common(pattern.pattern)]
+        return [], {}, [say("reference_not_common", pattern=pattern.pattern)]
     medians = [f[f.status == MEASURED].groupby("key").time.median()[refs] for f in (base, cont)]
     divisors = {
         key: tuple(statistics.geometric_mean(m.drop(key, errors="ignore")) for m in medians)
@@ -262,12 +266,12 @@ def _reading_warnings(
     if unknown and lists("contender", UNKNOWN_CONDITIONS):
         warnings.append(unknown_conditions_note(" and ".join(unknown) + " repetitions"))
     if ambiguous:
-        warnings.append(say().ambiguous_names(len(ambiguous)))
+        warnings.append(say("ambiguous_names", n=len(ambiguous)))
     # Different OpenBLAS kernels (OPENBLAS_CORETYPE, or another CPU): every CPU ratio then
     # compares two kernel sets, and can hide or fake a regression.
     bcore, ccore = openblas_core(baseline.context), openblas_core(contender.context)
     if bcore is not None and ccore is not None and bcore != ccore:
-        warnings.append(say().openblas_cores(bcore, ccore))
+        warnings.append(say("openblas_cores", base=bcore, cont=ccore))
     with_invalid = set(base.key[base.status == INVALID]) | set(cont.key[cont.status == INVALID])
 
     def left_out(b: Verdict) -> bool:
@@ -275,7 +279,7 @@ def _reading_warnings(
 
     dropped = [b for b in results if b.metrics and (b.name in with_invalid or left_out(b))]
     if dropped:
-        warnings.append(say().values_left_out(len(dropped)))
+        warnings.append(say("values_left_out", n=len(dropped)))
     return warnings
 
 
@@ -302,7 +306,7 @@ def compare_reports(
             raise UnusableInput(_nothing_measured(baseline, base))
         if MEASURED not in cont.status.values:
             raise UnusableInput(_nothing_measured(contender, cont))
-        raise UnusableInput(say().no_common(baseline.path, contender.path))
+        raise UnusableInput(say("no_common", baseline=baseline.path, contender=contender.path))
     common = [k for k in in_cont if MEASURED in by_key[1][k].status.values]  # they get ratios
     reference, divisors, warnings = _divisors(config, base, cont, common, baseline.path)
 

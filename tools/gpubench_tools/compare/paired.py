@@ -90,6 +90,12 @@ def _time(row: Any, clock: str) -> float:
     return value if math.isfinite(value) and value > 0 else math.nan
 
 
+def _indices(indices: list[int]) -> str:
+    """Repetition indices for a note: the first five, then how many more."""
+    more = f" and {len(indices) - 5} more" if len(indices) > 5 else ""
+    return ", ".join(map(str, indices[:5])) + more
+
+
 def _rows_by_name(report: BenchReport) -> dict[str, list[Any]]:
     """A file's repetition rows by benchmark name, in file order."""
     rows = (row for row in report.rows if row.run_type == "iteration")
@@ -123,7 +129,7 @@ def _judge_pairs(
         sorted(i for i, r in by.items() if math.isnan(_time(r, clock))) for by in (b_by, c_by)
     )
     if bad_c and not bad_b:
-        return Verdict(name, INVALID, say().invalid_pairs(clock, bad_c))
+        return Verdict(name, INVALID, say("invalid_pairs", clock=clock, bad=_indices(bad_c)))
     common = sorted(i for i in set(b_by) & set(c_by) if i is not None and i not in bad_b + bad_c)
     only_b, only_c = (sorted(i for i in set(x) - set(y) if i is not None) for x, y in sides)
     disturbed = {i for i in common if DISTURBED in (b_by[i].conditions, c_by[i].conditions)}
@@ -135,9 +141,12 @@ def _judge_pairs(
         bench.base_median_s, bench.contender_median_s = np.median(base_t), np.median(cont_t)
     if only_b or only_c or bad_b:
         bench.verdict = INCOMPLETE if verdict != SLOWER else verdict
-        bench.why = say().incomplete(only_b, only_c, len(bad_b), clock)
+        only_base, only_cont = _indices(only_b), _indices(only_c)
+        bench.why = say("incomplete", only_base=only_base, only_cont=only_cont, bad_base=len(bad_b),
+                        clock=clock)  # fmt: skip
     elif verdict == FEW:
-        bench.why = say().few_pairs(len(kept), bench.left_out, len(common), rules)
+        bench.why = say("few_pairs", kept=len(kept), left_out=bench.left_out, common=len(common),
+                        rules=rules)  # fmt: skip
     return bench
 
 
@@ -147,11 +156,11 @@ def judge_reports(
     """Judges two paired files (is_pair) benchmark by benchmark (module docstring)."""
     clock = clock or str(base.context.get(PAIR_TIME) or "real_time")
     if clock not in ("cpu_time", "real_time"):
-        raise UnusableInput(say().pair_time(base.path, as_read(clock)))
+        raise UnusableInput(say("pair_time", path=base.path, clock=as_read(clock)))
     cut_off = check_files(base, contender)
     notes: list[str] = []
     if base.context.get(PAIR_ROLE) == "contender" and contender.context.get(PAIR_ROLE) == "base":
-        notes.append(say().reversed_files())
+        notes.append(say("reversed_files"))
     notes += cut_off_lines(base) + cut_off_lines(contender)
     base_rows, cont_rows = _rows_by_name(base), _rows_by_name(contender)
     # A file of several inner repetitions per process holds each process's fastest (interleave.py):
@@ -165,7 +174,7 @@ def judge_reports(
     if any(r.conditions == UNKNOWN for r in rows) and lists("contender", UNKNOWN_CONDITIONS):
         notes.append(unknown_conditions_note("repetitions"))
     if not set(base_rows) & set(cont_rows):
-        raise UnusableInput(say().nothing_in_common(base.path, contender.path))
+        raise UnusableInput(say("nothing_in_common", base=base.path, contender=contender.path))
 
     def judge(name: str) -> Verdict:
         b_rows, c_rows = base_rows.get(name, []), cont_rows.get(name, [])

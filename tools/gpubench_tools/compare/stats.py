@@ -51,7 +51,7 @@ def judgeable(n_base: int, n_cont: int, alpha: float) -> bool:
 
 def repetition_rule(alpha: float) -> str:
     """The rule in words, the same in the tool's output, docs/regression-gate.md and the README."""
-    return say().repetition_rule(repetitions_needed(alpha), alpha)
+    return say("repetition_rule", needed=repetitions_needed(alpha), alpha=alpha)
 
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
@@ -130,7 +130,8 @@ def _note_invalid(m: MetricResult, judged: bool) -> bool:
     sides = (("baseline", m.base_invalid, m.base), ("contender", m.cont_invalid, m.cont))
     # The distinct values, each as the file wrote it ('NaN, Infinity', '0, -1.5e-06').
     said = {
-        side: say().invalid_values(bad, stats.n, side, first_few(map(as_read, bad), ", "))
+        side: say("invalid_values", invalid=len(bad), of=stats.n + len(bad), side=side,
+                  values=first_few(map(as_read, bad), ", "))  # fmt: skip
         for side, bad, stats in sides
     }
     if judged and m.cont_invalid and m.base.n and (not m.base_invalid or not m.cont.n):
@@ -149,7 +150,7 @@ def _exact_verdict(base: SampleStats, cont: SampleStats, notes: list[str]) -> st
     same_as_base = len(cont.values) == len(base.values) and all(close(c, b) for c, b in pairs)
     equal = same_as_base or (close(cont.min, cont.max) and close(cont.median, base.median))
     if not equal:
-        notes.append(say().work_changed())
+        notes.append(say("work_changed"))
     return SAME if equal else CHANGED
 
 
@@ -170,7 +171,7 @@ def _spread_verdict(m: MetricResult) -> str:
     if thresholds.check_fastest:
         best_worse, best_improved = best_slowdown > limit, best_slowdown < 1.0 / limit
         if (worse and not best_worse) or (improved and not best_improved):
-            notes.append(say().best_unmoved(slowdown, best_slowdown))
+            notes.append(say("best_unmoved", slowdown=slowdown, best=best_slowdown))
         worse, improved = worse and best_worse, improved and best_improved
     if significant and (worse or improved):
         # Samples that do not even overlap cannot owe the difference to their noise.
@@ -179,7 +180,7 @@ def _spread_verdict(m: MetricResult) -> str:
     else:
         verdict = NOISY if noisy else SAME
     if verdict == NOISY:
-        notes.append(say().too_noisy(max(cvs), thresholds.max_cv))
+        notes.append(say("too_noisy", cv=max(cvs), max_cv=thresholds.max_cv))
     elif (worse or improved) and not significant and p_value is not None:
         notes.append(f"beyond max_ratio but not significant (p={p_value:.3g})")
     return verdict
@@ -239,7 +240,9 @@ def compare_metric(
     if not judgeable(base.n, cont.n, thresholds.alpha):
         needed = repetitions_needed(thresholds.alpha)
         least_p = min_p_value(base.n, cont.n)
-        notes.append(say().too_few(base.n, cont.n, needed, thresholds.alpha, least_p, slowdown))
+        n = base.n if base.n == cont.n else f"{base.n} vs {cont.n}"
+        notes.append(say("too_few", n=n, needed=needed, alpha=thresholds.alpha, min_p=least_p,
+                         slowdown=slowdown))  # fmt: skip
         return result(FEW, slowdown, p_value, best_slowdown, needed)
     judged = result(SAME, slowdown, p_value, best_slowdown)
     judged.verdict = _spread_verdict(judged)
@@ -268,6 +271,16 @@ class PairedRules:
     max_pairs: int = 36
     confirm_pairs: int = 24
 
+    @property
+    def half_margin(self) -> float:
+        """Half the margin: an AMBIGUOUS estimate beyond it may be slower (possibly_slower)."""
+        return self.margin / 2.0
+
+    @property
+    def level(self) -> float:
+        """The interval's confidence level, 1 - alpha."""
+        return 1 - self.alpha
+
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
 
@@ -294,10 +307,10 @@ def rules_from(
     rules = replace(DEFAULT_RULES, **{k: v for k, v in given.items() if v is not None})
     start, most = rules.start_pairs, rules.max_pairs
     if start < 1 or most < start:
-        raise UnusableInput(say().pairs_range(start, most))
+        raise UnusableInput(say("pairs_range", start=start, most=most))
     rules = replace(rules, min_pairs=min_pairs_for(rules.alpha))
     if start < rules.min_pairs:
-        raise UnusableInput(say().pairs_too_few(start, rules))
+        raise UnusableInput(say("pairs_too_few", start=start, rules=rules))
     return rules
 
 
@@ -335,6 +348,11 @@ class Estimate:
     high: float
     p_value: float
 
+    @property
+    def changes(self) -> tuple[float, float, float]:
+        """The estimate and its interval as changes in percent (+3.0: 3 % slower)."""
+        return (self.ratio - 1) * 100, (self.low - 1) * 100, (self.high - 1) * 100
+
 
 def estimate(log_ratios: Sequence[float], alpha: float, with_p: bool = True) -> Estimate:
     """Hodges-Lehmann estimate and signed-rank interval of contender/base from per-pair log
@@ -357,7 +375,7 @@ def possibly_slower(est: Estimate | None, rules: PairedRules) -> bool:
     more pairs and the loud line: measured A/A runs on a shared 2-core machine straddle the 3 %
     margin in most runs with an estimate near 0, and more looks at them only add chances of a
     false alarm (docs/regression-gate.md, "Paired gate")."""
-    return est is not None and est.ratio > 1.0 + rules.margin / 2.0
+    return est is not None and est.ratio > 1.0 + rules.half_margin
 
 
 def needs_confirmation(pairs: int, rules: PairedRules) -> bool:

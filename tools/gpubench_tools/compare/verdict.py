@@ -73,14 +73,16 @@ def check_files(baseline: BenchReport, contender: BenchReport) -> str | None:
     for tool, report in (("compare baseline", baseline), ("compare contender", contender)):
         malformed = [row for row in report.rows if row.malformed]
         if malformed and action(tool, MALFORMED_ROW).kind == REFUSE:
-            raise UnusableInput(say().malformed(report.path, malformed))
+            more = len(malformed) - 1
+            raise UnusableInput(say("malformed", path=report.path, row=malformed[0], more=more))
     situation = file_situation(baseline)
     if situation is not None and action("compare baseline", situation).kind == REFUSE:
-        raise UnusableInput(say().baseline_cut_off(baseline))
+        raise UnusableInput(say("baseline_cut_off", report=baseline))
     situation = file_situation(contender)
     if situation is None or action("compare contender", situation).kind != FAIL:
         return None
-    return say().contender_cut_off(contender, situation == INTERRUPTED)
+    stop = contender.interrupted if situation == INTERRUPTED else None
+    return say("contender_cut_off", report=contender, missing=stop and stop.missing)
 
 
 @dataclass

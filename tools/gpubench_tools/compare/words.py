@@ -1,7 +1,7 @@
-"""The one Jinja2 environment of compare's templates, and their macros callable from Python:
-the sentences of the renderer (templates/words.j2) and the notes, warnings and errors of the
-draws and the statistics (templates/notes.j2). The judgement decides, as data; the templates word
-it. No autoescape: the outputs are text and Markdown, not HTML; every piece of data goes through
+"""The one Jinja2 environment of compare's templates, reached through templating.Words: `say`
+the notes, warnings and errors of the draws and the statistics (templates/notes.j2), render.words
+the renderer's sentences (templates/words.j2). Python decides, as data, and passes every figure
+and choice as plain values; the templates word it. No autoescape: the outputs are text and Markdown, not HTML; every piece of data goes through
 `md`/`code` (Markdown) or finalize (one_line, terminal)."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Any
 import jinja2
 
 from ..escape import one_line
-from ..stats import repetitions_needed
-from ..templating import environment
+from ..templating import Words, environment
 from ..units import plural
 from ..row_rules import group_reasons
 from ..wording import cut_off_words
@@ -36,15 +35,10 @@ def templates(terminal: bool = False) -> jinja2.Environment:
     """The environment; `terminal`: every {{ }} is folded to one line but a Painted line."""
     finalize = (lambda v: v if isinstance(v, Painted) else one_line(v)) if terminal else None
     env = environment(__package__, finalize=finalize, keep_trailing_newline=True)
-    # laid_out: a caller's lines, each already escaped; each: a macro applied to every item.
-    env.filters.update(one=one_line, laid_out=Painted)
-    env.filters["each"] = lambda items, macro, *args: [macro(item, *args) for item in items]
-    env.globals.update(plural=plural, repr=repr, by_message=by_message, cut_off=cut_off_words)
-    env.globals.update(repetitions_needed=repetitions_needed)
+    env.filters.update(one=one_line)
+    env.globals.update(plural=plural, repr=repr, cut_off=cut_off_words)
     return env
 
 
-@functools.cache
-def say(template: str = "notes.j2") -> Any:
-    """The macros of one template (each one line of text, without escaping)."""
-    return templates().get_template(template).make_module()
+# The notes, warnings and errors of the draws and the statistics: say("macro", name=value).
+say = Words(templates, "notes.j2")

@@ -18,16 +18,31 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from .. import output
-from ..cli import EXIT_REGRESSION, EXIT_UNUSABLE, ArgumentParser, Number, add_debug_flag
-from ..cli import program_name, run_main
+from ..cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, ArgumentParser
+from ..cli import Number, add_debug_flag, program_name, run_main
 from .render import templates, words
 
 MODULE = "gpubench_tools.instructions.combine"
 EXIT = Number(0, 255, integer=True)
+# The gate's word for its status, and a lane's for its own (None: the lane did not run); a status
+# without a word could not judge.
+_GATE = {EXIT_OK: "PASS", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "NOT RESOLVED"}
+_LANE = {EXIT_OK: "pass", EXIT_REGRESSION: "FAIL", EXIT_UNRESOLVED: "not resolved", None: "not run"}
+
+
+@dataclass(frozen=True)
+class GateLine:
+    """The gate's line: its verdict word and exit status, and each lane's word."""
+
+    verdict: str
+    code: int
+    timing: str
+    instructions: str
 
 
 def combined_exit(timing: int, instructions: int | None) -> int:
@@ -35,9 +50,15 @@ def combined_exit(timing: int, instructions: int | None) -> int:
     return EXIT_REGRESSION if EXIT_REGRESSION in (timing, instructions) else timing
 
 
+def gate_record(timing: int, instructions: int | None) -> GateLine:
+    code = combined_exit(timing, instructions)
+    lanes = [_LANE.get(c, "cannot judge or count") for c in (timing, instructions)]
+    return GateLine(_GATE.get(code, "CANNOT JUDGE"), code, *lanes)
+
+
 def gate_line(timing: int, instructions: int | None) -> str:
     """The gate's one line: its status and each lane's, in words (templates/words.j2)."""
-    return words().gate_line(combined_exit(timing, instructions), timing, instructions)
+    return words("gate_line", g=gate_record(timing, instructions))
 
 
 def _read(path: str | None) -> str:
@@ -81,8 +102,7 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     code = output.decide(combined_exit(timing, instructions))
     lanes = (("timing lane", args.timing_json), ("instruction lane", args.instructions_json))
     for lane, path in lanes:
-        line = _gate_of(path)
-        if line:
+        if line := _gate_of(path):
             output.write_lines(f"{lane}: {line}")
     output.write_lines(gate_line(timing, instructions))
     if code == EXIT_UNUSABLE:

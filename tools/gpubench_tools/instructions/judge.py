@@ -55,11 +55,8 @@ def judge_counts(
     b, c = merged["instructions_per_iteration_b"], merged["instructions_per_iteration_c"]
     # A base of 0 instructions: the same when the contender has 0 too, else infinitely more.
     change = (c / b - 1).where(b > 0, np.where(c == 0, 0.0, np.inf)).where(b.notna() & c.notna())
-    verdict = np.select(
-        [c.isna(), b.isna(), change >= rules.max_change, change <= -rules.max_change],
-        [MISSING, NEW, MORE, FEWER],
-        SAME,
-    )
+    cases = [c.isna(), b.isna(), change >= rules.max_change, change <= -rules.max_change]
+    verdict = np.select(cases, [MISSING, NEW, MORE, FEWER], SAME)
     spreads = [merged["spread_pct_b"], merged["spread_pct_c"]]
     columns = [merged["name"], verdict, b, c, change, *spreads]
     return pd.DataFrame(dict(zip(VERDICT_COLUMNS, columns)))

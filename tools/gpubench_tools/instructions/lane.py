@@ -68,20 +68,12 @@ def valgrind_command(
     valgrind: str, side_dir: Path, bench: Sequence[str], benchmark_filter: str
 ) -> list[str]:
     """The command line of one side (module docstring)."""
-    return [
-        valgrind,
-        "--tool=callgrind",
-        "--instr-atstart=no",
-        "--collect-atstart=no",
-        "--trace-children=yes",
-        f"--callgrind-out-file={side_dir / DUMP_PREFIX}.%p",
-        *bench,
-        f"--benchmark_filter={benchmark_filter}",
-        "--benchmark_min_time=1e-9",
-        "--benchmark_repetitions=1",
-        f"--benchmark_out={side_dir / 'bench.json'}",
-        "--benchmark_out_format=json",
-    ]
+    counted = "--tool=callgrind --instr-atstart=no --collect-atstart=no --trace-children=yes"
+    once = "--benchmark_min_time=1e-9 --benchmark_repetitions=1"
+    out = [f"--benchmark_out={side_dir / 'bench.json'}", "--benchmark_out_format=json"]
+    dumps = f"--callgrind-out-file={side_dir / DUMP_PREFIX}.%p"
+    return [valgrind, *counted.split(), dumps, *bench, f"--benchmark_filter={benchmark_filter}",
+            *once.split(), *out]  # fmt: skip
 
 
 def _openblas_core(side_dir: Path) -> str:
@@ -112,7 +104,7 @@ def judge_dirs(folder: Path, rules: InstructionRules) -> LaneResult:
         cores[side] = _openblas_core(folder / side)
     empty = [side for side in SIDES if frames[side].empty]
     if empty:
-        why = words().no_regions(empty)
+        why = words("no_regions", sides=empty)
         return _not_counted(why, rules, NOTHING_MEASURED, openblas=cores, regions=regions)
     verdicts = judge_counts(frames[BASE], frames[CONTENDER], rules)
     return LaneResult(lane_exit(verdicts), rules, verdicts, "", cores, regions)
@@ -175,12 +167,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     add("--contender-bench", metavar="CMD", help="the bench to judge")
     add("--from", dest="from_dir", metavar="DIR", help="judge the dumps an earlier run left in DIR")
     add("--benchmark_filter", "--benchmark-filter", dest="filter", default=DEFAULT_FILTER)
-    add(
-        "--max-change",
-        type=MAX_CHANGE,
-        default=InstructionRules().max_change,
-        help="smallest change of instructions per iteration that fails, as a fraction (0.01)",
-    )
+    change = "smallest change of instructions per iteration that fails, as a fraction (0.01)"
+    add("--max-change", type=MAX_CHANGE, default=InstructionRules().max_change, help=change)
     add("--openblas-coretype", default=DEFAULT_CORETYPE, help="OPENBLAS_CORETYPE of both sides")
     add("--valgrind", default="valgrind", help="the valgrind executable")
     add("--out-dir", default="reports/ci/instructions", help="where the dumps and logs go")
@@ -205,22 +193,21 @@ def _judge(args: argparse.Namespace) -> LaneResult:
     rules = InstructionRules(args.max_change)
     if args.from_dir:
         if args.base_bench or args.contender_bench:
-            raise UnusableInput(
-                "--from judges an earlier run: it takes no --base-bench/--contender-bench"
-            )
+            why = "--from judges an earlier run: it takes no --base-bench/--contender-bench"
+            raise UnusableInput(why)
         return judge_dirs(Path(args.from_dir), rules)
     if not (args.base_bench and args.contender_bench):
         raise UnusableInput("give --base-bench and --contender-bench, or --from DIR")
     benches = {side: _executable(args, side) for side in SIDES}
     valgrind = shutil.which(args.valgrind)
     if valgrind is None:
-        return _not_counted(words().no_valgrind(args.valgrind), rules)
+        return _not_counted(words("no_valgrind", valgrind=args.valgrind), rules)
     out_dir, start = Path(args.out_dir), time.monotonic()
     commands = {s: valgrind_command(valgrind, out_dir / s, benches[s], args.filter) for s in SIDES}
     env = {**os.environ, "OPENBLAS_CORETYPE": args.openblas_coretype, "CUDA_VISIBLE_DEVICES": ""}
     failed = run_sides(commands, out_dir, env, args.timeout)
     if failed:
-        return _not_counted(words().failed_sides(failed, args.timeout), rules)
+        return _not_counted(words("failed_sides", failed=failed, timeout_s=args.timeout), rules)
     result = judge_dirs(out_dir, rules)
     result.wall_seconds = time.monotonic() - start
     return result

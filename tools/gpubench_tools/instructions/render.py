@@ -1,7 +1,7 @@
 """The instruction lane's outputs: the gate line, the terminal table, the Markdown and the JSON.
-The words are templates/ (words.j2: the sentences; terminal.txt.j2, lane.md.j2: the pages).
-
-One verdict frame (judge.judge_counts) in; nothing here computes a verdict."""
+Each is rendered from one frozen record (LaneText) that lane_text computes from
+the verdict frame (judge.judge_counts); the words are templates/ (words.j2: the sentences;
+terminal.txt.j2, lane.md.j2: the pages), which decide nothing."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from ..status import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED
+from ..status import EXIT_OK, EXIT_REGRESSION
 from ..escape import term_text
 from ..json_values import finite_or_none
-from ..templating import environment
+from ..templating import Words, environment
 from .judge import FEWER, MISSING, MORE, NEW, SAME, InstructionRules
 
 _ORDER = (MORE, MISSING, FEWER, SAME, NEW)
+_VERDICT = {EXIT_OK: "PASS", EXIT_REGRESSION: "FAIL"}  # any other status: NOT COUNTED
 
 
 @dataclass
@@ -34,15 +35,32 @@ class LaneResult:
     wall_seconds: float | None = None
 
 
+@dataclass(frozen=True)
+class LaneText:
+    """What every output of the lane says. verdict: PASS, FAIL or NOT COUNTED; tally: (count,
+    verdict) of the verdicts present, in _ORDER ("(2 more, 5 same)"); openblas: (side, core) of
+    the sides whose kernels are named; rows: the verdict frame's rows with None for a count not
+    made, and the change in percent (change_pct)."""
+
+    verdict: str
+    threshold_pct: float
+    tally: tuple[tuple[int, str], ...]
+    why: str
+    openblas: tuple[tuple[str, str], ...]
+    rows: tuple[Any, ...]
+    width: int  # of the names' column in the terminal
+    wall_seconds: float | None
+
+
 @functools.cache
 def templates() -> jinja2.Environment:
     """The lane's and the gate's templates/ (combine.py renders the gate's from here too)."""
     env = environment(__package__, keep_trailing_newline=True)
     env.filters.update(term=term_text)
-    env.tests.update(na=pd.isna)
-    exits = dict(EXIT_OK=EXIT_OK, EXIT_REGRESSION=EXIT_REGRESSION, EXIT_UNRESOLVED=EXIT_UNRESOLVED)
-    env.globals.update(exits, MISSING=MISSING, NEW=NEW)
     return env
+
+
+words = Words(templates, "words.j2")
 
 
 def _counts(result: LaneResult) -> dict[str, int]:
@@ -51,27 +69,27 @@ def _counts(result: LaneResult) -> dict[str, int]:
     return {k: int(found.get(k, 0)) for k in _ORDER}
 
 
-def words() -> Any:
-    """templates/words.j2 as a module: its macros (the lane's sentences) called from Python."""
-    return templates().get_template("words.j2").module
-
-
-def lane_line(result: LaneResult) -> str:
-    """'instructions: PASS|FAIL|NOT COUNTED: ...', the lane's one summary line."""
-    return words().lane_line(result, _counts(result))
+def lane_text(result: LaneResult) -> LaneText:
+    frame = result.verdicts.assign(change_pct=result.verdicts["change"] * 100)
+    rows = tuple(frame.astype(object).where(frame.notna(), None).itertuples(index=False))
+    tally = tuple((n, verdict) for verdict, n in _counts(result).items() if n)
+    openblas = tuple((side, core) for side, core in result.openblas.items() if core)
+    width = max((len(row.name) for row in rows), default=0)
+    verdict, threshold = _VERDICT.get(result.exit_code, "NOT COUNTED"), result.rules.max_change
+    return LaneText(verdict, threshold * 100, tally, result.why, openblas, rows, width,
+                    result.wall_seconds)  # fmt: skip
 
 
 def render(template: str, result: LaneResult) -> str:
     """The lane's terminal text (terminal.txt.j2) or Markdown (lane.md.j2)."""
-    rows = list(result.verdicts.itertuples(index=False))
-    page = templates().get_template(template)
-    return page.render(result=result, rows=rows, counts=_counts(result))
+    return templates().get_template(template).render(t=lane_text(result))
 
 
 def as_dict(result: LaneResult) -> dict[str, Any]:
+    """The --json document; its "gate" the lane's one line ('instructions: PASS|FAIL|...')."""
     return {
         "exit_code": result.exit_code,
-        "gate": lane_line(result),
+        "gate": words("lane_line", t=lane_text(result)),
         "lane": "instructions",
         "max_change": result.rules.max_change,
         "why": result.why or None,
