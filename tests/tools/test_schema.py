@@ -133,6 +133,8 @@ def test_differences_name_every_kind_of_disagreement() -> None:
     ]
     assert _changed(lambda d: d["counter_prefixes"].clear()) == [
         "counter prefix 'axis:': in the Python schema, missing from bench",
+        "counter prefix 'bytes_op:': in the Python schema, missing from bench",
+        "counter prefix 'flop_op:': in the Python schema, missing from bench",
         "counter prefix 't_op:': in the Python schema, missing from bench",
     ]
     (line,) = _changed(lambda d: d["label_keys"].reverse())
