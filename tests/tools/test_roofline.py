@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from gpubench_tools.roofline import BELOW, CACHE, COMPUTE, MEMORY, place
+from gpubench_tools.roofline import BELOW, CACHE, COMPUTE, MEMORY, place, roofs
+from gpubench_tools.roofline import cnn_step_work, derived_bytes, mlp_step_work
 
 # Two machines, as their contexts would give them: a GPU (60 TFLOP/s, 3 TB/s) and one CPU core
 # (100 GFLOP/s, 20 GB/s).
@@ -76,3 +77,52 @@ def test_the_half_time_rule_sits_on_its_boundary() -> None:
     at = flop / GPU[0]
     placed = _place([(flop, moved, 2 * at, GPU), (flop, moved, 2.01 * at, GPU)])
     assert list(placed["bound"]) == [COMPUTE, BELOW]
+
+
+def test_work_derived_from_names_matches_the_suite_s_model() -> None:
+    """The C++ model's figures (docs/workloads.md): Iris 42,100 bytes per step, 64-4096-10 at batch
+    4096 12.9 flop/byte, the CNN at batch 64 80.4 MB, a GEMM's three matrices once."""
+    assert mlp_step_work("iris", [10], 120) == (40_800, 42_100)
+    flop, moved = mlp_step_work("synthetic", [4096], 4096)
+    assert flop / moved == pytest.approx(12.87, abs=0.01)
+    assert cnn_step_work(64)[1] == pytest.approx(80.4e6, rel=1e-3)
+    rows = pd.DataFrame(
+        {
+            "name": [
+                "matmul/gpu/cublas_kernel/dtype:bf16/m:64/n:32/k:16/manual_time",
+                "mlp/cpu/openblas/data:iris/batch:120/hidden:10/readback:1/threads:1",
+                "mlp/gpu/graph/data:synthetic/batch:256/hidden:64x2/readback:0/manual_time",
+                "overhead/launch/empty_kernel",
+            ],
+            "flop": [2.0 * 64 * 32 * 16, 40_800 * 20_000, 1.0, float("nan")],
+        }
+    )
+    derived = derived_bytes(rows)
+    assert derived[0] == (64 * 16 + 16 * 32 + 64 * 32) * 2
+    assert derived[1] == 42_100 * 20_000
+    step_flop, step_bytes = mlp_step_work("synthetic", [64, 64], 256)
+    assert derived[2] == pytest.approx(step_bytes / step_flop)
+    assert math.isnan(derived[3])
+
+
+def test_each_side_is_read_against_its_own_roofs() -> None:
+    context = {
+        "context.cpu_peak_fp32_flops": 400e9, "context.cpu_physical_cores": 4.0,
+        "context.cpu_bandwidth_1thread_bytes_per_s": 20e9,
+        "context.cpu_bandwidth_all_cores_bytes_per_s": 50e9,
+        "context.gpu_peak_bf16_flops": 900e12, "context.gpu_peak_fp32_flops": 60e12,
+        "context.gpu_memory_bandwidth_bytes_per_s": 3e12,
+    }  # fmt: skip
+    rows = pd.DataFrame(
+        [
+            {"name": "matmul/cpu/openblas/dtype:fp32/m:8/n:8/k:8/threads:1", **context},
+            {"name": "matmul/cpu/openblas/dtype:fp32/m:8/n:8/k:8/threads:2", **context},
+            {"name": "matmul/cpu/openblas/dtype:fp32/m:8/n:8/k:8/threads:4", **context},
+            {"name": "mlp/gpu/eager/data:iris/precision:bf16/manual_time", **context},
+            {"name": "matmul/gpu/cublas_kernel/m:8/n:8/k:8/manual_time", **context},
+        ]
+    )
+    got = roofs(rows)
+    assert list(got["flop_per_s"]) == [100e9, 200e9, 400e9, 900e12, 60e12]
+    assert list(got["bytes_per_s"]) == [20e9, 40e9, 50e9, 3e12, 3e12]
+    assert list(got["bandwidth_source"])[-1] == "theoretical (driver)"

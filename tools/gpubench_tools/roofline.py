@@ -118,3 +118,83 @@ def cnn_step_work(batch: float) -> tuple[float, float]:
         f, e = _linear(batch, fan_in, fan_out, first=False)
         flop, elements, parameters = flop + f, elements + e, parameters + fan_in * fan_out + fan_out
     return flop, FP32 * (elements + 2 * batch * 10 + batch + 3 * parameters)
+
+
+def _name_part(names: pd.Series, key: str) -> pd.Series:
+    """`key:value` of each benchmark name, None where the name has none."""
+    return names.str.extract(rf"(?:^|/){key}:([^/]+)", expand=False)
+
+
+def derived_bytes(rows: pd.DataFrame) -> pd.Series:
+    """The minimum-traffic bytes of rows that predate `bytes_moved`, from their names and `flop`
+    (NaN where the workload has no model here): a training row's iteration is `flop` / step flop
+    steps, each moving the step's bytes."""
+    names, flop = rows["name"].astype(str), rows["flop"]
+    out = pd.Series(np.nan, index=rows.index, dtype=float)
+    dims = {k: pd.to_numeric(_name_part(names, k), errors="coerce") for k in ("m", "n", "k")}
+    dtype = _name_part(names, "dtype").fillna("fp32")
+    gemm = names.str.startswith("matmul/") & dims["m"].notna() & dtype.isin(list(DTYPE_BYTES))
+    for i in rows.index[gemm]:
+        out[i] = gemm_bytes(dims["m"][i], dims["n"][i], dims["k"][i], dtype[i])
+    batch = pd.to_numeric(_name_part(names, "batch"), errors="coerce")
+    data, hidden = _name_part(names, "data"), _name_part(names, "hidden")
+    for i in rows.index[names.str.startswith("mlp/") & batch.notna() & data.isin(list(MLP_DATA))]:
+        width, _, depth = str(hidden[i]).partition("x")
+        step_flop, step_bytes = mlp_step_work(data[i], [int(width)] * int(depth or 1), batch[i])
+        out[i] = flop[i] / step_flop * step_bytes
+    for i in rows.index[names.str.startswith("cnn/") & batch.notna()]:
+        step_flop, step_bytes = cnn_step_work(batch[i])
+        out[i] = flop[i] / step_flop * step_bytes
+    return out
+
+
+def _context(rows: pd.DataFrame, key: str) -> pd.Series:
+    column = f"context.{key}"
+    if column not in rows:
+        return pd.Series(np.nan, index=rows.index, dtype=float)
+    return rows[column].astype(float).where(lambda v: v > 0)
+
+
+def roofs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each row's two roofs from its own machine's context: `flop_per_s` and `bytes_per_s`, and
+    `bandwidth_source` (which ceiling the memory roof is).
+
+    - CPU rows: the FMA peak per core times the row's threads (at most the cores), in fp64 for
+      fp64 rows and fp32 otherwise (the bf16 paths compute in fp32); the one-thread triad for a
+      single thread, else the all-cores triad, or the one-thread triad times the threads where
+      that is less (a few threads do not reach the socket's bandwidth).
+    - GPU rows: the peak of the row's dtype (training rows: its precision; fp32 where it names
+      none); the measured device triad, else the driver's theoretical figure.
+    """
+    names = rows["name"].astype(str)
+    dtype = _name_part(names, "dtype").fillna(_name_part(names, "precision")).fillna("fp32")
+    gpu = names.str.split("/").str[1].eq("gpu")
+    threads = pd.to_numeric(_name_part(names, "threads"), errors="coerce").fillna(1)
+    cores = _context(rows, "cpu_physical_cores")
+    cpu_width = np.where(dtype.eq("fp64"), "fp64", "fp32")
+    cpu_peak = pd.Series(
+        [_context(rows, f"cpu_peak_{w}_flops")[i] for i, w in zip(rows.index, cpu_width)],
+        index=rows.index, dtype=float,
+    )  # fmt: skip
+    one, every = (
+        _context(rows, f"cpu_bandwidth_{k}_bytes_per_s") for k in ("1thread", "all_cores")
+    )
+    cpu_bandwidth = np.fmin(one * threads, every.fillna(np.inf)).where(threads > 1, one)
+    gpu_peak = pd.Series(
+        [_context(rows, f"gpu_peak_{d}_flops")[i] for i, d in zip(rows.index, dtype)],
+        index=rows.index, dtype=float,
+    )  # fmt: skip
+    measured = _context(rows, "gpu_bandwidth_measured_bytes_per_s")
+    theoretical = _context(rows, "gpu_bandwidth_theoretical_bytes_per_s").fillna(
+        _context(rows, "gpu_memory_bandwidth_bytes_per_s")
+    )
+    cpu_source = np.where(threads > 1, "CPU triad, all cores", "CPU triad, 1 thread")
+    gpu_source = np.where(measured.notna(), "device triad (measured)", "theoretical (driver)")
+    return pd.DataFrame(
+        {
+            "flop_per_s": np.where(gpu, gpu_peak, cpu_peak / cores * np.fmin(threads, cores)),
+            "bytes_per_s": np.where(gpu, measured.fillna(theoretical), cpu_bandwidth),
+            "bandwidth_source": np.where(gpu, gpu_source, cpu_source),
+        },
+        index=rows.index,
+    )
