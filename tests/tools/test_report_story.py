@@ -239,7 +239,7 @@ def test_thin_allocation_probes_name_only_their_own_machine(tmp_path: Path) -> N
     from conftest import GPU_CONTEXT
     from handmade_rows import alloc_rows
 
-    from gpubench_tools.report import analysis
+    from gpubench_tools.report import resources
     from gpubench_tools.report.context import Context
 
     steady = alloc_rows()
@@ -253,7 +253,7 @@ def test_thin_allocation_probes_name_only_their_own_machine(tmp_path: Path) -> N
         for name, rows, gpu in (("steady", steady, "NVIDIA A"), ("single", single, "NVIDIA B"))
     ]
     ctx = Context.of(load_table(files), tmp_path / "out")
-    costs = analysis.allocation_costs(ctx.table.rows)
+    costs = resources.allocation_costs(ctx.table.rows)
     assert ctx.several and set(costs["machine"]) == {0, 1}
-    thin = ctx.thin(ctx.summary.index[ctx.summary["name"].str.match(analysis.ALLOC_NAME)], "gpu")
+    thin = ctx.thin(ctx.summary.index[ctx.summary["name"].str.match(resources.ALLOC_NAME)], "gpu")
     assert {Path(f).name for *_, f in thin} == {"single.json"}

@@ -6,9 +6,10 @@ costs and the model built from them, CPU thread scaling, what did not run, and t
 Every number says whose measurement it is (this run or the reference run) and carries its
 noise: the spread of the repetitions where there are several, a mark where there are too few.
 
-A section is made in two steps: its data (`speedups.topic_pairs`, `analysis.thread_scaling`,
-`analysis.allocation_costs`, `resources.energy_pairs`, ...), then its words and charts; the
-medians of too few repetitions the report names come from the same data. Nothing here formats
+A section is made in three steps: its data (`speedups.topic_pairs`, `analysis.thread_scaling`,
+`resources.allocation_costs`, `resources.energy_pairs`, ...), then its words and the charts it
+asks for, then (here, for every section at once) the charts drawn; the medians of too few
+repetitions the report names come from the same data. Nothing here formats
 markup: the templates escape every text for HTML or Markdown.
 """
 
@@ -22,43 +23,24 @@ import pandas as pd
 
 from ..conditions import CONDITION_FIGURES, UNKNOWN, describe_conditions
 from ..policy import DISTURBED_ROW, HEADLINE_RULE, LIST, UNKNOWN_CONDITIONS, USE, action
-from ..table import REFERENCE_RUN, THIS_RUN, Table, num, short_cpu_name, short_gpu_name
-from . import analysis, resources
+from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
 from .context import Context, Thin
-from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
-from .speedups import MachineTopic, answer_rows, topic_pairs, topic_section
+from .gpu_time import gpu_time
+from .resources import resources
+from .speedups import speedups
 from .topics import Topic, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, named, say
 
 
 def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Thin]:
-    """The answer's rows, the sections in the reader's order, and whose medians of too few
-    repetitions they state."""
-    answer: list[dict[str, Any]] = []
-    sections: list[dict[str, Any] | None] = []
-    thin: Thin = set()
-    pairs: dict[str, list[MachineTopic]] = {}  # each topic's, by its id
-    for topic in ctx.topics:
-        machines = pairs[topic.id] = topic_pairs(ctx, topic)
-        rows = answer_rows(ctx, topic, machines)
-        answer += rows
-        for curve in (pc.curve for m in machines for pc in m.paths if pc.curve is not None):
-            thin |= ctx.thin(curve["cpu_row"], "cpu") | ctx.thin(curve["gpu_row"], "gpu")
-        sections.append(topic_section(ctx, topic, machines, rows))
-    sections.append(breakdown_section(ctx))
-    sections += profile_sections(ctx)
-    sections.append(model_section(ctx, fixed_costs(ctx.summary)))
-    scaling = analysis.thread_scaling(ctx.summary)
-    thin |= ctx.thin(scaling.get("row", []), "cpu")
-    sections.append(resources.threads_section(ctx, scaling))
-    sections.append(resources.peers_section(ctx))
-    sections.append(resources.memory_section(ctx))
-    probes = ctx.summary["name"].str.match(analysis.ALLOC_NAME)
-    thin |= ctx.thin(ctx.summary.index[probes], "gpu")
-    sections.append(resources.allocation_section(ctx, analysis.allocation_costs(ctx.table.rows)))
-    sections.append(resources.energy_section(ctx, resources.energy_pairs(ctx, pairs)))
-    sections.append(resources.problems_section(ctx))
-    return answer, [s for s in sections if s is not None], thin
+    """The answer's rows, the sections in the reader's order with their charts drawn, and whose
+    medians of too few repetitions they state."""
+    found = speedups(ctx)
+    others, thin = resources(ctx, found.pairs)
+    sections = found.sections + gpu_time(ctx) + others
+    # The charts, drawn in one step once every section has said which it shows.
+    drawn = [{**s, "charts": [ctx.draw(d) for d in s["charts"]]} for s in sections]
+    return found.answer, drawn, found.thin | thin
 
 
 def _appendix(ctx: Context) -> dict[str, Any]:
@@ -116,8 +98,8 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     said = []
     line = describe_conditions(counters)
     if line is not None and action("report", DISTURBED_ROW).kind == USE:
-        marked = int(analysis.disturbed(summary).sum())
-        cleaned = int((num(summary, "disturbed_left_out") > 0).sum())
+        marked = int(summary["_disturbed"].sum())
+        cleaned = int((summary["disturbed_left_out"] > 0).sum())
         said += say("disturbed", line, HEADLINE_RULE, cleaned, marked, DISTURBED_MARK)
     unknown = rows.loc[rows["conditions"] == UNKNOWN, "file"].nunique()
     if unknown and action("report", UNKNOWN_CONDITIONS).kind == LIST:

@@ -1,8 +1,9 @@
 """The sections on what the machines spend beside the speedups: CPU threads, the peers, device
 memory, allocation, energy, and what did not run.
 
-A section's rows come from `analysis` and the declarations in `topics`; `thread_cases`,
-`memory_rows`, `agreement_figures` and `energy_pairs` are data, the `*_section` functions say it.
+A section's rows come from the summary and the declarations in `topics`; `thread_cases`,
+`memory_rows`, `agreement_figures`, `allocation_costs` and `energy_pairs` are data, the
+`*_section` functions say it and ask for their charts; `resources` is the step build runs.
 """
 
 from __future__ import annotations
@@ -13,13 +14,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..table import num
-from . import analysis
-from .context import Context
-from .speedups import MachineTopic
-from .topics import ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
-from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
+from .analysis import FEW_REPETITIONS, ID, MachineTopic, speedup_curve, thread_scaling
+from .context import Context, Drawing, Thin
+from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, POOL
+from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, TOPICS, EnergyTopic, Topic
 from .words import say, section, short_benchmark, table_of
+
+
+def resources(
+    ctx: Context, pairs: dict[str, list[MachineTopic]]
+) -> tuple[list[dict[str, Any]], Thin]:
+    """Threads, peers, memory, allocation, energy and what did not run, in that order (those
+    that have rows), and whose thin medians they state (the thread counts', the probes').
+    `pairs`: each topic's, by its id (speedups.topic_pairs)."""
+    scaling = thread_scaling(ctx.summary)
+    thin = ctx.thin(scaling.get("row", []), "cpu")
+    probes = ctx.summary["name"].str.match(ALLOC_NAME)
+    thin |= ctx.thin(ctx.summary.index[probes], "gpu")
+    sections = [threads_section(ctx, scaling), peers_section(ctx), memory_section(ctx)]
+    sections.append(allocation_section(ctx, allocation_costs(ctx.table.rows)))
+    sections.append(energy_section(ctx, energy_pairs(ctx, pairs)))
+    sections.append(problems_section(ctx))
+    return [s for s in sections if s is not None], thin
+
 
 # --- CPU thread scaling ----------------------------------------------------------------------
 
@@ -42,7 +59,7 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
         return None
     shown, top = thread_cases(scaling)
     said = say("threads", top["efficiency"].min(), top["efficiency"].max())
-    chart = ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))
+    chart = Drawing("threads", shown, dict(subtitle=ctx.subtitle(gpu=False)))
     table = table_of("threads_table", top.sort_values("efficiency"))
     return section("threads", said, [chart], [table])
 
@@ -54,14 +71,12 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
     """The suite's own paths against the same work in PyTorch, where a run has its rows."""
     tables = []
     for peer in PEERS:
-        ours, theirs = (analysis.select(ctx.summary, rows) for rows in (peer.ours, peer.peer))
+        ours, theirs = ctx.select(peer.ours), ctx.select(peer.peer)
         keys = [k for k in peer.keys if k in ours and k in theirs]
         # Pair with the curve of the answer: "cpu" is the peer, "gpu" is ours, so the
         # speedup is PyTorch's time over ours.
         both = pd.concat([theirs.assign(side="peer"), ours.assign(side="ours")])
-        curve = analysis.speedup_curve(
-            both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col
-        )
+        curve = speedup_curve(both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col)
         if len(curve):
             tables.append(table_of("peer_table", peer, keys, curve))
     return section("peers", say("peers"), [], tables) if tables else None
@@ -70,17 +85,28 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
 # --- device memory ---------------------------------------------------------------------------
 
 
+def memory_agreement(summary: pd.DataFrame) -> pd.DataFrame:
+    """Every GPU row with a device-memory model and a measured peak: `ratio` = measured peak /
+    model bytes (above 1 the benchmark held more than its shapes call for: library workspaces,
+    the allocator's 2 MiB pages, the context's own reservations)."""
+    columns = ["device_bytes_model", "device_bytes_peak"]
+    rows = summary.dropna(subset=columns)
+    rows = rows[rows["device_bytes_model"] > 0]
+    keep = [c for c in [*ID, "measured_on"] if c in rows] + columns
+    return rows[keep].assign(ratio=rows["device_bytes_peak"] / rows["device_bytes_model"])
+
+
 def memory_rows(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """analysis.memory_agreement with each row's `family` (MEMORY_FAMILIES by its workload), the
+    """memory_agreement with each row's `family` (MEMORY_FAMILIES by its workload), the
     largest-batch rows (benchmarks/largest_batch.cpp), and the problems of those that did not
     run (a batch that did not fit); a largest-batch row has every figure its line states
     (NaN where it lacks one)."""
-    agreement = analysis.memory_agreement(ctx.summary)
+    agreement = memory_agreement(ctx.summary)
     workload = agreement["workload"].fillna("other")
     agreement = agreement.assign(family=workload.map(lambda w: MEMORY_FAMILIES.get(w, w)))
     skipped = ctx.table.problems
     skipped = skipped[skipped["name"].astype(str).str.startswith(LARGEST_BATCH_NAMES)]
-    batches = analysis.select(ctx.summary, LARGEST_BATCH)
+    batches = ctx.select(LARGEST_BATCH)
     said = ("batch_largest", "device_bytes_free", "device_bytes_peak", "t_step")
     return agreement, batches.assign(**{c: batches.get(c, math.nan) for c in said}), skipped
 
@@ -92,7 +118,7 @@ def memory_section(ctx: Context) -> dict[str, Any] | None:
     if agreement.empty:
         return section("memory", largest) if largest else None
     by_distance, figures = agreement_figures(agreement)
-    chart, table = ctx.chart("memory", agreement), table_of("memory_table", by_distance)
+    chart, table = Drawing("memory", agreement), table_of("memory_table", by_distance)
     return section("memory", say("memory", figures) + largest, [chart], [table])
 
 
@@ -120,6 +146,57 @@ def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, 
 # --- allocation ------------------------------------------------------------------------------
 
 
+# `overhead/alloc/<probe>/bytes:<B>/...` (benchmarks/alloc_probes.cpp): the probe is
+# `malloc/device`, `free/device`, `async`, `malloc/pinned` or `free/pinned`.
+ALLOC_NAME = r"^overhead/alloc/(?P<probe>.+?)/bytes:(?P<bytes>\d+)"
+
+
+def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, allocation probe and size, from the per-repetition rows of the table (not
+    the summary: the tail needs every sample): `time_s` the median host seconds per call,
+    `slowest_decile_s` the 90th percentile, `repetitions`, `few_samples` (few_repetitions) and
+    `call`, what the probe is (topics.ALLOCATION_PROBES; a probe the report does not know yet
+    under its own name); in the declared order of the calls per machine (an unknown probe
+    last), then by size.
+
+    Allocation times have a long tail (the driver and the OS reclaiming pages), which a median
+    hides and a maximum overstates; the slowest decile is what one call in ten pays. It is the
+    inverted-CDF quantile (a value that was measured, never an interpolation between two), and
+    NaN where a file holds one value per probe (aggregates only)."""
+    columns = ["machine", "probe", "bytes", "time_s", "slowest_decile_s", "repetitions"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    parts = rows["name"].str.extract(ALLOC_NAME)
+    probes = rows.assign(probe=parts["probe"], bytes=pd.to_numeric(parts["bytes"]))
+    probes = probes.dropna(subset=["probe"])
+    if probes.empty:
+        return pd.DataFrame(columns=columns)
+
+    def decile(times: pd.Series) -> float:
+        return float(np.quantile(times, 0.9, method="inverted_cdf")) if len(times) > 1 else math.nan
+
+    grouped = probes.groupby(["machine", "probe", "bytes"], sort=True)["real_time_s"]
+    out = grouped.agg(time_s="median", slowest_decile_s=decile, repetitions="size").reset_index()
+    order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
+    out = out.assign(
+        call=out["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
+        few_samples=out["repetitions"] < FEW_REPETITIONS,
+        order=out["probe"].map(order).fillna(len(order)),
+    )
+    return out.sort_values(["machine", "order", "bytes"])
+
+
+def pool_savings(costs: pd.DataFrame) -> pd.DataFrame:
+    """Per machine and size: (cudaMalloc + cudaFree) / the warm pool's cudaMallocAsync +
+    cudaFreeAsync, medians; above 1 a caching allocator saves that factor per buffer."""
+    wide = costs.pivot_table(index=["machine", "bytes"], columns="probe", values="time_s")
+    if wide.empty or not set(POOL) <= set(wide.columns):
+        return pd.DataFrame(columns=["machine", "bytes", "saving"])
+    malloc, free, pool = POOL
+    saving = (wide[malloc] + wide[free]) / wide[pool]
+    return saving.rename("saving").dropna().reset_index()
+
+
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
     """Each call's cost at the smallest and largest size, what a pool saves, the worst tail."""
     machines = [
@@ -132,7 +209,7 @@ def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
     ratio = costs["slowest_decile_s"] / costs["time_s"]
     worst = ratio.notna().any()
     tail = {**costs.loc[ratio.idxmax()].to_dict(), "ratio": ratio.max()} if worst else None
-    return say("allocation", machines, analysis.pool_savings(costs), tail)
+    return say("allocation", machines, pool_savings(costs), tail)
 
 
 def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | None:
@@ -141,7 +218,7 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
     if costs.empty:
         return None
     said, table = _allocation_sentences(ctx, costs), table_of("allocation_table", costs)
-    return section("allocation", said, [ctx.chart("allocation", costs)], [table])
+    return section("allocation", said, [Drawing("allocation", costs)], [table])
 
 
 # --- energy ----------------------------------------------------------------------------------
@@ -149,8 +226,8 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
 
 def _joules(rows: pd.DataFrame, counter: str, energy: EnergyTopic) -> pd.Series:
     """Joules per unit of work: the counter over the units per iteration (one where none)."""
-    units = num(rows, energy.per)
-    return num(rows, counter) / units.where(units > 0, 1.0)
+    units = rows[energy.per]
+    return rows[counter] / units.where(units > 0, 1.0)
 
 
 def energy_pairs(
