@@ -136,7 +136,7 @@ def test_h100_dominant_ranges(h100_breakdown: pd.DataFrame) -> None:
 
 def _summary(**columns) -> pd.DataFrame:
     frame = pd.DataFrame(columns)
-    defaults = dict(machine=0, repetitions=5, measured_on="this run")
+    defaults = dict(machine=0, repetitions=5, measured_on="this run", conditions="quiet")
     for key, value in defaults.items():
         if key not in frame:
             frame[key] = value

@@ -48,13 +48,16 @@ def summary_of(rows: pd.DataFrame) -> pd.DataFrame:
 
 def typed(summary: pd.DataFrame) -> pd.DataFrame:
     """A summary with every one of COLUMNS (NaN where no row has it), so that no reader asks,
-    and each median's flags, once: `_few` (few_repetitions), `_disturbed` (disturbed) and
-    `_flagged` (drawn hollow: either, or a spread over NOISY_SPREAD)."""
-    missing = [c for c in COLUMNS if c not in summary]
-    summary = summary.assign(**dict.fromkeys(missing, np.nan))
-    few, shaken = few_repetitions(summary), disturbed(summary)
+    and each median's flags, once: `_few`, the report's one rule for a thin median (fewer than
+    FEW_REPETITIONS repetitions; a row that does not say how many it has is one draw);
+    `_disturbed`, a median that includes repetitions measured while disturbed (too few
+    undisturbed ones remained: table.summarize, policy.HEADLINE_RULE), marked wherever shown;
+    and `_flagged`, drawn hollow: either, or a spread over NOISY_SPREAD."""
+    summary = summary.assign(**dict.fromkeys([c for c in COLUMNS if c not in summary], np.nan))
+    few = summary["repetitions"].fillna(1) < FEW_REPETITIONS
+    shaken = summary["conditions"] == DISTURBED
     flagged = few | (summary["spread"] > NOISY_SPREAD) | shaken
-    return summary.assign(_few=few, _disturbed=shaken, _flagged=flagged.astype(bool))
+    return summary.assign(_few=few, _disturbed=shaken, _flagged=flagged)
 
 
 def select(summary: pd.DataFrame, filt: dict[str, Any]) -> pd.DataFrame:
@@ -76,12 +79,6 @@ def fastest(rows: pd.DataFrame, keys: list[str], time_col: str) -> pd.DataFrame:
     return rows.loc[rows.groupby(keys, dropna=False)[time_col].idxmin()] if len(rows) else rows
 
 
-def few_repetitions(rows: pd.DataFrame) -> pd.Series:
-    """Medians of fewer than FEW_REPETITIONS repetitions: the report's one rule for a thin
-    median (a row that does not say how many it has is one draw)."""
-    return (rows["repetitions"].fillna(1) < FEW_REPETITIONS).astype(bool)
-
-
 def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
     """`_t`, `_lo`, `_hi` (the repetitions' median, min, max of `time_col`) and the flags."""
     suffixes = ("_min_s", "_max_s") if time_col == "time_s" else ("_min", "_max")
@@ -91,12 +88,7 @@ def _with_band(rows: pd.DataFrame, time_col: str) -> pd.DataFrame:
     # Repetitions, not iterations, are the samples: a training row's one iteration is a whole
     # training run (thousands of steps), and Google Benchmark times a short kernel over many
     # iterations until min_time; either way one repetition is one draw from the machine.
-    return rows.assign(
-        _t=t,
-        _lo=lo,
-        _hi=hi,
-        _noisy=(hi - lo) / t > NOISY_SPREAD,
-    )
+    return rows.assign(_t=t, _lo=lo, _hi=hi, _noisy=(hi - lo) / t > NOISY_SPREAD)
 
 
 def _either(frame: pd.DataFrame, one: str, other: str) -> dict[str, pd.Series]:
@@ -107,14 +99,6 @@ def _either(frame: pd.DataFrame, one: str, other: str) -> dict[str, pd.Series]:
         for flag, name in (("few_samples", "few"), ("noisy", "noisy"), ("disturbed", "disturbed"))
     }
     return {**flags, "flagged": flags["few_samples"] | flags["noisy"] | flags["disturbed"]}
-
-
-def disturbed(summary: pd.DataFrame) -> pd.Series:
-    """Summary rows whose median includes repetitions measured while disturbed (too few
-    undisturbed ones remained: table.summarize, policy.HEADLINE_RULE): marked wherever shown."""
-    if "conditions" not in summary:
-        return pd.Series(False, index=summary.index)
-    return (summary["conditions"] == DISTURBED).astype(bool)
 
 
 # A side's columns in a speedup curve, each as `<side>_<name>`.
@@ -138,7 +122,7 @@ def speedup_curve(
     one and back, the widest band the repetitions allow. Use time_col="t_step" for training
     rows. Rows pair within a machine (`machine` joins the keys where the table has it).
     `cpu_row` and `gpu_row` are the labels of the `summary` rows paired, for what else they hold;
-    `cpu_few` and `gpu_few` say which side's median is thin (few_repetitions).
+    `cpu_few` and `gpu_few` say which side's median is thin (`_few`, typed).
     """
     keys = (["machine"] if "machine" in summary and "machine" not in keys else []) + list(keys)
     sides = []
@@ -147,9 +131,7 @@ def speedup_curve(
         # One row per key; the fastest (on the GPU side there should be only one anyway).
         rows = rows.sort_values("_t").drop_duplicates(keys, keep="first")
         rows = rows.assign(
-            row=rows.index,
-            repetitions=rows["repetitions"],
-            measured_on=rows.get("measured_on"),
+            row=rows.index, repetitions=rows["repetitions"], measured_on=rows.get("measured_on")
         )
         names = _SIDE | ({"threads": "threads"} if side == "cpu" else {})
         columns = {column: f"{side}_{name}" for column, name in names.items()}
@@ -222,7 +204,7 @@ def breakdown(
     # used for its own pct_peak: flop / t_wall / (pct_peak / 100).
     flop = rows["flop"]
     implied = flop / rows["t_wall"] / (rows["pct_peak"] / 100)
-    dtype = rows["dtype"] if "dtype" in rows else pd.Series(None, index=rows.index)
+    dtype = rows["dtype"]
     peak = gpu_peak(rows, dtype).fillna(implied.where(dtype.isna()))
     work = (flop / peak).where(flop > 0)
     out = rows[[c for c in ID if c in rows]].copy()
@@ -236,7 +218,7 @@ def breakdown(
     out["under_utilisation"] = (out["compute"] - work).clip(lower=0)
     out["total"] = out["transfer"] + out["overhead"] + out["compute"]
     four = work.notna()
-    out["parts"] = np.where(four, 4, 3)
+    out["parts"], out["split"] = np.where(four, 4, 3), four
     why = np.where(
         flop.isna() | (flop <= 0), "no flop count", "no GPU peak for " + dtype.astype(str)
     )
@@ -279,8 +261,7 @@ def thread_scaling(summary: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["base_name", "threads", "speedup", "ideal", "efficiency"])
     step = cpu["t_step"].notna()
     rows = pd.concat([_with_band(cpu[step], "t_step"), _with_band(cpu[~step], "time_s")]).assign(
-        threads=cpu["threads"],
-        base_name=cpu["name"].map(lambda s: re.sub(r"/threads:\d+", "", s)),
+        threads=cpu["threads"], base_name=cpu["name"].map(lambda s: re.sub(r"/threads:\d+", "", s))
     )
     group = ["machine", "base_name", "label"]
     rows = rows[rows.groupby(group, dropna=False)["threads"].transform("nunique") > 1]
@@ -353,9 +334,13 @@ def path_curve(
         parts = parts[parts["name"].isin(gpu["name"])].drop(columns=keys, errors="ignore")
         parts = parts.merge(gpu[["name"] + keys], on="name")
     wins, losses = main.loc[main["speedup"] > 1, x], main.loc[main["speedup"] <= 1, x]
+    # How many times slower the GPU is where it loses (None where it does not).
+    loses = (main["speedup"] > 0) & (main["speedup"] < 1)
+    main = main.assign(slower=(1 / main["speedup"]).astype(object).where(loses, None))
     first, last = main.iloc[0], main.iloc[-1]
     facts = dict(
         wins=list(wins),
+        wins_from=wins.min() if len(wins) else None,
         every=len(wins) == len(main),
         beyond=len(wins) > 0 and wins.min() > losses.max(),
         series=value,

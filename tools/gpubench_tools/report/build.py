@@ -29,7 +29,7 @@ from .gpu_time import gpu_time
 from .resources import resources
 from .speedups import speedups
 from .topics import Topic, committed_gpu_reference
-from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, named, say
+from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, cells, context_text, say
 
 
 def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Thin]:
@@ -49,10 +49,11 @@ def _appendix(ctx: Context) -> dict[str, Any]:
     for _, m in ctx.table.machines.iterrows():
         files = [[ctx.file_names[f] for f in m.get(k) or []] for k in ("files", "gpu_files")]
         devices = short_cpu_name(m["cpu"]), short_gpu_name(m["gpu"] or "")
-        headers = say("appendix_headers", m, *devices, *files, REFERENCE_RUN)
+        headers = say("appendix_headers", m=m, cpu=devices[0], gpu=devices[1], files=files[0],
+                      gpu_files=files[1], reference_run=REFERENCE_RUN)  # fmt: skip
         columns += zip(headers, (m["context"], m["gpu_context"]))
     rows = []
-    for name, key, unit in named("context_names"):
+    for name, key, unit in cells("context_rows"):
         values = [context_text(context.get(key), unit) for _, context in columns]
         if any(values):
             rows.append([name] + [v or "—" for v in values])
@@ -66,13 +67,16 @@ def reference_warning(table: Table) -> list[str]:
     m = table.machines.iloc[0]
     if not m["gpu_reference"]:
         return no_gpu_suggestion(table)
-    return say("reference_warning", m, ", ".join(Path(f).name for f in m["gpu_files"]))
+    return say("reference_warning", m=m, files=", ".join(Path(f).name for f in m["gpu_files"]))
 
 
 def _made_by_hand(table: Table) -> list[str]:
     """Test data says so in its context (`generated_by`); the report says it first."""
     contexts = [*table.machines["context"], *table.machines["gpu_context"]]
-    return say("made_by_hand", [c.get("generated_by") for c in contexts])
+    notes: dict[str, str] = {}  # each note once, whatever its case
+    for note in filter(None, (c.get("generated_by") for c in contexts)):
+        notes.setdefault(str(note).lower(), note)
+    return say("made_by_hand", notes=list(notes.values()))
 
 
 def _thin_text(ctx: Context, thin: Thin) -> str:
@@ -83,7 +87,8 @@ def _thin_text(ctx: Context, thin: Thin) -> str:
         sides = sorted({side.upper() for w, side, _ in thin if w == where})
         files = sorted({ctx.file_names.get(f, Path(f).name) for w, _, f in thin if w == where})
         said += [{"where": where, "sides": sides, "files": files}] if sides else []
-    return "".join(say("thin", said, ctx.table.machines.iloc[0].get("gpu_same_host")))
+    same_host = ctx.table.machines.iloc[0].get("gpu_same_host")
+    return "".join(say("thin", thin=said, same_host=same_host))
 
 
 def conditions_text(table: Table, summary: pd.DataFrame) -> str:
@@ -100,18 +105,19 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     if line is not None and action("report", DISTURBED_ROW).kind == USE:
         marked = int(summary["_disturbed"].sum())
         cleaned = int((summary["disturbed_left_out"] > 0).sum())
-        said += say("disturbed", line, HEADLINE_RULE, cleaned, marked, DISTURBED_MARK)
+        said += say("disturbed", line=line, rule=HEADLINE_RULE, cleaned=cleaned, marked=marked,
+                    mark=DISTURBED_MARK)  # fmt: skip
     unknown = rows.loc[rows["conditions"] == UNKNOWN, "file"].nunique()
     if unknown and action("report", UNKNOWN_CONDITIONS).kind == LIST:
-        said += say("unknown_conditions", unknown)
+        said += say("unknown_conditions", files=unknown, several=unknown > 1)
     return " ".join(said)
 
 
 def _speedup_definition(answer: list[dict[str, Any]], topics: tuple[Topic, ...]) -> str:
     """What each side of the answer's speedups is, once per kind of compared time."""
     shown = {a["anchor"] for a in answer}
-    sides = [(t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown]
-    return "".join(say("speedup_definition", sides))
+    sides = dict.fromkeys((t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown)
+    return "".join(say("speedup_definition", sides=list(sides)))
 
 
 def no_gpu_suggestion(table: Table) -> list[str]:
@@ -119,22 +125,27 @@ def no_gpu_suggestion(table: Table) -> list[str]:
     if len(table.rows) and (table.rows["backend"] == "gpu").any():
         return []
     inputs = " ".join(str(f) for m in table.machines.itertuples() for f in m.files)
-    return say("no_gpu", inputs, " ".join(committed_gpu_reference()))
+    return say("no_gpu", inputs=inputs, reference=" ".join(committed_gpu_reference()))
 
 
 def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
     ctx = Context.of(table, out)
     answer, sections, thin = _sections(ctx)
+    # An answer row's lines (its paths, else itself) and whether it has a section to link to.
+    ids = {s["id"] for s in sections}
+    for row in answer:
+        lines = row["paths"] or [dict(row)]
+        row.update(lines=lines, lines_count=len(lines), linked=row["anchor"] in ids)
     m = table.machines.iloc[0]
     files = ", ".join(ctx.file_names[f] for f in m["gpu_files"]) if m["gpu_reference"] else ""
-    reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"]))
+    reference = "".join(say("reference", m=m, files=files, gpu=ctx.labels[0]["gpu"]))
     names = sorted({ctx.file_names[f] for f in table.rows.get("file", [])})
     measured = table.rows[["machine", "name", "label"]].drop_duplicates()
     statuses = table.problems["status"].value_counts().sort_index().items()
     return {
         "headline": "; ".join(n["pair"] for n in ctx.labels.values()),
-        "inputs": "".join(say("inputs", names, len(measured), statuses)),
+        "inputs": "".join(say("inputs", names=names, measured=len(measured), statuses=statuses)),
         "reference": reference,
         "suggestion": "; ".join(no_gpu_suggestion(table)),
         # A run that did not finish is said first, before the answer it limits.
@@ -147,5 +158,6 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         "marks": {"few": FEW_MARK, "noisy": NOISY_MARK, "disturbed": DISTURBED_MARK},
         "conditions": conditions_text(table, ctx.summary),
         "sections": sections,
+        "hardware_number": len(sections) + 1,  # the appendix's number in the contents
         "appendix": _appendix(ctx),
     }

@@ -29,8 +29,9 @@ def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
     """Per machine: its CPU and GPU names and whose measurement each side is."""
     keys = ("cpu", "gpu", "gpu_where", "cpu_where", "pair")
     return {
-        int(i): dict(zip(keys, say("machine_labels", m, short_cpu_name(m["cpu"]),
-                                   m["gpu"] and short_gpu_name(m["gpu"]), THIS_RUN, REFERENCE_RUN)))
+        int(i): dict(zip(keys, say("machine_labels", m=m, cpu=short_cpu_name(m["cpu"]),
+                                   gpu=m["gpu"] and short_gpu_name(m["gpu"]), this_run=THIS_RUN,
+                                   reference_run=REFERENCE_RUN)))
         for i, m in table.machines.iterrows()
     }  # fmt: skip
 
@@ -100,7 +101,8 @@ class Context:
 
     def subtitle(self, gpu: bool = True) -> str:
         """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
-        return "".join(say("subtitle", list(self.labels.values()), gpu))
+        labels = list(self.labels.values())
+        return "".join(say("subtitle", labels=labels, several=self.several, gpu=gpu))
 
     def pair_of(self, machine: Any) -> str:
         """A machine by its device names (the facet of charts of several machines)."""
@@ -121,7 +123,7 @@ class Context:
         name, data, given = drawing.name, drawing.data, drawing.given
         spec = {**CHARTS[name], **{k: v for k, v in given.items() if k in _FIELDS}}
         spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
-        words = dict(line.split(": ", 1) for line in say(f"chart_{name}", given))
+        words = dict(line.split(": ", 1) for line in say(f"chart_{name}", c=given))
         caption = words.pop("caption")
         chart = Chart(**{"subtitle": self.subtitle(), **words, **spec})
         draw(chart, data, self.out)

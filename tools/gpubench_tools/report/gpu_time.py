@@ -42,7 +42,6 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
     if ctx.breakdown.empty:
         return None
     charts, paragraphs, tables = [], [], []
-    labels = named("part_labels")
     for view in (t.parts for t in ctx.topics if t.parts is not None):
         shown = _bars(ctx, view)
         if shown is None:
@@ -52,12 +51,13 @@ def breakdown_section(ctx: Context) -> dict[str, Any] | None:
         # A row without a flop count or a peak stacks its compute time unsplit, so that no bar
         # leaves part of its time out of its 100%.
         rows = rows.assign(unsplit=rows["compute"].where(rows["parts"] == 3))
-        parts = [(p, labels[p]) for p in PARTS]
-        parts += [("unsplit", labels["compute"])] if rows["unsplit"].notna().any() else []
+        parts = [(p, named("part_labels", p)) for p in PARTS]
+        unsplit = rows["unsplit"].notna().any()
+        parts += [("unsplit", named("part_labels", "compute"))] if unsplit else []
         facet = "pair" if ctx.several else None  # a panel per machine
         given = dict(view=view, title=title, parts=tuple(parts), facet=facet)
         charts.append(Drawing("parts", rows, given))
-        tables.append(table_of("parts_table", rows, view.size))
+        tables.append(table_of("parts_table", parts=rows, size=view.size))
     return section("breakdown", paragraphs, charts, tables, notes=say("breakdown_note"))
 
 
@@ -74,7 +74,7 @@ def _bars(ctx: Context, view: PartsChart) -> tuple[pd.DataFrame, str] | None:
     if rows.empty:
         return None
     if size is not None:
-        bar = named("chart_names")["size"]
+        bar = named("chart_names", "size")
         bars = rows[size].map(lambda v: bar.format(key=size, value=fmt_size(v)))
         return rows.assign(bar=bars).sort_values(size), title
     precision = rows["precision"].where(rows["precision"] != "fp32", "")
@@ -89,7 +89,7 @@ def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> list[str]:
     larger = rows["work_at_peak"] > rows["under_utilisation"]
     compute = rows.assign(dominant=np.where(larger, "work_at_peak", "under_utilisation"))
     ranges = [dominant_by_range(r, size) for r in (rows, compute)]
-    return say("largest_parts", view.lead, size, *ranges)
+    return say("largest_parts", lead=view.lead, size=size, ranges=ranges[0], compute=ranges[1])
 
 
 # --- a training step, operation by operation ------------------------------------------------
@@ -166,10 +166,11 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
     if fixed is None:
         return None
     model, copies, bias = fixed.model, fixed.copies, fixed.bias
-    tables = [table_of("costs_table", model.launch.items(), sorted(model.copies.items()))]
+    copy_fits = sorted(model.copies.items())
+    tables = [table_of("costs_table", launch=model.launch.items(), copies=copy_fits)]
     charts, paragraphs = [], []
     if len(copies) and not ctx.several:
-        copy = named("chart_names")["copy"]
+        copy = named("chart_names", "copy")
         probes = copies[["probe", "host"]].fillna("").values
         names = [copy.format(probe=probe.upper(), host=host) for probe, host in probes]
         charts.append(Drawing("copies", copies.assign(copy=names)))
@@ -177,7 +178,7 @@ def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | No
         paragraphs = bias_sentence(bias)
         keys = ["dtype", "host", "band"]
         bands = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
-        tables.append(table_of("bias_table", bands))
+        tables.append(table_of("bias_table", bands=bands))
     return section("model", paragraphs, charts, tables, notes=say("model_note"))
 
 
@@ -188,7 +189,8 @@ def bias_sentence(bias: ModelBias) -> list[str]:
     before, after = (b[(b[said.index] == said).all(axis=1)] for b in (bias.before, bias.after))
     if before.empty:
         before, after = bias.before, bias.after
-    return say("bias", MODEL_ERROR_SAID, before, after, bias.library_cost_s)
+    cost = bias.library_cost_s
+    return say("bias", said=MODEL_ERROR_SAID, before=before, after=after, library_cost=cost)
 
 
 def dominant_by_range(breakdown_rows: pd.DataFrame, x: str) -> pd.DataFrame:
@@ -226,7 +228,8 @@ def _bands(rows: pd.DataFrame, error: str) -> pd.DataFrame:
     band = pd.cut(rows["size"], [0, lo, hi, np.inf], right=False, labels=labels)
     grouped = rows.assign(band=band).groupby(["dtype", "host", "band"], observed=True)[error]
     out = grouped.agg(median="median", low="min", high="max", rows="size").reset_index()
-    return out.assign(direction=np.where(out["median"] < 0, "under", "over"))
+    under = np.where(out["median"] < 0, "under", "over")
+    return out.assign(direction=under, magnitude=out["median"].abs())
 
 
 def model_bias(summary: pd.DataFrame, model: OverheadModel) -> ModelBias:

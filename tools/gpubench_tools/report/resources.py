@@ -18,7 +18,7 @@ from .analysis import FEW_REPETITIONS, ID, MachineTopic, speedup_curve, thread_s
 from .context import Context, Drawing, Thin
 from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, POOL
 from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, TOPICS, EnergyTopic, Topic
-from .words import say, section, short_benchmark, table_of
+from .words import plain, say, section, short_benchmark, table_of
 
 
 def resources(
@@ -58,9 +58,9 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
     if scaling.empty:
         return None
     shown, top = thread_cases(scaling)
-    said = say("threads", top["efficiency"].min(), top["efficiency"].max())
+    said = say("threads", worst=top["efficiency"].min(), best=top["efficiency"].max())
     chart = Drawing("threads", shown, dict(subtitle=ctx.subtitle(gpu=False)))
-    table = table_of("threads_table", top.sort_values("efficiency"))
+    table = table_of("threads_table", top=top.sort_values("efficiency"))
     return section("threads", said, [chart], [table])
 
 
@@ -78,7 +78,7 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
         both = pd.concat([theirs.assign(side="peer"), ours.assign(side="ours")])
         curve = speedup_curve(both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col)
         if len(curve):
-            tables.append(table_of("peer_table", peer, keys, curve))
+            tables.append(table_of("peer_table", peer=peer, keys=keys, curve=curve))
     return section("peers", say("peers"), [], tables) if tables else None
 
 
@@ -107,19 +107,19 @@ def memory_rows(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
     skipped = ctx.table.problems
     skipped = skipped[skipped["name"].astype(str).str.startswith(LARGEST_BATCH_NAMES)]
     batches = ctx.select(LARGEST_BATCH)
-    said = ("batch_largest", "device_bytes_free", "device_bytes_peak", "t_step")
-    return agreement, batches.assign(**{c: batches.get(c, math.nan) for c in said}), skipped
+    free, peak = batches["device_bytes_free"], batches["device_bytes_peak"]
+    return agreement, batches.assign(share_of_free=(peak / free).where(free > 0)), skipped
 
 
 def memory_section(ctx: Context) -> dict[str, Any] | None:
     """Measured peak device memory against the model's bytes, and the largest batches."""
     agreement, batches, skipped = memory_rows(ctx)
-    largest = say("largest_batches", batches, skipped)
+    largest = say("largest_batches", rows=batches, skipped=skipped)
     if agreement.empty:
         return section("memory", largest) if largest else None
     by_distance, figures = agreement_figures(agreement)
-    chart, table = Drawing("memory", agreement), table_of("memory_table", by_distance)
-    return section("memory", say("memory", figures) + largest, [chart], [table])
+    chart, table = Drawing("memory", agreement), table_of("memory_table", rows=by_distance)
+    return section("memory", say("memory", m=figures) + largest, [chart], [table])
 
 
 def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -135,9 +135,9 @@ def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, 
     figures = {
         "count": len(agreement),
         "median": ratios.median(),
-        "agreement": MEMORY_AGREEMENT,
+        "margin": MEMORY_AGREEMENT - 1,
         "within": int(ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT).sum()),
-        "families": families.to_dict("records"),
+        "families": families.assign(several=families["rows"] > 1).to_dict("records"),
         "worst": by_distance.iloc[0].to_dict(),
     }
     return by_distance, figures
@@ -154,7 +154,7 @@ ALLOC_NAME = r"^overhead/alloc/(?P<probe>.+?)/bytes:(?P<bytes>\d+)"
 def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
     """Per machine, allocation probe and size, from the per-repetition rows of the table (not
     the summary: the tail needs every sample): `time_s` the median host seconds per call,
-    `slowest_decile_s` the 90th percentile, `repetitions`, `few_samples` (few_repetitions) and
+    `slowest_decile_s` the 90th percentile, `repetitions`, `few_samples` (fewer than FEW_REPETITIONS) and
     `call`, what the probe is (topics.ALLOCATION_PROBES; a probe the report does not know yet
     under its own name); in the declared order of the calls per machine (an unknown probe
     last), then by size.
@@ -199,17 +199,18 @@ def pool_savings(costs: pd.DataFrame) -> pd.DataFrame:
 
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
     """Each call's cost at the smallest and largest size, what a pool saves, the worst tail."""
+    costs = costs.assign(each=plain(costs))  # each row's values, None where missing
     machines = [
         {"where": ctx.labels[int(machine)]["gpu_where"],
-         "calls": [{"call": call, "first": c.iloc[0].to_dict(),
-                    "last": c.iloc[-1].to_dict() if len(c) > 1 else None}
+         "calls": [{"call": call, "first": c["each"].iloc[0],
+                    "last": c["each"].iloc[-1] if len(c) > 1 else None}
                    for call, c in rows.groupby("call", sort=False)]}  # fmt: skip
         for machine, rows in costs.groupby("machine", sort=False)
     ]
     ratio = costs["slowest_decile_s"] / costs["time_s"]
     worst = ratio.notna().any()
-    tail = {**costs.loc[ratio.idxmax()].to_dict(), "ratio": ratio.max()} if worst else None
-    return say("allocation", machines, pool_savings(costs), tail)
+    tail = {**costs.loc[ratio.idxmax(), "each"], "ratio": ratio.max()} if worst else None
+    return say("allocation", machines=machines, savings=pool_savings(costs), tail=tail)
 
 
 def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | None:
@@ -217,7 +218,7 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
     warm pool of cudaMallocAsync (what a caching allocator saves)."""
     if costs.empty:
         return None
-    said, table = _allocation_sentences(ctx, costs), table_of("allocation_table", costs)
+    said, table = _allocation_sentences(ctx, costs), table_of("allocation_table", costs=costs)
     return section("allocation", said, [Drawing("allocation", costs)], [table])
 
 
@@ -238,7 +239,7 @@ def energy_pairs(
     with its `gpu_j`, and the `cpu_j` of the CPU row its speedup pairs it with (NaN without
     one), sorted by machine and size."""
     s = ctx.summary
-    if energy.gpu_counter not in s or not s[energy.gpu_counter].notna().any():
+    if not s[energy.gpu_counter].notna().any():
         return []
     pairs = []
     for topic in (t for t in TOPICS if t.id in energy.topics):
@@ -267,7 +268,7 @@ def _cpu_energy_absent(ctx: Context, energy: EnergyTopic) -> str:
         str(c[key]) for c in ctx.table.machines["context"] if isinstance(c, dict) and c.get(key)
     }
     said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
-    return "".join(say("cpu_energy_absent", said, energy.cpu_absent))
+    return "".join(say("cpu_energy_absent", reasons=said, otherwise=energy.cpu_absent))
 
 
 def energy_section(
@@ -279,9 +280,12 @@ def energy_section(
         return None
     compared = sum(int(frame["cpu_j"].notna().sum()) for _, frame in pairs)
     unit, absent = energy.unit_name, _cpu_energy_absent(ctx, energy)
-    said = say("energy", unit, compared, sum(len(frame) for _, frame in pairs), absent)
-    rows = [(topic, frame.to_dict("records")) for topic, frame in pairs]
-    table = table_of("energy_table", unit, rows)
+    sizes = sum(len(frame) for _, frame in pairs)
+    said = say("energy", unit=unit, compared=compared, sizes=sizes, absent=absent)
+    # A row's CPU over GPU joules where both have a positive value.
+    ratio = [(f["cpu_j"] / f["gpu_j"]).where(f["gpu_j"] > 0) for _, f in pairs]
+    rows = [(topic, plain(f.assign(ratio=r))) for (topic, f), r in zip(pairs, ratio)]
+    table = table_of("energy_table", unit=unit, pairs=rows)
     return section(energy.id, said, [], [table], title=energy.title)
 
 
@@ -296,6 +300,6 @@ def problems_section(ctx: Context) -> dict[str, Any] | None:
     groups = problems.groupby(["file", "status", "reason"])
     counts = groups.size().reset_index(name="count")
     counts["file"] = counts["file"].map(lambda f: ctx.file_names[str(f)])
-    summaries = say("problem_groups", counts)
+    summaries = say("problem_groups", groups=counts)
     details = [{"summary": s, "items": sorted(g["name"])} for s, (_, g) in zip(summaries, groups)]
-    return section("problems", say("problems", len(problems)), details=details)
+    return section("problems", say("problems", count=len(problems)), details=details)

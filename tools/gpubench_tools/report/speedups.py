@@ -16,7 +16,7 @@ from ..units import fmt_size
 from .analysis import MachineTopic, PathCurve, path_curve
 from .context import Context, Drawing, Thin
 from .topics import Topic
-from .words import named, say, section, table_of
+from .words import named, say, section, table_of, threads_text
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,10 @@ _ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
     """One GPU path of a topic against the CPU: its line of the answer."""
     if pc.facts is None:
-        said = say("answer_gap", "", pc.path.name if pc.gpu is None else "")
+        said = say("answer_gap", side="", path=pc.path.name if pc.gpu is None else "")
     else:
-        said = say("answer_line", topic, pc.facts)
+        threads = sorted({threads_text(t) for t in pc.facts["threads"]}, key=str.lower)
+        said = say("answer_line", topic=topic, f=pc.facts, threads=threads)
     return {"path": pc.path.name, "meaning": pc.path.meaning, **dict(zip(_ANSWER, said))}
 
 
@@ -84,7 +85,7 @@ def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> lis
         title = topic.title + (f" ({ctx.labels[mt.machine]['pair']})" if ctx.several else "")
         row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": []}
         if mt.missing_side:
-            row.update(zip(_ANSWER, say("answer_gap", mt.missing_side, "")))
+            row.update(zip(_ANSWER, say("answer_gap", side=mt.missing_side, path="")))
         else:
             row["paths"] = [_path_line(topic, pc) for pc in mt.paths]
             row.update({k: v for k, v in row["paths"][-1].items() if k not in ("path", "meaning")})
@@ -125,16 +126,18 @@ def topic_section(
     line = curve["machine"].map(ctx.pair_of)
     series = topic.series
     if series is not None:
-        names = named("chart_names")
-        width = curve[series].map(lambda v: names["series"].format(key=series, value=fmt_size(v)))
-        line = line + names["between"] + width if ctx.several else width
+        name = named("chart_names", "series")
+        width = curve[series].map(lambda v: name.format(key=series, value=fmt_size(v)))
+        line = line + named("chart_names", "between") + width if ctx.several else width
     curve = _with_other_paths(curve.assign(line=line), topic, others)
-    paragraphs = say("topic_paragraphs", answer)
+    # The paragraphs state the rows and lines that have a CPU side.
+    stated = [a | {"paths": [p for p in a["paths"] if "cpu_config" in p]} for a in answer]
+    paragraphs = say("topic_paragraphs", answer=[a for a in stated if "cpu_config" in a])
     lines = ctx.several or series is not None
     given = dict(topic=topic, path=topic.paths[-1], series="line" if lines else None)
     speedup = Drawing("speedup", curve, given)
     charts = [speedup] + _extra_charts(ctx, topic, curve, list(others))
-    table = table_of("curve_table", topic, curve, list(others), lines)
+    table = table_of("curve_table", topic=topic, curve=curve, others=list(others), lines=lines)
     return section(topic.id, paragraphs, charts, [table], title=topic.title)
 
 
@@ -159,7 +162,7 @@ def _extra_charts(
 
 def _time_chart(ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[str]) -> Drawing:
     """Both sides' times against size: what the speedup is a ratio of."""
-    names = named("chart_names")
+    names = {k: named("chart_names", k) for k in ("cpu", "gpu", "gpu_path", "between")}
     several_paths = topic.series is None and len(topic.paths) > 1
     gpu = names["gpu_path" if several_paths else "gpu"].format(path=topic.paths[-1].name)
     # A line's machine (and width) go before its side where they tell the lines apart.
