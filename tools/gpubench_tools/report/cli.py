@@ -77,18 +77,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser(prog: str = "gpubench-report") -> argparse.ArgumentParser:
     """The command line, as data (tests walk it), in the words of templates/words.j2's
     `cli_help`."""
-    parser = ArgumentParser(prog=prog, description=named("cli_help", "description"))
-    parser.add_argument("inputs", nargs="+", metavar="IN.json", help=named("cli_help", "inputs"))
-    out = named("cli_help", "out")
-    parser.add_argument("--out", default="reports/latest", metavar="DIR", help=out)
-    references = " and ".join(COMMITTED_GPU_REFERENCE)
-    reference = named("cli_help", "gpu_reference").format(reference=references)
+    keys = ("description", "inputs", "out", "gpu_reference", "verbose", "quiet")
+    helps = {key: named("cli_help", key) for key in keys}
+    parser = ArgumentParser(prog=prog, description=helps["description"])
+    parser.add_argument("inputs", nargs="+", metavar="IN.json", help=helps["inputs"])
+    parser.add_argument("--out", default="reports/latest", metavar="DIR", help=helps["out"])
+    reference = helps["gpu_reference"].format(reference=" and ".join(COMMITTED_GPU_REFERENCE))
     parser.add_argument(
         "--gpu-reference", nargs="+", default=[], metavar="REF.json", help=reference
     )
     talk = parser.add_mutually_exclusive_group()
-    talk.add_argument("--verbose", action="store_true", help=named("cli_help", "verbose"))
-    talk.add_argument("--quiet", action="store_true", help=named("cli_help", "quiet"))
+    talk.add_argument("--verbose", action="store_true", help=helps["verbose"])
+    talk.add_argument("--quiet", action="store_true", help=helps["quiet"])
     add_debug_flag(parser)
     return parser
 
