@@ -160,7 +160,7 @@ def crossover(curve: pd.DataFrame, x: str, speedup: str = "speedup") -> Crossove
     Interpolation is linear in (log size, log speedup): GEMM times follow power laws in the
     size, so a straight line in log-log space is the natural curve between two measurements.
     """
-    pts = curve[[x, speedup]].apply(pd.to_numeric, errors="coerce").dropna()
+    pts = curve[[x, speedup]].dropna()  # typed: both numbers already
     pts = pts[(pts[x] > 0) & (pts[speedup] > 0)].groupby(x)[speedup].median()
     if pts.empty:
         return Crossover("no_data")
