@@ -154,10 +154,10 @@ ALLOC_NAME = r"^overhead/alloc/(?P<probe>.+?)/bytes:(?P<bytes>\d+)"
 def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
     """Per machine, allocation probe and size, from the per-repetition rows of the table (not
     the summary: the tail needs every sample): `time_s` the median host seconds per call,
-    `slowest_decile_s` the 90th percentile, `repetitions`, `few_samples` (fewer than FEW_REPETITIONS) and
-    `call`, what the probe is (topics.ALLOCATION_PROBES; a probe the report does not know yet
-    under its own name); in the declared order of the calls per machine (an unknown probe
-    last), then by size.
+    `slowest_decile_s` the 90th percentile, `repetitions`, `few_samples` (fewer than
+    FEW_REPETITIONS) and `call`, what the probe is (topics.ALLOCATION_PROBES; a probe the report
+    does not know yet under its own name); in the declared order of the calls per machine (an
+    unknown probe last), then by size.
 
     Allocation times have a long tail (the driver and the OS reclaiming pages), which a median
     hides and a maximum overstates; the slowest decile is what one call in ten pays. It is the

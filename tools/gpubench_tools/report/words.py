@@ -1,6 +1,11 @@
 """How the report says a number: marks, sizes, speedups, context values, and the plain dicts of a
 section and a table that the templates render.
 
+Every sentence, table and name is a macro of templates/words.j2, reached through
+templating.Words (`WORDS`) with keyword arguments only: `say` (a sentence's lines), `table_of` (a
+table), `cells` (a list's rows), `named` (one name). A macro gets its values `plain`: a frame as
+its records, a missing number as None, every decision already made by the caller's record.
+
 Every function here takes numbers or rows already computed and returns text; none selects or
 pairs rows. Nothing here formats markup: the templates escape every text for HTML or Markdown.
 """
