@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 
 from gpubench_tools.report.analysis import PathCurve, typed
+from gpubench_tools.report.build import context_of
 from gpubench_tools.report.context import Context, Drawing
 from gpubench_tools.report.gpu_time import gpu_time
 from gpubench_tools.report.resources import resources
@@ -23,7 +24,7 @@ H100 = [str(REPO / "reports" / "baselines" / f"h100-80gb-hbm3-{w}.json") for w i
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory: pytest.TempPathFactory) -> Context:
-    return Context.of(load_table(H100), tmp_path_factory.mktemp("charts"))
+    return context_of(load_table(H100), tmp_path_factory.mktemp("charts"))
 
 
 def test_the_table_is_typed_at_load() -> None:

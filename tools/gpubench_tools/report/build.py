@@ -16,6 +16,7 @@ markup: the templates escape every text for HTML or Markdown.
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,12 @@ import pandas as pd
 from ..conditions import CONDITION_FIGURES, UNKNOWN, describe_conditions
 from ..policy import DISTURBED_ROW, HEADLINE_RULE, LIST, UNKNOWN_CONDITIONS, USE, action
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
-from .context import Context, Thin
+from .charts import Chart, draw
+from .context import Context, Drawing, Thin
 from .gpu_time import gpu_time
 from .resources import resources
 from .speedups import speedups
-from .topics import Topic, committed_gpu_reference
+from .topics import CHARTS, Topic, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, cells, context_text, say
 
 
@@ -39,8 +41,45 @@ def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
     others, thin = resources(ctx, found.pairs)
     sections = found.sections + gpu_time(ctx) + others
     # The charts, drawn in one step once every section has said which it shows.
-    drawn = [{**s, "charts": [ctx.draw(d) for d in s["charts"]]} for s in sections]
+    drawn = [{**s, "charts": [_draw(ctx, d) for d in s["charts"]]} for s in sections]
     return found.answer, drawn, found.thin | thin
+
+
+_FIELDS = {f.name for f in fields(Chart)}
+
+
+def machine_labels(table: Table) -> dict[int, dict[str, str]]:
+    """Per machine: its CPU and GPU names and whose measurement each side is."""
+    keys = ("cpu", "gpu", "gpu_where", "cpu_where", "pair")
+    return {
+        int(i): dict(zip(keys, say("machine_labels", m=m, cpu=short_cpu_name(m["cpu"]),
+                                   gpu=m["gpu"] and short_gpu_name(m["gpu"]), this_run=THIS_RUN,
+                                   reference_run=REFERENCE_RUN)))
+        for i, m in table.machines.iterrows()
+    }  # fmt: skip
+
+
+def context_of(table: Table, out: Path) -> Context:
+    """What every section reads, the machines named in the report's words."""
+    return Context.of(table, out, machine_labels(table))
+
+
+def _draw(ctx: Context, drawing: Drawing) -> dict[str, str]:
+    """topics.CHARTS[name] drawn from `data` into `out` in the words of its macro
+    (templates/words.j2), as the document names it; without a subtitle of its own, the one that
+    says whose numbers it shows: both sides of one machine (its CPU's alone without `gpu`), or
+    the machines overlaid."""
+    name, given = drawing.name, drawing.given
+    spec = {**CHARTS[name], **{k: v for k, v in given.items() if k in _FIELDS}}
+    spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
+    words = dict(line.split(": ", 1) for line in say(f"chart_{name}", c=given))
+    caption = words.pop("caption")
+    labels = list(ctx.labels.values())
+    subtitle = say("subtitle", labels=labels, several=ctx.several, gpu=drawing.gpu)
+    chart = Chart(**{"subtitle": "".join(subtitle), **words, **spec})
+    draw(chart, drawing.data, ctx.out)
+    return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
+            "caption": caption}  # fmt: skip
 
 
 def _appendix(ctx: Context) -> dict[str, Any]:
@@ -130,7 +169,7 @@ def no_gpu_suggestion(table: Table) -> list[str]:
 
 def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
-    ctx = Context.of(table, out)
+    ctx = context_of(table, out)
     answer, sections, thin = _sections(ctx)
     # An answer row's lines (its paths, else itself) and whether it has a section to link to.
     ids = {s["id"] for s in sections}

@@ -1,39 +1,24 @@
 """What every section of the report reads: the table and its summary (analysis.summary_of: typed,
 every counter a column, each median's flags), the breakdown of the GPU times, the machines by
-their device names, the input files by their short names; and the one step that draws the charts
-the sections ask for (`Drawing`) into the folder they go to."""
+their device names (given: their words are build's), the input files by their short names, the
+folder the charts go to; and `Drawing`, a chart a section asks for (build draws it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
+from ..table import Table
 from .analysis import breakdown, select, summary_of
-from .charts import Chart, draw
 from .discovered import discovered_topics
-from .topics import CHARTS, TOPICS, Topic
-from .words import say
-
-_FIELDS = {f.name for f in fields(Chart)}
+from .topics import TOPICS, Topic
 
 # The medians of too few repetitions the report states, each as (whose: this run or the
 # reference run, side: "cpu" or "gpu", file).
 Thin = set[tuple[str, str, str]]
-
-
-def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
-    """Per machine: its CPU and GPU names and whose measurement each side is."""
-    keys = ("cpu", "gpu", "gpu_where", "cpu_where", "pair")
-    return {
-        int(i): dict(zip(keys, say("machine_labels", m=m, cpu=short_cpu_name(m["cpu"]),
-                                   gpu=m["gpu"] and short_gpu_name(m["gpu"]), this_run=THIS_RUN,
-                                   reference_run=REFERENCE_RUN)))
-        for i, m in table.machines.iterrows()
-    }  # fmt: skip
 
 
 def distinct_names(paths: list[str]) -> dict[str, str]:
@@ -62,13 +47,15 @@ def _file_names(table: Table) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Drawing:
-    """A chart a section asks for: topics.CHARTS[name] drawn from `data` (Context.draw). `given`
-    holds what its "{...}" fields and its words are filled from, and the fields a drawing sets
-    itself (a chart field's own name: its title, facets, parts, subtitle)."""
+    """A chart a section asks for: topics.CHARTS[name] drawn from `data` (build's one step).
+    `given` holds what its "{...}" fields and its words are filled from, and the fields a drawing
+    sets itself (a chart field's own name: its title, facets, parts); `gpu`: its subtitle names
+    the GPU side too."""
 
     name: str
     data: pd.DataFrame
     given: dict[str, Any] = field(default_factory=dict)
+    gpu: bool = True
 
 
 @dataclass(frozen=True)
@@ -76,7 +63,7 @@ class Context:
     table: Table
     out: Path  # the folder the charts are written into
     summary: pd.DataFrame  # analysis.summary_of: a row per benchmark and machine
-    labels: dict[int, dict[str, str]]  # per machine index: _machine_labels
+    labels: dict[int, dict[str, str]]  # per machine index: build.machine_labels
     # analysis.breakdown of the summary: the four parts of GPU times, with each row's `pair`
     breakdown: pd.DataFrame
     file_names: dict[str, str]  # every file by its shortest distinct tail
@@ -84,8 +71,8 @@ class Context:
     topics: tuple[Topic, ...] = TOPICS
 
     @classmethod
-    def of(cls, table: Table, out: Path) -> Context:
-        summary, labels = summary_of(table.rows), _machine_labels(table)
+    def of(cls, table: Table, out: Path, labels: dict[int, dict[str, str]]) -> Context:
+        summary = summary_of(table.rows)
         own = discovered_topics(summary, TOPICS)
         views = [t.parts.rows for t in own if t.parts is not None]
         parts = breakdown(summary, own=views) if len(summary) else pd.DataFrame()
@@ -99,11 +86,6 @@ class Context:
         """Several machines: their charts overlay them, their answer rows name them."""
         return len(self.labels) > 1
 
-    def subtitle(self, gpu: bool = True) -> str:
-        """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
-        labels = list(self.labels.values())
-        return "".join(say("subtitle", labels=labels, several=self.several, gpu=gpu))
-
     def pair_of(self, machine: Any) -> str:
         """A machine by its device names (the facet of charts of several machines)."""
         return self.labels[int(machine)]["pair"]
@@ -115,20 +97,6 @@ class Context:
         for filt in filters:
             rows = select(rows, filt)
         return rows
-
-    def draw(self, drawing: Drawing) -> dict[str, str]:
-        """topics.CHARTS[name] drawn from `data` into `out` in the words of its macro
-        (templates/words.j2), as the document names it; without a subtitle of its own, the one
-        that says whose numbers it shows."""
-        name, data, given = drawing.name, drawing.data, drawing.given
-        spec = {**CHARTS[name], **{k: v for k, v in given.items() if k in _FIELDS}}
-        spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
-        words = dict(line.split(": ", 1) for line in say(f"chart_{name}", c=given))
-        caption = words.pop("caption")
-        chart = Chart(**{"subtitle": self.subtitle(), **words, **spec})
-        draw(chart, data, self.out)
-        return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
-                "caption": caption}  # fmt: skip
 
     def thin(self, rows: Any, side: str) -> Thin:
         """Of the summary rows labelled `rows`, the medians of too few repetitions (`_few`), as

@@ -59,7 +59,7 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
         return None
     shown, top = thread_cases(scaling)
     said = say("threads", worst=top["efficiency"].min(), best=top["efficiency"].max())
-    chart = Drawing("threads", shown, dict(subtitle=ctx.subtitle(gpu=False)))
+    chart = Drawing("threads", shown, gpu=False)
     table = table_of("threads_table", top=top.sort_values("efficiency"))
     return section("threads", said, [chart], [table])
 
