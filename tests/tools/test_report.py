@@ -216,10 +216,10 @@ def test_allocation_costs_are_the_median_and_slowest_decile_of_the_repetitions(
         alloc_rows,
     )
 
-    from gpubench_tools.report import analysis
+    from gpubench_tools.report import resources
 
     path = write_bench_json(tmp_path / "alloc.json", alloc_rows(), CONTEXT)
-    costs = analysis.allocation_costs(load_table([str(path)]).rows)
+    costs = resources.allocation_costs(load_table([str(path)]).rows)
     assert len(costs) == len(ALLOC_BASE) * len(ALLOC_SIZES)
     assert set(costs["repetitions"]) == {10}
     probe = {("malloc", "device"): "malloc/device", ("free", "device"): "free/device"}
@@ -230,12 +230,12 @@ def test_allocation_costs_are_the_median_and_slowest_decile_of_the_repetitions(
         assert list(rows["bytes"]) == list(ALLOC_SIZES)
         assert rows["time_s"].tolist() == pytest.approx([b * MEDIAN_FACTOR for b in bases])
         assert rows["slowest_decile_s"].tolist() == pytest.approx([b * P90_FACTOR for b in bases])
-    savings = analysis.pool_savings(costs).set_index("bytes")["saving"]
+    savings = resources.pool_savings(costs).set_index("bytes")["saving"]
     assert savings[4096] == pytest.approx(6.0)
     assert savings[1024 * 2**20] == pytest.approx(800 / 0.6)
     # A file of aggregates only: one value per probe, the median aggregate, and no decile.
     path = write_bench_json(tmp_path / "agg.json", alloc_rows(aggregates_only=True), CONTEXT)
-    costs = analysis.allocation_costs(load_table([str(path)]).rows)
+    costs = resources.allocation_costs(load_table([str(path)]).rows)
     assert set(costs["repetitions"]) == {1} and costs["slowest_decile_s"].isna().all()
     doc = _document(tmp_path / "r", [str(path)])
     section = _section(doc, "allocation")
@@ -260,14 +260,14 @@ def test_device_memory_sets_the_measured_peak_against_the_model(tmp_path: Path) 
     the CNN largest-batch row measured 72 GB against 70 GB, the bf16 MLP one did not fit."""
     from handmade_rows import CONTEXT, gpu_mlp_rows, largest_batch_rows
 
-    from gpubench_tools.report import analysis
+    from gpubench_tools.report import resources
 
     rows = gpu_mlp_rows() + largest_batch_rows()
     path = write_bench_json(tmp_path / "handmade-gpu.json", rows, CONTEXT)
     table = load_table([str(path)])
-    from gpubench_tools.table import summarize
+    from gpubench_tools.report.analysis import summary_of
 
-    agreement = analysis.memory_agreement(summarize(table.rows))
+    agreement = resources.memory_agreement(summary_of(table.rows))
     assert len(agreement) == len(gpu_mlp_rows()) + 1
     mlp = agreement[agreement["workload"] == "mlp"]
     assert (

@@ -15,7 +15,8 @@ from conftest import GPU_CONTEXT, REPO, gb_row, write_bench_json
 
 from gpubench_tools.overhead_model import build_model, fit_line
 from gpubench_tools.report import analysis as A
-from gpubench_tools.table import load_table, summarize
+from gpubench_tools.report.gpu_time import dominant_by_range, model_bias
+from gpubench_tools.table import load_table
 
 BASE = REPO / "reports" / "baselines"
 US = 1e-6
@@ -24,7 +25,7 @@ US = 1e-6
 @pytest.fixture(scope="module")
 def h100() -> pd.DataFrame:
     paths = [str(BASE / "h100-80gb-hbm3-matmul.json"), str(BASE / "h100-80gb-hbm3-mlp.json")]
-    return summarize(load_table(paths).rows)
+    return A.summary_of(load_table(paths).rows)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,7 @@ def test_breakdown_three_parts_without_peak(tmp_path: Path) -> None:
         [gb_row(name, 13e-6, counters, "workload=matmul backend=gpu dtype=fp64 host=pinned")],
         GPU_CONTEXT,  # no fp64 peak
     )
-    row = A.breakdown(summarize(load_table([str(path)]).rows)).iloc[0]
+    row = A.breakdown(A.summary_of(load_table([str(path)]).rows)).iloc[0]
     assert row["parts"] == 3 and "fp64" in row["why"]
     assert np.isnan(row["work_at_peak"]) and row["compute"] == pytest.approx(9e-6)
     assert row["dominant"] == "compute"
@@ -113,7 +114,7 @@ def test_dominant_by_range() -> None:
     rows = pd.DataFrame(
         {"n": [512, 16, 64, 1024, 2048], "dominant": ["work", "t", "t", "work", "work"]}
     )
-    out = A.dominant_by_range(rows, "n")
+    out = dominant_by_range(rows, "n")
     assert out.to_dict("list") == {
         "dominant": ["t", "work"],
         "x_from": [16, 512],
@@ -125,7 +126,7 @@ def test_dominant_by_range() -> None:
 def test_h100_dominant_ranges(h100_breakdown: pd.DataFrame) -> None:
     b = h100_breakdown
     sq = b[(b["shape"] == "square") & (b["dtype"] == "fp32") & (b["host"] == "pinned")]
-    ranges = A.dominant_by_range(sq, "n")
+    ranges = dominant_by_range(sq, "n")
     assert ranges["rows"].sum() == 15 and ranges.iloc[-1]["dominant"] == "transfer"
     assert ranges.iloc[-1]["x_to"] == 4096
 
@@ -135,14 +136,15 @@ def test_h100_dominant_ranges(h100_breakdown: pd.DataFrame) -> None:
 
 def _summary(**columns) -> pd.DataFrame:
     frame = pd.DataFrame(columns)
-    defaults = dict(machine=0, repetitions=5, measured_on="this run")
+    defaults = dict(machine=0, repetitions=5, measured_on="this run", conditions="quiet")
     for key, value in defaults.items():
         if key not in frame:
             frame[key] = value
     for col, low, high in (("time_s", "time_min_s", "time_max_s"),):
         frame[low] = frame.get(low, frame[col] * 0.95)
         frame[high] = frame.get(high, frame[col] * 1.05)
-    return frame
+    frame["spread"] = (frame["time_max_s"] - frame["time_min_s"]) / frame["time_s"]
+    return A.typed(frame)
 
 
 def test_speedup_curve_takes_fastest_cpu_threads() -> None:
@@ -265,7 +267,7 @@ def test_h100_model_fits(h100: pd.DataFrame) -> None:
 
 def test_h100_model_bias_bands(h100: pd.DataFrame) -> None:
     model = build_model(h100[h100["backend"] == "gpu"])
-    bias = A.model_bias(h100, model)
+    bias = model_bias(h100, model)
     assert len(bias.rows) == 84 and bias.library_cost_s == pytest.approx(6.45 * US, abs=0.1 * US)
     before = bias.before.set_index(["dtype", "host", "band"])
     after = bias.after.set_index(["dtype", "host", "band"])
@@ -313,8 +315,8 @@ def _model_rows(library_cost: float) -> list[dict]:
 
 def test_model_bias_sign_and_library_term_on_handmade_rows(tmp_path: Path) -> None:
     path = write_bench_json(tmp_path / "m.json", _model_rows(5e-6), GPU_CONTEXT)
-    s = summarize(load_table([str(path)]).rows)
-    bias = A.model_bias(s, build_model(s[s["backend"] == "gpu"]))
+    s = A.summary_of(load_table([str(path)]).rows)
+    bias = model_bias(s, build_model(s[s["backend"] == "gpu"]))
     assert bias.library_cost_s == pytest.approx(5e-6)  # the median of the two kernel-only rows
     before = bias.before.set_index("band")
     assert before.index.tolist() == ["n < 256", "256 <= n < 1024", "n >= 1024"]
@@ -329,8 +331,8 @@ def test_model_bias_sign_and_library_term_on_handmade_rows(tmp_path: Path) -> No
 def test_model_bias_without_kernel_rows(tmp_path: Path) -> None:
     rows = [r for r in _model_rows(0.0) if "cublas_kernel" not in r["name"]]
     path = write_bench_json(tmp_path / "m.json", rows, GPU_CONTEXT)
-    s = summarize(load_table([str(path)]).rows)
-    bias = A.model_bias(s, build_model(s[s["backend"] == "gpu"]))
+    s = A.summary_of(load_table([str(path)]).rows)
+    bias = model_bias(s, build_model(s[s["backend"] == "gpu"]))
     assert bias.library_cost_s is None
     assert np.allclose(bias.rows["error"], 0.0, atol=1e-9)
     assert (bias.rows["error"] == bias.rows["error_after"]).all()
@@ -380,7 +382,7 @@ def test_thread_scaling_handmade() -> None:
     # row compared with a 1-thread row of too few repetitions.
     noisy = s.assign(time_max_s=s["time_s"].where(s["name"] != names[4], 6.0), repetitions=5)
     noisy.loc[noisy["name"] == names[0], "repetitions"] = 2
-    out = A.thread_scaling(noisy).set_index(["base_name", "threads"])["flagged"]
+    out = A.thread_scaling(A.typed(noisy)).set_index(["base_name", "threads"])["flagged"]
     assert out[("matmul/cpu/openblas/n:1024", 2)] and out[("matmul/cpu/openblas/n:64", 4)]
     assert not out[("matmul/cpu/openblas/n:1024", 4)]
 

@@ -6,7 +6,8 @@ and the predicted end-to-end GPU time they add up to.
 
 copies_h2d / copies_d2h are the cudaMemcpyAsync calls of each phase (the end-to-end GEMM copies
 A and B in, C out: 2 and 1); files written before `bench` had those counters count as 1 copy.
-Input is `table.summarize()` output restricted to one machine's GPU rows.
+Input is `table.summarize()` output restricted to one machine's GPU rows: the typed table, whose
+counters and peaks are floats already (a column a file lacks reads as NaN here).
 """
 
 from __future__ import annotations
@@ -19,8 +20,13 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import lsq_linear
 
-from .report.topics import GEMM_WORKLOAD
-from .table import num
+# The GEMM rows' workload label: the model's end-to-end and kernel-only GEMMs.
+GEMM_WORKLOAD = "matmul"
+
+
+def _column(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A typed column of the summary, NaN where its file has none."""
+    return frame[column] if column in frame else pd.Series(np.nan, index=frame.index, dtype=float)
 
 
 def gpu_peak(frame: pd.DataFrame, dtype: pd.Series | str) -> pd.Series:
@@ -30,7 +36,7 @@ def gpu_peak(frame: pd.DataFrame, dtype: pd.Series | str) -> pd.Series:
     out = pd.Series(np.nan, index=frame.index, dtype=float)
     for kind in kinds.dropna().unique():
         mask = kinds == kind
-        out[mask] = num(frame.loc[mask], f"context.gpu_peak_{kind}_flops")
+        out[mask] = _column(frame.loc[mask], f"context.gpu_peak_{kind}_flops")
     return out.where(out > 0)
 
 
@@ -82,9 +88,9 @@ def _probes(summary: pd.DataFrame, probe: str, host: str | None = None) -> pd.Da
 
 def fit_copy(direction: str, host: str, probes: pd.DataFrame) -> CopyFit | None:
     """alpha and beta of one copy direction and host memory from its size sweep."""
-    nbytes = num(probes, "bytes").fillna(num(probes, f"bytes_{direction}"))
+    nbytes = _column(probes, "bytes").fillna(_column(probes, f"bytes_{direction}"))
     # The probe's own phase counter where it writes one, else its (manual, event) time.
-    t = num(probes, f"t_{direction}").fillna(num(probes, "time_s"))
+    t = _column(probes, f"t_{direction}").fillna(_column(probes, "time_s"))
     frame = pd.DataFrame({"b": nbytes, "t": t})
     frame = frame[(frame["b"] > 0) & (frame["t"] > 0)].sort_values("b")
     if len(frame) < 2:
@@ -129,20 +135,20 @@ class LaunchCosts:
 
 
 def _median(rows: pd.DataFrame, column: str) -> float | None:
-    values = num(rows, column).dropna()
+    values = _column(rows, column).dropna()
     return float(values.median()) if len(values) else None
 
 
 def _slope_fit(rows: pd.DataFrame, per_key: str) -> tuple[float | None, float | None]:
     """(per-item cost, fixed cost) from probes that repeat an operation N times."""
-    count = num(rows, "nodes").fillna(num(rows, "kernels"))
-    t = num(rows, "t_wall").fillna(num(rows, "time_s"))
+    count = _column(rows, "nodes").fillna(_column(rows, "kernels"))
+    t = _column(rows, "t_wall").fillna(_column(rows, "time_s"))
     ok = (count > 0) & (t > 0)
     if count[ok].nunique() >= 2:
         fixed, per, _ = fit_line(count[ok], t[ok])
         return per, fixed
     if ok.any():  # one burst length only: trust the probe's own per-item counter at the largest
-        per = num(rows, per_key)[count[ok].idxmax()]
+        per = _column(rows, per_key)[count[ok].idxmax()]
         return (None if pd.isna(per) else float(per)), None
     return None, None
 
@@ -164,8 +170,8 @@ def fit_launch(summary: pd.DataFrame) -> LaunchCosts:
 def copy_count(row: pd.Series, direction: str) -> float:
     """cudaMemcpyAsync calls of one copy phase of an e2e row (counter copies_h2d / copies_d2h);
     one where the file predates the counter or it is not a positive number."""
-    n = pd.to_numeric(row.get(f"copies_{direction}"), errors="coerce")
-    return float(n) if pd.notna(n) and n > 0 else 1.0
+    n = _value(row, f"copies_{direction}")
+    return n if n > 0 else 1.0
 
 
 @dataclass
@@ -182,8 +188,8 @@ class ModelTerms:
 
 
 def _value(row: pd.Series, key: str, default: float = np.nan) -> float:
-    v = pd.to_numeric(row.get(key, default), errors="coerce")
-    return default if pd.isna(v) else float(v)
+    v = row.get(key)
+    return default if v is None or pd.isna(v) else float(v)
 
 
 @dataclass
@@ -235,9 +241,9 @@ class OverheadModel:
 def build_model(gpu_summary: pd.DataFrame) -> OverheadModel:
     """The model of one machine's GPU (`summarize()` rows of that machine, backend gpu)."""
     kernel = gemm_rows(gpu_summary, e2e=False)
-    kernel = kernel[num(kernel, "pct_peak") > 0]
-    keys = zip(*(num(kernel, c) for c in "mnk"), kernel["dtype"])
-    util = dict(zip(keys, num(kernel, "pct_peak") / 100.0))
+    kernel = kernel[_column(kernel, "pct_peak") > 0]
+    keys = zip(*(_column(kernel, c) for c in "mnk"), kernel["dtype"])
+    util = dict(zip(keys, _column(kernel, "pct_peak") / 100.0))
     sweeps = itertools.product(("h2d", "d2h"), ("pinned", "pageable"))
     fits = {(d, h): fit_copy(d, h, _probes(gpu_summary, d, h)) for d, h in sweeps}
     copies = {key: fit for key, fit in fits.items() if fit is not None}

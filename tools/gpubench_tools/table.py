@@ -38,7 +38,7 @@ from .benchjson import INVALID, VALID, BenchJsonError, BenchReport, BenchRow, in
 from .benchjson import iteration_rows, load_report
 from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
-from .schema import usable_counter
+from .schema import counter, usable_counter
 from .wording import cut_off_lines, describe_invalid, words
 from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import CUT_OFF, INTERRUPTED, action, file_situation
@@ -46,8 +46,8 @@ from .cli import EXIT_OK, ArgumentParser, add_debug_flag, program_name, run_main
 
 
 def num(frame: pd.DataFrame, column: str) -> pd.Series:
-    """A column of the table as floats (NaN where absent): context columns are strings, counters
-    may be missing from older files."""
+    """A column as floats (NaN where absent or not a number): the loader's one conversion
+    (`load_table` types every counter with it, once)."""
     if column not in frame:
         return pd.Series(float("nan"), index=frame.index, dtype=float)
     return pd.to_numeric(frame[column], errors="coerce").astype(float)
@@ -64,6 +64,8 @@ def per_step(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 
 THIS_RUN, REFERENCE_RUN = "this run", "reference run"
+# The context figures the tools compute with, typed as numbers at load: the GPU's peaks.
+_NUMERIC_CONTEXT = re.compile(r"^context\.gpu_peak_\w+_flops$")
 # A benchmark that failed, was skipped or is invalid: a row of Table.problems.
 _PROBLEM_COLUMNS = ("file", "name", "backend", "status", "reason")
 
@@ -332,6 +334,10 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     contexts = pd.DataFrame.from_dict(file_contexts, orient="index").add_prefix("context.")
     if not rows.empty and not contexts.empty:
         rows = rows.join(contexts, on="file")
+    # Every counter the schema declares (or its family's) and every peak as floats, here and
+    # nowhere after: a file writes the peaks as strings, an older one may write a counter so.
+    typed = [c for c in rows.columns if counter(str(c)) or _NUMERIC_CONTEXT.match(str(c))]
+    rows = rows.assign(**{str(c): num(rows, c) for c in typed})
     machine_frame = pd.DataFrame.from_records(machines)
     # The names as given, None where a machine has none: pandas 3 would make these columns its
     # string dtype, where a missing GPU reads as NaN (truthy, and not a string).

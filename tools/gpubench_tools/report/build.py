@@ -6,15 +6,17 @@ costs and the model built from them, CPU thread scaling, what did not run, and t
 Every number says whose measurement it is (this run or the reference run) and carries its
 noise: the spread of the repetitions where there are several, a mark where there are too few.
 
-A section is made in two steps: its data (`speedups.topic_pairs`, `analysis.thread_scaling`,
-`analysis.allocation_costs`, `resources.energy_pairs`, ...), then its words and charts; the
-medians of too few repetitions the report names come from the same data. Nothing here formats
+A section is made in three steps: its data (`speedups.topic_pairs`, `analysis.thread_scaling`,
+`resources.allocation_costs`, `resources.energy_pairs`, ...), then its words and the charts it
+asks for, then (here, for every section at once) the charts drawn; the medians of too few
+repetitions the report names come from the same data. Nothing here formats
 markup: the templates escape every text for HTML or Markdown.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -23,43 +25,62 @@ import pandas as pd
 from ..conditions import CONDITION_FIGURES, UNKNOWN
 from ..wording import describe_conditions
 from ..policy import DISTURBED_ROW, HEADLINE_RULE, LIST, UNKNOWN_CONDITIONS, USE, action
-from ..table import REFERENCE_RUN, THIS_RUN, Table, num, short_cpu_name, short_gpu_name
-from . import analysis, resources
-from .context import Context, Thin
-from .gpu_time import breakdown_section, fixed_costs, model_section, profile_sections
-from .speedups import MachineTopic, answer_rows, topic_pairs, topic_section
-from .topics import Topic, committed_gpu_reference
-from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, context_text, named, say
+from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
+from .charts import Chart, draw
+from .context import Context, Drawing, Thin
+from .gpu_time import gpu_time
+from .resources import resources
+from .speedups import speedups
+from .topics import CHARTS, Topic, committed_gpu_reference
+from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, cells, context_text, say
 
 
 def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Thin]:
-    """The answer's rows, the sections in the reader's order, and whose medians of too few
-    repetitions they state."""
-    answer: list[dict[str, Any]] = []
-    sections: list[dict[str, Any] | None] = []
-    thin: Thin = set()
-    pairs: dict[str, list[MachineTopic]] = {}  # each topic's, by its id
-    for topic in ctx.topics:
-        machines = pairs[topic.id] = topic_pairs(ctx, topic)
-        rows = answer_rows(ctx, topic, machines)
-        answer += rows
-        for curve in (pc.curve for m in machines for pc in m.paths if pc.curve is not None):
-            thin |= ctx.thin(curve["cpu_row"], "cpu") | ctx.thin(curve["gpu_row"], "gpu")
-        sections.append(topic_section(ctx, topic, machines, rows))
-    sections.append(breakdown_section(ctx))
-    sections += profile_sections(ctx)
-    sections.append(model_section(ctx, fixed_costs(ctx.summary)))
-    scaling = analysis.thread_scaling(ctx.summary)
-    thin |= ctx.thin(scaling.get("row", []), "cpu")
-    sections.append(resources.threads_section(ctx, scaling))
-    sections.append(resources.peers_section(ctx))
-    sections.append(resources.memory_section(ctx))
-    probes = ctx.summary["name"].str.match(analysis.ALLOC_NAME)
-    thin |= ctx.thin(ctx.summary.index[probes], "gpu")
-    sections.append(resources.allocation_section(ctx, analysis.allocation_costs(ctx.table.rows)))
-    sections.append(resources.energy_section(ctx, resources.energy_pairs(ctx, pairs)))
-    sections.append(resources.problems_section(ctx))
-    return answer, [s for s in sections if s is not None], thin
+    """The answer's rows, the sections in the reader's order with their charts drawn, and whose
+    medians of too few repetitions they state."""
+    found = speedups(ctx)
+    others, thin = resources(ctx, found.pairs)
+    sections = found.sections + gpu_time(ctx) + others
+    # The charts, drawn in one step once every section has said which it shows.
+    drawn = [{**s, "charts": [_draw(ctx, d) for d in s["charts"]]} for s in sections]
+    return found.answer, drawn, found.thin | thin
+
+
+_FIELDS = {f.name for f in fields(Chart)}
+
+
+def machine_labels(table: Table) -> dict[int, dict[str, str]]:
+    """Per machine: its CPU and GPU names and whose measurement each side is."""
+    keys = ("cpu", "gpu", "gpu_where", "cpu_where", "pair")
+    return {
+        int(i): dict(zip(keys, say("machine_labels", m=m, cpu=short_cpu_name(m["cpu"]),
+                                   gpu=m["gpu"] and short_gpu_name(m["gpu"]), this_run=THIS_RUN,
+                                   reference_run=REFERENCE_RUN)))
+        for i, m in table.machines.iterrows()
+    }  # fmt: skip
+
+
+def context_of(table: Table, out: Path) -> Context:
+    """What every section reads, the machines named in the report's words."""
+    return Context.of(table, out, machine_labels(table))
+
+
+def _draw(ctx: Context, drawing: Drawing) -> dict[str, str]:
+    """topics.CHARTS[name] drawn from `data` into `out` in the words of its macro
+    (templates/words.j2), as the document names it; without a subtitle of its own, the one that
+    says whose numbers it shows: both sides of one machine (its CPU's alone without `gpu`), or
+    the machines overlaid."""
+    name, given = drawing.name, drawing.given
+    spec = {**CHARTS[name], **{k: v for k, v in given.items() if k in _FIELDS}}
+    spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
+    words = dict(line.split(": ", 1) for line in say(f"chart_{name}", c=given))
+    caption = words.pop("caption")
+    labels = list(ctx.labels.values())
+    subtitle = say("subtitle", labels=labels, several=ctx.several, gpu=drawing.gpu)
+    chart = Chart(**{"subtitle": "".join(subtitle), **words, **spec})
+    draw(chart, drawing.data, ctx.out)
+    return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
+            "caption": caption}  # fmt: skip
 
 
 def _appendix(ctx: Context) -> dict[str, Any]:
@@ -68,10 +89,11 @@ def _appendix(ctx: Context) -> dict[str, Any]:
     for _, m in ctx.table.machines.iterrows():
         files = [[ctx.file_names[f] for f in m.get(k) or []] for k in ("files", "gpu_files")]
         devices = short_cpu_name(m["cpu"]), short_gpu_name(m["gpu"] or "")
-        headers = say("appendix_headers", m, *devices, *files, REFERENCE_RUN)
+        headers = say("appendix_headers", m=m, cpu=devices[0], gpu=devices[1], files=files[0],
+                      gpu_files=files[1], reference_run=REFERENCE_RUN)  # fmt: skip
         columns += zip(headers, (m["context"], m["gpu_context"]))
     rows = []
-    for name, key, unit in named("context_names"):
+    for name, key, unit in cells("context_rows"):
         values = [context_text(context.get(key), unit) for _, context in columns]
         if any(values):
             rows.append([name] + [v or "—" for v in values])
@@ -85,13 +107,16 @@ def reference_warning(table: Table) -> list[str]:
     m = table.machines.iloc[0]
     if not m["gpu_reference"]:
         return no_gpu_suggestion(table)
-    return say("reference_warning", m, ", ".join(Path(f).name for f in m["gpu_files"]))
+    return say("reference_warning", m=m, files=", ".join(Path(f).name for f in m["gpu_files"]))
 
 
 def _made_by_hand(table: Table) -> list[str]:
     """Test data says so in its context (`generated_by`); the report says it first."""
     contexts = [*table.machines["context"], *table.machines["gpu_context"]]
-    return say("made_by_hand", [c.get("generated_by") for c in contexts])
+    notes: dict[str, str] = {}  # each note once, whatever its case
+    for note in filter(None, (c.get("generated_by") for c in contexts)):
+        notes.setdefault(str(note).lower(), note)
+    return say("made_by_hand", notes=list(notes.values()))
 
 
 def _thin_text(ctx: Context, thin: Thin) -> str:
@@ -102,7 +127,8 @@ def _thin_text(ctx: Context, thin: Thin) -> str:
         sides = sorted({side.upper() for w, side, _ in thin if w == where})
         files = sorted({ctx.file_names.get(f, Path(f).name) for w, _, f in thin if w == where})
         said += [{"where": where, "sides": sides, "files": files}] if sides else []
-    return "".join(say("thin", said, ctx.table.machines.iloc[0].get("gpu_same_host")))
+    same_host = ctx.table.machines.iloc[0].get("gpu_same_host")
+    return "".join(say("thin", thin=said, same_host=same_host))
 
 
 def conditions_text(table: Table, summary: pd.DataFrame) -> str:
@@ -117,20 +143,21 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     said = []
     line = describe_conditions(counters)
     if line is not None and action("report", DISTURBED_ROW).kind == USE:
-        marked = int(analysis.disturbed(summary).sum())
-        cleaned = int((num(summary, "disturbed_left_out") > 0).sum())
-        said += say("disturbed", line, HEADLINE_RULE, cleaned, marked, DISTURBED_MARK)
+        marked = int(summary["_disturbed"].sum())
+        cleaned = int((summary["disturbed_left_out"] > 0).sum())
+        said += say("disturbed", line=line, rule=HEADLINE_RULE, cleaned=cleaned, marked=marked,
+                    mark=DISTURBED_MARK)  # fmt: skip
     unknown = rows.loc[rows["conditions"] == UNKNOWN, "file"].nunique()
     if unknown and action("report", UNKNOWN_CONDITIONS).kind == LIST:
-        said += say("unknown_conditions", unknown)
+        said += say("unknown_conditions", files=unknown, several=unknown > 1)
     return " ".join(said)
 
 
 def _speedup_definition(answer: list[dict[str, Any]], topics: tuple[Topic, ...]) -> str:
     """What each side of the answer's speedups is, once per kind of compared time."""
     shown = {a["anchor"] for a in answer}
-    sides = [(t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown]
-    return "".join(say("speedup_definition", sides))
+    sides = dict.fromkeys((t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown)
+    return "".join(say("speedup_definition", sides=list(sides)))
 
 
 def no_gpu_suggestion(table: Table) -> list[str]:
@@ -138,22 +165,27 @@ def no_gpu_suggestion(table: Table) -> list[str]:
     if len(table.rows) and (table.rows["backend"] == "gpu").any():
         return []
     inputs = " ".join(str(f) for m in table.machines.itertuples() for f in m.files)
-    return say("no_gpu", inputs, " ".join(committed_gpu_reference()))
+    return say("no_gpu", inputs=inputs, reference=" ".join(committed_gpu_reference()))
 
 
 def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
-    ctx = Context.of(table, out)
+    ctx = context_of(table, out)
     answer, sections, thin = _sections(ctx)
+    # An answer row's lines (its paths, else itself) and whether it has a section to link to.
+    ids = {s["id"] for s in sections}
+    for row in answer:
+        lines = row["paths"] or [dict(row)]
+        row.update(lines=lines, lines_count=len(lines), linked=row["anchor"] in ids)
     m = table.machines.iloc[0]
     files = ", ".join(ctx.file_names[f] for f in m["gpu_files"]) if m["gpu_reference"] else ""
-    reference = "".join(say("reference", m, files, ctx.labels[0]["gpu"]))
+    reference = "".join(say("reference", m=m, files=files, gpu=ctx.labels[0]["gpu"]))
     names = sorted({ctx.file_names[f] for f in table.rows.get("file", [])})
     measured = table.rows[["machine", "name", "label"]].drop_duplicates()
     statuses = table.problems["status"].value_counts().sort_index().items()
     return {
         "headline": "; ".join(n["pair"] for n in ctx.labels.values()),
-        "inputs": "".join(say("inputs", names, len(measured), statuses)),
+        "inputs": "".join(say("inputs", names=names, measured=len(measured), statuses=statuses)),
         "reference": reference,
         "suggestion": "; ".join(no_gpu_suggestion(table)),
         # A run that did not finish is said first, before the answer it limits.
@@ -166,5 +198,6 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         "marks": {"few": FEW_MARK, "noisy": NOISY_MARK, "disturbed": DISTURBED_MARK},
         "conditions": conditions_text(table, ctx.summary),
         "sections": sections,
+        "hardware_number": len(sections) + 1,  # the appendix's number in the contents
         "appendix": _appendix(ctx),
     }

@@ -67,7 +67,7 @@ _STYLE = str(Path(__file__).with_name("charts.mplstyle"))
 def _said(label: str) -> Any:
     """A legend entry's words where a chart gives none of its own: `chart_defaults` of
     templates/words.j2."""
-    return field(default_factory=lambda: named("chart_defaults")[label])
+    return field(default_factory=lambda: named("chart_defaults", label))
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,9 @@ def build_report(
     if table.rows.empty and action("report", NOTHING_MEASURED).kind == REFUSE:
         # A run that measured nothing is refused (policy.POLICY["report"]); the line says what
         # its rows were.
-        said = "".join(say("nothing_measured", table.problems))
+        problems = table.problems
+        more = max(0, len(problems) - 2)
+        said = "".join(say("nothing_measured", problems=problems[:2], more=more))
         raise BenchJsonError(inputs[0] if len(inputs) == 1 else ", ".join(inputs), said)
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
     from .build import build_document, reference_warning
@@ -58,9 +60,8 @@ def build_report(
     # Files by their shortest distinct tail, as the report's inputs line names them (two runs both
     # called bench.json stay apart).
     names = distinct_names([str(f) for f in table.problems["file"].unique()])
-    listed = say(
-        "listed", table.problems.assign(file=table.problems["file"].astype(str).map(names))
-    )
+    files = table.problems["file"].astype(str).map(names)
+    listed = say("listed", problems=table.problems.assign(file=files))
     # A run that did not finish before anything: every number below is limited by it. Then whose
     # GPU numbers these are, then whether they were measured on a quiet machine.
     said = table.cut_off + reference_warning(table) + [c for c in [doc["conditions"]] if c]
@@ -76,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser(prog: str = "gpubench-report") -> argparse.ArgumentParser:
     """The command line, as data (tests walk it), in the words of templates/words.j2's
     `cli_help`."""
-    helps = named("cli_help")
+    keys = ("description", "inputs", "out", "gpu_reference", "verbose", "quiet")
+    helps = {key: named("cli_help", key) for key in keys}
     parser = ArgumentParser(prog=prog, description=helps["description"])
     parser.add_argument("inputs", nargs="+", metavar="IN.json", help=helps["inputs"])
     parser.add_argument("--out", default="reports/latest", metavar="DIR", help=helps["out"])

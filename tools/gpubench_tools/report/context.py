@@ -1,36 +1,24 @@
-"""What every section of the report reads: the table and its summary, the machines by their
-device names, the input files by their short names, and the folder the charts go to."""
+"""What every section of the report reads: the table and its summary (analysis.summary_of: typed,
+every counter a column, each median's flags), the breakdown of the GPU times, the machines by
+their device names (given: their words are build's), the input files by their short names, the
+folder the charts go to; and `Drawing`, a chart a section asks for (build draws it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name, summarize
-from . import analysis
-from .charts import Chart, draw
+from ..table import Table
+from .analysis import breakdown, select, summary_of
 from .discovered import discovered_topics
-from .topics import CHARTS, TOPICS, Topic
-from .words import say
-
-_FIELDS = {f.name for f in fields(Chart)}
+from .topics import TOPICS, Topic
 
 # The medians of too few repetitions the report states, each as (whose: this run or the
 # reference run, side: "cpu" or "gpu", file).
 Thin = set[tuple[str, str, str]]
-
-
-def _machine_labels(table: Table) -> dict[int, dict[str, str]]:
-    """Per machine: its CPU and GPU names and whose measurement each side is."""
-    keys = ("cpu", "gpu", "gpu_where", "cpu_where", "pair")
-    return {
-        int(i): dict(zip(keys, say("machine_labels", m, short_cpu_name(m["cpu"]),
-                                   m["gpu"] and short_gpu_name(m["gpu"]), THIS_RUN, REFERENCE_RUN)))
-        for i, m in table.machines.iterrows()
-    }  # fmt: skip
 
 
 def distinct_names(paths: list[str]) -> dict[str, str]:
@@ -58,57 +46,61 @@ def _file_names(table: Table) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class Drawing:
+    """A chart a section asks for: topics.CHARTS[name] drawn from `data` (build's one step).
+    `given` holds what its "{...}" fields and its words are filled from, and the fields a drawing
+    sets itself (a chart field's own name: its title, facets, parts); `gpu`: its subtitle names
+    the GPU side too."""
+
+    name: str
+    data: pd.DataFrame
+    given: dict[str, Any] = field(default_factory=dict)
+    gpu: bool = True
+
+
+@dataclass(frozen=True)
 class Context:
     table: Table
     out: Path  # the folder the charts are written into
-    summary: pd.DataFrame  # table.summarize(): a row per benchmark and machine
-    labels: dict[int, dict[str, str]]  # per machine index: _machine_labels
-    breakdown: pd.DataFrame  # analysis.breakdown of the summary: the four parts of GPU times
+    summary: pd.DataFrame  # analysis.summary_of: a row per benchmark and machine
+    labels: dict[int, dict[str, str]]  # per machine index: build.machine_labels
+    # analysis.breakdown of the summary: the four parts of GPU times, with each row's `pair`
+    breakdown: pd.DataFrame
     file_names: dict[str, str]  # every file by its shortest distinct tail
     # The declared topics, then one for each workload only its rows describe (discovered.py).
     topics: tuple[Topic, ...] = TOPICS
 
     @classmethod
-    def of(cls, table: Table, out: Path) -> Context:
-        summary = summarize(table.rows)
+    def of(cls, table: Table, out: Path, labels: dict[int, dict[str, str]]) -> Context:
+        summary = summary_of(table.rows)
         own = discovered_topics(summary, TOPICS)
         views = [t.parts.rows for t in own if t.parts is not None]
-        parts = analysis.breakdown(summary, own=views) if len(summary) else pd.DataFrame()
+        parts = breakdown(summary, own=views) if len(summary) else pd.DataFrame()
+        if len(parts):
+            parts = parts.assign(pair=parts["machine"].map(lambda m: labels[int(m)]["pair"]))
         topics = TOPICS + own
-        return cls(table, out, summary, _machine_labels(table), parts, _file_names(table), topics)
+        return cls(table, out, summary, labels, parts, _file_names(table), topics)
 
     @property
     def several(self) -> bool:
         """Several machines: their charts overlay them, their answer rows name them."""
         return len(self.labels) > 1
 
-    def subtitle(self, gpu: bool = True) -> str:
-        """Whose numbers a chart shows: both sides of one machine, or the machines overlaid."""
-        return "".join(say("subtitle", list(self.labels.values()), gpu))
+    def pair_of(self, machine: Any) -> str:
+        """A machine by its device names (the facet of charts of several machines)."""
+        return self.labels[int(machine)]["pair"]
 
-    def pairs(self, rows: pd.DataFrame) -> pd.Series:
-        """Each row's machine, by its device names (the facet of charts of several machines)."""
-        return rows["machine"].map(lambda m: self.labels[int(m)]["pair"])
-
-    def chart(self, name: str, data: pd.DataFrame, **given: Any) -> dict[str, str]:
-        """topics.CHARTS[name] drawn from `data` into `out` in the words of its macro
-        (templates/words.j2), as the document names it. `given` holds what its "{...}" fields and
-        its words are filled from, and the fields a drawing sets itself (a chart field's own
-        name: its title, facets, parts); without a subtitle of its own, the one that says whose
-        numbers it shows."""
-        spec = {**CHARTS[name], **{k: v for k, v in given.items() if k in _FIELDS}}
-        spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
-        words = dict(line.split(": ", 1) for line in say(f"chart_{name}", given))
-        caption = words.pop("caption")
-        chart = Chart(**{"subtitle": self.subtitle(), **words, **spec})
-        draw(chart, data, self.out)
-        return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
-                "caption": caption}  # fmt: skip
+    def select(self, *filters: dict[str, Any], parts: bool = False) -> pd.DataFrame:
+        """The summary rows (the breakdown's with `parts`) that match every topics.py row filter
+        given (analysis.select)."""
+        rows = self.breakdown if parts else self.summary
+        for filt in filters:
+            rows = select(rows, filt)
+        return rows
 
     def thin(self, rows: Any, side: str) -> Thin:
-        """Of the summary rows labelled `rows`, the medians of too few repetitions
-        (analysis.few_repetitions), as (whose: this run or the reference run, side, file): what
-        the † footnote names."""
+        """Of the summary rows labelled `rows`, the medians of too few repetitions (`_few`), as
+        (whose: this run or the reference run, side, file): what the † footnote names."""
         rows = self.summary.loc[rows]
-        few = rows[analysis.few_repetitions(rows)]
+        few = rows[rows["_few"]]
         return {(str(w), side, str(f)) for w, f in zip(few["measured_on"], few["file"])}

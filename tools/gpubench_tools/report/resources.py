@@ -1,8 +1,9 @@
 """The sections on what the machines spend beside the speedups: CPU threads, the peers, device
 memory, allocation, energy, and what did not run.
 
-A section's rows come from `analysis` and the declarations in `topics`; `thread_cases`,
-`memory_rows`, `agreement_figures` and `energy_pairs` are data, the `*_section` functions say it.
+A section's rows come from the summary and the declarations in `topics`; `thread_cases`,
+`memory_rows`, `agreement_figures`, `allocation_costs` and `energy_pairs` are data, the
+`*_section` functions say it and ask for their charts; `resources` is the step build runs.
 """
 
 from __future__ import annotations
@@ -13,13 +14,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..table import num
-from . import analysis
-from .context import Context
-from .speedups import MachineTopic
-from .topics import ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, TOPICS
-from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, EnergyTopic, Topic
-from .words import say, section, short_benchmark, table_of
+from .analysis import FEW_REPETITIONS, ID, MachineTopic, speedup_curve, thread_scaling
+from .context import Context, Drawing, Thin
+from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, POOL
+from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, TOPICS, EnergyTopic, Topic
+from .words import plain, say, section, short_benchmark, table_of
+
+
+def resources(
+    ctx: Context, pairs: dict[str, list[MachineTopic]]
+) -> tuple[list[dict[str, Any]], Thin]:
+    """Threads, peers, memory, allocation, energy and what did not run, in that order (those
+    that have rows), and whose thin medians they state (the thread counts', the probes').
+    `pairs`: each topic's, by its id (speedups.topic_pairs)."""
+    scaling = thread_scaling(ctx.summary)
+    thin = ctx.thin(scaling.get("row", []), "cpu")
+    probes = ctx.summary["name"].str.match(ALLOC_NAME)
+    thin |= ctx.thin(ctx.summary.index[probes], "gpu")
+    sections = [threads_section(ctx, scaling), peers_section(ctx), memory_section(ctx)]
+    sections.append(allocation_section(ctx, allocation_costs(ctx.table.rows)))
+    sections.append(energy_section(ctx, energy_pairs(ctx, pairs)))
+    sections.append(problems_section(ctx))
+    return [s for s in sections if s is not None], thin
+
 
 # --- CPU thread scaling ----------------------------------------------------------------------
 
@@ -41,9 +58,9 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | Non
     if scaling.empty:
         return None
     shown, top = thread_cases(scaling)
-    said = say("threads", top["efficiency"].min(), top["efficiency"].max())
-    chart = ctx.chart("threads", shown, subtitle=ctx.subtitle(gpu=False))
-    table = table_of("threads_table", top.sort_values("efficiency"))
+    said = say("threads", worst=top["efficiency"].min(), best=top["efficiency"].max())
+    chart = Drawing("threads", shown, gpu=False)
+    table = table_of("threads_table", top=top.sort_values("efficiency"))
     return section("threads", said, [chart], [table])
 
 
@@ -54,46 +71,55 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
     """The suite's own paths against the same work in PyTorch, where a run has its rows."""
     tables = []
     for peer in PEERS:
-        ours, theirs = (analysis.select(ctx.summary, rows) for rows in (peer.ours, peer.peer))
+        ours, theirs = ctx.select(peer.ours), ctx.select(peer.peer)
         keys = [k for k in peer.keys if k in ours and k in theirs]
         # Pair with the curve of the answer: "cpu" is the peer, "gpu" is ours, so the
         # speedup is PyTorch's time over ours.
         both = pd.concat([theirs.assign(side="peer"), ours.assign(side="ours")])
-        curve = analysis.speedup_curve(
-            both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col
-        )
+        curve = speedup_curve(both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col)
         if len(curve):
-            tables.append(table_of("peer_table", peer, keys, curve))
+            tables.append(table_of("peer_table", peer=peer, keys=keys, curve=curve))
     return section("peers", say("peers"), [], tables) if tables else None
 
 
 # --- device memory ---------------------------------------------------------------------------
 
 
+def memory_agreement(summary: pd.DataFrame) -> pd.DataFrame:
+    """Every GPU row with a device-memory model and a measured peak: `ratio` = measured peak /
+    model bytes (above 1 the benchmark held more than its shapes call for: library workspaces,
+    the allocator's 2 MiB pages, the context's own reservations)."""
+    columns = ["device_bytes_model", "device_bytes_peak"]
+    rows = summary.dropna(subset=columns)
+    rows = rows[rows["device_bytes_model"] > 0]
+    keep = [c for c in [*ID, "measured_on"] if c in rows] + columns
+    return rows[keep].assign(ratio=rows["device_bytes_peak"] / rows["device_bytes_model"])
+
+
 def memory_rows(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """analysis.memory_agreement with each row's `family` (MEMORY_FAMILIES by its workload), the
+    """memory_agreement with each row's `family` (MEMORY_FAMILIES by its workload), the
     largest-batch rows (benchmarks/largest_batch.cpp), and the problems of those that did not
     run (a batch that did not fit); a largest-batch row has every figure its line states
     (NaN where it lacks one)."""
-    agreement = analysis.memory_agreement(ctx.summary)
+    agreement = memory_agreement(ctx.summary)
     workload = agreement["workload"].fillna("other")
     agreement = agreement.assign(family=workload.map(lambda w: MEMORY_FAMILIES.get(w, w)))
     skipped = ctx.table.problems
     skipped = skipped[skipped["name"].astype(str).str.startswith(LARGEST_BATCH_NAMES)]
-    batches = analysis.select(ctx.summary, LARGEST_BATCH)
-    said = ("batch_largest", "device_bytes_free", "device_bytes_peak", "t_step")
-    return agreement, batches.assign(**{c: batches.get(c, math.nan) for c in said}), skipped
+    batches = ctx.select(LARGEST_BATCH)
+    free, peak = batches["device_bytes_free"], batches["device_bytes_peak"]
+    return agreement, batches.assign(share_of_free=(peak / free).where(free > 0)), skipped
 
 
 def memory_section(ctx: Context) -> dict[str, Any] | None:
     """Measured peak device memory against the model's bytes, and the largest batches."""
     agreement, batches, skipped = memory_rows(ctx)
-    largest = say("largest_batches", batches, skipped)
+    largest = say("largest_batches", rows=batches, skipped=skipped)
     if agreement.empty:
         return section("memory", largest) if largest else None
     by_distance, figures = agreement_figures(agreement)
-    chart, table = ctx.chart("memory", agreement), table_of("memory_table", by_distance)
-    return section("memory", say("memory", figures) + largest, [chart], [table])
+    chart, table = Drawing("memory", agreement), table_of("memory_table", rows=by_distance)
+    return section("memory", say("memory", m=figures) + largest, [chart], [table])
 
 
 def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -109,9 +135,9 @@ def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, 
     figures = {
         "count": len(agreement),
         "median": ratios.median(),
-        "agreement": MEMORY_AGREEMENT,
+        "margin": MEMORY_AGREEMENT - 1,
         "within": int(ratios.between(1 / MEMORY_AGREEMENT, MEMORY_AGREEMENT).sum()),
-        "families": families.to_dict("records"),
+        "families": families.assign(several=families["rows"] > 1).to_dict("records"),
         "worst": by_distance.iloc[0].to_dict(),
     }
     return by_distance, figures
@@ -120,19 +146,71 @@ def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, 
 # --- allocation ------------------------------------------------------------------------------
 
 
+# `overhead/alloc/<probe>/bytes:<B>/...` (benchmarks/alloc_probes.cpp): the probe is
+# `malloc/device`, `free/device`, `async`, `malloc/pinned` or `free/pinned`.
+ALLOC_NAME = r"^overhead/alloc/(?P<probe>.+?)/bytes:(?P<bytes>\d+)"
+
+
+def allocation_costs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, allocation probe and size, from the per-repetition rows of the table (not
+    the summary: the tail needs every sample): `time_s` the median host seconds per call,
+    `slowest_decile_s` the 90th percentile, `repetitions`, `few_samples` (fewer than
+    FEW_REPETITIONS) and `call`, what the probe is (topics.ALLOCATION_PROBES; a probe the report
+    does not know yet under its own name); in the declared order of the calls per machine (an
+    unknown probe last), then by size.
+
+    Allocation times have a long tail (the driver and the OS reclaiming pages), which a median
+    hides and a maximum overstates; the slowest decile is what one call in ten pays. It is the
+    inverted-CDF quantile (a value that was measured, never an interpolation between two), and
+    NaN where a file holds one value per probe (aggregates only)."""
+    columns = ["machine", "probe", "bytes", "time_s", "slowest_decile_s", "repetitions"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    parts = rows["name"].str.extract(ALLOC_NAME)
+    probes = rows.assign(probe=parts["probe"], bytes=pd.to_numeric(parts["bytes"]))
+    probes = probes.dropna(subset=["probe"])
+    if probes.empty:
+        return pd.DataFrame(columns=columns)
+
+    def decile(times: pd.Series) -> float:
+        return float(np.quantile(times, 0.9, method="inverted_cdf")) if len(times) > 1 else math.nan
+
+    grouped = probes.groupby(["machine", "probe", "bytes"], sort=True)["real_time_s"]
+    out = grouped.agg(time_s="median", slowest_decile_s=decile, repetitions="size").reset_index()
+    order = {probe: position for position, probe in enumerate(ALLOCATION_PROBES)}
+    out = out.assign(
+        call=out["probe"].map(lambda p: ALLOCATION_PROBES.get(p, p)),
+        few_samples=out["repetitions"] < FEW_REPETITIONS,
+        order=out["probe"].map(order).fillna(len(order)),
+    )
+    return out.sort_values(["machine", "order", "bytes"])
+
+
+def pool_savings(costs: pd.DataFrame) -> pd.DataFrame:
+    """Per machine and size: (cudaMalloc + cudaFree) / the warm pool's cudaMallocAsync +
+    cudaFreeAsync, medians; above 1 a caching allocator saves that factor per buffer."""
+    wide = costs.pivot_table(index=["machine", "bytes"], columns="probe", values="time_s")
+    if wide.empty or not set(POOL) <= set(wide.columns):
+        return pd.DataFrame(columns=["machine", "bytes", "saving"])
+    malloc, free, pool = POOL
+    saving = (wide[malloc] + wide[free]) / wide[pool]
+    return saving.rename("saving").dropna().reset_index()
+
+
 def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
     """Each call's cost at the smallest and largest size, what a pool saves, the worst tail."""
+    costs = costs.assign(each=plain(costs))  # each row's values, None where missing
     machines = [
         {"where": ctx.labels[int(machine)]["gpu_where"],
-         "calls": [{"call": call, "first": c.iloc[0].to_dict(),
-                    "last": c.iloc[-1].to_dict() if len(c) > 1 else None}
+         "calls": [{"call": call, "first": c["each"].iloc[0],
+                    "last": c["each"].iloc[-1] if len(c) > 1 else None}
                    for call, c in rows.groupby("call", sort=False)]}  # fmt: skip
         for machine, rows in costs.groupby("machine", sort=False)
     ]
     ratio = costs["slowest_decile_s"] / costs["time_s"]
     worst = ratio.notna().any()
-    tail = {**costs.loc[ratio.idxmax()].to_dict(), "ratio": ratio.max()} if worst else None
-    return say("allocation", machines, analysis.pool_savings(costs), tail)
+    tail = {**costs.loc[ratio.idxmax(), "each"], "ratio": ratio.max()} if worst else None
+    return say("allocation", machines=machines, savings=pool_savings(costs), tail=tail)
 
 
 def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | None:
@@ -140,8 +218,8 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
     warm pool of cudaMallocAsync (what a caching allocator saves)."""
     if costs.empty:
         return None
-    said, table = _allocation_sentences(ctx, costs), table_of("allocation_table", costs)
-    return section("allocation", said, [ctx.chart("allocation", costs)], [table])
+    said, table = _allocation_sentences(ctx, costs), table_of("allocation_table", costs=costs)
+    return section("allocation", said, [Drawing("allocation", costs)], [table])
 
 
 # --- energy ----------------------------------------------------------------------------------
@@ -149,8 +227,8 @@ def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | No
 
 def _joules(rows: pd.DataFrame, counter: str, energy: EnergyTopic) -> pd.Series:
     """Joules per unit of work: the counter over the units per iteration (one where none)."""
-    units = num(rows, energy.per)
-    return num(rows, counter) / units.where(units > 0, 1.0)
+    units = rows[energy.per]
+    return rows[counter] / units.where(units > 0, 1.0)
 
 
 def energy_pairs(
@@ -161,7 +239,7 @@ def energy_pairs(
     with its `gpu_j`, and the `cpu_j` of the CPU row its speedup pairs it with (NaN without
     one), sorted by machine and size."""
     s = ctx.summary
-    if energy.gpu_counter not in s or not s[energy.gpu_counter].notna().any():
+    if not s[energy.gpu_counter].notna().any():
         return []
     pairs = []
     for topic in (t for t in TOPICS if t.id in energy.topics):
@@ -190,7 +268,7 @@ def _cpu_energy_absent(ctx: Context, energy: EnergyTopic) -> str:
         str(c[key]) for c in ctx.table.machines["context"] if isinstance(c, dict) and c.get(key)
     }
     said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
-    return "".join(say("cpu_energy_absent", said, energy.cpu_absent))
+    return "".join(say("cpu_energy_absent", reasons=said, otherwise=energy.cpu_absent))
 
 
 def energy_section(
@@ -202,9 +280,12 @@ def energy_section(
         return None
     compared = sum(int(frame["cpu_j"].notna().sum()) for _, frame in pairs)
     unit, absent = energy.unit_name, _cpu_energy_absent(ctx, energy)
-    said = say("energy", unit, compared, sum(len(frame) for _, frame in pairs), absent)
-    rows = [(topic, frame.to_dict("records")) for topic, frame in pairs]
-    table = table_of("energy_table", unit, rows)
+    sizes = sum(len(frame) for _, frame in pairs)
+    said = say("energy", unit=unit, compared=compared, sizes=sizes, absent=absent)
+    # A row's CPU over GPU joules where both have a positive value.
+    ratio = [(f["cpu_j"] / f["gpu_j"]).where(f["gpu_j"] > 0) for _, f in pairs]
+    rows = [(topic, plain(f.assign(ratio=r))) for (topic, f), r in zip(pairs, ratio)]
+    table = table_of("energy_table", unit=unit, pairs=rows)
     return section(energy.id, said, [], [table], title=energy.title)
 
 
@@ -219,6 +300,6 @@ def problems_section(ctx: Context) -> dict[str, Any] | None:
     groups = problems.groupby(["file", "status", "reason"])
     counts = groups.size().reset_index(name="count")
     counts["file"] = counts["file"].map(lambda f: ctx.file_names[str(f)])
-    summaries = say("problem_groups", counts)
+    summaries = say("problem_groups", groups=counts)
     details = [{"summary": s, "items": sorted(g["name"])} for s, (_, g) in zip(summaries, groups)]
-    return section("problems", say("problems", len(problems)), details=details)
+    return section("problems", say("problems", count=len(problems)), details=details)

@@ -1,7 +1,8 @@
 """The answer and a section per topic: the GPU against the CPU, path by path, size by size.
 
-`topic_pairs` is the data (per machine and GPU path: the speedup curve, where it crosses 1, what
-dominates the GPU time); `answer_rows` and `topic_section` say it, the latter with its charts.
+`topic_pairs` is the data (per machine and GPU path: analysis.path_curve, the speedup curve,
+where it crosses 1, what dominates the GPU time); `answer_rows` and `topic_section` say it, the
+latter with the charts it asks for; `speedups` is the step build runs.
 """
 
 from __future__ import annotations
@@ -11,93 +12,53 @@ from typing import Any
 
 import pandas as pd
 
-from ..table import num
 from ..units import fmt_size
-from . import analysis
-from .context import Context
-from .topics import GpuPath, Topic
-from .words import named, say, section, table_of
+from .analysis import MachineTopic, PathCurve, path_curve
+from .context import Context, Drawing, Thin
+from .topics import Topic
+from .words import named, say, section, table_of, threads_text
 
 
 @dataclass(frozen=True)
-class PathCurve:
-    """One GPU path of a topic against the CPU on one machine: `gpu` its fastest GPU row at each
-    size (None without any), the side the speedup and the energy pair with the CPU. Without
-    pairs `curve` and `facts` are None. With them: `curve` is analysis.speedup_curve with the GPU
-    row's `gpu_variant`; `facts` what the answer states of the sizes it speaks for (a topic with
-    series: its longest, `series`): where the GPU wins (`wins`, at `every` size, or `beyond` the
-    last loss), where it crosses 1 (`cross`), the speedups at the `first` and `last` size, the
-    part of the GPU time that is largest most often (`dominant`) and the CPU `threads`."""
+class Speedups:
+    """The answer's rows, a section per topic that has a curve, each topic's pairs by its id
+    (what the energy section pairs), and whose thin medians they state."""
 
-    path: GpuPath
-    gpu: pd.DataFrame | None = None
-    curve: pd.DataFrame | None = None
-    facts: dict[str, Any] | None = None
+    answer: list[dict[str, Any]]
+    sections: list[dict[str, Any]]
+    pairs: dict[str, list[MachineTopic]]
+    thin: Thin
 
 
-@dataclass(frozen=True)
-class MachineTopic:
-    """A topic on one machine: a PathCurve per declared GPU path (without CPU rows, their fastest
-    GPU rows alone), or none where the machine has no GPU rows; `missing_side` names the side
-    without rows."""
-
-    machine: int
-    missing_side: str = ""  # "CPU" or "GPU": the side without rows
-    paths: tuple[PathCurve, ...] = ()
-
-
-def _path_curve(
-    parts: pd.DataFrame, topic: Topic, path: GpuPath, cpu: pd.DataFrame, gpu: pd.DataFrame
-) -> PathCurve:
-    """One GPU path's rows (`gpu`) against the CPU's; `parts`: the breakdown of the GPU rows."""
-    if gpu.empty:
-        return PathCurve(path)
-    keys, x = list(topic.keys), topic.x
-    gpu = analysis.fastest(gpu, keys, topic.time_col)
-    curve = analysis.speedup_curve(
-        pd.concat([cpu, gpu]), {"backend": "cpu"}, {"backend": "gpu"}, keys, topic.time_col
-    )
-    if curve.empty:
-        return PathCurve(path, gpu)
-    variants = gpu[keys + ["variant"]].rename(columns={"variant": "gpu_variant"})
-    curve = curve.merge(variants, on=keys, how="left").sort_values(keys)
-    # A topic with series (a training sweep's hidden widths) answers for its longest series:
-    # the one that spans the most sizes.
-    if topic.series is None:
-        value, main = None, curve
-    else:
-        value, main = max(curve.groupby(topic.series), key=lambda item: len(item[1]))
-    if len(parts):
-        parts = parts[parts["name"].isin(gpu["name"])].drop(columns=keys, errors="ignore")
-        parts = parts.merge(gpu[["name"] + keys], on="name")
-    wins, losses = main.loc[main["speedup"] > 1, x], main.loc[main["speedup"] <= 1, x]
-    first, last = main.iloc[0], main.iloc[-1]
-    facts = dict(
-        wins=list(wins),
-        every=len(wins) == len(main),
-        beyond=len(wins) > 0 and wins.min() > losses.max(),
-        series=value,
-        cross=analysis.crossover(main, x),
-        first=first.to_dict(),
-        last=last.to_dict() if last[x] != first[x] else None,
-        dominant=analysis.dominant_part(main, parts, keys),
-        threads=list(main["cpu_threads"]),
-    )
-    return PathCurve(path, gpu, curve, facts)
+def speedups(ctx: Context) -> Speedups:
+    """Every topic against the CPU: its pairs, its answer rows and its section."""
+    answer, sections, pairs, thin = [], [], {}, set()
+    for topic in ctx.topics:
+        machines = pairs[topic.id] = topic_pairs(ctx, topic)
+        rows = answer_rows(ctx, topic, machines)
+        answer += rows
+        for curve in (pc.curve for m in machines for pc in m.paths if pc.curve is not None):
+            thin |= ctx.thin(curve["cpu_row"], "cpu") | ctx.thin(curve["gpu_row"], "gpu")
+        section = topic_section(ctx, topic, machines, rows)
+        sections += [section] if section is not None else []
+    return Speedups(answer, sections, pairs, thin)
 
 
 def topic_pairs(ctx: Context, topic: Topic) -> list[MachineTopic]:
     """Per machine with rows on either side of the topic: its GPU paths against the CPU (a
     machine without CPU rows: its GPU paths' fastest rows alone)."""
     machines = []
-    for machine, rows in ctx.summary.groupby("machine"):
-        cpu, gpu = analysis.select(rows, topic.cpu), analysis.select(rows, topic.gpu)
+    # Each machine's rows of a side are its own of the side's rows.
+    cpus, gpus = ctx.select(topic.cpu), ctx.select(topic.gpu)
+    paths_rows = [ctx.select(topic.gpu, p.gpu) for p in topic.paths]
+    for machine in ctx.summary["machine"].drop_duplicates().sort_values():
+        cpu, gpu = cpus[cpus["machine"] == machine], gpus[gpus["machine"] == machine]
         if gpu.empty:
             machines += [MachineTopic(int(machine), "GPU")] if len(cpu) else []
             continue
+        mine = (rows[rows["machine"] == machine] for rows in paths_rows)
         paths = tuple(
-            _path_curve(ctx.breakdown, topic, p, cpu, analysis.select(gpu, p.gpu))
-            for p in topic.paths
+            path_curve(ctx.breakdown, topic, p, cpu, rows) for p, rows in zip(topic.paths, mine)
         )
         machines.append(MachineTopic(int(machine), "CPU" if cpu.empty else "", paths))
     return machines
@@ -109,9 +70,10 @@ _ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
     """One GPU path of a topic against the CPU: its line of the answer."""
     if pc.facts is None:
-        said = say("answer_gap", "", pc.path.name if pc.gpu is None else "")
+        said = say("answer_gap", side="", path=pc.path.name if pc.gpu is None else "")
     else:
-        said = say("answer_line", topic, pc.facts)
+        threads = sorted({threads_text(t) for t in pc.facts["threads"]}, key=str.lower)
+        said = say("answer_line", topic=topic, f=pc.facts, threads=threads)
     return {"path": pc.path.name, "meaning": pc.path.meaning, **dict(zip(_ANSWER, said))}
 
 
@@ -123,7 +85,7 @@ def answer_rows(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> lis
         title = topic.title + (f" ({ctx.labels[mt.machine]['pair']})" if ctx.several else "")
         row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": []}
         if mt.missing_side:
-            row.update(zip(_ANSWER, say("answer_gap", mt.missing_side, "")))
+            row.update(zip(_ANSWER, say("answer_gap", side=mt.missing_side, path="")))
         else:
             row["paths"] = [_path_line(topic, pc) for pc in mt.paths]
             row.update({k: v for k, v in row["paths"][-1].items() if k not in ("path", "meaning")})
@@ -161,47 +123,46 @@ def topic_section(
     for pc in (pc for mt in machines for pc in mt.paths[:-1] if pc.curve is not None):
         others.setdefault(pc.path.name, []).append(pc.curve)
     curve = pd.concat(curves, ignore_index=True)
-    line = ctx.pairs(curve)
+    line = curve["machine"].map(ctx.pair_of)
     series = topic.series
     if series is not None:
-        names = named("chart_names")
-        width = curve[series].map(lambda v: names["series"].format(key=series, value=fmt_size(v)))
-        line = line + names["between"] + width if ctx.several else width
+        name = named("chart_names", "series")
+        width = curve[series].map(lambda v: name.format(key=series, value=fmt_size(v)))
+        line = line + named("chart_names", "between") + width if ctx.several else width
     curve = _with_other_paths(curve.assign(line=line), topic, others)
-    paragraphs = say("topic_paragraphs", answer)
+    # The paragraphs state the rows and lines that have a CPU side.
+    stated = [a | {"paths": [p for p in a["paths"] if "cpu_config" in p]} for a in answer]
+    paragraphs = say("topic_paragraphs", answer=[a for a in stated if "cpu_config" in a])
     lines = ctx.several or series is not None
-    speedup = ctx.chart(
-        "speedup", curve, topic=topic, path=topic.paths[-1], series="line" if lines else None
-    )
+    given = dict(topic=topic, path=topic.paths[-1], series="line" if lines else None)
+    speedup = Drawing("speedup", curve, given)
     charts = [speedup] + _extra_charts(ctx, topic, curve, list(others))
-    table = table_of("curve_table", topic, curve, list(others), lines)
+    table = table_of("curve_table", topic=topic, curve=curve, others=list(others), lines=lines)
     return section(topic.id, paragraphs, charts, [table], title=topic.title)
 
 
 def _extra_charts(
     ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[str]
-) -> list[dict[str, str]]:
+) -> list[Drawing]:
     """Both sides' times; a sweep over two sizes (batch x hidden) as a heatmap; the topic's
     kernel utilisation chart where it declares one."""
     charts = [_time_chart(ctx, topic, curve, others)]
     if topic.series is not None and not ctx.several and curve[topic.series].nunique() > 1:
-        charts.append(ctx.chart("heatmap", curve, topic=topic))
+        charts.append(Drawing("heatmap", curve, dict(topic=topic)))
     use = topic.utilisation
     if use is None or ctx.several:
         return charts
-    kernel = analysis.select(ctx.summary, use.rows)
-    kernel = kernel[num(kernel, "pct_peak").notna()]
+    kernel = ctx.select(use.rows)
+    kernel = kernel[kernel["pct_peak"].notna()]
     if len(kernel):
-        kernel = kernel.sort_values(use.x).assign(few_samples=analysis.flagged(kernel))
-        charts.append(ctx.chart("utilisation", kernel, topic=topic, use=use))
+        kernel = kernel.sort_values(use.x).assign(few_samples=kernel["_flagged"])
+        charts.append(Drawing("utilisation", kernel, dict(topic=topic, use=use)))
     return charts
 
 
-def _time_chart(
-    ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[str]
-) -> dict[str, str]:
+def _time_chart(ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[str]) -> Drawing:
     """Both sides' times against size: what the speedup is a ratio of."""
-    names = named("chart_names")
+    names = {k: named("chart_names", k) for k in ("cpu", "gpu", "gpu_path", "between")}
     several_paths = topic.series is None and len(topic.paths) > 1
     gpu = names["gpu_path" if several_paths else "gpu"].format(path=topic.paths[-1].name)
     # A line's machine (and width) go before its side where they tell the lines apart.
@@ -218,7 +179,7 @@ def _time_chart(
         line = curve.assign(side=before + name, hollow=curve[f"{side}_hollow"].eq(True))
         line = line.assign(**{c: curve[f"{side}_{c}"] for c in ("time", "low", "high")})
         lines.append(line.dropna(subset=["time"]))
-    return ctx.chart("time", pd.concat(lines, ignore_index=True), topic=topic)
+    return Drawing("time", pd.concat(lines, ignore_index=True), dict(topic=topic))
 
 
 def _hollow(curve: pd.DataFrame, side: str) -> pd.Series:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..overhead_model import GEMM_WORKLOAD
+
 # The committed GPU reference run (repository paths): what a run without GPU rows is offered as
 # its GPU side, by the report and by the advisor.
 COMMITTED_GPU_REFERENCE: tuple[str, ...] = (
@@ -408,11 +410,11 @@ CHARTS: dict[str, dict[str, Any]] = {
 MODEL_ERROR_SAID: dict[str, Any] = {"dtype": "fp32", "host": "pinned"}
 
 # The rows the tools beside the report read by their labels: the GEMM rows' workload (the
-# overhead model's end-to-end and kernel-only GEMMs, the advisor's curves), and the tiny MLP the
+# overhead model's end-to-end and kernel-only GEMMs, the advisor's curves: GEMM_WORKLOAD, imported
+# from overhead_model, which declares it below the report), and the tiny MLP the
 # advisor predicts: its workload, the paths its model is of (GPU: one launch per operation; CPU:
 # OpenBLAS), its data sets' (input features, classes) as benchmarks/mlp_*.cpp build the networks
 # (the first is the default), and how the advisor names the GEMM rows a run lacks.
-GEMM_WORKLOAD = "matmul"
 ADVISED_MLP: dict[str, str] = {"workload": "mlp", "gpu": "eager", "cpu": "openblas"}
 MLP_DATASETS: dict[str, tuple[int, int]] = {
     "synthetic": (64, 10),

@@ -1,6 +1,11 @@
 """How the report says a number: marks, sizes, speedups, context values, and the plain dicts of a
 section and a table that the templates render.
 
+Every sentence, table and name is a macro of templates/words.j2, reached through
+templating.Words (`WORDS`) with keyword arguments only: `say` (a sentence's lines), `table_of` (a
+table), `cells` (a list's rows), `named` (one name). A macro gets its values `plain`: a frame as
+its records, a missing number as None, every decision already made by the caller's record.
+
 Every function here takes numbers or rows already computed and returns text; none selects or
 pairs rows. Nothing here formats markup: the templates escape every text for HTML or Markdown.
 """
@@ -8,13 +13,13 @@ pairs rows. Nothing here formats markup: the templates escape every text for HTM
 from __future__ import annotations
 
 import math
-from functools import cache
 from typing import Any, Iterable
 
+import jinja2
 import pandas as pd
 
 from ..wording import unknown_conditions_note
-from ..templating import environment
+from ..templating import Words, environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
@@ -34,7 +39,7 @@ def section(
 ) -> dict[str, Any]:
     """A section of the document, titled `title` (in `extra`) or by its id (`section_titles`);
     `extra` holds its `notes` and `details` where it has them."""
-    title = extra.pop("title", None) or named("section_titles")[id]
+    title = extra.pop("title", None) or named("section_titles", id)
     page = {"id": id, "title": title, "paragraphs": list(paragraphs), "charts": list(charts)}
     return {**page, "tables": list(tables), **extra}
 
@@ -104,43 +109,65 @@ def _restore(text: str) -> str:
 
 
 def _row(*cells: Any) -> _Cells:
-    return _Cells("\t".join(_finalize(str(cell)) for cell in cells))
+    """A table row's cells, a list among them standing for its own cells."""
+    flat = (c for cell in cells for c in (cell if isinstance(cell, list) else [cell]))
+    return _Cells("\t".join(_finalize(str(cell)) for cell in flat))
 
 
-@cache
-def _sentences() -> Any:
+def threads_text(t: Any) -> str:
+    """A CPU side's threads: "1 thread", "16 threads", "CPU" where the row has no count."""
+    return "CPU" if t is None or pd.isna(t) else f"{int(t)} thread" + ("" if int(t) == 1 else "s")
+
+
+def _environment() -> jinja2.Environment:
     env = environment("gpubench_tools.report", finalize=_finalize)
     units = dict(time=fmt_time, size=fmt_size, pct=fmt_pct, ratio=fmt_ratio, bytes=fmt_bytes)
     env.filters.update(units, signed=lambda v: f"{v:+.0%}", g3=lambda v: f"{v:.3g}")
-    env.filters.update(key=key_text, short=short_benchmark, approx=approx)
+    env.filters.update(key=key_text, short=short_benchmark, approx=approx, threads=threads_text)
+    env.filters.update(gbs=lambda v: f"{v / 1e9:.3g} GB/s", context=context_text)
     env.filters["unknown_conditions"] = unknown_conditions_note
     env.filters["apply"] = lambda value, macro, *args: macro(value, *args)
     env.globals.update(few=FEW_MARK, noisy=NOISY_MARK, disturbed=DISTURBED_MARK, row=_row)
-    env.tests["known"] = lambda v: v is not None and bool(pd.notna(v))
-    return env.get_template("words.j2").module
+    return env
 
 
-def named(table: str) -> Any:
-    """A table of the names a reader sees, as templates/words.j2 sets it: `section_titles`,
-    `part_labels`, `part_meanings`, `context_names` or `chart_names`."""
-    return getattr(_sentences(), table)
+# The report's words: every sentence, table, name and chart text is a macro of words.j2.
+WORDS = Words(_environment, "words.j2")
 
 
-def _lines(macro: str, values: tuple[Any, ...]) -> list[str]:
+def plain(value: Any) -> Any:
+    """A value as a macro reads it: a frame as its records, a row as a dict, a missing number
+    as None (so that a template asks `is none`, never a number's value)."""
+    if isinstance(value, (pd.DataFrame, pd.Series)):
+        value = value.astype(object).where(value.notna(), None)
+        return value.to_dict("records") if isinstance(value, pd.DataFrame) else value.to_dict()
+    return value
+
+
+def named(table: str, key: str) -> str:
+    """One name a reader sees, as templates/words.j2 sets it: `section_titles`, `part_labels`,
+    `chart_names`, `chart_defaults` or `cli_help`, by its key."""
+    return WORDS("named", table=table, key=key)
+
+
+def _lines(macro: str, values: dict[str, Any]) -> list[str]:
     """The lines a macro of templates/words.j2 writes, its values' own newlines and tabs held
     apart (frames are passed as lists of records, a row as a dict)."""
-    records = [v.to_dict("records") if isinstance(v, pd.DataFrame) else v for v in values]
-    records = [v.to_dict() if isinstance(v, pd.Series) else v for v in records]
-    return [line for line in str(getattr(_sentences(), macro)(*records)).split("\n") if line]
+    text = WORDS(macro, **{name: plain(value) for name, value in values.items()})
+    return [line for line in text.split("\n") if line]
 
 
-def say(sentence: str, *values: Any) -> list[str]:
+def say(sentence: str, **values: Any) -> list[str]:
     """The lines of a sentence macro of templates/words.j2, given the values it words."""
     return [_restore(line) for line in _lines(sentence, values)]
 
 
-def table_of(macro: str, *values: Any) -> dict[str, Any]:
+def table_of(macro: str, **values: Any) -> dict[str, Any]:
     """A table from a table macro of templates/words.j2: its caption, headers and rows."""
-    caption, *rows = _lines(macro, values)
-    cells = [[_restore(cell) for cell in row.split("\t")] for row in rows]
-    return {"caption": _restore(caption), "headers": cells[0], "rows": cells[1:]}
+    (caption,), headers, *rows = cells(macro, **values)
+    return {"caption": caption, "headers": headers, "rows": rows}
+
+
+def cells(macro: str, **values: Any) -> list[list[str]]:
+    """The rows of a list macro of templates/words.j2, each its cells."""
+    return [[_restore(cell) for cell in row.split("\t")] for row in _lines(macro, values)]
