@@ -152,7 +152,7 @@ def _context(rows: pd.DataFrame, key: str) -> pd.Series:
     column = f"context.{key}"
     if column not in rows:
         return pd.Series(np.nan, index=rows.index, dtype=float)
-    return rows[column].astype(float).where(lambda v: v > 0)
+    return rows[column].where(rows[column] > 0)  # typed at load (table._NUMERIC_CONTEXT)
 
 
 def roofs(rows: pd.DataFrame) -> pd.DataFrame:

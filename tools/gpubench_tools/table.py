@@ -64,8 +64,12 @@ def per_step(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 
 THIS_RUN, REFERENCE_RUN = "this run", "reference run"
-# The context figures the tools compute with, typed as numbers at load: the GPU's peaks.
-_NUMERIC_CONTEXT = re.compile(r"^context\.gpu_peak_\w+_flops$")
+# The context figures the tools compute with, typed as numbers at load: the peaks, the cores and
+# the memory bandwidths (the roofs, roofline.py).
+_NUMERIC_CONTEXT = re.compile(
+    r"^context\.(gpu_peak_\w+_flops|cpu_peak_\w+_flops|cpu_physical_cores"
+    r"|\w+_bandwidth_\w*bytes_per_s)$"
+)
 # A benchmark that failed, was skipped or is invalid: a row of Table.problems.
 _PROBLEM_COLUMNS = ("file", "name", "backend", "status", "reason")
 
