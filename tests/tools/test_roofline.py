@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from gpubench_tools.roofline import BELOW, CACHE, COMPUTE, MEMORY, place, roofs
-from gpubench_tools.roofline import cnn_step_work, derived_bytes, mlp_step_work
+from gpubench_tools.roofline import cnn_step_work, derived_bytes, mlp_step_work, placed
 
 # Two machines, as their contexts would give them: a GPU (60 TFLOP/s, 3 TB/s) and one CPU core
 # (100 GFLOP/s, 20 GB/s).
@@ -126,3 +126,31 @@ def test_each_side_is_read_against_its_own_roofs() -> None:
     assert list(got["flop_per_s"]) == [100e9, 200e9, 400e9, 900e12, 60e12]
     assert list(got["bytes_per_s"]) == [20e9, 40e9, 50e9, 3e12, 3e12]
     assert list(got["bandwidth_source"])[-1] == "theoretical (driver)"
+
+
+def test_placed_reads_gpu_rows_by_their_compute_time_and_labels_derived_work() -> None:
+    context = {
+        "context.gpu_peak_fp32_flops": 60e12, "context.gpu_memory_bandwidth_bytes_per_s": 3e12,
+        "context.cpu_peak_fp32_flops": 100e9, "context.cpu_physical_cores": 1.0,
+    }  # fmt: skip
+    n = 4096.0
+    gemm = 2 * n**3
+    summary = pd.DataFrame(
+        [
+            {  # an old GPU row: no bytes_moved; its copies and overhead are not the compute's
+                "name": "matmul/gpu/cublas_e2e/dtype:fp32/m:4096/n:4096/k:4096/manual_time",
+                "flop": gemm, "bytes_moved": float("nan"), "t_compute": gemm / 60e12 / 0.9,
+                "time_s": 1.0, **context,
+            },
+            {  # a CPU row of a file without a memory roof: placed nowhere, never at infinity
+                "name": "matmul/cpu/openblas/dtype:fp32/m:4096/n:4096/k:4096/threads:2",
+                "flop": gemm, "bytes_moved": 3 * n * n * 4, "t_compute": float("nan"),
+                "time_s": 2.0, **context,
+            },
+        ]
+    )  # fmt: skip
+    got = placed(summary)
+    assert list(got["work_derived"]) == [True, False]
+    assert got["bytes_moved"][0] == 3 * n * n * 4
+    assert got["bound"][0] == COMPUTE and got["share_of_roof"][0] == pytest.approx(0.9)
+    assert math.isnan(got["bytes_per_s_roof"][1]) and got["bound"].isna()[1]

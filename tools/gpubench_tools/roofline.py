@@ -179,7 +179,7 @@ def roofs(rows: pd.DataFrame) -> pd.DataFrame:
     one, every = (
         _context(rows, f"cpu_bandwidth_{k}_bytes_per_s") for k in ("1thread", "all_cores")
     )
-    cpu_bandwidth = np.fmin(one * threads, every.fillna(np.inf)).where(threads > 1, one)
+    cpu_bandwidth = np.fmin(one * threads, every).where(threads > 1, one)
     gpu_peak = pd.Series(
         [_context(rows, f"gpu_peak_{d}_flops")[i] for i, d in zip(rows.index, dtype)],
         index=rows.index, dtype=float,
@@ -197,4 +197,33 @@ def roofs(rows: pd.DataFrame) -> pd.DataFrame:
             "bandwidth_source": np.where(gpu, gpu_source, cpu_source),
         },
         index=rows.index,
+    )
+
+
+def placed(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary with each row's work and its place under its own roofs, once, for every
+    section: `bytes_moved` (the row's own, else derived from its name: `work_derived`),
+    `arithmetic_intensity` (flop per byte), the roofs (`flop_per_s_roof`, `bytes_per_s_roof`,
+    `bandwidth_source`) and PLACED. A GPU row is placed by its compute time (`t_compute`: the
+    copies and the launch overhead are parts of their own), a CPU row by its whole time."""
+    derived = derived_bytes(summary)
+    own = summary["bytes_moved"] if "bytes_moved" in summary else derived * np.nan
+    moved = own.where(own > 0, derived)
+    gpu = summary["name"].astype(str).str.split("/").str[1].eq("gpu")
+    compute = summary["t_compute"] if "t_compute" in summary else summary["time_s"] * np.nan
+    seconds = compute.where(gpu & (compute > 0), summary["time_s"])
+    roof = (
+        roofs(summary)
+        .add_suffix("_roof")
+        .rename(columns={"bandwidth_source_roof": "bandwidth_source"})
+    )
+    where = place(
+        summary["flop"], moved, seconds, roof["flop_per_s_roof"], roof["bytes_per_s_roof"]
+    )
+    return summary.assign(
+        bytes_moved=moved,
+        work_derived=~(own > 0) & derived.notna(),
+        arithmetic_intensity=(summary["flop"] / moved).where(moved > 0),
+        **{c: roof[c] for c in roof},
+        **{c: where[c] for c in PLACED},
     )
