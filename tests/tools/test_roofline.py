@@ -154,3 +154,35 @@ def test_placed_reads_gpu_rows_by_their_compute_time_and_labels_derived_work() -
     assert got["bytes_moved"][0] == 3 * n * n * 4
     assert got["bound"][0] == COMPUTE and got["share_of_roof"][0] == pytest.approx(0.9)
     assert math.isnan(got["bytes_per_s_roof"][1]) and got["bound"].isna()[1]
+
+
+def test_a_machine_s_roofline_holds_its_ceilings_and_its_placed_rows(tmp_path) -> None:
+    from gpubench_tools.report.roofline_chart import draw_roofline
+    from gpubench_tools.report.roofs import COMPUTE_ROOF, MEMORY_ROOF, machine_roofline
+
+    context = {
+        "context.cpu_peak_fp32_flops": 200e9, "context.cpu_physical_cores": 2.0,
+        "context.cpu_bandwidth_1thread_bytes_per_s": 20e9,
+    }  # fmt: skip
+    n = 2.0**25
+    summary = placed(
+        pd.DataFrame(
+            [
+                {
+                    "machine": 0, "backend": "cpu", "workload": "saxpy", "variant": "cpu",
+                    "name": "saxpy/cpu/n:33554432", "flop": 2 * n, "bytes_moved": 12 * n,
+                    "time_s": 12 * n / 20e9 * 1.1, "t_compute": float("nan"), **context,
+                },
+            ]
+        )
+    )  # fmt: skip
+    view = machine_roofline(summary, 0)
+    kinds = {(c.kind, c.label) for c in view.ceilings}
+    assert (COMPUTE_ROOF, "CPU fp32, 1 core") in kinds
+    assert (MEMORY_ROOF, "CPU triad, 1 thread") in kinds
+    (point,) = view.points
+    assert point.bound == MEMORY and not point.derived
+    assert point.flop_per_s == pytest.approx(2 * n / (12 * n / 20e9 * 1.1))
+    assert view.bounds == {"cpu": {MEMORY: 1}}
+    assert draw_roofline(view, "one CPU", tmp_path, "roofline") == "roofline"
+    assert (tmp_path / "roofline.png").stat().st_size > 0

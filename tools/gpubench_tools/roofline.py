@@ -204,7 +204,7 @@ def placed(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary with each row's work and its place under its own roofs, once, for every
     section: `bytes_moved` (the row's own, else derived from its name: `work_derived`),
     `arithmetic_intensity` (flop per byte), the roofs (`flop_per_s_roof`, `bytes_per_s_roof`,
-    `bandwidth_source`) and PLACED. A GPU row is placed by its compute time (`t_compute`: the
+    `bandwidth_source`), `t_placed` (the time it is placed by) and PLACED. A GPU row is placed by its compute time (`t_compute`: the
     copies and the launch overhead are parts of their own), a CPU row by its whole time."""
     derived = derived_bytes(summary)
     own = summary["bytes_moved"] if "bytes_moved" in summary else derived * np.nan
@@ -224,6 +224,7 @@ def placed(summary: pd.DataFrame) -> pd.DataFrame:
         bytes_moved=moved,
         work_derived=~(own > 0) & derived.notna(),
         arithmetic_intensity=(summary["flop"] / moved).where(moved > 0),
+        t_placed=seconds,
         **{c: roof[c] for c in roof},
         **{c: where[c] for c in PLACED},
     )
