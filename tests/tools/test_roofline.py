@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from gpubench_tools.roofline import BELOW, CACHE, COMPUTE, MEMORY, place, roofs
-from gpubench_tools.roofline import cnn_step_work, derived_bytes, mlp_step_work, placed
+from gpubench_tools.report.topics import TRAINING_STEP_WORK, cnn_step_work, mlp_step_work
+from gpubench_tools.roofline import derived_bytes, placed
 
 # Two machines, as their contexts would give them: a GPU (60 TFLOP/s, 3 TB/s) and one CPU core
 # (100 GFLOP/s, 20 GB/s).
@@ -97,7 +98,7 @@ def test_work_derived_from_names_matches_the_suite_s_model() -> None:
             "flop": [2.0 * 64 * 32 * 16, 40_800 * 20_000, 1.0, float("nan")],
         }
     )
-    derived = derived_bytes(rows)
+    derived = derived_bytes(rows, TRAINING_STEP_WORK)
     assert derived[0] == (64 * 16 + 16 * 32 + 64 * 32) * 2
     assert derived[1] == 42_100 * 20_000
     step_flop, step_bytes = mlp_step_work("synthetic", [64, 64], 256)

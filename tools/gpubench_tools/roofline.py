@@ -18,6 +18,8 @@ ever read against its own machine.
 
 from __future__ import annotations
 
+from typing import Callable, Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -69,13 +71,6 @@ def place(
 # Derived work: rows written before the suite counted bytes are given the same minimum-traffic model
 # (docs/workloads.md, "Work: flop and bytes") from their names, and labelled derived.
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
-# Features and classes per data set (harness/dataset.hpp; synthetic extends digits).
-MLP_DATA = {"iris": (4, 3), "digits": (64, 10), "synthetic": (64, 10)}
-# The CIFAR-10 network (kernels/cnn/cnn_spec.hpp): (in channels, out channels, input size) per
-# convolution with a 5x5 kernel and a 2x2 pool, then (in, out) per linear layer, 10 classes.
-CNN_CONV = ((3, 32, 32), (32, 32, 16), (32, 64, 8))
-CNN_LINEAR = ((1024, 64), (64, 10))
-FP32 = 4
 
 
 def gemm_bytes(m: float, n: float, k: float, dtype: str) -> float:
@@ -83,52 +78,20 @@ def gemm_bytes(m: float, n: float, k: float, dtype: str) -> float:
     return (m * k + k * n + m * n) * DTYPE_BYTES[dtype]
 
 
-def _linear(batch: float, fan_in: float, fan_out: float, first: bool) -> tuple[float, float]:
-    """(flop, elements) of one dense layer's forward, weight gradient and input gradient."""
-    rows_in, rows_out, weights = batch * fan_in, batch * fan_out, fan_in * fan_out
-    flop = (2.0 if first else 3.0) * 2 * batch * fan_in * fan_out
-    elements = 2 * (rows_in + weights + fan_out + rows_out)
-    return flop, elements + (0 if first else rows_out + weights + rows_in)
-
-
-def mlp_step_work(data: str, hidden: list[int], batch: float) -> tuple[float, float]:
-    """(flop, bytes) of one SGD step of the MLP (kernels/mlp/mlp_spec.cpp's model)."""
-    inputs, classes = MLP_DATA[data]
-    widths = [inputs, *hidden, classes]
-    flop = elements = 0.0
-    for layer, (fan_in, fan_out) in enumerate(zip(widths, widths[1:])):
-        f, e = _linear(batch, fan_in, fan_out, layer == 0)
-        flop, elements = flop + f, elements + e + (batch * fan_in if layer > 0 else 0)
-    parameters = sum(i * o + o for i, o in zip(widths, widths[1:]))
-    return flop, FP32 * (elements + 2 * batch * classes + batch + 3 * parameters)
-
-
-def cnn_step_work(batch: float) -> tuple[float, float]:
-    """(flop, bytes) of one SGD step of the CNN (kernels/cnn/cnn_spec.cpp's model)."""
-    flop = elements = parameters = 0.0
-    for layer, (c_in, c_out, size) in enumerate(CNN_CONV):
-        pixels, weights = size * size, c_out * c_in * 25
-        x, y = batch * c_in * pixels, batch * c_out * pixels
-        product = 2 * batch * c_out * c_in * 25 * pixels
-        flop += product * (2 if layer == 0 else 3)
-        elements += 2 * (x + weights + c_out + y) + 3 * y + 2 * y / 4
-        elements += 0 if layer == 0 else y + weights + x
-        parameters += weights + c_out
-    for fan_in, fan_out in CNN_LINEAR:
-        f, e = _linear(batch, fan_in, fan_out, first=False)
-        flop, elements, parameters = flop + f, elements + e, parameters + fan_in * fan_out + fan_out
-    return flop, FP32 * (elements + 2 * batch * 10 + batch + 3 * parameters)
-
-
 def _name_part(names: pd.Series, key: str) -> pd.Series:
     """`key:value` of each benchmark name, None where the name has none."""
     return names.str.extract(rf"(?:^|/){key}:([^/]+)", expand=False)
 
 
-def derived_bytes(rows: pd.DataFrame) -> pd.Series:
+# A training workload's model of one step from a row's name: (flop, bytes) per step, or None.
+StepWork = Callable[[str], "tuple[float, float] | None"]
+
+
+def derived_bytes(rows: pd.DataFrame, training_steps: Mapping[str, StepWork] = {}) -> pd.Series:
     """The minimum-traffic bytes of rows that predate `bytes_moved`, from their names and `flop`
-    (NaN where the workload has no model here): a training row's iteration is `flop` / step flop
-    steps, each moving the step's bytes."""
+    (NaN where no model applies): a GEMM's three matrices; a training row's iteration is `flop` /
+    step flop steps, each moving the step's bytes (`training_steps`: each workload's model by the
+    first part of its names, declared with the workload, report/topics.py)."""
     names, flop = rows["name"].astype(str), rows["flop"]
     out = pd.Series(np.nan, index=rows.index, dtype=float)
     dims = {k: pd.to_numeric(_name_part(names, k), errors="coerce") for k in ("m", "n", "k")}
@@ -136,15 +99,11 @@ def derived_bytes(rows: pd.DataFrame) -> pd.Series:
     gemm = names.str.startswith("matmul/") & dims["m"].notna() & dtype.isin(list(DTYPE_BYTES))
     for i in rows.index[gemm]:
         out[i] = gemm_bytes(dims["m"][i], dims["n"][i], dims["k"][i], dtype[i])
-    batch = pd.to_numeric(_name_part(names, "batch"), errors="coerce")
-    data, hidden = _name_part(names, "data"), _name_part(names, "hidden")
-    for i in rows.index[names.str.startswith("mlp/") & batch.notna() & data.isin(list(MLP_DATA))]:
-        width, _, depth = str(hidden[i]).partition("x")
-        step_flop, step_bytes = mlp_step_work(data[i], [int(width)] * int(depth or 1), batch[i])
-        out[i] = flop[i] / step_flop * step_bytes
-    for i in rows.index[names.str.startswith("cnn/") & batch.notna()]:
-        step_flop, step_bytes = cnn_step_work(batch[i])
-        out[i] = flop[i] / step_flop * step_bytes
+    for prefix, step_work in training_steps.items():
+        for i in rows.index[names.str.startswith(prefix + "/") & (flop > 0)]:
+            work = step_work(names[i])
+            if work is not None:
+                out[i] = flop[i] / work[0] * work[1]
     return out
 
 
@@ -200,13 +159,13 @@ def roofs(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def placed(summary: pd.DataFrame) -> pd.DataFrame:
+def placed(summary: pd.DataFrame, training_steps: Mapping[str, StepWork] = {}) -> pd.DataFrame:
     """The summary with each row's work and its place under its own roofs, once, for every
     section: `bytes_moved` (the row's own, else derived from its name: `work_derived`),
     `arithmetic_intensity` (flop per byte), the roofs (`flop_per_s_roof`, `bytes_per_s_roof`,
     `bandwidth_source`), `t_placed` (the time it is placed by) and PLACED. A GPU row is placed by its compute time (`t_compute`: the
     copies and the launch overhead are parts of their own), a CPU row by its whole time."""
-    derived = derived_bytes(summary)
+    derived = derived_bytes(summary, training_steps)
     own = summary["bytes_moved"] if "bytes_moved" in summary else derived * np.nan
     moved = own.where(own > 0, derived)
     gpu = summary["name"].astype(str).str.split("/").str[1].eq("gpu")

@@ -19,6 +19,7 @@ rows where the column is absent or empty (a GEMM without a `host` label is the k
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -421,6 +422,71 @@ MLP_DATASETS: dict[str, tuple[int, int]] = {
     "digits": (64, 10),
     "iris": (4, 3),
 }
+# The training steps' work (docs/workloads.md, "Work: flop and bytes"), for rows written before
+# bench counted bytes (roofline.derived_bytes): fp32 values; the CIFAR-10 network's convolutions
+# (in channels, out channels, input size; 5x5 kernels, 2x2 pools) and linears (kernels/cnn/).
+FP32 = 4
+CNN_CONV = ((3, 32, 32), (32, 32, 16), (32, 64, 8))
+CNN_LINEAR = ((1024, 64), (64, 10))
+
+
+def _linear(batch: float, fan_in: float, fan_out: float, first: bool) -> tuple[float, float]:
+    """(flop, elements) of one dense layer's forward, weight gradient and input gradient."""
+    rows_in, rows_out, weights = batch * fan_in, batch * fan_out, fan_in * fan_out
+    flop = (2.0 if first else 3.0) * 2 * batch * fan_in * fan_out
+    elements = 2 * (rows_in + weights + fan_out + rows_out)
+    return flop, elements + (0 if first else rows_out + weights + rows_in)
+
+
+def mlp_step_work(data: str, hidden: list[int], batch: float) -> tuple[float, float]:
+    """(flop, bytes) of one SGD step of the MLP (kernels/mlp/mlp_spec.cpp's model)."""
+    inputs, classes = MLP_DATASETS[data]
+    widths = [inputs, *hidden, classes]
+    flop = elements = 0.0
+    for layer, (fan_in, fan_out) in enumerate(zip(widths, widths[1:])):
+        f, e = _linear(batch, fan_in, fan_out, layer == 0)
+        flop, elements = flop + f, elements + e + (batch * fan_in if layer > 0 else 0)
+    parameters = sum(i * o + o for i, o in zip(widths, widths[1:]))
+    return flop, FP32 * (elements + 2 * batch * classes + batch + 3 * parameters)
+
+
+def cnn_step_work(batch: float) -> tuple[float, float]:
+    """(flop, bytes) of one SGD step of the CNN (kernels/cnn/cnn_spec.cpp's model)."""
+    flop = elements = parameters = 0.0
+    for layer, (c_in, c_out, size) in enumerate(CNN_CONV):
+        pixels, weights = size * size, c_out * c_in * 25
+        x, y = batch * c_in * pixels, batch * c_out * pixels
+        product = 2 * batch * c_out * c_in * 25 * pixels
+        flop += product * (2 if layer == 0 else 3)
+        elements += 2 * (x + weights + c_out + y) + 3 * y + 2 * y / 4
+        elements += 0 if layer == 0 else y + weights + x
+        parameters += weights + c_out
+    for fan_in, fan_out in CNN_LINEAR:
+        f, e = _linear(batch, fan_in, fan_out, first=False)
+        flop, elements, parameters = flop + f, elements + e, parameters + fan_in * fan_out + fan_out
+    return flop, FP32 * (elements + 2 * batch * 10 + batch + 3 * parameters)
+
+
+def _name_value(name: str, key: str) -> str | None:
+    found = re.search(rf"(?:^|/){key}:([^/]+)", name)
+    return found.group(1) if found else None
+
+
+def _mlp_step(name: str) -> tuple[float, float] | None:
+    data, batch = _name_value(name, "data"), _name_value(name, "batch")
+    if data not in MLP_DATASETS or batch is None:
+        return None
+    width, _, depth = (_name_value(name, "hidden") or "").partition("x")
+    return mlp_step_work(data, [int(width)] * int(depth or 1), float(batch))
+
+
+def _cnn_step(name: str) -> tuple[float, float] | None:
+    batch = _name_value(name, "batch")
+    return None if batch is None else cnn_step_work(float(batch))
+
+
+# Each training workload's step model by the first part of its names.
+TRAINING_STEP_WORK = {"mlp": _mlp_step, "cnn": _cnn_step}
 GEMM_ROW_NAMES: dict[str, str] = {
     "gpu": "matmul/gpu/cublas_kernel/dtype:{dtype}/...",
     "cpu": "matmul/cpu/openblas/dtype:{dtype}/...",
