@@ -37,8 +37,9 @@ HOSTS: tuple[str, ...] = ("pinned", "pageable", "resident")
 DATASETS = MLP_DATASETS
 MLP_INPUTS: tuple[str, ...] = ("resident", "pinned", "pageable")
 REFERENCE_RUNS = COMMITTED_GPU_REFERENCE
-# The CPU's element-wise loops of an MLP step stream their arrays once per pass; no file records
-# the host's memory bandwidth, so one core's typical streaming rate stands in for it.
+# The CPU's element-wise loops of an MLP step stream their arrays once per pass, at the run's
+# measured triad (bench's context, docs/workloads.md "The roofs"); a file from before bench
+# measured it gets one core's typical streaming rate instead.
 CPU_STREAM_BYTES_PER_S = 10e9
 LOSS_BYTES = 4.0
 
@@ -330,24 +331,57 @@ class Advisor:
         lk = self._need_curve(lk, "gpu", dtype)
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
-        bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
-        floor = sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / bw if bw else 0.0
-        if floor > lk.seconds:
-            return replace(lk, seconds=floor, floor="device memory bandwidth")
-        return lk
+        floor = (
+            sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / (self.gpu_bandwidth() or math.inf)
+        )
+        return (
+            replace(lk, seconds=floor, floor="device memory bandwidth")
+            if floor > lk.seconds
+            else lk
+        )
+
+    def gpu_bandwidth(self) -> float | None:
+        """The memory roof: the device triad bench measured, else the driver's figure."""
+        measured = self.run.ctx_float("gpu_bandwidth_measured_bytes_per_s")
+        return measured or self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
+
+    def cpu_bandwidth(self, threads: int) -> float | None:
+        """The host's memory roof at `threads` (the triad on one thread, or on all cores where
+        that is less than one thread's times the threads), None where the run did not measure
+        it."""
+        one = self.run.ctx_float("cpu_bandwidth_1thread_bytes_per_s")
+        every = self.run.ctx_float("cpu_bandwidth_all_cores_bytes_per_s")
+        return min(one * threads, every or math.inf) if one else None
 
     def cpu_estimates(
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
     ) -> list[CpuEstimate]:
         threads = sorted(t for b, d, t in self.curves if b == "cpu" and d == dtype)
         threads = self._need_curve(threads or None, "cpu", dtype)
-        ew = elementwise_bytes / CPU_STREAM_BYTES_PER_S
 
         def estimate(t: int) -> CpuEstimate:
             curve = self.curves[("cpu", dtype, t)]  # a group of rows: a look-up always answers
-            return CpuEstimate(t, [(what, s, lookup(curve, s)) for what, s in products], ew)
+            bw = self.cpu_bandwidth(t)
+            ew = elementwise_bytes / (bw or CPU_STREAM_BYTES_PER_S)
+            return CpuEstimate(
+                t,
+                [
+                    (what, s, self._cpu_floor(lookup(curve, s), s, dtype, bw))
+                    for what, s in products
+                ],
+                ew,
+            )
 
         return [estimate(t) for t in threads]
+
+    @staticmethod
+    def _cpu_floor(lk: Lookup, shape: GemmShape, dtype: str, bw: float | None) -> Lookup:
+        """A product on the CPU is no faster than reading A, B and writing C at the measured
+        triad; without one (an older run) the curve stands alone, as it always did."""
+        floor = sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / bw if bw else 0.0
+        return (
+            replace(lk, seconds=floor, floor="host memory bandwidth") if floor > lk.seconds else lk
+        )
 
     def require_memory(
         self, nbytes: float, request: GemmShape | MlpConfig, dtype: str, product: str | None = None
@@ -396,7 +430,7 @@ class Advisor:
         self.require_memory(4.0 * sum(largest.elements()), c, "fp32", what)
         # The eager path's products are plain fp32 (no TF32), like the CPU's.
         lookups = [(what, shape, self.gpu_gemm(shape, "fp32")) for what, shape in c.products()]
-        bw = self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
+        bw = self.gpu_bandwidth()
         gpu = {"layer products": sum(lk.seconds for *_, lk in lookups)}
         gpu["element-wise"] = c.elementwise_bytes / bw if bw else 0.0
         more: dict[str, float] = {}
