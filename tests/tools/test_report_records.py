@@ -14,16 +14,13 @@ from gpubench_tools.report.analysis import PathCurve, typed
 from gpubench_tools.report.build import context_of, machine_labels
 from gpubench_tools.report.context import Context, Drawing
 from gpubench_tools.report.gpu_time import Breakdown, FixedCosts, gpu_time
-from gpubench_tools.report.pages import answer_rows, page, topic_page
+from gpubench_tools.report.pages import page, topic_page
 from gpubench_tools.report.resources import Threads, resources
 from gpubench_tools.report.speedups import speedups
 from gpubench_tools.report.words import say
 from gpubench_tools.table import load_table
 
-H100 = [
-    str(REPO / "reports" / "baselines" / f"h100-80gb-hbm3-{w}.json")
-    for w in ("matmul", "mlp")
-]
+H100 = [str(REPO / "reports" / "baselines" / f"h100-80gb-hbm3-{w}.json") for w in ("matmul", "mlp")]
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +33,7 @@ def test_the_table_is_typed_at_load() -> None:
     # A file writes the peaks as strings; the table holds them as numbers, as every counter.
     assert rows["context.gpu_peak_fp32_flops"].dtype == np.float64
     assert rows["context.gpu_peak_fp32_flops"].max() == pytest.approx(6.69082e13)
-    assert all(
-        rows[c].dtype == np.float64 for c in ("t_h2d", "flop", "kernels", "pct_peak")
-    )
+    assert all(rows[c].dtype == np.float64 for c in ("t_h2d", "flop", "kernels", "pct_peak"))
 
 
 def test_the_typed_summary_has_every_counter_and_each_median_flags() -> None:
@@ -57,9 +52,7 @@ def test_the_typed_summary_has_every_counter_and_each_median_flags() -> None:
     assert out["gpu_energy_j"].isna().all() and out["threads"].isna().all()
 
 
-def test_a_path_states_where_the_gpu_wins_and_how_much_slower_it_is(
-    ctx: Context,
-) -> None:
+def test_a_path_states_where_the_gpu_wins_and_how_much_slower_it_is(ctx: Context) -> None:
     found = speedups(ctx)
     (machine,) = found.pairs["gemm"]
     path = machine.paths[-1]
@@ -68,16 +61,12 @@ def test_a_path_states_where_the_gpu_wins_and_how_much_slower_it_is(
     assert facts["wins_from"] == min(facts["wins"])
     first = facts["first"]
     # The smallest GEMM loses: the record says by how much; a win has no `slower`.
-    assert 0 < first["speedup"] < 1 and first["slower"] == pytest.approx(
-        1 / first["speedup"]
-    )
+    assert 0 < first["speedup"] < 1 and first["slower"] == pytest.approx(1 / first["speedup"])
     assert facts["last"]["speedup"] > 1 and facts["last"]["slower"] is None
     assert list(curve["n"]) == sorted(curve["n"])
 
 
-def test_the_sections_are_records_their_pages_ask_for_charts_and_draw_none(
-    ctx: Context,
-) -> None:
+def test_the_sections_are_records_their_pages_ask_for_charts_and_draw_none(ctx: Context) -> None:
     found = speedups(ctx)
     others, thin = resources(ctx, found.pairs)
     timed = gpu_time(ctx)
@@ -87,16 +76,10 @@ def test_the_sections_are_records_their_pages_ask_for_charts_and_draw_none(
     gemm, *_ = timed[0].views
     assert gemm.view.size == "n" and "bar" not in gemm.rows and gemm.ranges is not None
     labels = machine_labels(ctx.table)
-    pages = [
-        topic_page(ctx, labels, t, answer_rows(ctx, labels, t)) for t in found.topics
-    ]
-    sections = [s for s in pages if s is not None] + [
-        page(ctx, labels, r) for r in timed + others
-    ]
+    pages = [topic_page(ctx, labels, t)[1] for t in found.topics]
+    sections = [s for s in pages if s is not None] + [page(ctx, labels, r) for r in timed + others]
     ids = [s["id"] for s in sections]
-    assert ids[0] == "gemm" and ids.index("breakdown") < ids.index("model") < ids.index(
-        "threads"
-    )
+    assert ids[0] == "gemm" and ids.index("breakdown") < ids.index("model") < ids.index("threads")
     charts = [c for s in sections for c in s["charts"]]
     assert charts and all(isinstance(c, Drawing) for c in charts)
     assert not list(Path(ctx.out).iterdir())  # nothing drawn before build's one step

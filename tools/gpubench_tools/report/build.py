@@ -32,7 +32,7 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from .charts import Chart, draw
 from .context import Context, Drawing, Thin
 from .gpu_time import gpu_time
-from .pages import Labels, answer_rows, page, topic_page
+from .pages import Labels, page, topic_page
 from .resources import resources
 from .speedups import speedups
 from .topics import CHARTS, Topic, committed_gpu_reference
@@ -48,9 +48,9 @@ def _sections(
     others, thin = resources(ctx, found.pairs)
     answer, sections = [], []
     for topic in found.topics:
-        rows = answer_rows(ctx, labels, topic)
+        rows, shown = topic_page(ctx, labels, topic)
         answer += rows
-        sections += [s for s in [topic_page(ctx, labels, topic, rows)] if s is not None]
+        sections += [shown] if shown is not None else []
     sections += [page(ctx, labels, record) for record in gpu_time(ctx) + others]
     # The charts, drawn in one step once every section has said which it shows.
     drawn = [{**s, "charts": [_draw(ctx, labels, d) for d in s["charts"]]} for s in sections]

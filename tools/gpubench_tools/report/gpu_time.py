@@ -164,7 +164,6 @@ class FixedCosts:
     bias: ModelBias
     bands: pd.DataFrame | None
     said: tuple[pd.DataFrame, pd.DataFrame] | None
-    said_gemms: dict[str, str]
 
 
 def fixed_costs(ctx: Context) -> FixedCosts | None:
@@ -181,7 +180,7 @@ def fixed_costs(ctx: Context) -> FixedCosts | None:
     if said is not None:
         bands = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
     chart = bool(len(copies)) and not ctx.several
-    return FixedCosts(model, copies, chart, bias, bands, said, MODEL_ERROR_SAID)
+    return FixedCosts(model, copies, chart, bias, bands, said)
 
 
 def _said_bands(bias: ModelBias) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -19,7 +19,7 @@ from .context import Context, Drawing
 from .gpu_time import Breakdown, FixedCosts, Profile
 from .resources import Allocation, Energy, Memory, Peers, Problems, Threads
 from .speedups import TopicCurves
-from .topics import Topic
+from .topics import MODEL_ERROR_SAID, Topic
 from .words import named, plain, say, section, table_of, threads_text
 
 Labels = dict[int, dict[str, str]]  # per machine index: build.machine_labels
@@ -40,7 +40,7 @@ def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
     return {"path": pc.path.name, "meaning": pc.path.meaning, **dict(zip(_ANSWER, said))}
 
 
-def answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[str, Any]]:
+def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[str, Any]]:
     """The topic's rows of the answer table, one per machine, a line per GPU path. The row's own
     fields are its last path's."""
     rows, topic = [], found.topic
@@ -57,13 +57,15 @@ def answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[s
 
 
 def topic_page(
-    ctx: Context, labels: Labels, found: TopicCurves, answer: list[dict[str, Any]]
-) -> Section | None:
-    """The topic's section: its speedup and time charts and table, and the answer's lines as
-    sentences; None where no machine has a curve of the topic's last GPU path."""
+    ctx: Context, labels: Labels, found: TopicCurves
+) -> tuple[list[dict[str, Any]], Section | None]:
+    """The topic's rows of the answer, and its section: its speedup and time charts and table,
+    and the answer's lines as sentences (None where no machine has a curve of the topic's last
+    GPU path)."""
     topic, curve, others = found.topic, found.curve, found.others
+    answer = _answer_rows(ctx, labels, found)
     if curve is None:
-        return None
+        return answer, None
     line = curve["machine"].map(lambda m: labels[int(m)]["pair"])
     series = topic.series
     if series is not None:
@@ -84,7 +86,7 @@ def topic_page(
             Drawing("utilisation", found.kernel, dict(topic=topic, use=topic.utilisation))
         )
     table = table_of("curve_table", topic=topic, curve=curve, others=others, lines=lines)
-    return section(topic.id, paragraphs, charts, [table], title=topic.title)
+    return answer, section(topic.id, paragraphs, charts, [table], title=topic.title)
 
 
 def _time_chart(ctx: Context, topic: Topic, curve: pd.DataFrame, others: list[str]) -> Drawing:
@@ -160,7 +162,7 @@ def model_page(ctx: Context, labels: Labels, fixed: FixedCosts) -> Section:
         before, after = fixed.said
         cost = bias.library_cost_s
         paragraphs = say(
-            "bias", said=fixed.said_gemms, before=before, after=after, library_cost=cost
+            "bias", said=MODEL_ERROR_SAID, before=before, after=after, library_cost=cost
         )
         tables.append(table_of("bias_table", bands=fixed.bands))
     return section("model", paragraphs, charts, tables, notes=say("model_note"))
