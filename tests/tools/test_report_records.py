@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 from gpubench_tools.report.analysis import PathCurve, typed
-from gpubench_tools.report.build import context_of, machine_labels
+from gpubench_tools.report.build import machine_labels
 from gpubench_tools.report.context import Context, Drawing
 from gpubench_tools.report.gpu_time import Breakdown, FixedCosts, gpu_time
 from gpubench_tools.report.pages import page, topic_page
@@ -25,7 +25,7 @@ H100 = [str(REPO / "reports" / "baselines" / f"h100-80gb-hbm3-{w}.json") for w i
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory: pytest.TempPathFactory) -> Context:
-    return context_of(load_table(H100), tmp_path_factory.mktemp("charts"))
+    return Context.of(load_table(H100), tmp_path_factory.mktemp("charts"))
 
 
 def test_the_table_is_typed_at_load() -> None:

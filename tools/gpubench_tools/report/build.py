@@ -71,11 +71,6 @@ def machine_labels(table: Table) -> Labels:
     }  # fmt: skip
 
 
-def context_of(table: Table, out: Path) -> Context:
-    """What every section reads."""
-    return Context.of(table, out)
-
-
 def _draw(ctx: Context, labels: Labels, drawing: Drawing) -> dict[str, str]:
     """topics.CHARTS[name] drawn from `data` into `out` in the words of its macro
     (templates/words.j2), as the document names it; without a subtitle of its own, the one that
@@ -181,7 +176,7 @@ def no_gpu_suggestion(table: Table) -> list[str]:
 
 def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
-    ctx, labels = context_of(table, out), machine_labels(table)
+    ctx, labels = Context.of(table, out), machine_labels(table)
     answer, sections, thin = _sections(ctx, labels)
     # An answer row's lines (its paths, else itself) and whether it has a section to link to.
     ids = {s["id"] for s in sections}

@@ -40,21 +40,12 @@ def resources(ctx: Context, pairs: dict[str, list[MachineTopic]]) -> tuple[list[
 # --- CPU thread scaling ----------------------------------------------------------------------
 
 
-def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Of analysis.thread_scaling, with each benchmark's short name (`benchmark`): the largest
-    case of each workload and data set (its longest 1-thread time), where threads have work to
-    share, as the chart's lines (a line per GEMM size would not read); and every benchmark at
-    its most threads, the table's rows."""
-    scaling = scaling.assign(benchmark=scaling["base_name"].map(short_benchmark))
-    kind = [column for column in ("workload", "data") if column in scaling]
-    largest = scaling.loc[scaling.groupby(kind, dropna=False)["time_1"].idxmax(), "base_name"]
-    most = scaling["threads"] == scaling.groupby("base_name")["threads"].transform("max")
-    return scaling[scaling["base_name"].isin(largest)], scaling[most]
-
-
 @dataclass(frozen=True)
 class Threads:
-    """thread_cases: the chart's lines (`shown`) and the table's rows, least efficient first."""
+    """Of analysis.thread_scaling, with each benchmark's short name (`benchmark`): the largest
+    case of each workload and data set (its longest 1-thread time), where threads have work to
+    share, as the chart's lines (`shown`: a line per GEMM size would not read); and every
+    benchmark at its most threads, least efficient first, the table's rows (`top`)."""
 
     shown: pd.DataFrame
     top: pd.DataFrame
@@ -64,8 +55,12 @@ def threads_section(ctx: Context, scaling: pd.DataFrame) -> Threads | None:
     """analysis.thread_scaling as a chart of each workload's largest case and a table."""
     if scaling.empty:
         return None
-    shown, top = thread_cases(scaling)
-    return Threads(shown, top.sort_values("efficiency"))
+    scaling = scaling.assign(benchmark=scaling["base_name"].map(short_benchmark))
+    kind = [column for column in ("workload", "data") if column in scaling]
+    largest = scaling.loc[scaling.groupby(kind, dropna=False)["time_1"].idxmax(), "base_name"]
+    most = scaling["threads"] == scaling.groupby("base_name")["threads"].transform("max")
+    shown = scaling[scaling["base_name"].isin(largest)]
+    return Threads(shown, scaling[most].sort_values("efficiency"))
 
 
 # --- against PyTorch -------------------------------------------------------------------------
