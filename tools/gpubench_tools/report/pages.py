@@ -31,13 +31,15 @@ _ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 
 
 def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
-    """One GPU path of a topic against the CPU: its line of the answer."""
+    """One GPU path of a topic against the CPU: its line of the answer; `stated`: it has a CPU
+    side (its facts), so the topic's paragraphs state it."""
     if pc.facts is None:
         said = say("answer_gap", side="", path=pc.path.name if pc.gpu is None else "")
     else:
         threads = sorted({threads_text(t) for t in pc.facts["threads"]}, key=str.lower)
         said = say("answer_line", topic=topic, f=pc.facts, threads=threads)
-    return {"path": pc.path.name, "meaning": pc.path.meaning, **dict(zip(_ANSWER, said))}
+    line = {"path": pc.path.name, "meaning": pc.path.meaning, "stated": pc.facts is not None}
+    return line | dict(zip(_ANSWER, said))
 
 
 def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[str, Any]]:
@@ -46,7 +48,7 @@ def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[
     rows, topic = [], found.topic
     for mt in found.machines:
         title = topic.title + (f" ({labels[mt.machine]['pair']})" if ctx.several else "")
-        row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": []}
+        row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": [], "stated": False}
         if mt.missing_side:
             row.update(zip(_ANSWER, say("answer_gap", side=mt.missing_side, path="")))
         else:
@@ -74,8 +76,8 @@ def topic_page(
         line = line + named("chart_names", "between") + width if ctx.several else width
     curve = curve.assign(line=line)
     # The paragraphs state the rows and lines that have a CPU side.
-    stated = [a | {"paths": [p for p in a["paths"] if "cpu_config" in p]} for a in answer]
-    paragraphs = say("topic_paragraphs", answer=[a for a in stated if "cpu_config" in a])
+    stated = [a | {"paths": [p for p in a["paths"] if p["stated"]]} for a in answer if a["stated"]]
+    paragraphs = say("topic_paragraphs", answer=stated)
     lines = ctx.several or series is not None
     given = dict(topic=topic, path=topic.paths[-1], series="line" if lines else None)
     charts = [Drawing("speedup", curve, given), _time_chart(ctx, topic, curve, others)]
