@@ -9,6 +9,7 @@ build runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 import pandas as pd
 
 from .analysis import MachineTopic, path_curve
