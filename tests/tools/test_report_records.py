@@ -11,10 +11,11 @@ import pytest
 from conftest import REPO
 
 from gpubench_tools.report.analysis import PathCurve, typed
-from gpubench_tools.report.build import context_of
+from gpubench_tools.report.build import machine_labels
 from gpubench_tools.report.context import Context, Drawing
-from gpubench_tools.report.gpu_time import gpu_time
-from gpubench_tools.report.resources import resources
+from gpubench_tools.report.gpu_time import Breakdown, FixedCosts, gpu_time
+from gpubench_tools.report.pages import page, topic_page
+from gpubench_tools.report.resources import Threads, resources
 from gpubench_tools.report.speedups import speedups
 from gpubench_tools.report.words import say
 from gpubench_tools.table import load_table
@@ -24,7 +25,7 @@ H100 = [str(REPO / "reports" / "baselines" / f"h100-80gb-hbm3-{w}.json") for w i
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory: pytest.TempPathFactory) -> Context:
-    return context_of(load_table(H100), tmp_path_factory.mktemp("charts"))
+    return Context.of(load_table(H100), tmp_path_factory.mktemp("charts"))
 
 
 def test_the_table_is_typed_at_load() -> None:
@@ -65,12 +66,20 @@ def test_a_path_states_where_the_gpu_wins_and_how_much_slower_it_is(ctx: Context
     assert list(curve["n"]) == sorted(curve["n"])
 
 
-def test_the_sections_ask_for_their_charts_and_draw_none(ctx: Context) -> None:
+def test_the_sections_are_records_their_pages_ask_for_charts_and_draw_none(ctx: Context) -> None:
     found = speedups(ctx)
     others, thin = resources(ctx, found.pairs)
-    sections = found.sections + gpu_time(ctx) + others
-    assert [s["id"] for s in gpu_time(ctx)] == ["breakdown", "model"]
-    assert [s["id"] for s in others][:1] == ["threads"]
+    timed = gpu_time(ctx)
+    assert [type(r) for r in timed] == [Breakdown, FixedCosts]
+    assert isinstance(others[0], Threads)
+    # A record holds numbers and rows, not words: the breakdown's bars by size carry no names.
+    gemm, *_ = timed[0].views
+    assert gemm.view.size == "n" and "bar" not in gemm.rows and gemm.ranges is not None
+    labels = machine_labels(ctx.table)
+    pages = [topic_page(ctx, labels, t)[1] for t in found.topics]
+    sections = [s for s in pages if s is not None] + [page(ctx, labels, r) for r in timed + others]
+    ids = [s["id"] for s in sections]
+    assert ids[0] == "gemm" and ids.index("breakdown") < ids.index("model") < ids.index("threads")
     charts = [c for s in sections for c in s["charts"]]
     assert charts and all(isinstance(c, Drawing) for c in charts)
     assert not list(Path(ctx.out).iterdir())  # nothing drawn before build's one step

@@ -211,7 +211,7 @@ def test_the_thin_note_names_only_the_machine_whose_medians_are_thin(tmp_path: P
     from conftest import gb_row
 
     from gpubench_tools.report import analysis
-    from gpubench_tools.report.build import context_of
+    from gpubench_tools.report.context import Context
 
     files = []
     for name, cpu, repetitions in (("steady", "AMD EPYC", 5), ("single", "Intel Xeon", 1)):
@@ -223,7 +223,7 @@ def test_the_thin_note_names_only_the_machine_whose_medians_are_thin(tmp_path: P
         ]  # fmt: skip
         context = {"cpu_model": cpu, "gpu": "none"}
         files.append(str(write_bench_json(tmp_path / f"{name}.json", rows, context)))
-    ctx = context_of(load_table(files), tmp_path / "out")
+    ctx = Context.of(load_table(files), tmp_path / "out")
     assert ctx.several
     scaling = analysis.thread_scaling(ctx.summary)
     assert set(scaling["machine"]) == {0, 1}
@@ -240,7 +240,7 @@ def test_thin_allocation_probes_name_only_their_own_machine(tmp_path: Path) -> N
     from handmade_rows import alloc_rows
 
     from gpubench_tools.report import resources
-    from gpubench_tools.report.build import context_of
+    from gpubench_tools.report.context import Context
 
     steady = alloc_rows()
     single = [
@@ -252,7 +252,7 @@ def test_thin_allocation_probes_name_only_their_own_machine(tmp_path: Path) -> N
         str(write_bench_json(tmp_path / f"{name}.json", rows, dict(GPU_CONTEXT, gpu=gpu)))
         for name, rows, gpu in (("steady", steady, "NVIDIA A"), ("single", single, "NVIDIA B"))
     ]
-    ctx = context_of(load_table(files), tmp_path / "out")
+    ctx = Context.of(load_table(files), tmp_path / "out")
     costs = resources.allocation_costs(ctx.table.rows)
     assert ctx.several and set(costs["machine"]) == {0, 1}
     thin = ctx.thin(ctx.summary.index[ctx.summary["name"].str.match(resources.ALLOC_NAME)], "gpu")

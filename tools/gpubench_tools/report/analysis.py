@@ -41,6 +41,17 @@ ID += ["host", "input", "data", "m", "n", "k", "batch", "hidden", "threads", "st
 COLUMNS = (*COUNTERS, "t_step_min", "t_step_max", "threads", "nodes")
 
 
+def short_benchmark(name: str) -> str:
+    """A benchmark name without the suffixes every row of its kind shares."""
+    return name.replace("/manual_time", "").replace("/readback:1", "")
+
+
+def path_name(name: str) -> str:
+    """A GPU training row's path and variant: "eager readback:0 input:pinned"."""
+    parts = name.split("/")
+    return " ".join([parts[2], *(p for p in parts[3:] if p.startswith(("readback:", "input:")))])
+
+
 def summary_of(rows: pd.DataFrame) -> pd.DataFrame:
     """The report's summary of the table's rows (table.summarize), typed (`typed`)."""
     return typed(summarize(rows))

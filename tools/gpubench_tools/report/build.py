@@ -1,4 +1,7 @@
-"""The report's content: from the table to the document the templates render.
+"""The report's content: from the table to the document the templates render. The composer of
+the rendering: it runs the sections' computations (speedups, gpu_time, resources: frozen
+records), hands each record to its page (`pages`: words and the charts it asks for), draws every
+chart in one step and words what the document says around the sections.
 
 The order is the reader's: the answer (one table, a row per workload: who wins where, by how
 much, and why), then a section per workload with its charts and numbers, then the GPU's fixed
@@ -6,9 +9,9 @@ costs and the model built from them, CPU thread scaling, what did not run, and t
 Every number says whose measurement it is (this run or the reference run) and carries its
 noise: the spread of the repetitions where there are several, a mark where there are too few.
 
-A section is made in three steps: its data (`speedups.topic_pairs`, `analysis.thread_scaling`,
-`resources.allocation_costs`, `resources.energy_pairs`, ...), then its words and the charts it
-asks for, then (here, for every section at once) the charts drawn; the medians of too few
+A section is made in three steps: its record (`speedups.topic_curves`, `gpu_time.Breakdown`,
+`resources.Allocation`, `resources.Energy`, ...), then its words and the charts it asks for
+(`pages`), then (here, for every section at once) the charts drawn; the medians of too few
 repetitions the report names come from the same data. Nothing here formats
 markup: the templates escape every text for HTML or Markdown.
 """
@@ -29,27 +32,35 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from .charts import Chart, draw
 from .context import Context, Drawing, Thin
 from .gpu_time import gpu_time
+from .pages import Labels, page, topic_page
 from .resources import resources
 from .speedups import speedups
 from .topics import CHARTS, Topic, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, cells, context_text, say
 
 
-def _sections(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Thin]:
+def _sections(
+    ctx: Context, labels: Labels
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Thin]:
     """The answer's rows, the sections in the reader's order with their charts drawn, and whose
     medians of too few repetitions they state."""
     found = speedups(ctx)
     others, thin = resources(ctx, found.pairs)
-    sections = found.sections + gpu_time(ctx) + others
+    answer, sections = [], []
+    for topic in found.topics:
+        rows, shown = topic_page(ctx, labels, topic)
+        answer += rows
+        sections += [shown] if shown is not None else []
+    sections += [page(ctx, labels, record) for record in gpu_time(ctx) + others]
     # The charts, drawn in one step once every section has said which it shows.
-    drawn = [{**s, "charts": [_draw(ctx, d) for d in s["charts"]]} for s in sections]
-    return found.answer, drawn, found.thin | thin
+    drawn = [{**s, "charts": [_draw(ctx, labels, d) for d in s["charts"]]} for s in sections]
+    return answer, drawn, found.thin | thin
 
 
 _FIELDS = {f.name for f in fields(Chart)}
 
 
-def machine_labels(table: Table) -> dict[int, dict[str, str]]:
+def machine_labels(table: Table) -> Labels:
     """Per machine: its CPU and GPU names and whose measurement each side is."""
     keys = ("cpu", "gpu", "gpu_where", "cpu_where", "pair")
     return {
@@ -60,12 +71,7 @@ def machine_labels(table: Table) -> dict[int, dict[str, str]]:
     }  # fmt: skip
 
 
-def context_of(table: Table, out: Path) -> Context:
-    """What every section reads, the machines named in the report's words."""
-    return Context.of(table, out, machine_labels(table))
-
-
-def _draw(ctx: Context, drawing: Drawing) -> dict[str, str]:
+def _draw(ctx: Context, labels: Labels, drawing: Drawing) -> dict[str, str]:
     """topics.CHARTS[name] drawn from `data` into `out` in the words of its macro
     (templates/words.j2), as the document names it; without a subtitle of its own, the one that
     says whose numbers it shows: both sides of one machine (its CPU's alone without `gpu`), or
@@ -75,8 +81,8 @@ def _draw(ctx: Context, drawing: Drawing) -> dict[str, str]:
     spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
     words = dict(line.split(": ", 1) for line in say(f"chart_{name}", c=given))
     caption = words.pop("caption")
-    labels = list(ctx.labels.values())
-    subtitle = say("subtitle", labels=labels, several=ctx.several, gpu=drawing.gpu)
+    named = list(labels.values())
+    subtitle = say("subtitle", labels=named, several=ctx.several, gpu=drawing.gpu)
     chart = Chart(**{"subtitle": "".join(subtitle), **words, **spec})
     draw(chart, drawing.data, ctx.out)
     return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
@@ -170,8 +176,8 @@ def no_gpu_suggestion(table: Table) -> list[str]:
 
 def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
-    ctx = context_of(table, out)
-    answer, sections, thin = _sections(ctx)
+    ctx, labels = Context.of(table, out), machine_labels(table)
+    answer, sections, thin = _sections(ctx, labels)
     # An answer row's lines (its paths, else itself) and whether it has a section to link to.
     ids = {s["id"] for s in sections}
     for row in answer:
@@ -179,12 +185,12 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         row.update(lines=lines, lines_count=len(lines), linked=row["anchor"] in ids)
     m = table.machines.iloc[0]
     files = ", ".join(ctx.file_names[f] for f in m["gpu_files"]) if m["gpu_reference"] else ""
-    reference = "".join(say("reference", m=m, files=files, gpu=ctx.labels[0]["gpu"]))
+    reference = "".join(say("reference", m=m, files=files, gpu=labels[0]["gpu"]))
     names = sorted({ctx.file_names[f] for f in table.rows.get("file", [])})
     measured = table.rows[["machine", "name", "label"]].drop_duplicates()
     statuses = table.problems["status"].value_counts().sort_index().items()
     return {
-        "headline": "; ".join(n["pair"] for n in ctx.labels.values()),
+        "headline": "; ".join(n["pair"] for n in labels.values()),
         "inputs": "".join(say("inputs", names=names, measured=len(measured), statuses=statuses)),
         "reference": reference,
         "suggestion": "; ".join(no_gpu_suggestion(table)),

@@ -1,7 +1,7 @@
 """What every section of the report reads: the table and its summary (analysis.summary_of: typed,
-every counter a column, each median's flags), the breakdown of the GPU times, the machines by
-their device names (given: their words are build's), the input files by their short names, the
-folder the charts go to; and `Drawing`, a chart a section asks for (build draws it)."""
+every counter a column, each median's flags), the breakdown of the GPU times, the input files by
+their short names, the folder the charts go to; and `Drawing`, a chart a section asks for (build
+draws it). Machines are their indices here: their names are words (build.machine_labels)."""
 
 from __future__ import annotations
 
@@ -63,32 +63,23 @@ class Context:
     table: Table
     out: Path  # the folder the charts are written into
     summary: pd.DataFrame  # analysis.summary_of: a row per benchmark and machine
-    labels: dict[int, dict[str, str]]  # per machine index: build.machine_labels
-    # analysis.breakdown of the summary: the four parts of GPU times, with each row's `pair`
-    breakdown: pd.DataFrame
+    breakdown: pd.DataFrame  # analysis.breakdown of the summary: the four parts of GPU times
     file_names: dict[str, str]  # every file by its shortest distinct tail
     # The declared topics, then one for each workload only its rows describe (discovered.py).
     topics: tuple[Topic, ...] = TOPICS
 
     @classmethod
-    def of(cls, table: Table, out: Path, labels: dict[int, dict[str, str]]) -> Context:
+    def of(cls, table: Table, out: Path) -> Context:
         summary = summary_of(table.rows)
         own = discovered_topics(summary, TOPICS)
         views = [t.parts.rows for t in own if t.parts is not None]
         parts = breakdown(summary, own=views) if len(summary) else pd.DataFrame()
-        if len(parts):
-            parts = parts.assign(pair=parts["machine"].map(lambda m: labels[int(m)]["pair"]))
-        topics = TOPICS + own
-        return cls(table, out, summary, labels, parts, _file_names(table), topics)
+        return cls(table, out, summary, parts, _file_names(table), TOPICS + own)
 
     @property
     def several(self) -> bool:
         """Several machines: their charts overlay them, their answer rows name them."""
-        return len(self.labels) > 1
-
-    def pair_of(self, machine: Any) -> str:
-        """A machine by its device names (the facet of charts of several machines)."""
-        return self.labels[int(machine)]["pair"]
+        return len(self.table.machines) > 1
 
     def select(self, *filters: dict[str, Any], parts: bool = False) -> pd.DataFrame:
         """The summary rows (the breakdown's with `parts`) that match every topics.py row filter

@@ -1,8 +1,8 @@
 """Where the GPU time goes: the four parts of each GPU time by topic, a training step operation
 by operation, and the model of the fixed costs with its error.
 
-Each section selects its rows (the topics' declarations) and computes its numbers before it
-says them, and asks for its charts (`Drawing`); `gpu_time` is the step build runs.
+Each section selects its rows (the topics' declarations) and computes its numbers as a frozen
+record, which `pages` words with the charts it asks for; `gpu_time` is the step build runs.
 """
 
 from __future__ import annotations
@@ -10,17 +10,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from ..overhead_model import OverheadModel, build_model, gemm_rows, gpu_peak
-from ..units import fmt_size
-from .analysis import ID, PARTS
-from .context import Context, Drawing
+from .analysis import ID, path_name, short_benchmark
+from .context import Context
 from .topics import COPY_PROBES, MODEL_ERROR_SAID, TRAINING_WORKLOADS, PartsChart, StepProfile
-from .words import named, path_name, say, section, short_benchmark, table_of
 
 # Size bands for the model's error: below 256 a GEMM is all fixed costs (launch, copy latency,
 # library call), from 1024 it is bandwidth and FLOP bound; between, both matter.
@@ -30,41 +26,53 @@ SIZE_BANDS = (256.0, 1024.0)
 LIBRARY_COST_MAX_SIZE = 64.0
 
 
-def gpu_time(ctx: Context) -> list[dict[str, Any]]:
+def gpu_time(ctx: Context) -> list[Breakdown | Profile | FixedCosts]:
     """The breakdown, the step profiles and the model, in that order (those that have rows)."""
-    sections = [breakdown_section(ctx), *profile_sections(ctx)]
-    sections.append(model_section(ctx, fixed_costs(ctx)))
+    sections = [breakdown_section(ctx), *profile_sections(ctx), fixed_costs(ctx)]
     return [s for s in sections if s is not None]
 
 
-def breakdown_section(ctx: Context) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class PartsView:
+    """A topic's parts chart and table: its bars (`rows`, smallest size first, or by GPU path:
+    `bar`), the chart's `title`, the ranges of sizes where each part and each half of the compute
+    is the largest (by size only: dominant_by_range), and whether a bar stacks its compute time
+    unsplit (a row without a flop count or a peak: `unsplit`, so that no bar leaves part of its
+    time out of its 100%)."""
+
+    view: PartsChart
+    rows: pd.DataFrame
+    title: str
+    ranges: tuple[pd.DataFrame, pd.DataFrame] | None
+    unsplit: bool
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """The four parts of the GPU time, a view per topic that declares them and has rows."""
+
+    views: list[PartsView]
+
+
+def breakdown_section(ctx: Context) -> Breakdown | None:
     """A chart and a table per topic that declares its parts, with sentences where by size."""
     if ctx.breakdown.empty:
         return None
-    charts, paragraphs, tables = [], [], []
+    views = []
     for view in (t.parts for t in ctx.topics if t.parts is not None):
         shown = _bars(ctx, view)
         if shown is None:
             continue
         rows, title = shown
-        paragraphs += [] if view.size is None else _largest_parts(view, rows)
-        # A row without a flop count or a peak stacks its compute time unsplit, so that no bar
-        # leaves part of its time out of its 100%.
+        ranges = None if view.size is None else _largest_parts(view, rows)
         rows = rows.assign(unsplit=rows["compute"].where(rows["parts"] == 3))
-        parts = [(p, named("part_labels", p)) for p in PARTS]
-        unsplit = rows["unsplit"].notna().any()
-        parts += [("unsplit", named("part_labels", "compute"))] if unsplit else []
-        facet = "pair" if ctx.several else None  # a panel per machine
-        given = dict(view=view, title=title, parts=tuple(parts), facet=facet)
-        charts.append(Drawing("parts", rows, given))
-        tables.append(table_of("parts_table", parts=rows, size=view.size))
-    return section("breakdown", paragraphs, charts, tables, notes=say("breakdown_note"))
+        views.append(PartsView(view, rows, title, ranges, bool(rows["unsplit"].notna().any())))
+    return Breakdown(views)
 
 
 def _bars(ctx: Context, view: PartsChart) -> tuple[pd.DataFrame, str] | None:
-    """The view's rows, a bar each, with their machine (`pair`) and the bar's name (`bar`: its
-    size, smallest first, or its GPU path and variant), and the chart's title; None without
-    any."""
+    """The view's rows, a bar each (by size, smallest first, or with its GPU path and variant:
+    `bar`), and the chart's title; None without any."""
     rows, title, size = ctx.select(view.rows, parts=True), view.title, view.size
     if size is not None and view.sizes:
         rows = rows[rows[size].isin(view.sizes)] if size in rows else rows[:0]
@@ -74,22 +82,19 @@ def _bars(ctx: Context, view: PartsChart) -> tuple[pd.DataFrame, str] | None:
     if rows.empty:
         return None
     if size is not None:
-        bar = named("chart_names", "size")
-        bars = rows[size].map(lambda v: bar.format(key=size, value=fmt_size(v)))
-        return rows.assign(bar=bars).sort_values(size), title
+        return rows.sort_values(size), title
     precision = rows["precision"].where(rows["precision"] != "fp32", "")
     path = (rows["name"].map(path_name) + " " + precision.fillna("")).str.strip()
     # One bar per path: a net measured at several sizes shows its first.
-    return rows.assign(bar=path).drop_duplicates(["pair", "bar"]), title
+    return rows.assign(bar=path).drop_duplicates(["machine", "bar"]), title
 
 
-def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> list[str]:
+def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Which part is the largest over which range of sizes, and which half of the compute."""
     size = str(view.size)
     larger = rows["work_at_peak"] > rows["under_utilisation"]
     compute = rows.assign(dominant=np.where(larger, "work_at_peak", "under_utilisation"))
-    ranges = [dominant_by_range(r, size) for r in (rows, compute)]
-    return say("largest_parts", lead=view.lead, size=size, ranges=ranges[0], compute=ranges[1])
+    return dominant_by_range(rows, size), dominant_by_range(compute, size)
 
 
 # --- a training step, operation by operation ------------------------------------------------
@@ -119,7 +124,17 @@ def step_parts(ctx: Context, profile: StepProfile) -> tuple[float, pd.DataFrame]
     return batch, rows[["name", "machine"]].join(parts).assign(path=path)
 
 
-def profile_sections(ctx: Context) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Profile:
+    """A topic's step profile at its profiled batch: step_parts, and the kinds it sums by."""
+
+    profile: StepProfile
+    batch: float
+    parts: pd.DataFrame
+    kinds: list[str]
+
+
+def profile_sections(ctx: Context) -> list[Profile]:
     """The step profile of every topic that declares one: where one step goes, by kind."""
     sections = []
     for profile in (t.profile for t in ctx.topics if t.profile is not None):
@@ -128,10 +143,7 @@ def profile_sections(ctx: Context) -> list[dict[str, Any]]:
             continue
         batch, parts = profiled
         kinds = [c for c in parts.columns if c not in ("name", "machine", "path")]
-        given = dict(profile=profile, batch=fmt_size(batch), title=profile.chart_title,
-                     parts=tuple((k, k) for k in kinds))  # fmt: skip
-        chart = Drawing("profile", parts, given)
-        sections.append(section(profile.id, charts=[chart], title=profile.title))
+        sections.append(Profile(profile, batch, parts, kinds))
     return sections
 
 
@@ -141,12 +153,17 @@ def profile_sections(ctx: Context) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class FixedCosts:
     """The model of the GPU's fixed costs (overhead_model) built from the probes, the copy
-    probes that measured a bandwidth (`few`: flagged, by size), and the model's error against
-    the end-to-end GEMMs."""
+    probes that measured a bandwidth (`few`: flagged, by size) and whether they are charted (one
+    machine), and the model's error against the end-to-end GEMMs: per band before and after the
+    library term (`bands`), and the bands the sentence states (`said`: of the GEMMs
+    topics.MODEL_ERROR_SAID names where the run has them, else all; None without an error)."""
 
     model: OverheadModel
     copies: pd.DataFrame
+    copies_chart: bool
     bias: ModelBias
+    bands: pd.DataFrame | None
+    said: tuple[pd.DataFrame, pd.DataFrame] | None
 
 
 def fixed_costs(ctx: Context) -> FixedCosts | None:
@@ -158,39 +175,20 @@ def fixed_costs(ctx: Context) -> FixedCosts | None:
     copies = ctx.select({"backend": "gpu"}, COPY_PROBES).dropna(subset=["bytes_per_s"])
     if len(copies):
         copies = copies.assign(few=copies["_flagged"]).sort_values("bytes")
-    return FixedCosts(model, copies, model_bias(ctx.summary, model))
-
-
-def model_section(ctx: Context, fixed: FixedCosts | None) -> dict[str, Any] | None:
-    """The fixed GPU costs the probes measured, the copies' bandwidth, and the model's error."""
-    if fixed is None:
-        return None
-    model, copies, bias = fixed.model, fixed.copies, fixed.bias
-    copy_fits = sorted(model.copies.items())
-    tables = [table_of("costs_table", launch=model.launch.items(), copies=copy_fits)]
-    charts, paragraphs = [], []
-    if len(copies) and not ctx.several:
-        copy = named("chart_names", "copy")
-        probes = copies[["probe", "host"]].fillna("").values
-        names = [copy.format(probe=probe.upper(), host=host) for probe, host in probes]
-        charts.append(Drawing("copies", copies.assign(copy=names)))
-    if len(bias.before):
-        paragraphs = bias_sentence(bias)
-        keys = ["dtype", "host", "band"]
+    bias, keys, bands = model_bias(ctx.summary, model), ["dtype", "host", "band"], None
+    said = _said_bands(bias) if len(bias.before) else None
+    if said is not None:
         bands = bias.before.merge(bias.after, on=keys, how="left", suffixes=("", "_after"))
-        tables.append(table_of("bias_table", bands=bands))
-    return section("model", paragraphs, charts, tables, notes=say("model_note"))
+    chart = bool(len(copies)) and not ctx.several
+    return FixedCosts(model, copies, chart, bias, bands, said)
 
 
-def bias_sentence(bias: ModelBias) -> list[str]:
-    """Where the model under- or over-predicts, from its per-band signed error: of the GEMMs
-    topics.MODEL_ERROR_SAID names where the run has them (the table has all)."""
+def _said_bands(bias: ModelBias) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The bands before and after the library term of the GEMMs topics.MODEL_ERROR_SAID names,
+    where the run has them; else every band (the table has all)."""
     said = pd.Series(MODEL_ERROR_SAID)
     before, after = (b[(b[said.index] == said).all(axis=1)] for b in (bias.before, bias.after))
-    if before.empty:
-        before, after = bias.before, bias.after
-    cost = bias.library_cost_s
-    return say("bias", said=MODEL_ERROR_SAID, before=before, after=after, library_cost=cost)
+    return (bias.before, bias.after) if before.empty else (before, after)
 
 
 def dominant_by_range(breakdown_rows: pd.DataFrame, x: str) -> pd.DataFrame:

@@ -1,29 +1,28 @@
 """The sections on what the machines spend beside the speedups: CPU threads, the peers, device
 memory, allocation, energy, and what did not run.
 
-A section's rows come from the summary and the declarations in `topics`; `thread_cases`,
-`memory_rows`, `agreement_figures`, `allocation_costs` and `energy_pairs` are data, the
-`*_section` functions say it and ask for their charts; `resources` is the step build runs.
+A section's rows come from the summary and the declarations in `topics`; each `*_section`
+function computes its frozen record (rows, numbers, names; None where it has none), which
+`pages` words; `resources` is the step build runs.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .analysis import FEW_REPETITIONS, ID, MachineTopic, speedup_curve, thread_scaling
-from .context import Context, Drawing, Thin
+from .analysis import FEW_REPETITIONS, ID, MachineTopic, short_benchmark, speedup_curve
+from .analysis import thread_scaling
+from .context import Context, Thin
 from .topics import ALLOCATION_PROBES, ENERGY, LARGEST_BATCH, LARGEST_BATCH_NAMES, PEERS, POOL
-from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, TOPICS, EnergyTopic, Topic
-from .words import plain, say, section, short_benchmark, table_of
+from .topics import MEMORY_AGREEMENT, MEMORY_FAMILIES, TOPICS, EnergyTopic, Peer, Topic
 
 
-def resources(
-    ctx: Context, pairs: dict[str, list[MachineTopic]]
-) -> tuple[list[dict[str, Any]], Thin]:
+def resources(ctx: Context, pairs: dict[str, list[MachineTopic]]) -> tuple[list[Any], Thin]:
     """Threads, peers, memory, allocation, energy and what did not run, in that order (those
     that have rows), and whose thin medians they state (the thread counts', the probes').
     `pairs`: each topic's, by its id (speedups.topic_pairs)."""
@@ -41,33 +40,40 @@ def resources(
 # --- CPU thread scaling ----------------------------------------------------------------------
 
 
-def thread_cases(scaling: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+@dataclass(frozen=True)
+class Threads:
     """Of analysis.thread_scaling, with each benchmark's short name (`benchmark`): the largest
     case of each workload and data set (its longest 1-thread time), where threads have work to
-    share, as the chart's lines (a line per GEMM size would not read); and every benchmark at
-    its most threads, the table's rows."""
+    share, as the chart's lines (`shown`: a line per GEMM size would not read); and every
+    benchmark at its most threads, least efficient first, the table's rows (`top`)."""
+
+    shown: pd.DataFrame
+    top: pd.DataFrame
+
+
+def threads_section(ctx: Context, scaling: pd.DataFrame) -> Threads | None:
+    """analysis.thread_scaling as a chart of each workload's largest case and a table."""
+    if scaling.empty:
+        return None
     scaling = scaling.assign(benchmark=scaling["base_name"].map(short_benchmark))
     kind = [column for column in ("workload", "data") if column in scaling]
     largest = scaling.loc[scaling.groupby(kind, dropna=False)["time_1"].idxmax(), "base_name"]
     most = scaling["threads"] == scaling.groupby("base_name")["threads"].transform("max")
-    return scaling[scaling["base_name"].isin(largest)], scaling[most]
-
-
-def threads_section(ctx: Context, scaling: pd.DataFrame) -> dict[str, Any] | None:
-    """analysis.thread_scaling as a chart of each workload's largest case and a table."""
-    if scaling.empty:
-        return None
-    shown, top = thread_cases(scaling)
-    said = say("threads", worst=top["efficiency"].min(), best=top["efficiency"].max())
-    chart = Drawing("threads", shown, gpu=False)
-    table = table_of("threads_table", top=top.sort_values("efficiency"))
-    return section("threads", said, [chart], [table])
+    shown = scaling[scaling["base_name"].isin(largest)]
+    return Threads(shown, scaling[most].sort_values("efficiency"))
 
 
 # --- against PyTorch -------------------------------------------------------------------------
 
 
-def peers_section(ctx: Context) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Peers:
+    """Per peer with rows on both sides: the peer, the keys its rows pair on, and its curve."""
+
+    tables: list[tuple[Peer, list[str], pd.DataFrame]]
+
+
+def peers_section(ctx: Context) -> Peers | None:
     """The suite's own paths against the same work in PyTorch, where a run has its rows."""
     tables = []
     for peer in PEERS:
@@ -78,8 +84,8 @@ def peers_section(ctx: Context) -> dict[str, Any] | None:
         both = pd.concat([theirs.assign(side="peer"), ours.assign(side="ours")])
         curve = speedup_curve(both, {"side": "peer"}, {"side": "ours"}, keys, peer.time_col)
         if len(curve):
-            tables.append(table_of("peer_table", peer=peer, keys=keys, curve=curve))
-    return section("peers", say("peers"), [], tables) if tables else None
+            tables.append((peer, keys, curve))
+    return Peers(tables) if tables else None
 
 
 # --- device memory ---------------------------------------------------------------------------
@@ -111,15 +117,25 @@ def memory_rows(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
     return agreement, batches.assign(share_of_free=(peak / free).where(free > 0)), skipped
 
 
-def memory_section(ctx: Context) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Memory:
+    """memory_rows: the agreement rows (as measured), the same farthest first and their figures
+    (agreement_figures; None without any), the largest batches and those that did not run."""
+
+    agreement: pd.DataFrame
+    by_distance: pd.DataFrame | None
+    figures: dict[str, Any] | None
+    batches: pd.DataFrame
+    skipped: pd.DataFrame
+
+
+def memory_section(ctx: Context) -> Memory | None:
     """Measured peak device memory against the model's bytes, and the largest batches."""
     agreement, batches, skipped = memory_rows(ctx)
-    largest = say("largest_batches", rows=batches, skipped=skipped)
     if agreement.empty:
-        return section("memory", largest) if largest else None
-    by_distance, figures = agreement_figures(agreement)
-    chart, table = Drawing("memory", agreement), table_of("memory_table", rows=by_distance)
-    return section("memory", say("memory", m=figures) + largest, [chart], [table])
+        empty = batches.empty and skipped.empty
+        return None if empty else Memory(agreement, None, None, batches, skipped)
+    return Memory(agreement, *agreement_figures(agreement), batches, skipped)
 
 
 def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -197,29 +213,32 @@ def pool_savings(costs: pd.DataFrame) -> pd.DataFrame:
     return saving.rename("saving").dropna().reset_index()
 
 
-def _allocation_sentences(ctx: Context, costs: pd.DataFrame) -> list[str]:
-    """Each call's cost at the smallest and largest size, what a pool saves, the worst tail."""
-    costs = costs.assign(each=plain(costs))  # each row's values, None where missing
-    machines = [
-        {"where": ctx.labels[int(machine)]["gpu_where"],
-         "calls": [{"call": call, "first": c["each"].iloc[0],
-                    "last": c["each"].iloc[-1] if len(c) > 1 else None}
-                   for call, c in rows.groupby("call", sort=False)]}  # fmt: skip
-        for machine, rows in costs.groupby("machine", sort=False)
-    ]
-    ratio = costs["slowest_decile_s"] / costs["time_s"]
-    worst = ratio.notna().any()
-    tail = {**costs.loc[ratio.idxmax(), "each"], "ratio": ratio.max()} if worst else None
-    return say("allocation", machines=machines, savings=pool_savings(costs), tail=tail)
+@dataclass(frozen=True)
+class Allocation:
+    """allocation_costs; per machine (its index) each call's rows of `costs` (by label) at the
+    smallest and largest size (`last`: None with one size); pool_savings; the worst tail (the
+    row whose slowest decile is farthest above its median, and that ratio; None without
+    deciles)."""
+
+    costs: pd.DataFrame
+    machines: list[tuple[int, list[tuple[str, Any, Any]]]]
+    savings: pd.DataFrame
+    tail: tuple[Any, float] | None
 
 
-def allocation_section(ctx: Context, costs: pd.DataFrame) -> dict[str, Any] | None:
+def allocation_section(ctx: Context, costs: pd.DataFrame) -> Allocation | None:
     """What a cudaMalloc, cudaFree or pinned allocation costs the host per call, against the
     warm pool of cudaMallocAsync (what a caching allocator saves)."""
     if costs.empty:
         return None
-    said, table = _allocation_sentences(ctx, costs), table_of("allocation_table", costs=costs)
-    return section("allocation", said, [Drawing("allocation", costs)], [table])
+    machines = [
+        (int(machine), [(call, c.index[0], c.index[-1] if len(c) > 1 else None)
+                        for call, c in rows.groupby("call", sort=False)])  # fmt: skip
+        for machine, rows in costs.groupby("machine", sort=False)
+    ]
+    ratio = costs["slowest_decile_s"] / costs["time_s"]
+    tail = (ratio.idxmax(), ratio.max()) if ratio.notna().any() else None
+    return Allocation(costs, machines, pool_savings(costs), tail)
 
 
 # --- energy ----------------------------------------------------------------------------------
@@ -261,38 +280,51 @@ def energy_pairs(
     return pairs
 
 
-def _cpu_energy_absent(ctx: Context, energy: EnergyTopic) -> str:
-    """Why no CPU row has energy, in the CPU runs' own words where their context says."""
-    key = energy.cpu_absent_context
-    reasons = {
-        str(c[key]) for c in ctx.table.machines["context"] if isinstance(c, dict) and c.get(key)
-    }
-    said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
-    return "".join(say("cpu_energy_absent", reasons=said, otherwise=energy.cpu_absent))
+@dataclass(frozen=True)
+class Energy:
+    """energy_pairs, each row with its CPU over GPU joules (`ratio`, where both are positive);
+    how many sizes have a CPU side (`compared`) of how many (`sizes`); why no CPU row has energy,
+    in the CPU runs' own words where their context says (`reasons`)."""
+
+    energy: EnergyTopic
+    pairs: list[tuple[Topic, pd.DataFrame]]
+    compared: int
+    sizes: int
+    reasons: list[str]
 
 
 def energy_section(
     ctx: Context, pairs: list[tuple[Topic, pd.DataFrame]], energy: EnergyTopic = ENERGY
-) -> dict[str, Any] | None:
+) -> Energy | None:
     """Joules per unit of work on each side of the energy pairs; the CPU side's energy where
     recorded, else why not."""
     if not pairs:
         return None
     compared = sum(int(frame["cpu_j"].notna().sum()) for _, frame in pairs)
-    unit, absent = energy.unit_name, _cpu_energy_absent(ctx, energy)
     sizes = sum(len(frame) for _, frame in pairs)
-    said = say("energy", unit=unit, compared=compared, sizes=sizes, absent=absent)
-    # A row's CPU over GPU joules where both have a positive value.
+    key = energy.cpu_absent_context
+    contexts = [c for c in ctx.table.machines["context"] if isinstance(c, dict) and c.get(key)]
+    reasons = {str(c[key]) for c in contexts}
+    said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
     ratio = [(f["cpu_j"] / f["gpu_j"]).where(f["gpu_j"] > 0) for _, f in pairs]
-    rows = [(topic, plain(f.assign(ratio=r))) for (topic, f), r in zip(pairs, ratio)]
-    table = table_of("energy_table", unit=unit, pairs=rows)
-    return section(energy.id, said, [], [table], title=energy.title)
+    rows = [(topic, f.assign(ratio=r)) for (topic, f), r in zip(pairs, ratio)]
+    return Energy(energy, rows, compared, sizes, said)
 
 
 # --- what did not run ------------------------------------------------------------------------
 
 
-def problems_section(ctx: Context) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Problems:
+    """How many benchmarks did not run, and per file (by its short name), status and reason:
+    how many (`groups`) and which (`names`, sorted, a list per group)."""
+
+    count: int
+    groups: pd.DataFrame
+    names: list[list[str]]
+
+
+def problems_section(ctx: Context) -> Problems | None:
     """The failed, skipped and invalid benchmarks, a list for each file, status and reason."""
     problems = ctx.table.problems
     if problems.empty:
@@ -300,6 +332,4 @@ def problems_section(ctx: Context) -> dict[str, Any] | None:
     groups = problems.groupby(["file", "status", "reason"])
     counts = groups.size().reset_index(name="count")
     counts["file"] = counts["file"].map(lambda f: ctx.file_names[str(f)])
-    summaries = say("problem_groups", groups=counts)
-    details = [{"summary": s, "items": sorted(g["name"])} for s, (_, g) in zip(summaries, groups)]
-    return section("problems", say("problems", count=len(problems)), details=details)
+    return Problems(len(problems), counts, [sorted(g["name"]) for _, g in groups])

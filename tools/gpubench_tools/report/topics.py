@@ -370,7 +370,7 @@ PEERS += tuple(
 
 # The report's charts, as data: the fields of a charts.Chart but its words (its title, axis
 # labels, legend entries and the caption under it: the macro `chart_<name>` of
-# templates/words.j2). One builder (context.Context.chart) draws each from its frame; a "{...}"
+# templates/words.j2). One builder (build._draw) draws each from its frame; a "{...}"
 # field is filled from what the chart is drawn for (`topic`, its last GPU `path`, a PartsChart
 # `view`, a StepProfile `profile`, a KernelUtilisation `use`, the profiled `batch`).
 _LOG = {"log_x": True, "log_y": True}

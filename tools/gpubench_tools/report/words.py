@@ -21,6 +21,7 @@ import pandas as pd
 from ..wording import unknown_conditions_note
 from ..templating import Words, environment
 from ..units import approx, fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time
+from .analysis import short_benchmark
 
 # Marks in tables: a median of fewer than 3 repetitions is one draw from a noisy machine, not
 # a measurement to act on; a wide spread says the same.
@@ -75,17 +76,6 @@ def context_text(value: Any, unit: str = "") -> str:
     if unit in _UNIT_FORMATS and math.isfinite(number) and number > 0:
         return _UNIT_FORMATS[unit](number)
     return f"{number:.4g}" if abs(number) >= 1e5 else text
-
-
-def short_benchmark(name: str) -> str:
-    """A benchmark name without the suffixes every row of its kind shares."""
-    return name.replace("/manual_time", "").replace("/readback:1", "")
-
-
-def path_name(name: str) -> str:
-    """A GPU training row's path and variant: "eager readback:0 input:pinned"."""
-    parts = name.split("/")
-    return " ".join([parts[2], *(p for p in parts[3:] if p.startswith(("readback:", "input:")))])
 
 
 # A macro's lines are its template's lines, a table row's cells are joined by a tab: a newline
