@@ -19,9 +19,10 @@ import pandas as pd
 
 from ..conditions import DISTURBED
 from ..overhead_model import gemm_rows, gpu_peak
+from ..roofline import placed
 from ..schema import COUNTERS
 from ..table import per_step, summarize
-from .topics import TRAINING_WORKLOADS, GpuPath, Topic
+from .topics import TRAINING_STEP_WORK, TRAINING_WORKLOADS, GpuPath, Topic
 
 # A median over fewer repetitions has no spread to speak of: 1 or 2 samples cannot tell a
 # typical run from an outlier (Google Benchmark's own aggregates start being useful at 3).
@@ -53,8 +54,9 @@ def path_name(name: str) -> str:
 
 
 def summary_of(rows: pd.DataFrame) -> pd.DataFrame:
-    """The report's summary of the table's rows (table.summarize), typed (`typed`)."""
-    return typed(summarize(rows))
+    """The report's summary of the table's rows (table.summarize), typed (`typed`), each row
+    placed under its machine's roofs (roofline.placed)."""
+    return placed(typed(summarize(rows)), TRAINING_STEP_WORK)
 
 
 def typed(summary: pd.DataFrame) -> pd.DataFrame:

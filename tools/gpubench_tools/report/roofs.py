@@ -48,11 +48,20 @@ class Point:
 
 
 @dataclass(frozen=True)
+class BoundCount:
+    side: str
+    bound: str
+    rows: int
+
+
+@dataclass(frozen=True)
 class MachineRoofline:
-    machine: str
+    machine: int
     ceilings: tuple[Ceiling, ...]
     points: tuple[Point, ...]
-    bounds: dict[str, dict[str, int]]  # side -> bound -> rows
+    counts: tuple[BoundCount, ...]  # rows per side and bound, CPU first
+    # Each side's workload and path at its least and most work: the rows a table states.
+    extremes: tuple[Point, ...]
     any_derived: bool
 
 
@@ -83,7 +92,7 @@ def _ceilings(rows: pd.DataFrame) -> list[Ceiling]:
     return ceilings
 
 
-def machine_roofline(summary: pd.DataFrame, machine: str) -> MachineRoofline:
+def machine_roofline(summary: pd.DataFrame, machine: int) -> MachineRoofline:
     """The roofline of one machine from the placed summary (roofline.placed): its ceilings and
     the rows with a place under them."""
     rows = summary[summary["machine"] == machine]
@@ -102,10 +111,20 @@ def machine_roofline(summary: pd.DataFrame, machine: str) -> MachineRoofline:
         )
         for r in where.itertuples()
     )
-    bounds = {
-        side: {bound: int(n) for bound, n in group.groupby("bound").size().items()}
-        for side, group in where.groupby("backend")
-    }
-    return MachineRoofline(
-        machine, tuple(_ceilings(rows)), points, bounds, any(p.derived for p in points)
+    counts = tuple(
+        BoundCount(str(side), str(bound), int(n))
+        for (side, bound), n in where.groupby(["backend", "bound"]).size().items()
     )
+    ends = where.sort_values("flop", kind="stable").groupby(["backend", "workload", "variant"])
+    picked = set(ends.head(1).index) | set(ends.tail(1).index)
+    extremes = tuple(p for p, i in zip(points, where.index) if i in picked)
+    ceilings = tuple(_ceilings(rows))
+    return MachineRoofline(
+        machine, ceilings, points, counts, extremes, any(p.derived for p in points)
+    )
+
+
+def rooflines(summary: pd.DataFrame) -> list[MachineRoofline]:
+    """A roofline per machine that has rows placed under its roofs."""
+    placed_rows = summary[summary["bound"].notna()]
+    return [machine_roofline(summary, int(m)) for m in sorted(placed_rows["machine"].unique())]
