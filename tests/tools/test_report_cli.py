@@ -33,6 +33,7 @@ GPU_CHARTS = [
     "time_mlp-iris",
     "time_mlp-sweep",
     "copies",
+    "roofline_0",
 ]
 
 

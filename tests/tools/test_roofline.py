@@ -186,5 +186,5 @@ def test_a_machine_s_roofline_holds_its_ceilings_and_its_placed_rows(tmp_path) -
     assert point.flop_per_s == pytest.approx(2 * n / (12 * n / 20e9 * 1.1))
     assert [(c.side, c.bound, c.rows) for c in view.counts] == [("cpu", MEMORY, 1)]
     assert view.extremes == view.points
-    assert draw_roofline(view, "one CPU", tmp_path, "roofline") == "roofline"
+    assert draw_roofline(view, "one CPU", "this run", tmp_path, "roofline") == "roofline"
     assert (tmp_path / "roofline.png").stat().st_size > 0

@@ -34,6 +34,8 @@ from .context import Context, Drawing, Thin
 from .gpu_time import gpu_time
 from .pages import Labels, page, topic_page
 from .resources import resources
+from .roofline_chart import draw_roofline
+from .roofs import rooflines
 from .speedups import speedups
 from .topics import CHARTS, Topic, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, cells, context_text, say
@@ -51,7 +53,8 @@ def _sections(
         rows, shown = topic_page(ctx, labels, topic)
         answer += rows
         sections += [shown] if shown is not None else []
-    sections += [page(ctx, labels, record) for record in gpu_time(ctx) + others]
+    records = gpu_time(ctx) + rooflines(ctx.summary) + others
+    sections += [page(ctx, labels, record) for record in records]
     # The charts, drawn in one step once every section has said which it shows.
     drawn = [{**s, "charts": [_draw(ctx, labels, d) for d in s["charts"]]} for s in sections]
     return answer, drawn, found.thin | thin
@@ -77,13 +80,18 @@ def _draw(ctx: Context, labels: Labels, drawing: Drawing) -> dict[str, str]:
     says whose numbers it shows: both sides of one machine (its CPU's alone without `gpu`), or
     the machines overlaid."""
     name, given = drawing.name, drawing.given
+    named = list(labels.values())
+    subtitle = "".join(say("subtitle", labels=named, several=ctx.several, gpu=drawing.gpu))
+    if name == "roofline":  # its own kind of chart: ceilings as lines, rows as points
+        words = dict(line.split(": ", 1) for line in say("chart_roofline", c=given))
+        stem = draw_roofline(given["view"], words["title"], subtitle, ctx.out, given["stem"])
+        return {"png": f"{stem}.png", "svg": f"{stem}.svg", "alt": words["title"],
+                "caption": words["caption"]}  # fmt: skip
     spec = {**CHARTS[name], **{k: v for k, v in given.items() if k in _FIELDS}}
     spec = {k: v.format(**given) if isinstance(v, str) else v for k, v in spec.items()}
     words = dict(line.split(": ", 1) for line in say(f"chart_{name}", c=given))
     caption = words.pop("caption")
-    named = list(labels.values())
-    subtitle = say("subtitle", labels=named, several=ctx.several, gpu=drawing.gpu)
-    chart = Chart(**{"subtitle": "".join(subtitle), **words, **spec})
+    chart = Chart(**{"subtitle": subtitle, **words, **spec})
     draw(chart, drawing.data, ctx.out)
     return {"png": f"{chart.stem}.png", "svg": f"{chart.stem}.svg", "alt": chart.title,
             "caption": caption}  # fmt: skip

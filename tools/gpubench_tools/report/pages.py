@@ -18,6 +18,7 @@ from .analysis import PARTS, PathCurve
 from .context import Context, Drawing
 from .gpu_time import Breakdown, FixedCosts, Profile
 from .resources import Allocation, Energy, Memory, Peers, Problems, Threads
+from .roofs import MachineRoofline
 from .speedups import TopicCurves
 from .topics import MODEL_ERROR_SAID, Topic
 from .words import named, plain, say, section, table_of, threads_text
@@ -237,11 +238,24 @@ def problems_page(ctx: Context, labels: Labels, found: Problems) -> Section:
     return section("problems", say("problems", count=found.count), details=details)
 
 
+def roofline_page(ctx: Context, labels: Labels, found: MachineRoofline) -> Section:
+    """A machine's rows against its own roofs: the rule, the counts by bound, a chart, a table."""
+    machine = labels[found.machine]["pair"]
+    given = {"view": found, "machine": machine, "stem": f"roofline_{found.machine}"}
+    chart = Drawing("roofline", pd.DataFrame(), given)
+    table = table_of("roofline_table", r=found)
+    title = "".join(say("roofline_title", machine=machine, several=ctx.several))
+    return section(
+        f"roofline-{found.machine}", say("roofline", r=found), [chart], [table], title=title
+    )
+
+
 # Each section's record, the page that words it.
 PAGES: dict[type, Callable[[Context, Labels, Any], Section]] = {
     Breakdown: breakdown_page, Profile: profile_page, FixedCosts: model_page,
     Threads: threads_page, Peers: peers_page, Memory: memory_page,
     Allocation: allocation_page, Energy: energy_page, Problems: problems_page,
+    MachineRoofline: roofline_page,
 }  # fmt: skip
 
 

@@ -25,7 +25,7 @@ _MARKERS = {"eager": "o", "graph": "s", "fused": "D", "cublas_kernel": "^", "cub
 _DASHES = ("-", "--", ":", "-.")
 
 
-def _figure(view: MachineRoofline, title: str) -> Figure:
+def _figure(view: MachineRoofline, title: str, subtitle: str) -> Figure:
     fig = Figure(figsize=(7.5, 5.0), layout="constrained")
     ax = fig.add_subplot()
     intensities = [p.intensity for p in view.points] or [1.0]
@@ -45,7 +45,8 @@ def _figure(view: MachineRoofline, title: str) -> Figure:
             )  # fmt: skip
     ax.set(xscale="log", yscale="log", xlabel="flop per byte", ylabel="FLOP/s reached")
     ax.set_ylim(bottom=max(1e6, min((p.flop_per_s for p in view.points), default=1e9) / 4))
-    ax.set_title(title, fontsize=10)
+    fig.suptitle(title, fontsize=10, weight="bold")
+    ax.set_title(subtitle, fontsize=8, color="0.3")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     fig.legend(unique.values(), unique.keys(), loc="outside right upper", fontsize=7, frameon=False)
@@ -59,9 +60,12 @@ def _groups(view: MachineRoofline) -> dict[tuple[str, str], dict[bool, list]]:
     return groups
 
 
-def draw_roofline(view: MachineRoofline, title: str, out_dir: Path, stem: str) -> str:
-    """Write `<stem>.png` and `<stem>.svg` under out_dir; return the stem."""
-    fig = _figure(view, title)
+def draw_roofline(
+    view: MachineRoofline, title: str, subtitle: str, out_dir: Path, stem: str
+) -> str:
+    """Write `<stem>.png` and `<stem>.svg` under out_dir (`subtitle`: whose numbers these are, as
+    on every chart of the report); return the stem."""
+    fig = _figure(view, title, subtitle)
     with plt.rc_context(fname=_STYLE):
         out_dir.mkdir(parents=True, exist_ok=True)
         fig.savefig(out_dir / f"{stem}.png", dpi=110, metadata={"Software": None})
