@@ -19,10 +19,11 @@ from ..escape import term_text
 from ..output import write_lines
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
+from ..wording import interruption_words
 from .check import RULE_RANGES, CheckRule, check_history, summarize_checks
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
-from .words import WORDS
+from .words import WORDS, error_text
 
 # The options of CheckRule, in its field order, with their help; --time comes after them.
 _RULE_HELP = {
@@ -106,6 +107,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
         for path in args.runs:
             try:
                 record = read_run(path, args.commit, args.date)
+                if record.interrupted is not None:  # stored in words
+                    record = record._replace(interrupted=interruption_words(record.interrupted))
                 outcome = store.add_run(record)
             except (sqlite3.Error, KeyboardInterrupt):
                 raise  # the database, not this file: nothing more can be added
@@ -116,7 +119,9 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 if args.debug and not expected:
                     traceback.print_exc()
                 unexpected = None if expected else type(exc).__name__
-                not_added = WORDS("not_added", path=path, exc=exc, unexpected=unexpected)
+                not_added = WORDS(
+                    "not_added", path=path, exc=error_text(exc), unexpected=unexpected
+                )
                 output.warn(f"{_prog()}: error: " + not_added)
                 status = EXIT_UNUSABLE
                 continue
