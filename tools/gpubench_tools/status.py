@@ -42,6 +42,11 @@ class Said:
     values: dict[str, Any]
 
 
+def said(macro: str, /, **values: Any) -> Said:
+    """The Said of `macro` given `values` (keyword arguments, as templating.Words takes them)."""
+    return Said(macro, values)
+
+
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
