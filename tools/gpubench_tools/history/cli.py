@@ -19,11 +19,10 @@ from ..escape import term_text
 from ..output import write_lines
 from ..policy import INTERRUPTED, LIST, action
 from ..timing import add_time_option, compile_filter
-from ..wording import interruption_words
 from .check import RULE_RANGES, CheckRule, check_history, summarize_checks
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
-from .words import WORDS, error_text
+from .words import WORDS, error_text, stored
 
 # The options of CheckRule, in its field order, with their help; --time comes after them.
 _RULE_HELP = {
@@ -106,9 +105,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
     with HistoryStore.open(args.db, create=True) as store:
         for path in args.runs:
             try:
-                record = read_run(path, args.commit, args.date)
-                if record.interrupted is not None:  # stored in words
-                    record = record._replace(interrupted=interruption_words(record.interrupted))
+                record = stored(read_run(path, args.commit, args.date))
                 outcome = store.add_run(record)
             except (sqlite3.Error, KeyboardInterrupt):
                 raise  # the database, not this file: nothing more can be added

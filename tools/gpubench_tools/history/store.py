@@ -79,7 +79,7 @@ class RunRecord(NamedTuple):
     samples: pd.DataFrame  # name, repetition, real_time_s, cpu_time_s, iterations, disturbed
     failures: pd.DataFrame  # name, repetition, reason
     # None for a whole run; for a run a signal stopped, what its context says (ingest.read_run
-    # gives the Interruption; the command line stores its words, "interrupted by SIGTERM after
+    # gives the Interruption; history.words.stored words it, "interrupted by SIGTERM after
     # 32 of 46 benchmarks"): only what it finished is stored.
     interrupted: Interruption | str | None = None
 
