@@ -9,8 +9,8 @@ import functools
 import jinja2
 
 from ..status import Said
-from .store import RunRecord
 from ..wording import error_words, interruption_words, unknown_conditions_note
+from .store import RunRecord
 from ..escape import one_line, term_text
 from ..policy import MIN_UNDISTURBED
 from ..templating import Words, environment
