@@ -10,11 +10,11 @@ import jinja2
 
 from ..status import Said
 from ..wording import error_words, interruption_words, unknown_conditions_note
-from .store import RunRecord
 from ..escape import one_line, term_text
 from ..policy import MIN_UNDISTURBED
 from ..templating import Words, environment
 from ..units import fmt_time, plural
+from .store import RunRecord
 
 
 @functools.cache
