@@ -60,11 +60,8 @@ def refusal_words(refusal: Refusal) -> str:
 
 def error_words(error: BaseException) -> str:
     """An error's line: a Refusal's words, else its str()."""
-    return (
-        refusal_words(error.args[0])
-        if error.args and isinstance(error.args[0], Refusal)
-        else str(error)
-    )
+    refusal = error.args[0] if error.args else None
+    return refusal_words(refusal) if isinstance(refusal, Refusal) else str(error)
 
 
 def describe_errors(report: BenchReport) -> str:

@@ -65,9 +65,8 @@ def spoken(note: Any) -> Any:
 
 def lines(notes: list[Any]) -> list[str]:
     """The notes' words, one line each."""
-    return [
-        line for note in map(spoken, notes) for line in (note if isinstance(note, list) else [note])
-    ]
+    groups = [note if isinstance(note, list) else [note] for note in map(spoken, notes)]
+    return [line for group in groups for line in group]
 
 
 def worded(j: Any) -> Any:
