@@ -36,6 +36,7 @@ from gpubench_tools.history.check import (  # noqa: E402
     rolling_regressions,
 )
 from gpubench_tools.history.ingest import read_run  # noqa: E402
+from gpubench_tools.history.words import stored  # noqa: E402
 from gpubench_tools.cli import ArgumentParser, Number  # noqa: E402
 from gpubench_tools.history.store import History, HistoryStore  # noqa: E402
 
@@ -76,7 +77,7 @@ def load(files: list[Path]) -> History:
     with tempfile.TemporaryDirectory() as tmp:
         with HistoryStore.open(os.path.join(tmp, "history.db"), create=True) as store:
             for i, path in enumerate(files, start=1):
-                record = read_run(str(path), commit=f"r{i:02d}")
+                record = stored(read_run(str(path), commit=f"r{i:02d}"))
                 builds.add(str(record.context.get("gpubench_git_commit")))
                 store.add_run(record)
             history = History.load(store)

@@ -19,7 +19,7 @@ from conftest import FIXTURES, REPO, run_tool as run
 from gpubench_tools import benchjson, conditions, export, policy, row_rules, wording
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.compare.config import THRESHOLD_RANGES
-from gpubench_tools.compare.stats import repetition_rule
+from gpubench_tools.compare.words import repetition_rule
 from gpubench_tools.history.cli import main as history_main
 
 OK, REGRESSION, UNUSABLE = 0, 1, 2

@@ -427,6 +427,18 @@ def iteration_rows(report: BenchReport) -> list[BenchRow]:
     return [r for r in report.rows if r.run_type == "iteration" and r.usable]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why timing.read_rows refuses a file, as data (wording.refusal_words says it): the run did
+    not finish (neither `invalid` nor `unmeasured`), rows are invalid, or rows hold no measurement
+    (their row classes); `not_done`, what the command does not do with the file."""
+
+    report: BenchReport
+    not_done: str
+    invalid: tuple[BenchRow, ...] = ()
+    unmeasured: tuple[str, ...] = ()
+
+
 def invalid_rows(report: BenchReport) -> list[BenchRow]:
     """Rows (measured or aggregate) whose values cannot be a measurement (see first_problem)."""
     return [row for row in report.rows if row.invalid is not None]

@@ -34,6 +34,7 @@ from .table import headline_rows
 from .escape import term_text
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 from .timing import add_time_option, choose_time, compile_filter, read_rows
+from .wording import error_words
 
 MODULE = "gpubench_tools.export"
 FORMATS: tuple[str, ...] = ("github-action-benchmark", "bencher")
@@ -247,7 +248,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         text, warnings = _export(args)
     except (BenchJsonError, ExportError) as exc:
-        raise UnusableInput(term_text(exc, 600)) from None
+        raise UnusableInput(term_text(error_words(exc), 600)) from None
     except OSError as exc:
         where = exc.filename if exc.filename is not None else "input"
         raise UnusableInput(f"{term_text(where)}: {exc.strerror or exc}") from None

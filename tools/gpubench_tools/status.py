@@ -33,6 +33,20 @@ class UnusableInput(Exception):
     """Input the command cannot use; the message names the file and the problem."""
 
 
+@dataclass(frozen=True)
+class Said:
+    """A sentence as data, for a computation that must not word it: the macro of the rendering
+    layer's templates that says it and the keyword values it is given (templating.Words)."""
+
+    macro: str
+    values: dict[str, Any]
+
+
+def said(macro: str, /, **values: Any) -> Said:
+    """The Said of `macro` given `values` (keyword arguments, as templating.Words takes them)."""
+    return Said(macro, values)
+
+
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 

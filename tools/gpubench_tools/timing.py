@@ -11,8 +11,7 @@ import re
 
 import pandas as pd
 
-from .benchjson import BenchReport, invalid_rows, load_report
-from .wording import cut_off_lines, describe_invalid
+from .benchjson import BenchReport, Refusal, invalid_rows, load_report
 from .policy import FAILED_ROW, MALFORMED_ROW, SKIPPED_ROW, UNSOUND_ROW, file_situation, refused
 from .row_rules import skip_reason
 from .table import file_rows
@@ -68,8 +67,8 @@ def reason_situation(reason: str) -> str:
 def read_rows(
     path: str, tool: str, error: type[Exception], not_done: str
 ) -> tuple[BenchReport, pd.DataFrame]:
-    """The report and the rows of a file `tool` (a policy.TOOLS name) takes, else `error` saying
-    which file and, after "; ", what the command does not do with it (`not_done`): whatever the
+    """The report and the rows of a file `tool` (a policy.TOOLS name) takes, else `error` of a
+    Refusal, which words which file and, after "; ", what the command does not do with it: whatever the
     policy table refuses (a run cut short, for history and export alike; a run interrupted by a
     signal, for export) and rows holding a NaN, Infinity, zero or absurd time, which must not
     reach a store or a dashboard, where they would read as a missing benchmark or an impossible
@@ -85,10 +84,10 @@ def read_rows(
     """
     report, refuses = load_report(path), refused(tool)
     if file_situation(report) in refuses:
-        raise error(f"{'; '.join(cut_off_lines(report))}; {not_done}")
+        raise error(Refusal(report, not_done))
     bad_rows = invalid_rows(report)
     if {MALFORMED_ROW if row.malformed else UNSOUND_ROW for row in bad_rows} & refuses:
-        raise error(f"{path}: {describe_invalid(bad_rows)}; {not_done}")
+        raise error(Refusal(report, not_done, invalid=tuple(bad_rows)))
     rows = file_rows(report)
     no_iterations = rows["error"].isna() & (rows["iterations"] <= 0)
     rows["reason"] = ("error: " + rows["error"]).where(rows["error"].notna())
@@ -97,7 +96,7 @@ def read_rows(
     # (export), unless the tool's policy refuses them.
     unmeasured = {reason_situation(reason) for reason in rows["reason"].dropna()} & refuses
     if unmeasured:
-        raise error(f"{path}: {' and '.join(sorted(unmeasured))}s; {not_done}")
+        raise error(Refusal(report, not_done, unmeasured=tuple(sorted(unmeasured))))
     columns = ["name", "run_type", "aggregate_name", "repetition", "iterations"]
     columns += ["real_time_s", "cpu_time_s", "threads", "error", "reason", "conditions"]
     return report, rows[columns]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .benchjson import BenchReport, BenchRow, Interruption, error_counts
+from .benchjson import BenchReport, BenchRow, Interruption, Refusal, error_counts
 from .conditions import disturbances
 from .policy import POLICY, SITUATIONS, TOOLS
 from .row_rules import group_reasons
@@ -45,6 +45,23 @@ def describe_invalid(rows: list[BenchRow], limit: int = 3) -> str:
     groups = group_reasons(rows, lambda r: r.invalid or "")
     named = [(why, [r.name for r in g[:limit]], max(0, len(g) - limit)) for why, g in groups]
     return words("invalid", count=len(rows), groups=named)
+
+
+def refusal_words(refusal: Refusal) -> str:
+    """The one line of a file timing.read_rows refuses: what the run, its invalid rows or its
+    unmeasured rows are, then "; " and what the command does not do with it."""
+    path, not_done = refusal.report.path, refusal.not_done
+    if refusal.invalid:
+        return f"{path}: {describe_invalid(list(refusal.invalid))}; {not_done}"
+    if refusal.unmeasured:
+        return f"{path}: {' and '.join(refusal.unmeasured)}s; {not_done}"
+    return f"{'; '.join(cut_off_lines(refusal.report))}; {not_done}"
+
+
+def error_words(error: BaseException) -> str:
+    """An error's line: a Refusal's words, else its str()."""
+    refusal = error.args[0] if error.args else None
+    return refusal_words(refusal) if isinstance(refusal, Refusal) else str(error)
 
 
 def describe_errors(report: BenchReport) -> str:

@@ -19,7 +19,7 @@ from .curves import GemmShape
 from .loo import leave_one_out
 from .model import DATASETS, DTYPES, HOSTS, MLP_INPUTS, REFERENCE_RUNS, AdviseError, Advisor
 from .model import MlpConfig, load_runs
-from .render import answer_json, answer_text, loo_json, loo_text
+from .render import answer_json, answer_text, error_text, loo_json, loo_text
 
 PROG = program_name("gpubench_tools.advise")
 
@@ -159,7 +159,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         answers, warnings = _answers(args)
     except AdviseError as exc:
-        raise UnusableInput(str(exc)) from None
+        raise UnusableInput(error_text(exc)) from None
     # What the policy has the advisor warn about (load_runs: Table.said): a truncated file, an
     # invalid row, a benchmark in two files; not the failed and skipped rows it leaves out.
     for w in [] if args.quiet else warnings:

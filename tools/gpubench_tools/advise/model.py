@@ -23,11 +23,9 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import CopyFit, OverheadModel, build_model
-from ..report.topics import ADVISED_MLP, COMMITTED_GPU_REFERENCE, GEMM_ROW_NAMES, GEMM_WORKLOAD
+from ..report.topics import ADVISED_MLP, COMMITTED_GPU_REFERENCE, GEMM_WORKLOAD
 from ..report.topics import MLP_DATASETS, committed_gpu_reference
 from ..table import load_table, num, summarize
-from ..templating import Words, environment
-from ..units import fmt_bytes
 from .curves import GemmShape, Lookup, lookup
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp64": 8}
@@ -44,22 +42,13 @@ CPU_STREAM_BYTES_PER_S = 10e9
 LOSS_BYTES = 4.0
 
 
-def _errors() -> Any:
-    env = environment(__package__)
-    env.filters.update(bytes=fmt_bytes)
-    env.globals.update(row_names=GEMM_ROW_NAMES)
-    return env
-
-
-ERRORS = Words(_errors, "errors.j2")  # a macro per error
-
-
 class AdviseError(Exception):
-    """The request or the run cannot give an answer: the macro `sentence` of templates/errors.j2
-    says why, given the facts (str(); the CLI exits 2)."""
+    """The request or the run cannot give an answer, as data: the macro `sentence` of
+    templates/errors.j2 and the facts it is given (render.error_text words it; the CLI exits 2)."""
 
     def __init__(self, sentence: str, **facts: Any) -> None:
-        super().__init__(ERRORS(sentence, **facts))
+        super().__init__(sentence, facts)
+        self.sentence, self.facts = sentence, facts
 
 
 def cpu_dtype_for(gpu_dtype: str) -> str:

@@ -10,12 +10,13 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from ..report.topics import GEMM_ROW_NAMES
 from ..table import per_step, short_cpu_name, short_gpu_name
 from ..templating import Words, environment
 from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time, plural
 from .curves import GemmShape, Lookup
 from .loo import REPORTED_ACCURACY, LooReport
-from .model import DTYPE_BYTES, Advice, Advisor, Run, verdict
+from .model import DTYPE_BYTES, Advice, AdviseError, Advisor, Run, verdict
 
 GEMM_MEASURED = ("t_wall", "t_h2d", "t_compute", "t_d2h", "t_overhead")
 _SECONDS = {"seconds": "time_s", "seconds_per_step": "t_step"}  # JSON key -> the rows' column
@@ -65,12 +66,18 @@ def _environment() -> jinja2.Environment:
     units = dict(time=fmt_time, pct=fmt_pct, ratio=fmt_ratio, flops=fmt_flops, bytes=fmt_bytes)
     env.filters.update(units, flop=_flop, signed_pct=_signed_pct, short_gpu=short_gpu_name)
     env.filters.update(short_cpu=short_cpu_name)
-    env.globals.update(plural=plural, reported_accuracy=REPORTED_ACCURACY)
+    env.globals.update(plural=plural, reported_accuracy=REPORTED_ACCURACY, row_names=GEMM_ROW_NAMES)
     return env
 
 
 WORDS = {name: Words(_environment, f"{name}.j2") for name in ("gemm.txt", "mlp.txt", "loo.txt")}
 COMMON = Words(_environment, "common.j2")
+ERRORS = Words(_environment, "errors.j2")  # a macro per error
+
+
+def error_text(error: AdviseError) -> str:
+    """The one line of an AdviseError: its macro of templates/errors.j2, given its facts."""
+    return ERRORS(error.sentence, **error.facts)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from .paired import is_pair, judge_reports
 from .stats import rules_from
 from .render import as_doc, render_error, render_markdown, render_terminal, warning
 from .verdict import Judgement
+from .words import error_line
 
 MODULE = "gpubench_tools.compare"
 
@@ -95,7 +96,7 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     except Exception as exc:  # noqa: BLE001 - the contract: one line and exit 2, never exit 1
         expected = isinstance(exc, (BenchJsonError, ConfigError, UnusableInput))
         what = f"comparing {args.baseline} with {args.contender}: unexpected {type(exc).__name__}: "
-        line = " ".join(f"{'' if expected else what}{exc}".split())
+        line = " ".join(f"{'' if expected else what}{error_line(exc)}".split())
         emit_error(prog, line, EXIT_UNUSABLE, args)
         if not expected and args.debug:
             traceback.print_exc()

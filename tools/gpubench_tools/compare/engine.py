@@ -25,10 +25,9 @@ from typing import Any
 import pandas as pd
 
 from ..benchjson import BenchReport
-from ..status import UnusableInput
+from ..status import Said, UnusableInput, said
 from ..conditions import DISTURBED, UNKNOWN
 from ..row_rules import group_reasons
-from ..wording import cut_off_lines, disturbance_causes_line, unknown_conditions_note
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
 from ..table import file_rows, undisturbed
 from .config import CompareConfig
@@ -36,7 +35,6 @@ from .stats import CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricRes
 from .stats import Thresholds, compare_metric, first_few, judgeable, plausible_time
 from .verdict import FAILED, NOT_JUDGED_DISTURBED, SKIPPED, Disturbance, Judgement, Verdict
 from .verdict import check_files, lists, natural_key, openblas_core
-from .words import say
 
 __all__ = ["compare_reports", "natural_key", "openblas_core", "undisturbed"]
 
@@ -95,11 +93,11 @@ def _context_differences(
     return [(k, text(b), text(c)) for k, b, c in both if str(b) != str(c)]
 
 
-def _nothing_measured(report: BenchReport, frame: pd.DataFrame) -> str:
-    """Why a file has no benchmark to compare: the one line for UnusableInput."""
+def _nothing_measured(report: BenchReport, frame: pd.DataFrame) -> Said:
+    """Why a file has no benchmark to compare: the one line for UnusableInput, as data."""
     aggregates = bool(report.rows) and all(row.run_type == "aggregate" for row in report.rows)
     invalid = int((frame.status == INVALID).sum())
-    return say("nothing_measured", path=report.path, only_aggregates=aggregates, invalid=invalid,
+    return said("nothing_measured", path=report.path, only_aggregates=aggregates, invalid=invalid,
                why=_why_invalid(frame))  # fmt: skip
 
 
@@ -118,7 +116,7 @@ def _disturbance(base: pd.DataFrame, cont: pd.DataFrame) -> Disturbance | None:
     bdist, cdist = (int((f.conditions == DISTURBED).sum()) for f in (bmeasured, cmeasured))
     if not bdist and not cdist:
         return None
-    why = disturbance_causes_line(list(bmeasured.counters) + list(cmeasured.counters))
+    why = said("disturbance_causes_line", rows=list(bmeasured.counters) + list(cmeasured.counters))
     medians = (float(f.time.median()) if len(f) else math.nan for f in (bmeasured, cmeasured))
     return Disturbance(bdist, len(bmeasured), cdist, len(cmeasured), *medians, why)
 
@@ -179,7 +177,7 @@ class _Judge:
             # The time itself is not a measurement where the baseline's was: the benchmark broke,
             # whatever its valid repetitions say.
             why, n, of = _why_invalid(cont), len(cinvalid), len(cinvalid) + len(ctimes)
-            why = say("invalid_times", clock=self.config.time, invalid=n, of=of, why=why,
+            why = said("invalid_times", clock=self.config.time, invalid=n, of=of, why=why,
                       base_invalid=binvalid)  # fmt: skip
             return unmeasured(INVALID, why)
         if not ctimes:
@@ -197,17 +195,17 @@ class _Judge:
             notes.append("the only normalisation reference: no time/ref of its own")
         for what, messages in (("failed", errors), ("skipped", skipped)):
             if messages:
-                notes.append(say("not_measured", n=len(messages), what=what, first=messages[0]))
+                notes.append(said("not_measured", n=len(messages), what=what, first=messages[0]))
         for side, invalid, frame in (("baseline", binvalid, base), ("contender", cinvalid, cont)):
             if invalid:
                 why = _why_invalid(frame)
-                notes.append(say("invalid_left_out", n=len(invalid), side=side, why=why))
+                notes.append(said("invalid_left_out", n=len(invalid), side=side, why=why))
         verdict, why = _overall(metrics), None
         if d is not None:
             for side in ("baseline", "contender"):
                 n, of = getattr(d, f"{side}_disturbed"), getattr(d, f"{side}_measured")
                 if n:
-                    notes.append(say("disturbed_left_out", n=n, measured=of, side=side))
+                    notes.append(said("disturbed_left_out", n=n, measured=of, side=side))
             enough = judgeable(d.baseline_measured, d.contender_measured, thresholds.alpha)
             if verdict == FEW and enough:
                 # Enough repetitions were run; the machine took them. Not a sample-size problem.
@@ -225,7 +223,7 @@ def _why_not_measured(group: pd.DataFrame) -> tuple[str, str]:
 
 def _divisors(
     config: CompareConfig, base: pd.DataFrame, cont: pd.DataFrame, common: list[str], path: str
-) -> tuple[list[str], dict[str, tuple[float, float]], list[str]]:
+) -> tuple[list[str], dict[str, tuple[float, float]], list[Said]]:
     """The normalisation of config "normalize": (the reference benchmarks, each benchmark's
     (baseline, contender) divisor, warnings). A divisor is the geometric mean of the reference
     benchmarks' median times on that side, leaving out the benchmark itself, so a regression in
@@ -235,13 +233,13 @@ def _divisors(
         return [], {}, []
     pattern = config.normalize.reference
     if not any(pattern.search(k) for k in base.key[base.status == MEASURED]):
-        raise UnusableInput(say("reference_unmatched", pattern=pattern.pattern, path=path))
+        raise UnusableInput(said("reference_unmatched", pattern=pattern.pattern, path=path))
     # A pattern whose benchmarks all fail, are missing or have no valid time in the contender
     # leaves the run without normalisation (a warning): those benchmarks fail or are listed on
     # their own, and the absolute comparison of every time still holds.
     refs = [k for k in common if pattern.search(k)]
     if not refs:
-        return [], {}, [say("reference_not_common", pattern=pattern.pattern)]
+        return [], {}, [said("reference_not_common", pattern=pattern.pattern)]
     medians = [f[f.status == MEASURED].groupby("key").time.median()[refs] for f in (base, cont)]
     divisors = {
         key: tuple(statistics.geometric_mean(m.drop(key, errors="ignore")) for m in medians)
@@ -257,21 +255,23 @@ def _reading_warnings(
     frames: tuple[pd.DataFrame, pd.DataFrame],
     ambiguous: set[str],
     results: list[Verdict],
-) -> list[str]:
+) -> list[Said]:
     """What the reader must know before trusting the table (one line each)."""
     base, cont = frames
     warnings = []
     sides = (("the baseline's", base), ("the contender's", cont))
     unknown = [side for side, f in sides if (f.conditions[f.status == MEASURED] == UNKNOWN).any()]
     if unknown and lists("contender", UNKNOWN_CONDITIONS):
-        warnings.append(unknown_conditions_note(" and ".join(unknown) + " repetitions"))
+        warnings.append(
+            said("unknown_conditions_note", what=" and ".join(unknown) + " repetitions")
+        )
     if ambiguous:
-        warnings.append(say("ambiguous_names", n=len(ambiguous)))
+        warnings.append(said("ambiguous_names", n=len(ambiguous)))
     # Different OpenBLAS kernels (OPENBLAS_CORETYPE, or another CPU): every CPU ratio then
     # compares two kernel sets, and can hide or fake a regression.
     bcore, ccore = openblas_core(baseline.context), openblas_core(contender.context)
     if bcore is not None and ccore is not None and bcore != ccore:
-        warnings.append(say("openblas_cores", base=bcore, cont=ccore))
+        warnings.append(said("openblas_cores", base=bcore, cont=ccore))
     with_invalid = set(base.key[base.status == INVALID]) | set(cont.key[cont.status == INVALID])
 
     def left_out(b: Verdict) -> bool:
@@ -279,7 +279,7 @@ def _reading_warnings(
 
     dropped = [b for b in results if b.metrics and (b.name in with_invalid or left_out(b))]
     if dropped:
-        warnings.append(say("values_left_out", n=len(dropped)))
+        warnings.append(said("values_left_out", n=len(dropped)))
     return warnings
 
 
@@ -306,7 +306,7 @@ def compare_reports(
             raise UnusableInput(_nothing_measured(baseline, base))
         if MEASURED not in cont.status.values:
             raise UnusableInput(_nothing_measured(contender, cont))
-        raise UnusableInput(say("no_common", baseline=baseline.path, contender=contender.path))
+        raise UnusableInput(said("no_common", baseline=baseline.path, contender=contender.path))
     common = [k for k in in_cont if MEASURED in by_key[1][k].status.values]  # they get ratios
     reference, divisors, warnings = _divisors(config, base, cont, common, baseline.path)
 
@@ -315,7 +315,7 @@ def compare_reports(
     checked = chosen + [c for c in config.exact_counters if c not in chosen]
     judge = _Judge(config, checked, divisors, reference)
     results = [judge.benchmark(k, by_key[0][k], by_key[1][k]) for k in in_cont]
-    warnings = cut_off_lines(baseline) + cut_off_lines(contender) + warnings
+    warnings = [said("cut_off_lines", report=r) for r in (baseline, contender)] + warnings
     warnings += _reading_warnings(baseline, contender, (base, cont), ambiguous, results)
     unmeasured = sorted(set(by_key[0]) - set(measured), key=natural_key)
     by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(by_key[0][key]))

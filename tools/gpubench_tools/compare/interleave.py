@@ -58,6 +58,7 @@ from .. import output
 from ..row_rules import group_reasons
 from . import paired, stats
 from .cli import emit, emit_error
+from .words import error_line
 from .paired import PAIR_ID, PAIR_ORDER, PAIR_REPS_PER_RUN, PAIR_ROLE, PAIR_TIME, PAIRED_WITH
 from .verdict import Judgement
 
@@ -379,9 +380,17 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
     return emit(prog, judgement, args)
 
 
+def _worded(prog: str, argv: Sequence[str] | None) -> int:
+    """_run, with the line of an UnusableInput the draws raised as data (a Said) worded."""
+    try:
+        return _run(prog, argv)
+    except UnusableInput as exc:
+        raise UnusableInput(error_line(exc)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     prog = program_name(MODULE)
-    return run_main(prog, lambda a: _run(prog, a), argv)
+    return run_main(prog, lambda a: _worded(prog, a), argv)
 
 
 if __name__ == "__main__":

@@ -48,15 +48,13 @@ from ..benchjson import FAILED as FAILED_ROW, SKIPPED as SKIPPED_ROW
 from ..benchjson import BenchReport, iteration_rows, load_report
 from ..conditions import DISTURBED, UNKNOWN
 from ..json_values import as_read
-from ..status import UnusableInput
+from ..status import Said, UnusableInput, said
 from ..policy import DISTURBED_ROW, UNKNOWN_CONDITIONS
 from ..row_rules import group_reasons
-from ..wording import cut_off_lines, unknown_conditions_note
 from .stats import AMBIGUOUS, DEFAULT_RULES, FEW, INVALID, SLOWER, PairedRules, judge_values
 from .stats import needs_confirmation, possibly_slower
 from .verdict import BASE_FAILED, FAILED, INCOMPLETE, MISSING, NEW, SKIPPED, Judgement, Verdict
 from .verdict import check_files, lists, natural_key
-from .words import say
 
 # The judgement, and the statistics of the pairs the gate's scripts read from here (the others:
 # stats.py).
@@ -129,7 +127,7 @@ def _judge_pairs(
         sorted(i for i, r in by.items() if math.isnan(_time(r, clock))) for by in (b_by, c_by)
     )
     if bad_c and not bad_b:
-        return Verdict(name, INVALID, say("invalid_pairs", clock=clock, bad=_indices(bad_c)))
+        return Verdict(name, INVALID, said("invalid_pairs", clock=clock, bad=_indices(bad_c)))
     common = sorted(i for i in set(b_by) & set(c_by) if i is not None and i not in bad_b + bad_c)
     only_b, only_c = (sorted(i for i in set(x) - set(y) if i is not None) for x, y in sides)
     disturbed = {i for i in common if DISTURBED in (b_by[i].conditions, c_by[i].conditions)}
@@ -142,10 +140,10 @@ def _judge_pairs(
     if only_b or only_c or bad_b:
         bench.verdict = INCOMPLETE if verdict != SLOWER else verdict
         only_base, only_cont = _indices(only_b), _indices(only_c)
-        bench.why = say("incomplete", only_base=only_base, only_cont=only_cont, bad_base=len(bad_b),
+        bench.why = said("incomplete", only_base=only_base, only_cont=only_cont, bad_base=len(bad_b),
                         clock=clock)  # fmt: skip
     elif verdict == FEW:
-        bench.why = say("few_pairs", kept=len(kept), left_out=bench.left_out, common=len(common),
+        bench.why = said("few_pairs", kept=len(kept), left_out=bench.left_out, common=len(common),
                         rules=rules)  # fmt: skip
     return bench
 
@@ -156,12 +154,12 @@ def judge_reports(
     """Judges two paired files (is_pair) benchmark by benchmark (module docstring)."""
     clock = clock or str(base.context.get(PAIR_TIME) or "real_time")
     if clock not in ("cpu_time", "real_time"):
-        raise UnusableInput(say("pair_time", path=base.path, clock=as_read(clock)))
+        raise UnusableInput(said("pair_time", path=base.path, clock=as_read(clock)))
     cut_off = check_files(base, contender)
-    notes: list[str] = []
+    notes: list[str | Said] = []
     if base.context.get(PAIR_ROLE) == "contender" and contender.context.get(PAIR_ROLE) == "base":
-        notes.append(say("reversed_files"))
-    notes += cut_off_lines(base) + cut_off_lines(contender)
+        notes.append(said("reversed_files"))
+    notes += [said("cut_off_lines", report=r) for r in (base, contender)]
     base_rows, cont_rows = _rows_by_name(base), _rows_by_name(contender)
     # A file of several inner repetitions per process holds each process's fastest (interleave.py):
     # the minimum stands for its process, disturbed or not. Measured on real runs beside a bursty
@@ -172,9 +170,9 @@ def judge_reports(
     leave_out_disturbed = _inner_repetitions(base) <= 1 and lists("contender", DISTURBED_ROW)
     rows = iteration_rows(base) + iteration_rows(contender)
     if any(r.conditions == UNKNOWN for r in rows) and lists("contender", UNKNOWN_CONDITIONS):
-        notes.append(unknown_conditions_note("repetitions"))
+        notes.append(said("unknown_conditions_note", what="repetitions"))
     if not set(base_rows) & set(cont_rows):
-        raise UnusableInput(say("nothing_in_common", base=base.path, contender=contender.path))
+        raise UnusableInput(said("nothing_in_common", base=base.path, contender=contender.path))
 
     def judge(name: str) -> Verdict:
         b_rows, c_rows = base_rows.get(name, []), cont_rows.get(name, [])

@@ -30,7 +30,7 @@ from ..templating import Words
 from ..wording import cut_off_words
 from .stats import AMBIGUOUS, CHANGED, FASTER, FEW, INVALID, NOISY, SAME, SLOWER, MetricResult
 from .verdict import FAILED, INCOMPLETE, Judgement, Verdict
-from .words import Painted, by_message, templates
+from .words import Painted, by_message, templates, worded
 
 # A metric's verdict in the tables, where it is not the verdict's own word.
 _VERDICT_TEXT = {SLOWER: "SLOWER", NOISY: "too noisy to judge", FEW: "not enough samples"}
@@ -290,7 +290,7 @@ def _pieces(report: Any) -> tuple[str, ...]:
 
 def page(j: Judgement, verbose: bool = False) -> Page:
     """The record of independent repetitions' texts (`verbose`: the terminal lists every name)."""
-    measured = [b for b in j.benchmarks if b.metrics]
+    measured = [b for b in worded(j).benchmarks if b.metrics]
     attention = [b for b in measured if b.verdict not in (SAME, FEW)]
     unchanged = [b for b in measured if b.verdict == SAME]
     notes = [
@@ -320,6 +320,7 @@ def gate_record(j: Judgement) -> GateLine:
 
 
 def paired_page(j: Judgement, quiet: bool = False) -> PairedPage:
+    worded(j)
     shown = [
         b for b in j.benchmarks if not quiet or b.fails or b.verdict in (AMBIGUOUS, INCOMPLETE)
     ]
@@ -334,6 +335,7 @@ def gate_line(j: Judgement) -> str:
 
 def warning(j: Judgement) -> str:
     """The line on stderr of a judgement that is not a verdict (exit 2 or 3)."""
+    worded(j)
     kind = "error" if j.exit_code == 2 else "warning" if j.paired else "busy"
     line = gate_line(j) if j.paired else words("cannot_judge", why=_not_judged(j))
     return words("warning", kind=kind, line=line)
@@ -379,7 +381,7 @@ def _side(report: Any) -> dict[str, Any]:
 
 def as_doc(j: Judgement) -> dict[str, Any]:
     """The --json document."""
-    benchmarks = [b.as_dict(j.paired) for b in j.benchmarks]
+    benchmarks = [b.as_dict(j.paired) for b in worded(j).benchmarks]
     if j.paired:
         doc = {"exit_code": j.exit_code, "gate": gate_line(j), "paired": True}
         doc |= {"baseline": j.baseline.path, "contender": j.contender.path, "clock": j.clock}

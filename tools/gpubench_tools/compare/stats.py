@@ -19,12 +19,11 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ..status import Number, UnusableInput
+from ..status import Number, Said, UnusableInput, said
 from ..json_values import as_read
 from ..row_rules import MAX_TIME_S
 from ..schema import usable_counter
 from ..stats import SampleStats, min_p_value, ratio_of, repetitions_needed, u_test
-from .words import say
 
 # How a metric is judged: "lower" (times), "higher" (rates), "exact" (counters that define the
 # work, e.g. flop: any change means the benchmark itself changed) and "info" (shown, never judged).
@@ -47,11 +46,6 @@ def judgeable(n_base: int, n_cont: int, alpha: float) -> bool:
     p >= 0.036), but a side of 3 says little about its own spread, and a rule a user can state
     in one sentence is the one they can plan repetitions by."""
     return min(n_base, n_cont) >= repetitions_needed(alpha)
-
-
-def repetition_rule(alpha: float) -> str:
-    """The rule in words, the same in the tool's output, docs/regression-gate.md and the README."""
-    return say("repetition_rule", needed=repetitions_needed(alpha), alpha=alpha)
 
 
 # Relative difference below which "exact" counters count as equal: they are computed from the
@@ -90,7 +84,7 @@ class MetricResult:
     p_value: float | None
     verdict: str
     gating: bool  # whether a "slower"/"changed"/"invalid" verdict of this metric fails the gate
-    notes: list[str] = field(default_factory=list)
+    notes: list[str | Said] = field(default_factory=list)  # a Said: compare.words words it
     # Repetitions a side the U test needs to reach alpha (set when the verdict is FEW).
     needed: int | None = None
     # Values left out as not plausible (NaN, infinity, a time <= 0, an absurd magnitude).
@@ -129,19 +123,22 @@ def _note_invalid(m: MetricResult, judged: bool) -> bool:
     the contender has them and the baseline had none (or the contender has nothing else)."""
     sides = (("baseline", m.base_invalid, m.base), ("contender", m.cont_invalid, m.cont))
     # The distinct values, each as the file wrote it ('NaN, Infinity', '0, -1.5e-06').
-    said = {
-        side: say("invalid_values", invalid=len(bad), of=stats.n + len(bad), side=side,
-                  values=first_few(map(as_read, bad), ", "))  # fmt: skip
+    facts = {
+        side: dict(invalid=len(bad), of=stats.n + len(bad), side=side,
+                   values=first_few(map(as_read, bad), ", "))  # fmt: skip
         for side, bad, stats in sides
     }
     if judged and m.cont_invalid and m.base.n and (not m.base_invalid or not m.cont.n):
-        m.notes.append(said["contender"] + ("" if m.base_invalid else ", none in the baseline"))
+        tail = "" if m.base_invalid else ", none in the baseline"
+        m.notes.append(said("invalid_values", **facts["contender"], tail=tail))
         return True
-    m.notes += [said[side] + ": left out" for side, bad, _ in sides if bad]
+    m.notes += [
+        said("invalid_values", **facts[side], tail=": left out") for side, bad, _ in sides if bad
+    ]
     return False
 
 
-def _exact_verdict(base: SampleStats, cont: SampleStats, notes: list[str]) -> str:
+def _exact_verdict(base: SampleStats, cont: SampleStats, notes: list[str | Said]) -> str:
     """SAME or CHANGED of a counter that defines the work of the benchmark (better "exact")."""
     # The contender's repetitions must all do one amount of work, the base's amount; or, where the
     # base's repetitions already differed (a file compared with itself), exactly the base's.
@@ -150,7 +147,7 @@ def _exact_verdict(base: SampleStats, cont: SampleStats, notes: list[str]) -> st
     same_as_base = len(cont.values) == len(base.values) and all(close(c, b) for c, b in pairs)
     equal = same_as_base or (close(cont.min, cont.max) and close(cont.median, base.median))
     if not equal:
-        notes.append(say("work_changed"))
+        notes.append(said("work_changed"))
     return SAME if equal else CHANGED
 
 
@@ -171,7 +168,7 @@ def _spread_verdict(m: MetricResult) -> str:
     if thresholds.check_fastest:
         best_worse, best_improved = best_slowdown > limit, best_slowdown < 1.0 / limit
         if (worse and not best_worse) or (improved and not best_improved):
-            notes.append(say("best_unmoved", slowdown=slowdown, best=best_slowdown))
+            notes.append(said("best_unmoved", slowdown=slowdown, best=best_slowdown))
         worse, improved = worse and best_worse, improved and best_improved
     if significant and (worse or improved):
         # Samples that do not even overlap cannot owe the difference to their noise.
@@ -180,7 +177,7 @@ def _spread_verdict(m: MetricResult) -> str:
     else:
         verdict = NOISY if noisy else SAME
     if verdict == NOISY:
-        notes.append(say("too_noisy", cv=max(cvs), max_cv=thresholds.max_cv))
+        notes.append(said("too_noisy", cv=max(cvs), max_cv=thresholds.max_cv))
     elif (worse or improved) and not significant and p_value is not None:
         notes.append(f"beyond max_ratio but not significant (p={p_value:.3g})")
     return verdict
@@ -210,7 +207,7 @@ def compare_metric(
     base_invalid, cont_invalid = ([v for v in vs if not plausible(float(v))] for vs in sides)
     base, cont = (SampleStats.of([v for v in vs if plausible(float(v))]) for vs in sides)
     ratio = ratio_of(cont.median, base.median) if base.n and cont.n else math.nan
-    notes: list[str] = []
+    notes: list[str | Said] = []
 
     def result(
         verdict: str, slow: float, p: float | None, best: float = math.nan, need: int | None = None
@@ -241,7 +238,7 @@ def compare_metric(
         needed = repetitions_needed(thresholds.alpha)
         least_p = min_p_value(base.n, cont.n)
         n = base.n if base.n == cont.n else f"{base.n} vs {cont.n}"
-        notes.append(say("too_few", n=n, needed=needed, alpha=thresholds.alpha, min_p=least_p,
+        notes.append(said("too_few", n=n, needed=needed, alpha=thresholds.alpha, min_p=least_p,
                          slowdown=slowdown))  # fmt: skip
         return result(FEW, slowdown, p_value, best_slowdown, needed)
     judged = result(SAME, slowdown, p_value, best_slowdown)
@@ -307,10 +304,10 @@ def rules_from(
     rules = replace(DEFAULT_RULES, **{k: v for k, v in given.items() if v is not None})
     start, most = rules.start_pairs, rules.max_pairs
     if start < 1 or most < start:
-        raise UnusableInput(say("pairs_range", start=start, most=most))
+        raise UnusableInput(said("pairs_range", start=start, most=most))
     rules = replace(rules, min_pairs=min_pairs_for(rules.alpha))
     if start < rules.min_pairs:
-        raise UnusableInput(say("pairs_too_few", start=start, rules=rules))
+        raise UnusableInput(said("pairs_too_few", start=start, rules=rules))
     return rules
 
 

@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..benchjson import BenchReport
-from ..status import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, UnusableInput
+from ..status import EXIT_OK, EXIT_REGRESSION, EXIT_UNRESOLVED, EXIT_UNUSABLE, Said, UnusableInput
+from ..status import said
 from ..policy import FAIL, FAILED_ROW, INTERRUPTED, LIST, MALFORMED_ROW, NOTHING_MEASURED, REFUSE
 from ..policy import SKIPPED_ROW, UNSOUND_ROW, action, file_situation
 from .config import CompareConfig
 from .stats import AMBIGUOUS, CHANGED, FEW, INVALID, SLOWER, Estimate, MetricResult, PairedRules
 from .stats import needs_confirmation, possibly_slower
-from .words import say
 
 # Verdicts of a whole benchmark besides those of its metrics (stats.py). FAILED: it ran in the
 # baseline and now fails (a failed row of the contender). SKIPPED: it now does not
@@ -65,7 +65,7 @@ def lists(side: str, situation: str) -> bool:
     return action(f"compare {side}", situation).kind == LIST
 
 
-def check_files(baseline: BenchReport, contender: BenchReport) -> str | None:
+def check_files(baseline: BenchReport, contender: BenchReport) -> Said | None:
     """What the policy table says of the two files before anything is judged: raises
     UnusableInput (one line naming the file, the row and the field) for what it refuses (a
     malformed row on either side, a cut-off baseline); returns why the contender is not a whole
@@ -74,15 +74,15 @@ def check_files(baseline: BenchReport, contender: BenchReport) -> str | None:
         malformed = [row for row in report.rows if row.malformed]
         if malformed and action(tool, MALFORMED_ROW).kind == REFUSE:
             more = len(malformed) - 1
-            raise UnusableInput(say("malformed", path=report.path, row=malformed[0], more=more))
+            raise UnusableInput(said("malformed", path=report.path, row=malformed[0], more=more))
     situation = file_situation(baseline)
     if situation is not None and action("compare baseline", situation).kind == REFUSE:
-        raise UnusableInput(say("baseline_cut_off", report=baseline))
+        raise UnusableInput(said("baseline_cut_off", report=baseline))
     situation = file_situation(contender)
     if situation is None or action("compare contender", situation).kind != FAIL:
         return None
     stop = contender.interrupted if situation == INTERRUPTED else None
-    return say("contender_cut_off", report=contender, missing=stop and stop.missing)
+    return said("contender_cut_off", report=contender, missing=stop and stop.missing)
 
 
 @dataclass
@@ -97,7 +97,7 @@ class Disturbance:
     contender_measured: int
     baseline_median_all: float
     contender_median_all: float
-    why: str
+    why: str | Said  # a Said until compare.words.worded words it
 
     @property
     def ratio_all(self) -> float:
@@ -116,7 +116,7 @@ class Verdict:
 
     name: str
     verdict: str
-    why: str | None = None
+    why: str | Said | None = None  # a Said until compare.words.worded words it
     label: str = ""
     metrics: list[MetricResult] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)
@@ -167,7 +167,7 @@ class Judgement:
     paired: bool = False
     config: CompareConfig | None = None
     rules: PairedRules | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str | Said] = field(default_factory=list)  # worded by compare.words.worded
     # Measured in the baseline, absent from the contender: fails unless allow_missing.
     only_in_baseline: list[str] = field(default_factory=list)
     only_in_contender: list[str] = field(default_factory=list)
@@ -179,7 +179,7 @@ class Judgement:
     # Benchmarks of the baseline not compared, one {"kind", "reason", "names"} per reason.
     not_compared: list[dict[str, Any]] = field(default_factory=list)
     # Why the contender is not a whole run where the policy fails that; None when whole.
-    cut_off: str | None = None
+    cut_off: str | Said | None = None
     wall_seconds: float | None = None
     bench_seconds: float | None = None
 

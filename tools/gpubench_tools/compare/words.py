@@ -1,5 +1,6 @@
 """The one Jinja2 environment of compare's templates, reached through templating.Words: `say`
-the notes, warnings and errors of the draws and the statistics (templates/notes.j2), render.words
+the notes, warnings and errors of the draws and the statistics (templates/notes.j2), which the
+draws and the statistics leave as data (status.Said; `worded`, `error_line`), render.words
 the renderer's sentences (templates/words.j2). Python decides, as data, and passes every figure
 and choice as plain values; the templates word it. No autoescape: the outputs are text and Markdown, not HTML; every piece of data goes through
 `md`/`code` (Markdown) or finalize (one_line, terminal)."""
@@ -7,7 +8,7 @@ and choice as plain values; the templates word it. No autoescape: the outputs ar
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Callable
 
 import jinja2
 
@@ -15,7 +16,10 @@ from ..escape import one_line
 from ..templating import Words, environment
 from ..units import plural
 from ..row_rules import group_reasons
-from ..wording import cut_off_words
+from ..status import Said
+from ..wording import cut_off_lines, cut_off_words, disturbance_causes_line
+from ..wording import unknown_conditions_note
+from .stats import repetitions_needed
 
 
 class Painted(str):
@@ -42,3 +46,47 @@ def templates(terminal: bool = False) -> jinja2.Environment:
 
 # The notes, warnings and errors of the draws and the statistics: say("macro", name=value).
 say = Words(templates, "notes.j2")
+
+
+# The core's words (wording.py) a Said of the draws may name, beside the macros of notes.j2.
+_CORE: dict[str, Callable[..., Any]] = dict(
+    cut_off_lines=cut_off_lines,
+    disturbance_causes_line=disturbance_causes_line,
+    unknown_conditions_note=unknown_conditions_note,
+)
+
+
+def spoken(note: Any) -> Any:
+    """A Said's words (cut_off_lines: a list of lines); any other value as it is."""
+    if not isinstance(note, Said):
+        return note
+    return _CORE.get(note.macro, functools.partial(say, note.macro))(**note.values)
+
+
+def lines(notes: list[Any]) -> list[str]:
+    """The notes' words, one line each."""
+    groups = [note if isinstance(note, list) else [note] for note in map(spoken, notes)]
+    return [line for group in groups for line in group]
+
+
+def worded(j: Any) -> Any:
+    """The Judgement `j` with the notes, reasons and warnings its draws left as data worded, in
+    place (once: words stay words)."""
+    j.warnings[:], j.cut_off = lines(j.warnings), spoken(j.cut_off)
+    for b in j.benchmarks:
+        b.why = spoken(b.why)
+        if b.disturbance is not None:
+            b.disturbance.why = spoken(b.disturbance.why)
+        for m in b.metrics:
+            m.notes[:] = lines(m.notes)
+    return j
+
+
+def error_line(error: BaseException) -> str:
+    """An error's line: the words of the Said it carries, else its str()."""
+    return spoken(error.args[0]) if error.args and isinstance(error.args[0], Said) else str(error)
+
+
+def repetition_rule(alpha: float) -> str:
+    """The rule in words, the same in the tool's output, docs/regression-gate.md and the README."""
+    return say("repetition_rule", needed=repetitions_needed(alpha), alpha=alpha)

@@ -22,7 +22,7 @@ from ..timing import add_time_option, compile_filter
 from .check import RULE_RANGES, CheckRule, check_history, summarize_checks
 from .ingest import read_run
 from .store import History, HistoryError, HistoryStore
-from .words import WORDS
+from .words import WORDS, error_text, stored
 
 # The options of CheckRule, in its field order, with their help; --time comes after them.
 _RULE_HELP = {
@@ -105,7 +105,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
     with HistoryStore.open(args.db, create=True) as store:
         for path in args.runs:
             try:
-                record = read_run(path, args.commit, args.date)
+                record = stored(read_run(path, args.commit, args.date))
                 outcome = store.add_run(record)
             except (sqlite3.Error, KeyboardInterrupt):
                 raise  # the database, not this file: nothing more can be added
@@ -116,7 +116,9 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 if args.debug and not expected:
                     traceback.print_exc()
                 unexpected = None if expected else type(exc).__name__
-                not_added = WORDS("not_added", path=path, exc=exc, unexpected=unexpected)
+                not_added = WORDS(
+                    "not_added", path=path, exc=error_text(exc), unexpected=unexpected
+                )
                 output.warn(f"{_prog()}: error: " + not_added)
                 status = EXIT_UNUSABLE
                 continue

@@ -18,12 +18,11 @@ import pandas as pd
 
 from ..conditions import DISTURBED, QUIET
 from ..schema import usable_counter
+from ..status import said
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..compare.engine import openblas_core
 from ..timing import read_rows
-from ..wording import interruption_words
 from .store import HistoryError, RunRecord
-from .words import WORDS
 
 COMMIT_KEY = "gpubench_git_commit"
 DATE_KEY = "date"
@@ -86,7 +85,8 @@ def _repetitions(rows: pd.DataFrame) -> list[int]:
 
 
 def read_run(path: str, commit: str | None = None, date: str | None = None) -> RunRecord:
-    """Read and check one bench JSON file. Raises BenchJsonError or HistoryError, one line each.
+    """Read and check one bench JSON file. Raises BenchJsonError or HistoryError, one line each
+    (a text, a status.Said or a benchjson.Refusal: history.words.error_text words it).
 
     `commit` and `date` replace the context's values (files written by other programs have none).
     """
@@ -94,7 +94,7 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     context = report.context
     commit = commit or str(context.get(COMMIT_KEY, "") or "")
     if not commit:
-        raise HistoryError(WORDS("no_commit", path=path, key=COMMIT_KEY))
+        raise HistoryError(said("no_commit", path=path, key=COMMIT_KEY))
     date = date or str(context.get(DATE_KEY, "") or "")
     if not date:
         raise HistoryError(f"{path}: no '{DATE_KEY}' in the context (pass --date)")
@@ -103,7 +103,7 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
         raise HistoryError(f"{path}: no benchmark rows")
     rows = rows[rows["run_type"] == "iteration"]
     if rows.empty:
-        raise HistoryError(WORDS("only_aggregates", path=path))
+        raise HistoryError(said("only_aggregates", path=path))
     rows = rows.assign(repetition=_repetitions(rows))
     benchmarks = rows.drop_duplicates("name")[["name", "threads"]]
     benchmarks = benchmarks.assign(
@@ -115,7 +115,7 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     if not measured.any() and action("history add", NOTHING_MEASURED).kind == REFUSE:
         reasons = rows["reason"].value_counts()
         counts = dict(rows=int(reasons.sum()), first=reasons.index[0], others=len(reasons) - 1)
-        raise HistoryError(WORDS("nothing_measured", path=path, **counts))
+        raise HistoryError(said("nothing_measured", path=path, **counts))
     samples = rows.loc[measured, ["name", "repetition", "real_time_s", "cpu_time_s", "iterations"]]
     # 1 disturbed, 0 quiet, NaN (NULL) conditions unknown: stored as the reader decided it.
     samples["disturbed"] = rows["conditions"].map({DISTURBED: 1, QUIET: 0})
@@ -127,5 +127,4 @@ def read_run(path: str, commit: str | None = None, date: str | None = None) -> R
     fingerprint = machine_fingerprint(desc)
     record = (fingerprint, desc, commit, date, time_utc_s, path, sha256, context, benchmarks)
     # An interrupted run is stored with what it finished, marked (policy: interrupted run).
-    interrupted = None if report.interrupted is None else interruption_words(report.interrupted)
-    return RunRecord(*record, samples, failures, interrupted)
+    return RunRecord(*record, samples, failures, report.interrupted)

@@ -25,6 +25,7 @@ from typing import Any, Iterator, NamedTuple
 
 import pandas as pd
 
+from ..benchjson import Interruption
 from ..policy import DISTURBED_ROW, LIST, action
 from ..timing import choose_time
 
@@ -77,9 +78,10 @@ class RunRecord(NamedTuple):
     benchmarks: pd.DataFrame  # name, family, manual_time, threads
     samples: pd.DataFrame  # name, repetition, real_time_s, cpu_time_s, iterations, disturbed
     failures: pd.DataFrame  # name, repetition, reason
-    # None for a whole run; for a run a signal stopped, what its context says, in words
-    # ("interrupted by SIGTERM after 32 of 46 benchmarks"): only what it finished is stored.
-    interrupted: str | None = None
+    # None for a whole run; for a run a signal stopped, what its context says (ingest.read_run
+    # gives the Interruption; history.words.stored words it, "interrupted by SIGTERM after
+    # 32 of 46 benchmarks"): only what it finished is stored.
+    interrupted: Interruption | str | None = None
 
 
 class AddOutcome(NamedTuple):

@@ -8,11 +8,13 @@ import functools
 
 import jinja2
 
-from ..wording import unknown_conditions_note
+from ..status import Said
+from ..wording import error_words, interruption_words, unknown_conditions_note
 from ..escape import one_line, term_text
 from ..policy import MIN_UNDISTURBED
 from ..templating import Words, environment
 from ..units import fmt_time, plural
+from .store import RunRecord
 
 
 @functools.cache
@@ -26,3 +28,15 @@ def _environment() -> jinja2.Environment:
 
 WORDS = Words(_environment, "words.j2")
 EXPORT_WORDS = Words(_environment, "export.j2")
+
+
+def error_text(error: BaseException) -> str:
+    """An error's line: a Said's macro of words.j2 given its values, else wording.error_words."""
+    said = error.args[0] if error.args else None
+    return WORDS(said.macro, **said.values) if isinstance(said, Said) else error_words(error)
+
+
+def stored(record: RunRecord) -> RunRecord:
+    """The record as the store keeps it: the interruption in words."""
+    stop = record.interrupted
+    return record if stop is None else record._replace(interrupted=interruption_words(stop))
