@@ -400,3 +400,29 @@ def test_energy_topic_gives_joules_per_step_and_says_the_cpu_side_is_not_recorde
     md = (tmp_path / "rep3" / "report.md").read_text()
     assert "CPU side: best of 2 threads." in md
     assert "| graph | 0.01 J | 0.008 J | 0.8x |" in md
+
+
+def test_rows_too_short_for_the_energy_counter_are_said_with_the_window_they_need(
+    tmp_path, capsys
+) -> None:
+    """HAND-MADE rows: bench left out the energy of repetitions shorter than ten steps of NVML's
+    counter and marked them; the report says how many and what window a repetition needs."""
+    from handmade_rows import CONTEXT, mlp_row
+
+    rows = []
+    for i in range(3):
+        rows.append(
+            mlp_row("gpu", "graph", "iris", 120, "10", 30e-6, extra={"gpu_energy_too_short": 1.0})
+        )
+        rows.append(mlp_row("cpu", "openblas", "iris", 120, "10", 20e-6, threads=1))
+        for row in rows[-2:]:
+            row["repetition_index"] = i
+    context = {**CONTEXT, "gpu_energy_min_window_s": "1.0"}
+    path = write_bench_json(tmp_path / "short.json", rows, context)
+    code, _, err = run(capsys, report_main, str(path), "--out", str(tmp_path / "rep"))
+    assert code == OK, err
+    md = (tmp_path / "rep" / "report.md").read_text()
+    section = md.split("## Energy per training step, CPU vs GPU")[1].split("\n## ")[0]
+    assert "1 GPU rows ran too short to measure energy" in section
+    assert "(here 1.00 s)" in section and "--benchmark\\_min\\_time=1" in section
+    assert "Joules per" not in section and "|" not in section  # nothing measured: no table

@@ -68,7 +68,7 @@ THIS_RUN, REFERENCE_RUN = "this run", "reference run"
 # the memory bandwidths (the roofs, roofline.py).
 _NUMERIC_CONTEXT = re.compile(
     r"^context\.(gpu_peak_\w+_flops|cpu_peak_\w+_flops|cpu_physical_cores"
-    r"|\w+_bandwidth_\w*bytes_per_s)$"
+    r"|\w+_bandwidth_\w*bytes_per_s|gpu_energy_\w+_s)$"
 )
 # A benchmark that failed, was skipped or is invalid: a row of Table.problems.
 _PROBLEM_COLUMNS = ("file", "name", "backend", "status", "reason")

@@ -225,10 +225,11 @@ def energy_page(ctx: Context, labels: Labels, found: Energy) -> Section:
     energy, unit = found.energy, found.energy.unit_name
     absent = say("cpu_energy_absent", reasons=found.reasons, otherwise=energy.cpu_absent)
     said = say("energy", unit=unit, compared=found.compared, sizes=found.sizes,
-               absent="".join(absent))  # fmt: skip
+               absent="".join(absent), measured=bool(found.pairs), too_short=found.too_short,
+               window=found.min_window_s)  # fmt: skip
     rows = [(topic, plain(frame)) for topic, frame in found.pairs]
-    table = table_of("energy_table", unit=unit, pairs=rows)
-    return section(energy.id, said, [], [table], title=energy.title)
+    tables = [table_of("energy_table", unit=unit, pairs=rows)] if found.pairs else []
+    return section(energy.id, said, [], tables, title=energy.title)
 
 
 def problems_page(ctx: Context, labels: Labels, found: Problems) -> Section:

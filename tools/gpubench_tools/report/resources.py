@@ -291,15 +291,25 @@ class Energy:
     compared: int
     sizes: int
     reasons: list[str]
+    # GPU rows whose repetitions were too short for NVML's energy counter (bench left their
+    # energy out: docs/timing-method.md), and the window a repetition needs (the context's).
+    too_short: int = 0
+    min_window_s: float | None = None
 
 
 def energy_section(
     ctx: Context, pairs: list[tuple[Topic, pd.DataFrame]], energy: EnergyTopic = ENERGY
 ) -> Energy | None:
     """Joules per unit of work on each side of the energy pairs; the CPU side's energy where
-    recorded, else why not."""
+    recorded, else why not; and how many GPU rows were too short to measure energy."""
+    summary = ctx.summary
+    short = summary[summary.get("gpu_energy_too_short", pd.Series(dtype=float)) > 0]
+    window = short.get("context.gpu_energy_min_window_s", pd.Series(dtype=float)).dropna()
+    too_short = dict(
+        too_short=len(short), min_window_s=float(window.max()) if len(window) else None
+    )
     if not pairs:
-        return None
+        return Energy(energy, [], 0, 0, [], **too_short) if len(short) else None
     compared = sum(int(frame["cpu_j"].notna().sum()) for _, frame in pairs)
     sizes = sum(len(frame) for _, frame in pairs)
     key = energy.cpu_absent_context
@@ -308,7 +318,7 @@ def energy_section(
     said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
     ratio = [(f["cpu_j"] / f["gpu_j"]).where(f["gpu_j"] > 0) for _, f in pairs]
     rows = [(topic, f.assign(ratio=r)) for (topic, f), r in zip(pairs, ratio)]
-    return Energy(energy, rows, compared, sizes, said)
+    return Energy(energy, rows, compared, sizes, said, **too_short)
 
 
 # --- what did not run ------------------------------------------------------------------------
