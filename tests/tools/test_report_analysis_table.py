@@ -54,12 +54,13 @@ def test_h100_e2e_fp32_pinned_n16_is_fixed_costs(h100_breakdown: pd.DataFrame) -
     # H2D 8.3 us + D2H 5.2 us; compute event 12.3 us for 8,192 flop; overhead 7.3 us.
     assert row["transfer"] == pytest.approx((8.3 + 5.2) * US, abs=0.1 * US)
     assert row["overhead"] == pytest.approx(7.3 * US, abs=0.1 * US)
-    assert row["work_at_peak"] < 1e-9  # 8,192 flop at ~67 TFLOP/s: a sliver
-    assert row["work_at_peak"] == pytest.approx(8192 / 6.69e13, rel=0.02)
+    # 8,192 flop at ~67 TFLOP/s take 0.12 ns, 3,072 bytes at 3.35 TB/s 0.92 ns: the memory roof
+    # binds, and the time at the roof is memory bandwidth, not work at peak (both a sliver).
+    assert row["work_at_peak"] == 0
+    assert row["memory_bandwidth"] == pytest.approx(3 * 16 * 16 * 4 / 3.35232e12, rel=0.02)
     assert row["under_utilisation"] == pytest.approx(12.3 * US, abs=0.1 * US)
-    assert row["total"] == pytest.approx(
-        row["transfer"] + row["overhead"] + row["under_utilisation"] + row["work_at_peak"]
-    )
+    parts = ("transfer", "overhead", "under_utilisation", "work_at_peak", "memory_bandwidth")
+    assert row["total"] == pytest.approx(sum(row[p] for p in parts))
     assert row["dominant"] == "transfer"
 
 

@@ -31,9 +31,9 @@ FEW_REPETITIONS = 3
 # out (a "1.3x" speedup means nothing when either side moves by a quarter between repetitions);
 # the committed 2-core CI run's steadiest GEMMs stay around 0.2.
 NOISY_SPREAD = 0.25
-PARTS = ("transfer", "overhead", "under_utilisation", "work_at_peak")
+PARTS = ("transfer", "overhead", "under_utilisation", "work_at_peak", "memory_bandwidth")
 # A training row's counters of its GPU time (and its kernels), totals over the run in its file.
-_PER_STEP = ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "kernels"]
+_PER_STEP = ["t_h2d", "t_d2h", "t_compute", "t_overhead", "flop", "bytes_moved", "kernels"]
 # Label columns a result carries along so a caller can filter or print it.
 ID = ["machine", "name", "label", "workload", "backend", "variant", "dtype", "precision", "shape"]
 ID += ["host", "input", "data", "m", "n", "k", "batch", "hidden", "threads", "steps"]
@@ -200,9 +200,11 @@ def breakdown(
 
     Parts (seconds): `transfer` = t_h2d + t_d2h; `overhead` = t_overhead (launch, API,
     synchronisation: wall time no CUDA event covers; clipped at 0, since the events of a CUDA
-    graph overlap and can add up to a hair more than the wall); `work_at_peak` = flop / peak
-    (peak: the GPU's for the row's dtype, training rows their `precision`) and
-    `under_utilisation` = t_compute - work_at_peak (clipped at 0). Without a flop count or a
+    graph overlap and can add up to a hair more than the wall); the time at the roof,
+    max(flop / peak, bytes / bandwidth) (peak: the GPU's for the row's dtype, training rows
+    their `precision`; bandwidth: roofline.placed's), is `work_at_peak` where the compute roof
+    binds and `memory_bandwidth` where the memory roof does; `under_utilisation` = t_compute -
+    the time at the roof (clipped at 0). Without a flop count or a
     peak the last two are one `compute` part (`parts` 3, `why` says which is missing).
     """
     steps = summary[summary["workload"].isin(list(training)) & (summary["backend"] == "gpu")]
@@ -220,6 +222,11 @@ def breakdown(
     dtype = rows["dtype"]
     peak = gpu_peak(rows, dtype).fillna(implied.where(dtype.isna()))
     work = (flop / peak).where(flop > 0)
+    # The other roof (roofline.placed): the row's bytes at its machine's memory bandwidth. The
+    # time at the roof is the larger; where memory binds, it is memory bandwidth, not work at peak.
+    moving = (rows["bytes_moved"] / rows["bytes_per_s_roof"]).where(work.notna())
+    memory_binds = moving > work
+    at_roof = np.fmax(work, moving)
     out = rows[[c for c in ID if c in rows]].copy()
     # A public-API workload's own axes (`axis:<name>` counters), under their names.
     for column in (c for c in rows if str(c).startswith("axis:")):
@@ -227,8 +234,9 @@ def breakdown(
     out["transfer"] = rows["t_h2d"].fillna(0) + rows["t_d2h"].fillna(0)
     out["overhead"] = rows["t_overhead"].fillna(0).clip(lower=0)
     out["compute"] = rows["t_compute"]
-    out["work_at_peak"] = work
-    out["under_utilisation"] = (out["compute"] - work).clip(lower=0)
+    out["work_at_peak"] = work.where(~memory_binds, 0.0)
+    out["memory_bandwidth"] = at_roof.where(memory_binds, 0.0).where(work.notna())
+    out["under_utilisation"] = (out["compute"] - at_roof).clip(lower=0)
     out["total"] = out["transfer"] + out["overhead"] + out["compute"]
     four = work.notna()
     out["parts"], out["split"] = np.where(four, 4, 3), four

@@ -92,8 +92,10 @@ def _bars(ctx: Context, view: PartsChart) -> tuple[pd.DataFrame, str] | None:
 def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Which part is the largest over which range of sizes, and which half of the compute."""
     size = str(view.size)
-    larger = rows["work_at_peak"] > rows["under_utilisation"]
-    compute = rows.assign(dominant=np.where(larger, "work_at_peak", "under_utilisation"))
+    at_roof = rows["work_at_peak"] + rows["memory_bandwidth"]
+    roof = np.where(rows["memory_bandwidth"] > 0, "memory_bandwidth", "work_at_peak")
+    larger = at_roof > rows["under_utilisation"]
+    compute = rows.assign(dominant=np.where(larger, roof, "under_utilisation"))
     return dominant_by_range(rows, size), dominant_by_range(compute, size)
 
 

@@ -208,9 +208,10 @@ TOPICS: tuple[Topic, ...] = (
         parts=PartsChart(
             stem="breakdown_gemm", title="Where the end-to-end GEMM time goes (fp32, pinned)",
             rows={"workload": "matmul", "host": "pinned", "dtype": "fp32", "shape": "square"},
-            caption="Each bar is one GEMM's GPU time split four ways; its total is printed at "
-            "its end. Under-utilisation is the compute time beyond what the same flop "
-            "would take at the GPU's peak: a nearly idle GPU at small sizes.",
+            caption="Each bar is one GEMM's GPU time in its parts; its total is printed at its "
+            "end. Under-utilisation is the compute time beyond its roof, the larger of its flop "
+            "at the GPU's peak and its bytes at the memory bandwidth: a nearly idle GPU at small "
+            "sizes.",
             y_label="share of the GPU time", size="n", size_label="matrix size",
             # Powers of two only: a bar per size of a 20-size sweep would not read at a glance.
             sizes=tuple(2.0**e for e in range(4, 15)),
@@ -269,9 +270,9 @@ DISCOVERED_PARTS = PartsChart(
     stem="breakdown_{workload}",
     title="Where the end-to-end {workload} time goes (pinned)",
     rows={},
-    caption="Each bar is one call's GPU time split four ways; its total is printed at its end. "
-    "Under-utilisation is the compute time beyond what the same work would take at the GPU's "
-    "peak.",
+    caption="Each bar is one call's GPU time in its parts; its total is printed at its end. "
+    "Under-utilisation is the compute time beyond its roof, the larger of its flop at the GPU's "
+    "peak and its bytes at the memory bandwidth.",
     y_label="share of the GPU time",
     size="{x_name}",  # the breakdown names an `axis:` column by its axis (analysis.breakdown)
     size_label="{x_name}",
