@@ -188,3 +188,26 @@ def test_a_machine_s_roofline_holds_its_ceilings_and_its_placed_rows(tmp_path) -
     assert view.extremes == view.points
     assert draw_roofline(view, "one CPU", "this run", tmp_path, "roofline") == "roofline"
     assert (tmp_path / "roofline.png").stat().st_size > 0
+
+
+def test_the_breakdown_names_a_memory_bound_gpu_row_memory_bandwidth_not_under_utilisation() -> (
+    None
+):
+    """A kernel that moves its bytes at 90 % of the memory roof: its compute is memory bandwidth;
+    the same row read against the FLOP peak alone would have been nearly all under-utilisation."""
+    from gpubench_tools.report.analysis import breakdown
+
+    n = 2.0**20  # a GEMV-like product: 2 n flop, 12 n bytes (an intensity of 1/6)
+    t_compute = 12 * n / 3e12 / 0.9
+    row = {
+        "machine": 0, "name": "matmul/gpu/cublas_e2e/dtype:fp32/host:pinned/m:1/n:1/k:1",
+        "workload": "matmul", "backend": "gpu", "host": "pinned", "dtype": "fp32",
+        "probe": None, "flop": 2 * n, "bytes_moved": 12 * n, "bytes_per_s_roof": 3e12,
+        "context.gpu_peak_fp32_flops": 60e12, "t_h2d": 1e-6, "t_d2h": 1e-6,
+        "t_overhead": 1e-6, "t_compute": t_compute, "t_wall": t_compute + 3e-6, "pct_peak": 1.0,
+    }  # fmt: skip
+    (parts,) = breakdown(pd.DataFrame([row])).to_dict("records")
+    assert parts["memory_bandwidth"] == pytest.approx(12 * n / 3e12)
+    assert parts["work_at_peak"] == 0
+    assert parts["under_utilisation"] == pytest.approx(0.1 * t_compute)
+    assert parts["dominant"] == "memory_bandwidth"
