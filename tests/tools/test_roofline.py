@@ -211,3 +211,22 @@ def test_the_breakdown_names_a_memory_bound_gpu_row_memory_bandwidth_not_under_u
     assert parts["work_at_peak"] == 0
     assert parts["under_utilisation"] == pytest.approx(0.1 * t_compute)
     assert parts["dominant"] == "memory_bandwidth"
+
+
+def test_a_run_without_gpu_rows_lists_what_it_measured_under_the_cpu_roofs(tmp_path) -> None:
+    """The committed SAXPY run of the 2-core VM (the public API's example, CPU rows only, no
+    reference): the answer lists the workload with the side it lacks, linked to its machine's
+    roofs, where each size is placed (cache-resident on that VM: reports/baselines/roofline-2core).
+    """
+    from pathlib import Path
+
+    from gpubench_tools.report.cli import build_report
+
+    run = Path(__file__).resolve().parents[2] / "reports/baselines/roofline-2core/saxpy.json"
+    _, md_path, _ = build_report([str(run)], tmp_path)
+    md = md_path.read_text()
+    answer = md.split("## The answer")[1].split("**Contents**")[0]
+    assert "| [saxpy](#roofline-0) | — | — | — | — | no GPU rows to compare | — | — |" in answer
+    assert "No workload was measured" not in md
+    roofs = md.split("## Against the roofs: compute and memory")[1].split("\n## ")[0]
+    assert "CPU triad, 1 thread 22.7 GB/s" in roofs and "| saxpy/cpu/loop/n:33554432 |" in roofs

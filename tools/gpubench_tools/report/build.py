@@ -32,10 +32,10 @@ from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_na
 from .charts import Chart, draw
 from .context import Context, Drawing, Thin
 from .gpu_time import gpu_time
-from .pages import Labels, page, topic_page
+from .pages import Labels, one_sided_rows, page, topic_page
 from .resources import resources
 from .roofline_chart import draw_roofline
-from .roofs import rooflines
+from .roofs import one_sided, rooflines
 from .speedups import speedups
 from .topics import CHARTS, Topic, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, cells, context_text, say
@@ -53,6 +53,9 @@ def _sections(
         rows, shown = topic_page(ctx, labels, topic)
         answer += rows
         sections += [shown] if shown is not None else []
+    # The workloads no topic answers and that one side only measured: listed with that side.
+    covered = {t.topic.cpu.get("workload") for t in found.topics}
+    answer += one_sided_rows(ctx, labels, one_sided(ctx.summary, covered | {None}))
     records = gpu_time(ctx) + rooflines(ctx.summary) + others
     sections += [page(ctx, labels, record) for record in records]
     # The charts, drawn in one step once every section has said which it shows.
@@ -171,7 +174,7 @@ def _speedup_definition(answer: list[dict[str, Any]], topics: tuple[Topic, ...])
     """What each side of the answer's speedups is, once per kind of compared time."""
     shown = {a["anchor"] for a in answer}
     sides = dict.fromkeys((t.cpu_time_name, t.gpu_time_name) for t in topics if t.id in shown)
-    return "".join(say("speedup_definition", sides=list(sides)))
+    return "".join(say("speedup_definition", sides=list(sides))) if sides else ""
 
 
 def no_gpu_suggestion(table: Table) -> list[str]:

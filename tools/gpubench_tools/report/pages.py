@@ -59,6 +59,19 @@ def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[
     return rows
 
 
+def one_sided_rows(
+    ctx: Context, labels: Labels, found: list[tuple[int, str, str]]
+) -> list[dict[str, Any]]:
+    """The answer's rows of the workloads measured on one side only (roofs.one_sided): each
+    says which side is missing and links to its machine's roofs, where its rows are placed."""
+    rows = []
+    for machine, workload, side in found:
+        title = workload + (f" ({labels[machine]['pair']})" if ctx.several else "")
+        row = {"workload": title, "anchor": f"roofline-{machine}", "paths": [], "stated": False}
+        rows.append({**row, **dict(zip(_ANSWER, say("answer_gap", side=side, path="")))})
+    return rows
+
+
 def topic_page(
     ctx: Context, labels: Labels, found: TopicCurves
 ) -> tuple[list[dict[str, Any]], Section | None]:

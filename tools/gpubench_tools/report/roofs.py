@@ -130,3 +130,18 @@ def rooflines(summary: pd.DataFrame) -> list[MachineRoofline]:
     """A roofline per machine that has rows placed under its roofs."""
     placed_rows = summary[summary["bound"].notna()]
     return [machine_roofline(summary, int(m)) for m in sorted(placed_rows["machine"].unique())]
+
+
+def one_sided(summary: pd.DataFrame, covered: set[str]) -> list[tuple[int, str, str]]:
+    """(machine, workload, the side it lacks) for every workload a machine measured on one side
+    only that no topic answers: a run without GPU rows still lists what it measured."""
+    # A workload does known work; the probes (copies, launches, allocations) are not answered.
+    probe = summary["probe"].notna() if "probe" in summary else False
+    work = summary["workload"].notna() & (summary["flop"] > 0) & ~probe
+    rows = summary[work & ~summary["workload"].isin(covered)]
+    sides = rows.groupby(["machine", "workload"])["backend"].agg(lambda b: set(b))
+    return [
+        (int(m), str(w), "GPU" if "gpu" not in s else "CPU")
+        for (m, w), s in sides.items()
+        if len(s) == 1
+    ]
