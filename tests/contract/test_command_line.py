@@ -408,7 +408,9 @@ def test_a_stopped_run_keeps_every_finished_benchmark_in_a_valid_file(
     process = start_long(out)
     stderr = stop_after(process, 2, stop)
     assert process.returncode == 128 + stop, stderr
-    document = json.loads(out.read_text())  # one valid document, not the previous file
+    # One valid document, not the previous file (stderr says why bench could not write it).
+    assert not out.read_text().startswith("the previous run's results"), stderr
+    document = json.loads(out.read_text())
     context = document["context"]
     assert context["interrupted"] == signal.Signals(stop).name
     assert context["benchmarks_selected"] == SEVERAL_NAMES
