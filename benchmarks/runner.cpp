@@ -23,6 +23,7 @@
 #include "benchmarks/progress_reporter.hpp"
 #include "benchmarks/run_conditions.hpp"
 #include "benchmarks/workload_rows.hpp"
+#include "harness/conditions.hpp"
 #include "harness/context.hpp"
 #include "harness/gpu_info.hpp"
 #include "harness/openblas_core.hpp"
@@ -172,7 +173,10 @@ int run_benchmarks(int argc, char** argv, Program program, const RowRegistration
   }
 
   gpubench::add_custom_context(full ? "full" : "default");
-  if (!listing) gpubench::add_ceiling_context();  // seconds of probes a listing does not need
+  if (!listing) {  // seconds of probes a listing does not need
+    gpubench::add_ceiling_context();
+    gpubench::add_energy_period_context();
+  }
   const gpubench::Sweep sweep = gpubench::make_sweep(full);
   const bool has_gpu = gpubench::gpu_info().has_value();
   register_rows(sweep, has_gpu || list_all);

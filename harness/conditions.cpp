@@ -554,13 +554,18 @@ std::optional<double> other_cpu_cores_over(double seconds) {
   return cpu_conditions_between(begin, read_cpu_counters()).cpu_other_cores;
 }
 
+namespace {
+// A context value as bench writes numbers (6 significant digits).
+std::string context_number(double value) {
+  std::ostringstream stream;
+  stream << value;
+  return stream.str();
+}
+}  // namespace
+
 void add_condition_context() {
   using benchmark::AddCustomContext;
-  const auto number = [](double value) {
-    std::ostringstream stream;
-    stream << value;
-    return stream.str();
-  };
+  const auto number = context_number;
   const auto file_or = [](const char* path, const std::string& otherwise) {
     const auto text = read_small_file(path);
     return text ? trimmed(*text) : otherwise;
@@ -647,8 +652,14 @@ void add_condition_context() {
                    device->energy_mj() ? "nvmlDeviceGetTotalEnergyConsumption"
                                        : "unavailable: the GPU has no energy counter (Volta and "
                                          "newer have one)");
-  // Measured here, at start, before any row: the rule for each row's gpu_energy_j (EnergyRule).
-  if (!conditions_enabled()) return;
+}
+
+void add_energy_period_context() {
+  // Measured at start, before any row, and only for a run (a listing measures nothing): the rule
+  // for each row's gpu_energy_j (EnergyRule). Up to EnergyRule::kMeasureLimitS of polling.
+  using benchmark::AddCustomContext;
+  const auto number = context_number;
+  if (!conditions_enabled() || nvml_device() == nullptr) return;
   const UpdatePeriod& energy_period = gpu_energy_update_period();
   if (energy_period.seconds) {
     AddCustomContext("gpu_energy_update_period_s", number(*energy_period.seconds));

@@ -295,6 +295,9 @@ double proc_stat_tick_s();
 // CPUs this process may run on, where the per-row CPU clock comes from, and the GPU's persistence
 // mode, application clocks, ECC and MIG (each "unavailable: <why>" where unreadable).
 void add_condition_context();
+// The GPU energy counter's step and the window a row needs (EnergyRule), measured once; a run
+// calls it, a listing does not (it polls the counter for up to a second).
+void add_energy_period_context();
 
 // The other processes' CPU, in cores, over `seconds` from now (for bench's --wait-idle).
 std::optional<double> other_cpu_cores_over(double seconds);
