@@ -18,10 +18,12 @@ ever read against its own machine.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
+
+from .overhead_model import gpu_peak
 
 COMPUTE, MEMORY, CACHE, BELOW = "compute", "memory", "cache", "below"
 # Half the time at the roof: below that, the time is mostly something the roofs do not explain.
@@ -70,7 +72,21 @@ def place(
 
 # Derived work: rows written before the suite counted bytes are given the same minimum-traffic model
 # (docs/workloads.md, "Work: flop and bytes") from their names, and labelled derived.
-DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp64": 8}
+# The GPU's memory roof, in order of preference: the device triad bench measured, else the
+# driver's theoretical figure (older files name it gpu_memory_bandwidth_bytes_per_s).
+GPU_BANDWIDTH_KEYS = (
+    "gpu_bandwidth_measured_bytes_per_s",
+    "gpu_bandwidth_theoretical_bytes_per_s",
+    "gpu_memory_bandwidth_bytes_per_s",
+)
+
+
+def cpu_bandwidth(one_thread: Any, all_cores: Any, threads: Any) -> Any:
+    """The host's memory roof at `threads`: the one-thread triad for one thread, else the
+    all-cores triad, or the one-thread triad times the threads where that is less (a few threads
+    do not reach the socket's bandwidth). Numbers or series; NaN where the triads are unknown."""
+    return np.where(threads > 1, np.fmin(one_thread * threads, all_cores), one_thread)
 
 
 def gemm_bytes(m: float, n: float, k: float, dtype: str) -> float:
@@ -119,9 +135,7 @@ def roofs(rows: pd.DataFrame) -> pd.DataFrame:
     `bandwidth_source` (which ceiling the memory roof is).
 
     - CPU rows: the FMA peak per core times the row's threads (at most the cores), in fp64 for
-      fp64 rows and fp32 otherwise (the bf16 paths compute in fp32); the one-thread triad for a
-      single thread, else the all-cores triad, or the one-thread triad times the threads where
-      that is less (a few threads do not reach the socket's bandwidth).
+      fp64 rows and fp32 otherwise (the bf16 paths compute in fp32); `cpu_bandwidth`.
     - GPU rows: the peak of the row's dtype (training rows: its precision; fp32 where it names
       none); the measured device triad, else the driver's theoretical figure.
     """
@@ -130,29 +144,23 @@ def roofs(rows: pd.DataFrame) -> pd.DataFrame:
     gpu = names.str.split("/").str[1].eq("gpu")
     threads = pd.to_numeric(_name_part(names, "threads"), errors="coerce").fillna(1)
     cores = _context(rows, "cpu_physical_cores")
-    cpu_width = np.where(dtype.eq("fp64"), "fp64", "fp32")
-    cpu_peak = pd.Series(
-        [_context(rows, f"cpu_peak_{w}_flops")[i] for i, w in zip(rows.index, cpu_width)],
-        index=rows.index, dtype=float,
-    )  # fmt: skip
+    fp32, fp64 = (_context(rows, f"cpu_peak_{w}_flops") for w in ("fp32", "fp64"))
+    cpu_peak = fp64.where(dtype.eq("fp64"), fp32)  # the bf16 paths compute in fp32
     one, every = (
         _context(rows, f"cpu_bandwidth_{k}_bytes_per_s") for k in ("1thread", "all_cores")
     )
-    cpu_bandwidth = np.fmin(one * threads, every).where(threads > 1, one)
-    gpu_peak = pd.Series(
-        [_context(rows, f"gpu_peak_{d}_flops")[i] for i, d in zip(rows.index, dtype)],
-        index=rows.index, dtype=float,
-    )  # fmt: skip
-    measured = _context(rows, "gpu_bandwidth_measured_bytes_per_s")
-    theoretical = _context(rows, "gpu_bandwidth_theoretical_bytes_per_s").fillna(
-        _context(rows, "gpu_memory_bandwidth_bytes_per_s")
-    )
+    gpu_bandwidth = _context(rows, GPU_BANDWIDTH_KEYS[0])
+    for key in GPU_BANDWIDTH_KEYS[1:]:
+        gpu_bandwidth = gpu_bandwidth.fillna(_context(rows, key))
+    measured = _context(rows, GPU_BANDWIDTH_KEYS[0]).notna()
     cpu_source = np.where(threads > 1, "CPU triad, all cores", "CPU triad, 1 thread")
-    gpu_source = np.where(measured.notna(), "device triad (measured)", "theoretical (driver)")
+    gpu_source = np.where(measured, "device triad (measured)", "theoretical (driver)")
     return pd.DataFrame(
         {
-            "flop_per_s": np.where(gpu, gpu_peak, cpu_peak / cores * np.fmin(threads, cores)),
-            "bytes_per_s": np.where(gpu, measured.fillna(theoretical), cpu_bandwidth),
+            "flop_per_s": np.where(
+                gpu, gpu_peak(rows, dtype), cpu_peak / cores * np.fmin(threads, cores)
+            ),
+            "bytes_per_s": np.where(gpu, gpu_bandwidth, cpu_bandwidth(one, every, threads)),
             "bandwidth_source": np.where(gpu, gpu_source, cpu_source),
         },
         index=rows.index,
@@ -163,8 +171,9 @@ def placed(summary: pd.DataFrame, training_steps: Mapping[str, StepWork] = {}) -
     """The summary with each row's work and its place under its own roofs, once, for every
     section: `bytes_moved` (the row's own, else derived from its name: `work_derived`),
     `arithmetic_intensity` (flop per byte), the roofs (`flop_per_s_roof`, `bytes_per_s_roof`,
-    `bandwidth_source`), `t_placed` (the time it is placed by) and PLACED. A GPU row is placed by its compute time (`t_compute`: the
-    copies and the launch overhead are parts of their own), a CPU row by its whole time."""
+    `bandwidth_source`), `t_placed` (the time it is placed by) and PLACED. A GPU row is placed
+    by its compute time (`t_compute`: the copies and the launch overhead are parts of their
+    own), a CPU row by its whole time."""
     derived = derived_bytes(summary, training_steps)
     own = summary["bytes_moved"] if "bytes_moved" in summary else derived * np.nan
     moved = own.where(own > 0, derived)

@@ -23,12 +23,12 @@ import numpy as np
 import pandas as pd
 
 from ..overhead_model import CopyFit, OverheadModel, build_model
+from ..roofline import DTYPE_BYTES, GPU_BANDWIDTH_KEYS, cpu_bandwidth
 from ..report.topics import ADVISED_MLP, COMMITTED_GPU_REFERENCE, GEMM_WORKLOAD
 from ..report.topics import MLP_DATASETS, committed_gpu_reference
 from ..table import load_table, num, summarize
 from .curves import GemmShape, Lookup, lookup
 
-DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp64": 8}
 DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
 HOSTS: tuple[str, ...] = ("pinned", "pageable", "resident")
 # data set -> (input features, classes), as benchmarks/mlp_*.cpp build the networks.
@@ -330,17 +330,15 @@ class Advisor:
         )
 
     def gpu_bandwidth(self) -> float | None:
-        """The memory roof: the device triad bench measured, else the driver's figure."""
-        measured = self.run.ctx_float("gpu_bandwidth_measured_bytes_per_s")
-        return measured or self.run.ctx_float("gpu_memory_bandwidth_bytes_per_s")
+        """The memory roof (roofline.GPU_BANDWIDTH_KEYS): the device triad, else the driver's."""
+        return next(filter(None, map(self.run.ctx_float, GPU_BANDWIDTH_KEYS)), None)
 
     def cpu_bandwidth(self, threads: int) -> float | None:
-        """The host's memory roof at `threads` (the triad on one thread, or on all cores where
-        that is less than one thread's times the threads), None where the run did not measure
-        it."""
+        """The host's memory roof at `threads` (roofline.cpu_bandwidth), None where the run did
+        not measure it."""
         one = self.run.ctx_float("cpu_bandwidth_1thread_bytes_per_s")
-        every = self.run.ctx_float("cpu_bandwidth_all_cores_bytes_per_s")
-        return min(one * threads, every or math.inf) if one else None
+        every = self.run.ctx_float("cpu_bandwidth_all_cores_bytes_per_s") or math.nan
+        return float(cpu_bandwidth(one, every, threads)) if one else None
 
     def cpu_estimates(
         self, products: list[tuple[str, GemmShape]], dtype: str, elementwise_bytes: float = 0.0
