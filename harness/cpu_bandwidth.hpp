@@ -1,15 +1,18 @@
 #pragma once
-// The memory roof of the CPU, measured like its compute roof (harness/cpu_fma.hpp): a STREAM-like
-// triad a[i] = b[i] + s * c[i] over doubles, on one thread and on every allowed core, over arrays
+// The memory roof of the CPU, measured like its compute roof (harness/cpu_fma.hpp): an in-place
+// triad a[i] = b[i] + s * a[i] over doubles, on one thread and on every allowed core, over arrays
 // at least four times the last-level cache so that the caches cannot hold them, and on one thread
 // over arrays that fit in L2 (the cache-resident level). The fastest of a few repetitions is kept,
 // as STREAM does: a repetition another tenant or an interrupt took time from only reads slower.
 //
-// Bytes per element: 24 (8 read from b, 8 from c, 8 written to a), STREAM's convention. A cache
-// that allocates on write also reads a's line before writing it (32 bytes of traffic per element
-// without non-temporal stores); that read is not counted, so the ceiling is in the same units as
-// the rows' `bytes_moved` (each operand read once, each output written once), and a row that
-// streams like the triad reaches it.
+// Why in place, not STREAM's a = b + s * c: a cache that allocates on write reads a line before it
+// writes it, so STREAM's triad moves 32 bytes per element while its convention counts 24, and a
+// row that updates its output in place (SAXPY's y = a x + y) then moves its counted bytes faster
+// than the "roof" (on the 2-core EPYC: STREAM's form 23.3 GB/s counted, this form 37.0 GB/s, SAXPY
+// 42.5 GB/s, all over 1 GiB arrays). In place, every line written was read first, so the 24 bytes
+// counted per element (8 read from a, 8 from b, 8 written to a) are the bytes moved, in the same
+// units as the rows' `bytes_moved` (each operand read once, each output written once). This is the
+// form the Empirical Roofline Toolkit measures its bandwidth ceilings with.
 
 #include <cstddef>
 #include <string>
@@ -29,17 +32,17 @@ struct CacheSizes {
 };
 CacheSizes read_cache_sizes();
 
-// a[i] = b[i] + scalar * c[i] for i in [0, count).
-void stream_triad(double* a, const double* b, const double* c, double scalar, std::size_t count);
+// a[i] = b[i] + scalar * a[i] for i in [0, count).
+void inplace_triad(double* a, const double* b, double scalar, std::size_t count);
 
-// STREAM's count for one triad pass over `count` elements: 24 bytes each.
+// One triad pass over `count` elements: 24 bytes each (two reads and one write).
 inline double triad_bytes(std::size_t count) { return 24.0 * static_cast<double>(count); }
 
 // One measured level: the fastest of `repetitions` trials, each `passes` triad passes over arrays
-// of `elements` doubles split evenly among `threads` workers (kernels/common/worker_threads.hpp,
-// the training steps' threads; 1: the calling thread). The arrays are first touched by the same
-// split, so each worker's pages lie where it runs. Returns bytes per second by triad_bytes, or 0
-// when a result is wrong (then `why` says what was found).
+// of `elements` doubles (two such arrays) split evenly among `threads` workers
+// (kernels/common/worker_threads.hpp, the training steps' threads; 1: the calling thread). The
+// arrays are first touched by the same split, so each worker's pages lie where it runs. Returns
+// bytes per second by triad_bytes, or 0 when a result is wrong (then `why` says what was found).
 struct TriadTrials {
   std::size_t elements = 0;
   int threads = 1;
@@ -72,11 +75,11 @@ struct CpuBandwidth {
 };
 
 // Runs the three levels: `threads` workers for the all-cores level (the caller passes the cores it
-// may use), arrays of 4 x the last-level cache (4 x every instance of it for all cores), capped at
-// 1 GiB and at an eighth of the available memory per array; with one last-level cache both memory
-// levels use one set of arrays, allocated and touched once. The trials stop after 0.4 s (1 thread)
-// and 0.3 s (all cores) once two have run; allocation and first touch come on top (on the 2-core
-// EPYC, 32 MiB L3, 3 arrays of 128 MiB: 1.6 s in all while other processes kept both cores busy).
+// may use), two arrays of 4 x the last-level cache (4 x every instance of it for all cores), capped
+// at 1 GiB and at an eighth of the available memory per array; with one last-level cache both
+// memory levels use one set of arrays, allocated and touched once. The trials stop after 0.4 s (1
+// thread) and 0.3 s (all cores) once two have run; allocation and first touch come on top (on the
+// 2-core EPYC, 32 MiB L3, 2 arrays of 128 MiB: about 0.4 s on an idle machine).
 CpuBandwidth measure_cpu_bandwidth(int threads);
 
 }  // namespace gpubench

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from gpubench_tools.roofline import BELOW, CACHE, COMPUTE, MEMORY, place, roofs
+from gpubench_tools.roofline import BELOW, CACHE, CACHE_MARGIN, COMPUTE, MEMORY, place, roofs
 from gpubench_tools.report.topics import TRAINING_STEP_WORK, cnn_step_work, mlp_step_work
 from gpubench_tools.roofline import derived_bytes, placed
 
@@ -60,11 +60,23 @@ def test_a_tiny_row_is_below_both_roofs(machine: tuple) -> None:
 
 
 def test_a_row_faster_than_the_memory_roof_is_cache_resident_and_never_over_100_percent() -> None:
-    # 2^22 floats of SAXPY at 37.7 GB/s under a 24 GB/s triad: the data sat in cache.
+    # 2^22 floats of SAXPY at 47.6 GB/s under a 36.5 GB/s triad (1.30x): the data sat in cache.
     n = 2.0**22
-    placed = _place([(2 * n, 12 * n, 12 * n / 37.7e9, (100e9, 24e9))]).iloc[0]
+    placed = _place([(2 * n, 12 * n, 12 * n / 47.6e9, (100e9, 36.5e9))]).iloc[0]
     assert placed["bound"] == CACHE
     assert math.isnan(placed["share_of_roof"])
+
+
+def test_a_row_a_little_above_the_memory_roof_is_at_it_not_in_cache() -> None:
+    # 2^25 floats of SAXPY at 1.09x the triad (another kernel's median against the triad's best):
+    # memory-bound, at 100 % of its roof, nothing below it; just past the margin it is in cache.
+    n = 2.0**25
+    at_roof = 12 * n / 36.5e9
+    rows = [(2 * n, 12 * n, at_roof / 1.09, (100e9, 36.5e9))]
+    rows.append((2 * n, 12 * n, at_roof / (CACHE_MARGIN * 1.01), (100e9, 36.5e9)))
+    placed = _place(rows)
+    assert list(placed["bound"]) == [MEMORY, CACHE]
+    assert placed["share_of_roof"][0] == 1.0 and placed["t_below_roof"][0] == 0
 
 
 def test_rows_without_work_or_roofs_get_no_bound() -> None:
