@@ -228,7 +228,8 @@ def test_the_breakdown_names_a_memory_bound_gpu_row_memory_bandwidth_not_under_u
 def test_a_run_without_gpu_rows_lists_what_it_measured_under_the_cpu_roofs(tmp_path) -> None:
     """The committed SAXPY run of the 2-core VM (the public API's example, CPU rows only, no
     reference): the answer lists the workload with the side it lacks, linked to its machine's
-    roofs, where each size is placed (cache-resident on that VM: reports/baselines/roofline-2core).
+    roofs, where each size is placed (on that VM the four smaller sizes are cache-resident and 2^25,
+    256 MiB of data, is at the memory roof: reports/baselines/roofline-2core).
     """
     from pathlib import Path
 
@@ -241,4 +242,6 @@ def test_a_run_without_gpu_rows_lists_what_it_measured_under_the_cpu_roofs(tmp_p
     assert "| [saxpy](#roofline-0) | — | — | — | — | no GPU rows to compare | — | — |" in answer
     assert "No workload was measured" not in md
     roofs = md.split("## Against the roofs: compute and memory")[1].split("\n## ")[0]
-    assert "CPU triad, 1 thread 22.7 GB/s" in roofs and "| saxpy/cpu/loop/n:33554432 |" in roofs
+    assert "CPU triad, 1 thread 33.9 GB/s" in roofs
+    assert "| saxpy/cpu/loop/n:33554432 | 0.167 | 5.93 GFLOP/s | 100% | at the memory roof |" in roofs
+    assert "CPU 4 above the memory roof (cache-resident); CPU 1 at the memory roof" in roofs
