@@ -334,6 +334,10 @@ def test_report_warns_first_and_marks_disturbed_medians(tmp_path, capsys) -> Non
     assert "no GPU rows" in err.splitlines()[0]
     assert "Measured while disturbed" in err.splitlines()[1]
     assert DISTURBED_MARK == "‡"
+    # The disturbed median carries the mark in the workload's table, the quiet one does not.
+    table = md.split("*Time per call (medians) and where it is*")[1].split("\n\n")[1]
+    marked = [line for line in table.splitlines() if "‡" in line]
+    assert len(marked) == 1 and "m:64/" in marked[0] and "Macro" not in table
 
 
 def test_report_says_conditions_unknown_once_for_an_old_file(tmp_path, capsys) -> None:

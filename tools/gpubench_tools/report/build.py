@@ -35,7 +35,8 @@ from .gpu_time import gpu_time
 from .pages import Labels, one_sided_rows, page, topic_page
 from .resources import resources
 from .roofline_chart import draw_roofline
-from .roofs import one_sided, rooflines
+from .one_side import one_sides
+from .roofs import rooflines
 from .speedups import speedups
 from .topics import CHARTS, Topic, committed_gpu_reference
 from .words import DISTURBED_MARK, FEW_MARK, NOISY_MARK, cells, context_text, say
@@ -53,10 +54,12 @@ def _sections(
         rows, shown = topic_page(ctx, labels, topic)
         answer += rows
         sections += [shown] if shown is not None else []
-    # The workloads no topic answers and that one side only measured: listed with that side.
+    # The workloads one side only measured: a section each; those no topic answers are listed
+    # in the answer with that side.
     covered = {t.topic.cpu.get("workload") for t in found.topics}
-    answer += one_sided_rows(ctx, labels, one_sided(ctx.summary, covered | {None}))
-    records = gpu_time(ctx) + rooflines(ctx.summary) + others
+    one_side = one_sides(ctx.summary)
+    answer += one_sided_rows(ctx, labels, [f for f in one_side if f.workload not in covered])
+    records = one_side + gpu_time(ctx) + rooflines(ctx.summary) + others
     sections += [page(ctx, labels, record) for record in records]
     # The charts, drawn in one step once every section has said which it shows.
     drawn = [{**s, "charts": [_draw(ctx, labels, d) for d in s["charts"]]} for s in sections]
@@ -162,7 +165,7 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
     if line is not None and action("report", DISTURBED_ROW).kind == USE:
         marked = int(summary["_disturbed"].sum())
         cleaned = int((summary["disturbed_left_out"] > 0).sum())
-        said += say("disturbed", line=line, rule=HEADLINE_RULE, cleaned=cleaned, marked=marked,
+        said += say("disturbed_run", line=line, rule=HEADLINE_RULE, cleaned=cleaned, marked=marked,
                     mark=DISTURBED_MARK)  # fmt: skip
     unknown = rows.loc[rows["conditions"] == UNKNOWN, "file"].nunique()
     if unknown and action("report", UNKNOWN_CONDITIONS).kind == LIST:

@@ -18,6 +18,8 @@ from .analysis import PARTS, PathCurve
 from .context import Context, Drawing
 from .gpu_time import Breakdown, FixedCosts, Profile
 from .resources import Allocation, Energy, Memory, Peers, Problems, Threads
+from .one_side import OneSide
+from .one_side import anchor as one_side_anchor
 from .roofs import MachineRoofline
 from .speedups import TopicCurves
 from .topics import MODEL_ERROR_SAID, Topic
@@ -51,6 +53,9 @@ def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[
         title = topic.title + (f" ({labels[mt.machine]['pair']})" if ctx.several else "")
         row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": [], "stated": False}
         if mt.missing_side:
+            # The workload's own section where its machine measured it on one side only.
+            workload = topic.cpu.get("workload") or topic.gpu.get("workload")
+            row["anchor"] = one_side_anchor(mt.machine, str(workload))
             row.update(zip(_ANSWER, say("answer_gap", side=mt.missing_side, path="")))
         else:
             row["paths"] = [_path_line(topic, pc) for pc in mt.paths]
@@ -59,16 +64,14 @@ def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[
     return rows
 
 
-def one_sided_rows(
-    ctx: Context, labels: Labels, found: list[tuple[int, str, str]]
-) -> list[dict[str, Any]]:
-    """The answer's rows of the workloads measured on one side only (roofs.one_sided): each
-    says which side is missing and links to its machine's roofs, where its rows are placed."""
+def one_sided_rows(ctx: Context, labels: Labels, found: list[OneSide]) -> list[dict[str, Any]]:
+    """The answer's rows of the workloads measured on one side only that no topic answers: each
+    says which side is missing and links to the workload's section."""
     rows = []
-    for machine, workload, side in found:
-        title = workload + (f" ({labels[machine]['pair']})" if ctx.several else "")
-        row = {"workload": title, "anchor": f"roofline-{machine}", "paths": [], "stated": False}
-        rows.append({**row, **dict(zip(_ANSWER, say("answer_gap", side=side, path="")))})
+    for one in found:
+        title = one.workload + (f" ({labels[one.machine]['pair']})" if ctx.several else "")
+        row = {"workload": title, "anchor": one.anchor, "paths": [], "stated": False}
+        rows.append({**row, **dict(zip(_ANSWER, say("answer_gap", side=one.missing, path="")))})
     return rows
 
 
@@ -264,12 +267,23 @@ def roofline_page(ctx: Context, labels: Labels, found: MachineRoofline) -> Secti
     )
 
 
+def one_side_page(ctx: Context, labels: Labels, found: OneSide) -> Section:
+    """A workload measured on one side: its times against the work per call, a line per path,
+    and each row's time at and below its roof."""
+    pair = labels[found.machine]["pair"]
+    title = "".join(say("one_side_title", f=found, machine=pair, several=ctx.several))
+    chart = Drawing("measured", found.rows, dict(f=found), gpu=found.side == "gpu")
+    said = say("one_side", f=found, roofs=f"roofline-{found.machine}")
+    table = table_of("one_side_table", rows=found.rows)
+    return section(found.anchor, said, [chart], [table], title=title)
+
+
 # Each section's record, the page that words it.
 PAGES: dict[type, Callable[[Context, Labels, Any], Section]] = {
     Breakdown: breakdown_page, Profile: profile_page, FixedCosts: model_page,
     Threads: threads_page, Peers: peers_page, Memory: memory_page,
     Allocation: allocation_page, Energy: energy_page, Problems: problems_page,
-    MachineRoofline: roofline_page,
+    MachineRoofline: roofline_page, OneSide: one_side_page,
 }  # fmt: skip
 
 

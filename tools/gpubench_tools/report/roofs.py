@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..roofline import CACHE
+
 COMPUTE_ROOF, MEMORY_ROOF = "compute", "memory"
 # The context's memory ceilings: (key, side, label).
 _MEMORY = (
@@ -44,6 +46,9 @@ class Point:
     flop_per_s: float
     bound: str  # roofline.COMPUTE, MEMORY, CACHE or BELOW
     share_of_roof: float | None
+    # The time it is placed by, split: at the roof that binds, and below it (None in cache).
+    t_at_roof: float | None
+    t_below_roof: float | None
     derived: bool  # bytes derived from the name, not counted by bench
 
 
@@ -107,6 +112,8 @@ def machine_roofline(summary: pd.DataFrame, machine: int) -> MachineRoofline:
             flop_per_s=float(r.flop / r.t_placed),
             bound=str(r.bound),
             share_of_roof=None if pd.isna(r.share_of_roof) else float(r.share_of_roof),
+            t_at_roof=None if r.bound == CACHE else float(r.t_at_roof),
+            t_below_roof=None if r.bound == CACHE else float(r.t_below_roof),
             derived=bool(r.work_derived),
         )
         for r in where.itertuples()
@@ -130,18 +137,3 @@ def rooflines(summary: pd.DataFrame) -> list[MachineRoofline]:
     """A roofline per machine that has rows placed under its roofs."""
     placed_rows = summary[summary["bound"].notna()]
     return [machine_roofline(summary, int(m)) for m in sorted(placed_rows["machine"].unique())]
-
-
-def one_sided(summary: pd.DataFrame, covered: set[str]) -> list[tuple[int, str, str]]:
-    """(machine, workload, the side it lacks) for every workload a machine measured on one side
-    only that no topic answers: a run without GPU rows still lists what it measured."""
-    # A workload does known work; the probes (copies, launches, allocations) are not answered.
-    probe = summary["probe"].notna() if "probe" in summary else False
-    work = summary["workload"].notna() & (summary["flop"] > 0) & ~probe
-    rows = summary[work & ~summary["workload"].isin(covered)]
-    sides = rows.groupby(["machine", "workload"])["backend"].agg(lambda b: set(b))
-    return [
-        (int(m), str(w), "GPU" if "gpu" not in s else "CPU")
-        for (m, w), s in sides.items()
-        if len(s) == 1
-    ]

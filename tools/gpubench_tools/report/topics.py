@@ -383,6 +383,9 @@ CHARTS: dict[str, dict[str, Any]] = {
     "time": dict(
         kind="lines", stem="time_{topic.id}", x="{topic.x}", y="time", series="side", y_low="low",
         y_high="high", flag="hollow", **_LOG, y_unit="s"),
+    "measured": dict(
+        kind="lines", stem="measured_{f.anchor}", x="flop", y="time", series="line", y_low="low",
+        y_high="high", flag="hollow", **_LOG, x_unit="count", y_unit="s"),
     "heatmap": dict(
         kind="heatmap", stem="heatmap_{topic.id}", x="{topic.x}", y="{topic.series}",
         value="speedup"),
