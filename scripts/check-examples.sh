@@ -45,6 +45,14 @@ for program in "$BUILD_DIR"/examples/*/; do
     echo "check-examples: $example: no report.html" >&2
     exit 1
   }
+  # Without GPU rows the report shows the example on its own: a section with its times against
+  # its work and each row under the CPU's roofs, which the answer's line links to.
+  md=$work/$example-report/report.md
+  if grep -q "no GPU rows to compare" "$md" &&
+    ! grep -q "^## $example: measured on the CPU only" "$md"; then
+    echo "check-examples: $example: CPU rows only, but the report has no section of them" >&2
+    exit 1
+  fi
   # Stored in a history database and exported for a dashboard, as any bench file.
   "$PYTHON" -m gpubench_tools.history add "$work/history.db" "$work/$example.json" --quiet
   "$PYTHON" -m gpubench_tools.export --format bencher "$work/$example.json" \

@@ -109,10 +109,11 @@ def test_cpu_only_input_says_there_is_no_gpu_side(
 ) -> None:
     code, out, err = run_report([str(FIXTURES / "cpu_only.json"), "--out", str(tmp_path)], capsys)
     assert code == 0
-    assert {p.stem for p in tmp_path.glob("*.png")} == {"cpu_threads"}
+    assert {p.stem for p in tmp_path.glob("*.png")} == {"cpu_threads", "measured_matmul-0-one-side"}
     md = read_md(tmp_path / "report.md")
-    # No GPU side: the row says so, and links nowhere (the workload has no section).
-    assert "| Square GEMM, fp32 | — | — | — | — | no GPU rows to compare |" in md
+    # No GPU side: the row says so, and links to the section of what was measured.
+    row = "| [Square GEMM, fp32](#matmul-0-one-side) | — | — | — | — | no GPU rows to compare |"
+    assert row in md and '<a id="matmul-0-one-side"></a>' in md
 
 
 def test_failed_and_skipped_rows_are_told_apart(
@@ -246,8 +247,9 @@ def test_real_binary_output_makes_a_report(tmp_path: Path, cpu_bench_run: Path) 
     assert report.returncode == 0, report.stderr
     assert report.stdout.strip().splitlines()[-1] == str(tmp_path / "r" / "report.html")
     md = read_md(tmp_path / "r" / "report.md")
-    # No GPU side: the row says so, and links nowhere (the workload has no section).
-    assert "| Square GEMM, fp32 | — | — | — | — | no GPU rows to compare |" in md
+    # No GPU side: the row says so, and links to the section of what was measured.
+    row = "| [Square GEMM, fp32](#matmul-0-one-side) | — | — | — | — | no GPU rows to compare |"
+    assert row in md and '<a id="matmul-0-one-side"></a>' in md
     assert (tmp_path / "r" / "cpu_threads.png").stat().st_size > 0
 
 

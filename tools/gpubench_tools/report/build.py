@@ -192,11 +192,11 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
     """Every chart written into `out`, and the document (plain data) for the templates."""
     ctx, labels = Context.of(table, out), machine_labels(table)
     answer, sections, thin = _sections(ctx, labels)
-    # An answer row's lines (its paths, else itself) and whether it has a section to link to.
+    # An answer row's lines (its paths, else itself) and whether its section is there to link to.
     ids = {s["id"] for s in sections}
     for row in answer:
         lines = row["paths"] or [dict(row)]
-        row.update(lines=lines, lines_count=len(lines), linked=row["anchor"] in ids)
+        row.update(lines=lines, lines_count=len(lines), linked=row["section"] in ids)
     m = table.machines.iloc[0]
     files = ", ".join(ctx.file_names[f] for f in m["gpu_files"]) if m["gpu_reference"] else ""
     reference = "".join(say("reference", m=m, files=files, gpu=labels[0]["gpu"]))

@@ -51,11 +51,12 @@ def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[
     rows, topic = [], found.topic
     for mt in found.machines:
         title = topic.title + (f" ({labels[mt.machine]['pair']})" if ctx.several else "")
-        row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": [], "stated": False}
+        row: dict[str, Any] = {"workload": title, "anchor": topic.id, "section": topic.id}
+        row.update(paths=[], stated=False)
         if mt.missing_side:
-            # The workload's own section where its machine measured it on one side only.
+            # It links to the workload's own section where its machine measured it on one side.
             workload = topic.cpu.get("workload") or topic.gpu.get("workload")
-            row["anchor"] = one_side_anchor(mt.machine, str(workload))
+            row["section"] = one_side_anchor(mt.machine, str(workload))
             row.update(zip(_ANSWER, say("answer_gap", side=mt.missing_side, path="")))
         else:
             row["paths"] = [_path_line(topic, pc) for pc in mt.paths]
@@ -70,7 +71,8 @@ def one_sided_rows(ctx: Context, labels: Labels, found: list[OneSide]) -> list[d
     rows = []
     for one in found:
         title = one.workload + (f" ({labels[one.machine]['pair']})" if ctx.several else "")
-        row = {"workload": title, "anchor": one.anchor, "paths": [], "stated": False}
+        row = {"workload": title, "anchor": one.anchor, "section": one.anchor, "paths": []}
+        row["stated"] = False
         rows.append({**row, **dict(zip(_ANSWER, say("answer_gap", side=one.missing, path="")))})
     return rows
 
