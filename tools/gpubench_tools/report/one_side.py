@@ -32,7 +32,8 @@ class OneSide:
     (`few_samples`, `noisy`, `disturbed`), `reached` (FLOP/s by the time it is placed by),
     `t_at_roof` and `t_below_roof` (NaN for a cache-resident row), `bound` (roofline's name, None
     where the row has no place) and `derived` (bytes from its name). `counts`: rows per bound;
-    `largest`: the row of most work, whose bound the section states."""
+    `largest`: the row of most work with a place under the roofs (of all rows where none has
+    one), whose bound the section states."""
 
     machine: int
     workload: str
@@ -101,7 +102,9 @@ def one_sides(summary: pd.DataFrame) -> list[OneSide]:
             BoundCount(side, str(bound), int(n))
             for bound, n in shown["bound"].dropna().value_counts(sort=False).sort_index().items()
         )
-        largest = shown.iloc[-1].to_dict()
+        # The row of most work the roofs place (of equal work, the last by name), else of all.
+        placed = shown[shown["bound"].notna()]
+        largest = (placed if len(placed) else shown).iloc[-1].to_dict()
         missing = "GPU" if side == "cpu" else "CPU"
         found.append(OneSide(int(machine), str(workload), side, missing, shown, counts, largest))
     return sorted(found, key=lambda f: f.machine)
