@@ -125,10 +125,41 @@ def test_repetitions_spread_and_multi_threaded_rows_are_left_out() -> None:
         ("m/threads:1/precision:bf16", True),
         ("m/threads:12", False),
         ("m", False),
+        # The count a dump gives after the name (the public API's rows) decides over the name.
+        ("saxpy/cpu/loop/n:1024;threads=1", True),
+        ("saxpy/cpu/loop/n:1024;threads=4", False),
+        ("m/threads:4;threads=4", False),
+        ("m/threads:1;threads=2", False),
     ],
 )
 def test_single_threaded_reads_the_threads_part(name: str, single: bool) -> None:
     assert single_threaded(name) is single
+
+
+def dump(tmp: Path, part: int, description: str, instructions: int) -> Path:
+    """A region's dump file as callgrind writes its header (the lines dumps.py reads)."""
+    path = tmp / f"callgrind.out.7.{part}"
+    path.write_text(
+        f"version: 1\npid: 7\npart: {part}\n\n"
+        f"desc: Trigger: Client Request: gpubench-region {description}\n\n"
+        f"events: Ir\nsummary: {instructions}\n\nfn=(1) f\n0 {instructions}\n"
+    )
+    return path
+
+
+def test_a_dump_that_carries_its_thread_count_is_counted_under_the_row_name(tmp_path: Path) -> None:
+    # The public API's rows have no threads part: their dumps say how many threads ran the row,
+    # and the row keeps its name in the counts; dumps without the count (the suite's, and any
+    # bench from before) are judged by the name, and a name without threads:1 is not counted.
+    files = [
+        dump(tmp_path, 1, "iterations=1 name=saxpy/cpu/loop/n:1024;threads=1", 6891),
+        dump(tmp_path, 2, "iterations=1 name=saxpy/cpu/loop/n:16384;threads=2", 9999),
+        dump(tmp_path, 3, f"iterations=2 name={GEMM64}", 199214),
+        dump(tmp_path, 4, "iterations=1 name=saxpy/cpu/loop/n:262144", 524868),
+    ]
+    frame = per_iteration(read_dumps(files))
+    assert list(frame["name"]) == ["saxpy/cpu/loop/n:1024", GEMM64]
+    assert list(frame["instructions_per_iteration"]) == [6891.0, 99607.0]
 
 
 # ---- the judge ------------------------------------------------------------------------------------
