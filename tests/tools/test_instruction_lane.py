@@ -321,6 +321,39 @@ def test_lane_end_to_end_on_the_real_bench(tmp_path: Path) -> None:
     assert "instructions: PASS" in proc.stdout
 
 
+# A user's program built against the installed package (scripts/build-examples.sh, where nvcc is).
+SAXPY = BENCH.parents[1] / "examples" / "saxpy" / "saxpy"
+
+
+@pytest.mark.skipif(_why_not_end_to_end() is not None, reason=str(_why_not_end_to_end()))
+@pytest.mark.skipif(not SAXPY.is_file(), reason=f"{SAXPY} is not built (scripts/build-examples.sh)")
+def test_lane_counts_a_user_programs_rows_under_their_own_names(tmp_path: Path) -> None:
+    # The public API's CPU rows have no threads part in their names; their regions say they ran
+    # on one thread, so the lane counts them, and the verdicts carry the rows' own names.
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpubench_tools.instructions",
+            f"--base-bench={SAXPY}",
+            f"--contender-bench={SAXPY}",
+            "--benchmark_filter=^saxpy/cpu/loop/n:1024$",
+            f"--out-dir={tmp_path / 'lane'}",
+            f"--json={tmp_path / 'lane.json'}",
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [row] = json.loads((tmp_path / "lane.json").read_text())["benchmarks"]
+    assert row["name"] == "saxpy/cpu/loop/n:1024" and row["verdict"] == SAME
+    assert row["base_per_iteration"] == row["contender_per_iteration"] > 1024
+
+
 @pytest.mark.parametrize("empty,counted", [("base", "contender"), ("contender", "base")])
 def test_no_region_at_all_is_not_counted(tmp_path: Path, capsys, empty: str, counted: str) -> None:
     # A base built before the regions existed (or without valgrind/callgrind.h) dumps none; so
