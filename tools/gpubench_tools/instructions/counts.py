@@ -12,8 +12,8 @@ count, the same in base and contender: the counts then compare like for like.
 Only single-threaded rows are counted: callgrind counts the thread that opened the region, and
 OpenBLAS's worker threads, which do the rest of a multi-threaded row, spin for a time that depends
 on scheduling. A region whose dump gives its thread count after the name (``ROW;threads=T``: the
-public API's CPU rows, whose names have no threads part) is judged by that count, the others by a
-``threads:1`` part in the name; the count is not part of the row's name.
+public API's CPU rows, whose names have a threads part only with cpu_threads) is judged by that
+count, the others by a ``threads:1`` part in the name; the count is not part of the row's name.
 """
 
 from __future__ import annotations
