@@ -5,6 +5,9 @@
 // untimed call that pages the buffers in and starts any thread pool it uses. The row's peak is the
 // whole machine's (every physical core): the suite cannot know how many threads the user's code
 // runs, and a single-threaded function's share of it says how much of the CPU it leaves unused.
+// For the gate's instruction lane a row without cpu_threads runs on one thread (OpenBLAS set to
+// one under Valgrind): the API's contract is that a function with threads of its own declares
+// them (include/gpubench/workload.hpp, cpu_threads).
 
 #include "benchmarks/workload_rows.hpp"
 
@@ -20,6 +23,7 @@
 
 #include "harness/cpu_info.hpp"
 #include "harness/host_clock_timer.hpp"
+#include "harness/instruction_region.hpp"
 #include "kernels/common/openblas.hpp"
 
 namespace gpubench {
@@ -53,7 +57,17 @@ void cpu_row(benchmark::State& state, const RowId& id,
              const std::shared_ptr<const Workload>& workload, const Point& point,
              long long threads) {
   const Workload::Declaration& declaration = workload->declaration();
-  if (threads > 0) cpu::set_blas_threads(static_cast<int>(threads));  // throws: a skipped row
+  const bool counted = InstructionRegion::running_on_valgrind();
+  if (threads > 0) {
+    cpu::set_blas_threads(static_cast<int>(threads));  // throws: a skipped row
+  } else if (counted) {
+    cpu::set_blas_threads(1);  // under Valgrind the undeclared row's OpenBLAS calls stay on it too
+  }
+  // Its instruction region says how many threads do the row's work: the declared T, else one (a
+  // function that starts threads of its own declares cpu_threads), so the gate's instruction lane
+  // counts a user's single-threaded rows, whose names have no threads part
+  // (harness/instruction_region.hpp).
+  const InstructionRegionLabel label(counted ? id.name() : std::string(), threads > 0 ? threads : 1);
   HostArrays arrays(declaration, point);
   arrays.fill();
   const Buffers buffers = arrays.buffers();

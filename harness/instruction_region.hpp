@@ -25,6 +25,11 @@
 //   name=ROW" (a dump's "desc: Trigger:" line), one dump per call of the fixture: Google Benchmark
 //   calls it several times while it picks the iteration count, and each call's dump is counted
 //   separately (tools/gpubench_tools/instructions reads them).
+// - Where the row's code knows how many threads do its work (the public API's CPU rows:
+//   benchmarks/workload_rows.cpp), the name is followed by ";threads=T": the gate counts a row of
+//   one thread whatever its name says, so a user's rows, whose names have no threads part, are
+//   counted like the suite's "threads:1" rows. No name has a '=', so the suffix is unambiguous; a
+//   dump without it is judged by its name.
 // - Without the header (a machine without Valgrind's package) the region compiles to nothing;
 //   CMake defines GPUBENCH_HAS_CALLGRIND when it finds valgrind/callgrind.h.
 
@@ -38,24 +43,41 @@
 
 namespace gpubench {
 
-// The row name the regions of the calling thread report: the row registration sets it around each
-// call of a fixture (harness/result_row.hpp), so the timers need not know which row they time.
+// The row the regions of the calling thread report: the row registration sets it around each call
+// of a fixture (harness/result_row.hpp), so the timers need not know which row they time; a fixture
+// that knows how many threads run the row's work sets it again with that count.
 class InstructionRegionLabel {
  public:
-  explicit InstructionRegionLabel(std::string name) : previous_(std::move(current())) {
-    current() = std::move(name);
+  struct Row {
+    std::string name;
+    long long threads = 0;  // threads that do the row's work; 0: not known here
+  };
+
+  explicit InstructionRegionLabel(std::string name, long long threads = 0)
+      : previous_(std::move(current())) {
+    current() = Row{std::move(name), threads};
   }
   ~InstructionRegionLabel() { current() = std::move(previous_); }
   InstructionRegionLabel(const InstructionRegionLabel&) = delete;
   InstructionRegionLabel& operator=(const InstructionRegionLabel&) = delete;
 
-  static std::string& current() {
-    thread_local std::string name;
-    return name;
+  static Row& current() {
+    thread_local Row row;
+    return row;
+  }
+
+  // What a region's dump says (the header's decisions): "gpubench-region iterations=N name=ROW",
+  // and ";threads=T" after the name where the thread count is known.
+  static std::string description(std::int64_t iterations) {
+    const Row& row = current();
+    std::string text =
+        "gpubench-region iterations=" + std::to_string(iterations) + " name=" + row.name;
+    if (row.threads > 0) text += ";threads=" + std::to_string(row.threads);
+    return text;
   }
 
  private:
-  std::string previous_;
+  Row previous_;
 };
 
 // One timed loop's instructions: construct just before the loop, finish() just after it; pause()
@@ -92,8 +114,7 @@ class InstructionRegion {
     toggle(false);
 #if GPUBENCH_HAS_CALLGRIND
     if (counting_) {
-      const std::string label = "gpubench-region iterations=" + std::to_string(iterations) +
-                                " name=" + InstructionRegionLabel::current();
+      const std::string label = InstructionRegionLabel::description(iterations);
       CALLGRIND_DUMP_STATS_AT(label.c_str());
       CALLGRIND_STOP_INSTRUMENTATION;
     }

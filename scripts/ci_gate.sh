@@ -37,6 +37,11 @@
 #                                           build kept in build-gate/<commit>, reused next time)
 #                                           and gate BENCH, the working tree's build, against it;
 #                                           exit 2 when REF is unknown or fails to build
+#   scripts/ci_gate.sh --against-parent [--benchmark_filter=REGEX]
+#                                           --against HEAD~1 (.ci/run's paired gate); where this
+#                                           checkout has no parent of HEAD (a first commit, a
+#                                           shallow clone, no git) one line says the paired gate
+#                                           did not run and why, and the exit is 0
 #
 # Environment:
 #   BENCH       bench binary                  (default build/benchmarks/bench)
@@ -103,11 +108,27 @@ usage() {
   sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
 }
 
+# Fails, printing why, where this checkout has no parent of HEAD to gate against (--against-parent).
+missing_parent() {
+  if ! git rev-parse --git-dir >/dev/null 2>&1; then
+    echo "not a git checkout, so there is no parent commit to build (only the committed-baseline gate ran)"
+    return 1
+  fi
+  git rev-parse --verify -q "HEAD~1^{commit}" >/dev/null && return 0
+  if [[ $(git rev-parse --is-shallow-repository 2>/dev/null) == true ]]; then
+    echo "HEAD's parent is not in this shallow clone; fetch it (git fetch --deepen=1, or actions/checkout with fetch-depth: 2) to gate against it"
+  else
+    echo "HEAD is the first commit: it has no parent to gate against (only the committed-baseline gate ran)"
+  fi
+  return 1
+}
+
 mode=gate
 contender=""
 base_bench=""
 contender_bench=""
 against=""
+against_parent=""
 filter_arg=""
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -117,6 +138,7 @@ while [[ $# -gt 0 ]]; do
       contender=$2
       shift
       ;;
+    --against-parent) against_parent=1 ;;
     --base-bench | --contender-bench | --against)
       [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value"
       case $1 in
@@ -135,6 +157,15 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
+if [[ -n $against_parent ]]; then
+  [[ -z $against$base_bench$contender_bench$contender && $mode == gate ]] ||
+    die "--against-parent goes with no other mode (--against, --base-bench, --contender, --update-baseline)"
+  if ! parent_missing=$(missing_parent); then
+    echo "ci_gate: paired gate not run: $parent_missing"
+    exit 0
+  fi
+  against=HEAD~1
+fi
 if [[ -n $base_bench || -n $contender_bench || -n $against ]]; then
   [[ $mode == update || -n $contender ]] && die "--update-baseline and --contender do not go with the paired gate"
   if [[ -n $against ]]; then

@@ -33,17 +33,39 @@ TEST(InstructionRegion, OpensPausesAndFinishesWithoutEffectNatively) {
 }
 
 TEST(InstructionRegionLabel, NamesTheRowAndRestoresTheOuterName) {
-  EXPECT_EQ(InstructionRegionLabel::current(), "");
+  EXPECT_EQ(InstructionRegionLabel::current().name, "");
   {
     const InstructionRegionLabel outer("matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1");
     {
-      const InstructionRegionLabel inner("mlp/cpu/small/data:iris");
-      EXPECT_EQ(InstructionRegionLabel::current(), "mlp/cpu/small/data:iris");
+      const InstructionRegionLabel inner("saxpy/cpu/loop/n:1024", 1);
+      EXPECT_EQ(InstructionRegionLabel::current().name, "saxpy/cpu/loop/n:1024");
+      EXPECT_EQ(InstructionRegionLabel::current().threads, 1);
     }
-    EXPECT_EQ(InstructionRegionLabel::current(),
+    EXPECT_EQ(InstructionRegionLabel::current().name,
               "matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1");
+    EXPECT_EQ(InstructionRegionLabel::current().threads, 0);
   }
-  EXPECT_EQ(InstructionRegionLabel::current(), "");
+  EXPECT_EQ(InstructionRegionLabel::current().name, "");
+}
+
+// The dump's text, which tools/gpubench_tools/instructions reads (dumps.py's TRIGGER, counts.py's
+// thread suffix): the name alone where the thread count is not known, ";threads=T" after it where
+// it is.
+TEST(InstructionRegionLabel, DescribesTheRegionWithItsThreadsWhereKnown) {
+  {
+    const InstructionRegionLabel row("matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/threads:1");
+    EXPECT_EQ(InstructionRegionLabel::description(3),
+              "gpubench-region iterations=3 name=matmul/cpu/openblas/dtype:fp32/m:64/n:64/k:64/"
+              "threads:1");
+  }
+  {
+    const InstructionRegionLabel row("saxpy/cpu/loop/n:1024", 1);
+    EXPECT_EQ(InstructionRegionLabel::description(1),
+              "gpubench-region iterations=1 name=saxpy/cpu/loop/n:1024;threads=1");
+  }
+  const InstructionRegionLabel four("softmax/cpu/loop/rows:64/threads:4", 4);
+  EXPECT_EQ(InstructionRegionLabel::description(12),
+            "gpubench-region iterations=12 name=softmax/cpu/loop/rows:64/threads:4;threads=4");
 }
 
 }  // namespace

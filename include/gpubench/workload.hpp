@@ -154,7 +154,10 @@ class Workload {
   // The CPU rows at each of these thread counts: a last name parameter `threads:T` (the counter
   // blas_threads), OpenBLAS set to T threads before the row (a row whose T OpenBLAS cannot run is
   // skipped, naming both), and the row's peak that of T cores. The CPU function reads T as
-  // point["threads"] for threads of its own. Without it: no threads parameter, the machine's peak.
+  // point["threads"] for threads of its own. Without it: no threads parameter, the machine's peak,
+  // and the function is taken to run on the calling thread: the gate's instruction lane counts
+  // its rows as one thread's (docs/regression-gate.md), so a function that starts threads of its
+  // own (OpenMP, std::thread) declares them here.
   Workload& cpu_threads(std::vector<long long> thread_counts);
 
   // Buffers of T with `count` elements at a point; the second form: as many as axis `axis` says.

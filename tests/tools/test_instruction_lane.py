@@ -125,10 +125,41 @@ def test_repetitions_spread_and_multi_threaded_rows_are_left_out() -> None:
         ("m/threads:1/precision:bf16", True),
         ("m/threads:12", False),
         ("m", False),
+        # The count a dump gives after the name (the public API's rows) decides over the name.
+        ("saxpy/cpu/loop/n:1024;threads=1", True),
+        ("saxpy/cpu/loop/n:1024;threads=4", False),
+        ("m/threads:4;threads=4", False),
+        ("m/threads:1;threads=2", False),
     ],
 )
 def test_single_threaded_reads_the_threads_part(name: str, single: bool) -> None:
     assert single_threaded(name) is single
+
+
+def dump(tmp: Path, part: int, description: str, instructions: int) -> Path:
+    """A region's dump file as callgrind writes its header (the lines dumps.py reads)."""
+    path = tmp / f"callgrind.out.7.{part}"
+    path.write_text(
+        f"version: 1\npid: 7\npart: {part}\n\n"
+        f"desc: Trigger: Client Request: gpubench-region {description}\n\n"
+        f"events: Ir\nsummary: {instructions}\n\nfn=(1) f\n0 {instructions}\n"
+    )
+    return path
+
+
+def test_a_dump_that_carries_its_thread_count_is_counted_under_the_row_name(tmp_path: Path) -> None:
+    # The public API's rows have no threads part: their dumps say how many threads ran the row,
+    # and the row keeps its name in the counts; dumps without the count (the suite's, and any
+    # bench from before) are judged by the name, and a name without threads:1 is not counted.
+    files = [
+        dump(tmp_path, 1, "iterations=1 name=saxpy/cpu/loop/n:1024;threads=1", 6891),
+        dump(tmp_path, 2, "iterations=1 name=saxpy/cpu/loop/n:16384;threads=2", 9999),
+        dump(tmp_path, 3, f"iterations=2 name={GEMM64}", 199214),
+        dump(tmp_path, 4, "iterations=1 name=saxpy/cpu/loop/n:262144", 524868),
+    ]
+    frame = per_iteration(read_dumps(files))
+    assert list(frame["name"]) == ["saxpy/cpu/loop/n:1024", GEMM64]
+    assert list(frame["instructions_per_iteration"]) == [6891.0, 99607.0]
 
 
 # ---- the judge ------------------------------------------------------------------------------------
@@ -288,6 +319,39 @@ def test_lane_end_to_end_on_the_real_bench(tmp_path: Path) -> None:
     assert row["base_per_iteration"] == row["contender_per_iteration"] > 10_000
     assert doc["openblas_core_under_valgrind"] == {"base": "Haswell", "contender": "Haswell"}
     assert "instructions: PASS" in proc.stdout
+
+
+# A user's program built against the installed package (scripts/build-examples.sh, where nvcc is).
+SAXPY = BENCH.parents[1] / "examples" / "saxpy" / "saxpy"
+
+
+@pytest.mark.skipif(_why_not_end_to_end() is not None, reason=str(_why_not_end_to_end()))
+@pytest.mark.skipif(not SAXPY.is_file(), reason=f"{SAXPY} is not built (scripts/build-examples.sh)")
+def test_lane_counts_a_user_programs_rows_under_their_own_names(tmp_path: Path) -> None:
+    # The public API's CPU rows have no threads part in their names; their regions say they ran
+    # on one thread, so the lane counts them, and the verdicts carry the rows' own names.
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpubench_tools.instructions",
+            f"--base-bench={SAXPY}",
+            f"--contender-bench={SAXPY}",
+            "--benchmark_filter=^saxpy/cpu/loop/n:1024$",
+            f"--out-dir={tmp_path / 'lane'}",
+            f"--json={tmp_path / 'lane.json'}",
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [row] = json.loads((tmp_path / "lane.json").read_text())["benchmarks"]
+    assert row["name"] == "saxpy/cpu/loop/n:1024" and row["verdict"] == SAME
+    assert row["base_per_iteration"] == row["contender_per_iteration"] > 1024
 
 
 @pytest.mark.parametrize("empty,counted", [("base", "contender"), ("contender", "base")])

@@ -9,9 +9,11 @@ reported as the spread, which is zero for deterministic code. The lane runs each
 one iteration (--benchmark_min_time far below one iteration's time), so the fixed cost is in every
 count, the same in base and contender: the counts then compare like for like.
 
-Only single-threaded rows are counted (a ``threads:1`` part in the name): callgrind counts the
-thread that opened the region, and OpenBLAS's worker threads, which do the rest of a
-multi-threaded row, spin for a time that depends on scheduling.
+Only single-threaded rows are counted: callgrind counts the thread that opened the region, and
+OpenBLAS's worker threads, which do the rest of a multi-threaded row, spin for a time that depends
+on scheduling. A region whose dump gives its thread count after the name (``ROW;threads=T``: the
+public API's CPU rows, whose names have a threads part only with cpu_threads) is judged by that
+count, the others by a ``threads:1`` part in the name; the count is not part of the row's name.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ import re
 import pandas as pd
 
 _THREADS = re.compile(r"(?:^|/)threads:(\d+)(?:/|$)")
+# harness/instruction_region.hpp's suffix; no row name has a '=', so it is never part of a name.
+_DUMPED_THREADS = re.compile(r";threads=(\d+)$")
 COUNT_COLUMNS = ["name", "regions", "iterations", "instructions_per_iteration", "spread_pct"]
 
 
 def single_threaded(name: str) -> bool:
-    """Whether a row name says it runs on one thread (``.../threads:1``)."""
-    match = _THREADS.search(name)
+    """Whether a region's name says it ran on one thread: its dumped count (``ROW;threads=1``),
+    else the name's part (``.../threads:1``)."""
+    match = _DUMPED_THREADS.search(name) or _THREADS.search(name)
     return match is not None and int(match.group(1)) == 1
 
 
@@ -37,6 +42,7 @@ def per_iteration(regions: pd.DataFrame) -> pd.DataFrame:
     stopped before its loop) are not counts."""
     frame = regions[regions["iterations"] > 0]
     frame = frame[frame["name"].map(single_threaded).astype(bool)]
+    frame = frame.assign(name=frame["name"].str.replace(_DUMPED_THREADS, "", regex=True))
     rows = []
     for name, group in frame.groupby("name", sort=False):
         most = int(group["iterations"].max())
