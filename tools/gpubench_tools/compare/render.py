@@ -327,9 +327,8 @@ def gate_record(j: Judgement) -> GateLine:
 
 def paired_page(j: Judgement, quiet: bool = False) -> PairedPage:
     worded(j)
-    shown = [
-        b for b in j.benchmarks if not quiet or b.fails or b.verdict in (AMBIGUOUS, INCOMPLETE)
-    ]
+    unsettled = (AMBIGUOUS, INCOMPLETE)
+    shown = [b for b in j.benchmarks if not quiet or b.fails or b.verdict in unsettled]
     # Never empty: pairs with no benchmark in common are unusable input (paired.judge_reports).
     return PairedPage(gate_record(j), tuple(shown), max(len(b.name) for b in j.benchmarks))
 

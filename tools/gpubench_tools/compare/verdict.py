@@ -38,9 +38,8 @@ _SITUATION = {FAILED: ("contender", FAILED_ROW), INVALID: ("contender", UNSOUND_
 _SITUATION |= {SKIPPED: ("contender", SKIPPED_ROW), BASE_FAILED: ("baseline", FAILED_ROW)}
 # Verdicts that fail the gate: what the judgement shows (slower, changed work, gone) and the input
 # classes the policy fails.
-FAILING = (SLOWER, CHANGED, MISSING) + tuple(
-    v for v, (side, s) in _SITUATION.items() if action(f"compare {side}", s).kind == FAIL
-)
+_ACTIONS = {v: action(f"compare {side}", s).kind for v, (side, s) in _SITUATION.items()}
+FAILING = (SLOWER, CHANGED, MISSING) + tuple(v for v, kind in _ACTIONS.items() if kind == FAIL)
 JUDGED_PAIRS = (SLOWER, "faster", "same", AMBIGUOUS)
 
 
