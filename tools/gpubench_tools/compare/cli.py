@@ -19,8 +19,7 @@ from ..benchjson import BenchJsonError, load_report
 from .. import output
 from ..cli import EXIT_UNRESOLVED, EXIT_UNUSABLE, ArgumentParser, UnusableInput
 from ..cli import add_debug_flag, program_name, run_main
-from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RANGES, TIME_FIELDS, ConfigError
-from .config import load_config
+from .config import DEFAULT_CONFIG_RESOURCE, THRESHOLD_RANGES, TIME_FIELDS, ConfigError, load_config
 from .engine import compare_reports
 from .paired import is_pair, judge_reports
 from .stats import rules_from
@@ -32,14 +31,10 @@ MODULE = "gpubench_tools.compare"
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = ArgumentParser(
-        prog=prog,
-        description=(
-            "Compare a contender bench JSON against a baseline. Exit 0 pass; 1 a significant "
-            "slowdown beyond threshold, a benchmark that now fails, has invalid times or is "
-            "missing; 2 unusable input, or nothing could be judged (too few repetitions)."
-        ),
-    )
+    about = "Compare a contender bench JSON against a baseline. Exit 0 pass; 1 a significant "
+    about += "slowdown beyond threshold, a benchmark that now fails, has invalid times or is "
+    about += "missing; 2 unusable input, or nothing could be judged (too few repetitions)."
+    parser = ArgumentParser(prog=prog, description=about)
     add = parser.add_argument
     add("baseline", help="bench JSON of the reference run")
     add("contender", help="bench JSON of the run to judge")
@@ -97,7 +92,7 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         expected = isinstance(exc, (BenchJsonError, ConfigError, UnusableInput))
         what = f"comparing {args.baseline} with {args.contender}: unexpected {type(exc).__name__}: "
         line = " ".join(f"{'' if expected else what}{error_line(exc)}".split())
-        emit_error(prog, line, EXIT_UNUSABLE, args)
+        emit_error(prog, line, EXIT_UNUSABLE, args, paired=False)
         if not expected and args.debug:
             traceback.print_exc()
         hint = "" if expected or args.debug else " (rerun with --debug for the traceback)"
@@ -122,9 +117,7 @@ def emit(prog: str, j: Judgement, args: argparse.Namespace) -> int:
     return code
 
 
-def emit_error(
-    prog: str, line: str, code: int, args: argparse.Namespace, paired: bool = False
-) -> None:
+def emit_error(prog: str, line: str, code: int, args: argparse.Namespace, paired: bool) -> None:
     """The args.markdown and args.json outputs when no judgement could be made (best effort:
     the caller says `line` itself on stderr)."""
     output.decide(code)

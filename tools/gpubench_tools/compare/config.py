@@ -40,10 +40,8 @@ THRESHOLD_RANGES: dict[str, Number] = {
 }
 
 _TEXT_KEYS = ("why", "comment", "note")
-_TOP_KEYS = tuple(
-    "time thresholds counters counter_direction exact_counters gate_counters overrides "
-    "normalize".split()
-)
+_TOP_KEYS = ("time", "thresholds", "counters", "counter_direction", "exact_counters")
+_TOP_KEYS += ("gate_counters", "overrides", "normalize")
 # Keys the packaged defaults must set: they are the only source of every default value.
 _REQUIRED_IN_DEFAULTS = _TOP_KEYS[:-1]
 

@@ -41,14 +41,12 @@ __all__ = ["compare_reports", "natural_key", "openblas_core", "undisturbed"]
 # Status of one repetition in the DataFrame of a file (besides FAILED, SKIPPED and INVALID).
 MEASURED = "measured"
 # Context keys that name the hardware: if they differ, ratios compare machines, not code.
-HARDWARE_KEYS = tuple(
-    "cpu_model cpu_logical_cpus gpu gpu_compute_capability gpu_sm_count gpu_memory_bytes".split()
-)
+HARDWARE_KEYS = ("cpu_model", "cpu_logical_cpus", "gpu", "gpu_compute_capability", "gpu_sm_count")
+HARDWARE_KEYS += ("gpu_memory_bytes",)
 # Context keys that change results without being hardware: shown, not shouted.
-ENVIRONMENT_KEYS = tuple(
-    "openblas_config openblas_coretype_env gpubench_cuda_build cuda_driver_version "
-    "cuda_runtime_version cublas_version gpu_sm_clock_hz gpubench_sweep library_build_type".split()
-)
+ENVIRONMENT_KEYS = ("openblas_config", "openblas_coretype_env", "gpubench_cuda_build")
+ENVIRONMENT_KEYS += ("cuda_driver_version", "cuda_runtime_version", "cublas_version")
+ENVIRONMENT_KEYS += ("gpu_sm_clock_hz", "gpubench_sweep", "library_build_type")
 
 
 def _repetitions(report: BenchReport, clock: str) -> pd.DataFrame:
@@ -262,9 +260,8 @@ def _reading_warnings(
     sides = (("the baseline's", base), ("the contender's", cont))
     unknown = [side for side, f in sides if (f.conditions[f.status == MEASURED] == UNKNOWN).any()]
     if unknown and lists("contender", UNKNOWN_CONDITIONS):
-        warnings.append(
-            said("unknown_conditions_note", what=" and ".join(unknown) + " repetitions")
-        )
+        what = " and ".join(unknown) + " repetitions"
+        warnings.append(said("unknown_conditions_note", what=what))
     if ambiguous:
         warnings.append(said("ambiguous_names", n=len(ambiguous)))
     # Different OpenBLAS kernels (OPENBLAS_CORETYPE, or another CPU): every CPU ratio then
@@ -321,19 +318,10 @@ def compare_reports(
     by_reason = group_reasons(unmeasured, lambda key: _why_not_measured(by_key[0][key]))
     contexts = baseline.context, contender.context
     not_compared = [{"kind": kind, "reason": why, "names": keys} for (kind, why), keys in by_reason]
-    return Judgement(
-        baseline=baseline,
-        contender=contender,
-        benchmarks=results,
-        clock=config.time,
-        config=config,
-        only_in_baseline=[k for k in measured if k not in by_key[1]],
-        only_in_contender=sorted(set(by_key[1]) - set(by_key[0]), key=natural_key),
-        hardware_differences=_context_differences(*contexts, HARDWARE_KEYS),
-        environment_differences=_context_differences(*contexts, ENVIRONMENT_KEYS),
-        warnings=warnings,
-        allow_missing=allow_missing,
-        reference=reference,
-        not_compared=not_compared,
-        cut_off=cut_off,
-    )
+    found = dict(config=config, warnings=warnings, allow_missing=allow_missing, cut_off=cut_off)
+    found |= dict(reference=reference, not_compared=not_compared)
+    found["only_in_baseline"] = [k for k in measured if k not in by_key[1]]
+    found["only_in_contender"] = sorted(set(by_key[1]) - set(by_key[0]), key=natural_key)
+    found["hardware_differences"] = _context_differences(*contexts, HARDWARE_KEYS)
+    found["environment_differences"] = _context_differences(*contexts, ENVIRONMENT_KEYS)
+    return Judgement(baseline, contender, results, config.time, **found)

@@ -55,6 +55,7 @@ from typing import Any, Sequence
 from ..cli import EXIT_REGRESSION, EXIT_UNUSABLE, UnusableInput, add_debug_flag, program_name
 from ..cli import ArgumentParser, Number, run_main
 from .. import output
+from ..benchjson import load_report
 from ..row_rules import group_reasons
 from . import paired, stats
 from .cli import emit, emit_error
@@ -118,10 +119,8 @@ def _set(pairs: Pairs, key: str, value: Any) -> Pairs:
 def _describe_exit(code: int) -> str:
     if code >= 0:
         return f"exited with status {code}"
-    try:
-        return f"was killed by signal {-code} ({signal.Signals(-code).name})"
-    except ValueError:
-        return f"was killed by signal {-code}"
+    names = {s.value: f" ({s.name})" for s in signal.Signals}
+    return f"was killed by signal {-code}{names.get(-code, '')}"
 
 
 def _fastest(row: Pairs, time_field: str) -> float:
@@ -162,38 +161,37 @@ class PairedRun:
     order: list[str] = field(default_factory=list)
 
     @property
-    def paths(self) -> dict[str, Path]:
-        return {side: self.out_dir / FILE_NAMES[side] for side in SIDES}
+    def commands(self) -> dict[str, list[str]]:
+        return {BASE: self.base_cmd, CONTENDER: self.contender_cmd}
 
-    def _command(self, side: str, out: Path, benchmark_filter: str | None) -> list[str]:
-        """The side's full command line, through its launch link (and its data folder's)."""
-        cmd = self.base_cmd if side == BASE else self.contender_cmd
-        folder = self.out_dir / "launch" / LAUNCH_NAMES[side]
+    def _command(
+        self, side: str, out: Path, benchmark_filter: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """The side's full command line, through its launch link, and its environment (with its
+        data folder's link in GPUBENCH_DATA_DIR, when it has one)."""
+        cmd, folder = self.commands[side], self.out_dir / "launch" / LAUNCH_NAMES[side]
         folder.mkdir(parents=True, exist_ok=True)
-        links = {"bench": shutil.which(cmd[0]) or cmd[0], "data": (self.data_dirs or {}).get(side)}
-        for name, target in links.items():
+        data = (self.data_dirs or {}).get(side)
+        for name, target in {"bench": shutil.which(cmd[0]) or cmd[0], "data": data}.items():
             if target:
                 (folder / name).unlink(missing_ok=True)
                 (folder / name).symlink_to(os.path.abspath(target))
+        env = dict(os.environ) | ({"GPUBENCH_DATA_DIR": str(folder / "data")} if data else {})
         flags = [f"--benchmark_filter={benchmark_filter}"] if benchmark_filter else []
         reps = self.inner_repetitions
         flags += [f"--benchmark_min_time={self.min_time:g}", f"--benchmark_repetitions={reps}"]
         flags += [f"--benchmark_out={out}", "--benchmark_out_format=json"]
         if reps > 1:
             flags.append("--benchmark_enable_random_interleaving=true")
-        return [str(folder / "bench"), *cmd[1:], *flags]
+        return [str(folder / "bench"), *cmd[1:], *flags], env
 
     def _invoke(self, side: str, r: int, benchmark_filter: str | None) -> list[Pairs]:
         """Runs one invocation; returns its rows or raises BenchRunError."""
         stem = self.out_dir / "logs" / f"round-{r + 1:03d}-{LAUNCH_NAMES[side]}"
         out, log = stem.with_suffix(".json"), stem.with_suffix(".log")
-        env = dict(os.environ)
-        if self.data_dirs and side in self.data_dirs:
-            env["GPUBENCH_DATA_DIR"] = str(self.out_dir / "launch" / LAUNCH_NAMES[side] / "data")
         code = EXIT_UNUSABLE if side == BASE else EXIT_REGRESSION
-        where = f"{side} bench ({(self.base_cmd if side == BASE else self.contender_cmd)[0]})"
-        where += f", round {r + 1}"
-        cmd, start = self._command(side, out, benchmark_filter), time.monotonic()
+        where = f"{side} bench ({self.commands[side][0]}), round {r + 1}"
+        (cmd, env), start = self._command(side, out, benchmark_filter), time.monotonic()
         try:
             with open(log, "w", encoding="utf-8", errors="replace") as fh:
                 run = dict(stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=self.timeout_s)
@@ -246,7 +244,7 @@ class PairedRun:
 
     def write(self) -> dict[str, Path]:
         """Writes (or rewrites) the two paired files; returns their paths."""
-        paths = self.paths
+        paths = {side: self.out_dir / FILE_NAMES[side] for side in SIDES}
         for side, other in (SIDES, SIDES[::-1]):
             context = list(self.contexts.get(side, []))
             pair = [(PAIR_ID, self.pair_id), (PAIR_ROLE, side), (PAIRED_WITH, FILE_NAMES[other])]
@@ -300,16 +298,12 @@ TIMEOUT = Number(0.0, 7 * 86_400.0, low_open=True, unit="seconds")
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     rules = stats.DEFAULT_RULES
-    parser = ArgumentParser(
-        prog=prog,
-        description=(
-            "Run a base and a contender bench interleaved (a process of each per round, in "
-            "random order; each process's fastest repetition is its value), write two paired "
-            "bench JSON files and judge them with the paired rules. Exit 0 pass; 1 a benchmark "
-            "slower beyond the margin, failing, missing, or the contender crashed; 2 unusable "
-            "(the base failed, bad usage); 3 not resolved."
-        ),
-    )
+    about = "Run a base and a contender bench interleaved (a process of each per round, in random "
+    about += "order; each process's fastest repetition is its value), write two paired bench JSON "
+    about += "files and judge them with the paired rules. Exit 0 pass; 1 a benchmark slower beyond "
+    about += "the margin, failing, missing, or the contender crashed; 2 unusable (the base failed, "
+    about += "bad usage); 3 not resolved."
+    parser = ArgumentParser(prog=prog, description=about)
     add = parser.add_argument
     add("--base-bench", required=True, metavar="CMD", help="the reference bench (or a wrapper)")
     add("--contender-bench", required=True, metavar="CMD", help="the bench to judge")
@@ -347,7 +341,8 @@ def _judge(run: PairedRun, rules: stats.PairedRules) -> Judgement:
     step = max(1, math.ceil(rules.start_pairs / 2))
     while True:
         paths = run.write()
-        judgement = paired.judge_files(str(paths[BASE]), str(paths[CONTENDER]), rules)
+        reports = (load_report(str(paths[side])) for side in SIDES)
+        judgement = paired.judge_reports(*reports, rules)
         confirming = [b.name for b in judgement.to_confirm]
         unsettled = judgement.maybe_slower + judgement.wide_open + judgement.disturbed_few
         short = dict.fromkeys(b.name for b in unsettled if b.pairs + b.left_out < rules.max_pairs)
@@ -375,8 +370,7 @@ def _run(prog: str, argv: Sequence[str] | None) -> int:
         emit_error(prog, line, exc.exit_code, args, paired=True)
         output.warn(f"{prog}: {'error' if exc.exit_code == EXIT_UNUSABLE else 'FAIL'}: {line}")
         return exc.exit_code
-    judgement.wall_seconds = time.monotonic() - start
-    judgement.bench_seconds = run.bench_seconds
+    judgement.wall_seconds, judgement.bench_seconds = time.monotonic() - start, run.bench_seconds
     return emit(prog, judgement, args)
 
 

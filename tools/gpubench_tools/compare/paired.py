@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..benchjson import FAILED as FAILED_ROW, SKIPPED as SKIPPED_ROW
-from ..benchjson import BenchReport, iteration_rows, load_report
+from ..benchjson import BenchReport, iteration_rows
 from ..conditions import DISTURBED, UNKNOWN
 from ..json_values import as_read
 from ..status import Said, UnusableInput, said
@@ -59,7 +59,7 @@ from .verdict import check_files, lists, natural_key
 # The judgement, and the statistics of the pairs the gate's scripts read from here (the others:
 # stats.py).
 # fmt: off
-__all__ = ["AMBIGUOUS", "DEFAULT_RULES", "FEW", "PairedRules", "SLOWER", "is_pair", "judge_files",
+__all__ = ["AMBIGUOUS", "DEFAULT_RULES", "FEW", "PairedRules", "SLOWER", "is_pair",
            "judge_reports", "judge_values", "needs_confirmation", "possibly_slower"]
 # fmt: on
 
@@ -183,9 +183,3 @@ def judge_reports(
     return Judgement(
         base, contender, results, clock, True, rules=rules, warnings=notes, cut_off=cut_off
     )
-
-
-def judge_files(base_path: str, contender_path: str, rules: PairedRules) -> Judgement:
-    """Loads and judges two paired files; a file that is not bench JSON is unusable input."""
-    base, contender = load_report(base_path), load_report(contender_path)
-    return judge_reports(base, contender, rules)

@@ -13,6 +13,14 @@ block. Failures are always named. --quiet prints the failures and one summary li
 Every piece of data goes through an escape: in the Markdown escape.md_text or escape.md_code (a
 file cannot inject a line, a heading, a fake gate verdict or HTML into a pull-request comment); in
 the terminal escape.one_line, the template's `finalize` (a message cannot forge a line of the log).
+
+The templates, each given the judgement `j` and its record `p` (Page, or PairedPage for pairs):
+compare.md.j2 (render_markdown) puts the verdict first, then what needs attention, the unchanged
+rest folded away; the numbers and verdicts in its rows are the tool's own formatting. In
+terminal.txt.j2 (render_terminal) every {{ }} is folded to one line but what `paint` coloured;
+the table and the hardware box come laid out. error.md.j2 (render_error) is what the Markdown
+says when the judgement could not be made at all. Block tags sit on lines of their own, which
+trim_blocks removes, so every other line is a line of the output.
 """
 
 from __future__ import annotations
@@ -80,8 +88,8 @@ class Group:
 @dataclass(frozen=True)
 class Page:
     """What the terminal text and the Markdown of independent repetitions say: the gate's word,
-    its reason and colour, the summary, the rule, the disturbed repetitions ("" for none), each
-    side's (which, path, context pieces), the terminal's DIFFERENT HARDWARE box (empty on one
+    its reason and colour, the summary, the rule, the warnings (the judgement's, then the
+    disturbed repetitions' where there are any), each side's (which, path, context pieces), the terminal's DIFFERENT HARDWARE box (empty on one
     machine), the failures and information, the terminal's laid-out table (line, verdict) and
     the Markdown's rows that need attention, the unchanged ones and the metrics' notes."""
 
@@ -90,7 +98,7 @@ class Page:
     colour: str
     headline: str
     rule: str
-    conditions: str
+    warnings: tuple[str, ...]
     sides: tuple[tuple[str, str, tuple[str, ...]], ...]
     banner: tuple[str, ...]
     failures: tuple[Group, ...]
@@ -282,10 +290,12 @@ def _banner(j: Judgement) -> tuple[str, ...]:
     return ("!" * width, *(f"!! {line.ljust(width - 6)} !!" for line in lines), "!" * width)
 
 
-def _pieces(report: Any) -> tuple[str, ...]:
+def _side_pieces(which: str, report: Any) -> tuple[str, str, tuple[str, ...]]:
+    """A side's line: which, its path and its context's pieces."""
     ctx = report.context
     commit, cpu, gpu = (ctx.get(k) or "?" for k in ("gpubench_git_commit", "cpu_model", "gpu"))
-    return (f"commit {commit}", str(ctx.get("date") or "no date"), f"cpu {cpu}", f"gpu {gpu}")
+    pieces = (f"commit {commit}", str(ctx.get("date") or "no date"), f"cpu {cpu}", f"gpu {gpu}")
+    return which, report.path, pieces
 
 
 def page(j: Judgement, verbose: bool = False) -> Page:
@@ -297,14 +307,10 @@ def page(j: Judgement, verbose: bool = False) -> Page:
         (b.name, m.metric, "; ".join(m.notes)) for b in attention for m in b.metrics if m.notes
     ]
     (base, cont), word = j.disturbed_repetitions, _GATE_WORDS[j.exit_code]
-    conditions = (
-        words("conditions", base=base, cont=cont, n=len(j.disturbed)) if base or cont else ""
-    )
-    sides = (
-        ("baseline", j.baseline.path, _pieces(j.baseline)),
-        ("contender", j.contender.path, _pieces(j.contender)),
-    )
-    return Page(word, _reason(j), _GATE_COLOUR.get(word, FEW), _headline(j), _rule(j), conditions, sides,
+    conditions = words("conditions", base=base, cont=cont, n=len(j.disturbed))
+    warnings = (*j.warnings, conditions) if base or cont else tuple(j.warnings)
+    sides = (_side_pieces("baseline", j.baseline), _side_pieces("contender", j.contender))
+    return Page(word, _reason(j), _GATE_COLOUR.get(word, FEW), _headline(j), _rule(j), warnings, sides,
                 _banner(j), tuple(_failures(j)), tuple(_info(j, verbose)), _table(measured),
                 _rows(attention), _rows(unchanged), len(unchanged), tuple(notes))  # fmt: skip
 
@@ -321,9 +327,8 @@ def gate_record(j: Judgement) -> GateLine:
 
 def paired_page(j: Judgement, quiet: bool = False) -> PairedPage:
     worded(j)
-    shown = [
-        b for b in j.benchmarks if not quiet or b.fails or b.verdict in (AMBIGUOUS, INCOMPLETE)
-    ]
+    unsettled = (AMBIGUOUS, INCOMPLETE)
+    shown = [b for b in j.benchmarks if not quiet or b.fails or b.verdict in unsettled]
     # Never empty: pairs with no benchmark in common are unusable input (paired.judge_reports).
     return PairedPage(gate_record(j), tuple(shown), max(len(b.name) for b in j.benchmarks))
 
@@ -341,9 +346,7 @@ def warning(j: Judgement) -> str:
     return words("warning", kind=kind, line=line)
 
 
-def render_terminal(
-    j: Judgement, color: bool = False, quiet: bool = False, verbose: bool = False
-) -> str:
+def render_terminal(j: Judgement, color: bool, quiet: bool, verbose: bool) -> str:
     def paint(text: str, verdict: str) -> str:
         code = _ANSI.get(verdict)
         return Painted(f"\x1b[{code}m{one_line(text)}\x1b[0m") if color and code else text

@@ -34,17 +34,12 @@ FAILED, SKIPPED, NOT_JUDGED_DISTURBED = "failed", "skipped", "disturbed"
 INCOMPLETE, MISSING = "incomplete", "missing"
 NEW, BASE_FAILED = "new", "failed in the base"
 # The side and input class behind a verdict: the policy table says whether it fails the gate.
-_SITUATION = {
-    FAILED: ("contender", FAILED_ROW),
-    INVALID: ("contender", UNSOUND_ROW),
-    SKIPPED: ("contender", SKIPPED_ROW),
-    BASE_FAILED: ("baseline", FAILED_ROW),
-}
+_SITUATION = {FAILED: ("contender", FAILED_ROW), INVALID: ("contender", UNSOUND_ROW)}
+_SITUATION |= {SKIPPED: ("contender", SKIPPED_ROW), BASE_FAILED: ("baseline", FAILED_ROW)}
 # Verdicts that fail the gate: what the judgement shows (slower, changed work, gone) and the input
 # classes the policy fails.
-FAILING = (SLOWER, CHANGED, MISSING) + tuple(
-    v for v, (side, s) in _SITUATION.items() if action(f"compare {side}", s).kind == FAIL
-)
+_ACTIONS = {v: action(f"compare {side}", s).kind for v, (side, s) in _SITUATION.items()}
+FAILING = (SLOWER, CHANGED, MISSING) + tuple(v for v, kind in _ACTIONS.items() if kind == FAIL)
 JUDGED_PAIRS = (SLOWER, "faster", "same", AMBIGUOUS)
 
 
@@ -147,10 +142,8 @@ class Verdict:
             doc |= {"p_value": est and est.p_value, "base_median_s": self.base_median_s}
             return doc | {"contender_median_s": self.contender_median_s, "why": self.why or ""}
         doc = {key: getattr(self, key) for key in ("name", "label", "verdict", "fails")}
-        doc |= {
-            "error": self.why,
-            "repetitions_needed": self.needed if self.verdict == FEW else None,
-        }
+        needed = self.needed if self.verdict == FEW else None
+        doc |= {"error": self.why, "repetitions_needed": needed}
         doc |= {"overrides": list(self.overrides), "metrics": [m.as_dict() for m in self.metrics]}
         return doc | {"disturbance": self.disturbance and self.disturbance.as_dict()}
 
@@ -295,17 +288,13 @@ class Judgement:
         if self.paired:
             return dict(count)
         base, cont = self.disturbed_repetitions
-        return {
-            "compared": len(self.benchmarks) - count[SKIPPED],
-            "judged": len(self.judged),
-            **{verdict: count[verdict] for verdict in ("slower", "faster", "same", "noisy")},
-            "not_enough_samples": count[FEW],
-            "not_judged_disturbed": count[NOT_JUDGED_DISTURBED],
-            "disturbed_repetitions_baseline": base,
-            "disturbed_repetitions_contender": cont,
-            **{verdict: count[verdict] for verdict in (CHANGED, INVALID, FAILED, SKIPPED)},
-            "only_in_baseline": len(self.only_in_baseline),
-            "only_in_contender": len(self.only_in_contender),
-            "not_compared": sum(len(g["names"]) for g in self.not_compared),
-            "failing": len(self.failing),
-        }
+        doc = {"compared": len(self.benchmarks) - count[SKIPPED], "judged": len(self.judged)}
+        doc |= {verdict: count[verdict] for verdict in ("slower", "faster", "same", "noisy")}
+        doc |= {"not_enough_samples": count[FEW]}
+        doc |= {"not_judged_disturbed": count[NOT_JUDGED_DISTURBED]}
+        doc |= {"disturbed_repetitions_baseline": base, "disturbed_repetitions_contender": cont}
+        doc |= {verdict: count[verdict] for verdict in (CHANGED, INVALID, FAILED, SKIPPED)}
+        doc |= {"only_in_baseline": len(self.only_in_baseline)}
+        doc |= {"only_in_contender": len(self.only_in_contender)}
+        doc["not_compared"] = sum(len(g["names"]) for g in self.not_compared)
+        return doc | {"failing": len(self.failing)}

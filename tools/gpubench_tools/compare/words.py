@@ -3,7 +3,16 @@ the notes, warnings and errors of the draws and the statistics (templates/notes.
 draws and the statistics leave as data (status.Said; `worded`, `error_line`), render.words
 the renderer's sentences (templates/words.j2). Python decides, as data, and passes every figure
 and choice as plain values; the templates word it. No autoescape: the outputs are text and Markdown, not HTML; every piece of data goes through
-`md`/`code` (Markdown) or finalize (one_line, terminal)."""
+`md`/`code` (Markdown) or finalize (one_line, terminal).
+
+Each macro of notes.j2 and words.j2 is one line of text, without escaping (the caller's template
+escapes it for its output). notes.j2 holds, in this order, the notes of independent repetitions
+(engine.py), of one metric's statistics (stats.py), of interleaved pairs (paired.py) and of the
+files before anything is judged (verdict.check_files). words.j2 holds the sentences of the
+verdicts, shared by the terminal text, the Markdown and the --json document, render.py computing
+every figure and choice they state: the gate's reasons, the information lines (render.Group: how
+many benchmarks, of which kind, and why), and last the pairs' (a benchmark's estimate as signed
+changes in percent, the gate line of render.GateLine)."""
 
 from __future__ import annotations
 
@@ -49,11 +58,9 @@ say = Words(templates, "notes.j2")
 
 
 # The core's words (wording.py) a Said of the draws may name, beside the macros of notes.j2.
-_CORE: dict[str, Callable[..., Any]] = dict(
-    cut_off_lines=cut_off_lines,
-    disturbance_causes_line=disturbance_causes_line,
-    unknown_conditions_note=unknown_conditions_note,
-)
+_CORE: dict[str, Callable[..., Any]] = {
+    f.__name__: f for f in (cut_off_lines, disturbance_causes_line, unknown_conditions_note)
+}
 
 
 def spoken(note: Any) -> Any:
