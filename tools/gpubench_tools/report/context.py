@@ -13,8 +13,7 @@ import pandas as pd
 
 from ..table import Table
 from .analysis import breakdown, select, summary_of
-from .discovered import discovered_topics
-from .topics import TOPICS, Topic
+from .topics import TOPICS, Topic, discovered_topics
 
 # The medians of too few repetitions the report states, each as (whose: this run or the
 # reference run, side: "cpu" or "gpu", file).
@@ -65,7 +64,8 @@ class Context:
     summary: pd.DataFrame  # analysis.summary_of: a row per benchmark and machine
     breakdown: pd.DataFrame  # analysis.breakdown of the summary: the four parts of GPU times
     file_names: dict[str, str]  # every file by its shortest distinct tail
-    # The declared topics, then one for each workload only its rows describe (discovered.py).
+    # The declared topics, then one for each workload only its rows describe
+    # (topics.discovered_topics).
     topics: tuple[Topic, ...] = TOPICS
 
     @classmethod

@@ -31,16 +31,26 @@ Section = dict[str, Any]
 _ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 
 
+def _gap(side: str = "", path: str = "") -> dict[str, str]:
+    """An answer line without a speedup: no rows of one side, none of a GPU path, or no size
+    measured on both sides."""
+    return dict(zip(_ANSWER, say("answer_gap", side=side, path=path)))
+
+
 def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
     """One GPU path of a topic against the CPU: its line of the answer; `stated`: it has a CPU
     side (its facts), so the topic's paragraphs state it."""
-    if pc.facts is None:
-        said = say("answer_gap", side="", path=pc.path.name if pc.gpu is None else "")
-    else:
-        threads = sorted({threads_text(t) for t in pc.facts["threads"]}, key=str.lower)
-        said = say("answer_line", topic=topic, f=pc.facts, threads=threads)
     line = {"path": pc.path.name, "meaning": pc.path.meaning, "stated": pc.facts is not None}
-    return line | dict(zip(_ANSWER, said))
+    if pc.facts is None:
+        return line | _gap(path=pc.path.name if pc.gpu is None else "")
+    threads = sorted({threads_text(t) for t in pc.facts["threads"]}, key=str.lower)
+    return line | dict(zip(_ANSWER, say("answer_line", topic=topic, f=pc.facts, threads=threads)))
+
+
+def _answer_row(ctx: Context, labels: Labels, title: str, anchor: str, machine: int) -> Section:
+    """An answer row of a machine, its machine named where there are several; no lines yet."""
+    title += f" ({labels[machine]['pair']})" if ctx.several else ""
+    return {"workload": title, "anchor": anchor, "paths": [], "stated": False}
 
 
 def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[str, Any]]:
@@ -48,10 +58,9 @@ def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[
     fields are its last path's."""
     rows, topic = [], found.topic
     for mt in found.machines:
-        title = topic.title + (f" ({labels[mt.machine]['pair']})" if ctx.several else "")
-        row: dict[str, Any] = {"workload": title, "anchor": topic.id, "paths": [], "stated": False}
+        row = _answer_row(ctx, labels, topic.title, topic.id, mt.machine)
         if mt.missing_side:
-            row.update(zip(_ANSWER, say("answer_gap", side=mt.missing_side, path="")))
+            row.update(_gap(side=mt.missing_side))
         else:
             row["paths"] = [_path_line(topic, pc) for pc in mt.paths]
             row.update({k: v for k, v in row["paths"][-1].items() if k not in ("path", "meaning")})
@@ -64,12 +73,10 @@ def one_sided_rows(
 ) -> list[dict[str, Any]]:
     """The answer's rows of the workloads measured on one side only (roofs.one_sided): each
     says which side is missing and links to its machine's roofs, where its rows are placed."""
-    rows = []
-    for machine, workload, side in found:
-        title = workload + (f" ({labels[machine]['pair']})" if ctx.several else "")
-        row = {"workload": title, "anchor": f"roofline-{machine}", "paths": [], "stated": False}
-        rows.append({**row, **dict(zip(_ANSWER, say("answer_gap", side=side, path="")))})
-    return rows
+    return [
+        _answer_row(ctx, labels, workload, f"roofline-{machine}", machine) | _gap(side=side)
+        for machine, workload, side in found
+    ]
 
 
 def topic_page(
