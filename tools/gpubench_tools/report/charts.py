@@ -40,7 +40,6 @@ from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
 from .words import named  # noqa: E402
 
 Kind = Literal["lines", "stacked", "heatmap"]
-UNITS = ("s", "ratio", "bytes", "bytes/s", "count")
 TITLE_WIDTH = 70  # characters per title line; a title may take two
 SUBTITLE_WIDTH = 125  # what fits on one 8 pt line across the figure
 WIDTH_IN, HEIGHT_IN, PNG_DPI = 7.5, 4.2, 130
@@ -125,8 +124,9 @@ def check_chart(chart: Chart, data: pd.DataFrame | None = None) -> list[str]:
     if (chart.y_low is None) != (chart.y_high is None):
         raise ValueError(f"{chart.stem}: a band needs both y_low and y_high")
     for unit in (chart.x_unit, chart.y_unit):
-        if unit is not None and unit not in UNITS:
-            raise ValueError(f"{chart.stem}: unit {unit!r} is not one of {', '.join(UNITS)}")
+        if unit not in _TICK:  # an axis's units are those its ticks can be written in
+            units = ", ".join(filter(None, _TICK))
+            raise ValueError(f"{chart.stem}: unit {unit!r} is not one of {units}")
     columns = [chart.x, chart.y, chart.value, chart.series, chart.y_low, chart.y_high, chart.flag]
     columns += [chart.facet, *(column for column, _ in chart.parts)]
     if data is not None:

@@ -48,10 +48,9 @@ def build_report(
     if table.rows.empty and action("report", NOTHING_MEASURED).kind == REFUSE:
         # A run that measured nothing is refused (policy.POLICY["report"]); the line says what
         # its rows were.
-        problems = table.problems
-        more = max(0, len(problems) - 2)
-        said = "".join(say("nothing_measured", problems=problems[:2], more=more))
-        raise BenchJsonError(inputs[0] if len(inputs) == 1 else ", ".join(inputs), said)
+        problems, more = table.problems[:2], max(0, len(table.problems) - 2)
+        said = "".join(say("nothing_measured", problems=problems, more=more))
+        raise BenchJsonError(", ".join(inputs), said)
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
     from .build import build_document, reference_warning
     from .context import distinct_names

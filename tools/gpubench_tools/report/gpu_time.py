@@ -91,12 +91,11 @@ def _bars(ctx: Context, view: PartsChart) -> tuple[pd.DataFrame, str] | None:
 
 def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Which part is the largest over which range of sizes, and which half of the compute."""
-    size = str(view.size)
     at_roof = rows["work_at_peak"] + rows["memory_bandwidth"]
     roof = np.where(rows["memory_bandwidth"] > 0, "memory_bandwidth", "work_at_peak")
     larger = at_roof > rows["under_utilisation"]
     compute = rows.assign(dominant=np.where(larger, roof, "under_utilisation"))
-    return dominant_by_range(rows, size), dominant_by_range(compute, size)
+    return dominant_by_range(rows, str(view.size)), dominant_by_range(compute, str(view.size))
 
 
 # --- a training step, operation by operation ------------------------------------------------
@@ -166,8 +165,7 @@ def fixed_costs(ctx: Context) -> FixedCosts | None:
     if model is None or model.empty:
         return None
     copies = ctx.select({"backend": "gpu"}, COPY_PROBES).dropna(subset=["bytes_per_s"])
-    if len(copies):
-        copies = copies.assign(few=copies["_flagged"]).sort_values("bytes")
+    copies = copies.assign(few=copies["_flagged"]).sort_values("bytes")
     bias, keys, bands = model_bias(ctx.summary, model), ["dtype", "host", "band"], None
     said = _said_bands(bias) if len(bias.before) else None
     if said is not None:

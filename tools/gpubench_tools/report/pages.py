@@ -21,7 +21,7 @@ from .resources import Allocation, Energy, Memory, Peers, Problems, Threads
 from .roofs import MachineRoofline
 from .speedups import TopicCurves
 from .topics import MODEL_ERROR_SAID, Topic
-from .words import named, plain, say, section, table_of, threads_text
+from .words import WORDS, named, plain, say, section, table_of, threads_text
 
 Labels = dict[int, dict[str, str]]  # per machine index: build.machine_labels
 Section = dict[str, Any]
@@ -152,8 +152,8 @@ def breakdown_page(ctx: Context, labels: Labels, found: Breakdown) -> Section:
                 bar=rows[view.size].map(lambda v: bar.format(key=view.size, value=fmt_size(v)))
             )
         rows = rows.assign(pair=rows["machine"].map(lambda m: labels[int(m)]["pair"]))
-        parts = [(p, named("part_labels", p)) for p in PARTS]
-        parts += [("unsplit", named("part_labels", "compute"))] if shown.unsplit else []
+        parts = [(p, WORDS("part", p=p)) for p in PARTS]
+        parts += [("unsplit", WORDS("part", p="compute"))] if shown.unsplit else []
         facet = "pair" if ctx.several else None  # a panel per machine
         given = dict(view=view, title=shown.title, parts=tuple(parts), facet=facet)
         charts.append(Drawing("parts", rows, given))
@@ -243,10 +243,9 @@ def energy_page(ctx: Context, labels: Labels, found: Energy) -> Section:
     """Joules per unit of work on each side of the energy pairs; the CPU side's energy where
     recorded, else why not."""
     energy, unit = found.energy, found.energy.unit_name
-    absent = say("cpu_energy_absent", reasons=found.reasons, otherwise=energy.cpu_absent)
     said = say("energy", unit=unit, compared=found.compared, sizes=found.sizes,
-               absent="".join(absent), measured=bool(found.pairs), too_short=found.too_short,
-               window=found.min_window_s)  # fmt: skip
+               reasons=found.reasons, otherwise=energy.cpu_absent, measured=bool(found.pairs),
+               too_short=found.too_short, window=found.min_window_s)  # fmt: skip
     rows = [(topic, plain(frame)) for topic, frame in found.pairs]
     tables = [table_of("energy_table", unit=unit, pairs=rows)] if found.pairs else []
     return section(energy.id, said, [], tables, title=energy.title)

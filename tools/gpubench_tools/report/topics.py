@@ -435,7 +435,7 @@ PEERS: tuple[Peer, ...] = (
          peer={"workload": "mlp", "variant": _TORCH_TRAINING},
          keys=("backend", "data", "hidden", "batch", "readback", "precision"), time_col="t_step"),
     Peer("MLP training step on the CPU: PyTorch against the suite's fastest CPU path",
-         ours={"workload": "mlp", "backend": "cpu", "variant": ("openblas", "small")},
+         ours={"workload": "mlp", "backend": "cpu", "variant": _CPU_TRAINING_VARIANTS},
          peer={"workload": "mlp", "backend": "cpu", "variant": _TORCH_TRAINING},
          keys=("data", "hidden", "batch", "precision"), time_col="t_step"),
     Peer("CNN training step: PyTorch eager against the suite",
