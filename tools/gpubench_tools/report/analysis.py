@@ -194,7 +194,7 @@ def breakdown(
     """Where each GPU row's time goes: end-to-end GEMM rows (a `host` label) per call, the GPU
     rows of the `training` workloads (the topics' training workloads) per step, and the rows each
     filter of `own` selects per call (the end-to-end rows of workloads only their rows describe,
-    topics.discovered_topics).
+    context.discovered_topics).
 
     Parts (seconds): `transfer` = t_h2d + t_d2h; `overhead` = t_overhead (launch, API,
     synchronisation: wall time no CUDA event covers; clipped at 0, since the events of a CUDA

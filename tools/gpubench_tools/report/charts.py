@@ -43,6 +43,7 @@ Kind = Literal["lines", "stacked", "heatmap"]
 TITLE_WIDTH = 70  # characters per title line; a title may take two
 SUBTITLE_WIDTH = 125  # what fits on one 8 pt line across the figure
 WIDTH_IN, HEIGHT_IN, PNG_DPI = 7.5, 4.2, 130
+PANELS_PER_ROW = 3  # a faceted chart's panels, at most this many side by side
 
 # One colour per part name in every chart. Work at peak and under-utilisation are the two halves
 # of compute time (dark and light blue); all four differ in lightness, so greyscale keeps them.
@@ -334,7 +335,7 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
 def _stacked(chart: Chart, data: pd.DataFrame, fig: Figure, axes: list[Axes]) -> list[Any]:
     cats = _categories(data[chart.x])
     panels = [(None, data)] if chart.facet is None else list(data.groupby(chart.facet, sort=False))
-    cols = min(len(panels), 3)
+    cols = min(len(panels), PANELS_PER_ROW)
     for i, (ax, (key, rows)) in enumerate(zip(axes, panels)):
         _stacked_panel(chart, rows, ax, cats)
         if key is not None:
@@ -392,7 +393,7 @@ def render(chart: Chart, data: pd.DataFrame) -> Figure:
     title = check_chart(chart, data)
     with plt.rc_context(fname=_STYLE):
         n = 1 if chart.facet is None else max(1, data[chart.facet].nunique())
-        cols = min(n, 3)
+        cols = min(n, PANELS_PER_ROW)
         fig, grid = _figure(chart, title, rows=math.ceil(n / cols), cols=cols)
         axes = [ax for row in grid for ax in row]
         try:
