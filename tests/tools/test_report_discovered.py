@@ -14,7 +14,7 @@ import pytest
 from own_workload_rows import write_own_workload_json
 
 from gpubench_tools.report.build import build_document
-from gpubench_tools.report.discovered import discovered_topics
+from gpubench_tools.report.context import discovered_topics
 from gpubench_tools.report.topics import TOPICS
 from gpubench_tools.table import load_table, summarize
 

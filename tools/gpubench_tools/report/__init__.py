@@ -19,7 +19,8 @@ the rendering words):
   it asks for (`context.Drawing`), naming the machines by their labels.
 - `build`, the composer, names the machines (`machine_labels`), runs the steps in the reader's
   order, hands each record to its page and draws every chart the sections asked for in one
-  step; `render` fills the page templates; `cli` is the command line and `build_report`.
+  step; `cli` is the command line, `build_report` and `write_report`, which fills the page
+  templates.
 
 Adding a section (a roofline, say): one function in the step module it belongs to (or a new
 module, run from `build._sections`) that computes a small frozen record from `ctx.select(...)`

@@ -143,9 +143,7 @@ def speedup_curve(
         rows = _with_band(select(summary, filt), time_col).dropna(subset=["_t", *keys])
         # One row per key; the fastest (on the GPU side there should be only one anyway).
         rows = rows.sort_values("_t").drop_duplicates(keys, keep="first")
-        rows = rows.assign(
-            row=rows.index, repetitions=rows["repetitions"], measured_on=rows.get("measured_on")
-        )
+        rows = rows.assign(row=rows.index, measured_on=rows.get("measured_on"))
         names = _SIDE | ({"threads": "threads"} if side == "cpu" else {})
         columns = {column: f"{side}_{name}" for column, name in names.items()}
         sides.append(rows[keys + list(columns)].rename(columns=columns))
@@ -196,7 +194,7 @@ def breakdown(
     """Where each GPU row's time goes: end-to-end GEMM rows (a `host` label) per call, the GPU
     rows of the `training` workloads (the topics' training workloads) per step, and the rows each
     filter of `own` selects per call (the end-to-end rows of workloads only their rows describe,
-    discovered.py).
+    context.discovered_topics).
 
     Parts (seconds): `transfer` = t_h2d + t_d2h; `overhead` = t_overhead (launch, API,
     synchronisation: wall time no CUDA event covers; clipped at 0, since the events of a CUDA
@@ -240,9 +238,7 @@ def breakdown(
     out["total"] = out["transfer"] + out["overhead"] + out["compute"]
     four = work.notna()
     out["parts"], out["split"] = np.where(four, 4, 3), four
-    why = np.where(
-        flop.isna() | (flop <= 0), "no flop count", "no GPU peak for " + dtype.astype(str)
-    )
+    why = np.where(~(flop > 0), "no flop count", "no GPU peak for " + dtype.astype(str))
     out["why"] = np.where(four, None, why)
     three = out[["transfer", "overhead", "compute"]].fillna(0).idxmax(axis=1)
     out["dominant"] = out[list(PARTS)].fillna(-1).idxmax(axis=1).where(four, three)

@@ -160,13 +160,11 @@ def conditions_text(table: Table, summary: pd.DataFrame) -> str:
         return ""
     said_by = [k for k in ("disturbed", "disturbed_by", *CONDITION_FIGURES) if k in rows]
     counters = [r.dropna().to_dict() for _, r in rows[said_by].iterrows()]
-    said = []
-    line = describe_conditions(counters)
+    said, line = [], describe_conditions(counters)
     if line is not None and action("report", DISTURBED_ROW).kind == USE:
-        marked = int(summary["_disturbed"].sum())
         cleaned = int((summary["disturbed_left_out"] > 0).sum())
-        said += say("disturbed_run", line=line, rule=HEADLINE_RULE, cleaned=cleaned, marked=marked,
-                    mark=DISTURBED_MARK)  # fmt: skip
+        said += say("disturbed_run", line=line, rule=HEADLINE_RULE, cleaned=cleaned,
+                    marked=int(summary["_disturbed"].sum()), mark=DISTURBED_MARK)  # fmt: skip
     unknown = rows.loc[rows["conditions"] == UNKNOWN, "file"].nunique()
     if unknown and action("report", UNKNOWN_CONDITIONS).kind == LIST:
         said += say("unknown_conditions", files=unknown, several=unknown > 1)

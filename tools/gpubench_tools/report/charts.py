@@ -40,10 +40,10 @@ from ..units import fmt_bytes, fmt_ratio, fmt_size, fmt_time  # noqa: E402
 from .words import named  # noqa: E402
 
 Kind = Literal["lines", "stacked", "heatmap"]
-UNITS = ("s", "ratio", "bytes", "bytes/s", "count")
 TITLE_WIDTH = 70  # characters per title line; a title may take two
 SUBTITLE_WIDTH = 125  # what fits on one 8 pt line across the figure
 WIDTH_IN, HEIGHT_IN, PNG_DPI = 7.5, 4.2, 130
+PANELS_PER_ROW = 3  # a faceted chart's panels, at most this many side by side
 
 # One colour per part name in every chart. Work at peak and under-utilisation are the two halves
 # of compute time (dark and light blue); all four differ in lightness, so greyscale keeps them.
@@ -102,37 +102,36 @@ class Chart:
     facet: str | None = None
 
 
+# The fields a chart of each kind cannot be drawn without, beside `x`.
+_NEEDS = {"lines": ("y",), "stacked": ("parts",), "heatmap": ("y", "value")}
+
+
 def check_chart(chart: Chart, data: pd.DataFrame | None = None) -> list[str]:
     """Raise ValueError for a chart no topic should ship; return the wrapped title lines."""
     lines = textwrap.wrap(chart.title, TITLE_WIDTH)
-    if not lines:
-        raise ValueError(f"{chart.stem}: a chart needs a title")
-    if len(lines) > 2:
-        raise ValueError(
-            f"{chart.stem}: title takes {len(lines)} lines at {TITLE_WIDTH} characters; "
-            f"at most 2 (move detail to the subtitle or the text)"
-        )
-    if "\n" in chart.subtitle or len(chart.subtitle) > SUBTITLE_WIDTH:
-        raise ValueError(f"{chart.stem}: subtitle must be one line of <= {SUBTITLE_WIDTH} chars")
-    need = {"lines": ("y",), "stacked": ("parts",), "heatmap": ("y", "value")}.get(chart.kind)
-    if need is None:
-        raise ValueError(f"{chart.stem}: unknown kind {chart.kind!r}")
-    missing = [f for f in need if not getattr(chart, f)]
-    if missing:
-        raise ValueError(f"{chart.stem}: a {chart.kind} chart needs {', '.join(missing)}")
-    if chart.facet is not None and chart.kind != "stacked":
-        raise ValueError(f"{chart.stem}: only stacked charts have facets")
-    if (chart.y_low is None) != (chart.y_high is None):
-        raise ValueError(f"{chart.stem}: a band needs both y_low and y_high")
-    for unit in (chart.x_unit, chart.y_unit):
-        if unit is not None and unit not in UNITS:
-            raise ValueError(f"{chart.stem}: unit {unit!r} is not one of {', '.join(UNITS)}")
+    missing = [f for f in _NEEDS.get(chart.kind, ()) if not getattr(chart, f)]
+    # An axis's units are those its ticks can be written in.
+    units = ", ".join(repr(u) for u in (chart.x_unit, chart.y_unit) if u not in _TICK)
     columns = [chart.x, chart.y, chart.value, chart.series, chart.y_low, chart.y_high, chart.flag]
     columns += [chart.facet, *(column for column, _ in chart.parts)]
-    if data is not None:
-        absent = [c for c in columns if c is not None and c not in data.columns]
-        if absent:
-            raise ValueError(f"{chart.stem}: data lacks column(s) {', '.join(absent)}")
+    absent = [c for c in columns if c is not None and data is not None and c not in data.columns]
+    two_lines = f"title takes {len(lines)} lines at {TITLE_WIDTH} characters; at most 2"
+    one_line = f"subtitle must be one line of <= {SUBTITLE_WIDTH} chars"
+    # Every rule and what breaking it says, in order: the first broken one is raised.
+    rules = [
+        (not lines, "a chart needs a title"),
+        (len(lines) > 2, f"{two_lines} (move detail to the subtitle or the text)"),
+        ("\n" in chart.subtitle or len(chart.subtitle) > SUBTITLE_WIDTH, one_line),
+        (chart.kind not in _NEEDS, f"unknown kind {chart.kind!r}"),
+        (missing, f"a {chart.kind} chart needs {', '.join(missing)}"),
+        (chart.facet is not None and chart.kind != "stacked", "only stacked charts have facets"),
+        ((chart.y_low is None) != (chart.y_high is None), "a band needs both y_low and y_high"),
+        (units, f"unit {units} is not one of {', '.join(filter(None, _TICK))}"),
+        (absent, f"data lacks column(s) {', '.join(absent)}"),
+    ]
+    for broken, said in rules:
+        if broken:
+            raise ValueError(f"{chart.stem}: {said}")
     return lines
 
 
@@ -242,8 +241,9 @@ def _legend(fig: Figure, handles: list[Any]) -> None:
         fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False)
 
 
-def _lines(chart: Chart, data: pd.DataFrame, ax: Axes) -> list[Any]:
+def _lines(chart: Chart, data: pd.DataFrame, fig: Figure, axes: list[Axes]) -> list[Any]:
     assert chart.y is not None
+    ax = axes[0]
     data = data.dropna(subset=[chart.x, chart.y])
     if chart.log_y:  # a zero or negative time has no place on a log axis
         data = data[data[chart.y] > 0]
@@ -332,10 +332,10 @@ def _stacked_panel(chart: Chart, rows: pd.DataFrame, ax: Axes, cats: list[Any]) 
     ax.set_ylabel(chart.x_label)
 
 
-def _stacked(chart: Chart, data: pd.DataFrame, axes: list[Axes]) -> list[Any]:
+def _stacked(chart: Chart, data: pd.DataFrame, fig: Figure, axes: list[Axes]) -> list[Any]:
     cats = _categories(data[chart.x])
     panels = [(None, data)] if chart.facet is None else list(data.groupby(chart.facet, sort=False))
-    cols = min(len(panels), 3)
+    cols = min(len(panels), PANELS_PER_ROW)
     for i, (ax, (key, rows)) in enumerate(zip(axes, panels)):
         _stacked_panel(chart, rows, ax, cats)
         if key is not None:
@@ -351,8 +351,9 @@ def _stacked(chart: Chart, data: pd.DataFrame, axes: list[Axes]) -> list[Any]:
     ]
 
 
-def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[Any]:
+def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, axes: list[Axes]) -> list[Any]:
     assert chart.y is not None and chart.value is not None
+    ax = axes[0]
     xs, ys = _categories(data[chart.x]), _categories(data[chart.y])
     if data.duplicated([chart.x, chart.y]).any():
         raise ValueError(f"{chart.stem}: more than one {chart.value} per cell")
@@ -383,22 +384,20 @@ def _heatmap(chart: Chart, data: pd.DataFrame, fig: Figure, ax: Axes) -> list[An
     return []
 
 
+# Each kind's drawing: into the figure's panels, returning the legend's entries.
+_KINDS = {"lines": _lines, "stacked": _stacked, "heatmap": _heatmap}
+
+
 def render(chart: Chart, data: pd.DataFrame) -> Figure:
     """The chart as an open Figure (the caller closes it; `draw` does)."""
     title = check_chart(chart, data)
     with plt.rc_context(fname=_STYLE):
         n = 1 if chart.facet is None else max(1, data[chart.facet].nunique())
-        cols = min(n, 3)
+        cols = min(n, PANELS_PER_ROW)
         fig, grid = _figure(chart, title, rows=math.ceil(n / cols), cols=cols)
         axes = [ax for row in grid for ax in row]
         try:
-            if chart.kind == "lines":
-                handles = _lines(chart, data, axes[0])
-            elif chart.kind == "stacked":
-                handles = _stacked(chart, data, axes)
-            else:
-                handles = _heatmap(chart, data, fig, axes[0])
-            _legend(fig, handles)
+            _legend(fig, _KINDS[chart.kind](chart, data, fig, axes))
         except BaseException:
             plt.close(fig)
             raise

@@ -18,14 +18,17 @@ that cannot be written.
 from __future__ import annotations
 
 import argparse
+import base64
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .. import output
 from ..benchjson import BenchJsonError
 from ..cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
+from ..escape import html_line
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..table import load_table
+from ..templating import environment
 from .topics import COMMITTED_GPU_REFERENCE
 from .words import named, say
 
@@ -45,14 +48,12 @@ def build_report(
     if table.rows.empty and action("report", NOTHING_MEASURED).kind == REFUSE:
         # A run that measured nothing is refused (policy.POLICY["report"]); the line says what
         # its rows were.
-        problems = table.problems
-        more = max(0, len(problems) - 2)
-        said = "".join(say("nothing_measured", problems=problems[:2], more=more))
-        raise BenchJsonError(inputs[0] if len(inputs) == 1 else ", ".join(inputs), said)
+        problems, more = table.problems[:2], max(0, len(table.problems) - 2)
+        said = "".join(say("nothing_measured", problems=problems, more=more))
+        raise BenchJsonError(", ".join(inputs), said)
     # Imported only now so that `--help` and input errors answer without loading matplotlib.
     from .build import build_document, reference_warning
     from .context import distinct_names
-    from .render import write_report
 
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = build_document(table, out_dir)
@@ -67,6 +68,24 @@ def build_report(
     said = table.cut_off + reference_warning(table) + [c for c in [doc["conditions"]] if c]
     said += [w for w in table.said("report") if w not in table.cut_off]
     return html_path, md_path, said + (listed if verbose else [])
+
+
+def write_report(doc: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    """Write report.html and report.md into `out` (where the charts already are).
+
+    The document holds plain text only; escaping is the templates' job, by context: HTML
+    autoescaping for the page, `md` (escape.md_text) for Markdown prose and table cells, `code`
+    (escape.md_code) for benchmark names. So a name like `<script>` is shown, never run."""
+    paths = out / "report.html", out / "report.md"
+    for path, html in zip(paths, (True, False)):
+        env = environment("gpubench_tools.report", autoescape=html)
+        env.filters["html_line"] = html_line
+        # Inline each PNG so the one HTML file opens offline and can be mailed around.
+        env.filters["inline_png"] = lambda name: base64.b64encode(
+            (out / name).read_bytes()
+        ).decode()
+        path.write_text(env.get_template(f"{path.name}.j2").render(doc=doc), encoding="utf-8")
+    return paths
 
 
 def main(argv: Sequence[str] | None = None) -> int:

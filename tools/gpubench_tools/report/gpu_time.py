@@ -91,12 +91,11 @@ def _bars(ctx: Context, view: PartsChart) -> tuple[pd.DataFrame, str] | None:
 
 def _largest_parts(view: PartsChart, rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Which part is the largest over which range of sizes, and which half of the compute."""
-    size = str(view.size)
     at_roof = rows["work_at_peak"] + rows["memory_bandwidth"]
     roof = np.where(rows["memory_bandwidth"] > 0, "memory_bandwidth", "work_at_peak")
     larger = at_roof > rows["under_utilisation"]
     compute = rows.assign(dominant=np.where(larger, roof, "under_utilisation"))
-    return dominant_by_range(rows, size), dominant_by_range(compute, size)
+    return dominant_by_range(rows, str(view.size)), dominant_by_range(compute, str(view.size))
 
 
 # --- a training step, operation by operation ------------------------------------------------
@@ -110,25 +109,11 @@ def operation_kind(column: str, kinds: tuple[tuple[str, str], ...]) -> str:
     return next(matches, operation.partition(".")[0])
 
 
-def step_parts(ctx: Context, profile: StepProfile) -> tuple[float, pd.DataFrame] | None:
-    """The profiled batch (the one nearest `profile.batch_near`) and per profiled row at it: its
-    `t_op:` counters summed by kind (a column per kind), its `path`, `name` and `machine`; None
-    without any."""
-    columns = [c for c in ctx.summary.columns if c.startswith("t_op:")]
-    rows = ctx.select(profile.rows).dropna(subset=columns[:1])
-    if not columns or rows.empty:
-        return None
-    batch = min(rows["batch"].unique(), key=lambda b: abs(math.log(b / profile.batch_near)))
-    rows = rows[rows["batch"] == batch]
-    kinds = [operation_kind(column, profile.kinds) for column in columns]
-    parts = rows[columns].T.groupby(kinds, sort=False).sum(min_count=1).T
-    path = rows["name"].map(lambda n: short_benchmark(n).split("/", 1)[1])
-    return batch, rows[["name", "machine"]].join(parts).assign(path=path)
-
-
 @dataclass(frozen=True)
 class Profile:
-    """A topic's step profile at its profiled batch: step_parts, and the kinds it sums by."""
+    """A topic's step profile at its profiled batch (the one nearest `profile.batch_near`): per
+    profiled row at it, its `t_op:` counters summed by kind (`parts`: a column per kind, in
+    `kinds`), its `path`, `name` and `machine`."""
 
     profile: StepProfile
     batch: float
@@ -139,13 +124,18 @@ class Profile:
 def profile_sections(ctx: Context) -> list[Profile]:
     """The step profile of every topic that declares one: where one step goes, by kind."""
     sections = []
+    columns = [c for c in ctx.summary.columns if c.startswith("t_op:")]
     for profile in (t.profile for t in ctx.topics if t.profile is not None):
-        profiled = step_parts(ctx, profile)
-        if profiled is None:
+        rows = ctx.select(profile.rows).dropna(subset=columns[:1])
+        if not columns or rows.empty:
             continue
-        batch, parts = profiled
-        kinds = [c for c in parts.columns if c not in ("name", "machine", "path")]
-        sections.append(Profile(profile, batch, parts, kinds))
+        batch = min(rows["batch"].unique(), key=lambda b: abs(math.log(b / profile.batch_near)))
+        rows = rows[rows["batch"] == batch]
+        kinds = [operation_kind(column, profile.kinds) for column in columns]
+        parts = rows[columns].T.groupby(kinds, sort=False).sum(min_count=1).T
+        path = rows["name"].map(lambda n: short_benchmark(n).split("/", 1)[1])
+        parts = rows[["name", "machine"]].join(parts).assign(path=path)
+        sections.append(Profile(profile, batch, parts, list(dict.fromkeys(kinds))))
     return sections
 
 
@@ -175,8 +165,7 @@ def fixed_costs(ctx: Context) -> FixedCosts | None:
     if model is None or model.empty:
         return None
     copies = ctx.select({"backend": "gpu"}, COPY_PROBES).dropna(subset=["bytes_per_s"])
-    if len(copies):
-        copies = copies.assign(few=copies["_flagged"]).sort_values("bytes")
+    copies = copies.assign(few=copies["_flagged"]).sort_values("bytes")
     bias, keys, bands = model_bias(ctx.summary, model), ["dtype", "host", "band"], None
     said = _said_bands(bias) if len(bias.before) else None
     if said is not None:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..roofline import CACHE
 from .analysis import NOISY_SPREAD
-from .discovered import AXIS_PREFIX, SIZE_COUNTERS
+from .context import AXIS_PREFIX, SIZE_COUNTERS
 from .roofs import BoundCount
 
 

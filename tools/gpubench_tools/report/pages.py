@@ -23,7 +23,7 @@ from .one_side import anchor as one_side_anchor
 from .roofs import MachineRoofline
 from .speedups import TopicCurves
 from .topics import MODEL_ERROR_SAID, Topic
-from .words import named, plain, say, section, table_of, threads_text
+from .words import WORDS, named, plain, say, section, table_of, threads_text
 
 Labels = dict[int, dict[str, str]]  # per machine index: build.machine_labels
 Section = dict[str, Any]
@@ -33,16 +33,27 @@ Section = dict[str, Any]
 _ANSWER = ("wins", "crossover", "ends", "why", "cpu_config", "measured")
 
 
+def _gap(side: str = "", path: str = "") -> dict[str, str]:
+    """An answer line without a speedup: no rows of one side, none of a GPU path, or no size
+    measured on both sides."""
+    return dict(zip(_ANSWER, say("answer_gap", side=side, path=path)))
+
+
 def _path_line(topic: Topic, pc: PathCurve) -> dict[str, Any]:
     """One GPU path of a topic against the CPU: its line of the answer; `stated`: it has a CPU
     side (its facts), so the topic's paragraphs state it."""
-    if pc.facts is None:
-        said = say("answer_gap", side="", path=pc.path.name if pc.gpu is None else "")
-    else:
-        threads = sorted({threads_text(t) for t in pc.facts["threads"]}, key=str.lower)
-        said = say("answer_line", topic=topic, f=pc.facts, threads=threads)
     line = {"path": pc.path.name, "meaning": pc.path.meaning, "stated": pc.facts is not None}
-    return line | dict(zip(_ANSWER, said))
+    if pc.facts is None:
+        return line | _gap(path=pc.path.name if pc.gpu is None else "")
+    threads = sorted({threads_text(t) for t in pc.facts["threads"]}, key=str.lower)
+    return line | dict(zip(_ANSWER, say("answer_line", topic=topic, f=pc.facts, threads=threads)))
+
+
+def _answer_row(ctx: Context, labels: Labels, title: str, anchor: str, machine: int) -> Section:
+    """An answer row of a machine, its machine named where there are several; no lines yet. It
+    links to its own section (`section`) unless told another."""
+    title += f" ({labels[machine]['pair']})" if ctx.several else ""
+    return {"workload": title, "anchor": anchor, "section": anchor, "paths": [], "stated": False}
 
 
 def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[str, Any]]:
@@ -50,14 +61,11 @@ def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[
     fields are its last path's."""
     rows, topic = [], found.topic
     for mt in found.machines:
-        title = topic.title + (f" ({labels[mt.machine]['pair']})" if ctx.several else "")
-        row: dict[str, Any] = {"workload": title, "anchor": topic.id, "section": topic.id}
-        row.update(paths=[], stated=False)
+        row = _answer_row(ctx, labels, topic.title, topic.id, mt.machine)
         if mt.missing_side:
             # It links to the workload's own section where its machine measured it on one side.
             workload = topic.cpu.get("workload") or topic.gpu.get("workload")
-            row["section"] = one_side_anchor(mt.machine, str(workload))
-            row.update(zip(_ANSWER, say("answer_gap", side=mt.missing_side, path="")))
+            row.update(_gap(side=mt.missing_side), section=one_side_anchor(mt.machine, workload))
         else:
             row["paths"] = [_path_line(topic, pc) for pc in mt.paths]
             row.update({k: v for k, v in row["paths"][-1].items() if k not in ("path", "meaning")})
@@ -68,13 +76,10 @@ def _answer_rows(ctx: Context, labels: Labels, found: TopicCurves) -> list[dict[
 def one_sided_rows(ctx: Context, labels: Labels, found: list[OneSide]) -> list[dict[str, Any]]:
     """The answer's rows of the workloads measured on one side only that no topic answers: each
     says which side is missing and links to the workload's section."""
-    rows = []
-    for one in found:
-        title = one.workload + (f" ({labels[one.machine]['pair']})" if ctx.several else "")
-        row = {"workload": title, "anchor": one.anchor, "section": one.anchor, "paths": []}
-        row["stated"] = False
-        rows.append({**row, **dict(zip(_ANSWER, say("answer_gap", side=one.missing, path="")))})
-    return rows
+    return [
+        _answer_row(ctx, labels, one.workload, one.anchor, one.machine) | _gap(side=one.missing)
+        for one in found
+    ]
 
 
 def topic_page(
@@ -150,8 +155,8 @@ def breakdown_page(ctx: Context, labels: Labels, found: Breakdown) -> Section:
                 bar=rows[view.size].map(lambda v: bar.format(key=view.size, value=fmt_size(v)))
             )
         rows = rows.assign(pair=rows["machine"].map(lambda m: labels[int(m)]["pair"]))
-        parts = [(p, named("part_labels", p)) for p in PARTS]
-        parts += [("unsplit", named("part_labels", "compute"))] if shown.unsplit else []
+        parts = [(p, WORDS("part", p=p)) for p in PARTS]
+        parts += [("unsplit", WORDS("part", p="compute"))] if shown.unsplit else []
         facet = "pair" if ctx.several else None  # a panel per machine
         given = dict(view=view, title=shown.title, parts=tuple(parts), facet=facet)
         charts.append(Drawing("parts", rows, given))
@@ -241,10 +246,9 @@ def energy_page(ctx: Context, labels: Labels, found: Energy) -> Section:
     """Joules per unit of work on each side of the energy pairs; the CPU side's energy where
     recorded, else why not."""
     energy, unit = found.energy, found.energy.unit_name
-    absent = say("cpu_energy_absent", reasons=found.reasons, otherwise=energy.cpu_absent)
     said = say("energy", unit=unit, compared=found.compared, sizes=found.sizes,
-               absent="".join(absent), measured=bool(found.pairs), too_short=found.too_short,
-               window=found.min_window_s)  # fmt: skip
+               reasons=found.reasons, otherwise=energy.cpu_absent, measured=bool(found.pairs),
+               too_short=found.too_short, window=found.min_window_s)  # fmt: skip
     rows = [(topic, plain(frame)) for topic, frame in found.pairs]
     tables = [table_of("energy_table", unit=unit, pairs=rows)] if found.pairs else []
     return section(energy.id, said, [], tables, title=energy.title)

@@ -94,33 +94,22 @@ def peers_section(ctx: Context) -> Peers | None:
 def memory_agreement(summary: pd.DataFrame) -> pd.DataFrame:
     """Every GPU row with a device-memory model and a measured peak: `ratio` = measured peak /
     model bytes (above 1 the benchmark held more than its shapes call for: library workspaces,
-    the allocator's 2 MiB pages, the context's own reservations)."""
+    the allocator's 2 MiB pages, the context's own reservations), and its `family`
+    (MEMORY_FAMILIES by its workload)."""
     columns = ["device_bytes_model", "device_bytes_peak"]
     rows = summary.dropna(subset=columns)
     rows = rows[rows["device_bytes_model"] > 0]
     keep = [c for c in [*ID, "measured_on"] if c in rows] + columns
-    return rows[keep].assign(ratio=rows["device_bytes_peak"] / rows["device_bytes_model"])
-
-
-def memory_rows(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """memory_agreement with each row's `family` (MEMORY_FAMILIES by its workload), the
-    largest-batch rows (benchmarks/largest_batch.cpp), and the problems of those that did not
-    run (a batch that did not fit); a largest-batch row has every figure its line states
-    (NaN where it lacks one)."""
-    agreement = memory_agreement(ctx.summary)
-    workload = agreement["workload"].fillna("other")
-    agreement = agreement.assign(family=workload.map(lambda w: MEMORY_FAMILIES.get(w, w)))
-    skipped = ctx.table.problems
-    skipped = skipped[skipped["name"].astype(str).str.startswith(LARGEST_BATCH_NAMES)]
-    batches = ctx.select(LARGEST_BATCH)
-    free, peak = batches["device_bytes_free"], batches["device_bytes_peak"]
-    return agreement, batches.assign(share_of_free=(peak / free).where(free > 0)), skipped
+    family = rows["workload"].fillna("other").map(lambda w: MEMORY_FAMILIES.get(w, w))
+    return rows[keep].assign(ratio=rows[columns[1]] / rows[columns[0]], family=family)
 
 
 @dataclass(frozen=True)
 class Memory:
-    """memory_rows: the agreement rows (as measured), the same farthest first and their figures
-    (agreement_figures; None without any), the largest batches and those that did not run."""
+    """memory_agreement (as measured), the same farthest first and their figures
+    (agreement_figures; None without any), the largest-batch rows (benchmarks/largest_batch.cpp,
+    each with every figure its line states, NaN where it lacks one) and the problems of those that
+    did not run (a batch that did not fit)."""
 
     agreement: pd.DataFrame
     by_distance: pd.DataFrame | None
@@ -131,11 +120,16 @@ class Memory:
 
 def memory_section(ctx: Context) -> Memory | None:
     """Measured peak device memory against the model's bytes, and the largest batches."""
-    agreement, batches, skipped = memory_rows(ctx)
-    if agreement.empty:
-        empty = batches.empty and skipped.empty
-        return None if empty else Memory(agreement, None, None, batches, skipped)
-    return Memory(agreement, *agreement_figures(agreement), batches, skipped)
+    agreement = memory_agreement(ctx.summary)
+    skipped = ctx.table.problems
+    skipped = skipped[skipped["name"].astype(str).str.startswith(LARGEST_BATCH_NAMES)]
+    batches = ctx.select(LARGEST_BATCH)
+    free, peak = batches["device_bytes_free"], batches["device_bytes_peak"]
+    batches = batches.assign(share_of_free=(peak / free).where(free > 0))
+    if agreement.empty and batches.empty and skipped.empty:
+        return None
+    shown = agreement_figures(agreement) if len(agreement) else (None, None)
+    return Memory(agreement, *shown, batches, skipped)
 
 
 def agreement_figures(agreement: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -305,20 +299,16 @@ def energy_section(
     summary = ctx.summary
     short = summary[summary.get("gpu_energy_too_short", pd.Series(dtype=float)) > 0]
     window = short.get("context.gpu_energy_min_window_s", pd.Series(dtype=float)).dropna()
-    too_short = dict(
-        too_short=len(short), min_window_s=float(window.max()) if len(window) else None
-    )
-    if not pairs:
-        return Energy(energy, [], 0, 0, [], **too_short) if len(short) else None
+    if not pairs and short.empty:
+        return None
+    key = energy.cpu_absent_context
+    reasons = {str(c.get(key)) for c in ctx.table.machines["context"] if isinstance(c, dict)}
+    said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
+    rows = [(t, f.assign(ratio=(f["cpu_j"] / f["gpu_j"]).where(f["gpu_j"] > 0))) for t, f in pairs]
     compared = sum(int(frame["cpu_j"].notna().sum()) for _, frame in pairs)
     sizes = sum(len(frame) for _, frame in pairs)
-    key = energy.cpu_absent_context
-    contexts = [c for c in ctx.table.machines["context"] if isinstance(c, dict) and c.get(key)]
-    reasons = {str(c[key]) for c in contexts}
-    said = sorted(r.removeprefix("unavailable: ") for r in reasons if r.startswith("unavailable"))
-    ratio = [(f["cpu_j"] / f["gpu_j"]).where(f["gpu_j"] > 0) for _, f in pairs]
-    rows = [(topic, f.assign(ratio=r)) for (topic, f), r in zip(pairs, ratio)]
-    return Energy(energy, rows, compared, sizes, said, **too_short)
+    too_short = len(short), float(window.max()) if len(window) else None
+    return Energy(energy, rows, compared, sizes, said, *too_short)
 
 
 # --- what did not run ------------------------------------------------------------------------

@@ -103,10 +103,8 @@ def topic_curves(ctx: Context, topic: Topic, machines: list[MachineTopic]) -> To
     heatmap = topic.series is not None and not ctx.several and curve[topic.series].nunique() > 1
     use, kernel = topic.utilisation, None
     if use is not None and not ctx.several:
-        kernel = ctx.select(use.rows)
-        kernel = kernel[kernel["pct_peak"].notna()]
-        if len(kernel):
-            kernel = kernel.sort_values(use.x).assign(few_samples=kernel["_flagged"])
+        kernel = ctx.select(use.rows).dropna(subset=["pct_peak"])
+        kernel = kernel.sort_values(use.x).assign(few_samples=kernel["_flagged"])
         kernel = kernel if len(kernel) else None
     return TopicCurves(topic, machines, curve, list(others), bool(heatmap), kernel)
 

@@ -3,9 +3,10 @@ tools beside the report read, and the charts it draws (their words, and the othe
 sees, are templates/words.j2's).
 
 This module is the tools' one declaration of the suite's workloads: no other module of the
-report names one. A workload is one `Topic`: which rows are its CPU side and which its GPU side
-(row filters over the table's columns), what pairs them (`keys`), which time is compared and
-what one of it is called, the GPU paths the answer states, and the sections of its own it adds
+report names one (a workload of the public API that none declares is discovered from its rows:
+context.discovered_topics). A workload is one `Topic`: which rows are its CPU side and which its
+GPU side (row filters over the table's columns), what pairs them (`keys`), which time is compared
+and what one of it is called, the GPU paths the answer states, and the sections of its own it adds
 (a chart of the breakdown, a per-operation profile, a kernel utilisation chart). A new workload
 is one more entry in `TOPICS`; `build.py` turns every entry into a row of the answer table and a
 section with its speedup chart, and the templates render them. A topic whose compared time is a
@@ -263,8 +264,8 @@ TOPICS: tuple[Topic, ...] = (
 # fmt: on
 
 
-# A workload only its rows describe (discovered.py): its GPU path, and its charts of the GPU time
-# ("{workload}": its name, "{x}": its size axis's column, "{x_name}": the axis's name).
+# A workload only its rows describe (context.discovered_topics): its GPU path, and its charts of
+# the GPU time ("{workload}": its name, "{x}": its size axis's column, "{x_name}": the axis's name).
 DISCOVERED_PATH = GpuPath("end to end", "copies in and out of pinned host memory included")
 DISCOVERED_PARTS = PartsChart(
     stem="breakdown_{workload}",
@@ -345,7 +346,7 @@ PEERS: tuple[Peer, ...] = (
          peer={"workload": "mlp", "variant": _TORCH_TRAINING},
          keys=("backend", "data", "hidden", "batch", "readback", "precision"), time_col="t_step"),
     Peer("MLP training step on the CPU: PyTorch against the suite's fastest CPU path",
-         ours={"workload": "mlp", "backend": "cpu", "variant": ("openblas", "small")},
+         ours={"workload": "mlp", "backend": "cpu", "variant": _CPU_TRAINING_VARIANTS},
          peer={"workload": "mlp", "backend": "cpu", "variant": _TORCH_TRAINING},
          keys=("data", "hidden", "batch", "precision"), time_col="t_step"),
     Peer("CNN training step: PyTorch eager against the suite",
@@ -353,20 +354,17 @@ PEERS: tuple[Peer, ...] = (
          peer={"workload": "cnn", "variant": _TORCH_TRAINING},
          keys=("backend", "batch", "precision"), time_col="t_step"),
 )
-# fmt: on
 
 # Mixed precision against fp32 on the same path, net and batch (the peer is fp32 here).
 PEERS += tuple(
-    Peer(
-        title=f"MLP training step, {precision} against fp32 on the same path",
-        ours={"workload": "mlp", "precision": precision, "input": (None, "resident")},
-        peer={"workload": "mlp", "precision": "fp32", "input": (None, "resident")},
-        keys=("backend", "variant", "data", "hidden", "batch", "readback"),
-        time_col="t_step",
-        names=(precision, "fp32"),
-    )
+    Peer(f"MLP training step, {precision} against fp32 on the same path",
+         ours={"workload": "mlp", "precision": precision, "input": (None, "resident")},
+         peer={"workload": "mlp", "precision": "fp32", "input": (None, "resident")},
+         keys=("backend", "variant", "data", "hidden", "batch", "readback"), time_col="t_step",
+         names=(precision, "fp32"))
     for precision in ("bf16", "fp16")
 )
+# fmt: on
 
 
 # The report's charts, as data: the fields of a charts.Chart but its words (its title, axis

@@ -135,7 +135,7 @@ def plain(value: Any) -> Any:
 
 
 def named(table: str, key: str) -> str:
-    """One name a reader sees, as templates/words.j2 sets it: `section_titles`, `part_labels`,
+    """One name a reader sees, as templates/words.j2 sets it: `section_titles`,
     `chart_names`, `chart_defaults` or `cli_help`, by its key."""
     return WORDS("named", table=table, key=key)
 
