@@ -11,7 +11,7 @@ import jinja2
 import pandas as pd
 
 from ..report.topics import GEMM_ROW_NAMES
-from ..table import per_step, short_cpu_name, short_gpu_name
+from ..table import short_cpu_name, short_gpu_name
 from ..templating import Words, environment
 from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time, plural
 from .curves import GemmShape, Lookup
@@ -176,11 +176,6 @@ def _differs_most(pairs: Pairs) -> dict[str, Any] | None:
     return None if most is None else dict(zip(("part", "predicted", "measured"), most))
 
 
-def _per_step(row: pd.Series | None, key: str) -> float:
-    """A measured training row's phase time per step (table.per_step), NaN without one."""
-    return math.nan if row is None else float(per_step(row.to_frame().T, [key])[key].iloc[0])
-
-
 def _cpu_sides(adv: Advice) -> tuple[dict[int, float], dict[int, float]]:
     """The run's CPU times at this very request by thread count (a GEMM's median call, an MLP's
     step), and the predicted ones."""
@@ -264,12 +259,14 @@ def gemm_answer(advisor: Advisor, adv: Advice) -> Answer:
 def mlp_answer(advisor: Advisor, adv: Advice) -> Answer:
     g, mg, c = adv.gpu, adv.measured_gpu, adv.request
     mcpu, predicted = _cpu_sides(adv)
-    # Without a measured row every measured part is NaN, and no part differs.
+    # Without a measured row every measured part is NaN, and no part differs. The row's phases
+    # are per step (model._derive).
+    m = {k: _measured(mg, k, False) for k in ("t_compute", "t_overhead", "t_h2d")}
     overhead = g["launch"] + g.get("loss readback", 0.0)
-    pairs = [("compute", g["layer products"] + g["element-wise"], _per_step(mg, "t_compute")),
-             ("launch and sync", overhead, _per_step(mg, "t_overhead"))]  # fmt: skip
+    pairs = [("compute", g["layer products"] + g["element-wise"], m["t_compute"]),
+             ("launch and sync", overhead, m["t_overhead"])]  # fmt: skip
     if "input copy" in g:
-        pairs.append(("input copy", g["input copy"], _per_step(mg, "t_h2d")))
+        pairs.append(("input copy", g["input copy"], m["t_h2d"]))
     x = adv.gpu_extrapolated
     cpu = [(e, f"CPU OpenBLAS, {plural(e.threads, 'thread')}") for e in adv.cpu]
     rows = [(n, _cell(e.seconds, e.extrapolated), _cell(mcpu.get(e.threads))) for e, n in cpu]
