@@ -87,7 +87,7 @@ def test_add_stores_every_repetition_in_seconds(first_run: tuple[Path, str]) -> 
         assert first.real_time_s == pytest.approx(row["real_time"] * 1e-6)
         assert first.cpu_time_s == pytest.approx(row["cpu_time"] * 1e-6)
         assert first.iterations == row["iterations"]
-        (run,) = store.runs()
+        (run,) = History.load(store).runs
         assert run.git_commit == raw["context"]["gpubench_git_commit"]
         assert run.date == raw["context"]["date"]
 

@@ -24,17 +24,13 @@ import pandas as pd
 
 from ..overhead_model import CopyFit, OverheadModel, build_model
 from ..roofline import DTYPE_BYTES, GPU_BANDWIDTH_KEYS, cpu_bandwidth
-from ..report.topics import ADVISED_MLP, COMMITTED_GPU_REFERENCE, GEMM_WORKLOAD
-from ..report.topics import MLP_DATASETS, committed_gpu_reference
+from ..report.topics import ADVISED_MLP, GEMM_WORKLOAD, MLP_DATASETS, committed_gpu_reference
 from ..table import load_table, per_step, summarize
 from .curves import GemmShape, Lookup, lookup
 
 DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
 HOSTS: tuple[str, ...] = ("pinned", "pageable", "resident")
-# data set -> (input features, classes), as benchmarks/mlp_*.cpp build the networks.
-DATASETS = MLP_DATASETS
 MLP_INPUTS: tuple[str, ...] = ("resident", "pinned", "pageable")
-REFERENCE_RUNS = COMMITTED_GPU_REFERENCE
 # The CPU's element-wise loops of an MLP step stream their arrays once per pass, at the run's
 # measured triad (bench's context, docs/workloads.md "The roofs"); a file from before bench
 # measured it gets one core's typical streaming rate instead.
@@ -174,13 +170,13 @@ class MlpConfig:
     batch: int
     hidden: int
     layers: int = 1  # hidden layers, each `hidden` wide
-    data: str = next(iter(DATASETS))
+    data: str = next(iter(MLP_DATASETS))
     readback: int = 0  # the loss read back every `readback` steps; 0: never
     input: str = "resident"  # the batch copied from pinned/pageable host memory every step
 
     @property
     def widths(self) -> list[int]:
-        inputs, classes = DATASETS[self.data]
+        inputs, classes = MLP_DATASETS[self.data]
         return [inputs] + [self.hidden] * self.layers + [classes]
 
     @property
@@ -221,7 +217,7 @@ class MlpConfig:
 
 def mlp_config_of(row: pd.Series) -> MlpConfig | None:
     """The configuration an MLP row measured; None for a data set the advisor does not know."""
-    if row["data"] not in DATASETS or pd.isna(row["batch"]) or pd.isna(row["hidden"]):
+    if row["data"] not in MLP_DATASETS or pd.isna(row["batch"]) or pd.isna(row["hidden"]):
         return None
     numbers = [int(row[key]) for key in ("batch", "hidden", "layers")]
     return MlpConfig(*numbers, str(row["data"]), int(row["readback"]), str(row["input"]))
@@ -394,9 +390,8 @@ class Advisor:
         cpu = self.cpu_estimates([("product", shape)], cpu_dtype)
         measured = gpu_rows.iloc[0] if len(gpu_rows) else None
         by_threads = cpu_rows.sort_values("threads", kind="stable")
-        return Advice(
-            shape, gpu, [("product", shape, compute)], cpu, dtype, host, measured, by_threads
-        )
+        lookups = [("product", shape, compute)]
+        return Advice(shape, gpu, lookups, cpu, dtype, host, measured, by_threads)
 
     def mlp(self, c: MlpConfig) -> Advice:
         self.require_gpu()

@@ -184,6 +184,13 @@ def _cpu_sides(adv: Advice) -> tuple[dict[int, float], dict[int, float]]:
     return measured, {e.threads: e.seconds for e in adv.cpu}
 
 
+def _cpu_rows(adv: Advice, label: str) -> list[tuple[str, ...]]:
+    """The table's CPU rows: each thread count's time, predicted and measured."""
+    measured = _cpu_sides(adv)[0]
+    cells = [(e, _cell(e.seconds, e.extrapolated), _cell(measured.get(e.threads))) for e in adv.cpu]
+    return [(f"CPU {label}, {plural(e.threads, 'thread')}", *rest) for e, *rest in cells]
+
+
 def _predicted(adv: Advice, h: dict[str, Any], pairs: Pairs) -> Predicted | None:
     """Where the headline holds a measurement: the prediction beside it."""
     gpu, cpu = h["gpu"], h["cpu"]
@@ -223,9 +230,7 @@ def gemm_answer(advisor: Advisor, adv: Advice) -> Answer:
              ("compute", g["compute"], m["t_compute"]),
              ("copy back", g["d2h"], m["t_d2h"]),
              ("launch and sync", overhead, m["t_overhead"])]  # fmt: skip
-    x, mcpu = adv.compute.extrapolated, _cpu_sides(adv)[0]
-    cpu = [(e, f"CPU {adv.cpu_dtype}, {plural(e.threads, 'thread')}") for e in adv.cpu]
-    rows = [(n, _cell(e.seconds, e.extrapolated), _cell(mcpu.get(e.threads))) for e, n in cpu]
+    x, rows = adv.compute.extrapolated, _cpu_rows(adv, adv.cpu_dtype)
     where = "with the operands resident" if resident else "end to end"
     rows.append((f"GPU {adv.dtype}, {where}", _cell(adv.gpu_total, x), _cell(m["t_wall"])))
     if not resident:
@@ -236,11 +241,8 @@ def gemm_answer(advisor: Advisor, adv: Advice) -> Answer:
     rows.append(("  compute", _cell(g["compute"], x), _cell(m["t_compute"])))
     if not resident:
         rows.append(("  D2H copy", fmt_time(g["d2h"]), _cell(m["t_d2h"])))
-    rows += [
-        ("  launch (1 kernel)", fmt_time(g["launch"]), ""),
-        ("  sync", fmt_time(g["sync"]), ""),
-    ]
-    rows.append(("  launch + sync", fmt_time(overhead), _cell(m["t_overhead"])))
+    rows += [("  launch (1 kernel)", fmt_time(g["launch"]), ""), ("  sync", fmt_time(g["sync"]), ""),
+             ("  launch + sync", fmt_time(overhead), _cell(m["t_overhead"]))]  # fmt: skip
     # The rows measured here that the headline does not lead with: a kernel-only GPU row, the
     # CPU's where no end-to-end row leads.
     kernel_row, h, measured = mg is not None and not e2e, _headline(adv), []
@@ -267,9 +269,7 @@ def mlp_answer(advisor: Advisor, adv: Advice) -> Answer:
              ("launch and sync", overhead, m["t_overhead"])]  # fmt: skip
     if "input copy" in g:
         pairs.append(("input copy", g["input copy"], m["t_h2d"]))
-    x = adv.gpu_extrapolated
-    cpu = [(e, f"CPU OpenBLAS, {plural(e.threads, 'thread')}") for e in adv.cpu]
-    rows = [(n, _cell(e.seconds, e.extrapolated), _cell(mcpu.get(e.threads))) for e, n in cpu]
+    x, rows = adv.gpu_extrapolated, _cpu_rows(adv, "OpenBLAS")
     launches = f"  launches ({c.kernels_per_step} x {fmt_time(advisor.t_launch())})"
     rows += [("GPU eager", _cell(adv.gpu_total, x), _cell(_measured(mg, "t_step"))),
              (f"  layer products ({len(adv.gpu_lookups)})", _cell(g["layer products"], x), ""),
