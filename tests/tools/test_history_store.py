@@ -282,7 +282,7 @@ def _stored_runs_are_complete(db: Path, rows_per_run: int) -> int:
     with contextlib.closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     with HistoryStore.open(str(db)) as store:
-        runs = store.runs()
+        runs = History.load(store).runs
         per_run = store.frame(SAMPLES)["run_id"].value_counts().to_dict()
     assert all(per_run.get(run.id) == rows_per_run for run in runs), per_run
     return len(runs)

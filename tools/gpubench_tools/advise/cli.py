@@ -116,11 +116,8 @@ def _parser() -> argparse.ArgumentParser:
         "and eager MLP row without the rows of its shape, and compare",
     )
     add("--dtype", default="fp32", help=f"GPU precision for --gemm: {', '.join(DTYPES)} (fp32)")
-    add(
-        "--host",
-        default="pinned",
-        help=f"where --gemm's operands live: {', '.join(HOSTS)} (pinned)",
-    )
+    hosts = ", ".join(HOSTS)
+    add("--host", default="pinned", help=f"where --gemm's operands live: {hosts} (pinned)")
     add("--json", action="store_true", help="machine-readable output on stdout")
     add("--quiet", action="store_true", help="no warnings: the answer and errors")
     add_debug_flag(parser)

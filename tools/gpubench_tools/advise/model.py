@@ -36,6 +36,8 @@ MLP_INPUTS: tuple[str, ...] = ("resident", "pinned", "pageable")
 # measured it gets one core's typical streaming rate instead.
 CPU_STREAM_BYTES_PER_S = 10e9
 LOSS_BYTES = 4.0
+# The roofs a product's time is floored at (Lookup.floor names the one that raised it).
+DEVICE_ROOF, HOST_ROOF = "device memory bandwidth", "host memory bandwidth"
 # The counters the advisor reads (`blas_threads`: OpenBLAS threads; older files named it
 # `threads`).
 _COUNTERS = ("m", "n", "k", "flop", "t_compute", "t_wall", "t_step", "batch", "hidden")
@@ -267,7 +269,9 @@ class Advice:
         self.marked = self.gpu_extrapolated or any(e.extrapolated for e in self.cpu)
 
 
-def _floor(lk: Lookup, shape: GemmShape, dtype: str, bw: float | None, roof: str) -> Lookup:
+def bandwidth_floor(
+    lk: Lookup, shape: GemmShape, dtype: str, bw: float | None, roof: str
+) -> Lookup:
     """A product is no faster than reading A, B and writing C once at the memory roof `bw`
     (`roof` names it); without one (an older run) the curve stands alone, as it always did."""
     floor = sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / bw if bw else 0.0
@@ -326,7 +330,7 @@ class Advisor:
         lk = self._need_curve(lookup(self.curves.get(("gpu", dtype, 0)), shape), "gpu", dtype)
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
-        return _floor(lk, shape, dtype, self.gpu_bandwidth(), "device memory bandwidth")
+        return bandwidth_floor(lk, shape, dtype, self.gpu_bandwidth(), DEVICE_ROOF)
 
     def gpu_bandwidth(self) -> float | None:
         """The memory roof (roofline.GPU_BANDWIDTH_KEYS): the device triad, else the driver's."""
@@ -347,9 +351,10 @@ class Advisor:
 
         def estimate(t: int) -> CpuEstimate:
             curve = self.curves[("cpu", dtype, t)]  # a group of rows: a look-up always answers
-            bw, roof = self.cpu_bandwidth(t), "host memory bandwidth"
+            bw = self.cpu_bandwidth(t)
             found = [
-                (what, s, _floor(lookup(curve, s), s, dtype, bw, roof)) for what, s in products
+                (what, s, bandwidth_floor(lookup(curve, s), s, dtype, bw, HOST_ROOF))
+                for what, s in products
             ]
             return CpuEstimate(t, found, elementwise_bytes / (bw or CPU_STREAM_BYTES_PER_S))
 
