@@ -21,6 +21,7 @@ from typing import Any, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import is_number
 
 from ..overhead_model import CopyFit, OverheadModel, build_model
 from ..roofline import DTYPE_BYTES, GPU_BANDWIDTH_KEYS, cpu_bandwidth
@@ -128,7 +129,10 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     s.loc[mlp, "kind"] = "mlp"
     s["input"] = s["input"].mask(s["input"] == "")
     s = s.fillna({"shape": "square", "dtype": "fp32", "input": "resident"})
-    threads = s["blas_threads"].fillna(s["threads"])
+    # OpenBLAS threads: the `blas_threads` counter, else `threads` (an older file's counter or
+    # the name's `threads:N`; the reader keeps a name's part that is no number as text: none).
+    named = s["threads"].where(s["threads"].map(is_number)).astype(float)
+    threads = s["blas_threads"].fillna(named)
     s["threads"] = threads.where(threads >= 1, 1).fillna(1).astype(int).where(~gpu, 0)
     t_compute = s["t_compute"].where(gpu & (s["t_compute"] > 0))
     s["seconds"] = t_compute.fillna(s["time_s"])
