@@ -434,6 +434,27 @@ def test_a_file_name_cannot_forge_a_line_of_the_answer(
     assert "forged.json" in out
 
 
+def test_a_thread_count_that_is_no_number_reads_as_one_thread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CPU row without a thread counter whose name's `threads:` part is no number (the reader
+    keeps it as text) is read at one thread: the advisor answers, it does not fail."""
+    doc = json.loads(Path(MATMUL).read_text())
+    renamed = 0
+    for row in doc["benchmarks"]:
+        if row["run_name"].startswith("matmul/cpu/"):
+            row.pop("blas_threads", None)
+            row.pop("threads", None)
+            for key in ("name", "run_name"):
+                row[key] = row[key].replace("/threads:", "/threads:all")
+            renamed += 1
+    assert renamed
+    path = tmp_path / "threads.json"
+    path.write_text(json.dumps(doc))
+    answer = advise_json([str(path), "--gemm", "256x256x256"], capsys)
+    assert [e["threads"] for e in answer["cpu"]["by_threads"]] == [1]
+
+
 def test_the_answers_are_records_the_templates_only_render() -> None:
     """What the answers say, computed (render.Answer): the prediction beside a measured headline,
     the parts the run measured here, the shares and the tie."""

@@ -87,7 +87,7 @@ def test_add_stores_every_repetition_in_seconds(first_run: tuple[Path, str]) -> 
         assert first.real_time_s == pytest.approx(row["real_time"] * 1e-6)
         assert first.cpu_time_s == pytest.approx(row["cpu_time"] * 1e-6)
         assert first.iterations == row["iterations"]
-        (run,) = store.runs()
+        (run,) = History.load(store).runs
         assert run.git_commit == raw["context"]["gpubench_git_commit"]
         assert run.date == raw["context"]["date"]
 
@@ -282,7 +282,7 @@ def _stored_runs_are_complete(db: Path, rows_per_run: int) -> int:
     with contextlib.closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     with HistoryStore.open(str(db)) as store:
-        runs = store.runs()
+        runs = History.load(store).runs
         per_run = store.frame(SAMPLES)["run_id"].value_counts().to_dict()
     assert all(per_run.get(run.id) == rows_per_run for run in runs), per_run
     return len(runs)

@@ -230,7 +230,7 @@ def test_a_version_2_history_is_migrated_with_whole_runs(tmp_path: Path, capsys)
         conn.execute("ALTER TABLE runs DROP COLUMN interrupted")
         conn.execute("PRAGMA user_version = 2")
     with store.HistoryStore.open(str(db)) as opened:
-        runs = opened.runs()
+        runs = store.History.load(opened).runs
     assert len(runs) == 1 and runs[0].interrupted is None
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION

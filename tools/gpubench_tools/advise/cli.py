@@ -17,8 +17,8 @@ from ..cli import program_name, run_main
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from .curves import GemmShape
 from .loo import leave_one_out
-from .model import DATASETS, DTYPES, HOSTS, MLP_INPUTS, REFERENCE_RUNS, AdviseError, Advisor
-from .model import MlpConfig, load_runs
+from ..report.topics import COMMITTED_GPU_REFERENCE, MLP_DATASETS
+from .model import DTYPES, HOSTS, MLP_INPUTS, AdviseError, Advisor, MlpConfig, load_runs
 from .render import answer_json, answer_text, error_text, loo_json, loo_text
 
 PROG = program_name("gpubench_tools.advise")
@@ -82,7 +82,7 @@ def parse_mlp(text: str) -> MlpConfig:
             raise AdviseError("mlp_layers", hidden=pairs["hidden"], layers=given)
         layers = given
     # Each defaults to its first choice (MlpConfig's default).
-    for key, known in (("data", DATASETS), ("input", MLP_INPUTS)):
+    for key, known in (("data", MLP_DATASETS), ("input", MLP_INPUTS)):
         if pairs.setdefault(key, next(iter(known))) not in known:
             raise AdviseError("mlp_choice", key=key, value=pairs[key], known=known)
     batch, readback = number("batch"), number("readback", READBACK)  # checked in this order
@@ -96,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Predict whether a GEMM or a tiny-MLP training step runs faster on the CPU or "
         "on the GPU, and where the GPU's time goes, from a bench run's fitted overhead model and "
         "measured utilisation curves.",
-        epilog="Reference run to try: " + " ".join(REFERENCE_RUNS),
+        epilog="Reference run to try: " + " ".join(COMMITTED_GPU_REFERENCE),
     )
     add = parser.add_argument
     add("inputs", nargs="+", metavar="RUN.json", help="bench JSON file(s)")
@@ -106,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
         "--mlp",
         metavar="batch=B,hidden=H[,layers=L][,data=D]",
         help="one training step of the tiny MLP; also readback=R (loss read back every R steps, "
-        "0 never: the default) and input=resident|pinned|pageable; data: " + ", ".join(DATASETS),
+        "0 never: the default) and input=resident|pinned|pageable; data: "
+        + ", ".join(MLP_DATASETS),
     )
     what.add_argument(
         "--leave-one-out",
@@ -115,11 +116,8 @@ def _parser() -> argparse.ArgumentParser:
         "and eager MLP row without the rows of its shape, and compare",
     )
     add("--dtype", default="fp32", help=f"GPU precision for --gemm: {', '.join(DTYPES)} (fp32)")
-    add(
-        "--host",
-        default="pinned",
-        help=f"where --gemm's operands live: {', '.join(HOSTS)} (pinned)",
-    )
+    hosts = ", ".join(HOSTS)
+    add("--host", default="pinned", help=f"where --gemm's operands live: {hosts} (pinned)")
     add("--json", action="store_true", help="machine-readable output on stdout")
     add("--quiet", action="store_true", help="no warnings: the answer and errors")
     add_debug_flag(parser)

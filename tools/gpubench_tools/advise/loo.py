@@ -95,9 +95,8 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
             predicted = advice.gpu_total, measured, advice.winner, winner, advice.extrapolated
             cases.append(("gemm_e2e", p["name"], *predicted))
         elif lk := lookup(advisor.curves.get(("cpu", p["dtype"], p["threads"])), shape):
-            cases.append(
-                ("gemm_cpu", p["name"], lk.seconds, p["time_s"], None, None, lk.extrapolated)
-            )
+            predicted = lk.seconds, p["time_s"], None, None, lk.extrapolated
+            cases.append(("gemm_cpu", p["name"], *predicted))
 
     for _, p in rows[rows["kind"] == "mlp"].iterrows():
         config = mlp_config_of(p)
@@ -111,9 +110,8 @@ def leave_one_out(run: Run, overhead: OverheadModel | None = None) -> LooReport:
             predicted = advice.gpu_total, p["t_step"], advice.winner, winner, advice.extrapolated
             cases.append(("mlp_eager", p["name"], *predicted))
         for est in (e for e in advice.cpu if not gpu and e.threads == p["threads"]):
-            cases.append(
-                ("mlp_cpu", p["name"], est.seconds, p["t_step"], None, None, est.extrapolated)
-            )
+            predicted = est.seconds, p["t_step"], None, None, est.extrapolated
+            cases.append(("mlp_cpu", p["name"], *predicted))
 
     found = pd.DataFrame(cases, columns=["class", *CASE_COLUMNS, "extrapolated"])
     found["rel_error"] = (found["predicted"] - found["measured"]) / found["measured"]

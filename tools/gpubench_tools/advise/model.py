@@ -21,25 +21,28 @@ from typing import Any, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import is_number
 
 from ..overhead_model import CopyFit, OverheadModel, build_model
 from ..roofline import DTYPE_BYTES, GPU_BANDWIDTH_KEYS, cpu_bandwidth
-from ..report.topics import ADVISED_MLP, COMMITTED_GPU_REFERENCE, GEMM_WORKLOAD
-from ..report.topics import MLP_DATASETS, committed_gpu_reference
-from ..table import load_table, num, summarize
+from ..report.topics import ADVISED_MLP, GEMM_WORKLOAD, MLP_DATASETS, committed_gpu_reference
+from ..table import load_table, per_step, summarize
 from .curves import GemmShape, Lookup, lookup
 
 DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
 HOSTS: tuple[str, ...] = ("pinned", "pageable", "resident")
-# data set -> (input features, classes), as benchmarks/mlp_*.cpp build the networks.
-DATASETS = MLP_DATASETS
 MLP_INPUTS: tuple[str, ...] = ("resident", "pinned", "pageable")
-REFERENCE_RUNS = COMMITTED_GPU_REFERENCE
 # The CPU's element-wise loops of an MLP step stream their arrays once per pass, at the run's
 # measured triad (bench's context, docs/workloads.md "The roofs"); a file from before bench
 # measured it gets one core's typical streaming rate instead.
 CPU_STREAM_BYTES_PER_S = 10e9
 LOSS_BYTES = 4.0
+# The roofs a product's time is floored at (Lookup.floor names the one that raised it).
+DEVICE_ROOF, HOST_ROOF = "device memory bandwidth", "host memory bandwidth"
+# The counters the advisor reads (`blas_threads`: OpenBLAS threads; older files named it
+# `threads`).
+_COUNTERS = ("m", "n", "k", "flop", "t_compute", "t_wall", "t_step", "batch", "hidden")
+_COUNTERS += ("blas_threads", "threads", "readback", "hidden_layers")
 
 
 class AdviseError(Exception):
@@ -113,8 +116,8 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     configuration columns with the defaults of files that predate them."""
     labels = ("host", "probe", "data", "variant", "input", "shape", "precision", "dtype")
     s = s.assign(**{label: None for label in labels if label not in s})
-    for counter in ("m", "n", "k", "flop", "t_compute", "t_wall", "t_step", "batch", "hidden"):
-        s[counter] = num(s, counter)
+    # The counters are floats from the reader (table.load_table); a file without one has NaN.
+    s = s.assign(**{counter: math.nan for counter in _COUNTERS if counter not in s})
     gpu, matmul = s["backend"] == "gpu", (s["workload"] == GEMM_WORKLOAD) & s["probe"].isna()
     cpu = s["backend"] == "cpu"
     kinds = {"gemm_kernel": gpu & s["host"].isna(), "gemm_e2e": gpu, "gemm_cpu": cpu}
@@ -126,14 +129,17 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     s.loc[mlp, "kind"] = "mlp"
     s["input"] = s["input"].mask(s["input"] == "")
     s = s.fillna({"shape": "square", "dtype": "fp32", "input": "resident"})
-    # OpenBLAS threads of a CPU row (`blas_threads`; older files named it `threads`).
-    threads = num(s, "blas_threads").fillna(num(s, "threads"))
+    # OpenBLAS threads: the `blas_threads` counter, else `threads` (an older file's counter or
+    # the name's `threads:N`; the reader keeps a name's part that is no number as text: none).
+    named = s["threads"].where(s["threads"].map(is_number)).astype(float)
+    threads = s["blas_threads"].fillna(named)
     s["threads"] = threads.where(threads >= 1, 1).fillna(1).astype(int).where(~gpu, 0)
     t_compute = s["t_compute"].where(gpu & (s["t_compute"] > 0))
     s["seconds"] = t_compute.fillna(s["time_s"])
-    s["readback"] = num(s, "readback").fillna(0).astype(int)
-    s["layers"] = num(s, "hidden_layers").fillna(1).astype(int)
-    return s
+    s["readback"] = s["readback"].fillna(0).astype(int)
+    s["layers"] = s["hidden_layers"].fillna(1).astype(int)
+    # A training row's phases per step (a GEMM row has no steps: it keeps its own).
+    return per_step(s, ["t_compute", "t_overhead", "t_h2d"])
 
 
 def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
@@ -170,13 +176,13 @@ class MlpConfig:
     batch: int
     hidden: int
     layers: int = 1  # hidden layers, each `hidden` wide
-    data: str = next(iter(DATASETS))
+    data: str = next(iter(MLP_DATASETS))
     readback: int = 0  # the loss read back every `readback` steps; 0: never
     input: str = "resident"  # the batch copied from pinned/pageable host memory every step
 
     @property
     def widths(self) -> list[int]:
-        inputs, classes = DATASETS[self.data]
+        inputs, classes = MLP_DATASETS[self.data]
         return [inputs] + [self.hidden] * self.layers + [classes]
 
     @property
@@ -217,7 +223,7 @@ class MlpConfig:
 
 def mlp_config_of(row: pd.Series) -> MlpConfig | None:
     """The configuration an MLP row measured; None for a data set the advisor does not know."""
-    if row["data"] not in DATASETS or pd.isna(row["batch"]) or pd.isna(row["hidden"]):
+    if row["data"] not in MLP_DATASETS or pd.isna(row["batch"]) or pd.isna(row["hidden"]):
         return None
     numbers = [int(row[key]) for key in ("batch", "hidden", "layers")]
     return MlpConfig(*numbers, str(row["data"]), int(row["readback"]), str(row["input"]))
@@ -265,6 +271,15 @@ class Advice:
         self.extrapolated = self.gpu_extrapolated or self.cpu_best.extrapolated
         # Whether the answer's table shows an extrapolated time (any CPU thread count or the GPU).
         self.marked = self.gpu_extrapolated or any(e.extrapolated for e in self.cpu)
+
+
+def bandwidth_floor(
+    lk: Lookup, shape: GemmShape, dtype: str, bw: float | None, roof: str
+) -> Lookup:
+    """A product is no faster than reading A, B and writing C once at the memory roof `bw`
+    (`roof` names it); without one (an older run) the curve stands alone, as it always did."""
+    floor = sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / bw if bw else 0.0
+    return replace(lk, seconds=floor, floor=roof) if floor > lk.seconds else lk
 
 
 class Advisor:
@@ -316,18 +331,10 @@ class Advisor:
 
     def gpu_gemm(self, shape: GemmShape, dtype: str) -> Lookup:
         self.require_gpu()
-        lk = lookup(self.curves.get(("gpu", dtype, 0)), shape)
-        lk = self._need_curve(lk, "gpu", dtype)
+        lk = self._need_curve(lookup(self.curves.get(("gpu", dtype, 0)), shape), "gpu", dtype)
         # Operands come from device memory (the kernel-only rows flush L2): a shape the curve
         # calls fast can still not beat reading A, B and writing C once.
-        floor = (
-            sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / (self.gpu_bandwidth() or math.inf)
-        )
-        return (
-            replace(lk, seconds=floor, floor="device memory bandwidth")
-            if floor > lk.seconds
-            else lk
-        )
+        return bandwidth_floor(lk, shape, dtype, self.gpu_bandwidth(), DEVICE_ROOF)
 
     def gpu_bandwidth(self) -> float | None:
         """The memory roof (roofline.GPU_BANDWIDTH_KEYS): the device triad, else the driver's."""
@@ -349,26 +356,13 @@ class Advisor:
         def estimate(t: int) -> CpuEstimate:
             curve = self.curves[("cpu", dtype, t)]  # a group of rows: a look-up always answers
             bw = self.cpu_bandwidth(t)
-            ew = elementwise_bytes / (bw or CPU_STREAM_BYTES_PER_S)
-            return CpuEstimate(
-                t,
-                [
-                    (what, s, self._cpu_floor(lookup(curve, s), s, dtype, bw))
-                    for what, s in products
-                ],
-                ew,
-            )
+            found = [
+                (what, s, bandwidth_floor(lookup(curve, s), s, dtype, bw, HOST_ROOF))
+                for what, s in products
+            ]
+            return CpuEstimate(t, found, elementwise_bytes / (bw or CPU_STREAM_BYTES_PER_S))
 
         return [estimate(t) for t in threads]
-
-    @staticmethod
-    def _cpu_floor(lk: Lookup, shape: GemmShape, dtype: str, bw: float | None) -> Lookup:
-        """A product on the CPU is no faster than reading A, B and writing C at the measured
-        triad; without one (an older run) the curve stands alone, as it always did."""
-        floor = sum(shape.elements()) * DTYPE_BYTES.get(dtype, 4) / bw if bw else 0.0
-        return (
-            replace(lk, seconds=floor, floor="host memory bandwidth") if floor > lk.seconds else lk
-        )
 
     def require_memory(
         self, nbytes: float, request: GemmShape | MlpConfig, dtype: str, product: str | None = None
@@ -405,9 +399,8 @@ class Advisor:
         cpu = self.cpu_estimates([("product", shape)], cpu_dtype)
         measured = gpu_rows.iloc[0] if len(gpu_rows) else None
         by_threads = cpu_rows.sort_values("threads", kind="stable")
-        return Advice(
-            shape, gpu, [("product", shape, compute)], cpu, dtype, host, measured, by_threads
-        )
+        lookups = [("product", shape, compute)]
+        return Advice(shape, gpu, lookups, cpu, dtype, host, measured, by_threads)
 
     def mlp(self, c: MlpConfig) -> Advice:
         self.require_gpu()

@@ -11,7 +11,7 @@ import jinja2
 import pandas as pd
 
 from ..report.topics import GEMM_ROW_NAMES
-from ..table import per_step, short_cpu_name, short_gpu_name
+from ..table import short_cpu_name, short_gpu_name
 from ..templating import Words, environment
 from ..units import fmt_bytes, fmt_flops, fmt_pct, fmt_rate, fmt_ratio, fmt_size, fmt_time, plural
 from .curves import GemmShape, Lookup
@@ -176,17 +176,19 @@ def _differs_most(pairs: Pairs) -> dict[str, Any] | None:
     return None if most is None else dict(zip(("part", "predicted", "measured"), most))
 
 
-def _per_step(row: pd.Series | None, key: str) -> float:
-    """A measured training row's phase time per step (table.per_step), NaN without one."""
-    return math.nan if row is None else float(per_step(row.to_frame().T, [key])[key].iloc[0])
-
-
 def _cpu_sides(adv: Advice) -> tuple[dict[int, float], dict[int, float]]:
     """The run's CPU times at this very request by thread count (a GEMM's median call, an MLP's
     step), and the predicted ones."""
     column = "time_s" if isinstance(adv.request, GemmShape) else "t_step"
     measured = dict(zip(adv.measured_cpu["threads"], adv.measured_cpu[column]))
     return measured, {e.threads: e.seconds for e in adv.cpu}
+
+
+def _cpu_rows(adv: Advice, label: str) -> list[tuple[str, ...]]:
+    """The table's CPU rows: each thread count's time, predicted and measured."""
+    measured = _cpu_sides(adv)[0]
+    cells = [(e, _cell(e.seconds, e.extrapolated), _cell(measured.get(e.threads))) for e in adv.cpu]
+    return [(f"CPU {label}, {plural(e.threads, 'thread')}", *rest) for e, *rest in cells]
 
 
 def _predicted(adv: Advice, h: dict[str, Any], pairs: Pairs) -> Predicted | None:
@@ -228,9 +230,7 @@ def gemm_answer(advisor: Advisor, adv: Advice) -> Answer:
              ("compute", g["compute"], m["t_compute"]),
              ("copy back", g["d2h"], m["t_d2h"]),
              ("launch and sync", overhead, m["t_overhead"])]  # fmt: skip
-    x, mcpu = adv.compute.extrapolated, _cpu_sides(adv)[0]
-    cpu = [(e, f"CPU {adv.cpu_dtype}, {plural(e.threads, 'thread')}") for e in adv.cpu]
-    rows = [(n, _cell(e.seconds, e.extrapolated), _cell(mcpu.get(e.threads))) for e, n in cpu]
+    x, rows = adv.compute.extrapolated, _cpu_rows(adv, adv.cpu_dtype)
     where = "with the operands resident" if resident else "end to end"
     rows.append((f"GPU {adv.dtype}, {where}", _cell(adv.gpu_total, x), _cell(m["t_wall"])))
     if not resident:
@@ -241,11 +241,8 @@ def gemm_answer(advisor: Advisor, adv: Advice) -> Answer:
     rows.append(("  compute", _cell(g["compute"], x), _cell(m["t_compute"])))
     if not resident:
         rows.append(("  D2H copy", fmt_time(g["d2h"]), _cell(m["t_d2h"])))
-    rows += [
-        ("  launch (1 kernel)", fmt_time(g["launch"]), ""),
-        ("  sync", fmt_time(g["sync"]), ""),
-    ]
-    rows.append(("  launch + sync", fmt_time(overhead), _cell(m["t_overhead"])))
+    rows += [("  launch (1 kernel)", fmt_time(g["launch"]), ""), ("  sync", fmt_time(g["sync"]), ""),
+             ("  launch + sync", fmt_time(overhead), _cell(m["t_overhead"]))]  # fmt: skip
     # The rows measured here that the headline does not lead with: a kernel-only GPU row, the
     # CPU's where no end-to-end row leads.
     kernel_row, h, measured = mg is not None and not e2e, _headline(adv), []
@@ -264,15 +261,15 @@ def gemm_answer(advisor: Advisor, adv: Advice) -> Answer:
 def mlp_answer(advisor: Advisor, adv: Advice) -> Answer:
     g, mg, c = adv.gpu, adv.measured_gpu, adv.request
     mcpu, predicted = _cpu_sides(adv)
-    # Without a measured row every measured part is NaN, and no part differs.
+    # Without a measured row every measured part is NaN, and no part differs. The row's phases
+    # are per step (model._derive).
+    m = {k: _measured(mg, k, False) for k in ("t_compute", "t_overhead", "t_h2d")}
     overhead = g["launch"] + g.get("loss readback", 0.0)
-    pairs = [("compute", g["layer products"] + g["element-wise"], _per_step(mg, "t_compute")),
-             ("launch and sync", overhead, _per_step(mg, "t_overhead"))]  # fmt: skip
+    pairs = [("compute", g["layer products"] + g["element-wise"], m["t_compute"]),
+             ("launch and sync", overhead, m["t_overhead"])]  # fmt: skip
     if "input copy" in g:
-        pairs.append(("input copy", g["input copy"], _per_step(mg, "t_h2d")))
-    x = adv.gpu_extrapolated
-    cpu = [(e, f"CPU OpenBLAS, {plural(e.threads, 'thread')}") for e in adv.cpu]
-    rows = [(n, _cell(e.seconds, e.extrapolated), _cell(mcpu.get(e.threads))) for e, n in cpu]
+        pairs.append(("input copy", g["input copy"], m["t_h2d"]))
+    x, rows = adv.gpu_extrapolated, _cpu_rows(adv, "OpenBLAS")
     launches = f"  launches ({c.kernels_per_step} x {fmt_time(advisor.t_launch())})"
     rows += [("GPU eager", _cell(adv.gpu_total, x), _cell(_measured(mg, "t_step"))),
              (f"  layer products ({len(adv.gpu_lookups)})", _cell(g["layer products"], x), ""),

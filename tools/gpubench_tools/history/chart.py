@@ -134,11 +134,8 @@ class _Charts:
             for ax in list(axes.flat)[len(page) :]:
                 ax.set_visible(False)
             suffix = f" ({page_no}/{len(pages)})" if len(pages) > 1 else ""
-            fig.suptitle(
-                f"{_label(family, _LEGEND_CHARS)}{suffix}: median and range of the repetitions "
-                "per run",
-                fontsize=9,
-            )
+            what = "median and range of the repetitions per run"
+            fig.suptitle(f"{_label(family, _LEGEND_CHARS)}{suffix}: {what}", fontsize=9)
             labels = [WORDS("machine_label", m=m) for m in self.history.machines.values()]
             handles = [
                 Line2D([], [], color=self.colors[m], label=_label(text, _LEGEND_CHARS), **_DOT)
@@ -169,9 +166,8 @@ def write_charts(history: History, rule: CheckRule, out_dir: str) -> Path:
     colors = {m: _MACHINE_COLORS[i % len(_MACHINE_COLORS)] for i, m in enumerate(history.machines)}
     positions = {run.id: i for i, run in enumerate(history.runs)}
     charts = _Charts(history, rule, positions, colors, rolling_regressions(history, rule))
-    pages = {
-        family: charts.pages(family, names, out) for family, names in charts.families().items()
-    }
+    families = charts.families()
+    pages = {family: charts.pages(family, names, out) for family, names in families.items()}
     # Names, notes and context values come from the input: every value is escaped.
     env = environment(__package__, keep_trailing_newline=True, finalize=html_text)
     page = env.get_template("index.html.j2").render(page=charts.index(pages), words=WORDS)

@@ -116,10 +116,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
                 if args.debug and not expected:
                     traceback.print_exc()
                 unexpected = None if expected else type(exc).__name__
-                not_added = WORDS(
-                    "not_added", path=path, exc=error_text(exc), unexpected=unexpected
-                )
-                output.warn(f"{_prog()}: error: " + not_added)
+                said = WORDS("not_added", path=path, exc=error_text(exc), unexpected=unexpected)
+                output.warn(f"{_prog()}: error: " + said)
                 status = EXIT_UNUSABLE
                 continue
             if not args.quiet:

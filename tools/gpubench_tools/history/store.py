@@ -243,10 +243,6 @@ class HistoryStore(contextlib.AbstractContextManager):
             conn.executescript(_SCHEMA)
         return pd.read_sql_query(sql, conn)
 
-    def runs(self) -> list[Any]:
-        """All runs, oldest first: .id, .machine_id, .git_commit, .date, .time_utc_s, ..."""
-        return list(self.frame(_RUNS).itertuples(index=False, name="Run"))
-
 
 @dataclass
 class History:
@@ -277,7 +273,7 @@ class History:
         pattern = re.compile(name_filter or "")  # the empty pattern matches every name
         rows = store.frame("SELECT id, fingerprint, description FROM machines ORDER BY id")
         machines = {i: Machine(i, fp, json.loads(d)) for i, fp, d in rows.itertuples(index=False)}
-        runs = store.runs()
+        runs = list(store.frame(_RUNS).itertuples(index=False, name="Run"))
         by_machine = {m: [r for r in runs if r.machine_id == m] for m in machines}
         every = store.frame("SELECT name, family, manual_time, threads FROM benchmarks")
         every = every[every["name"].map(pattern.search).notna()]

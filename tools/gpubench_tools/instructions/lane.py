@@ -115,8 +115,8 @@ def _executable(args: argparse.Namespace, side: str) -> list[str]:
     path, what = getattr(args, f"{side}_bench"), f"--{side}-bench"
     if not path:
         raise UnusableInput(f"{what} is empty")
-    found = shutil.which(path) if os.sep not in path else path
-    if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+    # which() looks a bare name up on PATH and checks a path as given: an executable file.
+    if shutil.which(path) is None:
         raise UnusableInput(f"{what} '{path}' not found or not executable")
     return [path]
 
