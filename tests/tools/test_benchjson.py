@@ -16,7 +16,7 @@ from conftest import FIXTURES, gb_row, write_bench_json
 from gpubench_tools.benchjson import FAILED, SKIPPED, VALID, BenchJsonError, iteration_rows
 from gpubench_tools.benchjson import ErrorCounts, error_counts, load_report, parse_label
 from gpubench_tools.row_rules import SKIP_PREFIXES, skip_reason
-from gpubench_tools.__main__ import errors_main
+from gpubench_tools.__main__ import main as errors_main
 from gpubench_tools.wording import cut_off_lines, describe_errors
 from gpubench_tools.table import load_table, summarize
 from bad_inputs import CPU_ONLY, OK, UNUSABLE, call_tool, with_value

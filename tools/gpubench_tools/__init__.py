@@ -15,7 +15,7 @@ only its own layer and the ones below.
 - Rendering: `wording` (what the tools say of what the reader read, worded by
   templates/words.j2) and `templating` (the Jinja2 environment and `Words`, the one way to words).
 - Command lines: `cli` (usage names, the one-line error contract), `output` (the one writer) and
-  `__main__` (`python -m gpubench_tools --errors FILE`). The tools: `report` (gpubench-report),
+  `__main__` (`python -m gpubench_tools --errors FILE`, `--gpu-rows FILE...`). The tools: `report` (gpubench-report),
   `compare` (gpubench-compare), `history`, `export`, `advise` and `instructions`.
 Importing the package checks the dependency floors first (`dependency_problems`): an interpreter
 without numpy, or with a distribution's older matplotlib, gets one line naming the package and the

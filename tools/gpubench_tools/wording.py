@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .benchjson import BenchReport, BenchRow, Interruption, Refusal, error_counts
+from .benchjson import BenchReport, BenchRow, Interruption, Refusal, cut_off_notes
+from .benchjson import error_counts, invalid_groups
 from .conditions import disturbances
 from .policy import POLICY, SITUATIONS, TOOLS
-from .row_rules import group_reasons
+from .status import Said
 from .templating import Words, environment
 
 # `words("macro", name=value)`: the line a macro of templates/words.j2 writes.
 words = Words(lambda: environment(__package__), "words.j2")
+
+
+def note_lines(notes: Iterable[Said]) -> list[str]:
+    """The line of each note the reader or the loader left as data (cut_off_notes, Table.notes):
+    its macro of templates/words.j2 given its values."""
+    return [words(note.macro, **note.values) for note in notes]
 
 
 def interruption_words(interrupted: Interruption) -> str:
@@ -34,17 +41,13 @@ def cut_off_lines(report: BenchReport, run: str = "the run") -> list[str]:
     """What every tool says of a file whose run did not finish, one line per cause (none for a
     complete file): the interruption its context records (which signal, how far `run` got, what
     is missing), and the truncation of its text."""
-    causes = ["interrupted"] * (report.interrupted is not None)
-    causes += ["truncated"] * report.recovered_from_truncation
-    return [words("cut_off_line", report=report, run=run, cause=cause) for cause in causes]
+    return note_lines(cut_off_notes(report, run))
 
 
 def describe_invalid(rows: list[BenchRow], limit: int = 3) -> str:
     """'2 rows invalid (real_time is NaN: a, b; iterations is 1e+30: c)': one line, grouped by
     reason, at most `limit` names per reason (then how many more)."""
-    groups = group_reasons(rows, lambda r: r.invalid or "")
-    named = [(why, [r.name for r in g[:limit]], max(0, len(g) - limit)) for why, g in groups]
-    return words("invalid", count=len(rows), groups=named)
+    return words("invalid", **invalid_groups(rows, limit))
 
 
 def refusal_words(refusal: Refusal) -> str:
