@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .benchjson import load_report
+from .benchjson import error_counts, load_report
 from .cli import EXIT_OK, ArgumentParser, UnusableInput, add_debug_flag, program_name, run_main
 from .output import write_lines
 from .table import gpu_benchmark_count
-from .wording import cut_off_words, describe_errors
+from .wording import cut_off_words, words
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,7 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UnusableInput(
                 f"{args.errors}: the run did not finish ({cut_off_words(report)}); rows not counted"
             )
-        write_lines(describe_errors(report))
+        # '0 rows failed, 1 skipped (does not fit on chip: 1)', then ', 2 invalid' where rows
+        # hold values that cannot be a measurement, and '; cut off: interrupted by SIGTERM after
+        # 2 of 5 benchmarks' where a signal stopped the run
+        write_lines(words("errors", counts=error_counts(report)))
         return EXIT_OK
 
     return run_main(prog, body, argv)

@@ -18,7 +18,7 @@ classified:
 What each tool then does with each class is policy.py's table (docs/input-policy.md). The reader
 imports no words and no command line (a contract in tools/pyproject.toml): it says what it found
 as data (and, for a file it refuses, in its BenchJsonError); what the tools say of a file or row
-is wording.py's (`cut_off_lines`, `describe_errors`, ...), and `python -m gpubench_tools --errors
+is wording.py's (`cut_off_lines`, `cut_off_words`, ...), and `python -m gpubench_tools --errors
 FILE` is a command line's (__main__.py). It reads JSON only and never touches the C++ code.
 """
 
@@ -474,7 +474,8 @@ class ErrorCounts:
 
 
 def error_counts(report: BenchReport) -> ErrorCounts:
-    """The counts `python -m gpubench_tools --errors` says of a file (wording.describe_errors)."""
+    """The counts `python -m gpubench_tools --errors` says of a file (the `errors` macro
+    of templates/words.j2)."""
     errors = [r for r in report.rows if r.run_type == "iteration" and r.error is not None]
     skipped = Counter(reason for r in errors if (reason := skip_reason(r.error)) is not None)
     failed, invalid = len(errors) - sum(skipped.values()), len(invalid_rows(report))

@@ -162,13 +162,18 @@ def _same_host(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return all(_ctx_str(a, k) is not None and _ctx_str(a, k) == _ctx_str(b, k) for k in _HOST_KEYS)
 
 
-def _row_backend(row: BenchRow) -> str | None:
-    if "backend" in row.labels:
-        return row.labels["backend"] or None
-    parts = row.run_name.split("/")
-    if parts[0] == "overhead":
-        return "gpu"
-    return parts[1] if len(parts) > 1 and parts[1] in ("cpu", "gpu") else None
+def _classified(row: BenchRow) -> dict[str, str | None]:
+    """The row's `workload`, `backend` and `variant`: its label's, else (a file written before the
+    label had them) its name's `<workload>/<backend>/<variant>/...` parts (eager, cublas_e2e,
+    ...), every `overhead/` probe on the GPU."""
+    labels, parts = row.labels, row.run_name.split("/") + [None, None]
+    by_name = parts[1] in ("cpu", "gpu")
+    backend = "gpu" if parts[0] == "overhead" else parts[1] if by_name else None
+    return dict(
+        workload=labels.get("workload") or parts[0] or None,
+        backend=(labels["backend"] or None) if "backend" in labels else backend,
+        variant=labels.get("variant") or (parts[2] if by_name else None),
+    )
 
 
 def _name_fields(run_name: str) -> dict[str, Any]:
@@ -198,28 +203,10 @@ def _record(row: BenchRow, machine: int, path: str, measured_on: str) -> dict[st
     for step_key, epoch_key in (("t_step", "t_epoch"), ("steps", "epochs")):
         if step_key not in record and epoch_key in record:
             record[step_key] = record[epoch_key]
-    record.update(
-        machine=machine,
-        measured_on=measured_on,
-        file=path,
-        name=row.run_name,
-        label=row.label,
-        repetition=row.repetition_index,
-        conditions=row.conditions,
-        iterations=row.iterations,
-        real_time_s=row.real_time_s,
-        cpu_time_s=row.cpu_time_s,
-        workload=row.labels.get("workload") or row.run_name.split("/", 1)[0] or None,
-        backend=_row_backend(row),
-        variant=row.labels.get("variant") or _name_variant(row.run_name),
-    )
-    return record
-
-
-def _name_variant(run_name: str) -> str | None:
-    """The path of a name `<workload>/<backend>/<variant>/...` (eager, cublas_e2e, ...)."""
-    parts = run_name.split("/")
-    return parts[2] if len(parts) > 2 and parts[1] in ("cpu", "gpu") else None
+    record.update(machine=machine, measured_on=measured_on, file=path, name=row.run_name)
+    record.update(label=row.label, repetition=row.repetition_index, conditions=row.conditions)
+    record.update(iterations=row.iterations, real_time_s=row.real_time_s)
+    return record | dict(cpu_time_s=row.cpu_time_s, **_classified(row))
 
 
 def _measured(report: BenchReport) -> list[BenchRow]:
@@ -245,7 +232,7 @@ def _problems(report: BenchReport) -> list[dict[str, Any]]:
         if status == INVALID or (status != VALID and row.run_type == "iteration"):
             # an error row's whole message: the report shows it once per group
             reason = row.invalid if status == INVALID else row.error
-            values = (report.path, row.run_name, _row_backend(row), status, reason)
+            values = (report.path, row.run_name, _classified(row)["backend"], status, reason)
             found.setdefault((row.run_name, status), dict(zip(_PROBLEM_COLUMNS, values)))
     return list(found.values())
 
@@ -358,17 +345,13 @@ def _add_reference(
     reference_paths: Sequence[str],
     file_contexts: dict[str, dict[str, Any]],
 ) -> list[tuple[str | None, Said]]:
-    # (files of one machine, their GPU rows) for each machine of the reference that has some
-    with_gpu = [
-        (g, [(report, r) for report in g for r in _measured(report) if _row_backend(r) == "gpu"])
-        for g in _machine_groups(reference_paths)
-    ]
-    with_gpu = [(g, rows) for g, rows in with_gpu if rows]
+    # The machines of the reference that have GPU rows: one must, and only one.
+    with_gpu = [g for g in _machine_groups(reference_paths) if any(map(_gpu_rows, g))]
     joined = ", ".join(reference_paths)
     if not with_gpu:
         raise BenchJsonError(joined, "--gpu-reference needs a run with GPU rows; this one has none")
     if len(with_gpu) > 1:
-        names = ", ".join(str(_gpu_name(g[0].context)) for g, _ in with_gpu)
+        names = ", ".join(str(_gpu_name(g[0].context)) for g in with_gpu)
         raise BenchJsonError(
             joined,
             f"--gpu-reference files come from {len(with_gpu)} GPU machines ({names}); give the "
@@ -384,7 +367,7 @@ def _add_reference(
             f"--gpu-reference pairs the reference GPU with one machine's CPU; these files come "
             f"from {len(machines)} machines",
         )
-    group, gpu_rows = with_gpu[0]
+    group = with_gpu[0]
     context = group[0].context
     run = machines[0]
     commit = _ctx_str(context, "gpubench_git_commit")
@@ -397,16 +380,21 @@ def _add_reference(
         gpu_commit=None if commit == "unknown" else commit,
         gpu_same_host=_same_host(context, run["context"]),
     )
-    records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in gpu_rows]
     notes: list[tuple[str | None, Said]] = []
     for report in group:
         file_contexts[report.path] = _plain_values(report.context)
+        records += [_record(r, 0, report.path, REFERENCE_RUN) for r in _gpu_rows(report)]
         found = [p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != INVALID]
         problems += found
         # A reference that did not finish says so, as the run's own files do: its GPU rows are
         # only the benchmarks it got to (its invalid rows go unmentioned).
         notes += _file_notes(report, found, [], "the GPU reference run")
     return notes
+
+
+def _gpu_rows(report: BenchReport) -> list[BenchRow]:
+    """The measured GPU rows of a file (_measured), which a GPU reference lends."""
+    return [r for r in _measured(report) if _classified(r)["backend"] == "gpu"]
 
 
 def _plain_values(context: dict[str, Any]) -> dict[str, Any]:

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from .benchjson import BenchReport, BenchRow, Interruption, Refusal, cut_off_notes
-from .benchjson import error_counts, invalid_groups
+from .benchjson import invalid_groups
 from .conditions import disturbances
-from .policy import POLICY, SITUATIONS, TOOLS
 from .status import Said
 from .templating import Words, environment
 
@@ -67,14 +66,6 @@ def error_words(error: BaseException) -> str:
     return refusal_words(refusal) if isinstance(refusal, Refusal) else str(error)
 
 
-def describe_errors(report: BenchReport) -> str:
-    """'0 rows failed, 1 skipped (does not fit on chip: 1)': one line for logs and summaries,
-    over the measured (non-aggregate) rows; ', 2 invalid' is added when rows hold values that
-    cannot be a measurement, and '; cut off: interrupted by SIGTERM after 2 of 5 benchmarks'
-    where a signal stopped the run."""
-    return words("errors", counts=error_counts(report))
-
-
 def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
     """What disturbed the disturbed repetitions among the counters of `rows`, by how much: "3
     waited for a CPU while other processes ran, up to 1.02 core; 1 lost CPU time to the
@@ -94,11 +85,3 @@ def unknown_conditions_note(what: str) -> str:
     """The one line a tool says once for repetitions without condition counters (`what`: "2 files",
     "the baseline", ...)."""
     return words("unknown_conditions", what=what)
-
-
-def policy_table() -> str:
-    """The policy table (policy.py) as docs/input-policy.md shows it: a row per situation, a
-    column per tool, "—" where a tool never meets the situation."""
-    cells = [[POLICY[t][s].does if s in POLICY[t] else "—" for t in TOOLS] for s in SITUATIONS]
-    rule = "---|" * (len(TOOLS) + 1)
-    return words("policy_table", tools=TOOLS, rule=rule, rows=list(zip(SITUATIONS, cells)))
