@@ -371,15 +371,13 @@ def _add_reference(
     context = group[0].context
     run = machines[0]
     commit = _ctx_str(context, "gpubench_git_commit")
-    run.update(
-        gpu=_gpu_name(context),
-        gpu_context=context,
-        gpu_reference=True,
-        gpu_files=[r.path for r in group],
-        gpu_date=(_ctx_str(context, "date") or "").split("T", 1)[0] or None,
-        gpu_commit=None if commit == "unknown" else commit,
-        gpu_same_host=_same_host(context, run["context"]),
-    )
+    run.update(gpu=_gpu_name(context), gpu_context=context, gpu_reference=True)
+    # The reference run's files, its day and commit where its context records them, and whether
+    # it ran on this run's host.
+    date = (_ctx_str(context, "date") or "").split("T", 1)[0] or None
+    run.update(gpu_files=[r.path for r in group], gpu_date=date)
+    run.update(gpu_commit=None if commit == "unknown" else commit)
+    run.update(gpu_same_host=_same_host(context, run["context"]))
     notes: list[tuple[str | None, Said]] = []
     for report in group:
         file_contexts[report.path] = _plain_values(report.context)
