@@ -39,7 +39,7 @@ for file in "$ROOT"/reports/baselines/h100-80gb-hbm3-*.json; do
   [[ $file == */h100-80gb-hbm3-torch-* ]] || reference+=("$file")
 done
 report_args=()
-gpu_rows=$(PYTHONPATH=$ROOT/tools "$PYTHON" -m gpubench_tools.table --gpu-rows "$run_dir/bench.json") ||
+gpu_rows=$(PYTHONPATH=$ROOT/tools "$PYTHON" -m gpubench_tools --gpu-rows "$run_dir/bench.json") ||
   gpu_rows=unknown
 if [[ "$gpu_rows" == 0 ]]; then
   echo "gpubench: no GPU rows in this run; the report takes its GPU side from the reference run" \

@@ -16,8 +16,8 @@ from conftest import FIXTURES, gb_row, write_bench_json
 from gpubench_tools.benchjson import FAILED, SKIPPED, VALID, BenchJsonError, iteration_rows
 from gpubench_tools.benchjson import ErrorCounts, error_counts, load_report, parse_label
 from gpubench_tools.row_rules import SKIP_PREFIXES, skip_reason
-from gpubench_tools.__main__ import errors_main
-from gpubench_tools.wording import cut_off_lines, describe_errors
+from gpubench_tools.__main__ import main as errors_main
+from gpubench_tools.wording import cut_off_lines, words
 from gpubench_tools.table import load_table, summarize
 from bad_inputs import CPU_ONLY, OK, UNUSABLE, call_tool, with_value
 
@@ -126,11 +126,11 @@ def test_rows_that_do_not_fit_are_skipped_not_failed(tmp_path: Path) -> None:
     assert [n for n, r in by_name.items() if r.status == FAILED] == ["wrong"]
     assert by_name["ok"].status == VALID
     # Counted over the measured rows only (no aggregates), each skip with its reason.
-    assert describe_errors(rep) == (
+    assert words("errors", counts=error_counts(rep)) == (
         "1 row failed, 2 skipped (does not fit on chip: 1, does not fit in device memory: 1)"
     )
     clean = load_report(str(write_bench_json(tmp_path / "c.json", [gb_row("ok", 1e-6)])))
-    assert describe_errors(clean) == "0 rows failed, 0 skipped"
+    assert words("errors", counts=error_counts(clean)) == "0 rows failed, 0 skipped"
     # The record the line renders: the template only words it.
     assert error_counts(rep) == ErrorCounts(
         failed=1,

@@ -20,7 +20,7 @@ import pytest
 from conftest import FIXTURES, REPO, run_tool
 
 from gpubench_tools import benchjson, export, policy
-from gpubench_tools.__main__ import errors_main
+from gpubench_tools.__main__ import main as errors_main
 from gpubench_tools.advise import main as advise_main
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.history import store

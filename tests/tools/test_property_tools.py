@@ -28,8 +28,8 @@ from conftest import FIXTURES, REPO, examples, run_tool
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from gpubench_tools import benchjson, export, table
-from gpubench_tools.__main__ import errors_main
+from gpubench_tools import benchjson, export
+from gpubench_tools.__main__ import main as errors_main
 from gpubench_tools.advise import main as advise_main
 from gpubench_tools.compare import main as compare_main
 from gpubench_tools.history.cli import main as history_main
@@ -260,7 +260,7 @@ def test_benchjson_and_table(case: tuple[str, str], capsys, tmp_path_factory) ->
         assert "failed" in out and "skipped" in out
         # Rows are counted only in a whole file: never for a truncated one.
         assert not benchjson.load_report(str(path)).recovered_from_truncation
-    code, out, err = _run(capsys, table._main, "--gpu-rows", str(path))
+    code, out, err = _run(capsys, errors_main, "--gpu-rows", str(path))
     _expect(kind, "table --gpu-rows", code, err)
     if code == OK:
         assert int(out.strip()) >= 0

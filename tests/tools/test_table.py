@@ -16,6 +16,7 @@ import pytest
 from conftest import FIXTURES, GPU_CONTEXT, REPO, gb_row, write_bench_json
 
 from gpubench_tools.benchjson import BenchJsonError
+from gpubench_tools.wording import note_lines
 from gpubench_tools.table import REFERENCE_RUN, THIS_RUN, load_table, same_machine, summarize
 from bad_inputs import with_value
 
@@ -159,7 +160,8 @@ def test_cpu_rows_come_from_the_run_and_gpu_rows_from_the_reference() -> None:
 
 def test_run_with_its_own_gpu_rows_does_not_use_the_reference() -> None:
     table = load_table([str(FIXTURES / "h100.json")], [str(FIXTURES / "a100_pcie.json")])
-    assert any("--gpu-reference a100_pcie.json not used" in w for w in table.said("report"))
+    said = note_lines(table.said("report"))
+    assert any("--gpu-reference a100_pcie.json not used" in w for w in said)
     assert set(table.rows["measured_on"]) == {THIS_RUN}
 
 
@@ -189,7 +191,7 @@ def test_same_machine_compares_gpu_cpu_threads_and_host_where_both_have_one() ->
 
 def test_gpu_rows_are_counted_from_the_json(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
-    cmd = [sys.executable, "-m", "gpubench_tools.table", "--gpu-rows"]
+    cmd = [sys.executable, "-m", "gpubench_tools", "--gpu-rows"]
     proc = subprocess.run(cmd + [CPU_RUN], capture_output=True, text=True, env=env, timeout=60)
     assert (proc.returncode, proc.stdout) == (0, "0\n")
     proc = subprocess.run(cmd + REFERENCE, capture_output=True, text=True, env=env, timeout=60)
@@ -227,7 +229,7 @@ def test_each_tool_says_what_its_policy_says_of_the_rows_left_out(tmp_path: Path
     first = write_bench_json(tmp_path / "a.json", rows)
     second = write_bench_json(tmp_path / "b.json", rows[:1])
     table = load_table([str(first), str(second)])
-    report, advise = table.said("report"), table.said("advise")
+    report, advise = note_lines(table.said("report")), note_lines(table.said("advise"))
     listed = [w for w in report if w.endswith("(listed in the report)")]
     assert len(listed) == 2 and any("failed" in w for w in listed)
     assert any("skipped" in w for w in listed)

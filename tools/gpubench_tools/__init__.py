@@ -12,11 +12,13 @@ only its own layer and the ones below.
   label), `timing`, `stats` (the statistics of compare and history), `units`, `escape` (text
   made safe for a terminal, Markdown or HTML).
 - Computations: `overhead_model`, `export`, and the tools' engines.
-- Rendering: `wording` (what the tools say of what the reader read, worded by
-  templates/words.j2) and `templating` (the Jinja2 environment and `Words`, the one way to words).
+- Rendering: `wording` (what the tools say of what the reader read, and the notes the reader and
+  the loader leave as data, worded by templates/words.j2) and `templating` (the Jinja2
+  environment and `Words`, the one way to words).
 - Command lines: `cli` (usage names, the one-line error contract), `output` (the one writer) and
-  `__main__` (`python -m gpubench_tools --errors FILE`). The tools: `report` (gpubench-report),
-  `compare` (gpubench-compare), `history`, `export`, `advise` and `instructions`.
+  `__main__` (`python -m gpubench_tools --errors FILE`, `--gpu-rows FILE...`). The tools:
+  `report` (gpubench-report), `compare` (gpubench-compare), `history`, `export`, `advise` and
+  `instructions`.
 Importing the package checks the dependency floors first (`dependency_problems`): an interpreter
 without numpy, or with a distribution's older matplotlib, gets one line naming the package and the
 fix, instead of an ImportError or a failure deep inside a chart.

@@ -18,7 +18,7 @@ classified:
 What each tool then does with each class is policy.py's table (docs/input-policy.md). The reader
 imports no words and no command line (a contract in tools/pyproject.toml): it says what it found
 as data (and, for a file it refuses, in its BenchJsonError); what the tools say of a file or row
-is wording.py's (`cut_off_lines`, `describe_errors`, ...), and `python -m gpubench_tools --errors
+is wording.py's (`cut_off_lines`, `cut_off_words`, ...), and `python -m gpubench_tools --errors
 FILE` is a command line's (__main__.py). It reads JSON only and never touches the C++ code.
 """
 
@@ -33,8 +33,8 @@ from typing import Any
 
 from .conditions import condition_of
 from .json_values import Pairs, ReadFloat, as_read, is_number, read_number, to_plain
-from .row_rules import TIME_UNIT_TO_S, first_problem, skip_reason
-from .status import UnusableInput
+from .row_rules import TIME_UNIT_TO_S, first_problem, group_reasons, skip_reason
+from .status import Said, UnusableInput, said
 
 # What a file is (BenchReport.state; anything else is a BenchJsonError, not a bench file).
 COMPLETE, CUT_OFF = "complete", "cut off"
@@ -444,6 +444,23 @@ def invalid_rows(report: BenchReport) -> list[BenchRow]:
     return [row for row in report.rows if row.invalid is not None]
 
 
+def invalid_groups(rows: list[BenchRow], limit: int = 3) -> dict[str, Any]:
+    """The values of the `invalid` macro of templates/words.j2 for `rows`: how many, and per
+    reason (in order of first appearance) its first `limit` names and how many more."""
+    groups = group_reasons(rows, lambda r: r.invalid or "")
+    named = [(why, [r.name for r in g[:limit]], max(0, len(g) - limit)) for why, g in groups]
+    return dict(count=len(rows), groups=named)
+
+
+def cut_off_notes(report: BenchReport, run: str = "the run") -> list[Said]:
+    """What every tool says of a file whose run did not finish, one note per cause (none for a
+    complete file), as data (wording words it): the interruption its context records (which
+    signal, how far `run` got, what is missing), and the truncation of its text."""
+    causes = [dict(stopped=report.interrupted)] if report.interrupted is not None else []
+    causes += [dict(recovered=report.truncated_after)] * report.recovered_from_truncation
+    return [said("cut_off_line", path=report.path, run=run, **cause) for cause in causes]
+
+
 @dataclass(frozen=True)
 class ErrorCounts:
     """A file's measured (non-aggregate) rows that failed, and that were skipped per reason; its
@@ -457,7 +474,8 @@ class ErrorCounts:
 
 
 def error_counts(report: BenchReport) -> ErrorCounts:
-    """The counts `python -m gpubench_tools --errors` says of a file (wording.describe_errors)."""
+    """The counts `python -m gpubench_tools --errors` says of a file (the `errors` macro
+    of templates/words.j2)."""
     errors = [r for r in report.rows if r.run_type == "iteration" and r.error is not None]
     skipped = Counter(reason for r in errors if (reason := skip_reason(r.error)) is not None)
     failed, invalid = len(errors) - sum(skipped.values()), len(invalid_rows(report))

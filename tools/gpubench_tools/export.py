@@ -247,11 +247,8 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         text, warnings = _export(args)
-    except (BenchJsonError, ExportError) as exc:
+    except (BenchJsonError, ExportError) as exc:  # a file that cannot be read is BenchJsonError
         raise UnusableInput(term_text(error_words(exc), 600)) from None
-    except OSError as exc:
-        where = exc.filename if exc.filename is not None else "input"
-        raise UnusableInput(f"{term_text(where)}: {exc.strerror or exc}") from None
     if args.out:
         # The export is this command's result, not a side output: not written is exit 2.
         problem = output.write_side(args.out, text, "export (--out)")

@@ -20,13 +20,10 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import lsq_linear
 
+from .table import num
+
 # The GEMM rows' workload label: the model's end-to-end and kernel-only GEMMs.
 GEMM_WORKLOAD = "matmul"
-
-
-def _column(frame: pd.DataFrame, column: str) -> pd.Series:
-    """A typed column of the summary, NaN where its file has none."""
-    return frame[column] if column in frame else pd.Series(np.nan, index=frame.index, dtype=float)
 
 
 def gpu_peak(frame: pd.DataFrame, dtype: pd.Series | str) -> pd.Series:
@@ -36,14 +33,13 @@ def gpu_peak(frame: pd.DataFrame, dtype: pd.Series | str) -> pd.Series:
     out = pd.Series(np.nan, index=frame.index, dtype=float)
     for kind in kinds.dropna().unique():
         mask = kinds == kind
-        out[mask] = _column(frame.loc[mask], f"context.gpu_peak_{kind}_flops")
+        out[mask] = num(frame.loc[mask], f"context.gpu_peak_{kind}_flops")
     return out.where(out > 0)
 
 
 def gemm_rows(summary: pd.DataFrame, e2e: bool) -> pd.DataFrame:
     """GPU GEMM rows: end-to-end (a `host` label: copies in and out) or kernel-only (none)."""
-    host = summary["host"] if "host" in summary else pd.Series(None, index=summary.index)
-    probe = summary["probe"] if "probe" in summary else pd.Series(None, index=summary.index)
+    host, probe = (summary.get(c, pd.Series(None, index=summary.index)) for c in ("host", "probe"))
     mask = (summary["workload"] == GEMM_WORKLOAD) & (summary["backend"] == "gpu") & probe.isna()
     return summary[mask & (host.notna() if e2e else host.isna())]
 
@@ -78,6 +74,13 @@ class CopyFit:
         """Time of `copies` copies moving `nbytes` in all: each copy pays alpha once."""
         return copies * self.alpha_s + nbytes / self.beta_bytes_per_s
 
+    def phase(self, row: pd.Series) -> float:
+        """The time of this copy phase of an e2e row: its bytes (none: no time) in its
+        cudaMemcpyAsync calls (counter copies_h2d / copies_d2h; one where the file predates the
+        counter or it is not a positive number)."""
+        nbytes, copies = (_value(row, f"{key}_{self.direction}") for key in ("bytes", "copies"))
+        return float(self.predict(nbytes, copies if copies > 0 else 1.0)) if nbytes > 0 else 0.0
+
 
 def _probes(summary: pd.DataFrame, probe: str, host: str | None = None) -> pd.DataFrame:
     mask = summary.get("probe", pd.Series(None, index=summary.index)) == probe
@@ -88,9 +91,9 @@ def _probes(summary: pd.DataFrame, probe: str, host: str | None = None) -> pd.Da
 
 def fit_copy(direction: str, host: str, probes: pd.DataFrame) -> CopyFit | None:
     """alpha and beta of one copy direction and host memory from its size sweep."""
-    nbytes = _column(probes, "bytes").fillna(_column(probes, f"bytes_{direction}"))
+    nbytes = num(probes, "bytes").fillna(num(probes, f"bytes_{direction}"))
     # The probe's own phase counter where it writes one, else its (manual, event) time.
-    t = _column(probes, f"t_{direction}").fillna(_column(probes, "time_s"))
+    t = num(probes, f"t_{direction}").fillna(num(probes, "time_s"))
     frame = pd.DataFrame({"b": nbytes, "t": t})
     frame = frame[(frame["b"] > 0) & (frame["t"] > 0)].sort_values("b")
     if len(frame) < 2:
@@ -135,20 +138,20 @@ class LaunchCosts:
 
 
 def _median(rows: pd.DataFrame, column: str) -> float | None:
-    values = _column(rows, column).dropna()
+    values = num(rows, column).dropna()
     return float(values.median()) if len(values) else None
 
 
 def _slope_fit(rows: pd.DataFrame, per_key: str) -> tuple[float | None, float | None]:
     """(per-item cost, fixed cost) from probes that repeat an operation N times."""
-    count = _column(rows, "nodes").fillna(_column(rows, "kernels"))
-    t = _column(rows, "t_wall").fillna(_column(rows, "time_s"))
+    count = num(rows, "nodes").fillna(num(rows, "kernels"))
+    t = num(rows, "t_wall").fillna(num(rows, "time_s"))
     ok = (count > 0) & (t > 0)
     if count[ok].nunique() >= 2:
         fixed, per, _ = fit_line(count[ok], t[ok])
         return per, fixed
     if ok.any():  # one burst length only: trust the probe's own per-item counter at the largest
-        per = _column(rows, per_key)[count[ok].idxmax()]
+        per = num(rows, per_key)[count[ok].idxmax()]
         return (None if pd.isna(per) else float(per)), None
     return None, None
 
@@ -165,13 +168,6 @@ def fit_launch(summary: pd.DataFrame) -> LaunchCosts:
     costs.t_launch, costs.t_burst_fixed = _slope_fit(burst, "t_per_launch")
     costs.t_node, costs.t_graph_fixed = _slope_fit(_probes(summary, "graph_launch"), "t_per_node")
     return costs
-
-
-def copy_count(row: pd.Series, direction: str) -> float:
-    """cudaMemcpyAsync calls of one copy phase of an e2e row (counter copies_h2d / copies_d2h);
-    one where the file predates the counter or it is not a positive number."""
-    n = _value(row, f"copies_{direction}")
-    return n if n > 0 else 1.0
 
 
 @dataclass
@@ -228,11 +224,10 @@ class OverheadModel:
         t_launch, t_sync = self.launch.t_launch, self.launch.t_sync
         if h2d is None or d2h is None or not u or not peak or t_launch is None or t_sync is None:
             return None
-        b_in, b_out = _value(row, "bytes_h2d", 0.0), _value(row, "bytes_d2h", 0.0)
         return ModelTerms(
-            h2d=float(h2d.predict(b_in, copy_count(row, "h2d"))) if b_in > 0 else 0.0,
+            h2d=h2d.phase(row),
             compute=_value(row, "flop") / (u * peak),
-            d2h=float(d2h.predict(b_out, copy_count(row, "d2h"))) if b_out > 0 else 0.0,
+            d2h=d2h.phase(row),
             launch=_value(row, "kernels", 1.0) * t_launch,
             sync=t_sync,
         )
@@ -241,9 +236,9 @@ class OverheadModel:
 def build_model(gpu_summary: pd.DataFrame) -> OverheadModel:
     """The model of one machine's GPU (`summarize()` rows of that machine, backend gpu)."""
     kernel = gemm_rows(gpu_summary, e2e=False)
-    kernel = kernel[_column(kernel, "pct_peak") > 0]
-    keys = zip(*(_column(kernel, c) for c in "mnk"), kernel["dtype"])
-    util = dict(zip(keys, _column(kernel, "pct_peak") / 100.0))
+    kernel = kernel[num(kernel, "pct_peak") > 0]
+    keys = zip(*(num(kernel, c) for c in "mnk"), kernel["dtype"])
+    util = dict(zip(keys, num(kernel, "pct_peak") / 100.0))
     sweeps = itertools.product(("h2d", "d2h"), ("pinned", "pageable"))
     fits = {(d, h): fit_copy(d, h, _probes(gpu_summary, d, h)) for d, h in sweeps}
     copies = {key: fit for key, fit in fits.items() if fit is not None}

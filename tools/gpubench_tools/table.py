@@ -21,8 +21,8 @@ GPU). Files whose contexts describe the same hardware are one machine. A run wit
 can borrow its GPU side from another machine's run: its rows then hold this run's CPU rows and
 the reference's GPU rows, with `measured_on` saying whose each row is.
 
-`python -m gpubench_tools.table --gpu-rows FILE...` prints the number of GPU benchmarks of a
-run, which is how the quick start decides whether to add the reference.
+`gpu_benchmark_count` counts the GPU benchmarks of a run (`python -m gpubench_tools --gpu-rows
+FILE...` prints it: how the quick start decides whether to add the reference).
 """
 
 from __future__ import annotations
@@ -34,15 +34,14 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from .benchjson import INVALID, VALID, BenchJsonError, BenchReport, BenchRow, invalid_rows
-from .benchjson import iteration_rows, load_report
+from .benchjson import INVALID, VALID, BenchJsonError, BenchReport, BenchRow, cut_off_notes
+from .benchjson import invalid_groups, invalid_rows, iteration_rows, load_report
 from .conditions import DISTURBED, QUIET, UNKNOWN
 from .row_rules import skip_reason
 from .schema import counter, usable_counter
-from .wording import cut_off_lines, describe_invalid, words
 from .policy import FAILED_ROW, MALFORMED_ROW, MIN_UNDISTURBED, SKIPPED_ROW, UNSOUND_ROW
 from .policy import CUT_OFF, INTERRUPTED, action, file_situation
-from .cli import EXIT_OK, ArgumentParser, add_debug_flag, program_name, run_main
+from .status import Said, said
 
 
 def num(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -87,21 +86,22 @@ class Table:
     rows: pd.DataFrame
     problems: pd.DataFrame
     machines: pd.DataFrame
-    # What the reader found that a tool may say, as (policy situation, line): a cut-off file,
+    # What the reader found that a tool may say, as (policy situation, note): a cut-off file,
     # invalid rows, failed and skipped ones; None for the table's own notes (a benchmark in two
-    # files, a reference not used).
-    notes: list[tuple[str | None, str]] = field(default_factory=list)
+    # files, a reference not used). Each note is data (a macro of templates/words.j2 and its
+    # values): the rendering layer words it (wording.note_lines).
+    notes: list[tuple[str | None, Said]] = field(default_factory=list)
 
     @property
-    def cut_off(self) -> list[str]:
+    def cut_off(self) -> list[Said]:
         """The notes of the files whose run did not finish (interrupted by a signal, or
         truncated), the GPU reference's included, one line per cause: what the report says at
         its top, before the numbers they limit."""
-        return [line for s, line in self.notes if s in (CUT_OFF, INTERRUPTED)]
+        return [note for s, note in self.notes if s in (CUT_OFF, INTERRUPTED)]
 
-    def said(self, tool: str) -> list[str]:
+    def said(self, tool: str) -> list[Said]:
         """The notes `tool` says (policy Action.says); the table's own notes always."""
-        return [line for s, line in self.notes if s is None or action(tool, s).says]
+        return [note for s, note in self.notes if s is None or action(tool, s).says]
 
 
 def file_rows(report: BenchReport) -> pd.DataFrame:
@@ -162,13 +162,18 @@ def _same_host(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return all(_ctx_str(a, k) is not None and _ctx_str(a, k) == _ctx_str(b, k) for k in _HOST_KEYS)
 
 
-def _row_backend(row: BenchRow) -> str | None:
-    if "backend" in row.labels:
-        return row.labels["backend"] or None
-    parts = row.run_name.split("/")
-    if parts[0] == "overhead":
-        return "gpu"
-    return parts[1] if len(parts) > 1 and parts[1] in ("cpu", "gpu") else None
+def _classified(row: BenchRow) -> dict[str, str | None]:
+    """The row's `workload`, `backend` and `variant`: its label's, else (a file written before the
+    label had them) its name's `<workload>/<backend>/<variant>/...` parts (eager, cublas_e2e,
+    ...), every `overhead/` probe on the GPU."""
+    labels, parts = row.labels, row.run_name.split("/") + [None, None]
+    by_name = parts[1] in ("cpu", "gpu")
+    backend = "gpu" if parts[0] == "overhead" else parts[1] if by_name else None
+    return dict(
+        workload=labels.get("workload") or parts[0] or None,
+        backend=(labels["backend"] or None) if "backend" in labels else backend,
+        variant=labels.get("variant") or (parts[2] if by_name else None),
+    )
 
 
 def _name_fields(run_name: str) -> dict[str, Any]:
@@ -198,28 +203,10 @@ def _record(row: BenchRow, machine: int, path: str, measured_on: str) -> dict[st
     for step_key, epoch_key in (("t_step", "t_epoch"), ("steps", "epochs")):
         if step_key not in record and epoch_key in record:
             record[step_key] = record[epoch_key]
-    record.update(
-        machine=machine,
-        measured_on=measured_on,
-        file=path,
-        name=row.run_name,
-        label=row.label,
-        repetition=row.repetition_index,
-        conditions=row.conditions,
-        iterations=row.iterations,
-        real_time_s=row.real_time_s,
-        cpu_time_s=row.cpu_time_s,
-        workload=row.labels.get("workload") or row.run_name.split("/", 1)[0] or None,
-        backend=_row_backend(row),
-        variant=row.labels.get("variant") or _name_variant(row.run_name),
-    )
-    return record
-
-
-def _name_variant(run_name: str) -> str | None:
-    """The path of a name `<workload>/<backend>/<variant>/...` (eager, cublas_e2e, ...)."""
-    parts = run_name.split("/")
-    return parts[2] if len(parts) > 2 and parts[1] in ("cpu", "gpu") else None
+    record.update(machine=machine, measured_on=measured_on, file=path, name=row.run_name)
+    record.update(label=row.label, repetition=row.repetition_index, conditions=row.conditions)
+    record.update(iterations=row.iterations, real_time_s=row.real_time_s)
+    return record | dict(cpu_time_s=row.cpu_time_s, **_classified(row))
 
 
 def _measured(report: BenchReport) -> list[BenchRow]:
@@ -245,7 +232,7 @@ def _problems(report: BenchReport) -> list[dict[str, Any]]:
         if status == INVALID or (status != VALID and row.run_type == "iteration"):
             # an error row's whole message: the report shows it once per group
             reason = row.invalid if status == INVALID else row.error
-            values = (report.path, row.run_name, _row_backend(row), status, reason)
+            values = (report.path, row.run_name, _classified(row)["backend"], status, reason)
             found.setdefault((row.run_name, status), dict(zip(_PROBLEM_COLUMNS, values)))
     return list(found.values())
 
@@ -255,21 +242,21 @@ def _file_notes(
     problems: list[dict[str, Any]],
     invalid: list[BenchRow],
     run: str = "the run",
-) -> list[tuple[str | None, str]]:
+) -> list[tuple[str | None, Said]]:
     """What the reader said of one file: that `run` (whose rows these are) was cut off or
     interrupted, its `invalid` rows (not used), and one line per status of its `problems`: how
     many benchmarks failed, and how many were skipped and why (the reasons' common prefixes, not
     every message)."""
-    notes = [(file_situation(report), line) for line in cut_off_lines(report, run)]
+    notes = [(file_situation(report), note) for note in cut_off_notes(report, run)]
     if invalid:
         situation = MALFORMED_ROW if any(r.malformed for r in invalid) else UNSOUND_ROW
-        notes.append((situation, f"{report.path}: {describe_invalid(invalid)}: not used"))
+        notes.append((situation, said("unused_rows", path=report.path, **invalid_groups(invalid))))
     for situation, status in ((FAILED_ROW, "failed"), (SKIPPED_ROW, "skipped")):
         mine = [p for p in problems if p["status"] == status]
         reasons = dict.fromkeys(skip_reason(p["reason"]) for p in mine)
         if mine:
             found = dict(path=report.path, status=status, count=len(mine), reasons=reasons)
-            notes.append((situation, words("problems", **found)))
+            notes.append((situation, said("problems", **found)))
     return notes
 
 
@@ -284,7 +271,7 @@ def _machine_groups(paths: Sequence[str]) -> list[list[BenchReport]]:
     return groups
 
 
-def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, str]]:
+def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, Said]]:
     """A benchmark in two files of one machine: its rows are pooled as repetitions; say so."""
     names_in: dict[str, list[str]] = {}
     for path, rows in measured.items():
@@ -294,7 +281,7 @@ def _shared_note(measured: dict[str, list[BenchRow]]) -> list[tuple[None, str]]:
     if not shared:
         return []
     files = sorted({f for name in shared for f in names_in[name]})
-    return [(None, words("shared", count=len(shared), example=shared[0], files=files))]
+    return [(None, said("shared", count=len(shared), example=shared[0], files=files))]
 
 
 def _gpu_name(context: dict[str, Any]) -> str | None:
@@ -313,7 +300,7 @@ def load_table(paths: Sequence[str], gpu_reference: Sequence[str] = ()) -> Table
     records: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     machines: list[dict[str, Any]] = []
-    notes: list[tuple[str | None, str]] = []
+    notes: list[tuple[str | None, Said]] = []
     file_contexts: dict[str, dict[str, Any]] = {}
     for index, group in enumerate(_machine_groups(paths)):
         context = group[0].context
@@ -357,18 +344,14 @@ def _add_reference(
     machines: list[dict[str, Any]],
     reference_paths: Sequence[str],
     file_contexts: dict[str, dict[str, Any]],
-) -> list[tuple[str | None, str]]:
-    # (files of one machine, their GPU rows) for each machine of the reference that has some
-    with_gpu = [
-        (g, [(report, r) for report in g for r in _measured(report) if _row_backend(r) == "gpu"])
-        for g in _machine_groups(reference_paths)
-    ]
-    with_gpu = [(g, rows) for g, rows in with_gpu if rows]
+) -> list[tuple[str | None, Said]]:
+    # The machines of the reference that have GPU rows: one must, and only one.
+    with_gpu = [g for g in _machine_groups(reference_paths) if any(map(_gpu_rows, g))]
     joined = ", ".join(reference_paths)
     if not with_gpu:
         raise BenchJsonError(joined, "--gpu-reference needs a run with GPU rows; this one has none")
     if len(with_gpu) > 1:
-        names = ", ".join(str(_gpu_name(g[0].context)) for g, _ in with_gpu)
+        names = ", ".join(str(_gpu_name(g[0].context)) for g in with_gpu)
         raise BenchJsonError(
             joined,
             f"--gpu-reference files come from {len(with_gpu)} GPU machines ({names}); give the "
@@ -377,36 +360,39 @@ def _add_reference(
     own = sorted({r["file"] for r in records if r["backend"] == "gpu"})
     if own:
         names = [Path(p).name for p in reference_paths]
-        return [(None, words("reference_not_used", names=names, own=own))]
+        return [(None, said("reference_not_used", names=names, own=own))]
     if len(machines) > 1:
         raise BenchJsonError(
             ", ".join(p for m in machines for p in m["files"]),
             f"--gpu-reference pairs the reference GPU with one machine's CPU; these files come "
             f"from {len(machines)} machines",
         )
-    group, gpu_rows = with_gpu[0]
+    group = with_gpu[0]
     context = group[0].context
     run = machines[0]
     commit = _ctx_str(context, "gpubench_git_commit")
-    run.update(
-        gpu=_gpu_name(context),
-        gpu_context=context,
-        gpu_reference=True,
-        gpu_files=[r.path for r in group],
-        gpu_date=(_ctx_str(context, "date") or "").split("T", 1)[0] or None,
-        gpu_commit=None if commit == "unknown" else commit,
-        gpu_same_host=_same_host(context, run["context"]),
-    )
-    records += [_record(r, 0, report.path, REFERENCE_RUN) for report, r in gpu_rows]
-    notes: list[tuple[str | None, str]] = []
+    run.update(gpu=_gpu_name(context), gpu_context=context, gpu_reference=True)
+    # The reference run's files, its day and commit where its context records them, and whether
+    # it ran on this run's host.
+    date = (_ctx_str(context, "date") or "").split("T", 1)[0] or None
+    run.update(gpu_files=[r.path for r in group], gpu_date=date)
+    run.update(gpu_commit=None if commit == "unknown" else commit)
+    run.update(gpu_same_host=_same_host(context, run["context"]))
+    notes: list[tuple[str | None, Said]] = []
     for report in group:
         file_contexts[report.path] = _plain_values(report.context)
+        records += [_record(r, 0, report.path, REFERENCE_RUN) for r in _gpu_rows(report)]
         found = [p for p in _problems(report) if p["backend"] == "gpu" and p["status"] != INVALID]
         problems += found
         # A reference that did not finish says so, as the run's own files do: its GPU rows are
         # only the benchmarks it got to (its invalid rows go unmentioned).
         notes += _file_notes(report, found, [], "the GPU reference run")
     return notes
+
+
+def _gpu_rows(report: BenchReport) -> list[BenchRow]:
+    """The measured GPU rows of a file (_measured), which a GPU reference lends."""
+    return [r for r in _measured(report) if _classified(r)["backend"] == "gpu"]
 
 
 def _plain_values(context: dict[str, Any]) -> dict[str, Any]:
@@ -503,23 +489,3 @@ def gpu_benchmark_count(paths: Sequence[str]) -> int:
     """The number of GPU benchmarks (successful, by the rows' classification) in the files."""
     rows = load_table(paths).rows
     return int(rows.loc[rows["backend"] == "gpu", "name"].nunique()) if not rows.empty else 0
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    prog = program_name("gpubench_tools.table")
-
-    def body(args_list: Sequence[str] | None) -> int:
-        parser = ArgumentParser(
-            prog=prog, description="Count the GPU benchmarks of bench JSON files."
-        )
-        parser.add_argument("--gpu-rows", nargs="+", metavar="FILE", required=True)
-        add_debug_flag(parser)
-        # A file that is not bench JSON is unusable input (BenchJsonError): exit 2, one line.
-        print(gpu_benchmark_count(parser.parse_args(args_list).gpu_rows))
-        return EXIT_OK
-
-    return run_main(prog, body, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

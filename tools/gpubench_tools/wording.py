@@ -8,14 +8,20 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .benchjson import BenchReport, BenchRow, Interruption, Refusal, error_counts
+from .benchjson import BenchReport, BenchRow, Interruption, Refusal, cut_off_notes
+from .benchjson import invalid_groups
 from .conditions import disturbances
-from .policy import POLICY, SITUATIONS, TOOLS
-from .row_rules import group_reasons
+from .status import Said
 from .templating import Words, environment
 
 # `words("macro", name=value)`: the line a macro of templates/words.j2 writes.
 words = Words(lambda: environment(__package__), "words.j2")
+
+
+def note_lines(notes: Iterable[Said]) -> list[str]:
+    """The line of each note the reader or the loader left as data (cut_off_notes, Table.notes):
+    its macro of templates/words.j2 given its values."""
+    return [words(note.macro, **note.values) for note in notes]
 
 
 def interruption_words(interrupted: Interruption) -> str:
@@ -34,17 +40,13 @@ def cut_off_lines(report: BenchReport, run: str = "the run") -> list[str]:
     """What every tool says of a file whose run did not finish, one line per cause (none for a
     complete file): the interruption its context records (which signal, how far `run` got, what
     is missing), and the truncation of its text."""
-    causes = ["interrupted"] * (report.interrupted is not None)
-    causes += ["truncated"] * report.recovered_from_truncation
-    return [words("cut_off_line", report=report, run=run, cause=cause) for cause in causes]
+    return note_lines(cut_off_notes(report, run))
 
 
 def describe_invalid(rows: list[BenchRow], limit: int = 3) -> str:
     """'2 rows invalid (real_time is NaN: a, b; iterations is 1e+30: c)': one line, grouped by
     reason, at most `limit` names per reason (then how many more)."""
-    groups = group_reasons(rows, lambda r: r.invalid or "")
-    named = [(why, [r.name for r in g[:limit]], max(0, len(g) - limit)) for why, g in groups]
-    return words("invalid", count=len(rows), groups=named)
+    return words("invalid", **invalid_groups(rows, limit))
 
 
 def refusal_words(refusal: Refusal) -> str:
@@ -62,14 +64,6 @@ def error_words(error: BaseException) -> str:
     """An error's line: a Refusal's words, else its str()."""
     refusal = error.args[0] if error.args else None
     return refusal_words(refusal) if isinstance(refusal, Refusal) else str(error)
-
-
-def describe_errors(report: BenchReport) -> str:
-    """'0 rows failed, 1 skipped (does not fit on chip: 1)': one line for logs and summaries,
-    over the measured (non-aggregate) rows; ', 2 invalid' is added when rows hold values that
-    cannot be a measurement, and '; cut off: interrupted by SIGTERM after 2 of 5 benchmarks'
-    where a signal stopped the run."""
-    return words("errors", counts=error_counts(report))
 
 
 def disturbance_causes_line(rows: Iterable[dict[str, float]]) -> str:
@@ -91,11 +85,3 @@ def unknown_conditions_note(what: str) -> str:
     """The one line a tool says once for repetitions without condition counters (`what`: "2 files",
     "the baseline", ...)."""
     return words("unknown_conditions", what=what)
-
-
-def policy_table() -> str:
-    """The policy table (policy.py) as docs/input-policy.md shows it: a row per situation, a
-    column per tool, "—" where a tool never meets the situation."""
-    cells = [[POLICY[t][s].does if s in POLICY[t] else "—" for t in TOOLS] for s in SITUATIONS]
-    rule = "---|" * (len(TOOLS) + 1)
-    return words("policy_table", tools=TOOLS, rule=rule, rows=list(zip(SITUATIONS, cells)))

@@ -15,6 +15,8 @@ from .. import output
 from ..cli import EXIT_OK, ArgumentParser, Number, UnusableInput, add_debug_flag
 from ..cli import program_name, run_main
 from ..policy import NOTHING_MEASURED, REFUSE, action
+from ..status import Said
+from ..wording import note_lines
 from .curves import GemmShape
 from .loo import leave_one_out
 from ..report.topics import COMMITTED_GPU_REFERENCE, MLP_DATASETS
@@ -124,7 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _answers(args: argparse.Namespace) -> tuple[list[Any], list[str]]:
+def _answers(args: argparse.Namespace) -> tuple[list[Any], list[Said]]:
     """The answer for every machine in the input (its text, or with --json its JSON object),
     and the warnings."""
     for option, value, known in (("dtype", args.dtype, DTYPES), ("--host", args.host, HOSTS)):
@@ -160,7 +162,7 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UnusableInput(error_text(exc)) from None
     # What the policy has the advisor warn about (load_runs: Table.said): a truncated file, an
     # invalid row, a benchmark in two files; not the failed and skipped rows it leaves out.
-    for w in [] if args.quiet else warnings:
+    for w in [] if args.quiet else note_lines(warnings):
         output.warn(f"{PROG}: warning: {w}")
     # Done is decided before the answer is printed: a reader that leaves early (`| head`) costs
     # the rest of the answer, never the exit status (the one writer, output.py).

@@ -26,6 +26,7 @@ from pandas.api.types import is_number
 from ..overhead_model import CopyFit, OverheadModel, build_model
 from ..roofline import DTYPE_BYTES, GPU_BANDWIDTH_KEYS, cpu_bandwidth
 from ..report.topics import ADVISED_MLP, GEMM_WORKLOAD, MLP_DATASETS, committed_gpu_reference
+from ..status import Said
 from ..table import load_table, per_step, summarize
 from .curves import GemmShape, Lookup, lookup
 
@@ -142,7 +143,7 @@ def _derive(s: pd.DataFrame) -> pd.DataFrame:
     return per_step(s, ["t_compute", "t_overhead", "t_h2d"])
 
 
-def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[str]]:
+def load_runs(paths: Sequence[str]) -> tuple[list[Run], list[Said]]:
     """One Run per machine of the files (BenchJsonError propagates), and the warnings.
 
     A machine without GPU rows passed beside exactly one machine with them (a CPU run and the

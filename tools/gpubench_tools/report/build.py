@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from ..conditions import CONDITION_FIGURES, UNKNOWN
-from ..wording import describe_conditions
+from ..wording import describe_conditions, note_lines
 from ..policy import DISTURBED_ROW, HEADLINE_RULE, LIST, UNKNOWN_CONDITIONS, USE, action
 from ..table import REFERENCE_RUN, THIS_RUN, Table, short_cpu_name, short_gpu_name
 from .charts import Chart, draw
@@ -207,9 +207,9 @@ def build_document(table: Table, out: Path) -> dict[str, Any]:
         "reference": reference,
         "suggestion": "; ".join(no_gpu_suggestion(table)),
         # A run that did not finish is said first, before the answer it limits.
-        "cut_off": table.cut_off,
+        "cut_off": note_lines(table.cut_off),
         "warnings": _made_by_hand(table)
-        + [w for w in table.said("report") if w not in table.cut_off],
+        + [w for w in note_lines(table.said("report")) if w not in note_lines(table.cut_off)],
         "answer": answer,
         "thin": _thin_text(ctx, thin),
         "speedup_definition": _speedup_definition(answer, ctx.topics),

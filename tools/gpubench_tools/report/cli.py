@@ -29,6 +29,7 @@ from ..escape import html_line
 from ..policy import NOTHING_MEASURED, REFUSE, action
 from ..table import load_table
 from ..templating import environment
+from ..wording import note_lines
 from .topics import COMMITTED_GPU_REFERENCE
 from .words import named, say
 
@@ -65,8 +66,9 @@ def build_report(
     listed = say("listed", problems=table.problems.assign(file=files))
     # A run that did not finish before anything: every number below is limited by it. Then whose
     # GPU numbers these are, then whether they were measured on a quiet machine.
-    said = table.cut_off + reference_warning(table) + [c for c in [doc["conditions"]] if c]
-    said += [w for w in table.said("report") if w not in table.cut_off]
+    cut_off = note_lines(table.cut_off)
+    said = cut_off + reference_warning(table) + [c for c in [doc["conditions"]] if c]
+    said += [w for w in note_lines(table.said("report")) if w not in cut_off]
     return html_path, md_path, said + (listed if verbose else [])
 
 
