@@ -205,58 +205,34 @@ compare() { # $1 baseline, $2 contender, then extra compare arguments
     "$base" "$cont" --config "$GATE_CONFIG" "$@"
 }
 
-# $1 base command, $2 contender command; for --against, $3 and $4 the timing lane's base binary
-# and its data folder (the timing lane runs both sides the same way, not the base through $1's
-# wrapper: interleave.py's "Both sides start alike").
+# The paired gate is the tools' installed command (gpubench_tools/gate.py, `gpubench-gate`): both
+# lanes and their combined verdict. $1 base command, $2 contender command; for --against, $3 and $4
+# the timing lane's base binary and its data folder (the timing lane runs both sides the same way,
+# not the base through $1's wrapper: interleave.py's "Both sides start alike").
 paired_gate() {
   mkdir -p "$OUT_DIR"
-  local extra=() timing_base=${3:-$1}
+  local extra=() lane_filter=${INSTRUCTIONS_FILTER:-$filter_arg}
   [[ -n ${PAIRS:-} ]] && extra+=(--pairs "$PAIRS")
   [[ -n ${MAX_PAIRS:-} ]] && extra+=(--max-pairs "$MAX_PAIRS")
   [[ -n ${INNER_REPS:-} ]] && extra+=(--inner-repetitions "$INNER_REPS")
   [[ -n ${INNER_MIN_TIME:-} ]] && extra+=(--min-time "$INNER_MIN_TIME")
+  [[ -n ${3:-} ]] && extra+=(--timing-base-bench "$3")
   [[ -n ${4:-} && -d ${4:-} && -d data ]] && extra+=(--base-data-dir "$4" --contender-data-dir data)
-  set +e
-  PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.compare.interleave \
-    --base-bench "$timing_base" --contender-bench "$2" --benchmark_filter="${filter_arg:-$FILTER}" \
-    --out-dir "$OUT_DIR/paired" "${extra[@]}" \
-    --markdown "$OUT_DIR/paired-compare.md" --json "$OUT_DIR/paired-compare.json"
-  local status=$?
-  set -e
-  echo "ci_gate: timing lane exit $status (0 pass, 1 regression, 2 unusable input, 3 not resolved); report in $OUT_DIR/paired-compare.md, runs in $OUT_DIR/paired"
-  local instructions_status="" combine=(--timing-exit "$status")
-  if [[ ${INSTRUCTIONS:-on} != off ]]; then
-    instruction_lane "$1" "$2" && instructions_status=0 || instructions_status=$?
-    combine+=(--instructions-exit "$instructions_status")
-  else
+  [[ -n ${INSTRUCTIONS_MAX_CHANGE:-} ]] && extra+=(--instructions-max-change "$INSTRUCTIONS_MAX_CHANGE")
+  if [[ ${INSTRUCTIONS:-on} == off ]]; then
     echo "ci_gate: instruction lane not run (INSTRUCTIONS=off)"
+    extra+=(--instructions off)
+  elif [[ -z $lane_filter ]]; then
+    # The suite's own default rows of the instruction lane (instructions/lane.py, DEFAULT_FILTER).
+    lane_filter=$(PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c \
+      'from gpubench_tools.instructions.lane import DEFAULT_FILTER; print(DEFAULT_FILTER)')
   fi
-  # Both lanes' verdicts, and the gate's: a regression in either fails; otherwise the timing
-  # lane's status stands (gpubench_tools/instructions/combine.py).
-  set +e
-  PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.instructions.combine \
-    "${combine[@]}" --timing-json "$OUT_DIR/paired-compare.json" \
-    --timing-markdown "$OUT_DIR/paired-compare.md" \
-    --instructions-json "$OUT_DIR/instructions-compare.json" \
-    --instructions-markdown "$OUT_DIR/instructions-compare.md" --markdown "$OUT_DIR/gate.md"
-  status=$?
-  set -e
-  echo "ci_gate: gate exit $status (both lanes; 0 pass, 1 regression, 2 cannot judge, 3 not resolved); report in $OUT_DIR/gate.md"
+  [[ -n $lane_filter ]] && extra+=(--instructions-filter "$lane_filter")
+  local status=0
+  PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.gate \
+    --base-bench "$1" --contender-bench "$2" --benchmark_filter="${filter_arg:-$FILTER}" \
+    --out-dir "$OUT_DIR" "${extra[@]}" || status=$?
   exit $status
-}
-
-# The deterministic lane: the instructions per iteration of single-threaded CPU rows under
-# callgrind, base against contender (docs/regression-gate.md, "Instruction lane"). Returns its exit
-# status: 0 pass, 1 more instructions, 2 nothing counted (no valgrind, a side without regions).
-instruction_lane() { # $1 base command, $2 contender command
-  local extra=()
-  local lane_filter=${INSTRUCTIONS_FILTER:-$filter_arg}
-  [[ -n $lane_filter ]] && extra+=(--benchmark_filter="$lane_filter")
-  [[ -n ${INSTRUCTIONS_MAX_CHANGE:-} ]] && extra+=(--max-change "$INSTRUCTIONS_MAX_CHANGE")
-  rm -f "$OUT_DIR/instructions-compare.md" "$OUT_DIR/instructions-compare.json"
-  PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.instructions \
-    --base-bench "$1" --contender-bench "$2" --out-dir "$OUT_DIR/instructions" "${extra[@]}" \
-    --markdown "$OUT_DIR/instructions-compare.md" --json "$OUT_DIR/instructions-compare.json"
 }
 
 # --against REF: the base is REF built from a temporary git worktree. A commit never changes, so

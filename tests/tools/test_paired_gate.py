@@ -716,7 +716,11 @@ def test_the_gate_line_states_the_half_margin_of_ambiguous_passes() -> None:
     assert (gate.margin_pct, gate.half_margin_pct) == pytest.approx((5.0, 2.5))
     line = render.gate_line(j)
     assert "beyond the 5% margin" in line and "estimates under +2.5%" in line
-    assert line.endswith("(1 ambiguous)")
+    # What the pass did not rule out: the AMBIGUOUS row's interval reaches +6 %.
+    assert gate.allowed_pct == pytest.approx(6.0)
+    assert line.endswith(
+        "(1 ambiguous); not ruled out: up to +6.0% slower (the AMBIGUOUS rows' widest interval)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -735,3 +739,93 @@ def test_the_gate_line_kind_follows_the_judgement(estimates, code: int, kind: st
     j = _ambiguous(*estimates)
     assert (j.exit_code, render.gate_record(j).kind) == (code, kind)
     assert render.gate_record(j).unresolved_pct == pytest.approx(10.0)
+
+
+def test_a_pass_with_ambiguous_rows_says_the_slowdown_it_did_not_rule_out(
+    tmp_path: Path, capsys
+) -> None:
+    # A row within the half margin whose interval still reaches past it: the gate passes and says
+    # how much slower the row may still be (its interval's upper end), beside a row that is SAME.
+    rng = np.random.default_rng(7)
+    base = list(1e-3 * np.exp(rng.normal(0, 0.001, 12)))
+    near = [b * math.exp(d) for b, d in zip(base, rng.normal(0.004, 0.03, 12))]
+    steady = list(2e-3 * np.exp(rng.normal(0, 0.001, 12)))
+    base_rows, cont_rows = {"bm/near": base, "bm/steady": steady}, {"bm/near": near}
+    cont_rows["bm/steady"] = [t * 1.001 for t in steady]
+    code, out, _, doc = judged(tmp_path, base_rows, cont_rows, capsys)
+    (near_row,) = [b for b in doc["benchmarks"] if b["name"] == "bm/near"]
+    assert code == 0 and near_row["verdict"].upper() == "AMBIGUOUS", out
+    upper = (near_row["interval"][1] - 1) * 100
+    assert f"not ruled out: up to {upper:+.1f}% slower" in doc["gate"], doc["gate"]
+    # A plain pass (no AMBIGUOUS row) says nothing of the kind.
+    code, _, _, doc = judged(tmp_path, {"bm/steady": steady}, {"bm/steady": steady}, capsys)
+    assert code == 0 and "not ruled out" not in doc["gate"]
+
+
+def test_a_gpu_row_is_judged_on_its_gpu_clock() -> None:
+    # Google Benchmark's UseManualTime rows end in /manual_time and report the CUDA-event time as
+    # real_time; their cpu_time is the host thread waiting. The gate's clock is cpu_time.
+    gpu = "matmul/gpu/cublas_kernel/dtype:fp32/m:64/n:64/k:64/manual_time"
+    assert paired.clock_of(gpu, "cpu_time") == "real_time"
+    assert paired.clock_of("matmul/cpu/openblas/dtype:fp32/threads:1", "cpu_time") == "cpu_time"
+    row = load_report_row(gpu, cpu_s=4e-3, real_s=1e-3)
+    assert paired._time(row, "cpu_time") == pytest.approx(1e-3)
+    cpu = load_report_row("bm/cpu", cpu_s=4e-3, real_s=5e-3)
+    assert paired._time(cpu, "cpu_time") == pytest.approx(4e-3)
+
+
+def load_report_row(name: str, cpu_s: float, real_s: float):
+    """One repetition row as the reader gives it (benchjson's BenchRow)."""
+    out = dict(row(name, 0, cpu_s), real_time=real_s * 1e9)
+    return load_report_from(out)
+
+
+def load_report_from(bench_row: dict):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "one.json"
+        path.write_text(json.dumps({"context": {}, "benchmarks": [bench_row]}))
+        (parsed,) = load_report(str(path)).rows
+    return parsed
+
+
+def test_the_fastest_repetition_of_a_gpu_row_is_its_fastest_on_the_gpu_clock() -> None:
+    from gpubench_tools.compare.interleave import PairedRun
+
+    name = "bm/gpu/manual_time"
+    slow_gpu = [("name", name), ("cpu_time", 1.0), ("real_time", 9.0), ("run_type", "iteration")]
+    fast_gpu = [("name", name), ("cpu_time", 5.0), ("real_time", 2.0), ("run_type", "iteration")]
+    run = PairedRun(["base"], ["contender"], Path("."))
+    (kept,) = run.keep([slow_gpu, fast_gpu], 0)
+    assert dict(kept)["real_time"] == 2.0
+
+
+@pytest.mark.slow
+@needs_bash
+def test_the_installed_gate_runs_both_lanes_of_two_programs(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """`gpubench-gate` (gpubench_tools/gate.py) on two stand-in programs: the timing lane, the
+    instruction lane under a stand-in valgrind (which counts nothing of a stand-in), the combined
+    verdict and its files; a slower contender fails."""
+    from gpubench_tools.gate import main as gate_main
+
+    monkeypatch.setenv("PATH", f"{standin_valgrind(tmp_path)}{os.pathsep}{os.environ['PATH']}")
+    a, b = standin(tmp_path, "a", seed="a"), standin(tmp_path, "b", seed="b")
+    out = tmp_path / "out"
+    common = ["--benchmark_filter=bm/", "--pairs", "10", "--max-pairs", "20", "--out-dir", str(out)]
+    code = gate_main(["--base-bench", a, "--contender-bench", b, *common])
+    said = capsys.readouterr().out
+    assert code == 0, said
+    assert sorted(valgrind_calls(tmp_path)) == [a, b]
+    assert "gate: PASS (exit 0): timing pass; instructions cannot judge or count" in said
+    for name in ("paired-compare.md", "paired-compare.json", "instructions-compare.md", "gate.md"):
+        assert (out / name).is_file(), name
+    slow = standin(tmp_path, "slow", slow="1.2", seed="c")
+    code = gate_main(
+        ["--base-bench", a, "--contender-bench", slow, "--instructions", "off", *common]
+    )
+    said = capsys.readouterr().out
+    assert code == 1 and "instruction lane not run" in said and "gate: FAIL" in said
+    assert len(valgrind_calls(tmp_path)) == 2

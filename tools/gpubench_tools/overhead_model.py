@@ -20,10 +20,13 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import lsq_linear
 
-from .table import num
-
 # The GEMM rows' workload label: the model's end-to-end and kernel-only GEMMs.
 GEMM_WORKLOAD = "matmul"
+
+
+def _column(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A typed column of the summary (the reader typed it at load), NaN where its file has none."""
+    return frame[column] if column in frame else pd.Series(np.nan, index=frame.index, dtype=float)
 
 
 def gpu_peak(frame: pd.DataFrame, dtype: pd.Series | str) -> pd.Series:
@@ -33,7 +36,7 @@ def gpu_peak(frame: pd.DataFrame, dtype: pd.Series | str) -> pd.Series:
     out = pd.Series(np.nan, index=frame.index, dtype=float)
     for kind in kinds.dropna().unique():
         mask = kinds == kind
-        out[mask] = num(frame.loc[mask], f"context.gpu_peak_{kind}_flops")
+        out[mask] = _column(frame.loc[mask], f"context.gpu_peak_{kind}_flops")
     return out.where(out > 0)
 
 
@@ -91,9 +94,9 @@ def _probes(summary: pd.DataFrame, probe: str, host: str | None = None) -> pd.Da
 
 def fit_copy(direction: str, host: str, probes: pd.DataFrame) -> CopyFit | None:
     """alpha and beta of one copy direction and host memory from its size sweep."""
-    nbytes = num(probes, "bytes").fillna(num(probes, f"bytes_{direction}"))
+    nbytes = _column(probes, "bytes").fillna(_column(probes, f"bytes_{direction}"))
     # The probe's own phase counter where it writes one, else its (manual, event) time.
-    t = num(probes, f"t_{direction}").fillna(num(probes, "time_s"))
+    t = _column(probes, f"t_{direction}").fillna(_column(probes, "time_s"))
     frame = pd.DataFrame({"b": nbytes, "t": t})
     frame = frame[(frame["b"] > 0) & (frame["t"] > 0)].sort_values("b")
     if len(frame) < 2:
@@ -138,20 +141,20 @@ class LaunchCosts:
 
 
 def _median(rows: pd.DataFrame, column: str) -> float | None:
-    values = num(rows, column).dropna()
+    values = _column(rows, column).dropna()
     return float(values.median()) if len(values) else None
 
 
 def _slope_fit(rows: pd.DataFrame, per_key: str) -> tuple[float | None, float | None]:
     """(per-item cost, fixed cost) from probes that repeat an operation N times."""
-    count = num(rows, "nodes").fillna(num(rows, "kernels"))
-    t = num(rows, "t_wall").fillna(num(rows, "time_s"))
+    count = _column(rows, "nodes").fillna(_column(rows, "kernels"))
+    t = _column(rows, "t_wall").fillna(_column(rows, "time_s"))
     ok = (count > 0) & (t > 0)
     if count[ok].nunique() >= 2:
         fixed, per, _ = fit_line(count[ok], t[ok])
         return per, fixed
     if ok.any():  # one burst length only: trust the probe's own per-item counter at the largest
-        per = num(rows, per_key)[count[ok].idxmax()]
+        per = _column(rows, per_key)[count[ok].idxmax()]
         return (None if pd.isna(per) else float(per)), None
     return None, None
 
@@ -236,9 +239,9 @@ class OverheadModel:
 def build_model(gpu_summary: pd.DataFrame) -> OverheadModel:
     """The model of one machine's GPU (`summarize()` rows of that machine, backend gpu)."""
     kernel = gemm_rows(gpu_summary, e2e=False)
-    kernel = kernel[num(kernel, "pct_peak") > 0]
-    keys = zip(*(num(kernel, c) for c in "mnk"), kernel["dtype"])
-    util = dict(zip(keys, num(kernel, "pct_peak") / 100.0))
+    kernel = kernel[_column(kernel, "pct_peak") > 0]
+    keys = zip(*(_column(kernel, c) for c in "mnk"), kernel["dtype"])
+    util = dict(zip(keys, _column(kernel, "pct_peak") / 100.0))
     sweeps = itertools.product(("h2d", "d2h"), ("pinned", "pageable"))
     fits = {(d, h): fit_copy(d, h, _probes(gpu_summary, d, h)) for d, h in sweeps}
     copies = {key: fit for key, fit in fits.items() if fit is not None}

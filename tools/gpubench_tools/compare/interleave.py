@@ -223,7 +223,10 @@ class PairedRun:
         """The rows round r keeps of one process: per benchmark, the row of its fastest
         repetition (its conditions, ``disturbed`` included, are what that repetition saw)."""
         by_name = group_reasons(rows, lambda row: str(_get(row, "name")))
-        kept = [min(group, key=lambda row: _fastest(row, self.time_field)) for _, group in by_name]
+        kept = [
+            min(group, key=lambda row: _fastest(row, paired.clock_of(name, self.time_field)))
+            for name, group in by_name
+        ]
         return [_set(row, "repetition_index", r) for row in kept]
 
     def run_rounds(self, count: int, benchmark_filter: str | None = None) -> None:

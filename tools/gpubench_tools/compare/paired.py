@@ -83,8 +83,21 @@ def _inner_repetitions(report: BenchReport) -> int:
         return 1
 
 
+# A GPU row (Google Benchmark's UseManualTime: its name ends in /manual_time) reports the CUDA-event
+# time of its work as real_time; its cpu_time is the host thread's, mostly spent waiting in a
+# synchronisation, which would hide a slower kernel behind a constant wait. It is judged on its GPU
+# clock, whichever clock the other rows are judged on.
+MANUAL_TIME = "/manual_time"
+
+
+def clock_of(name: str, clock: str) -> str:
+    """The clock a row of `name` is judged on when the gate judges on `clock`."""
+    return "real_time" if name.endswith(MANUAL_TIME) else clock
+
+
 def _time(row: Any, clock: str) -> float:
-    value = row.cpu_time_s if clock == "cpu_time" else row.real_time_s
+    own = clock_of(row.name, clock)
+    value = row.cpu_time_s if own == "cpu_time" else row.real_time_s
     return value if math.isfinite(value) and value > 0 else math.nan
 
 

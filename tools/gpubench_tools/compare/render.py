@@ -116,13 +116,16 @@ class GateLine:
     unresolved, ambiguous, pass_ambiguous, pass), the margin, the slowdown no passed interval may
     reach and half the margin (under which AMBIGUOUS estimates pass), in percent, and (count,
     verdict) of each verdict present. Each figure the line states is a field computed in
-    gate_record (the largest slowdown the AMBIGUOUS intervals still allow would be one more)."""
+    gate_record: `allowed_pct` is the largest slowdown the AMBIGUOUS rows' intervals still allow
+    (the highest upper end, in percent), what a PASS did not rule out; None unless the line
+    is a PASS with AMBIGUOUS rows."""
 
     kind: str
     margin_pct: float
     unresolved_pct: float
     half_margin_pct: float
     tally: tuple[tuple[int, str], ...]
+    allowed_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -322,7 +325,12 @@ def gate_record(j: Judgement) -> GateLine:
     kind = {1: "fail", 2: "unusable", 3: busy}.get(j.exit_code, passed)
     tally = tuple((len(j.of(verdict)), verdict) for verdict in _TALLY if j.of(verdict))
     r = j.rules
-    return GateLine(kind, r.margin * 100, r.unresolved_at * 100, r.half_margin * 100, tally)
+    # What a PASS with AMBIGUOUS rows did not rule out: their highest interval end.
+    highs = [b.estimate.changes[2] for b in j.of(AMBIGUOUS) if b.estimate]
+    allowed = max(highs) if highs and kind in ("ambiguous", "pass_ambiguous") else None
+    return GateLine(
+        kind, r.margin * 100, r.unresolved_at * 100, r.half_margin * 100, tally, allowed
+    )
 
 
 def paired_page(j: Judgement, quiet: bool = False) -> PairedPage:
