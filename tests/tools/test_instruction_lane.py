@@ -294,24 +294,7 @@ def test_lane_end_to_end_on_the_real_bench(tmp_path: Path) -> None:
     wrapper.write_text(f'#!/bin/sh\nexec "{BENCH}" "$@"\n')
     wrapper.chmod(0o755)
     out = tmp_path / "lane"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gpubench_tools.instructions",
-            f"--base-bench={wrapper}",
-            f"--contender-bench={BENCH}",
-            f"--benchmark_filter=^{GEMM64}$",
-            f"--out-dir={out}",
-            f"--json={tmp_path / 'lane.json'}",
-        ],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_lane(wrapper, BENCH, f"^{GEMM64}$", out, tmp_path / "lane.json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads((tmp_path / "lane.json").read_text())
     [row] = doc["benchmarks"]
@@ -319,6 +302,19 @@ def test_lane_end_to_end_on_the_real_bench(tmp_path: Path) -> None:
     assert row["base_per_iteration"] == row["contender_per_iteration"] > 10_000
     assert doc["openblas_core_under_valgrind"] == {"base": "Haswell", "contender": "Haswell"}
     assert "instructions: PASS" in proc.stdout
+
+
+def run_lane(
+    base: Path, contender: Path, flt: str, out: Path, json_out: Path
+) -> subprocess.CompletedProcess:
+    """The lane's command line on two programs, as ci_gate.sh and gpubench-gate start it."""
+    lane = [sys.executable, "-m", "gpubench_tools.instructions", f"--base-bench={base}"]
+    lane += [f"--contender-bench={contender}", f"--benchmark_filter={flt}", f"--out-dir={out}"]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tools")}
+    return subprocess.run(
+        lane + [f"--json={json_out}"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
 
 
 # A user's program built against the installed package (scripts/build-examples.sh, where nvcc is).
@@ -330,24 +326,8 @@ SAXPY = BENCH.parents[1] / "examples" / "saxpy" / "saxpy"
 def test_lane_counts_a_user_programs_rows_under_their_own_names(tmp_path: Path) -> None:
     # The public API's CPU rows have no threads part in their names; their regions say they ran
     # on one thread, so the lane counts them, and the verdicts carry the rows' own names.
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gpubench_tools.instructions",
-            f"--base-bench={SAXPY}",
-            f"--contender-bench={SAXPY}",
-            "--benchmark_filter=^saxpy/cpu/loop/n:1024$",
-            f"--out-dir={tmp_path / 'lane'}",
-            f"--json={tmp_path / 'lane.json'}",
-        ],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    flt = "^saxpy/cpu/loop/n:1024$"
+    proc = run_lane(SAXPY, SAXPY, flt, tmp_path / "lane", tmp_path / "lane.json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [row] = json.loads((tmp_path / "lane.json").read_text())["benchmarks"]
     assert row["name"] == "saxpy/cpu/loop/n:1024" and row["verdict"] == SAME
