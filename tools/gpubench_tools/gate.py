@@ -63,7 +63,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         "base's binary there, and its wrapper in the instruction lane)")  # fmt: skip
     add("--base-data-dir", metavar="DIR", help="timing lane: the base's data folder")
     add("--contender-data-dir", metavar="DIR", help="timing lane: the contender's data folder")
-    add("--out-dir", default="reports/ci", help="where both lanes' files go (reports/ci)")
+    add("--out-dir", default="gate", help="where both lanes' files go (./gate)")
     add_debug_flag(parser)
     return parser
 
