@@ -8,11 +8,12 @@
 // Why in place, not STREAM's a = b + s * c: a cache that allocates on write reads a line before it
 // writes it, so STREAM's triad moves 32 bytes per element while its convention counts 24, and a
 // row that updates its output in place (SAXPY's y = a x + y) then moves its counted bytes faster
-// than the "roof" (on the 2-core EPYC: STREAM's form 23.3 GB/s counted, this form 37.0 GB/s, SAXPY
-// 42.5 GB/s, all over 1 GiB arrays). In place, every line written was read first, so the 24 bytes
-// counted per element (8 read from a, 8 from b, 8 written to a) are the bytes moved, in the same
-// units as the rows' `bytes_moved` (each operand read once, each output written once). This is the
-// form the Empirical Roofline Toolkit measures its bandwidth ceilings with.
+// than the "roof" (on the 2-core EPYC: STREAM's form 28 GB/s counted, this form 41 GB/s, SAXPY
+// 45 GB/s, all over 1 GiB arrays: reports/baselines/roofline-2core). In place, every line written
+// was read first, so the 24 bytes counted per element (8 read from a, 8 from b, 8 written to a) are
+// the bytes moved, in the same units as the rows' `bytes_moved` (each operand read once, each
+// output written once). This is the form the Empirical Roofline Toolkit measures its bandwidth
+// ceilings with.
 
 #include <cstddef>
 #include <string>
@@ -79,7 +80,7 @@ struct CpuBandwidth {
 // at 1 GiB and at an eighth of the available memory per array; with one last-level cache both
 // memory levels use one set of arrays, allocated and touched once. The trials stop after 0.4 s (1
 // thread) and 0.3 s (all cores) once two have run; allocation and first touch come on top (on the
-// 2-core EPYC, 32 MiB L3, 2 arrays of 128 MiB: about 0.4 s on an idle machine).
+// 2-core EPYC, 32 MiB L3, 2 arrays of 128 MiB: 0.20-0.22 s on an idle machine).
 CpuBandwidth measure_cpu_bandwidth(int threads);
 
 }  // namespace gpubench

@@ -220,14 +220,14 @@ paired_gate() {
   [[ -n ${4:-} && -d ${4:-} && -d data ]] && extra+=(--base-data-dir "$4" --contender-data-dir data)
   [[ -n ${INSTRUCTIONS_MAX_CHANGE:-} ]] && extra+=(--instructions-max-change "$INSTRUCTIONS_MAX_CHANGE")
   if [[ ${INSTRUCTIONS:-on} == off ]]; then
-    echo "ci_gate: instruction lane not run (INSTRUCTIONS=off)"
-    extra+=(--instructions off)
+    extra+=(--instructions off) # the gate says the lane did not run
   elif [[ -z $lane_filter ]]; then
     # The suite's own default rows of the instruction lane (instructions/lane.py, DEFAULT_FILTER).
     lane_filter=$(PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c \
       'from gpubench_tools.instructions.lane import DEFAULT_FILTER; print(DEFAULT_FILTER)')
   fi
-  [[ -n $lane_filter ]] && extra+=(--instructions-filter "$lane_filter")
+  # One word with its value: a negative filter ('-regex') is not read as an option.
+  [[ -n $lane_filter ]] && extra+=("--instructions-filter=$lane_filter")
   local status=0
   PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m gpubench_tools.gate \
     --base-bench "$1" --contender-bench "$2" --benchmark_filter="${filter_arg:-$FILTER}" \

@@ -28,14 +28,11 @@ from pathlib import Path
 from typing import Sequence
 
 from . import output
-from .cli import ArgumentParser, Number, add_debug_flag, program_name, run_main
+from .cli import ArgumentParser, add_debug_flag, program_name, run_main
 from .compare import interleave
 from .instructions import combine, lane
 
 MODULE = "gpubench_tools.gate"
-COUNT = Number(1, 100_000, integer=True)
-SECONDS = Number(0.0, 3600.0, low_open=True, unit="seconds")
-CHANGE = Number(0.0, 0.99, low_open=True)
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -52,12 +49,14 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         help="the rows of both lanes (default: every row)")  # fmt: skip
     add("--instructions-filter", metavar="REGEX", help="the instruction lane's rows, if other")
     add("--instructions", choices=("on", "off"), default="on", help="run the instruction lane")
-    add("--instructions-max-change", type=CHANGE, metavar="FRACTION",
+    add("--instructions-max-change", type=lane.MAX_CHANGE, metavar="FRACTION",
         help="the instruction lane's threshold (0.01)")  # fmt: skip
-    add("--pairs", type=COUNT, help="timing lane: rounds to start with")
-    add("--max-pairs", type=COUNT, help="timing lane: at most this many for an AMBIGUOUS row")
-    add("--inner-repetitions", type=COUNT, help="timing lane: repetitions per process")
-    add("--min-time", type=SECONDS, help="timing lane: seconds of each repetition")
+    add("--pairs", type=interleave.PAIRS, help="timing lane: rounds to start with")
+    add("--max-pairs", type=interleave.PAIRS, help="timing lane: at most this many, AMBIGUOUS")
+    add("--inner-repetitions", type=interleave.REPS, help="timing lane: repetitions per process")
+    add("--min-time", type=interleave.MIN_TIME, help="timing lane: seconds of each repetition")
+    add("--time", choices=("cpu_time", "real_time"),
+        help="timing lane: the clock of CPU rows (cpu_time; GPU rows: their GPU clock)")  # fmt: skip
     add("--timing-base-bench", metavar="CMD",
         help="the timing lane's base where it is not --base-bench (ci_gate.sh --against runs the "
         "base's binary there, and its wrapper in the instruction lane)")  # fmt: skip
@@ -69,9 +68,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 
 def _given(args: argparse.Namespace, names: dict[str, str]) -> list[str]:
-    """`--option value` for each option of `names` (attribute: option) the user gave."""
+    """`--option=value` for each option of `names` (attribute: option) the user gave: one word,
+    so that a value starting with '-' (a negative filter) is not read as an option."""
     pairs = [(option, getattr(args, name)) for name, option in names.items()]
-    return [part for option, value in pairs if value is not None for part in (option, str(value))]
+    return [f"{option}={value}" for option, value in pairs if value is not None]
 
 
 def _gate(prog: str, argv: Sequence[str] | None) -> int:
@@ -85,7 +85,7 @@ def _gate(prog: str, argv: Sequence[str] | None) -> int:
         + _given(args, {"filter": "--benchmark_filter", "pairs": "--pairs"})
         + _given(args, {"max_pairs": "--max-pairs", "inner_repetitions": "--inner-repetitions"})
         + _given(args, {"min_time": "--min-time", "base_data_dir": "--base-data-dir"})
-        + _given(args, {"contender_data_dir": "--contender-data-dir"})
+        + _given(args, {"contender_data_dir": "--contender-data-dir", "time": "--time"})
         + ["--out-dir", str(out / "paired"), "--markdown", str(timing_md)]
         + ["--json", str(timing_json)]
     )
@@ -98,7 +98,7 @@ def _gate(prog: str, argv: Sequence[str] | None) -> int:
         for stale in (lane_md, lane_json):
             stale.unlink(missing_ok=True)
         counted = lane.main(
-            ["--base-bench", args.base_bench, *sides, "--benchmark_filter", lane_filter]
+            ["--base-bench", args.base_bench, *sides, f"--benchmark_filter={lane_filter}"]
             + _given(args, {"instructions_max_change": "--max-change"})
             + ["--out-dir", str(out / "instructions"), "--markdown", str(lane_md)]
             + ["--json", str(lane_json)]

@@ -40,6 +40,7 @@ shown. A repetition of an older run, whose conditions are unknown, is kept.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -83,16 +84,16 @@ def _inner_repetitions(report: BenchReport) -> int:
         return 1
 
 
-# A GPU row (Google Benchmark's UseManualTime: its name ends in /manual_time) reports the CUDA-event
-# time of its work as real_time; its cpu_time is the host thread's, mostly spent waiting in a
-# synchronisation, which would hide a slower kernel behind a constant wait. It is judged on its GPU
-# clock, whichever clock the other rows are judged on.
-MANUAL_TIME = "/manual_time"
+# A GPU row (Google Benchmark's UseManualTime: a /manual_time part in its name, last or before
+# /threads:N) reports the CUDA-event time of its work as real_time; its cpu_time is the host
+# thread's, mostly spent waiting in a synchronisation, which would hide a slower kernel behind a
+# constant wait. It is judged on its GPU clock, whichever clock the other rows are judged on.
+MANUAL_TIME = re.compile(r"/manual_time(?:/|$)")
 
 
 def clock_of(name: str, clock: str) -> str:
     """The clock a row of `name` is judged on when the gate judges on `clock`."""
-    return "real_time" if name.endswith(MANUAL_TIME) else clock
+    return "real_time" if MANUAL_TIME.search(name) else clock
 
 
 def _time(row: Any, clock: str) -> float:

@@ -118,7 +118,7 @@ class GateLine:
     verdict) of each verdict present. Each figure the line states is a field computed in
     gate_record: `allowed_pct` is the largest slowdown the AMBIGUOUS rows' intervals still allow
     (the highest upper end, in percent), what a PASS did not rule out; None unless the line
-    is a PASS with AMBIGUOUS rows."""
+    is a PASS with AMBIGUOUS rows whose intervals reach above zero."""
 
     kind: str
     margin_pct: float
@@ -327,7 +327,8 @@ def gate_record(j: Judgement) -> GateLine:
     r = j.rules
     # What a PASS with AMBIGUOUS rows did not rule out: their highest interval end.
     highs = [b.estimate.changes[2] for b in j.of(AMBIGUOUS) if b.estimate]
-    allowed = max(highs) if highs and kind in ("ambiguous", "pass_ambiguous") else None
+    allowed = max(highs, default=0.0) if kind in ("ambiguous", "pass_ambiguous") else 0.0
+    allowed = allowed if allowed > 0 else None  # intervals all below zero allow no slowdown
     return GateLine(
         kind, r.margin * 100, r.unresolved_at * 100, r.half_margin * 100, tally, allowed
     )

@@ -88,13 +88,14 @@ def _rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 def one_sides(summary: pd.DataFrame) -> list[OneSide]:
     """Every workload a machine measured on one side only, in the order of its first row."""
-    # A workload does known work; the probes (copies, launches, allocations) are not workloads.
+    # The probes (copies, launches, allocations) are not workloads. A workload's sides are those
+    # of all its rows; the section shows those that do known work.
     probe = summary["probe"].notna() if "probe" in summary else False
-    work = summary[summary["workload"].notna() & (summary["flop"] > 0) & ~probe]
+    rows_of = summary[summary["workload"].notna() & ~probe]
     found = []
-    for (machine, workload), rows in work.groupby(["machine", "workload"], sort=False):
-        sides = set(rows["backend"])
-        if len(sides) != 1:
+    for (machine, workload), rows in rows_of.groupby(["machine", "workload"], sort=False):
+        sides, rows = set(rows["backend"]), rows[rows["flop"] > 0]
+        if len(sides) != 1 or rows.empty:
             continue
         (side,) = sides
         shown = _rows(rows)

@@ -279,7 +279,7 @@ def one_side_page(ctx: Context, labels: Labels, found: OneSide) -> Section:
     pair = labels[found.machine]["pair"]
     title = "".join(say("one_side_title", f=found, machine=pair, several=ctx.several))
     chart = Drawing("measured", found.rows, dict(f=found), gpu=found.side == "gpu")
-    said = say("one_side", f=found, roofs=f"roofline-{found.machine}")
+    said = say("one_side", f=found)
     table = table_of("one_side_table", rows=found.rows)
     return section(found.anchor, said, [chart], [table], title=title)
 
