@@ -60,6 +60,8 @@ class InstructionRegionLabel {
   ~InstructionRegionLabel() { current() = std::move(previous_); }
   InstructionRegionLabel(const InstructionRegionLabel&) = delete;
   InstructionRegionLabel& operator=(const InstructionRegionLabel&) = delete;
+  InstructionRegionLabel(InstructionRegionLabel&&) = delete;
+  InstructionRegionLabel& operator=(InstructionRegionLabel&&) = delete;
 
   static Row& current() {
     thread_local Row row;
@@ -105,6 +107,8 @@ class InstructionRegion {
   }
   InstructionRegion(const InstructionRegion&) = delete;
   InstructionRegion& operator=(const InstructionRegion&) = delete;
+  InstructionRegion(InstructionRegion&&) = delete;
+  InstructionRegion& operator=(InstructionRegion&&) = delete;
 
   void pause() { toggle(false); }
   void resume() { toggle(true); }
