@@ -65,6 +65,8 @@ def test_a_row_faster_than_the_memory_roof_is_cache_resident_and_never_over_100_
     placed = _place([(2 * n, 12 * n, 12 * n / 47.6e9, (100e9, 36.5e9))]).iloc[0]
     assert placed["bound"] == CACHE
     assert math.isnan(placed["share_of_roof"])
+    # It beat the memory roof: no part of its time is at or below it.
+    assert math.isnan(placed["t_at_roof"]) and math.isnan(placed["t_below_roof"])
 
 
 def test_a_row_a_little_above_the_memory_roof_is_at_it_not_in_cache() -> None:

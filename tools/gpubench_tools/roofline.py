@@ -4,7 +4,8 @@ Patterson, CACM 2009) applied to measured times, the same rule for the CPU and t
 A row that does known work (`flop`, `bytes`: the minimum-traffic model of docs/workloads.md) cannot
 take less than `t_roof = max(flop / compute roof, bytes / memory roof)`; the larger term names the
 roof that binds. Its measured time splits into *at the roof* (`min(t_roof, t)`) and *below the
-roof* (the rest: launches, latency, too little work to fill the machine). The row is named by
+roof* (the rest: launches, latency, too little work to fill the machine); a cache-resident row
+(below) beat the memory roof, so it has neither part. The row is named by
 where most of its time is:
 
 - `compute` or `memory`: at least half of the time is at the roof that binds;
@@ -62,15 +63,16 @@ def place(
     above_memory_roof = known & (seconds * CACHE_MARGIN < t_memory_roof)
     at_roof = known & (t_at_roof >= AT_ROOF_SHARE * seconds)
     bound = np.select([above_memory_roof, at_roof, known], [CACHE, roof, BELOW], default=None)
+    shown = known & ~above_memory_roof  # a cache-resident row: no share, no time at or below
     return pd.DataFrame(
         {
             "t_compute_roof": t_compute_roof,
             "t_memory_roof": t_memory_roof,
             "t_roof": t_roof,
             "roof": roof.where(known),
-            "t_at_roof": t_at_roof,
-            "t_below_roof": (seconds - t_at_roof).where(known),
-            "share_of_roof": (t_roof / seconds).where(known & ~above_memory_roof).clip(upper=1.0),
+            "t_at_roof": t_at_roof.where(shown),
+            "t_below_roof": (seconds - t_at_roof).where(shown),
+            "share_of_roof": (t_roof / seconds).where(shown).clip(upper=1.0),
             "bound": pd.Series(bound, index=flop.index, dtype=object),
         }
     )

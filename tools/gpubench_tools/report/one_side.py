@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..roofline import CACHE
 from .analysis import NOISY_SPREAD
 from .context import AXIS_PREFIX, SIZE_COUNTERS
 from .roofs import BoundCount
@@ -30,7 +29,7 @@ class OneSide:
     `size` (those parts), `flop`, `time`, `low`, `high` (median and min..max over repetitions),
     `hollow` (drawn hollow: analysis.typed's `_flagged`), `repetitions` and the table's marks
     (`few_samples`, `noisy`, `disturbed`), `reached` (FLOP/s by the time it is placed by),
-    `t_at_roof` and `t_below_roof` (NaN for a cache-resident row), `bound` (roofline's name, None
+    `t_at_roof` and `t_below_roof` (roofline.place: NaN for a cache-resident row), `bound` (roofline's name, None
     where the row has no place) and `derived` (bytes from its name). `counts`: rows per bound;
     `largest`: the row of most work with a place under the roofs (of all rows where none has
     one), whose bound the section states."""
@@ -60,7 +59,6 @@ def _is_size(part: str) -> bool:
 
 def _rows(rows: pd.DataFrame) -> pd.DataFrame:
     parts = rows["name"].astype(str).str.split("/")
-    cached = rows["bound"] == CACHE
     return pd.DataFrame(
         {
             "name": rows["name"],
@@ -77,9 +75,8 @@ def _rows(rows: pd.DataFrame) -> pd.DataFrame:
             "noisy": rows["spread"] > NOISY_SPREAD,
             "disturbed": rows["_disturbed"].astype(bool),
             "reached": rows["flop"] / rows["t_placed"],
-            # A cache-resident row beat the memory roof: no part of its time is at or below it.
-            "t_at_roof": rows["t_at_roof"].where(~cached),
-            "t_below_roof": rows["t_below_roof"].where(~cached),
+            "t_at_roof": rows["t_at_roof"],
+            "t_below_roof": rows["t_below_roof"],
             "bound": rows["bound"],
             "derived": rows["work_derived"].astype(bool),
         }

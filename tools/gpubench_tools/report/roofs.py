@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..roofline import CACHE
-
 COMPUTE_ROOF, MEMORY_ROOF = "compute", "memory"
 # The context's memory ceilings: (key, side, label).
 _MEMORY = (
@@ -112,8 +110,8 @@ def machine_roofline(summary: pd.DataFrame, machine: int) -> MachineRoofline:
             flop_per_s=float(r.flop / r.t_placed),
             bound=str(r.bound),
             share_of_roof=None if pd.isna(r.share_of_roof) else float(r.share_of_roof),
-            t_at_roof=None if r.bound == CACHE else float(r.t_at_roof),
-            t_below_roof=None if r.bound == CACHE else float(r.t_below_roof),
+            t_at_roof=None if pd.isna(r.t_at_roof) else float(r.t_at_roof),
+            t_below_roof=None if pd.isna(r.t_below_roof) else float(r.t_below_roof),
             derived=bool(r.work_derived),
         )
         for r in where.itertuples()
